@@ -1,0 +1,7 @@
+/**
+ * `@dsh/harness/adapters`. This subsystem is not built yet; it exports nothing so far.
+ *
+ * @module
+ */
+
+export {};

@@ -1,0 +1,19 @@
+/**
+ * `@dsh/harness`: an agent harness whose only source of truth is an
+ * append-only, typed session log, built as plugins on the Cordis 4 kernel.
+ *
+ * @example Creating a kernel and a scope
+ * ```ts
+ * import { createKernel, createScope } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ *
+ * const ctx = createKernel();
+ * const scope = createScope(ctx, "agent-1");
+ * assert.equal(scope.ctx.scope?.key, "agent-1");
+ * await scope.dispose();
+ * ```
+ *
+ * @module
+ */
+
+export * from "./sdk/kernel/mod.ts";

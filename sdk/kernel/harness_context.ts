@@ -1,0 +1,344 @@
+/**
+ * The typed view over the Cordis 4 plugin kernel.
+ *
+ * Cordis types its events and services through ambient module augmentation,
+ * which JSR rejects in published code. This file is the one place where a raw
+ * Cordis `Context` is turned into a {@linkcode HarnessContext}: events are typed
+ * by an event map `E`, services by a service map `S`, and every dispatch is
+ * filtered by the scope of the context that dispatches it (see `scope.ts`).
+ *
+ * @module
+ */
+
+import { Context } from "cordis";
+import { HarnessError } from "./harness_error.ts";
+
+// deno-lint-ignore no-explicit-any
+type AnyFunction = (...args: any[]) => any;
+
+/** Events dispatched by the kernel itself. */
+export interface KernelEvents {
+  /** A listener of an `emit`-mode event threw; the emitter carried on. */
+  "kernel/listener-error": (name: string, error: unknown) => void;
+}
+
+/** Names of the events of an event map whose values are listener signatures. */
+export type EventName<E> = { [K in keyof E]: E[K] extends AnyFunction ? K : never }[keyof E] & string;
+
+/** Arguments of an event: for a waterfall the last one is the innermost `next`. */
+export type EventArgs<E, K extends keyof E> = E[K] extends (...args: infer A) => unknown ? A : never;
+
+/** Return type of an event's listener. */
+export type EventResult<E, K extends keyof E> = E[K] extends (...args: never[]) => infer R ? R : never;
+
+/** Options of {@linkcode HarnessContext.on}. */
+export interface ListenerOptions {
+  /**
+   * Run before the listeners registered earlier.
+   *
+   * @default {false}
+   */
+  prepend?: boolean;
+}
+
+/** An opaque scope label; see `createScope`. */
+export interface ScopeInfo {
+  /** The key the scope was created with. */
+  readonly key: string;
+  /** The enclosing scope, if any. */
+  readonly parent: ScopeInfo | undefined;
+}
+
+/**
+ * A plugin: a function, or an object with `apply`, run on a child context.
+ *
+ * Registrations made through the context a plugin receives (listeners,
+ * services, effects, child plugins) are undone when the plugin is disposed.
+ * A plugin that lists services in `inject` starts only once all of them are
+ * provided, and stops when one of them goes away.
+ */
+export type HarnessPlugin<C = void, E extends object = KernelEvents, S extends object = object> =
+  | PluginFunction<C, E, S>
+  | PluginObject<C, E, S>;
+
+/** A plugin written as a function. */
+export interface PluginFunction<C, E extends object, S extends object> {
+  (ctx: HarnessContext<E, S>, config: C): void | Promise<void>;
+  /** The plugin's name, for diagnostics. */
+  pluginName?: string;
+  /** Services that must be present before the plugin starts. */
+  inject?: readonly string[];
+}
+
+/** A plugin written as an object. */
+export interface PluginObject<C, E extends object, S extends object> {
+  /** The plugin's name, for diagnostics. */
+  name?: string;
+  /** Services that must be present before the plugin starts. */
+  inject?: readonly string[];
+  /** Start the plugin. */
+  apply(ctx: HarnessContext<E, S>, config: C): void | Promise<void>;
+}
+
+/** A running plugin. */
+export interface PluginHandle {
+  /** Resolves when the plugin has started (or could not start). */
+  readonly ready: Promise<void>;
+  /** Stop the plugin and undo every registration it made. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * The methods every harness context has; services are added as properties by
+ * {@linkcode HarnessContext}.
+ */
+export interface ContextCore<E extends object, S extends object> {
+  /** The raw Cordis context, for interop with plain Cordis plugins. */
+  readonly raw: Context;
+  /** The scope this context belongs to, if any. */
+  readonly scope: ScopeInfo | undefined;
+  /**
+   * Listen to an event. The listener is removed when this context's plugin
+   * (or scope) is disposed, or when the returned function is called.
+   */
+  on<K extends EventName<E>>(name: K, listener: E[K], options?: ListenerOptions): () => void;
+  /**
+   * Notify every admitted listener, synchronously. A listener that throws does
+   * not stop the others; its error is reported on `kernel/listener-error`.
+   */
+  emit<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): void;
+  /** Run every admitted listener concurrently and wait for all of them. */
+  parallel<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): Promise<void>;
+  /**
+   * Run admitted listeners one after another; the first that returns a value
+   * other than `undefined`, `null` or `false` ends the run and its value is returned.
+   */
+  serial<K extends EventName<E>>(
+    name: K,
+    ...args: EventArgs<E, K>
+  ): Promise<Awaited<EventResult<E, K>> | undefined>;
+  /**
+   * Run admitted listeners as middleware: each receives the arguments and a
+   * `next()` that calls the following listener; the last argument given here
+   * is the innermost `next`.
+   */
+  waterfall<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): EventResult<E, K>;
+  /** Register a reversible effect: `execute` returns its own undo. */
+  effect(execute: () => () => void | Promise<void>, label?: string): () => Promise<void>;
+  /** Provide a service under `name` for as long as this context's plugin lives. */
+  provide<K extends keyof S & string>(name: K, value: S[K]): () => void;
+  /** The service under `name`, or `undefined`. */
+  get<K extends keyof S & string>(name: K): S[K] | undefined;
+  /**
+   * The service under `name`.
+   *
+   * @throws {HarnessError} `SERVICE_MISSING` when it is not provided.
+   */
+  service<K extends keyof S & string>(name: K): S[K];
+  /** Start a child plugin on this context. */
+  plugin<C>(plugin: HarnessPlugin<C, E, S>, config: C): PluginHandle;
+  /** Start a child plugin that takes no configuration. */
+  plugin(plugin: HarnessPlugin<void, E, S>): PluginHandle;
+}
+
+/**
+ * A typed view of a Cordis context: typed event dispatch, typed services
+ * (`ctx.tools`, `ctx.sessions`, …) and scope-filtered admission.
+ *
+ * Admission rule: an event dispatched from a context in scope `X` reaches the
+ * listeners registered outside every scope and those registered in `X` or one
+ * of its ancestors; an event dispatched outside every scope reaches every
+ * listener (it is a global announcement).
+ */
+export type HarnessContext<E extends object = KernelEvents, S extends object = object> =
+  & ContextCore<E, S>
+  & Readonly<Partial<S>>;
+
+const SCOPE: unique symbol = Symbol.for("@dsh/harness/scope");
+
+type RawWithScope = Context & { [SCOPE]?: ScopeInfo };
+
+/** Whether a listener registered in `listenerScope` hears an event from `dispatchScope`. */
+export function admits(listenerScope: ScopeInfo | undefined, dispatchScope: ScopeInfo | undefined): boolean {
+  if (listenerScope === undefined || dispatchScope === undefined) return true;
+  for (let s: ScopeInfo | undefined = dispatchScope; s !== undefined; s = s.parent) {
+    if (s === listenerScope) return true;
+  }
+  return false;
+}
+
+/** Mark a raw context (and the contexts derived from it) as belonging to `scope`. */
+export function tagScope(raw: Context, scope: ScopeInfo): void {
+  (raw as RawWithScope)[SCOPE] = scope;
+}
+
+function dispatcherOf(scope: ScopeInfo | undefined): object {
+  return {
+    [Context.filter]: (hookCtx: Context) => admits((hookCtx as RawWithScope)[SCOPE], scope),
+  };
+}
+
+const wrappers = new WeakMap<object, object>();
+
+function toCordisPlugin(
+  plugin: HarnessPlugin<unknown, object, object>,
+): { name?: string; inject?: string[]; apply(ctx: Context, config: unknown): unknown } {
+  const cached = wrappers.get(plugin);
+  if (cached) return cached as ReturnType<typeof toCordisPlugin>;
+  const apply = typeof plugin === "function" ? plugin : plugin.apply.bind(plugin);
+  const name = typeof plugin === "function" ? plugin.pluginName ?? plugin.name : plugin.name;
+  const wrapped = {
+    name,
+    inject: plugin.inject ? [...plugin.inject] : undefined,
+    apply: (raw: Context, config: unknown) => apply(wrapContext(raw), config),
+  };
+  wrappers.set(plugin, wrapped);
+  return wrapped;
+}
+
+class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> {
+  readonly raw: Context;
+  readonly #dispatcher: object;
+
+  constructor(raw: Context) {
+    this.raw = raw;
+    this.#dispatcher = dispatcherOf(this.scope);
+  }
+
+  get scope(): ScopeInfo | undefined {
+    return (this.raw as RawWithScope)[SCOPE];
+  }
+
+  on<K extends EventName<E>>(name: K, listener: E[K], options?: ListenerOptions): () => void {
+    const dispose = this.raw.on(name as never, listener as never, { prepend: options?.prepend ?? false });
+    return () => void dispose();
+  }
+
+  emit<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): void {
+    // Cordis's own emit stops at the first listener that throws; observers
+    // must not be able to break the emitter, so each call is contained.
+    const callbacks = this.raw.events.dispatch("emit", [this.#dispatcher, name, ...args]);
+    for (const callback of callbacks) {
+      try {
+        callback(...args);
+      } catch (error) {
+        this.#reportListenerError(name, error);
+      }
+    }
+  }
+
+  #reportListenerError(name: string, error: unknown): void {
+    if (name !== "kernel/listener-error") {
+      const hooks = this.raw.events._hooks["kernel/listener-error"];
+      if (hooks?.length) {
+        for (const hook of [...hooks]) {
+          try {
+            hook.callback(name, error);
+          } catch { /* a failing error reporter is ignored */ }
+        }
+        return;
+      }
+    }
+    console.error(`[@dsh/harness] a listener of "${name}" threw:`, error);
+  }
+
+  parallel<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): Promise<void> {
+    return this.raw.events.parallel(this.#dispatcher, name, ...args);
+  }
+
+  serial<K extends EventName<E>>(
+    name: K,
+    ...args: EventArgs<E, K>
+  ): Promise<Awaited<EventResult<E, K>> | undefined> {
+    return this.raw.events.serial(this.#dispatcher, name, ...args);
+  }
+
+  waterfall<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): EventResult<E, K> {
+    return this.raw.events.waterfall(this.#dispatcher, name, ...args);
+  }
+
+  effect(execute: () => () => void | Promise<void>, label?: string): () => Promise<void> {
+    const dispose = this.raw.effect(execute, label);
+    return () => Promise.resolve(dispose()).then(() => undefined);
+  }
+
+  provide<K extends keyof S & string>(name: K, value: S[K]): () => void {
+    const dispose = this.raw.provide(name, value);
+    return () => void dispose();
+  }
+
+  get<K extends keyof S & string>(name: K): S[K] | undefined {
+    return this.raw.get(name) as S[K] | undefined;
+  }
+
+  service<K extends keyof S & string>(name: K): S[K] {
+    const value = this.raw.get(name);
+    if (value === undefined) {
+      throw new HarnessError("SERVICE_MISSING", `Service "${name}" is not provided in this context`, {
+        details: { service: name },
+      });
+    }
+    return value as S[K];
+  }
+
+  plugin<C>(plugin: HarnessPlugin<C, E, S>, config?: C): PluginHandle {
+    const fiber = this.raw.plugin(toCordisPlugin(plugin as HarnessPlugin<unknown, object, object>), config);
+    return {
+      ready: Promise.resolve(fiber).then(() => undefined),
+      dispose: () => fiber.dispose(),
+    };
+  }
+}
+
+/**
+ * View a raw Cordis context as a {@linkcode HarnessContext}. Services become
+ * properties read through the kernel, so they appear and vanish with the
+ * plugins that provide them.
+ *
+ * @param raw A Cordis context (from `new Context()` or a plugin).
+ * @returns The typed view.
+ */
+export function wrapContext<E extends object = KernelEvents, S extends object = object>(
+  raw: Context,
+): HarnessContext<E, S> {
+  const core = new CoreImpl<E, S>(raw);
+  const bound = new Map<string | symbol, unknown>();
+  return new Proxy(core, {
+    get(target, prop) {
+      if (typeof prop === "symbol" || prop in target) {
+        const value = Reflect.get(target, prop, target);
+        if (typeof value !== "function") return value;
+        // Methods are bound to the real object: they use #private state.
+        let fn = bound.get(prop);
+        if (fn === undefined) bound.set(prop, fn = value.bind(target));
+        return fn;
+      }
+      return raw.get(prop);
+    },
+    has(target, prop) {
+      return prop in target || (typeof prop === "string" && raw.get(prop) !== undefined);
+    },
+  }) as unknown as HarnessContext<E, S>;
+}
+
+/**
+ * Create a new root context: a fresh plugin kernel.
+ *
+ * @returns The root context, outside every scope.
+ *
+ * @example Listening and emitting
+ * ```ts
+ * import { createKernel } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ *
+ * interface Events { "demo/ping": (n: number) => void }
+ * const ctx = createKernel<Events>();
+ * const seen: number[] = [];
+ * ctx.on("demo/ping", (n) => void seen.push(n));
+ * ctx.emit("demo/ping", 7);
+ * assert.deepEqual(seen, [7]);
+ * ```
+ */
+export function createKernel<E extends object = KernelEvents, S extends object = object>(): HarnessContext<E, S> {
+  return wrapContext<E, S>(new Context());
+}

@@ -1,0 +1,209 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createKernel, type HarnessContext, HarnessError, type KernelEvents } from "./mod.ts";
+
+interface Events extends KernelEvents {
+  "t/note": (value: string) => void;
+  "t/ask": (value: number) => Promise<string | undefined> | string | undefined;
+  "t/wrap": (value: string, next: () => string) => string;
+  "t/all": (value: number) => Promise<void>;
+}
+interface Services {
+  counter: { count: number };
+}
+type Ctx = HarnessContext<Events, Services>;
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+describe("HarnessContext dispatch modes", () => {
+  it("waterfall runs listeners in registration order around the inner call", () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    const order: string[] = [];
+    ctx.on("t/wrap", (_v, next) => {
+      order.push("a:before");
+      const r = next();
+      order.push("a:after");
+      return `a(${r})`;
+    });
+    ctx.on("t/wrap", (_v, next) => {
+      order.push("b:before");
+      const r = next();
+      order.push("b:after");
+      return `b(${r})`;
+    });
+    const out = ctx.waterfall("t/wrap", "x", () => {
+      order.push("inner");
+      return "inner";
+    });
+    assert.equal(out, "a(b(inner))");
+    assert.deepEqual(order, ["a:before", "b:before", "inner", "b:after", "a:after"]);
+  });
+
+  it("waterfall short-circuits when a listener does not call next()", () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    let innerCalled = false;
+    let laterCalled = false;
+    ctx.on("t/wrap", () => "denied");
+    ctx.on("t/wrap", (_v, next) => {
+      laterCalled = true;
+      return next();
+    });
+    const out = ctx.waterfall("t/wrap", "x", () => {
+      innerCalled = true;
+      return "inner";
+    });
+    assert.equal(out, "denied");
+    assert.equal(innerCalled, false);
+    assert.equal(laterCalled, false);
+  });
+
+  it("waterfall with prepend runs the prepended listener first", () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    ctx.on("t/wrap", (_v, next) => `late(${next()})`);
+    ctx.on("t/wrap", (_v, next) => `early(${next()})`, { prepend: true });
+    assert.equal(ctx.waterfall("t/wrap", "x", () => "i"), "early(late(i))");
+  });
+
+  it("serial returns the first non-empty result and stops there", async () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    const called: number[] = [];
+    ctx.on("t/ask", async () => {
+      called.push(1);
+      await tick();
+      return undefined;
+    });
+    ctx.on("t/ask", (n) => {
+      called.push(2);
+      return `two:${n}`;
+    });
+    ctx.on("t/ask", () => {
+      called.push(3);
+      return "three";
+    });
+    assert.equal(await ctx.serial("t/ask", 5), "two:5");
+    assert.deepEqual(called, [1, 2]);
+  });
+
+  it("serial resolves to undefined when no listener answers", async () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    ctx.on("t/ask", () => undefined);
+    assert.equal(await ctx.serial("t/ask", 1), undefined);
+  });
+
+  it("parallel starts every listener at once and waits for all", async () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    const events: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    ctx.on("t/all", async () => {
+      events.push("a:start");
+      await gate;
+      events.push("a:end");
+    });
+    ctx.on("t/all", async () => {
+      events.push("b:start");
+      await tick();
+      events.push("b:end");
+    });
+    let done = false;
+    const p = ctx.parallel("t/all", 1).then(() => (done = true));
+    await tick();
+    await tick();
+    assert.deepEqual(events, ["a:start", "b:start", "b:end"]);
+    assert.equal(done, false);
+    release();
+    await p;
+    assert.deepEqual(events, ["a:start", "b:start", "b:end", "a:end"]);
+  });
+
+  it("parallel rejects with every listener failure after all settle", async () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    let finished = false;
+    ctx.on("t/all", () => Promise.reject(new Error("boom")));
+    ctx.on("t/all", async () => {
+      await tick();
+      finished = true;
+    });
+    await assert.rejects(ctx.parallel("t/all", 1), AggregateError);
+    assert.equal(finished, true);
+  });
+
+  it("emit contains a throwing listener and reports it", () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    const seen: string[] = [];
+    const errors: unknown[] = [];
+    ctx.on("kernel/listener-error", (name, error) => void errors.push([name, (error as Error).message]));
+    ctx.on("t/note", () => {
+      throw new Error("observer broke");
+    });
+    ctx.on("t/note", (v) => void seen.push(v));
+    ctx.emit("t/note", "hello");
+    assert.deepEqual(seen, ["hello"]);
+    assert.deepEqual(errors, [["t/note", "observer broke"]]);
+  });
+
+  it("on() returns a disposer that removes the listener", () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    const seen: string[] = [];
+    const off = ctx.on("t/note", (v) => void seen.push(v));
+    ctx.emit("t/note", "a");
+    off();
+    ctx.emit("t/note", "b");
+    assert.deepEqual(seen, ["a"]);
+  });
+});
+
+describe("HarnessContext plugins, effects and services", () => {
+  it("disposing a plugin rolls back its effects in reverse order and removes its listeners", async () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    const log: string[] = [];
+    const handle = ctx.plugin((pctx) => {
+      pctx.effect(() => {
+        log.push("effect1:on");
+        return () => void log.push("effect1:off");
+      });
+      pctx.effect(() => {
+        log.push("effect2:on");
+        return () => void log.push("effect2:off");
+      });
+      pctx.on("t/note", (v) => void log.push(`heard:${v}`));
+    });
+    await handle.ready;
+    ctx.emit("t/note", "x");
+    await handle.dispose();
+    ctx.emit("t/note", "y");
+    assert.deepEqual(log, ["effect1:on", "effect2:on", "heard:x", "effect2:off", "effect1:off"]);
+  });
+
+  it("a plugin that injects a service starts only when it is provided and stops when it goes", async () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    const log: string[] = [];
+    const consumer = Object.assign(
+      (pctx: Ctx) => {
+        log.push(`start:${pctx.service("counter").count}`);
+        pctx.effect(() => () => void log.push("stop"));
+      },
+      { inject: ["counter"] as const },
+    );
+    ctx.plugin(consumer);
+    await tick();
+    assert.deepEqual(log, []);
+    const provider = ctx.plugin((pctx: Ctx) => {
+      pctx.provide("counter", { count: 3 });
+    });
+    await provider.ready;
+    await tick();
+    assert.deepEqual(log, ["start:3"]);
+    assert.equal(ctx.counter?.count, 3);
+    await provider.dispose();
+    await tick();
+    assert.deepEqual(log, ["start:3", "stop"]);
+    assert.equal(ctx.counter, undefined);
+  });
+
+  it("service() throws SERVICE_MISSING for an absent service", () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    assert.throws(() => ctx.service("counter"), (e) => HarnessError.isInstance(e, "SERVICE_MISSING"));
+    assert.equal(ctx.get("counter"), undefined);
+  });
+});
