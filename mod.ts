@@ -17,3 +17,5 @@
  */
 
 export * from "./sdk/kernel/mod.ts";
+export * from "./sdk/llm/mod.ts";
+export * from "./sdk/session/mod.ts";

@@ -1,0 +1,161 @@
+/**
+ * The session log's event vocabulary: envelopes, payloads, surface intents,
+ * turn-end reasons and the request header.
+ *
+ * `SessionEventMap` is an interface so that applications can add their own
+ * (log-only) event types to it.
+ *
+ * @module
+ */
+
+import type { AssistantMessage, Message, ToolSchema, UserMessage } from "../llm/messages.ts";
+import type { LlmCallConfig } from "../llm/llm_adapter.ts";
+import type { LlmFailureData } from "../llm/llm_failure.ts";
+import type { StreamChunk, TokenUsage } from "../llm/stream_chunk.ts";
+
+/** Why a cancelled turn was cancelled. */
+export type TurnEndCancelCause = "user" | "parent" | "hook" | "disposed";
+
+/** Why a turn ended. */
+export type TurnEndReason =
+  | { readonly kind: "completed" }
+  | { readonly kind: "aborted"; readonly reason: TurnEndCancelCause }
+  | { readonly kind: "blocked" }
+  | { readonly kind: "error"; readonly error: LlmFailureData }
+  | { readonly kind: "max-tokens" }
+  | { readonly kind: "interrupted" };
+
+/** Fields the exact adapter filled in rather than the caller. */
+export interface LlmCallConfigAdapterDefaults {
+  readonly reasoningEffort?: true;
+  readonly maxTokens?: true;
+}
+
+/** The request envelope: everything of a request that is not the history. */
+export interface EpochHeader {
+  readonly config: LlmCallConfig;
+  readonly adapterDefaults?: LlmCallConfigAdapterDefaults;
+  /** The rendered system prompt; absent when empty. */
+  readonly system?: string;
+  /** The tool schemas; absent when empty. */
+  readonly tools?: readonly ToolSchema[];
+}
+
+/** The route's capacity, recorded apart from the header. */
+export interface RequestContext {
+  readonly provider: string;
+  readonly model: string;
+  readonly contextWindow?: number;
+}
+
+/** A tool error recorded on a tool result. */
+export interface ToolResultError {
+  readonly name: string;
+  readonly code: string;
+}
+
+/** A todo list item. */
+export interface TodoItem {
+  readonly content: string;
+  readonly status: "pending" | "in_progress" | "completed";
+}
+
+/** Which inbox an inbox splice changes. */
+export type InboxTarget = "next-turn" | "next-step";
+
+/** One queued piece of input. */
+export interface InboxEntry {
+  /** Unique within the session. */
+  readonly id: string;
+  readonly message: UserMessage;
+}
+
+/** The core event vocabulary: event type → payload. */
+export interface SessionEventMap {
+  "turn/start": { readonly turn: number };
+  "turn/end": { readonly turn: number; readonly reason: TurnEndReason };
+  "step/start": { readonly turn: number; readonly step: number };
+  "step/end": { readonly turn: number; readonly step: number };
+  "user/message": UserMessage;
+  "assistant/chunk": { readonly turn: number; readonly step: number; readonly chunk: StreamChunk };
+  "assistant/message": {
+    readonly turn: number;
+    readonly step: number;
+    readonly message: AssistantMessage;
+    readonly usage?: TokenUsage;
+    readonly interrupted?: true;
+  };
+  "tool/call": {
+    readonly turn: number;
+    readonly step: number;
+    readonly callId: string;
+    readonly name: string;
+    /** The raw argument string as the model produced it. */
+    readonly arguments: string;
+  };
+  "tool/result": {
+    readonly turn: number;
+    readonly step: number;
+    readonly message: UserMessage;
+    readonly error?: ToolResultError;
+    readonly meta?: Readonly<Record<string, unknown>>;
+  };
+  "todo/write": { readonly todos: readonly TodoItem[] };
+  "request/header": { readonly header: EpochHeader; readonly reason: "initial" | "resume" | "change" };
+  "request/context": RequestContext;
+  "session/end-seed": Record<string, never>;
+  "agent/inbox/spliced": {
+    readonly target: InboxTarget;
+    readonly start: number;
+    readonly removedCount?: number;
+    readonly inserted: readonly InboxEntry[];
+    /** Why entries were removed: `claimed` by a step, `canceled` by cancel. */
+    readonly outcome?: "claimed" | "canceled";
+  };
+  "llm/retry": {
+    readonly turn: number;
+    readonly step: number;
+    readonly attempt: number;
+    readonly delayMs: number;
+    readonly failure: LlmFailureData;
+  };
+  "compaction/start": { readonly reason: "manual" | "threshold" | "overflow" };
+  "compaction/summary": { readonly summary: string; readonly start: number; readonly end: number };
+  "compaction/prune": { readonly seqs: readonly number[] };
+  "compaction/end": { readonly outcome: "completed" | "failed" | "skipped"; readonly error?: string };
+}
+
+/** Every event type. */
+export type SessionEventType = keyof SessionEventMap & string;
+
+/** The three event types that produce messages and carry surface metadata. */
+export type SurfaceEventType = "user/message" | "assistant/message" | "tool/result";
+
+/** How an event joins the surface. `replace` shadows the nodes `start..end` (inclusive seqs). */
+export type SurfaceOp = "append" | { readonly op: "replace"; readonly start: number; readonly end: number };
+
+/** The surface argument of `append()` for surface event types. */
+export interface SurfaceIntent {
+  readonly surfaceOp: SurfaceOp;
+  /** Every earlier event this one is derived from. */
+  readonly sourceEventSeqs?: readonly number[];
+}
+
+/** One entry of the log. */
+export type SessionEvent<T extends SessionEventType = SessionEventType> = {
+  [K in T]: {
+    readonly type: K;
+    /** Position in the log, from 0. */
+    readonly seq: number;
+    /** Unix epoch milliseconds. */
+    readonly time: number;
+    readonly data: SessionEventMap[K];
+    /** Readers that do not know the type may skip it. */
+    readonly ignorable?: true;
+    readonly surfaceOp?: K extends SurfaceEventType ? SurfaceOp : never;
+    readonly sourceEventSeqs?: K extends SurfaceEventType ? readonly number[] : never;
+  };
+}[T];
+
+/** A message derived from a surface node. */
+export type DerivedMessage = Message;
