@@ -5,3 +5,4 @@
  */
 
 export {};
+export * from "./scripted_adapter.ts";

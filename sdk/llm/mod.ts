@@ -1,6 +1,7 @@
 /**
- * The LLM layer: messages and content blocks, the stream protocol, failures,
- * and the adapter contract.
+ * The LLM layer: messages and content blocks, the stream protocol and its
+ * grammar, the block assembler, failures and the retry policy, the adapter
+ * contract, and the model-call runtime (`ctx.llm`).
  *
  * @module
  */
@@ -28,3 +29,21 @@ export type {
   ModelInfo,
   ReasoningEffort,
 } from "./llm_adapter.ts";
+export { BlockAssembler } from "./block_assembler.ts";
+export { checkStreamGrammar, type GrammarRule, type GrammarViolation, StreamGrammarChecker } from "./stream_grammar.ts";
+export {
+  DEFAULT_RETRY_POLICY,
+  isRetryableFailure,
+  RETRYABLE_FAILURE_CODES,
+  retryDelayMs,
+  type RetryPolicy,
+} from "./retry_policy.ts";
+export type { LlmEvents, LlmServices } from "./llm_events.ts";
+export {
+  LlmRuntime,
+  llmRuntimePlugin,
+  type LlmStreamDispatcher,
+  type LlmStreamOptions,
+  PreparedCall,
+  type ProviderModelInfo,
+} from "./llm_runtime.ts";

@@ -1,0 +1,379 @@
+/**
+ * The model-call runtime (`ctx.llm`): the adapter registry, exact-model
+ * resolution, call preparation, and the one streaming entry point wrapped in
+ * the `llm/stream` waterfall.
+ *
+ * @module
+ */
+
+import type { HarnessContext } from "../kernel/harness_context.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { LlmCallConfigAdapterDefaults } from "../session/session_events.ts";
+import { guardStream } from "./_guard_stream.ts";
+import type { GenerateOptions, LlmAdapter, LlmCallConfig, ModelInfo } from "./llm_adapter.ts";
+import type { LlmEvents, LlmServices } from "./llm_events.ts";
+import { LlmFailure } from "./llm_failure.ts";
+import type { Message } from "./messages.ts";
+import type { StreamChunk } from "./stream_chunk.ts";
+
+/** A model of the catalogue, with the provider route that serves it. */
+export interface ProviderModelInfo extends ModelInfo {
+  /** The provider route. */
+  readonly provider: string;
+}
+
+/** The context the `llm/stream` waterfall is dispatched from. */
+export type LlmStreamDispatcher = Pick<HarnessContext<LlmEvents, LlmServices>, "waterfall">;
+
+/** Options of {@linkcode LlmRuntime.stream} and {@linkcode PreparedCall.stream}. */
+export interface LlmStreamOptions {
+  /**
+   * The context to dispatch the `llm/stream` waterfall from, so that an
+   * agent's scoped listeners hear its calls and no other agent's.
+   *
+   * @default {the runtime's own context}
+   */
+  readonly context?: LlmStreamDispatcher;
+}
+
+interface Registration {
+  readonly adapter: LlmAdapter;
+}
+
+/**
+ * One call resolved against one adapter registration. The registration is
+ * held from resolution to dispatch: if the adapter is released or replaced in
+ * between, this call still goes to the adapter it was resolved against, so a
+ * header is never recorded for one adapter and sent to another.
+ */
+export class PreparedCall {
+  /** The effective config: the caller's, with the adapter's defaults filled in. Frozen. */
+  readonly config: LlmCallConfig;
+  /** The fields of `config` the adapter filled in rather than the caller. */
+  readonly adapterDefaults: LlmCallConfigAdapterDefaults;
+  /** The exact model's metadata. */
+  readonly modelInfo: ModelInfo;
+  /** The adapter the call is bound to. */
+  readonly adapter: LlmAdapter;
+  readonly #runtime: LlmRuntime;
+
+  /**
+   * Bind a call; use {@linkcode LlmRuntime.prepareCall} rather than this.
+   *
+   * @param runtime The runtime that resolved the call.
+   * @param adapter The adapter resolved.
+   * @param config The effective config.
+   * @param adapterDefaults Which fields the adapter filled in.
+   * @param modelInfo The exact model's metadata.
+   */
+  constructor(
+    runtime: LlmRuntime,
+    adapter: LlmAdapter,
+    config: LlmCallConfig,
+    adapterDefaults: LlmCallConfigAdapterDefaults,
+    modelInfo: ModelInfo,
+  ) {
+    this.#runtime = runtime;
+    this.adapter = adapter;
+    this.config = config;
+    this.adapterDefaults = adapterDefaults;
+    this.modelInfo = modelInfo;
+  }
+
+  /** The route's context window in tokens, when the adapter publishes it. */
+  get contextWindow(): number | undefined {
+    return this.modelInfo.contextWindow;
+  }
+
+  /**
+   * Stream the call through the `llm/stream` waterfall to the bound adapter.
+   *
+   * The stream never throws: an adapter or listener throw becomes a final
+   * `finish` chunk (`aborted` with `ABORTED` when `signal` fired, else `error`
+   * with the failure's code, `UNKNOWN` for anything but an `LlmFailure`), and a
+   * stream that ends without `finish` gets one (`error`, `STREAM_CLOSED`).
+   *
+   * @param options The request; its `config` must name this call's provider and model.
+   * @param signal Aborts the call.
+   * @param streamOptions Where to dispatch the waterfall from.
+   * @returns The chunks, ending with exactly one `finish`.
+   * @throws {HarnessError} `INVALID_ARGS` when `options.config` names another provider or model.
+   */
+  stream(
+    options: GenerateOptions,
+    signal: AbortSignal,
+    streamOptions: LlmStreamOptions = {},
+  ): AsyncIterable<StreamChunk> {
+    checkOptions(options, signal);
+    if (options.config.provider !== this.config.provider || options.config.model !== this.config.model) {
+      throw new HarnessError(
+        "INVALID_ARGS",
+        `Cannot stream a call prepared for ${this.config.provider}/${this.config.model} with ${options.config.provider}/${options.config.model}`,
+      );
+    }
+    return this.#runtime._dispatch(options, signal, streamOptions, () => this.adapter);
+  }
+}
+
+/**
+ * The model-call runtime, provided as `ctx.llm` by {@linkcode llmRuntimePlugin}.
+ *
+ * @example Registering a scripted adapter and streaming a call
+ * ```ts
+ * import { BlockAssembler, LlmRuntime } from "@dsh/harness";
+ * import { scriptedAdapter, textResponse } from "@dsh/harness/testing";
+ * import assert from "node:assert/strict";
+ *
+ * const llm = new LlmRuntime();
+ * const release = llm.registerAdapter(scriptedAdapter(textResponse("Hello")));
+ * const assembler = new BlockAssembler();
+ * const options = { config: { provider: "scripted", model: "scripted-model" }, messages: [] };
+ * for await (const chunk of llm.stream(options, new AbortController().signal)) assembler.push(chunk);
+ * assert.deepEqual(assembler.blocks(), [{ type: "text", text: "Hello" }]);
+ * release();
+ * assert.deepEqual(llm.listProviders(), []);
+ * ```
+ */
+export class LlmRuntime {
+  readonly #routes = new Map<string, Registration>();
+  readonly #ctx: HarnessContext<LlmEvents, LlmServices> | undefined;
+
+  /**
+   * Create a runtime.
+   *
+   * @param ctx The context whose `llm/stream` listeners wrap every call and on
+   *   which `llm/adapters-changed` is emitted; without one, calls go straight to
+   *   the adapter.
+   */
+  constructor(ctx?: HarnessContext<LlmEvents, LlmServices>) {
+    this.#ctx = ctx;
+  }
+
+  /**
+   * Register one adapter, or several at once: all are registered, or none.
+   *
+   * @param adapters The adapter or adapters; each serves the route named by its `provider`.
+   * @returns A function that releases these routes (idempotent).
+   * @throws {HarnessError} `INVALID_ARGS` when an adapter is malformed;
+   *   `DUPLICATE_ADAPTER` when a provider route is already taken or named twice.
+   */
+  registerAdapter(adapters: LlmAdapter | readonly LlmAdapter[]): () => void {
+    const list: readonly LlmAdapter[] = Array.isArray(adapters) ? adapters : [adapters as LlmAdapter];
+    if (list.length === 0) throw new HarnessError("INVALID_ARGS", "Cannot register an empty list of adapters");
+    const seen = new Set<string>();
+    for (const adapter of list) {
+      if (
+        typeof adapter !== "object" || adapter === null || typeof adapter.provider !== "string" ||
+        adapter.provider === "" || !Array.isArray(adapter.models) || typeof adapter.stream !== "function"
+      ) {
+        throw new HarnessError("INVALID_ARGS", "Adapter must have a provider name, a models array and a stream method");
+      }
+      if (this.#routes.has(adapter.provider) || seen.has(adapter.provider)) {
+        throw new HarnessError("DUPLICATE_ADAPTER", `Provider "${adapter.provider}" already has an adapter`, {
+          details: { provider: adapter.provider },
+        });
+      }
+      seen.add(adapter.provider);
+    }
+    const registrations = list.map((adapter) => [adapter.provider, { adapter }] as const);
+    for (const [provider, registration] of registrations) this.#routes.set(provider, registration);
+    this.#changed();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      for (const [provider, registration] of registrations) {
+        if (this.#routes.get(provider) === registration) this.#routes.delete(provider);
+      }
+      this.#changed();
+    };
+  }
+
+  /**
+   * The registered provider routes.
+   *
+   * @returns The provider names, in registration order.
+   */
+  listProviders(): string[] {
+    return [...this.#routes.keys()];
+  }
+
+  /**
+   * The model catalogue: informative, not a list of what may be requested elsewhere.
+   *
+   * @param provider Only this provider's models; all providers' when absent.
+   * @returns The models, with their provider; empty for an unknown provider.
+   */
+  listModels(provider?: string): ProviderModelInfo[] {
+    const out: ProviderModelInfo[] = [];
+    for (const [route, { adapter }] of this.#routes) {
+      if (provider !== undefined && route !== provider) continue;
+      for (const model of adapter.models) out.push({ ...model, provider: route });
+    }
+    return out;
+  }
+
+  /**
+   * The metadata of one exact model route.
+   *
+   * @param provider The provider route.
+   * @param model The model id.
+   * @returns The model's metadata (context window, reasoning efforts, default max tokens).
+   * @throws {LlmFailure} `NO_ADAPTER` when no adapter serves `provider`;
+   *   `UNSUPPORTED_MODEL` when the adapter does not list `model`.
+   */
+  resolveModelInfo(provider: string, model: string): ModelInfo {
+    return this.#resolve(provider, model).modelInfo;
+  }
+
+  /**
+   * Resolve a call against the current registration and fill in the adapter's
+   * defaults (reasoning effort, max tokens) for the fields the caller left out.
+   *
+   * @param config The caller's config.
+   * @returns The prepared call, bound to the adapter registered now.
+   * @throws {HarnessError} `INVALID_ARGS` when `provider` or `model` is not a non-empty string.
+   * @throws {LlmFailure} `NO_ADAPTER`, `UNSUPPORTED_MODEL`, or `UNSUPPORTED_FEATURE`
+   *   when the model does not accept the reasoning effort asked for.
+   */
+  prepareCall(config: LlmCallConfig): PreparedCall {
+    checkConfig(config);
+    const { adapter, modelInfo } = this.#resolve(config.provider, config.model);
+    const effective: { -readonly [K in keyof LlmCallConfig]: LlmCallConfig[K] } = { ...config };
+    const defaults: { reasoningEffort?: true; maxTokens?: true } = {};
+    if (config.reasoningEffort !== undefined) {
+      if (!modelInfo.reasoningEfforts?.includes(config.reasoningEffort)) {
+        throw new LlmFailure(
+          "UNSUPPORTED_FEATURE",
+          `Model ${config.provider}/${config.model} does not accept reasoning effort "${config.reasoningEffort}"`,
+        );
+      }
+    } else if (modelInfo.defaultReasoningEffort !== undefined) {
+      effective.reasoningEffort = modelInfo.defaultReasoningEffort;
+      defaults.reasoningEffort = true;
+    }
+    if (config.maxTokens === undefined && modelInfo.defaultMaxTokens !== undefined) {
+      effective.maxTokens = modelInfo.defaultMaxTokens;
+      defaults.maxTokens = true;
+    }
+    if (effective.stop !== undefined) effective.stop = Object.freeze([...effective.stop]);
+    return new PreparedCall(this, adapter, Object.freeze(effective), Object.freeze(defaults), modelInfo);
+  }
+
+  /**
+   * Stream one model call: {@linkcode LlmRuntime.prepareCall} then
+   * {@linkcode PreparedCall.stream}. Resolution failures (`NO_ADAPTER`, …)
+   * arrive as the stream's `error` finish, like every other failure.
+   *
+   * @param options The request.
+   * @param signal Aborts the call.
+   * @param streamOptions Where to dispatch the waterfall from.
+   * @returns The chunks, ending with exactly one `finish`; the stream never throws.
+   * @throws {HarnessError} `INVALID_ARGS` at once when `options` or `signal` is malformed.
+   */
+  stream(
+    options: GenerateOptions,
+    signal: AbortSignal,
+    streamOptions: LlmStreamOptions = {},
+  ): AsyncIterable<StreamChunk> {
+    checkOptions(options, signal);
+    // Lookup happens at the waterfall's terminal continuation, so a listener
+    // may short-circuit the call (replay) or reroute a one-shot request first.
+    return this._dispatch(options, signal, streamOptions, (current) => this.prepareCall(current.config).adapter);
+  }
+
+  /**
+   * Run the waterfall around the adapter chosen by `adapterFor`. Internal.
+   *
+   * @ignore
+   */
+  _dispatch(
+    options: GenerateOptions,
+    signal: AbortSignal,
+    streamOptions: LlmStreamOptions,
+    adapterFor: (options: GenerateOptions) => LlmAdapter,
+  ): AsyncIterable<StreamChunk> {
+    const terminal = () =>
+      guardStream(() => {
+        const adapter = adapterFor(options);
+        return adapter.stream(this.#withReplayState(options, adapter), signal);
+      }, signal);
+    const dispatcher = streamOptions.context ?? this.#ctx;
+    if (dispatcher === undefined) return guardStream(terminal, signal);
+    return guardStream(() => dispatcher.waterfall("llm/stream", options, terminal), signal);
+  }
+
+  #resolve(provider: string, model: string): { adapter: LlmAdapter; modelInfo: ModelInfo } {
+    const registration = this.#routes.get(provider);
+    if (registration === undefined) {
+      throw new LlmFailure("NO_ADAPTER", `No adapter is registered for provider "${provider}"`);
+    }
+    const modelInfo = registration.adapter.models.find((m) => m.id === model);
+    if (modelInfo === undefined) {
+      throw new LlmFailure("UNSUPPORTED_MODEL", `Provider "${provider}" does not serve model "${model}"`);
+    }
+    return { adapter: registration.adapter, modelInfo };
+  }
+
+  /**
+   * Replay state is adapter-private: it reaches the adapter only for messages
+   * whose provider is currently served by that same adapter object.
+   */
+  #withReplayState(options: GenerateOptions, adapter: LlmAdapter): GenerateOptions {
+    const foreign = (m: Message) =>
+      m.source.kind === "model" && m.source.replayState !== undefined &&
+      this.#routes.get(m.source.provider)?.adapter !== adapter;
+    if (!options.messages.some(foreign)) return options;
+    return {
+      ...options,
+      messages: options.messages.map((m) => {
+        if (!foreign(m) || m.source.kind !== "model") return m;
+        const { replayState: _dropped, ...source } = m.source;
+        return { ...m, source } as Message;
+      }),
+    };
+  }
+
+  #changed(): void {
+    this.#ctx?.emit("llm/adapters-changed");
+  }
+}
+
+function checkConfig(config: LlmCallConfig): void {
+  if (
+    typeof config !== "object" || config === null || typeof config.provider !== "string" ||
+    config.provider === "" || typeof config.model !== "string" || config.model === ""
+  ) {
+    throw new HarnessError("INVALID_ARGS", "Call config must name a provider and a model");
+  }
+}
+
+function checkOptions(options: GenerateOptions, signal: AbortSignal): void {
+  if (typeof options !== "object" || options === null || !Array.isArray(options.messages)) {
+    throw new HarnessError("INVALID_ARGS", "Generate options must carry a messages array");
+  }
+  checkConfig(options.config);
+  if (typeof signal !== "object" || signal === null || typeof signal.aborted !== "boolean") {
+    throw new HarnessError("INVALID_ARGS", "Model calls need an AbortSignal");
+  }
+}
+
+/**
+ * The plugin that provides {@linkcode LlmRuntime} as `ctx.llm`.
+ *
+ * @param ctx The plugin's context.
+ *
+ * @example
+ * ```ts
+ * import { createKernel, type LlmEvents, llmRuntimePlugin, type LlmServices } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ *
+ * const ctx = createKernel<LlmEvents, LlmServices>();
+ * await ctx.plugin(llmRuntimePlugin).ready;
+ * assert.deepEqual(ctx.llm?.listProviders(), []);
+ * ```
+ */
+export function llmRuntimePlugin<E extends object, S extends object>(ctx: HarnessContext<E, S>): void {
+  const typed = ctx as unknown as HarnessContext<LlmEvents, LlmServices>;
+  typed.provide("llm", new LlmRuntime(typed));
+}
