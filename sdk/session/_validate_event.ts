@@ -1,0 +1,144 @@
+// Shape checks of event envelopes and of the payloads of the core event types.
+// They run at append, seed and restore, after the lossless-JSON copy.
+
+import { HarnessError } from "../kernel/harness_error.ts";
+
+const ENVELOPE_KEYS = new Set(["type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs"]);
+
+type Json = Record<string, unknown>;
+
+function invalid(seq: number, type: string, what: string): never {
+  throw new HarnessError("INVALID_EVENT", `Event ${seq} (${type}) is invalid: ${what}`, { details: { seq, type } });
+}
+
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+const isText = (v: unknown): v is string => typeof v === "string" && v.length > 0;
+const isCount = (v: unknown): boolean => typeof v === "number" && Number.isSafeInteger(v) && v >= 1;
+
+/** Check an envelope read from a seed or from storage (the keys and scalar fields). */
+export function validateEnvelope(event: unknown, index: number): void {
+  if (!isObject(event)) invalid(index, "?", "not an object");
+  const type = event.type;
+  if (!isText(type)) invalid(index, String(type), "no type");
+  for (const key of Object.keys(event)) if (!ENVELOPE_KEYS.has(key)) invalid(index, type, `unknown key ${key}`);
+  if (typeof event.time !== "number" || !Number.isFinite(event.time)) invalid(index, type, "time is not a number");
+  if (event.ignorable !== undefined && event.ignorable !== true) invalid(index, type, "ignorable must be true");
+  if (!("data" in event)) invalid(index, type, "no data");
+}
+
+function checkMessage(seq: number, type: string, message: unknown, role: "user" | "assistant"): Json {
+  if (!isObject(message)) invalid(seq, type, "the message is not an object");
+  if (!isText(message.id)) invalid(seq, type, "the message has no id");
+  if (message.role !== role) invalid(seq, type, `the message role is not ${role}`);
+  if (!Array.isArray(message.content)) invalid(seq, type, "the message content is not an array");
+  if (!isObject(message.source) || !isText(message.source.kind)) invalid(seq, type, "the message has no source kind");
+  return message;
+}
+
+function checkStep(seq: number, type: string, data: Json): void {
+  if (!isCount(data.turn) || !isCount(data.step)) invalid(seq, type, "turn and step must be integers from 1");
+}
+
+/** Check the payload of a core event type; other types are not checked. */
+export function validateEventData(type: string, data: unknown, seq: number): void {
+  switch (type) {
+    case "request/header-delta":
+      throw new HarnessError("LEGACY_EVENT", `Event ${seq} is a legacy request/header-delta, which is not supported`, {
+        details: { seq, type },
+      });
+    case "turn/start":
+    case "turn/end":
+    case "step/start":
+    case "step/end":
+    case "user/message":
+    case "assistant/chunk":
+    case "assistant/message":
+    case "tool/call":
+    case "tool/result":
+    case "request/header":
+    case "request/context":
+    case "todo/write":
+    case "session/end-seed":
+      break;
+    default:
+      return;
+  }
+  if (!isObject(data)) invalid(seq, type, "data is not an object");
+  switch (type) {
+    case "turn/start":
+      if (!isCount(data.turn)) invalid(seq, type, "turn must be an integer from 1");
+      return;
+    case "turn/end":
+      if (!isCount(data.turn)) invalid(seq, type, "turn must be an integer from 1");
+      if (!isObject(data.reason) || !isText(data.reason.kind)) invalid(seq, type, "reason has no kind");
+      return;
+    case "step/start":
+    case "step/end":
+      return checkStep(seq, type, data);
+    case "assistant/chunk":
+      checkStep(seq, type, data);
+      if (!isObject(data.chunk) || !isText(data.chunk.type)) invalid(seq, type, "chunk has no type");
+      return;
+    case "tool/call":
+      checkStep(seq, type, data);
+      if (!isText(data.callId) || !isText(data.name)) invalid(seq, type, "callId and name are required");
+      if (typeof data.arguments !== "string") invalid(seq, type, "arguments must be the raw string");
+      return;
+    case "user/message":
+      checkMessage(seq, type, data, "user");
+      return;
+    case "assistant/message": {
+      checkStep(seq, type, data);
+      const message = checkMessage(seq, type, data.message, "assistant");
+      const source = message.source as Json;
+      if (source.kind !== "model" || !isText(source.provider) || !isText(source.model)) {
+        invalid(seq, type, "an assistant message needs a model source with provider and model");
+      }
+      return;
+    }
+    case "tool/result": {
+      checkStep(seq, type, data);
+      const message = checkMessage(seq, type, data.message, "user");
+      const source = message.source as Json;
+      if (source.kind !== "tool" || !isText(source.callId)) invalid(seq, type, "a tool result needs a tool source");
+      const content = message.content as unknown[];
+      const block = content[0];
+      if (
+        content.length !== 1 || !isObject(block) || block.type !== "tool-result" || block.toolCallId !== source.callId
+      ) {
+        invalid(seq, type, "a tool result holds exactly one tool-result block for its call");
+      }
+      return;
+    }
+    case "request/header": {
+      if (data.reason === "fallback") {
+        throw new HarnessError(
+          "LEGACY_EVENT",
+          `Event ${seq} is a legacy fallback request header, which is not supported`,
+          {
+            details: { seq, type },
+          },
+        );
+      }
+      if (data.reason !== "initial" && data.reason !== "resume" && data.reason !== "change") {
+        invalid(seq, type, "reason must be initial, resume or change");
+      }
+      const header = data.header;
+      if (
+        !isObject(header) || !isObject(header.config) || !isText(header.config.provider) || !isText(header.config.model)
+      ) {
+        invalid(seq, type, "the header needs config.provider and config.model");
+      }
+      return;
+    }
+    case "request/context":
+      if (!isText(data.provider) || !isText(data.model)) invalid(seq, type, "provider and model are required");
+      return;
+    case "todo/write":
+      if (!Array.isArray(data.todos)) invalid(seq, type, "todos must be an array");
+      return;
+    case "session/end-seed":
+      if (Object.keys(data).length > 0) invalid(seq, type, "the payload must be empty");
+      return;
+  }
+}

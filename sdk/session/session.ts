@@ -1,0 +1,439 @@
+/**
+ * `Session`: the append-only, typed event log of one agent, and the history,
+ * request header and route derived from it.
+ *
+ * @module
+ */
+
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { Message } from "../llm/messages.ts";
+import { assertLosslessJson, copyLosslessJson } from "./lossless_json.ts";
+import { deepFreeze } from "./deep_freeze.ts";
+import { deriveEventMessage } from "./derive_event_message.ts";
+import { canonicalHeader } from "./header_equals.ts";
+import type {
+  EpochHeader,
+  RequestContext,
+  SessionEvent,
+  SessionEventMap,
+  SessionEventType,
+  SurfaceEventType,
+  SurfaceIntent,
+} from "./session_events.ts";
+import { isSurfaceEventType, type SessionSurface, SurfaceManager } from "./surface_manager.ts";
+import { validateEnvelope, validateEventData } from "./_validate_event.ts";
+
+/** The format version stamped on new session headers. */
+export const SESSION_FORMAT_VERSION: number = 1;
+
+/** Creation metadata of a session, kept beside (not in) the event log. Deep-frozen. */
+export interface SessionHeader {
+  /** The storage format version. */
+  readonly version: number;
+  /** The session id. */
+  readonly id: string;
+  /** Creation time, Unix epoch milliseconds. */
+  readonly createdAt: number;
+  /** The working directory the session belongs to. */
+  readonly cwd?: string;
+  /** The id of the session this one was forked from. */
+  readonly parentSession?: string;
+  /** How many events were copied from the parent when forking. */
+  readonly seedLength?: number;
+  /** Who created the session, free-form (e.g. `cli`, `http`, `subagent`). */
+  readonly origin?: string;
+  /** How many delegations deep this session is. */
+  readonly delegationDepth?: number;
+  /** The agent preset the session was created with. */
+  readonly agentPreset?: string;
+}
+
+/** Called synchronously after an event is committed. */
+export type SessionObserver = (event: SessionEvent, session: Session) => void;
+
+/** Run-time options of a session (not stored in the header). */
+export interface SessionOptions {
+  /**
+   * The clock stamping `time` on appended events and `createdAt` on the
+   * header. The agent loop passes its own `now()` so that logs are deterministic.
+   *
+   * @default {Date.now}
+   */
+  now?: () => number;
+  /**
+   * An observer called after every committed append (not for seed events or
+   * the end-seed marker). The store uses it to publish `session/event`.
+   */
+  onCommit?: SessionObserver;
+}
+
+/** The third argument of {@linkcode Session.create}: header fields and run-time options. */
+export interface SessionHeaderInit extends SessionOptions {
+  /**
+   * The format version; a restored header must carry the current one.
+   *
+   * @default {SESSION_FORMAT_VERSION}
+   */
+  version?: number;
+  /** Must equal the session id when given (restored headers carry it). */
+  id?: string;
+  /**
+   * Creation time.
+   *
+   * @default {now()}
+   */
+  createdAt?: number;
+  /** See {@linkcode SessionHeader.cwd}. */
+  cwd?: string;
+  /** See {@linkcode SessionHeader.parentSession}. */
+  parentSession?: string;
+  /** See {@linkcode SessionHeader.seedLength}. */
+  seedLength?: number;
+  /** See {@linkcode SessionHeader.origin}. */
+  origin?: string;
+  /** See {@linkcode SessionHeader.delegationDepth}. */
+  delegationDepth?: number;
+  /** See {@linkcode SessionHeader.agentPreset}. */
+  agentPreset?: string;
+}
+
+/** The append options of an event type: a {@linkcode SurfaceIntent} for surface types, nothing otherwise. */
+export type AppendOptions<T extends SessionEventType> = T extends SurfaceEventType ? [intent: SurfaceIntent] : [];
+
+const HEADER_FIELDS = [
+  "cwd",
+  "parentSession",
+  "seedLength",
+  "origin",
+  "delegationDepth",
+  "agentPreset",
+] as const;
+
+function buildHeader(id: string, init: SessionHeaderInit, now: () => number): SessionHeader {
+  if (init.id !== undefined && init.id !== id) {
+    throw new HarnessError("INVALID_ARGS", `Session header id ${init.id} does not match session id ${id}`);
+  }
+  const version = init.version ?? SESSION_FORMAT_VERSION;
+  if (version !== SESSION_FORMAT_VERSION) {
+    throw new HarnessError(
+      "SESSION_FORMAT_UNSUPPORTED",
+      `Session format version ${version} is not supported; this SDK reads version ${SESSION_FORMAT_VERSION}`,
+      { details: { version } },
+    );
+  }
+  const header: Record<string, unknown> = { version, id, createdAt: init.createdAt ?? now() };
+  for (const key of HEADER_FIELDS) if (init[key] !== undefined) header[key] = init[key];
+  return copyLosslessJson(header as unknown as SessionHeader, "header");
+}
+
+/**
+ * An append-only log of typed {@linkcode SessionEvent}s: the only source of
+ * truth of an agent. The model's history (`deriveMessages()`), the request
+ * header and the route are derived from it.
+ *
+ * Contract:
+ * - `seq` equals the position in the log, from 0.
+ * - `append()` copies and deep-freezes `data` in one pass and validates the
+ *   event completely (lossless JSON, payload shape, surface rules) before
+ *   committing; a rejected append leaves the log unchanged.
+ * - The surface intent is required exactly for the three surface types.
+ * - `session/end-seed` is written only by the constructor, when a seed is
+ *   given that does not already end with one; it sits at `firstLiveSeq`.
+ * - Observers run synchronously after commit; their failures are contained;
+ *   an append from inside an observer is rejected with `APPEND_REENTERED`.
+ *
+ * The clock: `time` comes from the `now` option (default `Date.now`).
+ *
+ * @example Appending and deriving the history
+ * ```ts
+ * import { Session } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ *
+ * const session = Session.create("s1", undefined, { now: () => 0 });
+ * session.append("turn/start", { turn: 1 });
+ * session.append(
+ *   "user/message",
+ *   { id: "m1", role: "user", content: [{ type: "text", text: "Hello" }], source: { kind: "user" } },
+ *   { surfaceOp: "append" },
+ * );
+ * session.append("turn/end", { turn: 1, reason: { kind: "completed" } });
+ * assert.equal(session.seq, 3);
+ * assert.deepEqual(session.surface.nodes, [1]);
+ * assert.equal(session.deriveMessages()[0].id, "m1");
+ * ```
+ */
+export class Session {
+  /** Deep-frozen creation metadata. */
+  readonly header: SessionHeader;
+  /** The first seq appended by this instance: the length of the constructor seed (0 without one). */
+  readonly firstLiveSeq: number;
+  readonly #now: () => number;
+  readonly #log: SessionEvent[] = [];
+  #snapshot: readonly SessionEvent[] | undefined;
+  readonly #surface: SurfaceManager;
+  readonly #observers: SessionObserver[] = [];
+  #publishing = false;
+  #derived: Message[] = [];
+  #derivedNodes = 0;
+  #derivedGeneration = 0;
+  #requestHeader: EpochHeader | undefined;
+  #requestContext: RequestContext | undefined;
+
+  private constructor(
+    id: string,
+    seed: readonly SessionEvent[] | undefined,
+    init: SessionHeaderInit,
+    restore: boolean,
+  ) {
+    if (typeof id !== "string" || id.length === 0) {
+      throw new HarnessError("INVALID_ARGS", "Session id must be a non-empty string");
+    }
+    if (seed !== undefined && !Array.isArray(seed)) {
+      throw new HarnessError("INVALID_ARGS", "Session seed must be an array");
+    }
+    if (init.now !== undefined && typeof init.now !== "function") {
+      throw new HarnessError("INVALID_ARGS", "Session option now must be a function");
+    }
+    this.#now = init.now ?? Date.now;
+    this.header = buildHeader(id, init, this.#now);
+    this.#surface = new SurfaceManager();
+    if (seed !== undefined) {
+      for (let i = 0; i < seed.length; i++) {
+        const raw = seed[i];
+        validateEnvelope(raw, i);
+        let event: SessionEvent;
+        if (restore) {
+          assertLosslessJson(raw, `seed[${i}]`);
+          event = deepFreeze(raw);
+        } else {
+          event = copyLosslessJson(raw, `seed[${i}]`);
+        }
+        validateEventData(event.type, event.data, i);
+        this.#commit(event);
+      }
+    }
+    this.firstLiveSeq = this.#log.length;
+    if (seed !== undefined && (seed.length === 0 || seed[seed.length - 1].type !== "session/end-seed")) {
+      this.#commit(this.#envelope("session/end-seed", {}, undefined));
+    }
+    if (init.onCommit !== undefined) this.#observers.push(init.onCommit);
+  }
+
+  /**
+   * Create a detached session, optionally seeded with events (which are
+   * validated and deep-copied; the caller keeps its own).
+   *
+   * @param id The session id.
+   * @param seed Events to start from (replay, fork, resume). When given, an end-seed marker follows them.
+   * @param header Header fields, the clock and an observer.
+   * @returns The session.
+   * @throws {HarnessError} `INVALID_ARGS`, `INVALID_EVENT`, `NOT_LOSSLESS_JSON`, `LEGACY_EVENT`,
+   *   `SESSION_FORMAT_UNSUPPORTED`, or a surface rejection for an invalid seed.
+   *
+   * @example Re-seeding reproduces the history and adds one end-seed
+   * ```ts
+   * import { Session } from "@dsh/harness";
+   * import assert from "node:assert/strict";
+   *
+   * const a = Session.create("a", undefined, { now: () => 0 });
+   * a.append("user/message", { id: "m", role: "user", content: [], source: { kind: "user" } }, { surfaceOp: "append" });
+   * const b = Session.create("b", a.events, { now: () => 0 });
+   * assert.equal(b.firstLiveSeq, 1);
+   * assert.equal(b.events[1].type, "session/end-seed");
+   * assert.deepEqual(b.deriveMessages(), a.deriveMessages());
+   * ```
+   */
+  static create(id: string, seed?: readonly SessionEvent[], header?: SessionHeaderInit): Session {
+    return new Session(id, seed, header ?? {}, false);
+  }
+
+  /**
+   * Restore a session from storage, taking ownership of `seed`: the events are
+   * validated and then frozen in place instead of copied.
+   *
+   * @param id The session id.
+   * @param seed The stored events; the caller must not keep using them mutably.
+   * @param header The stored header (its `id`, when present, must match; its `version` must be current).
+   * @returns The restored session.
+   * @throws {HarnessError} Like {@linkcode Session.create}.
+   */
+  static fromRestore(id: string, seed: readonly SessionEvent[], header: SessionHeaderInit): Session {
+    if (!Array.isArray(seed)) throw new HarnessError("INVALID_ARGS", "Restored session events must be an array");
+    return new Session(id, seed, header ?? {}, true);
+  }
+
+  /** The session id. */
+  get id(): string {
+    return this.header.id;
+  }
+
+  /** The log: a frozen snapshot, reused until the next append. */
+  get events(): readonly SessionEvent[] {
+    return this.#snapshot ??= Object.freeze(this.#log.slice());
+  }
+
+  /** The seq of the next event: the length of the log. */
+  get seq(): number {
+    return this.#log.length;
+  }
+
+  /** The live surface view: its nodes and replace generation. */
+  get surface(): SessionSurface {
+    return this.#surface.surface;
+  }
+
+  /**
+   * Add an observer called synchronously after each committed append.
+   *
+   * @param observer The observer; errors it throws are reported and contained.
+   * @returns A function that removes the observer.
+   */
+  observe(observer: SessionObserver): () => void {
+    if (typeof observer !== "function") throw new HarnessError("INVALID_ARGS", "Session observer must be a function");
+    this.#observers.push(observer);
+    return () => {
+      const i = this.#observers.indexOf(observer);
+      if (i >= 0) this.#observers.splice(i, 1);
+    };
+  }
+
+  /**
+   * Append one event.
+   *
+   * @param type The event type.
+   * @param data The payload; copied and deep-frozen.
+   * @param intent For `user/message`, `assistant/message` and `tool/result` only: how the event joins the surface.
+   * @returns The committed event (with the frozen copy of `data`).
+   * @throws {HarnessError} `APPEND_REENTERED` from inside an observer; `END_SEED_RESERVED` for
+   *   `session/end-seed`; `INVALID_ARGS`; `NOT_LOSSLESS_JSON`; `INVALID_EVENT`; `LEGACY_EVENT`;
+   *   `SURFACE_OP_MISSING` / `SURFACE_OP_FORBIDDEN` and the other surface rejections of
+   *   {@linkcode SurfaceManager}. Nothing is committed when it throws.
+   */
+  append<T extends SessionEventType>(type: T, data: SessionEventMap[T], ...intent: AppendOptions<T>): SessionEvent<T> {
+    if (this.#publishing) {
+      throw new HarnessError("APPEND_REENTERED", `Cannot append ${type} to session ${this.id} from inside an observer`);
+    }
+    if (typeof type !== "string" || type.length === 0) {
+      throw new HarnessError("INVALID_ARGS", "Event type must be a non-empty string");
+    }
+    if (type === "session/end-seed") {
+      throw new HarnessError(
+        "END_SEED_RESERVED",
+        "Cannot append session/end-seed: only the session constructor writes it",
+      );
+    }
+    const given = intent[0] as SurfaceIntent | undefined;
+    const seq = this.#log.length;
+    if (!isSurfaceEventType(type) && intent.length > 0) {
+      throw new HarnessError("SURFACE_OP_FORBIDDEN", `Event type ${type} takes no surface intent`, {
+        details: { seq, type },
+      });
+    }
+    if (isSurfaceEventType(type) && (typeof given !== "object" || given === null)) {
+      throw new HarnessError("SURFACE_OP_MISSING", `Surface event type ${type} needs a surface intent`, {
+        details: { seq, type },
+      });
+    }
+    const event = this.#envelope(type, data, given);
+    validateEventData(type, event.data, seq);
+    this.#commit(event);
+    if (this.#observers.length > 0) this.#publish(event);
+    return event as SessionEvent<T>;
+  }
+
+  #envelope(type: string, data: unknown, intent: SurfaceIntent | undefined): SessionEvent {
+    const time = this.#now();
+    if (typeof time !== "number" || !Number.isFinite(time)) {
+      throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a finite number`);
+    }
+    const event: Record<string, unknown> = { type, seq: this.#log.length, time, data: copyLosslessJson(data, "data") };
+    if (intent !== undefined) {
+      const op = intent.surfaceOp;
+      if (op !== undefined) event.surfaceOp = copyLosslessJson(op, "surfaceOp");
+      if (intent.sourceEventSeqs !== undefined) {
+        event.sourceEventSeqs = copyLosslessJson(intent.sourceEventSeqs, "sourceEventSeqs");
+      }
+    }
+    return Object.freeze(event) as unknown as SessionEvent;
+  }
+
+  // Validate against the surface and commit; throws before any change.
+  #commit(event: SessionEvent): void {
+    this.#surface.commit(event);
+    this.#log.push(event);
+    this.#snapshot = undefined;
+    if (event.type === "request/header") this.#requestHeader = deepFreeze(canonicalHeader(event.data.header));
+    else if (event.type === "request/context") this.#requestContext = event.data;
+  }
+
+  #publish(event: SessionEvent): void {
+    this.#publishing = true;
+    try {
+      for (const observer of this.#observers.slice()) {
+        try {
+          observer(event, this);
+        } catch (error) {
+          console.error(`[@dsh/harness] an observer of session ${this.id} threw:`, error);
+        }
+      }
+    } finally {
+      this.#publishing = false;
+    }
+  }
+
+  /**
+   * The model's history: each surface node projected by
+   * {@linkcode deriveEventMessage}, nulls dropped.
+   *
+   * Each node is projected once, when first seen (a call costs O(new nodes)
+   * plus the copy of the array); the cache is rebuilt only when the surface's
+   * `replaceGeneration` changes. Each call returns a fresh array; the messages
+   * in it are shared and deep-frozen (they are the log's own data).
+   *
+   * @returns A fresh array of frozen messages.
+   */
+  deriveMessages(): Message[] {
+    const surface = this.#surface;
+    if (surface.replaceGeneration !== this.#derivedGeneration) {
+      this.#derived = [];
+      this.#derivedNodes = 0;
+      this.#derivedGeneration = surface.replaceGeneration;
+    }
+    const size = surface.size;
+    for (let i = this.#derivedNodes; i < size; i++) {
+      const message = deriveEventMessage(this.#log[surface.nodeAt(i)!]);
+      if (message !== null) this.#derived.push(message);
+    }
+    this.#derivedNodes = size;
+    return this.#derived.slice();
+  }
+
+  /**
+   * The per-node projection; the same as the pure {@linkcode deriveEventMessage}.
+   *
+   * @param event Any event.
+   * @returns Its message, or `null`.
+   */
+  deriveEventMessage(event: SessionEvent): Message | null {
+    return deriveEventMessage(event);
+  }
+
+  /**
+   * The request header in force: the canonical header of the last
+   * `request/header` event (folded as events are committed).
+   *
+   * @returns The header, or `undefined` before the first `request/header`.
+   */
+  requestHeader(): EpochHeader | undefined {
+    return this.#requestHeader;
+  }
+
+  /**
+   * The latest route record: the data of the last `request/context` event.
+   *
+   * @returns The record, or `undefined` before the first `request/context`.
+   */
+  requestContext(): RequestContext | undefined {
+    return this.#requestContext;
+  }
+}
