@@ -19,3 +19,4 @@
 export * from "./sdk/kernel/mod.ts";
 export * from "./sdk/llm/mod.ts";
 export * from "./sdk/session/mod.ts";
+export * from "./sdk/invariants/mod.ts";
