@@ -1,0 +1,170 @@
+/**
+ * One streaming call to an OpenAI-style chat completions endpoint: request,
+ * HTTP errors, SSE reading, idle watchdog and abort, mapped to chunks.
+ *
+ * @module
+ */
+
+import { type GenerateOptions, HarnessError, LlmFailure, type StreamChunk } from "@dsh/harness";
+import type { EventSourceMessage } from "eventsource-parser";
+import { chatRequestBody, type ChatRequestDialect } from "./_chat_request.ts";
+import { type ChatStreamDialect, ChatStreamMapper } from "./_chat_stream.ts";
+import { httpFailure } from "./_http_failure.ts";
+import { readSse } from "./_sse_reader.ts";
+import { USER_AGENT } from "./_version.ts";
+
+/** Everything a call needs to know about its endpoint. */
+export interface ChatEndpoint {
+  readonly provider: string;
+  /** The base URL; `/chat/completions` is appended. */
+  readonly baseURL: string;
+  /** The bearer token; absent when the endpoint takes none. */
+  readonly apiKey: string | undefined;
+  /** Fail with `MISSING_CREDENTIAL` when there is no API key. */
+  readonly requireApiKey: boolean;
+  readonly fetch: typeof fetch;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly idleTimeoutMs: number;
+  readonly request: ChatRequestDialect;
+  readonly response: ChatStreamDialect;
+}
+
+/** Check a positive, finite timeout option. */
+export function checkTimeout(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+    throw new HarnessError("INVALID_ARGS", `Option ${name} must be a positive finite number of milliseconds`);
+  }
+  return value;
+}
+
+/** Check and normalise a base URL option. */
+export function checkBaseURL(value: unknown): string {
+  if (typeof value !== "string" || !/^https?:\/\//i.test(value)) {
+    throw new HarnessError("INVALID_ARGS", "Option baseURL must be an http(s) URL");
+  }
+  return value.replace(/\/+$/, "");
+}
+
+function failure(code: string, message: string): StreamChunk {
+  return { type: "finish", reason: { kind: "error", failure: { code, message } } };
+}
+
+/** Stream one call. Never throws: every failure is the final `finish` chunk. */
+export async function* streamChatCompletion(
+  endpoint: ChatEndpoint,
+  options: GenerateOptions,
+  signal: AbortSignal,
+): AsyncGenerator<StreamChunk, void, undefined> {
+  const aborted = (): StreamChunk => ({
+    type: "finish",
+    reason: { kind: "aborted", failure: { code: "ABORTED", message: `Call to "${endpoint.provider}" was aborted` } },
+  });
+  if (signal.aborted) {
+    yield aborted();
+    return;
+  }
+  if (endpoint.requireApiKey && (endpoint.apiKey === undefined || endpoint.apiKey === "")) {
+    yield failure("MISSING_CREDENTIAL", `No API key is configured for provider "${endpoint.provider}"`);
+    return;
+  }
+  let body: string;
+  try {
+    body = JSON.stringify(chatRequestBody(options, endpoint.request));
+  } catch (error) {
+    const data = error instanceof LlmFailure ? error.toData() : {
+      code: "INVALID_REQUEST",
+      message: `Cannot serialise the request: ${error instanceof Error ? error.message : String(error)}`,
+    };
+    yield { type: "finish", reason: { kind: "error", failure: data } };
+    return;
+  }
+
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(signal.reason);
+  signal.addEventListener("abort", onAbort, { once: true });
+  let timedOut = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const disarm = () => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+  };
+  // The watchdog runs only while the adapter waits for the provider.
+  const arm = () => {
+    disarm();
+    timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new LlmFailure("TIMEOUT", "Provider stalled"));
+    }, endpoint.idleTimeoutMs);
+  };
+  let events: AsyncGenerator<EventSourceMessage, void, undefined> | undefined;
+  try {
+    const headers: Record<string, string> = {
+      "Content-Type": "application/json",
+      "Accept": "text/event-stream",
+      "User-Agent": USER_AGENT,
+      ...endpoint.headers,
+    };
+    if (endpoint.apiKey !== undefined && endpoint.apiKey !== "") headers.Authorization = `Bearer ${endpoint.apiKey}`;
+    arm();
+    const response = await endpoint.fetch(`${endpoint.baseURL}/chat/completions`, {
+      method: "POST",
+      headers,
+      body,
+      signal: controller.signal,
+    });
+    if (!response.ok) {
+      const text = await response.text().catch(() => "");
+      disarm();
+      throw httpFailure(endpoint.provider, response.status, response.headers, text);
+    }
+    if (response.body === null) {
+      throw new LlmFailure("MALFORMED_RESPONSE", `Provider "${endpoint.provider}" answered without a body`);
+    }
+    events = readSse(response.body, controller.signal);
+    const mapper = new ChatStreamMapper(endpoint.response);
+    while (true) {
+      arm();
+      const step = await events.next();
+      disarm();
+      if (step.done) {
+        throw new LlmFailure("STREAM_CLOSED", `Stream from provider "${endpoint.provider}" ended before [DONE]`);
+      }
+      const data = step.value.data.trim();
+      if (data === "[DONE]") {
+        yield* mapper.done();
+        return;
+      }
+      if (data === "") continue;
+      let payload: unknown;
+      try {
+        payload = JSON.parse(data);
+      } catch {
+        throw new LlmFailure(
+          "MALFORMED_RESPONSE",
+          `Provider "${endpoint.provider}" sent a stream event that is not JSON: ${data.slice(0, 200)}`,
+        );
+      }
+      yield* mapper.push(payload);
+    }
+  } catch (error) {
+    disarm();
+    if (timedOut) {
+      yield failure(
+        "TIMEOUT",
+        `Provider "${endpoint.provider}" sent nothing for ${endpoint.idleTimeoutMs} ms`,
+      );
+    } else if (signal.aborted) {
+      yield aborted();
+    } else if (error instanceof LlmFailure) {
+      yield { type: "finish", reason: { kind: "error", failure: error.toData() } };
+    } else {
+      const message = error instanceof Error ? error.message : String(error);
+      yield failure("TRANSPORT", `Cannot reach provider "${endpoint.provider}": ${message}`);
+    }
+  } finally {
+    disarm();
+    signal.removeEventListener("abort", onAbort);
+    await events?.return().catch(() => {});
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Serialising a request for an OpenAI-style chat completions endpoint.
+ *
+ * @module
+ */
+
+import {
+  type ContentBlock,
+  type GenerateOptions,
+  type ImageBlock,
+  LlmFailure,
+  type Message,
+  type ToolResultBlock,
+} from "@dsh/harness";
+
+/** How a dialect differs on the request side. */
+export interface ChatRequestDialect {
+  /** The provider, for messages. */
+  readonly provider: string;
+  /** Send `reasoning_content` back on assistant turns that had reasoning. */
+  readonly sendReasoningContent: boolean;
+  /** Accept image blocks (as `image_url` parts); otherwise they fail with `UNSUPPORTED_FEATURE`. */
+  readonly images: boolean;
+  /** Add the reasoning fields for a requested effort. */
+  readonly reasoning: (body: Record<string, unknown>, effort: string) => void;
+}
+
+/** A chat message as the endpoint expects it. */
+export type WireMessage = Record<string, unknown>;
+
+/** The JSON body of a streaming chat completions request. */
+export function chatRequestBody(options: GenerateOptions, dialect: ChatRequestDialect): Record<string, unknown> {
+  const { config } = options;
+  const messages: WireMessage[] = [];
+  if (options.system !== undefined && options.system !== "") messages.push({ role: "system", content: options.system });
+  for (const message of options.messages) messages.push(...wireMessages(message, dialect));
+  const body: Record<string, unknown> = {
+    model: config.model,
+    messages,
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  if (config.reasoningEffort !== undefined) dialect.reasoning(body, config.reasoningEffort);
+  if (options.tools !== undefined && options.tools.length > 0) {
+    body.tools = options.tools.map((tool) => ({
+      type: "function",
+      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+    }));
+  }
+  if (config.temperature !== undefined) body.temperature = config.temperature;
+  if (config.maxTokens !== undefined) body.max_tokens = config.maxTokens;
+  if (config.stop !== undefined && config.stop.length > 0) body.stop = [...config.stop];
+  return body;
+}
+
+function wireMessages(message: Message, dialect: ChatRequestDialect): WireMessage[] {
+  if (message.role === "assistant") return [assistantMessage(message.content, dialect)];
+  // A user-side message: tool results become `tool` messages, the rest one `user` message.
+  const out: WireMessage[] = [];
+  const rest: ContentBlock[] = [];
+  for (const block of message.content) {
+    if (block.type === "tool-result") out.push(toolMessage(block, dialect));
+    else rest.push(block);
+  }
+  if (rest.length > 0 || out.length === 0) out.push({ role: "user", content: userContent(rest, dialect) });
+  return out;
+}
+
+function assistantMessage(content: readonly ContentBlock[], dialect: ChatRequestDialect): WireMessage {
+  let text = "";
+  let reasoning: string | undefined;
+  const toolCalls: Record<string, unknown>[] = [];
+  for (const block of content) {
+    if (block.type === "text") text += block.text;
+    else if (block.type === "reasoning") reasoning = (reasoning ?? "") + block.text;
+    else if (block.type === "tool-call") {
+      toolCalls.push({ id: block.id, type: "function", function: { name: block.name, arguments: block.arguments } });
+    }
+  }
+  // The content is always a string, even next to tool calls.
+  const wire: WireMessage = { role: "assistant", content: text };
+  if (reasoning !== undefined && dialect.sendReasoningContent) wire.reasoning_content = reasoning;
+  if (toolCalls.length > 0) wire.tool_calls = toolCalls;
+  return wire;
+}
+
+function toolMessage(block: ToolResultBlock, dialect: ChatRequestDialect): WireMessage {
+  let text = "";
+  for (const part of block.content) {
+    if (part.type === "text") text += (text === "" ? "" : "\n") + part.text;
+    else if (!dialect.images) unsupportedImage(dialect);
+  }
+  return { role: "tool", tool_call_id: block.toolCallId, content: text === "" ? "(no output)" : text };
+}
+
+function userContent(blocks: readonly ContentBlock[], dialect: ChatRequestDialect): unknown {
+  if (blocks.every((b) => b.type === "text")) {
+    return blocks.map((b) => (b as { text: string }).text).join("\n");
+  }
+  const parts: Record<string, unknown>[] = [];
+  for (const block of blocks) {
+    if (block.type === "text") parts.push({ type: "text", text: block.text });
+    else if (block.type === "image") {
+      if (!dialect.images) unsupportedImage(dialect);
+      parts.push({ type: "image_url", image_url: { url: imageUrl(block) } });
+    }
+    // Reasoning and tool-call blocks have no user-side form; they are not sent.
+  }
+  return parts;
+}
+
+function imageUrl(block: ImageBlock): string {
+  return block.url ?? `data:${block.mediaType};base64,${block.data ?? ""}`;
+}
+
+function unsupportedImage(dialect: ChatRequestDialect): never {
+  throw new LlmFailure("UNSUPPORTED_FEATURE", `Provider "${dialect.provider}" does not accept image input`);
+}

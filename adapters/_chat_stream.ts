@@ -1,0 +1,217 @@
+/**
+ * Mapping the SSE payloads of an OpenAI-style chat completions stream to
+ * {@linkcode StreamChunk}s.
+ *
+ * Blocks are numbered in first-seen order: one reasoning block, one text block
+ * and one block per provider tool-call index. Deltas stream as they arrive;
+ * block ends, usage and finish are held until `[DONE]`, so that a usage-only
+ * chunk after `finish_reason` cannot break the order.
+ *
+ * @module
+ */
+
+import { type ContentBlock, type FinishReason, LlmFailure, type StreamChunk, type TokenUsage } from "@dsh/harness";
+import { isContextOverflow } from "./_http_failure.ts";
+import type { ReasoningTokenAccounting } from "./openai_compatible_adapter.ts";
+
+/** How a dialect differs on the response side. */
+export interface ChatStreamDialect {
+  readonly provider: string;
+  /** Whether `completion_tokens_details.reasoning_tokens` is part of `completion_tokens`. */
+  readonly reasoningTokens: ReasoningTokenAccounting;
+}
+
+interface OpenBlock {
+  readonly index: number;
+  readonly type: "text" | "reasoning" | "tool-call";
+  text: string;
+  id: string;
+  name: string;
+}
+
+/** The fold of one stream's payloads; create one per call. */
+export class ChatStreamMapper {
+  readonly #dialect: ChatStreamDialect;
+  readonly #blocks: OpenBlock[] = [];
+  #reasoning: OpenBlock | undefined;
+  #text: OpenBlock | undefined;
+  readonly #tools = new Map<number, OpenBlock>();
+  #finishReason: string | undefined;
+  #usage: TokenUsage | undefined;
+
+  constructor(dialect: ChatStreamDialect) {
+    this.#dialect = dialect;
+  }
+
+  /**
+   * Map one parsed payload.
+   *
+   * @throws {LlmFailure} `MALFORMED_RESPONSE` for a payload of the wrong shape,
+   *   or the mapped code of an in-band `error` object.
+   */
+  push(payload: unknown): StreamChunk[] {
+    if (typeof payload !== "object" || payload === null || Array.isArray(payload)) {
+      throw new LlmFailure(
+        "MALFORMED_RESPONSE",
+        `Provider "${this.#dialect.provider}" sent a non-object stream payload`,
+      );
+    }
+    const data = payload as Record<string, unknown>;
+    if (data.error !== undefined && data.error !== null) throw this.#inBandError(data.error);
+    const out: StreamChunk[] = [];
+    if (isRecord(data.usage)) this.#usage = this.#mapUsage(data.usage);
+    if (data.choices === undefined || data.choices === null) return out;
+    if (!Array.isArray(data.choices)) {
+      throw new LlmFailure(
+        "MALFORMED_RESPONSE",
+        `Provider "${this.#dialect.provider}" sent "choices" that is not an array`,
+      );
+    }
+    for (const choice of data.choices) {
+      if (!isRecord(choice) || (choice.index !== undefined && choice.index !== 0)) continue;
+      const delta = choice.delta;
+      if (isRecord(delta)) this.#delta(delta, out);
+      if (typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
+        this.#finishReason = choice.finish_reason;
+      }
+    }
+    return out;
+  }
+
+  /** The closing chunks, once `[DONE]` arrived: block ends, usage, finish. */
+  done(): StreamChunk[] {
+    const out: StreamChunk[] = [];
+    for (const block of this.#blocks) out.push({ type: "block-end", index: block.index, block: blockOf(block) });
+    if (this.#usage !== undefined) out.push({ type: "usage", usage: this.#usage });
+    out.push({ type: "finish", reason: this.#finish() });
+    return out;
+  }
+
+  #finish(): FinishReason {
+    const reason = this.#finishReason ?? "stop";
+    switch (reason) {
+      case "stop":
+        if (this.#blocks.length === 0) {
+          return {
+            kind: "error",
+            failure: {
+              code: "EMPTY_RESPONSE",
+              message: `Provider "${this.#dialect.provider}" returned an empty response`,
+            },
+          };
+        }
+        return { kind: "stop" };
+      case "tool_calls":
+      case "function_call":
+        return { kind: "tool-calls" };
+      case "length":
+        return { kind: "max-tokens" };
+      default:
+        return {
+          kind: "error",
+          failure: {
+            code: reason.replace(/[^A-Za-z0-9]+/g, "_").toUpperCase(),
+            message: `Provider "${this.#dialect.provider}" ended the response with finish reason "${reason}"`,
+          },
+        };
+    }
+  }
+
+  #delta(delta: Record<string, unknown>, out: StreamChunk[]): void {
+    const reasoning = typeof delta.reasoning_content === "string"
+      ? delta.reasoning_content
+      : typeof delta.reasoning === "string"
+      ? delta.reasoning
+      : "";
+    if (reasoning !== "") {
+      this.#reasoning ??= this.#open("reasoning", out);
+      this.#reasoning.text += reasoning;
+      out.push({ type: "reasoning-delta", index: this.#reasoning.index, text: reasoning });
+    }
+    if (typeof delta.content === "string" && delta.content !== "") {
+      this.#text ??= this.#open("text", out);
+      this.#text.text += delta.content;
+      out.push({ type: "text-delta", index: this.#text.index, text: delta.content });
+    }
+    if (Array.isArray(delta.tool_calls)) {
+      for (const call of delta.tool_calls) if (isRecord(call)) this.#toolCall(call, out);
+    }
+  }
+
+  #toolCall(call: Record<string, unknown>, out: StreamChunk[]): void {
+    const key = typeof call.index === "number" ? call.index : this.#tools.size;
+    const fn = isRecord(call.function) ? call.function : {};
+    const args = typeof fn.arguments === "string"
+      ? fn.arguments
+      : fn.arguments !== undefined && fn.arguments !== null
+      ? JSON.stringify(fn.arguments) // a provider that sends parsed arguments: back to a raw string
+      : "";
+    let block = this.#tools.get(key);
+    if (block === undefined) {
+      block = this.#open("tool-call", out);
+      block.id = typeof call.id === "string" && call.id !== "" ? call.id : `call_${block.index}`;
+      block.name = typeof fn.name === "string" ? fn.name : "";
+      this.#tools.set(key, block);
+      block.text += args;
+      out.push({ type: "tool-call-delta", index: block.index, id: block.id, name: block.name, argumentsDelta: args });
+      return;
+    }
+    if (block.name === "" && typeof fn.name === "string") block.name = fn.name;
+    if (args === "") return;
+    block.text += args;
+    out.push({ type: "tool-call-delta", index: block.index, id: block.id, argumentsDelta: args });
+  }
+
+  #open(type: OpenBlock["type"], out: StreamChunk[]): OpenBlock {
+    const block: OpenBlock = { index: this.#blocks.length, type, text: "", id: "", name: "" };
+    this.#blocks.push(block);
+    out.push({ type: "block-start", index: block.index, blockType: type });
+    return block;
+  }
+
+  #mapUsage(raw: Record<string, unknown>): TokenUsage {
+    const prompt = count(raw.prompt_tokens);
+    const completion = count(raw.completion_tokens);
+    const promptDetails = isRecord(raw.prompt_tokens_details) ? raw.prompt_tokens_details : {};
+    const completionDetails = isRecord(raw.completion_tokens_details) ? raw.completion_tokens_details : {};
+    const cacheRead = Math.min(prompt, count(raw.prompt_cache_hit_tokens ?? promptDetails.cached_tokens));
+    const reasoning = count(completionDetails.reasoning_tokens);
+    let outside = this.#dialect.reasoningTokens === "outside";
+    if (this.#dialect.reasoningTokens === "auto") {
+      // Some providers (xAI) count reasoning apart: total = prompt + completion + reasoning.
+      outside = reasoning > 0 && count(raw.total_tokens) === prompt + completion + reasoning;
+    }
+    const usage: { -readonly [K in keyof TokenUsage]: TokenUsage[K] } = {
+      inputTokens: prompt - cacheRead,
+      outputTokens: outside ? completion + reasoning : completion,
+    };
+    if (cacheRead > 0) usage.cacheReadTokens = cacheRead;
+    if (reasoning > 0) usage.reasoningTokens = reasoning;
+    return usage;
+  }
+
+  #inBandError(error: unknown): LlmFailure {
+    const message = isRecord(error) && typeof error.message === "string" ? error.message : JSON.stringify(error);
+    const code = isContextOverflow(message) ? "CONTEXT_WINDOW_EXCEEDED" : "SERVER";
+    return new LlmFailure(code, `Provider "${this.#dialect.provider}" reported an error mid-stream: ${message}`);
+  }
+}
+
+function blockOf(block: OpenBlock): ContentBlock {
+  switch (block.type) {
+    case "text":
+      return { type: "text", text: block.text };
+    case "reasoning":
+      return { type: "reasoning", text: block.text };
+    case "tool-call":
+      return { type: "tool-call", id: block.id, name: block.name, arguments: block.text };
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function count(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
+}

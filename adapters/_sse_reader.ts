@@ -1,0 +1,49 @@
+/**
+ * Reading a `text/event-stream` body as events, with `eventsource-parser`.
+ *
+ * @module
+ */
+
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+
+/**
+ * The events of an SSE body, in order. Aborting `signal` cancels the body and
+ * makes the pending read reject with the signal's reason, even on a runtime
+ * whose fetch does not error the body itself. Stopping the iteration early
+ * cancels the body too.
+ */
+export async function* readSse(
+  body: ReadableStream<Uint8Array>,
+  signal: AbortSignal,
+): AsyncGenerator<EventSourceMessage, void, undefined> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  const queue: EventSourceMessage[] = [];
+  const parser = createParser({ onEvent: (event) => void queue.push(event) });
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  aborted.catch(() => {});
+  let done = false;
+  try {
+    if (signal.aborted) throw signal.reason;
+    while (!done) {
+      const read = reader.read();
+      read.catch(() => {});
+      const result = await Promise.race([read, aborted]);
+      if (result.done) {
+        done = true;
+        parser.feed(decoder.decode());
+        parser.reset({ consume: true });
+      } else {
+        parser.feed(decoder.decode(result.value, { stream: true }));
+      }
+      while (queue.length > 0) yield queue.shift()!;
+    }
+  } finally {
+    signal.removeEventListener("abort", onAbort!);
+    if (!done) reader.cancel().catch(() => {});
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * The DeepSeek adapter: chat completions over HTTP with SSE streaming.
+ *
+ * @module
+ */
+
+import { HarnessError, type LlmAdapter, type ModelInfo } from "@dsh/harness";
+import { type ChatEndpoint, checkBaseURL, checkTimeout, streamChatCompletion } from "./_chat_completions.ts";
+
+/** Options of {@linkcode deepseekAdapter}. */
+export interface DeepSeekAdapterOptions {
+  /** The API key. Without one, every call ends with a `MISSING_CREDENTIAL` error. */
+  readonly apiKey: string | undefined;
+  /**
+   * The API's base URL; `/chat/completions` is appended.
+   *
+   * @default {"https://api.deepseek.com"}
+   */
+  readonly baseURL?: string;
+  /**
+   * The fetch function, e.g. one that goes through a proxy.
+   *
+   * @default {globalThis.fetch}
+   */
+  readonly fetch?: typeof fetch;
+  /**
+   * The provider route the adapter serves.
+   *
+   * @default {"deepseek"}
+   */
+  readonly provider?: string;
+  /**
+   * The model catalogue.
+   *
+   * @default {DEEPSEEK_MODELS}
+   */
+  readonly models?: readonly ModelInfo[];
+  /** Extra request headers (the `User-Agent` and `Authorization` are set by the adapter). */
+  readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * How long the provider may stay silent (waiting for headers or for the
+   * next bytes) before the call ends with `TIMEOUT`.
+   *
+   * @default {300000}
+   */
+  readonly streamIdleTimeoutMs?: number;
+}
+
+/** The default DeepSeek catalogue. */
+export const DEEPSEEK_MODELS: readonly ModelInfo[] = Object.freeze([
+  Object.freeze({ id: "deepseek-chat", contextWindow: 131_072 }),
+  Object.freeze({ id: "deepseek-reasoner", contextWindow: 131_072 }),
+]);
+
+/**
+ * An adapter for the DeepSeek API.
+ *
+ * The request carries the model, the history (assistant content always a
+ * string, `reasoning_content` sent back on every turn that had reasoning, tool
+ * calls, and tool results as `tool` messages), `stream_options.include_usage`,
+ * the tools, sampling, `max_tokens` and `stop`, and — when a reasoning effort is
+ * set — `thinking: {type: "enabled"}` with `reasoning_effort`. Usage is made
+ * disjoint: cache hits are subtracted from the input count.
+ *
+ * Contract: one `stream()` is one attempt; failures are the final `finish`
+ * chunk (`AUTH`, `QUOTA`, `RATE_LIMIT`, `INVALID_REQUEST`,
+ * `CONTEXT_WINDOW_EXCEEDED`, `SERVER`, `HTTP_<n>`, `TRANSPORT`, `TIMEOUT`,
+ * `STREAM_CLOSED`, `MALFORMED_RESPONSE`, `EMPTY_RESPONSE`, or `aborted` with
+ * `ABORTED`).
+ *
+ * @param options The key and connection options.
+ * @returns The adapter.
+ * @throws {HarnessError} `INVALID_ARGS` for a malformed option.
+ *
+ * @example Registering DeepSeek
+ * ```ts
+ * import { LlmRuntime } from "@dsh/harness";
+ * import { deepseekAdapter } from "@dsh/harness/adapters";
+ * import assert from "node:assert/strict";
+ *
+ * const llm = new LlmRuntime();
+ * llm.registerAdapter(deepseekAdapter({ apiKey: "sk-test" }));
+ * assert.equal(llm.resolveModelInfo("deepseek", "deepseek-chat").contextWindow, 131072);
+ * ```
+ */
+export function deepseekAdapter(options: DeepSeekAdapterOptions): LlmAdapter {
+  if (typeof options !== "object" || options === null) {
+    throw new HarnessError("INVALID_ARGS", "deepseekAdapter() needs an options object");
+  }
+  if (options.apiKey !== undefined && typeof options.apiKey !== "string") {
+    throw new HarnessError("INVALID_ARGS", "Option apiKey must be a string");
+  }
+  const provider = options.provider ?? "deepseek";
+  const endpoint: ChatEndpoint = {
+    provider,
+    baseURL: checkBaseURL(options.baseURL ?? "https://api.deepseek.com"),
+    apiKey: options.apiKey,
+    requireApiKey: true,
+    fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    headers: { ...options.headers },
+    idleTimeoutMs: checkTimeout("streamIdleTimeoutMs", options.streamIdleTimeoutMs, 300_000),
+    request: {
+      provider,
+      sendReasoningContent: true,
+      images: false,
+      reasoning: (body, effort) => {
+        body.thinking = { type: "enabled" };
+        body.reasoning_effort = effort;
+      },
+    },
+    response: { provider, reasoningTokens: "inside" },
+  };
+  return {
+    provider,
+    models: Object.freeze([...(options.models ?? DEEPSEEK_MODELS)]),
+    stream: (request, signal) => streamChatCompletion(endpoint, request, signal),
+  };
+}
