@@ -46,6 +46,7 @@ export { deriveEventMessage } from "./derive_event_message.ts";
 export { canonicalHeader, headerEquals } from "./header_equals.ts";
 export { assertLosslessJson, copyLosslessJson } from "./lossless_json.ts";
 export { deepFreeze } from "./deep_freeze.ts";
+export { renderTranscript, type TranscriptOptions } from "./transcript.ts";
 export {
   type SessionCreateOptions,
   type SessionDispatchContext,

@@ -1,0 +1,273 @@
+/**
+ * The human transcript of a session: the log rendered as markdown for
+ * people (golden tests, support tickets, the HTTP transcript view).
+ *
+ * @module
+ */
+
+import type { ContentBlock, Message } from "../llm/messages.ts";
+import type { TokenUsage } from "../llm/stream_chunk.ts";
+import type { EpochHeader, SessionEvent, TurnEndReason } from "./session_events.ts";
+
+/** Options of {@linkcode renderTranscript}. */
+export interface TranscriptOptions {
+  /** A first-level heading to open the transcript with; none when absent. */
+  readonly title?: string;
+  /**
+   * Render the model's reasoning (as a quote before its answer).
+   *
+   * @default {true}
+   */
+  readonly reasoning?: boolean;
+  /**
+   * Render one line per `request/header` (reason, route and tool names).
+   *
+   * @default {true}
+   */
+  readonly requests?: boolean;
+  /**
+   * Render the system prompt text under each `request/header` line (only with `requests`).
+   *
+   * @default {false}
+   */
+  readonly system?: boolean;
+}
+
+/**
+ * Render a session log as a markdown transcript for people: user input,
+ * reasoning, answers, tool calls with their arguments, tool results, retries,
+ * turn ends with the turn's summed usage, and (optionally) request headers.
+ *
+ * The rendering is a pure function of the events and contains no times and no
+ * generated message ids, so two runs that differ only in clock and id
+ * generator render the same text. Stream chunks, step boundaries and inbox
+ * bookkeeping are not shown (the assembled `assistant/message` is). Tool call
+ * ids are shown, as the model produced them.
+ *
+ * @param events The log (or any part of it).
+ * @param options Title and what to include.
+ * @returns The markdown text, ending with a newline.
+ *
+ * @example
+ * ```ts
+ * import { renderTranscript, type SessionEvent } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ *
+ * const events: SessionEvent[] = [
+ *   { type: "turn/start", seq: 0, time: 5, data: { turn: 1 } },
+ *   {
+ *     type: "user/message",
+ *     seq: 1,
+ *     time: 5,
+ *     data: { id: "u1", role: "user", content: [{ type: "text", text: "Hi" }], source: { kind: "user" } },
+ *     surfaceOp: "append",
+ *   },
+ *   {
+ *     type: "assistant/message",
+ *     seq: 2,
+ *     time: 6,
+ *     data: {
+ *       turn: 1,
+ *       step: 1,
+ *       message: {
+ *         id: "a1",
+ *         role: "assistant",
+ *         content: [{ type: "text", text: "Hello!" }],
+ *         source: { kind: "model", provider: "p", model: "m" },
+ *       },
+ *       usage: { inputTokens: 3, outputTokens: 2 },
+ *     },
+ *     surfaceOp: "append",
+ *     sourceEventSeqs: [],
+ *   },
+ *   { type: "turn/end", seq: 3, time: 7, data: { turn: 1, reason: { kind: "completed" } } },
+ * ];
+ * const text = renderTranscript(events);
+ * assert.match(text, /## Turn 1/);
+ * assert.match(text, /\*\*User\*\*\n\nHi/);
+ * assert.match(text, /\*\*Assistant\*\*\n\nHello!/);
+ * assert.match(text, /Turn 1 ended: completed · usage: 3 input, 2 output/);
+ * ```
+ */
+export function renderTranscript(events: readonly SessionEvent[], options: TranscriptOptions = {}): string {
+  const showReasoning = options.reasoning ?? true;
+  const showRequests = options.requests ?? true;
+  const showSystem = options.system ?? false;
+  const parts: string[] = [];
+  const toolNames = new Map<string, string>();
+  let turnUsage: TokenUsage | undefined;
+
+  if (options.title !== undefined) parts.push(`# ${options.title}`);
+  for (const event of events) {
+    switch (event.type) {
+      case "turn/start":
+        turnUsage = undefined;
+        parts.push(`## Turn ${event.data.turn}`);
+        break;
+      case "turn/end":
+        parts.push(`_Turn ${event.data.turn} ended: ${describeReason(event.data.reason)}${describeTotal(turnUsage)}_`);
+        turnUsage = undefined;
+        break;
+      case "user/message":
+        parts.push(...renderUserMessage(event.data));
+        break;
+      case "assistant/message": {
+        const { message, usage, interrupted } = event.data;
+        if (usage !== undefined) turnUsage = addUsage(turnUsage, usage);
+        for (const block of message.content) if (block.type === "tool-call") toolNames.set(block.id, block.name);
+        if (message.content.length === 0) break;
+        parts.push(`**Assistant**${interrupted ? " (interrupted)" : ""}`);
+        parts.push(...renderBlocks(message.content, showReasoning));
+        break;
+      }
+      case "tool/call":
+        toolNames.set(event.data.callId, event.data.name);
+        break;
+      case "tool/result": {
+        const { message, error } = event.data;
+        const result = message.content.find((b) => b.type === "tool-result");
+        const callId = result?.type === "tool-result" ? result.toolCallId : "";
+        const name = toolNames.get(callId) ?? "tool";
+        const failed = error !== undefined || (result?.type === "tool-result" && result.isError === true);
+        const status = error !== undefined ? ` failed (${error.code})` : failed ? " failed" : "";
+        parts.push(`**Tool result** \`${name}\` (\`${callId}\`)${status}`);
+        const text = result?.type === "tool-result" ? contentText(result.content) : "";
+        parts.push(fence(text === "" ? "(no output)" : text, ""));
+        break;
+      }
+      case "request/header":
+        if (showRequests) parts.push(...renderHeader(event.data.header, event.data.reason, showSystem));
+        break;
+      case "llm/retry": {
+        const { attempt, delayMs, failure } = event.data;
+        parts.push(`_Attempt ${attempt} failed (${failure.code}: ${failure.message}); retrying after ${delayMs} ms_`);
+        break;
+      }
+      case "compaction/start":
+        parts.push(`_Compaction started (${event.data.reason})_`);
+        break;
+      case "compaction/summary":
+        parts.push(`**Compaction summary** of events ${event.data.start}–${event.data.end}`);
+        parts.push(quote(event.data.summary));
+        break;
+      case "compaction/end":
+        parts.push(`_Compaction ${event.data.outcome}${event.data.error ? `: ${event.data.error}` : ""}_`);
+        break;
+      case "todo/write":
+        parts.push("**Todos**");
+        parts.push(event.data.todos.map((t) => `- [${t.status === "completed" ? "x" : " "}] ${t.content}`).join("\n"));
+        break;
+      default:
+        break;
+    }
+  }
+  return parts.join("\n\n") + "\n";
+}
+
+function renderUserMessage(message: Message): string[] {
+  const source = message.source;
+  const label = source.kind === "plugin"
+    ? `**Context** (${source.plugin}${source.form ? `, ${source.form}` : ""})`
+    : source.kind === "tool"
+    ? `**Tool context** (\`${source.callId}\`)`
+    : "**User**";
+  return [label, ...renderBlocks(message.content, true)];
+}
+
+function renderBlocks(blocks: readonly ContentBlock[], showReasoning: boolean): string[] {
+  const out: string[] = [];
+  for (const block of blocks) {
+    switch (block.type) {
+      case "text":
+        if (block.text.trim() !== "") out.push(block.text.trim());
+        break;
+      case "reasoning":
+        if (showReasoning && block.text.trim() !== "") out.push(quote(`_Reasoning:_ ${block.text.trim()}`));
+        break;
+      case "image":
+        out.push(`[image ${block.mediaType}${block.url ? ` ${block.url}` : ""}]`);
+        break;
+      case "tool-call":
+        out.push(`**Tool call** \`${block.name}\` (\`${block.id}\`)`);
+        out.push(fence(prettyArguments(block.arguments), "json"));
+        break;
+      case "tool-result":
+        out.push(`**Tool result** (\`${block.toolCallId}\`)${block.isError ? " failed" : ""}`);
+        out.push(fence(contentText(block.content) || "(no output)", ""));
+        break;
+    }
+  }
+  return out;
+}
+
+function renderHeader(header: EpochHeader, reason: string, showSystem: boolean): string[] {
+  const { provider, model, reasoningEffort, temperature, maxTokens } = header.config;
+  const settings = [
+    reasoningEffort !== undefined ? `effort ${reasoningEffort}` : undefined,
+    temperature !== undefined ? `temperature ${temperature}` : undefined,
+    maxTokens !== undefined ? `max ${maxTokens} tokens` : undefined,
+  ].filter((s) => s !== undefined);
+  const tools = header.tools?.length ? `tools: ${header.tools.map((t) => t.name).join(", ")}` : "no tools";
+  const line = `_Request header (${reason}): ${provider}/${model}${
+    settings.length ? ` (${settings.join(", ")})` : ""
+  }; ${tools}_`;
+  if (!showSystem || header.system === undefined) return [line];
+  return [line, fence(header.system, "")];
+}
+
+function describeReason(reason: TurnEndReason): string {
+  switch (reason.kind) {
+    case "aborted":
+      return `aborted (${reason.reason})`;
+    case "error":
+      return `error (${reason.error.code}: ${reason.error.message})`;
+    default:
+      return reason.kind;
+  }
+}
+
+function describeTotal(usage: TokenUsage | undefined): string {
+  if (usage === undefined) return "";
+  const input = `${usage.inputTokens} input${usage.cacheReadTokens ? ` (+${usage.cacheReadTokens} cache read)` : ""}`;
+  const output = `${usage.outputTokens} output${usage.reasoningTokens ? ` (${usage.reasoningTokens} reasoning)` : ""}`;
+  return ` · usage: ${input}, ${output}`;
+}
+
+function addUsage(total: TokenUsage | undefined, usage: TokenUsage): TokenUsage {
+  if (total === undefined) return usage;
+  const sum = (a?: number, b?: number) => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0));
+  return {
+    inputTokens: total.inputTokens + usage.inputTokens,
+    outputTokens: total.outputTokens + usage.outputTokens,
+    cacheReadTokens: sum(total.cacheReadTokens, usage.cacheReadTokens),
+    cacheWriteTokens: sum(total.cacheWriteTokens, usage.cacheWriteTokens),
+    reasoningTokens: sum(total.reasoningTokens, usage.reasoningTokens),
+  };
+}
+
+function contentText(content: readonly ContentBlock[]): string {
+  return content
+    .map((b) => (b.type === "text" ? b.text : b.type === "image" ? `[image ${b.mediaType}]` : ""))
+    .filter((t) => t !== "")
+    .join("\n");
+}
+
+function prettyArguments(raw: string): string {
+  if (raw.trim() === "") return "{}";
+  try {
+    return JSON.stringify(JSON.parse(raw), null, 2);
+  } catch {
+    return raw;
+  }
+}
+
+/** A fenced code block whose fence is longer than any backtick run inside. */
+function fence(text: string, lang: string): string {
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const bar = "`".repeat(longest + 1);
+  return `${bar}${lang}\n${text}\n${bar}`;
+}
+
+function quote(text: string): string {
+  return text.split("\n").map((line) => (line === "" ? ">" : `> ${line}`)).join("\n");
+}
