@@ -20,3 +20,8 @@ export * from "./sdk/kernel/mod.ts";
 export * from "./sdk/llm/mod.ts";
 export * from "./sdk/session/mod.ts";
 export * from "./sdk/invariants/mod.ts";
+export * from "./sdk/persistence/mod.ts";
+export * from "./sdk/tools/mod.ts";
+export * from "./sdk/prompt/mod.ts";
+export * from "./sdk/agent/mod.ts";
+export * from "./sdk/harness.ts";

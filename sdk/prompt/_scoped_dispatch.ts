@@ -1,0 +1,80 @@
+/**
+ * Internal: scope-filtered dispatch for a scope named by its label rather than
+ * by a context. The tool runtime and the system prompt are services shared by
+ * every scope; a call carries the scope it runs for (`input.scope`,
+ * `context.scope`), and hooks must be admitted by the kernel's rule for that
+ * scope: listeners outside every scope, and those of the scope and its
+ * ancestors. Waterfalls composed here allow `next()` to be called more than
+ * once, so a `tools/execute` wrapper can retry.
+ *
+ * @module
+ */
+
+import { Context } from "cordis";
+import { admits, type ScopeInfo, wrapContext } from "../kernel/harness_context.ts";
+
+// deno-lint-ignore no-explicit-any
+type AnyFunction = (...args: any[]) => any;
+
+interface RawLike {
+  readonly raw: Context;
+}
+
+function scopeOfRaw(raw: Context): ScopeInfo | undefined {
+  return wrapContext(raw).scope;
+}
+
+/** The listeners of `name` admitted for a dispatch from `scope`, in registration order. */
+export function admittedListeners(ctx: RawLike, scope: ScopeInfo | undefined, name: string): AnyFunction[] {
+  const thisArg = { [Context.filter]: (hookCtx: Context) => admits(scopeOfRaw(hookCtx), scope) };
+  // `dispatch` resolves and binds the admitted callbacks without calling them.
+  return ctx.raw.events.dispatch("waterfall", [thisArg, name]) as AnyFunction[];
+}
+
+/**
+ * Run listeners as middleware around `inner`. Each listener receives `args`
+ * followed by `next`; `next` may be called again (a retry re-runs the rest).
+ */
+export function runWaterfall<R>(listeners: readonly AnyFunction[], args: readonly unknown[], inner: () => R): R {
+  const at = (index: number): () => R => () =>
+    index < listeners.length ? listeners[index](...args, at(index + 1)) : inner();
+  return at(0)();
+}
+
+/**
+ * Call every listener with `args`; a listener that throws is reported on
+ * `kernel/listener-error` (through `report`) and the others still run.
+ */
+export function emitContained(
+  listeners: readonly AnyFunction[],
+  name: string,
+  args: readonly unknown[],
+  report: (name: string, error: unknown) => void,
+): void {
+  for (const listener of listeners) {
+    try {
+      listener(...args);
+    } catch (error) {
+      report(name, error);
+    }
+  }
+}
+
+/** Report a failing observer the way the kernel does: on `kernel/listener-error`, else on the console. */
+export function reportListenerError(ctx: RawLike, name: string, error: unknown): void {
+  const reporters = admittedListeners(ctx, undefined, "kernel/listener-error");
+  if (reporters.length === 0) {
+    console.error(`[@dsh/harness] a listener of "${name}" threw:`, error);
+    return;
+  }
+  for (const reporter of reporters) {
+    try {
+      reporter(name, error);
+    } catch { /* a failing error reporter is ignored */ }
+  }
+}
+
+/** Emit `name` to every listener (an unfiltered announcement), containing failures. */
+export function announce(ctx: RawLike, name: string): void {
+  emitContained(admittedListeners(ctx, undefined, name), name, [], (n, e) => reportListenerError(ctx, n, e));
+}

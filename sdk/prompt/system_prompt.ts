@@ -1,0 +1,470 @@
+/**
+ * `SystemPrompt` (`ctx.systemPrompt`): ordered, scoped contributions assembled
+ * into the system text and the tool schemas of a request.
+ *
+ * @module
+ */
+
+import type { ScopeInfo } from "../kernel/harness_context.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { ToolSchema } from "../llm/messages.ts";
+import { admittedListeners, announce, runWaterfall } from "./_scoped_dispatch.ts";
+import type { RegistrationOwner, ServiceHost } from "./registration_owner.ts";
+import { PROMPT_VARIABLE_NAME, renderPrompt } from "./render_prompt.ts";
+
+/** What one assembly resolves: the scope whose contributions and listeners take part, and a signal. */
+export interface AssembleContext {
+  /** The scope (agent); omitted: only global contributions and unscoped listeners… and, by the kernel's rule, every listener. */
+  readonly scope?: ScopeInfo;
+  /** Controls this assembly only; never kept for later ones. */
+  readonly signal?: AbortSignal;
+}
+
+/** Static text, or text computed for each assembly. */
+export type PromptText = string | ((context: AssembleContext) => string | Promise<string>);
+
+/**
+ * A section of the system prompt. Order convention: `-100` the harness
+ * identity, `0` the deployment persona, `100`–`199` tool guidance.
+ */
+export interface PromptSection {
+  /** Unique within its scope; a scoped section shadows a global one of the same name. */
+  readonly name: string;
+  /** Sections are joined in ascending order (ties by name). */
+  readonly order: number;
+  /** The text; it may reference `{{variables}}`. */
+  readonly text: PromptText;
+  /**
+   * A complete system prompt: when the nearest one applies, it is the only
+   * section, restored after the `system-prompt/assemble` waterfall so no
+   * listener can add to or replace it. At most one per scope.
+   */
+  readonly complete?: boolean;
+}
+
+/** Dynamic context for the model, given to the loop beside the system text (as a user-role snapshot). */
+export interface PromptContext {
+  /** Unique within its scope; a scoped context shadows a global one of the same name. */
+  readonly name: string;
+  /** Contexts are joined in ascending order (ties by name). */
+  readonly order: number;
+  /** The text; empty text contributes nothing. */
+  readonly text: PromptText;
+}
+
+/** A variable for `{{name}}` references. */
+export interface PromptVariable {
+  /** Letters, digits and `_`, not starting with a digit. */
+  readonly name: string;
+  /** The value, or a function computing it per assembly (`undefined`: not defined this time). */
+  readonly value: string | ((context: AssembleContext) => string | undefined | Promise<string | undefined>);
+}
+
+/** A source of tool schemas for the request (the tool runtime registers one). */
+export interface PromptToolProvider {
+  /**
+   * Providers' schemas are concatenated in ascending order.
+   *
+   * @default {0}
+   */
+  readonly order?: number;
+  /** The schemas for this assembly. */
+  schemas(context: AssembleContext): readonly ToolSchema[] | Promise<readonly ToolSchema[]>;
+}
+
+/** A resolved section or context. */
+export interface PromptPart {
+  readonly name: string;
+  readonly order: number;
+  readonly text: string;
+  /** Set on a complete section. */
+  readonly complete?: boolean;
+}
+
+/** Everything one assembly resolved; the `system-prompt/assemble` waterfall may change it. */
+export interface PromptAssembly {
+  sections: PromptPart[];
+  contexts: PromptPart[];
+  variables: Record<string, string>;
+  tools: ToolSchema[];
+}
+
+/** The rendered result of {@linkcode SystemPrompt.assemble}: empty system text and empty tools are absent. */
+export interface AssembledPrompt {
+  readonly system?: string;
+  readonly tools?: readonly ToolSchema[];
+}
+
+/** The events of the system prompt, for the kernel's typed context. */
+export interface SystemPromptEvents {
+  /**
+   * Rewrite an assembly (filtered by the assembly's scope). The returned
+   * value is authoritative, except that a complete section is restored after.
+   */
+  "system-prompt/assemble": (
+    assembly: PromptAssembly,
+    context: AssembleContext,
+    next: () => Promise<PromptAssembly>,
+  ) => PromptAssembly | Promise<PromptAssembly>;
+  /** A contribution was registered or removed (an unfiltered announcement). */
+  "system-prompt/change": () => void;
+}
+
+interface Layer {
+  readonly sections: Map<string, PromptSection>;
+  readonly contexts: Map<string, PromptContext>;
+  readonly variables: Map<string, PromptVariable>;
+}
+
+interface ProviderEntry {
+  readonly provider: PromptToolProvider;
+  readonly scope: ScopeInfo | undefined;
+  readonly seq: number;
+}
+
+type Kind = "sections" | "contexts" | "variables";
+
+function chainOf(scope: ScopeInfo | undefined): (ScopeInfo | undefined)[] {
+  const chain: (ScopeInfo | undefined)[] = [];
+  for (let s = scope; s !== undefined; s = s.parent) chain.unshift(s);
+  chain.unshift(undefined);
+  return chain; // farthest (global) first, nearest last
+}
+
+function byOrder(a: PromptPart, b: PromptPart): number {
+  return a.order - b.order || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+}
+
+function checkAborted(context: AssembleContext): void {
+  if (context.signal?.aborted) {
+    throw new HarnessError("ABORTED", "Prompt assembly was aborted", { cause: context.signal.reason });
+  }
+}
+
+function projectSchema(schema: ToolSchema): ToolSchema {
+  if (
+    typeof schema !== "object" || schema === null || typeof schema.name !== "string" ||
+    typeof schema.description !== "string" || typeof schema.parameters !== "object" || schema.parameters === null
+  ) {
+    throw new HarnessError(
+      "PROMPT_ASSEMBLY_INVALID",
+      "A tool provider returned a schema without name, description and parameters",
+    );
+  }
+  // Allowlist: nothing but these three fields ever reaches a model.
+  return {
+    name: schema.name,
+    description: schema.description,
+    parameters: structuredClone(schema.parameters) as Record<string, unknown>,
+  };
+}
+
+/**
+ * The system prompt registry (the `ctx.systemPrompt` service).
+ *
+ * Assembly: collect global and scoped contributions (the nearest scope's entry
+ * shadows same-named ones farther out), evaluate dynamic texts and variables
+ * for this assembly, gather tool schemas from every provider of the scope
+ * chain (on a duplicate name the nearest provider wins), order sections and
+ * contexts by `order` then name, run the `system-prompt/assemble` waterfall,
+ * then restore the complete section if one applies.
+ *
+ * @example Sections, a variable and a tool provider
+ * ```ts
+ * import { createKernel, SystemPrompt } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ *
+ * const prompt = new SystemPrompt(createKernel());
+ * prompt.section({ name: "persona", order: 0, text: "You help with {{project}}." });
+ * prompt.section({ name: "identity", order: -100, text: "You are dsh." });
+ * prompt.variable({ name: "project", value: "the harness" });
+ * prompt.tools({ schemas: () => [{ name: "read", description: "Read a file", parameters: { type: "object" } }] });
+ * const { system, tools } = await prompt.assemble();
+ * assert.equal(system, "You are dsh.\n\nYou help with the harness.");
+ * assert.deepEqual(tools?.map((t) => t.name), ["read"]);
+ * assert.deepEqual(await new SystemPrompt(createKernel()).assemble(), {});
+ * ```
+ */
+export class SystemPrompt {
+  readonly #host: ServiceHost;
+  readonly #layers = new Map<ScopeInfo | undefined, Layer>();
+  #providers: ProviderEntry[] = [];
+  #seq = 0;
+
+  /**
+   * Create a registry hosted by `host` (normally the plugin context of
+   * `systemPromptPlugin`): global contributions live as long as it.
+   *
+   * @param host The hosting context.
+   */
+  constructor(host: ServiceHost) {
+    this.#host = host;
+  }
+
+  /**
+   * Register a section in the scope of `owner` (global when omitted).
+   *
+   * @param section The section.
+   * @param owner The registering context; the section goes away with it.
+   * @returns A disposer.
+   * @throws {HarnessError} `INVALID_ARGS` for a bad name, order or text;
+   *   `PROMPT_ENTRY_EXISTS` for a duplicate name or a second complete section in one scope.
+   */
+  section(section: PromptSection, owner?: RegistrationOwner): () => void {
+    this.#checkPart(section, "section");
+    if (section.complete === true) {
+      const layer = this.#layers.get(owner?.scope);
+      const other = [...(layer?.sections.values() ?? [])].find((s) => s.complete === true);
+      if (other) {
+        throw new HarnessError("PROMPT_ENTRY_EXISTS", `Scope already has the complete section "${other.name}"`);
+      }
+    }
+    return this.#add("sections", section.name, section, owner);
+  }
+
+  /**
+   * Register a dynamic context in the scope of `owner` (global when omitted).
+   *
+   * @param context The context.
+   * @param owner The registering context; the entry goes away with it.
+   * @returns A disposer.
+   * @throws {HarnessError} `INVALID_ARGS` or `PROMPT_ENTRY_EXISTS`, as for sections.
+   */
+  context(context: PromptContext, owner?: RegistrationOwner): () => void {
+    this.#checkPart(context, "context");
+    return this.#add("contexts", context.name, context, owner);
+  }
+
+  /**
+   * Register a variable in the scope of `owner` (global when omitted).
+   *
+   * @param variable The variable.
+   * @param owner The registering context; the variable goes away with it.
+   * @returns A disposer.
+   * @throws {HarnessError} `INVALID_ARGS` for a bad name or value, `PROMPT_ENTRY_EXISTS` for a duplicate.
+   */
+  variable(variable: PromptVariable, owner?: RegistrationOwner): () => void {
+    if (typeof variable?.name !== "string" || !PROMPT_VARIABLE_NAME.test(variable.name)) {
+      throw new HarnessError("INVALID_ARGS", `Prompt variable name ${JSON.stringify(variable?.name)} is invalid`);
+    }
+    if (typeof variable.value !== "string" && typeof variable.value !== "function") {
+      throw new HarnessError("INVALID_ARGS", `Prompt variable "${variable.name}" has no value`);
+    }
+    return this.#add("variables", variable.name, variable, owner);
+  }
+
+  /**
+   * Register a tool-schema provider in the scope of `owner` (global when omitted).
+   *
+   * @param provider The provider.
+   * @param owner The registering context; the provider goes away with it.
+   * @returns A disposer.
+   * @throws {HarnessError} `INVALID_ARGS` for a provider without `schemas` or with a non-finite order.
+   */
+  tools(provider: PromptToolProvider, owner?: RegistrationOwner): () => void {
+    if (typeof provider?.schemas !== "function") {
+      throw new HarnessError("INVALID_ARGS", "A tool provider needs a schemas() function");
+    }
+    if (provider.order !== undefined && !Number.isFinite(provider.order)) {
+      throw new HarnessError("INVALID_ARGS", "A tool provider's order must be a finite number");
+    }
+    const entry: ProviderEntry = { provider, scope: owner?.scope, seq: this.#seq++ };
+    return this.#own(owner, "prompt tools", () => {
+      this.#providers.push(entry);
+      announce(this.#host, "system-prompt/change");
+      return () => {
+        this.#providers = this.#providers.filter((p) => p !== entry);
+        announce(this.#host, "system-prompt/change");
+      };
+    });
+  }
+
+  /**
+   * Resolve every contribution for one assembly and run the
+   * `system-prompt/assemble` waterfall.
+   *
+   * @param context The scope and signal.
+   * @returns The authoritative assembly (a fresh object).
+   * @throws {HarnessError} `ABORTED` when the signal aborts, `PROMPT_ASSEMBLY_INVALID`
+   *   when a listener returns something that is not an assembly, `PROMPT_TEXT_FAILED`
+   *   when a dynamic text, variable or provider throws.
+   */
+  async assembly(context: AssembleContext = {}): Promise<PromptAssembly> {
+    checkAborted(context);
+    const chain = chainOf(context.scope);
+    const resolve = <T>(kind: Kind): Map<string, T> => {
+      const out = new Map<string, T>();
+      for (const scope of chain) {
+        for (const [name, entry] of this.#layers.get(scope)?.[kind] ?? []) out.set(name, entry as T);
+      }
+      return out;
+    };
+    const evaluate = async (what: string, fn: () => unknown): Promise<unknown> => {
+      try {
+        return await fn();
+      } catch (cause) {
+        throw new HarnessError("PROMPT_TEXT_FAILED", `Prompt ${what} failed to evaluate`, { cause });
+      }
+    };
+    const text = async (kind: string, entry: PromptSection | PromptContext): Promise<PromptPart> => {
+      const value = typeof entry.text === "string"
+        ? entry.text
+        : await evaluate(`${kind} "${entry.name}"`, () => (entry.text as (c: AssembleContext) => unknown)(context));
+      if (typeof value !== "string") {
+        throw new HarnessError("PROMPT_TEXT_FAILED", `Prompt ${kind} "${entry.name}" did not produce a string`);
+      }
+      return {
+        name: entry.name,
+        order: entry.order,
+        text: value,
+        ...("complete" in entry && entry.complete === true ? { complete: true } : {}),
+      };
+    };
+
+    const resolved = resolve<PromptSection>("sections");
+    const sections = [...resolved.values()];
+    const effectiveComplete = this.#completeSection(chain, resolved);
+    const parts = effectiveComplete
+      ? [await text("section", effectiveComplete)]
+      : (await Promise.all(sections.map((s) => text("section", s)))).sort(byOrder);
+    const contexts =
+      (await Promise.all([...resolve<PromptContext>("contexts").values()].map((c) => text("context", c))))
+        .filter((c) => c.text !== "")
+        .sort(byOrder);
+    const variables: Record<string, string> = {};
+    for (const variable of resolve<PromptVariable>("variables").values()) {
+      const value = typeof variable.value === "string"
+        ? variable.value
+        : await evaluate(`variable "${variable.name}"`, () =>
+          (variable.value as (c: AssembleContext) => unknown)(context));
+      if (typeof value === "string") variables[variable.name] = value;
+    }
+    const tools = await this.#tools(context, chain, evaluate);
+    checkAborted(context);
+
+    const assembly: PromptAssembly = { sections: parts, contexts, variables, tools };
+    const result = await runWaterfall<Promise<PromptAssembly>>(
+      admittedListeners(this.#host, context.scope, "system-prompt/assemble"),
+      [assembly, context],
+      () => Promise.resolve(assembly),
+    );
+    if (
+      typeof result !== "object" || result === null || !Array.isArray(result.sections) ||
+      !Array.isArray(result.contexts) || !Array.isArray(result.tools) ||
+      typeof result.variables !== "object" || result.variables === null
+    ) {
+      throw new HarnessError("PROMPT_ASSEMBLY_INVALID", "A system-prompt/assemble listener returned no assembly");
+    }
+    checkAborted(context);
+    return {
+      sections: effectiveComplete ? [parts[0]] : [...result.sections],
+      contexts: [...result.contexts],
+      variables: { ...result.variables },
+      tools: result.tools.map(projectSchema),
+    };
+  }
+
+  /**
+   * Assemble and render: the sections joined by blank lines with variables
+   * interpolated strictly, and the tool schemas. Empty system text and an
+   * empty tool list are absent.
+   *
+   * @param context The scope and signal.
+   * @returns The system text and tools for the request header.
+   * @throws {HarnessError} as {@linkcode SystemPrompt.assembly}, and `PROMPT_VARIABLE_MISSING`
+   *   or `PROMPT_TEMPLATE_INVALID` from {@linkcode renderPrompt}.
+   */
+  async assemble(context: AssembleContext = {}): Promise<AssembledPrompt> {
+    const assembly = await this.assembly(context);
+    const joined = assembly.sections.map((s) => s.text).filter((t) => t.trim() !== "").join("\n\n");
+    const system = renderPrompt(joined, assembly.variables);
+    const out: { system?: string; tools?: readonly ToolSchema[] } = {};
+    if (system !== "") out.system = system;
+    if (assembly.tools.length > 0) out.tools = assembly.tools;
+    return out;
+  }
+
+  async #tools(
+    context: AssembleContext,
+    chain: (ScopeInfo | undefined)[],
+    evaluate: (what: string, fn: () => unknown) => Promise<unknown>,
+  ): Promise<ToolSchema[]> {
+    const depth = (scope: ScopeInfo | undefined) => chain.indexOf(scope);
+    const providers = this.#providers
+      .filter((p) => depth(p.scope) >= 0)
+      .sort((a, b) => (a.provider.order ?? 0) - (b.provider.order ?? 0) || a.seq - b.seq);
+    const picked = new Map<string, { schema: ToolSchema; depth: number; rank: number }>();
+    let rank = 0;
+    for (const entry of providers) {
+      const schemas = await evaluate("tool provider", () => entry.provider.schemas(context));
+      if (!Array.isArray(schemas)) {
+        throw new HarnessError("PROMPT_ASSEMBLY_INVALID", "A tool provider did not return an array of schemas");
+      }
+      for (const raw of schemas as ToolSchema[]) {
+        const schema = projectSchema(raw);
+        const d = depth(entry.scope);
+        const seen = picked.get(schema.name);
+        if (seen === undefined || d > seen.depth) {
+          picked.set(schema.name, { schema, depth: d, rank: seen?.rank ?? rank });
+        }
+        rank++;
+      }
+    }
+    return [...picked.values()].sort((a, b) => a.rank - b.rank).map((p) => p.schema);
+  }
+
+  /** The complete section of the nearest layer that has one not shadowed by name. */
+  #completeSection(chain: (ScopeInfo | undefined)[], resolved: Map<string, PromptSection>): PromptSection | undefined {
+    for (let i = chain.length - 1; i >= 0; i--) {
+      for (const section of this.#layers.get(chain[i])?.sections.values() ?? []) {
+        if (section.complete === true && resolved.get(section.name) === section) return section;
+      }
+    }
+    return undefined;
+  }
+
+  #checkPart(part: PromptSection | PromptContext, kind: string): void {
+    if (typeof part?.name !== "string" || part.name === "") {
+      throw new HarnessError("INVALID_ARGS", `A prompt ${kind} needs a non-empty name`);
+    }
+    if (typeof part.order !== "number" || !Number.isFinite(part.order)) {
+      throw new HarnessError("INVALID_ARGS", `Prompt ${kind} "${part.name}" needs a finite order`);
+    }
+    if (typeof part.text !== "string" && typeof part.text !== "function") {
+      throw new HarnessError("INVALID_ARGS", `Prompt ${kind} "${part.name}" needs a text`);
+    }
+  }
+
+  #add<K extends Kind>(
+    kind: K,
+    name: string,
+    entry: Layer[K] extends Map<string, infer T> ? T : never,
+    owner?: RegistrationOwner,
+  ): () => void {
+    const scope = owner?.scope;
+    if (this.#layers.get(scope)?.[kind].has(name)) {
+      throw new HarnessError(
+        "PROMPT_ENTRY_EXISTS",
+        `Prompt ${kind.slice(0, -1)} "${name}" is already registered ${scope ? `in scope "${scope.key}"` : "globally"}`,
+      );
+    }
+    return this.#own(owner, `prompt ${kind}`, () => {
+      let layer = this.#layers.get(scope);
+      if (layer === undefined) {
+        this.#layers.set(scope, layer = { sections: new Map(), contexts: new Map(), variables: new Map() });
+      }
+      const map = layer[kind] as Map<string, unknown>;
+      map.set(name, entry);
+      announce(this.#host, "system-prompt/change");
+      return () => {
+        if (map.get(name) === entry) map.delete(name);
+        announce(this.#host, "system-prompt/change");
+      };
+    });
+  }
+
+  #own(owner: RegistrationOwner | undefined, label: string, add: () => () => void): () => void {
+    const dispose = (owner ?? this.#host).effect(add, label);
+    return () => void dispose();
+  }
+}

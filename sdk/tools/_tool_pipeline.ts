@@ -1,0 +1,406 @@
+/**
+ * Internal: the guarded execution pipeline behind `ToolRuntime.execute()`.
+ *
+ * pre-execute waterfall → guards → approval (for `ask`) → execute waterfall
+ * around the body → post-execute waterfall → finalizeContent (once) →
+ * tools/result. Every failure becomes a normalised outcome; nothing throws out
+ * once the input has been accepted.
+ *
+ * @module
+ */
+
+import type { ScopeInfo } from "../kernel/harness_context.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { UserMessage } from "../llm/messages.ts";
+import { deepFreeze, frozenJson } from "./_json.ts";
+import { compileSchema } from "./_json_schema.ts";
+import { admittedListeners, emitContained, reportListenerError, runWaterfall } from "../prompt/_scoped_dispatch.ts";
+import type { ApprovalService } from "./approval_service.ts";
+import type {
+  AnyToolDefinition,
+  ToolContentInput,
+  ToolExecution,
+  ToolFailure,
+  ToolOutcome,
+  ToolResultContent,
+  ToolRunContext,
+  ToolSuccess,
+} from "./tool_definition.ts";
+import type { PostToolDecision, PreToolDecision, ToolDispatchExecution } from "./tool_events.ts";
+import type { ToolExecutionInput, ToolExecutionResult } from "./tool_execution_result.ts";
+import type { ServiceHost } from "../prompt/registration_owner.ts";
+import type { ToolGuard } from "./tool_runtime.ts";
+
+/** What the pipeline needs from the runtime. */
+export interface PipelineDeps {
+  readonly host: ServiceHost;
+  readonly input: ToolExecutionInput;
+  lookup(name: string, scope: ScopeInfo | undefined): AnyToolDefinition | undefined;
+  guards(scope: ScopeInfo | undefined): ToolGuard[];
+  approvals(): ApprovalService | undefined;
+  newId(): string;
+}
+
+function failure(code: string, name: string, message: string, meta?: ToolOutcome["meta"]): ToolFailure {
+  return {
+    isError: true,
+    error: { name, code, message },
+    content: [{ type: "text", text: message }],
+    ...(meta !== undefined ? { meta } : {}),
+  };
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return typeof error === "string" ? error : String(error);
+}
+
+/** Turn anything thrown into a failure; a `HarnessError` keeps its code. */
+function failureFrom(error: unknown, fallbackCode: string): ToolFailure {
+  const name = error instanceof Error ? error.name : "Error";
+  const code = HarnessError.isInstance(error) ? error.code : fallbackCode;
+  return failure(code, name, messageOf(error) || code);
+}
+
+/** Normalise content to frozen text/image blocks. */
+function normalizeContent(input: ToolContentInput): readonly ToolResultContent[] {
+  if (typeof input === "string") return deepFreeze([{ type: "text", text: input }]);
+  if (!Array.isArray(input)) throw new TypeError("content must be a string or an array of text and image blocks");
+  for (const block of input) {
+    const ok = (block?.type === "text" && typeof block.text === "string") ||
+      (block?.type === "image" && typeof block.mediaType === "string");
+    if (!ok) throw new TypeError("content must hold only text and image blocks");
+  }
+  return frozenJson(input as ToolResultContent[]);
+}
+
+function isDecision(value: unknown, kinds: readonly string[]): boolean {
+  return typeof value === "object" && value !== null && kinds.includes((value as { kind?: string }).kind ?? "");
+}
+
+function isOutcome(value: unknown): value is ToolOutcome {
+  if (typeof value !== "object" || value === null) return false;
+  const o = value as ToolOutcome;
+  if (!Array.isArray(o.content)) return false;
+  if (o.isError === false) return "value" in o;
+  return o.isError === true && typeof o.error?.code === "string" && typeof o.error?.name === "string";
+}
+
+/** Validate, snapshot and render a successful value. */
+function success(definition: AnyToolDefinition, args: unknown, value: unknown): ToolOutcome {
+  const problems = compileSchema(definition.output.schema, "output")(value);
+  if (problems) {
+    return failure(
+      "INVALID_TOOL_OUTPUT",
+      "ToolOutputError",
+      `Invalid output of ${definition.name}: ${problems.join("; ")}`,
+    );
+  }
+  try {
+    const frozen = frozenJson(value);
+    const content = normalizeContent(definition.output.render(args, frozen));
+    const meta = definition.output.meta?.(args, frozen);
+    const out: ToolSuccess = { isError: false, value: frozen, content };
+    return meta === undefined ? out : { ...out, meta: frozenJson(meta) };
+  } catch (error) {
+    return failure(
+      "INVALID_TOOL_OUTPUT",
+      "ToolOutputError",
+      `Invalid output of ${definition.name}: ${messageOf(error)}`,
+    );
+  }
+}
+
+function checkInput(input: ToolExecutionInput): void {
+  const bad = (field: string) => {
+    throw new HarnessError("INVALID_ARGS", `Cannot execute a tool call: ${field}`);
+  };
+  if (typeof input !== "object" || input === null) bad("the input is not an object");
+  if (typeof input.callId !== "string" || input.callId === "") bad("callId must be a non-empty string");
+  if (typeof input.name !== "string") bad("name must be a string");
+  if (typeof input.arguments !== "string") bad("arguments must be the raw JSON string");
+  if (!(input.signal instanceof AbortSignal)) bad("signal must be an AbortSignal");
+}
+
+/** Run one call through the pipeline. */
+export async function executeToolCall(deps: PipelineDeps): Promise<ToolExecutionResult> {
+  const { input, host } = deps;
+  checkInput(input);
+  let args: unknown;
+  let argsProblem: string | undefined;
+  try {
+    const raw = input.arguments.trim();
+    args = frozenJson(raw === "" ? {} : JSON.parse(raw));
+  } catch (error) {
+    argsProblem = messageOf(error);
+  }
+  const exec: ToolExecution = Object.freeze({
+    callId: input.callId,
+    name: input.name,
+    arguments: input.arguments,
+    args,
+    signal: input.signal,
+    ...(input.scope !== undefined ? { scope: input.scope } : {}),
+    ...(input.sessionId !== undefined ? { sessionId: input.sessionId } : {}),
+    ...(input.turn !== undefined ? { turn: input.turn } : {}),
+    ...(input.step !== undefined ? { step: input.step } : {}),
+  });
+  const contexts: UserMessage[] = [];
+  const state = { concluded: false, finished: false };
+  const definition = deps.lookup(exec.name, exec.scope);
+
+  const finish = (outcome: ToolOutcome): ToolExecutionResult => {
+    state.finished = true;
+    let final = outcome;
+    if (definition?.finalizeContent) {
+      try {
+        const replaced = definition.finalizeContent(exec, final);
+        if (replaced !== undefined) final = { ...final, content: normalizeContent(replaced) } as ToolOutcome;
+      } catch (error) {
+        final = failure("FINALIZE_FAILED", error instanceof Error ? error.name : "Error", messageOf(error));
+      }
+    }
+    const result = buildResult(exec, final, contexts, state.concluded, deps.newId());
+    emitContained(
+      admittedListeners(host, exec.scope, "tools/result"),
+      "tools/result",
+      [exec, result],
+      (name, error) => reportListenerError(host, name, error),
+    );
+    return result;
+  };
+  const aborted = () => failure("ABORTED", "AbortError", `Tool call ${exec.name} was aborted`);
+
+  if (definition === undefined) {
+    return finish(failure("UNKNOWN_TOOL", "ToolNotFoundError", `Unknown tool "${exec.name}"`));
+  }
+  if (argsProblem !== undefined) {
+    return finish(failure("INVALID_ARGS", "ToolArgsError", `Invalid JSON arguments for ${exec.name}: ${argsProblem}`));
+  }
+  if (exec.signal.aborted) return finish(aborted());
+
+  // 1. tools/pre-execute
+  let decision: PreToolDecision;
+  try {
+    decision = await runWaterfall(
+      admittedListeners(host, exec.scope, "tools/pre-execute"),
+      [exec],
+      () => Promise.resolve<PreToolDecision>({ kind: "allow" }),
+    );
+  } catch (error) {
+    return finish(failureFrom(error, "HOOK_FAILED"));
+  }
+  if (!isDecision(decision, ["allow", "deny", "ask"])) {
+    return finish(
+      failure("HOOK_FAILED", "HarnessError", `A tools/pre-execute listener returned no decision for ${exec.name}`),
+    );
+  }
+  if (decision.kind === "deny") return finish(denied(exec, decision.reason));
+
+  // 2. monotonic guards
+  for (const guard of deps.guards(exec.scope)) {
+    let reason: string | undefined | void;
+    try {
+      reason = await guard(exec);
+    } catch (error) {
+      reason = `a guard failed (${messageOf(error)})`;
+    }
+    if (typeof reason === "string") return finish(denied(exec, reason));
+  }
+
+  // 3. approval
+  if (decision.kind === "ask") {
+    const approvals = deps.approvals();
+    const outcome = approvals === undefined ? "unavailable" : await approvals.request({
+      callId: exec.callId,
+      toolName: exec.name,
+      args: exec.args,
+      ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
+      ...(exec.scope !== undefined ? { scope: exec.scope } : {}),
+      ...(exec.sessionId !== undefined ? { sessionId: exec.sessionId } : {}),
+      signal: exec.signal,
+    }).catch(() => "unavailable" as const);
+    if (exec.signal.aborted) return finish(aborted());
+    if (outcome !== "allowed-once") return finish(denied(exec, `approval ${outcome}`));
+  }
+  if (exec.signal.aborted) return finish(aborted());
+
+  // 4. tools/execute around the body
+  const dispatch: ToolDispatchExecution = { ...exec, signal: exec.signal };
+  let outcome: ToolOutcome;
+  try {
+    outcome = await runWaterfall(
+      admittedListeners(host, exec.scope, "tools/execute"),
+      [dispatch],
+      () => runBody(definition, exec, dispatch.signal, contexts, state),
+    );
+    if (!isOutcome(outcome)) {
+      outcome = failure("HOOK_FAILED", "HarnessError", `A tools/execute listener returned no outcome for ${exec.name}`);
+    } else {
+      // A wrapper may have built the outcome itself: snapshot it as JSON.
+      const meta = outcome.meta === undefined ? undefined : frozenJson(outcome.meta);
+      outcome = { ...outcome, content: normalizeContent(outcome.content), ...(meta ? { meta } : {}) } as ToolOutcome;
+    }
+  } catch (error) {
+    outcome = failureFrom(error, "HOOK_FAILED");
+  }
+
+  // 5. tools/post-execute
+  try {
+    const post: PostToolDecision = await runWaterfall(
+      admittedListeners(host, exec.scope, "tools/post-execute"),
+      [exec, outcome],
+      () => Promise.resolve<PostToolDecision>({ kind: "accept" }),
+    );
+    outcome = applyPost(definition, exec, outcome, post, contexts);
+  } catch (error) {
+    outcome = failureFrom(error, "HOOK_FAILED");
+  }
+  return finish(outcome);
+}
+
+function denied(exec: ToolExecution, reason: string): ToolFailure {
+  return failure("DENIED", "ToolDeniedError", `Tool call ${exec.name} was denied: ${reason}`);
+}
+
+function applyPost(
+  definition: AnyToolDefinition,
+  exec: ToolExecution,
+  outcome: ToolOutcome,
+  post: PostToolDecision,
+  contexts: UserMessage[],
+): ToolOutcome {
+  if (!isDecision(post, ["accept", "block"])) {
+    return failure(
+      "HOOK_FAILED",
+      "HarnessError",
+      `A tools/post-execute listener returned no decision for ${exec.name}`,
+    );
+  }
+  for (const context of post.contexts ?? []) contexts.push(snapshotContext(context));
+  if (post.kind === "block") {
+    const content = normalizeContent(post.feedback);
+    const text = content.map((b) => (b.type === "text" ? b.text : "")).join("\n");
+    return { isError: true, error: { name: "ToolBlockedError", code: "BLOCKED", message: text }, content };
+  }
+  const hasContent = post.content !== undefined;
+  const hasValue = "value" in post && post.value !== undefined;
+  if (hasContent && hasValue) {
+    return failure(
+      "HOOK_FAILED",
+      "HarnessError",
+      `A tools/post-execute listener replaced both content and value of ${exec.name}`,
+    );
+  }
+  if (hasValue) {
+    if (outcome.isError) {
+      return failure(
+        "HOOK_FAILED",
+        "HarnessError",
+        `A tools/post-execute listener gave a value to the failed call ${exec.name}`,
+      );
+    }
+    return success(definition, exec.args, post.value);
+  }
+  if (hasContent) return { ...outcome, content: normalizeContent(post.content!) };
+  return outcome;
+}
+
+function snapshotContext(message: UserMessage): UserMessage {
+  if (
+    typeof message !== "object" || message === null || message.role !== "user" || typeof message.id !== "string" ||
+    !Array.isArray(message.content) || typeof message.source?.kind !== "string"
+  ) {
+    throw new HarnessError("INVALID_ARGS", "A deferred context must be a user message with id, content and source");
+  }
+  return frozenJson(message);
+}
+
+async function runBody(
+  definition: AnyToolDefinition,
+  exec: ToolExecution,
+  dispatchSignal: AbortSignal,
+  contexts: UserMessage[],
+  state: { concluded: boolean; finished: boolean },
+): Promise<ToolOutcome> {
+  const timeout = definition.timeoutMs !== undefined ? new AbortController() : undefined;
+  const signals = [exec.signal];
+  if (dispatchSignal !== exec.signal) signals.push(dispatchSignal);
+  if (timeout) signals.push(timeout.signal);
+  const signal = signals.length === 1 ? exec.signal : AbortSignal.any(signals);
+  const stopped = (): ToolOutcome => {
+    if (timeout?.signal.aborted) {
+      return failure(
+        "TIMEOUT",
+        "ToolTimeoutError",
+        `Tool call ${exec.name} timed out after ${definition.timeoutMs} ms`,
+      );
+    }
+    const reason = signal.reason;
+    if (HarnessError.isInstance(reason)) return failure(reason.code, reason.name, reason.message);
+    return failure("ABORTED", "AbortError", `Tool call ${exec.name} was aborted`);
+  };
+  if (signal.aborted) return stopped();
+
+  const run: ToolRunContext = Object.freeze({
+    ...exec,
+    signal,
+    deferContext(message: UserMessage): void {
+      if (state.finished) return;
+      contexts.push(snapshotContext(message));
+    },
+    concludeTurn(): void {
+      state.concluded = true;
+    },
+  });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let onAbort: (() => void) | undefined;
+  const interrupted = new Promise<"stopped">((resolve) => {
+    onAbort = () => resolve("stopped");
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  if (timeout) {
+    timer = setTimeout(
+      () =>
+        timeout.abort(new HarnessError("TIMEOUT", `Tool call ${exec.name} timed out after ${definition.timeoutMs} ms`)),
+      definition.timeoutMs,
+    );
+  }
+  try {
+    const body = Promise.resolve()
+      .then(() => definition.execute(exec.args, run))
+      .then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error }));
+    const settled = await Promise.race([body, interrupted]);
+    // The body was signalled; its late outcome is discarded.
+    if (settled === "stopped") return stopped();
+    if (!settled.ok) return failureFrom(settled.error, "TOOL_FAILED");
+    return success(definition, exec.args, settled.value);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    signal.removeEventListener("abort", onAbort!);
+  }
+}
+
+function buildResult(
+  exec: ToolExecution,
+  outcome: ToolOutcome,
+  contexts: readonly UserMessage[],
+  concluded: boolean,
+  id: string,
+): ToolExecutionResult {
+  const block = {
+    type: "tool-result" as const,
+    toolCallId: exec.callId,
+    content: outcome.content,
+    ...(outcome.isError ? { isError: true } : {}),
+  };
+  const message: UserMessage = { id, role: "user", content: [block], source: { kind: "tool", callId: exec.callId } };
+  return deepFreeze({
+    message,
+    ...(outcome.isError ? { error: { name: outcome.error.name, code: outcome.error.code } } : {}),
+    ...(outcome.meta !== undefined ? { meta: outcome.meta } : {}),
+    ...(!outcome.isError ? { value: outcome.value } : {}),
+    ...(!outcome.isError && concluded ? { concludeTurn: true } : {}),
+    contexts: [...contexts],
+  });
+}
