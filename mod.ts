@@ -24,4 +24,5 @@ export * from "./sdk/persistence/mod.ts";
 export * from "./sdk/tools/mod.ts";
 export * from "./sdk/prompt/mod.ts";
 export * from "./sdk/agent/mod.ts";
+export * from "./sdk/config/mod.ts";
 export * from "./sdk/harness.ts";

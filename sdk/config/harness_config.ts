@@ -1,0 +1,175 @@
+/**
+ * The effective configuration of a harness, and the shape of one configuration layer.
+ *
+ * @module
+ */
+
+import type { ReasoningEffort } from "../llm/llm_adapter.ts";
+
+/** What a permission rule decides for a matching tool call. */
+export type PermissionAction = "allow" | "deny" | "ask";
+
+/**
+ * One permission rule: which tools it matches and what it decides.
+ *
+ * `tool` is a tool name or a glob-like pattern where `*` matches any run of
+ * characters (`fs_*`, `*`). See {@linkcode permissionFor} for how rules combine.
+ */
+export interface PermissionRule {
+  /** The tool name or pattern (`*` is the only wildcard). */
+  readonly tool: string;
+  /** What the rule decides. */
+  readonly action: PermissionAction;
+  /** Why, shown to the user or the model when the rule applies. */
+  readonly reason?: string;
+}
+
+/** The model every agent calls unless it names another. */
+export interface ModelConfig {
+  /** The provider requests route by: a key of {@linkcode HarnessConfig.adapters} or an adapter given in code. */
+  readonly provider: string;
+  /** The model id the provider expects. */
+  readonly model: string;
+  /** The reasoning effort to request; absent lets the adapter choose. */
+  readonly reasoningEffort?: ReasoningEffort;
+  /** Sampling temperature, 0 to 2. */
+  readonly temperature?: number;
+  /** The output token limit; absent lets the adapter choose. */
+  readonly maxTokens?: number;
+  /** Stop sequences. */
+  readonly stop?: readonly string[];
+}
+
+/**
+ * Kinds of configured adapters. `deepseek` and `openai-compatible` are the ones
+ * the SDK ships; any other name is left to the code that builds adapters.
+ */
+export type AdapterKind = "deepseek" | "openai-compatible" | (string & Record<never, never>);
+
+/**
+ * How to build one provider adapter.
+ *
+ * Secrets never appear here: `apiKeyEnv` names the environment variable that
+ * holds the API key, and the key is read when the adapter is built.
+ */
+export interface AdapterConfig {
+  /** Which adapter implementation to build. */
+  readonly kind: AdapterKind;
+  /** The name of the environment variable holding the API key, e.g. `DEEPSEEK_API_KEY`. */
+  readonly apiKeyEnv?: string;
+  /** The API base URL; required for `openai-compatible`. */
+  readonly baseURL?: string;
+  /** The model ids this adapter serves, when they differ from its built-in catalogue. */
+  readonly models?: readonly string[];
+}
+
+/** Session logs kept in memory only (lost when the process ends). */
+export interface MemoryStorageConfig {
+  /** Discriminator. */
+  readonly kind: "memory";
+}
+
+/** Session logs written as JSONL files under a directory. */
+export interface FileStorageConfig {
+  /** Discriminator. */
+  readonly kind: "file";
+  /** The root directory of the session files. */
+  readonly dir: string;
+  /**
+   * How the files are encoded.
+   *
+   * @default {"zstd"}
+   */
+  readonly compression?: "zstd" | "none";
+}
+
+/** Where session logs are stored. */
+export type StorageConfig = MemoryStorageConfig | FileStorageConfig;
+
+/**
+ * The effective configuration: every layer applied over {@linkcode DEFAULT_CONFIG}.
+ *
+ * Produced by {@linkcode resolveConfig} and {@linkcode loadConfig}, deep-frozen.
+ */
+export interface HarnessConfig {
+  /** The default model call configuration. */
+  readonly model: ModelConfig;
+  /** Provider adapters to build, by provider name. */
+  readonly adapters: Readonly<Record<string, AdapterConfig>>;
+  /** The enabled tools by name; absent enables every registered tool. */
+  readonly tools?: readonly string[];
+  /** Permission rules, in order (the last matching rule wins). */
+  readonly permissions: readonly PermissionRule[];
+  /** Where session logs are stored. */
+  readonly storage: StorageConfig;
+  /** Plugin module specifiers; relative ones are resolved against the file that names them. */
+  readonly plugins: readonly string[];
+  /** How many concurrency-safe tool calls run at once. */
+  readonly maxParallelToolCalls: number;
+  /** Whether the harness checks its invariants live (slower; for development and tests). */
+  readonly invariants: boolean;
+}
+
+/** One layer's view of {@linkcode ModelConfig}: every field optional, `null` removes it. */
+export interface ModelConfigLayer {
+  /** See {@linkcode ModelConfig.provider}. */
+  readonly provider?: string | null;
+  /** See {@linkcode ModelConfig.model}. */
+  readonly model?: string | null;
+  /** See {@linkcode ModelConfig.reasoningEffort}. */
+  readonly reasoningEffort?: ReasoningEffort | null;
+  /** See {@linkcode ModelConfig.temperature}. */
+  readonly temperature?: number | null;
+  /** See {@linkcode ModelConfig.maxTokens}. */
+  readonly maxTokens?: number | null;
+  /** See {@linkcode ModelConfig.stop}. */
+  readonly stop?: readonly string[] | null;
+}
+
+/** One layer's view of {@linkcode AdapterConfig}: every field optional, `null` removes it. */
+export interface AdapterConfigLayer {
+  /** See {@linkcode AdapterConfig.kind}. */
+  readonly kind?: AdapterKind | null;
+  /** See {@linkcode AdapterConfig.apiKeyEnv}. */
+  readonly apiKeyEnv?: string | null;
+  /** See {@linkcode AdapterConfig.baseURL}. */
+  readonly baseURL?: string | null;
+  /** See {@linkcode AdapterConfig.models}. */
+  readonly models?: readonly string[] | null;
+}
+
+/** One layer's view of {@linkcode StorageConfig}: every field optional, `null` removes it. */
+export interface StorageConfigLayer {
+  /** See {@linkcode StorageConfig}. */
+  readonly kind?: "memory" | "file" | null;
+  /** See {@linkcode FileStorageConfig.dir}. */
+  readonly dir?: string | null;
+  /** See {@linkcode FileStorageConfig.compression}. */
+  readonly compression?: "zstd" | "none" | null;
+}
+
+/**
+ * One configuration layer (a profile file, the user patch, programmatic overrides).
+ *
+ * Every field is optional. Objects merge deeply into what earlier layers set;
+ * arrays replace; `null` removes the inherited value. An object whose `kind`
+ * differs from the inherited one replaces it instead of merging.
+ */
+export interface HarnessConfigLayer {
+  /** See {@linkcode HarnessConfig.model}. */
+  readonly model?: ModelConfigLayer | null;
+  /** See {@linkcode HarnessConfig.adapters}. */
+  readonly adapters?: Readonly<Record<string, AdapterConfigLayer | null>> | null;
+  /** See {@linkcode HarnessConfig.tools}. */
+  readonly tools?: readonly string[] | null;
+  /** See {@linkcode HarnessConfig.permissions}. */
+  readonly permissions?: readonly PermissionRule[] | null;
+  /** See {@linkcode HarnessConfig.storage}. */
+  readonly storage?: StorageConfigLayer | null;
+  /** See {@linkcode HarnessConfig.plugins}. */
+  readonly plugins?: readonly string[] | null;
+  /** See {@linkcode HarnessConfig.maxParallelToolCalls}. */
+  readonly maxParallelToolCalls?: number | null;
+  /** See {@linkcode HarnessConfig.invariants}. */
+  readonly invariants?: boolean | null;
+}

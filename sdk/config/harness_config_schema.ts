@@ -1,0 +1,123 @@
+/**
+ * zod v4 schemas of one configuration layer and of the effective configuration.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import type { HarnessConfig, HarnessConfigLayer } from "./harness_config.ts";
+
+const name = z.string().min(1, "Expected a non-empty string");
+const names = z.array(name);
+const envName = z.string().regex(
+  /^[A-Za-z_][A-Za-z0-9_]*$/,
+  "Expected an environment variable name such as MY_API_KEY",
+);
+const httpUrl = z.string().refine((text) => {
+  try {
+    const url = new URL(text);
+    return url.protocol === "http:" || url.protocol === "https:";
+  } catch {
+    return false;
+  }
+}, "Expected an http or https URL");
+const reasoningEffort = z.enum(["minimal", "low", "medium", "high", "max"]);
+const temperature = z.number().min(0).max(2);
+const positiveInt = z.number().int().positive();
+const compression = z.enum(["zstd", "none"]);
+const permissionRule = z.strictObject({
+  tool: name,
+  action: z.enum(["allow", "deny", "ask"]),
+  reason: z.string().optional(),
+});
+
+const modelLayer = z.strictObject({
+  provider: name.nullish(),
+  model: name.nullish(),
+  reasoningEffort: reasoningEffort.nullish(),
+  temperature: temperature.nullish(),
+  maxTokens: positiveInt.nullish(),
+  stop: z.array(z.string()).nullish(),
+});
+const adapterLayer = z.strictObject({
+  kind: name.nullish(),
+  apiKeyEnv: envName.nullish(),
+  baseURL: httpUrl.nullish(),
+  models: names.nullish(),
+});
+const storageLayer = z.strictObject({
+  kind: z.enum(["memory", "file"]).nullish(),
+  dir: name.nullish(),
+  compression: compression.nullish(),
+});
+
+/**
+ * The schema of one configuration layer: every field optional, `null` allowed
+ * wherever a value may be removed, unknown keys refused.
+ *
+ * {@linkcode resolveConfig} checks each layer with it (and reports the file,
+ * line and column of a failure); use it directly to check a layer yourself.
+ *
+ * @example Checking a layer
+ * ```ts
+ * import { harnessConfigLayerSchema } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(harnessConfigLayerSchema.safeParse({ model: { temperature: null } }).success, true);
+ * assert.equal(harnessConfigLayerSchema.safeParse({ model: { temprature: 1 } }).success, false);
+ * ```
+ */
+export const harnessConfigLayerSchema: z.ZodType<HarnessConfigLayer> = z.strictObject({
+  model: modelLayer.nullish(),
+  adapters: z.record(z.string(), adapterLayer.nullable()).nullish(),
+  tools: names.nullish(),
+  permissions: z.array(permissionRule).nullish(),
+  storage: storageLayer.nullish(),
+  plugins: names.nullish(),
+  maxParallelToolCalls: positiveInt.nullish(),
+  invariants: z.boolean().nullish(),
+});
+
+const adapter = z.strictObject({
+  kind: name,
+  apiKeyEnv: envName.optional(),
+  baseURL: httpUrl.optional(),
+  models: names.optional(),
+}).superRefine((value, ctx) => {
+  if (value.kind === "openai-compatible" && value.baseURL === undefined) {
+    ctx.addIssue({ code: "custom", path: ["baseURL"], message: "An openai-compatible adapter needs a baseURL" });
+  }
+});
+
+/**
+ * The schema of the effective configuration ({@linkcode HarnessConfig}).
+ *
+ * @example Checking an effective configuration
+ * ```ts
+ * import { DEFAULT_CONFIG, harnessConfigSchema } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(harnessConfigSchema.safeParse(DEFAULT_CONFIG).success, true);
+ * assert.equal(harnessConfigSchema.safeParse({ ...DEFAULT_CONFIG, model: undefined }).success, false);
+ * ```
+ */
+export const harnessConfigSchema: z.ZodType<HarnessConfig> = z.strictObject({
+  model: z.strictObject({
+    provider: name,
+    model: name,
+    reasoningEffort: reasoningEffort.optional(),
+    temperature: temperature.optional(),
+    maxTokens: positiveInt.optional(),
+    stop: z.array(z.string()).optional(),
+  }),
+  adapters: z.record(z.string(), adapter),
+  tools: names.optional(),
+  permissions: z.array(permissionRule),
+  storage: z.discriminatedUnion("kind", [
+    z.strictObject({ kind: z.literal("memory") }),
+    z.strictObject({ kind: z.literal("file"), dir: name, compression: compression.optional() }),
+  ]),
+  plugins: names,
+  maxParallelToolCalls: positiveInt,
+  invariants: z.boolean(),
+});

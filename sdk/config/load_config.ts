@@ -1,0 +1,127 @@
+/**
+ * Loading the effective configuration from profile files, a patch file and overrides.
+ *
+ * @module
+ */
+
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { HarnessConfigLayer } from "./harness_config.ts";
+import { type ConfigLayer, type LoadedConfig, resolveConfig } from "./resolve_config.ts";
+import { currentDirectory, readTextFile } from "./_node_files.ts";
+import { fileUrlOf } from "./_plugin_specifier.ts";
+
+/** The configuration files {@linkcode loadConfig} reads. */
+export interface ConfigPaths {
+  /** Profile files, applied in order (later ones win). */
+  readonly profiles?: readonly string[];
+  /** The user's patch file, applied after every profile. */
+  readonly patch?: string;
+}
+
+/** Options of {@linkcode loadConfig}. */
+export interface LoadConfigOptions {
+  /**
+   * Read a file as text. To report a missing file, reject with an error whose
+   * `code` is `"ENOENT"` (as `node:fs` does).
+   *
+   * @default {readFile from "node:fs/promises"}
+   */
+  readonly readFile?: (path: string) => Promise<string>;
+  /**
+   * The directory relative file paths are relative to, for resolving relative
+   * plugin specifiers to `file:` URLs.
+   *
+   * @default {the process's current directory}
+   */
+  readonly cwd?: string;
+}
+
+const MISSING_CODES = new Set(["ENOENT", "ENOTDIR"]);
+
+/**
+ * Load the effective configuration: {@linkcode DEFAULT_CONFIG}, then each
+ * profile file in order, then the patch file, then `overrides`.
+ *
+ * Files are JSONC (comments and trailing commas allowed) holding one
+ * {@linkcode HarnessConfigLayer}. Layers combine as {@linkcode resolveConfig}
+ * describes; a file's origin is its path as given, the overrides' origin is
+ * `"overrides"`. Relative plugin specifiers in a file are resolved to `file:`
+ * URLs against that file; those in `overrides` are kept as written.
+ *
+ * @param paths The profile files and the patch file.
+ * @param overrides Programmatic overrides, applied last.
+ * @param options How to read files.
+ * @returns The deep-frozen effective configuration and the origin of each leaf.
+ * @throws {HarnessError} `CONFIG_NOT_FOUND` when a named file does not exist,
+ *   `CONFIG_UNREADABLE` when it cannot be read, and the errors of {@linkcode resolveConfig}.
+ *
+ * @example Loading a profile and a patch
+ * ```ts
+ * import { loadConfig } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ *
+ * const files: Record<string, string> = {
+ *   "profiles/base.jsonc": `{
+ *     // the team's defaults
+ *     "model": { "model": "deepseek-reasoner", "reasoningEffort": "high" },
+ *     "tools": ["add", "read_file"],
+ *   }`,
+ *   "patch.jsonc": `{ "model": { "reasoningEffort": null } }`,
+ * };
+ * const loaded = await loadConfig(
+ *   { profiles: ["profiles/base.jsonc"], patch: "patch.jsonc" },
+ *   { maxParallelToolCalls: 4 },
+ *   { readFile: async (path) => files[path] },
+ * );
+ * assert.deepEqual(loaded.config.model, { provider: "deepseek", model: "deepseek-reasoner" });
+ * assert.deepEqual(loaded.config.tools, ["add", "read_file"]);
+ * assert.equal(loaded.origins["tools"], "profiles/base.jsonc");
+ * assert.equal(loaded.origins["maxParallelToolCalls"], "overrides");
+ * ```
+ */
+export async function loadConfig(
+  paths: ConfigPaths,
+  overrides?: HarnessConfigLayer,
+  options: LoadConfigOptions = {},
+): Promise<LoadedConfig> {
+  const files = [...(paths?.profiles ?? []), ...(paths?.patch === undefined ? [] : [paths.patch])];
+  for (const file of files) {
+    if (typeof file !== "string" || file === "") {
+      throw new HarnessError("INVALID_ARGS", "Configuration file paths must be non-empty strings");
+    }
+  }
+  const read = options.readFile ?? readTextFile;
+  const texts = await Promise.allSettled(files.map((file) => read(file)));
+  const needsCwd = files.some((file) => fileUrlOf(file) === undefined);
+  const cwd = options.cwd ?? (needsCwd ? await currentDirectory() : undefined);
+
+  const layers: ConfigLayer[] = files.map((file, index) => {
+    const outcome = texts[index];
+    if (outcome.status === "rejected") throw readError(file, outcome.reason);
+    if (typeof outcome.value !== "string") {
+      throw new HarnessError("CONFIG_UNREADABLE", `Cannot read configuration file ${file}: readFile gave no text`, {
+        details: { file },
+      });
+    }
+    return { name: file, text: outcome.value, url: fileUrlOf(file, cwd) };
+  });
+  if (overrides !== undefined && overrides !== null) layers.push({ name: "overrides", value: overrides });
+  return resolveConfig(layers);
+}
+
+function readError(file: string, cause: unknown): HarnessError {
+  if (HarnessError.isInstance(cause)) return cause;
+  const code = (cause as { code?: unknown } | null)?.code;
+  const name = (cause as { name?: unknown } | null)?.name;
+  if ((typeof code === "string" && MISSING_CODES.has(code)) || name === "NotFound") {
+    return new HarnessError("CONFIG_NOT_FOUND", `Configuration file ${file} does not exist`, {
+      cause,
+      details: { file },
+    });
+  }
+  const reason = cause instanceof Error ? `: ${cause.message}` : "";
+  return new HarnessError("CONFIG_UNREADABLE", `Cannot read configuration file ${file}${reason}`, {
+    cause,
+    details: { file },
+  });
+}
