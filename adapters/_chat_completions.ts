@@ -5,7 +5,8 @@
  * @module
  */
 
-import { type GenerateOptions, HarnessError, LlmFailure, type StreamChunk } from "@dsh/harness";
+import { type GenerateOptions, LlmFailure, type StreamChunk } from "../sdk/llm/mod.ts";
+import { HarnessError } from "../sdk/kernel/mod.ts";
 import type { EventSourceMessage } from "eventsource-parser";
 import { chatRequestBody, type ChatRequestDialect } from "./_chat_request.ts";
 import { type ChatStreamDialect, ChatStreamMapper } from "./_chat_stream.ts";

@@ -11,7 +11,7 @@ import {
   LlmFailure,
   type Message,
   type ToolResultBlock,
-} from "@dsh/harness";
+} from "../sdk/llm/mod.ts";
 
 /** How a dialect differs on the request side. */
 export interface ChatRequestDialect {

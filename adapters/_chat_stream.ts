@@ -10,7 +10,7 @@
  * @module
  */
 
-import { type ContentBlock, type FinishReason, LlmFailure, type StreamChunk, type TokenUsage } from "@dsh/harness";
+import { type ContentBlock, type FinishReason, LlmFailure, type StreamChunk, type TokenUsage } from "../sdk/llm/mod.ts";
 import { isContextOverflow } from "./_http_failure.ts";
 import type { ReasoningTokenAccounting } from "./openai_compatible_adapter.ts";
 

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { LlmFailure } from "@dsh/harness";
+import { LlmFailure } from "../sdk/llm/mod.ts";
 
 const OVERFLOW =
   /context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long|reduce the length|exceeds? the (model'?s? )?(maximum|limit)/i;

@@ -4,7 +4,8 @@
  * @module
  */
 
-import { HarnessError, type LlmAdapter, type ModelInfo } from "@dsh/harness";
+import { type LlmAdapter, type ModelInfo } from "../sdk/llm/mod.ts";
+import { HarnessError } from "../sdk/kernel/mod.ts";
 import { type ChatEndpoint, checkBaseURL, checkTimeout, streamChatCompletion } from "./_chat_completions.ts";
 
 /** Options of {@linkcode deepseekAdapter}. */

@@ -7,13 +7,13 @@
 
 import {
   type GenerateOptions,
-  HarnessError,
   type LlmAdapter,
   type LlmFailure,
   type ModelInfo,
   type StreamChunk,
   type TokenUsage,
-} from "@dsh/harness";
+} from "../sdk/llm/mod.ts";
+import { HarnessError } from "../sdk/kernel/mod.ts";
 
 /**
  * What the scripted model does for one call.
