@@ -1,0 +1,289 @@
+// Byte-level operations on one session file: encoding batches, atomic first
+// publication, durable appends with rollback, and cheap reads of the head and
+// tail. fileStorage composes these; the format is documented there.
+
+import type { SessionEvent } from "../session/session_events.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import { expandChunkRow, isChunkRow, packChunkRows } from "./chunk_rows.ts";
+import { alreadyExists } from "./_errors.ts";
+import { decodePlainLog, decodeZstdLog } from "./_log_decoder.ts";
+import { errorCode, type FileHandleLike, fsOps, joinPath, syncDir } from "./_fs.ts";
+import { headerRecord } from "./_header.ts";
+import type { SessionHeader } from "./session_storage.ts";
+import { frameEnd, zstd } from "./_zstd.ts";
+
+export type Encoding = "plain" | "zstd";
+
+export const LOG_NAMES: Readonly<Record<Encoding, string>> = {
+  plain: "session.jsonl",
+  zstd: "session.jsonl.zstd",
+};
+
+export interface EncodeOptions {
+  readonly encoding: Encoding;
+  readonly level: number;
+  readonly packChunks: boolean;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** The lines of a batch (rows packed when asked), newline-terminated. */
+export function batchText(events: readonly SessionEvent[], packChunks: boolean): string {
+  const records = packChunks ? packChunkRows(events) : events;
+  let text = "";
+  for (const record of records) text += JSON.stringify(record) + "\n";
+  return text;
+}
+
+/** The bytes appended for one batch: lines, or one zstd frame of them. */
+export async function encodeBatch(events: readonly SessionEvent[], options: EncodeOptions): Promise<Uint8Array> {
+  const bytes = encoder.encode(batchText(events, options.packChunks));
+  return options.encoding === "zstd" ? (await zstd()).compress(bytes, options.level) : bytes;
+}
+
+/** The bytes of a new file: the header line (its own frame under zstd) and the seed batch. */
+export async function encodeNewFile(
+  header: SessionHeader,
+  events: readonly SessionEvent[],
+  options: EncodeOptions,
+): Promise<Uint8Array> {
+  const head = encoder.encode(JSON.stringify(headerRecord(header)) + "\n");
+  if (options.encoding === "plain") {
+    return concat(head, encoder.encode(batchText(events, options.packChunks)));
+  }
+  const z = await zstd();
+  const first = z.compress(head, options.level);
+  return events.length === 0 ? first : concat(first, await encodeBatch(events, options));
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a, 0);
+  out.set(b, a.length);
+  return out;
+}
+
+async function writeFully(handle: FileHandleLike, bytes: Uint8Array, position: number): Promise<void> {
+  let done = 0;
+  while (done < bytes.length) {
+    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, position + done);
+    if (bytesWritten <= 0) throw new Error("The file system accepted no bytes");
+    done += bytesWritten;
+  }
+}
+
+/**
+ * Publish a new file without ever overwriting: write a temp file, fsync it,
+ * hard-link it to its name (exclusive create where links are unsupported),
+ * fsync the directory. Throws `SESSION_ALREADY_EXISTS` when the name is taken.
+ */
+export async function publishNew(
+  dir: string,
+  name: string,
+  bytes: Uint8Array,
+  sessionId: string,
+  token: string,
+): Promise<void> {
+  const target = joinPath(dir, name);
+  const temp = joinPath(dir, `.${name}.${token}.tmp`);
+  const handle = await fsOps.open(temp, "wx");
+  try {
+    await writeFully(handle, bytes, 0);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await fsOps.link(temp, target);
+  } catch (error) {
+    if (errorCode(error) === "EEXIST") throw alreadyExists(sessionId);
+    if (!["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV", "EMLINK"].includes(errorCode(error) ?? "")) {
+      throw error;
+    }
+    await publishExclusive(target, bytes, sessionId);
+  } finally {
+    await fsOps.unlink(temp).catch(() => {});
+  }
+  await syncDir(dir);
+}
+
+async function publishExclusive(target: string, bytes: Uint8Array, sessionId: string): Promise<void> {
+  let handle: FileHandleLike;
+  try {
+    handle = await fsOps.open(target, "wx");
+  } catch (error) {
+    if (errorCode(error) === "EEXIST") throw alreadyExists(sessionId);
+    throw error;
+  }
+  try {
+    await writeFully(handle, bytes, 0);
+    await handle.sync();
+  } catch (error) {
+    await handle.close().catch(() => {});
+    await fsOps.unlink(target).catch(() => {});
+    throw error;
+  }
+  await handle.close();
+}
+
+/**
+ * Append `bytes` at `position` (the file's committed length) and fsync; on any
+ * failure cut the file back to `position` and throw `SESSION_WRITE_FAILED`.
+ * Returns the new length.
+ */
+export async function appendAt(file: string, bytes: Uint8Array, position: number): Promise<number> {
+  const handle = await fsOps.open(file, "r+");
+  try {
+    await writeFully(handle, bytes, position);
+    await handle.sync();
+    return position + bytes.length;
+  } catch (error) {
+    try {
+      await handle.truncate(position);
+      await handle.sync();
+    } catch {
+      // The rollback failed too; the torn tail is then repaired by the next load.
+    }
+    throw new HarnessError("SESSION_WRITE_FAILED", `Writing to ${file} failed; the batch was rolled back`, {
+      cause: error,
+      details: { file, position, bytes: bytes.length },
+    });
+  } finally {
+    await handle.close().catch(() => {});
+  }
+}
+
+/** Cut a file back to `length` and fsync. */
+export async function truncateTo(file: string, length: number): Promise<void> {
+  const handle = await fsOps.open(file, "r+");
+  try {
+    await handle.truncate(length);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function readRange(handle: FileHandleLike, start: number, end: number): Promise<Uint8Array> {
+  const buffer = new Uint8Array(end - start);
+  let done = 0;
+  while (done < buffer.length) {
+    const { bytesRead } = await handle.read(buffer, done, buffer.length - done, start + done);
+    if (bytesRead <= 0) break;
+    done += bytesRead;
+  }
+  return buffer.subarray(0, done);
+}
+
+/** Read just the header of a session file. */
+export async function readHeader(
+  file: string,
+  encoding: Encoding,
+  sessionId: string | undefined,
+): Promise<SessionHeader> {
+  const handle = await fsOps.open(file, "r");
+  try {
+    const { size } = await handle.stat();
+    for (let window = 4096;; window *= 8) {
+      const bytes = await readRange(handle, 0, Math.min(size, window));
+      if (encoding === "plain") {
+        const nl = bytes.indexOf(10);
+        if (nl !== -1 || bytes.length === size) {
+          return decodePlainLog(bytes.subarray(0, nl === -1 ? bytes.length : nl + 1), file, sessionId, new Set())
+            .header;
+        }
+      } else {
+        const end = frameEnd(bytes, 0);
+        if (end !== -1 || bytes.length === size) {
+          return (await decodeZstdLog(bytes.subarray(0, end === -1 ? bytes.length : end), file, sessionId, new Set()))
+            .header;
+        }
+      }
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The committed tail state of a file, read cheaply. */
+export interface TailState {
+  readonly size: number;
+  readonly updatedAt: number;
+  /** The next seq: one past the last complete record. */
+  readonly nextSeq: number;
+  /** Bytes follow the last complete record. */
+  readonly torn: boolean;
+}
+
+function recordEnd(text: string): number | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  const record = value as { type?: unknown; seq?: unknown };
+  if (record.type === "session") return 0;
+  if (isChunkRow(record as { type: unknown })) {
+    const events = expandChunkRow(value as Parameters<typeof expandChunkRow>[0]);
+    return events === undefined ? undefined : events[events.length - 1].seq + 1;
+  }
+  return Number.isSafeInteger(record.seq) ? (record.seq as number) + 1 : undefined;
+}
+
+/**
+ * Find the next seq and whether the tail is torn, reading only the end of a
+ * plain file or only the last frame of a zstd one. Falls back to a full decode
+ * when the last record is not readable.
+ */
+export async function readTail(file: string, encoding: Encoding, known: ReadonlySet<string>): Promise<TailState> {
+  const handle = await fsOps.open(file, "r");
+  let bytes: Uint8Array;
+  let size: number;
+  let updatedAt: number;
+  try {
+    const stat = await handle.stat();
+    size = stat.size;
+    updatedAt = Math.floor(stat.mtimeMs);
+    if (encoding === "plain") {
+      for (let window = 65536;; window *= 4) {
+        const start = Math.max(0, size - window);
+        const tail = await readRange(handle, start, size);
+        const lastNl = tail.lastIndexOf(10);
+        const prevNl = lastNl <= 0 ? -1 : tail.lastIndexOf(10, lastNl - 1);
+        if (prevNl === -1 && start > 0) continue;
+        const nextSeq = lastNl === -1 ? undefined : recordEnd(decoder.decode(tail.subarray(prevNl + 1, lastNl)));
+        if (nextSeq !== undefined) return { size, updatedAt, nextSeq, torn: lastNl !== tail.length - 1 };
+        break;
+      }
+    }
+    bytes = await readRange(handle, 0, size);
+  } finally {
+    await handle.close();
+  }
+  if (encoding === "zstd") {
+    let at = 0;
+    let lastStart = -1;
+    for (let end = frameEnd(bytes, at); end !== -1; end = frameEnd(bytes, at)) {
+      lastStart = at;
+      at = end;
+    }
+    if (lastStart !== -1) {
+      let text: string | undefined;
+      try {
+        text = decoder.decode((await zstd()).decompress(bytes.subarray(lastStart, at)));
+      } catch {
+        text = undefined;
+      }
+      const lines = text?.endsWith("\n") ? text.slice(0, -1).split("\n") : [];
+      const nextSeq = lines.length === 0 ? undefined : recordEnd(lines[lines.length - 1]);
+      if (nextSeq !== undefined) return { size, updatedAt, nextSeq, torn: at !== bytes.length };
+    }
+  }
+  const decoded = encoding === "plain"
+    ? decodePlainLog(bytes, file, undefined, known)
+    : await decodeZstdLog(bytes, file, undefined, known);
+  return { size, updatedAt, nextSeq: decoded.events.length, torn: decoded.validBytes !== decoded.totalBytes };
+}

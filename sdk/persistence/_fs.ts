@@ -1,0 +1,71 @@
+// The file-system seam of fileStorage: `node:fs/promises`, which Deno, Bun and
+// Node all implement. `fsOps` is a mutable object so that tests can make one
+// operation fail (rollback tests); nothing else replaces it.
+
+import * as fs from "node:fs/promises";
+
+/** An open file, as far as fileStorage uses it. */
+export interface FileHandleLike {
+  write(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesWritten: number }>;
+  read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
+  truncate(length: number): Promise<void>;
+  sync(): Promise<void>;
+  stat(): Promise<{ size: number; mtimeMs: number }>;
+  close(): Promise<void>;
+}
+
+export const fsOps = {
+  open: (path: string, flags: string): Promise<FileHandleLike> => fs.open(path, flags),
+  readFile: (path: string): Promise<Uint8Array> => fs.readFile(path),
+  writeFile: (path: string, data: string, flag: string): Promise<void> => fs.writeFile(path, data, { flag }),
+  link: (from: string, to: string): Promise<void> => fs.link(from, to),
+  unlink: (path: string): Promise<void> => fs.unlink(path),
+  rename: (from: string, to: string): Promise<void> => fs.rename(from, to),
+  mkdir: async (path: string): Promise<void> => {
+    await fs.mkdir(path, { recursive: true });
+  },
+  readdir: (path: string): Promise<string[]> => fs.readdir(path),
+  stat: (path: string): Promise<{ size: number; mtimeMs: number; isDirectory(): boolean }> => fs.stat(path),
+  rm: (path: string): Promise<void> => fs.rm(path, { recursive: true, force: true }),
+};
+
+/** The error code of a failed file operation (`ENOENT`, `EEXIST`, …), if any. */
+export function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+/** Join path segments with `/` (accepted on every platform by node:fs). */
+export function joinPath(dir: string, ...names: string[]): string {
+  return [dir.replace(/[/\\]+$/, "") || "/", ...names].join("/").replace(/^\/\//, "/");
+}
+
+/** fsync a directory so that a link or unlink in it is durable; a no-op where unsupported. */
+export async function syncDir(path: string): Promise<void> {
+  let handle: FileHandleLike | undefined;
+  try {
+    handle = await fsOps.open(path, "r");
+    await handle.sync();
+  } catch {
+    // Windows cannot open or fsync directories; the rename/link is still atomic.
+  } finally {
+    await handle?.close().catch(() => {});
+  }
+}
+
+/** Whether the process `pid` is alive on this machine (`undefined` when it cannot be told). */
+export function processAlive(pid: number): boolean | undefined {
+  const proc = (globalThis as { process?: { pid?: number; kill?: (pid: number, signal: number) => void } }).process;
+  if (typeof proc?.kill !== "function") return undefined;
+  try {
+    proc.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return errorCode(error) === "EPERM" ? true : errorCode(error) === "ESRCH" ? false : undefined;
+  }
+}
+
+/** This process's id, when the runtime exposes one. */
+export function currentPid(): number | undefined {
+  return (globalThis as { process?: { pid?: number } }).process?.pid;
+}

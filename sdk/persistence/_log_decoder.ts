@@ -1,0 +1,208 @@
+// Decoding of stored session logs (plain JSONL and zstd frames) into the
+// header and events, with the torn-tail / corruption rules:
+// - the header's version is checked before anything else;
+// - records must parse, and their seqs continue the log (rows expand first);
+// - a defect followed by a complete record is corruption (error naming the
+//   file and the 1-based logical line, the header being line 1);
+// - a defect followed by nothing is a torn tail: decoding stops before it and
+//   reports where it began;
+// - a complete record whose type is unknown and not ignorable is refused.
+// A zstd frame is all-or-nothing: a frame with any defect is torn as a whole.
+
+import type { SessionEvent } from "../session/session_events.ts";
+import { type ChunkRow, expandChunkRow, isChunkRow } from "./chunk_rows.ts";
+import { corrupt, unknownEventType } from "./_errors.ts";
+import { parseHeader } from "./_header.ts";
+import type { SessionHeader } from "./session_storage.ts";
+import { frameEnd, nextMagic, zstd } from "./_zstd.ts";
+
+export interface DecodedLog {
+  readonly header: SessionHeader;
+  readonly events: SessionEvent[];
+  /** Bytes of the valid prefix (the whole file when nothing is torn). */
+  readonly validBytes: number;
+  readonly totalBytes: number;
+  /** The 1-based logical line where a torn tail began, if any. */
+  readonly tornLine?: number;
+}
+
+const decoder = new TextDecoder();
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function looksLikeRecord(value: unknown): boolean {
+  return typeof value === "object" && value !== null && !Array.isArray(value) &&
+    typeof (value as { type?: unknown }).type === "string";
+}
+
+/** Turns record lines into events, tracking the next seq. */
+class RecordReader {
+  readonly events: SessionEvent[] = [];
+  nextSeq = 0;
+  defect = "";
+
+  constructor(readonly file: string, readonly known: ReadonlySet<string>) {}
+
+  /** The events of one line, or `undefined` (with `defect` set) when the line is defective. */
+  read(text: string, line: number): SessionEvent[] | undefined {
+    const value = parseJson(text);
+    if (!looksLikeRecord(value)) {
+      this.defect = value === undefined ? "the line is not JSON" : "the line is not a record";
+      return undefined;
+    }
+    const record = value as Record<string, unknown> & { type: string };
+    if (isChunkRow(record)) {
+      const events = expandChunkRow(record as unknown as ChunkRow);
+      if (events === undefined) return this.#fail(`the ${record.type} row is malformed`);
+      if (events[0].seq !== this.nextSeq) {
+        return this.#fail(`the row starts at seq ${events[0].seq}, not ${this.nextSeq}`);
+      }
+      return events;
+    }
+    if (record.seq !== this.nextSeq) return this.#fail(`the event has seq ${record.seq}, not ${this.nextSeq}`);
+    if (!Number.isFinite(record.time) || !("data" in record)) return this.#fail("the event has no time or data");
+    if (!this.known.has(record.type) && record.ignorable !== true) {
+      throw unknownEventType(this.file, line, record.type);
+    }
+    return [record as unknown as SessionEvent];
+  }
+
+  accept(events: readonly SessionEvent[]): void {
+    for (const event of events) this.events.push(event);
+    this.nextSeq += events.length;
+  }
+
+  #fail(defect: string): undefined {
+    this.defect = defect;
+    return undefined;
+  }
+}
+
+function byteOffsetOfLine(bytes: Uint8Array, index: number): number {
+  let at = 0;
+  for (let i = 0; i < index; i++) at = bytes.indexOf(10, at) + 1;
+  return at;
+}
+
+/** Decode a plain JSONL session file. */
+export function decodePlainLog(
+  bytes: Uint8Array,
+  file: string,
+  sessionId: string | undefined,
+  known: ReadonlySet<string>,
+): DecodedLog {
+  const text = decoder.decode(bytes);
+  const lines = text.split("\n");
+  const headerValue = parseJson(lines[0]);
+  if (headerValue === undefined) {
+    // A header that does not parse cannot be version-checked; a published file always has a whole one.
+    throw corrupt(file, 1, lines.length === 1 ? "the header line is incomplete" : "the header line is not JSON");
+  }
+  const header = parseHeader(headerValue, file, sessionId);
+  if (lines.length === 1) throw corrupt(file, 1, "the header line is incomplete");
+  const reader = new RecordReader(file, known);
+  const last = lines.length - 1;
+  for (let i = 1; i <= last; i++) {
+    if (i === last && lines[i] === "") break;
+    const events = i < last ? reader.read(lines[i], i + 1) : undefined;
+    if (events !== undefined) {
+      reader.accept(events);
+      continue;
+    }
+    const defect = i < last ? reader.defect : "the line is incomplete";
+    for (let j = i + 1; j <= last; j++) {
+      if (lines[j] !== "" && looksLikeRecord(parseJson(lines[j]))) {
+        throw corrupt(file, i + 1, `${defect}, and records follow`, { nextRecordLine: j + 1 });
+      }
+    }
+    return {
+      header,
+      events: reader.events,
+      validBytes: byteOffsetOfLine(bytes, i),
+      totalBytes: bytes.length,
+      tornLine: i + 1,
+    };
+  }
+  return { header, events: reader.events, validBytes: bytes.length, totalBytes: bytes.length };
+}
+
+function isSkippable(bytes: Uint8Array, at: number): boolean {
+  return at + 4 <= bytes.length && bytes[at] >= 0x50 && bytes[at] <= 0x5f && bytes[at + 1] === 0x2a &&
+    bytes[at + 2] === 0x4d && bytes[at + 3] === 0x18;
+}
+
+/** Decode a zstd session file: a header frame, then one frame per appended batch. */
+export async function decodeZstdLog(
+  bytes: Uint8Array,
+  file: string,
+  sessionId: string | undefined,
+  known: ReadonlySet<string>,
+): Promise<DecodedLog> {
+  const z = await zstd();
+  const inflate = (at: number, end: number): string | undefined => {
+    try {
+      return decoder.decode(z.decompress(bytes.subarray(at, end)));
+    } catch {
+      return undefined;
+    }
+  };
+  const headerEnd = frameEnd(bytes, 0);
+  const headerText = headerEnd === -1 ? undefined : inflate(0, headerEnd);
+  const headerValue = headerText === undefined ? undefined : parseJson(headerText);
+  if (headerValue === undefined) throw corrupt(file, 1, "the header frame is incomplete or not JSON");
+  const header = parseHeader(headerValue, file, sessionId);
+
+  const reader = new RecordReader(file, known);
+  let line = 2;
+  let frame = 1;
+  for (let at = headerEnd; at < bytes.length; frame++) {
+    const end = frameEnd(bytes, at);
+    let defect: string | undefined;
+    if (end !== -1 && isSkippable(bytes, at)) {
+      at = end;
+      continue;
+    }
+    const text = end === -1 ? undefined : inflate(at, end);
+    const batch: SessionEvent[] = [];
+    let lines = 0;
+    if (text === undefined) defect = end === -1 ? "the frame is incomplete" : "the frame does not decompress";
+    else if (!text.endsWith("\n")) defect = "the frame does not end with a newline";
+    else {
+      const frameLines = text.slice(0, -1).split("\n");
+      const start = reader.nextSeq;
+      for (; lines < frameLines.length; lines++) {
+        const events = reader.read(frameLines[lines], line + lines);
+        if (events === undefined) {
+          defect = reader.defect;
+          break;
+        }
+        batch.push(...events);
+        reader.nextSeq += events.length;
+      }
+      reader.nextSeq = start;
+    }
+    if (defect === undefined) {
+      reader.accept(batch);
+      line += lines;
+      at = end;
+      continue;
+    }
+    for (let next = nextMagic(bytes, at + 1); next !== -1; next = nextMagic(bytes, next + 1)) {
+      const nextEnd = frameEnd(bytes, next);
+      if (nextEnd !== -1 && inflate(next, nextEnd) !== undefined) {
+        throw corrupt(file, line + lines, `frame ${frame} is defective (${defect}), and frames follow`, {
+          frame,
+          offset: at,
+        });
+      }
+    }
+    return { header, events: reader.events, validBytes: at, totalBytes: bytes.length, tornLine: line };
+  }
+  return { header, events: reader.events, validBytes: bytes.length, totalBytes: bytes.length };
+}

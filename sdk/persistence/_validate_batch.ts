@@ -1,0 +1,51 @@
+// Argument checks shared by every backend's create/append.
+
+import type { SessionEvent } from "../session/session_events.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import { invalidArgs } from "./_errors.ts";
+
+/**
+ * Check that `events` is a contiguous batch of well-formed envelopes starting
+ * at `firstSeq` whose types are known (or ignorable). Throws `INVALID_ARGS`,
+ * `SESSION_SEQ_MISMATCH` or `SESSION_UNKNOWN_EVENT_TYPE`.
+ */
+export function validateBatch(
+  sessionId: string,
+  events: readonly SessionEvent[],
+  firstSeq: number,
+  known: ReadonlySet<string>,
+): void {
+  if (!Array.isArray(events)) throw invalidArgs("The events to append must be an array");
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i] as
+      | { type?: unknown; seq?: unknown; time?: unknown; data?: unknown; ignorable?: unknown }
+      | null;
+    if (typeof event !== "object" || event === null) throw invalidArgs(`Event ${i} of the batch is not an object`);
+    if (typeof event.type !== "string" || event.type === "") {
+      throw invalidArgs(`Event ${i} of the batch has no type`);
+    }
+    if (!Number.isFinite(event.time)) throw invalidArgs(`Event ${i} of the batch has no finite time`);
+    if (!("data" in event) || event.data === undefined) throw invalidArgs(`Event ${i} of the batch has no data`);
+    if (event.seq !== firstSeq + i) {
+      throw new HarnessError(
+        "SESSION_SEQ_MISMATCH",
+        `Event ${i} of the batch for session ${JSON.stringify(sessionId)} has seq ${event.seq}, not ${firstSeq + i}`,
+        { details: { sessionId, expectedSeq: firstSeq + i, seq: event.seq } },
+      );
+    }
+    if (!known.has(event.type as string) && event.ignorable !== true) {
+      throw new HarnessError(
+        "SESSION_UNKNOWN_EVENT_TYPE",
+        `Event type ${JSON.stringify(event.type)} is unknown to this storage and not ignorable`,
+        { details: { sessionId, seq: event.seq, type: event.type } },
+      );
+    }
+  }
+}
+
+/** Check an `expectedSeq` argument. */
+export function validateExpectedSeq(expectedSeq: unknown): asserts expectedSeq is number {
+  if (!Number.isSafeInteger(expectedSeq) || (expectedSeq as number) < 0) {
+    throw invalidArgs(`expectedSeq must be a non-negative integer, got ${String(expectedSeq)}`);
+  }
+}

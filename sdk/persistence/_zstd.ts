@@ -1,0 +1,128 @@
+// zstd, one frame at a time: native where the runtime has it (`node:zlib` on
+// Deno and Node >= 22.15, Bun's built-ins), else `@bokuweb/zstd-wasm`, loaded
+// and initialised once on first use. This file and `_fs.ts` are the only
+// places in sdk/ that reach `node:` built-ins.
+
+import * as zlib from "node:zlib";
+
+interface ZstdImpl {
+  readonly name: string;
+  compress(bytes: Uint8Array, level: number): Uint8Array;
+  decompress(frame: Uint8Array): Uint8Array;
+}
+
+type NativeZlib = {
+  zstdCompressSync?: (bytes: Uint8Array, options?: { params?: Record<number, number> }) => Uint8Array;
+  zstdDecompressSync?: (bytes: Uint8Array) => Uint8Array;
+  constants: Record<string, number>;
+};
+type BunZstd = {
+  zstdCompressSync?: (bytes: Uint8Array, options?: { level?: number }) => Uint8Array;
+  zstdDecompressSync?: (bytes: Uint8Array) => Uint8Array;
+};
+
+let impl: Promise<ZstdImpl> | undefined;
+
+function nativeImpl(): ZstdImpl | undefined {
+  const z = zlib as unknown as NativeZlib;
+  if (typeof z.zstdCompressSync === "function" && typeof z.zstdDecompressSync === "function") {
+    const compress = z.zstdCompressSync;
+    const decompress = z.zstdDecompressSync;
+    const level = z.constants.ZSTD_c_compressionLevel;
+    const checksum = z.constants.ZSTD_c_checksumFlag;
+    return {
+      name: "node:zlib",
+      compress: (bytes, lvl) =>
+        compress(bytes, {
+          params: level === undefined || checksum === undefined ? {} : { [level]: lvl, [checksum]: 1 },
+        }),
+      decompress: (frame) => decompress(frame),
+    };
+  }
+  const bun = (globalThis as { Bun?: BunZstd }).Bun;
+  if (typeof bun?.zstdCompressSync === "function" && typeof bun.zstdDecompressSync === "function") {
+    const compress = bun.zstdCompressSync;
+    const decompress = bun.zstdDecompressSync;
+    return {
+      name: "bun",
+      compress: (bytes, lvl) => compress(bytes, { level: lvl }),
+      decompress: (frame) => decompress(frame),
+    };
+  }
+  return undefined;
+}
+
+async function wasmImpl(): Promise<ZstdImpl> {
+  const wasm = await import("@bokuweb/zstd-wasm");
+  await wasm.init();
+  return {
+    name: "@bokuweb/zstd-wasm",
+    compress: (bytes, lvl) => wasm.compress(bytes, lvl),
+    decompress: (frame) => wasm.decompress(frame),
+  };
+}
+
+/** The zstd implementation of this runtime, ready to use. */
+export function zstd(): Promise<ZstdImpl> {
+  return impl ??= Promise.resolve(nativeImpl() ?? wasmImpl()).catch((error) => {
+    impl = undefined;
+    throw error;
+  });
+}
+
+/** Force the wasm implementation (tests compare the two). */
+export function zstdWasm(): Promise<ZstdImpl> {
+  return wasmImpl();
+}
+
+const MAGIC = 0xfd2fb528;
+
+function u32(bytes: Uint8Array, at: number): number {
+  return (bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16) | (bytes[at + 3] << 24)) >>> 0;
+}
+
+/**
+ * The end offset of the zstd frame (or skippable frame) starting at `at`, or
+ * -1 when the bytes there are not a complete frame. Walks the frame header
+ * and block headers (RFC 8878) without decompressing.
+ */
+export function frameEnd(bytes: Uint8Array, at: number): number {
+  const n = bytes.length;
+  if (at + 4 > n) return -1;
+  const magic = u32(bytes, at);
+  if ((magic & 0xfffffff0) === 0x184d2a50) {
+    if (at + 8 > n) return -1;
+    const end = at + 8 + u32(bytes, at + 4);
+    return end <= n ? end : -1;
+  }
+  if (magic !== MAGIC || at + 5 > n) return -1;
+  const fhd = bytes[at + 4];
+  const fcsFlag = fhd >> 6;
+  const singleSegment = (fhd >> 5) & 1;
+  const checksum = (fhd >> 2) & 1;
+  const dictFlag = fhd & 3;
+  if ((fhd >> 3) & 1) return -1; // reserved bit
+  let p = at + 5 + (singleSegment ? 0 : 1) + [0, 1, 2, 4][dictFlag] +
+    [singleSegment ? 1 : 0, 2, 4, 8][fcsFlag];
+  for (;;) {
+    if (p + 3 > n) return -1;
+    const header = bytes[p] | (bytes[p + 1] << 8) | (bytes[p + 2] << 16);
+    const last = header & 1;
+    const type = (header >> 1) & 3;
+    const size = header >> 3;
+    if (type === 3) return -1;
+    p += 3 + (type === 1 ? 1 : size);
+    if (p > n) return -1;
+    if (last) break;
+  }
+  p += checksum ? 4 : 0;
+  return p <= n ? p : -1;
+}
+
+/** The offset of the next zstd magic number at or after `from`, or -1. */
+export function nextMagic(bytes: Uint8Array, from: number): number {
+  for (let i = bytes.indexOf(0x28, from); i !== -1 && i + 4 <= bytes.length; i = bytes.indexOf(0x28, i + 1)) {
+    if (u32(bytes, i) === MAGIC) return i;
+  }
+  return -1;
+}

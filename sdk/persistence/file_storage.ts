@@ -1,0 +1,411 @@
+/**
+ * `fileStorage(dir)`: the embedded {@linkcode SessionStorage} for scripts and
+ * servers, identical on Deno, Bun and Node.
+ *
+ * Layout: `<dir>/<escaped id>/session.jsonl` (or `session.jsonl.zstd` with
+ * `compression: "zstd"`), plus `writer.lock` while a writer lease is held.
+ * Ids are escaped (`[a-z0-9_-]` and inner dots kept, every other byte `%XX`);
+ * ids with path separators, control characters, `.` or `..` are refused.
+ *
+ * Format (version `SESSION_FORMAT_VERSION`): the first line is the
+ * header `{"type":"session","version":1,"id":…,"createdAt":…}`; every other
+ * line is one event envelope as JSON, or a packed chunk row (see
+ * `packChunkRows`) standing for a run of deltas. Under zstd the same lines are
+ * stored as independent zstd frames: one for the header, then one per
+ * appended batch, so `zstd -d` yields the plain file and a torn frame never
+ * spoils earlier ones.
+ *
+ * Durability: the first write goes to a temp file that is fsynced and then
+ * hard-linked to its name (never overwriting; exclusive create where links
+ * are unsupported); each batch is written at the committed length and
+ * fsynced before `append` resolves; a failed write is cut back to the
+ * previous length.
+ *
+ * @module
+ */
+
+import type { SessionEvent } from "../session/session_events.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import { invalidArgs, notFound, seqMismatch, writerBusy } from "./_errors.ts";
+import { knownEventTypes } from "./_event_types.ts";
+import {
+  appendAt,
+  encodeBatch,
+  encodeNewFile,
+  type Encoding,
+  LOG_NAMES,
+  publishNew,
+  readHeader,
+  readTail,
+  truncateTo,
+} from "./_file_log.ts";
+import { errorCode, fsOps, joinPath } from "./_fs.ts";
+import { escapeSessionId, makeHeader, validateSessionId } from "./_header.ts";
+import { decodePlainLog, decodeZstdLog } from "./_log_decoder.ts";
+import { validateBatch, validateExpectedSeq } from "./_validate_batch.ts";
+import { createLock, processLeases, readLiveLock, WriterLease } from "./_writer_lease.ts";
+import { repairSessionLog } from "./repair_session_log.ts";
+import type {
+  LoadedSession,
+  NewSessionHeader,
+  SessionHeader,
+  SessionStat,
+  SessionStorage,
+  SessionWriter,
+  StorageAccessOptions,
+  StorageAppendOptions,
+  StorageAppendResult,
+  StorageCreateOptions,
+} from "./session_storage.ts";
+
+/** Options of {@linkcode fileStorage}. */
+export interface FileStorageOptions {
+  /**
+   * How new sessions are encoded. Existing sessions keep the encoding they were created with.
+   *
+   * @default {"none"}
+   */
+  readonly compression?: "none" | "zstd";
+  /**
+   * The zstd level.
+   *
+   * @default {3}
+   */
+  readonly compressionLevel?: number;
+  /**
+   * Store runs of three or more same-block deltas as packed chunk rows.
+   *
+   * @default {true}
+   */
+  readonly packChunks?: boolean;
+  /** Event types the application added to `SessionEventMap`, so that they are not refused as unknown. */
+  readonly eventTypes?: Iterable<string>;
+  /**
+   * The clock used for `createdAt`.
+   *
+   * @default {Date.now}
+   */
+  readonly now?: () => number;
+  /**
+   * Makes lease tokens, temp-file names and the ids of synthetic repair messages.
+   *
+   * @default {() => crypto.randomUUID()}
+   */
+  readonly newId?: () => string;
+}
+
+interface FileState {
+  readonly file: string;
+  readonly encoding: Encoding;
+  size: number;
+  nextSeq: number;
+  torn: boolean;
+}
+
+const LOCK_NAME = "writer.lock";
+
+class FileSessionStorage implements SessionStorage {
+  readonly kind = "file";
+  readonly #root: string;
+  readonly #encoding: Encoding;
+  readonly #level: number;
+  readonly #packChunks: boolean;
+  readonly #known: ReadonlySet<string>;
+  readonly #now: () => number;
+  readonly #newId: () => string;
+  readonly #states = new Map<string, FileState>();
+  readonly #queues = new Map<string, Promise<unknown>>();
+
+  constructor(dir: string, options: FileStorageOptions) {
+    this.#root = dir;
+    this.#encoding = options.compression === "zstd" ? "zstd" : "plain";
+    this.#level = options.compressionLevel ?? 3;
+    this.#packChunks = options.packChunks ?? true;
+    this.#known = knownEventTypes(options.eventTypes);
+    this.#now = options.now ?? Date.now;
+    this.#newId = options.newId ?? (() => crypto.randomUUID());
+  }
+
+  #dir(sessionId: string): string {
+    validateSessionId(sessionId);
+    return joinPath(this.#root, escapeSessionId(sessionId));
+  }
+
+  /** Run `fn` after every earlier operation on the same session of this instance. */
+  #exclusive<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.#queues.get(dir) ?? Promise.resolve();
+    const run = previous.then(fn, fn);
+    const settled = run.then(() => {}, () => {});
+    this.#queues.set(dir, settled);
+    settled.then(() => {
+      if (this.#queues.get(dir) === settled) this.#queues.delete(dir);
+    });
+    return run;
+  }
+
+  /** The log file of a session and its encoding, or `undefined` when it does not exist. */
+  async #locate(dir: string): Promise<{ file: string; encoding: Encoding } | undefined> {
+    const cached = this.#states.get(dir);
+    if (cached !== undefined) return cached;
+    for (const encoding of ["plain", "zstd"] as const) {
+      const file = joinPath(dir, LOG_NAMES[encoding]);
+      try {
+        await fsOps.stat(file);
+        return { file, encoding };
+      } catch (error) {
+        if (errorCode(error) !== "ENOENT" && errorCode(error) !== "ENOTDIR") throw error;
+      }
+    }
+    return undefined;
+  }
+
+  /** Check the right to write: the in-process table, then another process's lock file. */
+  async #checkWriter(dir: string, sessionId: string, writer: SessionWriter | undefined, action: string) {
+    processLeases.check(dir, sessionId, writer, action);
+    if (writer === undefined && await readLiveLock(joinPath(dir, LOCK_NAME)) !== undefined) {
+      throw writerBusy(sessionId, action);
+    }
+  }
+
+  #encodeOptions(encoding: Encoding) {
+    return { encoding, level: this.#level, packChunks: this.#packChunks };
+  }
+
+  create(init: NewSessionHeader, options: StorageCreateOptions = {}): Promise<SessionHeader> {
+    const header = makeHeader(init, this.#now);
+    const events = options.events ?? [];
+    validateBatch(header.id, events, 0, this.#known);
+    const dir = this.#dir(header.id);
+    return this.#exclusive(dir, async () => {
+      await this.#checkWriter(dir, header.id, options.writer, "create it");
+      await fsOps.mkdir(dir);
+      if (await this.#locate(dir) !== undefined) {
+        throw new HarnessError("SESSION_ALREADY_EXISTS", `Session ${JSON.stringify(header.id)} already exists`, {
+          details: { sessionId: header.id },
+        });
+      }
+      const encoding = this.#encoding;
+      const bytes = await encodeNewFile(header, events, this.#encodeOptions(encoding));
+      await publishNew(dir, LOG_NAMES[encoding], bytes, header.id, this.#newId());
+      const file = joinPath(dir, LOG_NAMES[encoding]);
+      this.#states.set(dir, { file, encoding, size: bytes.length, nextSeq: events.length, torn: false });
+      return header;
+    });
+  }
+
+  /** The cached state of a session, re-read when the file changed behind this instance's back. */
+  async #state(dir: string, sessionId: string): Promise<FileState> {
+    const located = await this.#locate(dir);
+    if (located === undefined) throw notFound(sessionId);
+    const cached = this.#states.get(dir);
+    if (cached !== undefined) {
+      const stat = await fsOps.stat(cached.file);
+      if (stat.size === cached.size) return cached;
+    }
+    const tail = await readTail(located.file, located.encoding, this.#known);
+    const state = { ...located, size: tail.size, nextSeq: tail.nextSeq, torn: tail.torn };
+    this.#states.set(dir, state);
+    return state;
+  }
+
+  append(
+    sessionId: string,
+    events: readonly SessionEvent[],
+    options: StorageAppendOptions,
+  ): Promise<StorageAppendResult> {
+    const dir = this.#dir(sessionId);
+    if (typeof options !== "object" || options === null) throw invalidArgs("append needs { expectedSeq }");
+    validateExpectedSeq(options.expectedSeq);
+    validateBatch(sessionId, events, options.expectedSeq, this.#known);
+    return this.#exclusive(dir, async () => {
+      await this.#checkWriter(dir, sessionId, options.writer, "append");
+      const state = await this.#state(dir, sessionId);
+      if (state.torn) {
+        throw new HarnessError(
+          "SESSION_REPAIR_REQUIRED",
+          `Session ${JSON.stringify(sessionId)} has a torn tail; load it to repair before appending`,
+          { details: { sessionId, file: state.file } },
+        );
+      }
+      if (options.expectedSeq !== state.nextSeq) throw seqMismatch(sessionId, options.expectedSeq, state.nextSeq);
+      if (events.length === 0) return { nextSeq: state.nextSeq };
+      const bytes = await encodeBatch(events, this.#encodeOptions(state.encoding));
+      try {
+        state.size = await appendAt(state.file, bytes, state.size);
+      } catch (error) {
+        this.#states.delete(dir);
+        throw error;
+      }
+      state.nextSeq += events.length;
+      return { nextSeq: state.nextSeq };
+    });
+  }
+
+  async #read(dir: string, sessionId: string, commit: boolean, writer?: SessionWriter): Promise<LoadedSession> {
+    const located = await this.#locate(dir);
+    if (located === undefined) throw notFound(sessionId);
+    let bytes: Uint8Array;
+    try {
+      bytes = await fsOps.readFile(located.file);
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") throw notFound(sessionId);
+      throw error;
+    }
+    const decoded = located.encoding === "plain"
+      ? decodePlainLog(bytes, located.file, sessionId, this.#known)
+      : await decodeZstdLog(bytes, located.file, sessionId, this.#known);
+    const repaired = repairSessionLog(decoded.events, { newId: this.#newId });
+    const truncatedBytes = decoded.totalBytes - decoded.validBytes;
+    const needsRepair = truncatedBytes > 0 || repaired.syntheticEvents.length > 0;
+    let size = decoded.validBytes;
+    if (commit && needsRepair) {
+      await this.#checkWriter(dir, sessionId, writer, "repair it");
+      if (truncatedBytes > 0) await truncateTo(located.file, decoded.validBytes);
+      if (repaired.syntheticEvents.length > 0) {
+        const batch = await encodeBatch(repaired.syntheticEvents, this.#encodeOptions(located.encoding));
+        size = await appendAt(located.file, batch, size);
+      }
+    }
+    if (commit || !needsRepair) {
+      this.#states.set(dir, { ...located, size, nextSeq: repaired.events.length, torn: false });
+    }
+    return {
+      header: decoded.header,
+      events: repaired.events,
+      repair: {
+        repaired: needsRepair,
+        committed: commit && needsRepair,
+        truncatedBytes,
+        ...(decoded.tornLine === undefined
+          ? {}
+          : { tornTail: { file: located.file, offset: decoded.validBytes, line: decoded.tornLine } }),
+        ...(repaired.closedTurn === undefined ? {} : { closedTurn: repaired.closedTurn }),
+        syntheticEvents: repaired.syntheticEvents,
+      },
+    };
+  }
+
+  load(sessionId: string, options: StorageAccessOptions = {}): Promise<LoadedSession> {
+    const dir = this.#dir(sessionId);
+    return this.#exclusive(dir, () => this.#read(dir, sessionId, true, options.writer));
+  }
+
+  inspect(sessionId: string): Promise<LoadedSession> {
+    const dir = this.#dir(sessionId);
+    return this.#exclusive(dir, () => this.#read(dir, sessionId, false));
+  }
+
+  async list(): Promise<SessionHeader[]> {
+    let names: string[];
+    try {
+      names = await fsOps.readdir(this.#root);
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") return [];
+      throw error;
+    }
+    const headers: SessionHeader[] = [];
+    for (const name of names) {
+      if (name.startsWith(".")) continue;
+      const dir = joinPath(this.#root, name);
+      try {
+        const located = await this.#locate(dir);
+        if (located === undefined) continue;
+        const header = await readHeader(located.file, located.encoding, undefined);
+        if (escapeSessionId(header.id) === name) headers.push(header);
+      } catch (error) {
+        // Sessions this build cannot read are not listed; load() reports why.
+        if (!HarnessError.isInstance(error)) throw error;
+      }
+    }
+    return headers.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  stat(sessionId: string): Promise<SessionStat | undefined> {
+    const dir = this.#dir(sessionId);
+    return this.#exclusive(dir, async () => {
+      const located = await this.#locate(dir);
+      if (located === undefined) return undefined;
+      const header = await readHeader(located.file, located.encoding, sessionId);
+      const tail = await readTail(located.file, located.encoding, this.#known);
+      return { header, nextSeq: tail.nextSeq, size: tail.size, updatedAt: tail.updatedAt, torn: tail.torn };
+    });
+  }
+
+  delete(sessionId: string, options: StorageAccessOptions = {}): Promise<boolean> {
+    const dir = this.#dir(sessionId);
+    return this.#exclusive(dir, async () => {
+      await this.#checkWriter(dir, sessionId, options.writer, "delete it");
+      const located = await this.#locate(dir);
+      this.#states.delete(dir);
+      if (options.writer === undefined) await fsOps.rm(dir);
+      else for (const name of Object.values(LOG_NAMES)) await fsOps.rm(joinPath(dir, name));
+      return located !== undefined;
+    });
+  }
+
+  async acquireWriter(sessionId: string): Promise<SessionWriter> {
+    const dir = this.#dir(sessionId);
+    if (!processLeases.reserve(dir)) throw writerBusy(sessionId, "acquire the writer lease");
+    const lockPath = joinPath(dir, LOCK_NAME);
+    const token = this.#newId();
+    try {
+      await fsOps.mkdir(dir);
+      const pid = (globalThis as { process?: { pid?: number } }).process?.pid;
+      const created = await createLock(lockPath, { token, pid, acquiredAt: this.#now() });
+      if (!created) throw writerBusy(sessionId, "acquire the writer lease");
+    } catch (error) {
+      processLeases.drop(dir);
+      throw error;
+    }
+    const lease: WriterLease = new WriterLease(sessionId, dir, token, async () => {
+      processLeases.drop(dir, lease);
+      const live = await readLiveLock(lockPath).catch(() => undefined);
+      if (live?.token === token) await fsOps.unlink(lockPath).catch(() => {});
+    });
+    processLeases.set(dir, lease);
+    return lease;
+  }
+}
+
+/**
+ * Store sessions as files under `dir`, one directory per session (see the
+ * module documentation for the layout, format and durability rules).
+ *
+ * @param dir The root directory; created on first write.
+ * @param options Compression, chunk packing, extra event types, clock, ids.
+ * @returns A {@linkcode SessionStorage} over the directory.
+ *
+ * @example Write, reload, and repair after a crash
+ * ```ts
+ * import { fileStorage, type SessionEvent } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ * import { mkdtemp, rm } from "node:fs/promises";
+ * import { tmpdir } from "node:os";
+ * import { join } from "node:path";
+ *
+ * const dir = await mkdtemp(join(tmpdir(), "sessions-"));
+ * const storage = fileStorage(dir, { compression: "zstd" });
+ * await storage.create({ id: "s1", createdAt: 0 });
+ * await using writer = await storage.acquireWriter("s1");
+ * const events: SessionEvent[] = [
+ *   { type: "turn/start", seq: 0, time: 1, data: { turn: 1 } },
+ *   { type: "step/start", seq: 1, time: 2, data: { turn: 1, step: 1 } },
+ * ];
+ * await storage.append("s1", events, { expectedSeq: 0, writer });
+ *
+ * // The process "crashed" mid-turn: loading closes the turn.
+ * const loaded = await storage.load("s1", { writer });
+ * assert.deepEqual(loaded.events.slice(0, 2), events);
+ * assert.deepEqual(loaded.events.map((e) => e.type).slice(2), ["step/end", "turn/end"]);
+ * assert.equal(loaded.repair.committed, true);
+ * await writer.release();
+ * await rm(dir, { recursive: true });
+ * ```
+ */
+export function fileStorage(dir: string, options: FileStorageOptions = {}): SessionStorage {
+  if (typeof dir !== "string" || dir === "") throw invalidArgs("fileStorage needs a directory path");
+  if (options.compressionLevel !== undefined && !Number.isInteger(options.compressionLevel)) {
+    throw invalidArgs(`compressionLevel must be an integer, got ${options.compressionLevel}`);
+  }
+  return new FileSessionStorage(dir, options);
+}

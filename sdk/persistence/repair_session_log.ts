@@ -1,0 +1,175 @@
+/**
+ * Crash repair of a session log whose final turn was left open.
+ *
+ * @module
+ */
+
+import type { ToolCallBlock, UserMessage } from "../llm/messages.ts";
+import type { SessionEvent } from "../session/session_events.ts";
+
+/** Options of {@linkcode repairSessionLog}. */
+export interface RepairSessionLogOptions {
+  /**
+   * Makes the ids of synthetic tool-result messages.
+   *
+   * @default {() => crypto.randomUUID()}
+   */
+  readonly newId?: () => string;
+}
+
+/** What {@linkcode repairSessionLog} returns. */
+export interface RepairSessionLogResult {
+  /** The repaired log: the input events followed by the synthetic ones. */
+  readonly events: readonly SessionEvent[];
+  /** The synthetic events (empty when the log was balanced). */
+  readonly syntheticEvents: readonly SessionEvent[];
+  /** The turn that was open, if any. */
+  readonly closedTurn?: number;
+}
+
+interface PendingCall {
+  readonly callId: string;
+  /** The seq of the `assistant/message` naming the call. */
+  assistantSeq?: number;
+  /** The seq of the `tool/call` that started it. */
+  callSeq?: number;
+  resulted: boolean;
+}
+
+const NOT_STARTED_TEXT = "The tool call was not started: the session was interrupted before it ran";
+const OUTCOME_UNKNOWN_TEXT = "The outcome of the tool call is unknown: the session was interrupted while it ran";
+
+function resultCallId(message: UserMessage): string | undefined {
+  if (message.source.kind === "tool") return message.source.callId;
+  for (const block of message.content) if (block.type === "tool-result") return block.toolCallId;
+  return undefined;
+}
+
+/**
+ * Close an interrupted final turn, as a cold reload after a crash must.
+ *
+ * When the last `turn/start` has no `turn/end`, the log is extended, in this
+ * order, with: an error `tool/result` for every tool call of the open step
+ * that has none — code `TOOL_NOT_STARTED` when no `tool/call` was logged (its
+ * `sourceEventSeqs` names the `assistant/message`), `TOOL_OUTCOME_UNKNOWN`
+ * when it was (naming the `tool/call`) — in the model's call order; then
+ * `step/end` if a step is open; then `turn/end` with reason `interrupted`.
+ * Synthetic events reuse the last event's time. A balanced log is returned
+ * unchanged. Torn bytes are the storage's business, not this function's.
+ *
+ * @param events A contiguous log (`seq` equal to position).
+ * @param options How to make message ids.
+ * @returns The repaired log and what was added.
+ *
+ * @example Closing a turn cut short while a tool ran
+ * ```ts
+ * import { repairSessionLog, type SessionEvent } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ *
+ * const model = { kind: "model", provider: "p", model: "m" } as const;
+ * const log: SessionEvent[] = [
+ *   { type: "turn/start", seq: 0, time: 1, data: { turn: 1 } },
+ *   { type: "step/start", seq: 1, time: 2, data: { turn: 1, step: 1 } },
+ *   {
+ *     type: "assistant/message", seq: 2, time: 3, surfaceOp: "append", sourceEventSeqs: [],
+ *     data: { turn: 1, step: 1, message: { id: "a1", role: "assistant", source: model, content: [
+ *       { type: "tool-call", id: "c1", name: "ls", arguments: "{}" },
+ *     ] } },
+ *   },
+ *   { type: "tool/call", seq: 3, time: 4, data: { turn: 1, step: 1, callId: "c1", name: "ls", arguments: "{}" } },
+ * ];
+ * const { syntheticEvents } = repairSessionLog(log, { newId: () => "r1" });
+ * assert.deepEqual(syntheticEvents.map((e) => e.type), ["tool/result", "step/end", "turn/end"]);
+ * assert.deepEqual(syntheticEvents[0].sourceEventSeqs, [3]);
+ * assert.deepEqual(syntheticEvents[2].data, { turn: 1, reason: { kind: "interrupted" } });
+ * ```
+ */
+export function repairSessionLog(
+  events: readonly SessionEvent[],
+  options: RepairSessionLogOptions = {},
+): RepairSessionLogResult {
+  let openTurn: number | undefined;
+  let openStep: { turn: number; step: number } | undefined;
+  let calls = new Map<string, PendingCall>();
+
+  const callOf = (callId: string): PendingCall => {
+    let call = calls.get(callId);
+    if (call === undefined) calls.set(callId, call = { callId, resulted: false });
+    return call;
+  };
+
+  for (const event of events) {
+    switch (event.type) {
+      case "turn/start":
+        openTurn = event.data.turn;
+        openStep = undefined;
+        calls = new Map();
+        break;
+      case "turn/end":
+        openTurn = undefined;
+        openStep = undefined;
+        break;
+      case "step/start":
+        openStep = { turn: event.data.turn, step: event.data.step };
+        calls = new Map();
+        break;
+      case "step/end":
+        openStep = undefined;
+        break;
+      case "assistant/message":
+        for (const block of event.data.message.content) {
+          if (block.type !== "tool-call") continue;
+          const call = callOf((block as ToolCallBlock).id);
+          call.assistantSeq ??= event.seq;
+        }
+        break;
+      case "tool/call":
+        callOf(event.data.callId).callSeq ??= event.seq;
+        break;
+      case "tool/result": {
+        const callId = resultCallId(event.data.message);
+        if (callId !== undefined) callOf(callId).resulted = true;
+        break;
+      }
+    }
+  }
+
+  if (openTurn === undefined) return { events, syntheticEvents: [] };
+
+  const newId = options.newId ?? (() => crypto.randomUUID());
+  const last = events[events.length - 1];
+  const time = last.time;
+  let seq = last.seq + 1;
+  const synthetic: SessionEvent[] = [];
+
+  if (openStep !== undefined) {
+    const { turn, step } = openStep;
+    for (const call of calls.values()) {
+      if (call.resulted) continue;
+      const started = call.callSeq !== undefined;
+      const code = started ? "TOOL_OUTCOME_UNKNOWN" : "TOOL_NOT_STARTED";
+      const message: UserMessage = {
+        id: newId(),
+        role: "user",
+        content: [{
+          type: "tool-result",
+          toolCallId: call.callId,
+          content: [{ type: "text", text: started ? OUTCOME_UNKNOWN_TEXT : NOT_STARTED_TEXT }],
+          isError: true,
+        }],
+        source: { kind: "tool", callId: call.callId },
+      };
+      synthetic.push({
+        type: "tool/result",
+        seq: seq++,
+        time,
+        data: { turn, step, message, error: { name: "ToolInterrupted", code } },
+        surfaceOp: "append",
+        sourceEventSeqs: [(started ? call.callSeq : call.assistantSeq) as number],
+      });
+    }
+    synthetic.push({ type: "step/end", seq: seq++, time, data: { turn, step } });
+  }
+  synthetic.push({ type: "turn/end", seq: seq++, time, data: { turn: openTurn, reason: { kind: "interrupted" } } });
+  return { events: [...events, ...synthetic], syntheticEvents: synthetic, closedTurn: openTurn };
+}

@@ -1,0 +1,202 @@
+/**
+ * The storage seam: how a session log is made durable.
+ *
+ * A {@linkcode SessionStorage} keeps, per session id, one header (storage
+ * metadata that never enters the log) and an append-only list of
+ * {@linkcode SessionEvent}s whose `seq` equals their position. It knows nothing
+ * of the loop: the persistence plugin batches `session/event` traffic into
+ * `append` calls and resume reads the log back with `load`.
+ *
+ * Contract:
+ * - `append(id, events, { expectedSeq })` is all-or-nothing and resolves only
+ *   once the batch is durable. The batch must start at `expectedSeq`, which
+ *   must equal the stored next seq, and be contiguous; anything else rejects
+ *   with `SESSION_SEQ_MISMATCH` and writes nothing.
+ * - One writer per session: `acquireWriter(id)` returns a lease; while it is
+ *   held, a second `acquireWriter` and any `append`, `load` (when it would
+ *   repair) or `delete` not presenting the lease reject with
+ *   `SESSION_WRITER_BUSY`. Without any lease, appends are accepted (scripts).
+ * - `load(id)` returns the header and the log, crash-repaired: a torn tail is
+ *   dropped and an open final turn is closed (see `repairSessionLog`); the
+ *   repair is written back. `inspect(id)` does the same in memory only.
+ * - A log written by a newer format version is refused before anything else
+ *   (`SESSION_FORMAT_UNSUPPORTED`); a defect followed by committed records is
+ *   corruption (`SESSION_CORRUPT`, naming file and line); an event type the
+ *   reader does not know and that is not `ignorable` is refused
+ *   (`SESSION_UNKNOWN_EVENT_TYPE`).
+ *
+ * Mapping onto distributed backends (none ships yet; the seam is shaped so
+ * they need no change to the loop):
+ * - Redis Streams: one stream per session (`session:<id>`), the header in a
+ *   hash (`session:<id>:header`, `HSETNX` for `create`). `append` is a Lua
+ *   script that checks `XLEN == expectedSeq` and then `XADD`s each event with
+ *   the explicit id `0-<seq+1>`, so seq contiguity is enforced by the server;
+ *   `load` is `XRANGE`, live tailing `XREAD BLOCK`. The writer lease is
+ *   `SET session:<id>:writer <token> NX PX <ttl>` renewed by the holder, and
+ *   the append script also checks the token (fencing).
+ * - PostgreSQL: `sessions(id primary key, header jsonb)` and
+ *   `session_events(session_id, seq, type, time, data jsonb, ignorable,
+ *   surface_op, source_event_seqs, primary key (session_id, seq))`. `append`
+ *   is one transaction that checks `max(seq) + 1 = expectedSeq` (the primary
+ *   key rejects a racing duplicate); `LISTEN/NOTIFY` tails. The lease is a row
+ *   in `session_writers` with a token and expiry, or `pg_advisory_lock` on a
+ *   hash of the id held by the writer's connection.
+ *
+ * @module
+ */
+
+import type { SessionEvent } from "../session/session_events.ts";
+import type { SessionHeader } from "../session/session.ts";
+
+export type { SessionHeader };
+
+/**
+ * The header fields a caller gives to {@linkcode SessionStorage.create}; the
+ * storage stamps `version` (`SESSION_FORMAT_VERSION`) and defaults `createdAt`
+ * to its clock. The stored header is the session's {@linkcode SessionHeader}.
+ */
+export type NewSessionHeader = Omit<SessionHeader, "version" | "createdAt"> & {
+  /** Must be `SESSION_FORMAT_VERSION` when given. */
+  readonly version?: number;
+  /** Creation time; defaults to the storage's clock. */
+  readonly createdAt?: number;
+};
+
+/**
+ * A held per-session writer lease. While it is held, no other writer can
+ * append to, repair or delete the session.
+ */
+export interface SessionWriter extends AsyncDisposable {
+  /** The session the lease is for. */
+  readonly sessionId: string;
+  /** An opaque token unique to this lease (a fencing token for remote backends). */
+  readonly token: string;
+  /** Whether {@linkcode SessionWriter.release} has run. */
+  readonly released: boolean;
+  /** Give the lease up; idempotent. */
+  release(): Promise<void>;
+}
+
+/** Options of {@linkcode SessionStorage.create}. */
+export interface StorageCreateOptions {
+  /** Events published together with the header, atomically (a seed); they must start at seq 0. */
+  readonly events?: readonly SessionEvent[];
+  /** The lease to write under, when one is held for this id. */
+  readonly writer?: SessionWriter;
+}
+
+/** Options of {@linkcode SessionStorage.append}. */
+export interface StorageAppendOptions {
+  /** The seq the batch must start at: the stored next seq. */
+  readonly expectedSeq: number;
+  /** The lease to write under, when one is held for this id. */
+  readonly writer?: SessionWriter;
+}
+
+/** What {@linkcode SessionStorage.append} resolves to. */
+export interface StorageAppendResult {
+  /** The stored next seq after the batch. */
+  readonly nextSeq: number;
+}
+
+/** Options of {@linkcode SessionStorage.load}, {@linkcode SessionStorage.inspect} and {@linkcode SessionStorage.delete}. */
+export interface StorageAccessOptions {
+  /** The lease held for this id, if any; needed to repair or delete a session whose lease is held. */
+  readonly writer?: SessionWriter;
+}
+
+/** What crash repair changed (or, for `inspect`, would change). */
+export interface RepairReport {
+  /** `true` when anything was dropped or added. */
+  readonly repaired: boolean;
+  /** `true` when the repair was written back to storage (`load`), `false` for `inspect`. */
+  readonly committed: boolean;
+  /** Bytes of a torn tail dropped; 0 when there was none. */
+  readonly truncatedBytes: number;
+  /** Where the torn tail began, when there was one. */
+  readonly tornTail?: {
+    /** File (or storage key) holding the torn tail. */
+    readonly file: string;
+    /** Byte offset where it began (the length the file was cut back to). */
+    readonly offset: number;
+    /** 1-based logical line (the header is line 1) of the first dropped record. */
+    readonly line: number;
+  };
+  /** The turn that was open and got closed, if any. */
+  readonly closedTurn?: number;
+  /** The synthetic events appended to close it (error tool results, `step/end`, `turn/end`). */
+  readonly syntheticEvents: readonly SessionEvent[];
+}
+
+/** A session as read back from storage. */
+export interface LoadedSession {
+  /** The stored header. */
+  readonly header: SessionHeader;
+  /** The full log, repaired, with `seq` equal to position. Do not mutate. */
+  readonly events: readonly SessionEvent[];
+  /** What repair did. */
+  readonly repair: RepairReport;
+}
+
+/** Cheap facts about a stored session (no full parse). */
+export interface SessionStat {
+  /** The stored header. */
+  readonly header: SessionHeader;
+  /** The next seq an append must start at (committed records only; a torn tail does not count). */
+  readonly nextSeq: number;
+  /** Stored size in bytes (encoded; 0 for storages without bytes). */
+  readonly size: number;
+  /** Unix epoch milliseconds of the last write. */
+  readonly updatedAt: number;
+  /** `true` when a torn tail awaits repair by `load`. */
+  readonly torn: boolean;
+}
+
+/**
+ * Durable append-only storage of session logs; see the module documentation
+ * for the contract and the mapping onto Redis Streams and PostgreSQL.
+ *
+ * Implementations: `fileStorage(dir)` and `memoryStorage()`.
+ *
+ * Error codes: `INVALID_ARGS` (bad arguments), `INVALID_SESSION_ID`,
+ * `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS`, `SESSION_SEQ_MISMATCH`,
+ * `SESSION_WRITER_BUSY`, `SESSION_REPAIR_REQUIRED` (append to a log with a
+ * torn tail), `SESSION_FORMAT_UNSUPPORTED`, `SESSION_CORRUPT`,
+ * `SESSION_UNKNOWN_EVENT_TYPE`, `SESSION_WRITE_FAILED`.
+ */
+export interface SessionStorage {
+  /** A short name of the backend, e.g. `file` or `memory`. */
+  readonly kind: string;
+  /**
+   * Create a session: publish its header (and optional seed events) atomically.
+   *
+   * @throws {HarnessError} `SESSION_ALREADY_EXISTS` when the id is taken.
+   */
+  create(header: NewSessionHeader, options?: StorageCreateOptions): Promise<SessionHeader>;
+  /**
+   * Append a contiguous batch starting at `options.expectedSeq`; resolves once durable.
+   *
+   * @throws {HarnessError} `SESSION_SEQ_MISMATCH`, `SESSION_NOT_FOUND`, `SESSION_WRITER_BUSY`.
+   */
+  append(
+    sessionId: string,
+    events: readonly SessionEvent[],
+    options: StorageAppendOptions,
+  ): Promise<StorageAppendResult>;
+  /** Read a session, repairing a crashed tail and writing the repair back. */
+  load(sessionId: string, options?: StorageAccessOptions): Promise<LoadedSession>;
+  /** Read a session, repairing in memory only (nothing is written). */
+  inspect(sessionId: string): Promise<LoadedSession>;
+  /** The headers of every stored session, oldest first. */
+  list(): Promise<SessionHeader[]>;
+  /** Cheap facts about one session, or `undefined` when it does not exist. */
+  stat(sessionId: string): Promise<SessionStat | undefined>;
+  /** Remove a session; resolves to whether it existed. */
+  delete(sessionId: string, options?: StorageAccessOptions): Promise<boolean>;
+  /**
+   * Take the per-session writer lease; the session need not exist yet.
+   *
+   * @throws {HarnessError} `SESSION_WRITER_BUSY` when another writer holds it.
+   */
+  acquireWriter(sessionId: string): Promise<SessionWriter>;
+}
