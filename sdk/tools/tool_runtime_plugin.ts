@@ -10,7 +10,7 @@ import type { SystemPromptEvents } from "../prompt/system_prompt.ts";
 import type { SystemPromptServices } from "../prompt/system_prompt_plugin.ts";
 import { ApprovalService } from "./approval_service.ts";
 import type { ToolEvents } from "./tool_events.ts";
-import { ToolRuntime, type ToolRuntimeOptions } from "./tool_runtime.ts";
+import { ToolRuntime } from "./tool_runtime.ts";
 
 /** The services the tool runtime plugin provides. */
 export interface ToolServices {

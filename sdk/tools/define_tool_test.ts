@@ -1,0 +1,112 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { z } from "zod";
+import { createKernel, HarnessError } from "../kernel/mod.ts";
+import { defineTool } from "./define_tool.ts";
+import { ToolRuntime } from "./tool_runtime.ts";
+import { signal } from "./_test_util.ts";
+
+describe("defineTool()", () => {
+  it("turns zod parameters into JSON Schema without the $schema marker", () => {
+    const tool = defineTool({
+      name: "read_file",
+      description: "Read a file",
+      parameters: z.object({ path: z.string(), limit: z.number().int().optional() }),
+      output: { schema: z.string(), render: (_a, text) => text },
+      execute: () => "",
+    });
+    assert.equal(tool.parameters.type, "object");
+    assert.deepEqual(tool.parameters.required, ["path"]);
+    assert.equal("$schema" in tool.parameters, false);
+    assert.deepEqual(tool.output.schema, { type: "string" });
+  });
+
+  it("passes parsed zod arguments (defaults applied) to the body", async () => {
+    let seen: unknown;
+    const tool = defineTool({
+      name: "t",
+      description: "",
+      parameters: z.object({ n: z.number().default(3) }),
+      output: { schema: z.number(), render: (_a, v) => String(v) },
+      execute: (args) => {
+        seen = args;
+        return args.n * 2;
+      },
+    });
+    const tools = new ToolRuntime(createKernel());
+    tools.register(tool);
+    const result = await tools.execute({ callId: "c", name: "t", arguments: "", signal });
+    assert.deepEqual(seen, { n: 3 });
+    assert.equal(result.value, 6);
+  });
+
+  it("validates raw JSON Schema parameters with ajv: a mismatch is an INVALID_ARGS result", async () => {
+    let called = false;
+    const tool = defineTool({
+      name: "raw",
+      description: "",
+      parameters: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] },
+      output: { schema: { type: "integer" }, render: (_a, v) => String(v) },
+      execute: (args) => {
+        called = true;
+        return (args as { n: number }).n;
+      },
+    });
+    const tools = new ToolRuntime(createKernel());
+    tools.register(tool);
+    const bad = await tools.execute({ callId: "c1", name: "raw", arguments: '{"n":"x"}', signal });
+    assert.deepEqual(bad.error, { name: "ToolArgsError", code: "INVALID_ARGS" });
+    assert.equal(called, false);
+    const good = await tools.execute({ callId: "c2", name: "raw", arguments: '{"n":4}', signal });
+    assert.equal(good.error, undefined);
+    assert.equal(good.value, 4);
+  });
+
+  it("an output that does not match output.schema is an INVALID_TOOL_OUTPUT result", async () => {
+    const tool = defineTool({
+      name: "count",
+      description: "",
+      parameters: z.object({}),
+      output: { schema: z.number().int(), render: (_a, v) => String(v) },
+      execute: () => 1.5,
+    });
+    const tools = new ToolRuntime(createKernel());
+    tools.register(tool);
+    const result = await tools.execute({ callId: "c", name: "count", arguments: "{}", signal });
+    assert.deepEqual(result.error, { name: "ToolOutputError", code: "INVALID_TOOL_OUTPUT" });
+    assert.equal(result.value, undefined);
+  });
+
+  it("classifies invalid arguments as not concurrency-safe and presents nothing for them", () => {
+    const tool = defineTool({
+      name: "t",
+      description: "",
+      parameters: z.object({ path: z.string() }),
+      output: { schema: z.string(), render: (_a, v) => v },
+      execute: () => "",
+      isConcurrencySafe: () => true,
+      presentCall: (args) => ({ card: "generic", title: args.path }),
+    });
+    assert.equal(tool.isConcurrencySafe!({ path: "a" }), true);
+    assert.equal(tool.isConcurrencySafe!({ path: 1 } as never), false);
+    assert.deepEqual(tool.presentCall!({ path: "a" }), { card: "generic", title: "a" });
+    assert.equal(tool.presentCall!({} as never), undefined);
+  });
+
+  it("rejects a bad name, a missing output and a non-positive timeout at once", () => {
+    const base = {
+      description: "",
+      parameters: z.object({}),
+      output: { schema: z.string(), render: () => "" },
+      execute: () => "",
+    };
+    const invalid = (e: unknown) => HarnessError.isInstance(e, "INVALID_TOOL_DEFINITION");
+    assert.throws(() => defineTool({ ...base, name: "has space" }), invalid);
+    assert.throws(() => defineTool({ ...base, name: "t", output: undefined as never }), invalid);
+    assert.throws(() => defineTool({ ...base, name: "t", timeoutMs: 0 }), invalid);
+    assert.throws(
+      () => defineTool({ ...base, name: "t", parameters: { type: "nonsense-type" } }),
+      invalid,
+    );
+  });
+});
