@@ -1,0 +1,187 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import {
+  BlockAssembler,
+  checkStreamGrammar,
+  type GenerateOptions,
+  LlmRuntime,
+  type StreamChunk,
+} from "../sdk/llm/mod.ts";
+import { openaiCompatibleAdapter, type OpenAiCompatibleAdapterOptions } from "./mod.ts";
+import {
+  collect,
+  finishOf,
+  fixtureJson,
+  fixturePayloads,
+  playSse,
+  sseText,
+  startWireServer,
+  type WireServer,
+} from "./_test_wire_server.ts";
+
+const request = (extra: Partial<GenerateOptions> = {}): GenerateOptions => ({
+  config: { provider: "xai", model: "grok-3-mini" },
+  messages: [{
+    id: "u1",
+    role: "user",
+    content: [{ type: "text", text: "Say a single word" }],
+    source: { kind: "user" },
+  }],
+  ...extra,
+});
+
+function reasoningOf(name: string): string {
+  let out = "";
+  for (const payload of fixtureJson(name)) {
+    for (const choice of (payload.choices as { delta?: { reasoning_content?: string } }[]) ?? []) {
+      out += choice.delta?.reasoning_content ?? "";
+    }
+  }
+  return out;
+}
+
+function assemble(chunks: readonly StreamChunk[]): BlockAssembler {
+  const assembler = new BlockAssembler();
+  for (const chunk of chunks) assembler.push(chunk);
+  return assembler;
+}
+
+describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
+  let server: WireServer;
+  let body = "";
+  before(async () => {
+    server = await startWireServer((_req, res) => playSse(res, body));
+  });
+  after(() => server.close());
+
+  const stream = async (options: GenerateOptions, extra: Partial<OpenAiCompatibleAdapterOptions> = {}) => {
+    const llm = new LlmRuntime();
+    llm.registerAdapter(openaiCompatibleAdapter({
+      baseURL: `${server.url}/v1`,
+      apiKey: "xai-test",
+      provider: "xai",
+      models: [{ id: "grok-3-mini", reasoningEfforts: ["low", "high"] }],
+      ...extra,
+    }));
+    return await collect(llm.stream(options, new AbortController().signal));
+  };
+
+  it("assembles openai-compatible-xai-text: usage in a last chunk with empty choices, reasoning counted apart", async () => {
+    body = sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl"));
+    const chunks = await stream(request());
+    assert.deepEqual(checkStreamGrammar(chunks), []);
+    const assembler = assemble(chunks);
+    const reasoning = reasoningOf("openai-compatible-xai-text.chunks.jsonl");
+    assert.equal(reasoning.length, 1455);
+    assert.deepEqual(assembler.blocks(), [{ type: "reasoning", text: reasoning }, { type: "text", text: "Grok" }]);
+    // prompt 12 of which 11 cached; completion 2 + reasoning 340 reported outside it.
+    assert.deepEqual(assembler.usage, { inputTokens: 1, outputTokens: 342, cacheReadTokens: 11, reasoningTokens: 340 });
+    assert.deepEqual(assembler.finish, { kind: "stop" });
+  });
+
+  it("assembles openai-compatible-xai-tool-call: a tool call whole in one delta", async () => {
+    body = sseText(fixturePayloads("openai-compatible-xai-tool-call.chunks.jsonl"));
+    const chunks = await stream(request());
+    assert.deepEqual(checkStreamGrammar(chunks), []);
+    const assembler = assemble(chunks);
+    assert.deepEqual(assembler.blocks(), [
+      { type: "reasoning", text: reasoningOf("openai-compatible-xai-tool-call.chunks.jsonl") },
+      { type: "tool-call", id: "call_79382389", name: "weather", arguments: '{"location":"San Francisco"}' },
+    ]);
+    assert.deepEqual(assembler.usage, {
+      inputTokens: 1,
+      outputTokens: 253,
+      cacheReadTokens: 306,
+      reasoningTokens: 227,
+    });
+    assert.deepEqual(assembler.finish, { kind: "tool-calls" });
+    assert.equal(chunks.filter((c) => c.type === "tool-call-delta").length, 1);
+  });
+
+  it('reasoningTokens: "inside" keeps completion_tokens as the output count', async () => {
+    body = sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl"));
+    const assembler = assemble(await stream(request(), { reasoningTokens: "inside" }));
+    assert.deepEqual(assembler.usage, { inputTokens: 1, outputTokens: 2, cacheReadTokens: 11, reasoningTokens: 340 });
+  });
+
+  it("reads `reasoning` deltas as reasoning too", async () => {
+    body = sseText([
+      '{"choices":[{"index":0,"delta":{"reasoning":"Hmm"}}]}',
+      '{"choices":[{"index":0,"delta":{"content":"Yes"},"finish_reason":"stop"}]}',
+    ]);
+    const assembler = assemble(await stream(request()));
+    assert.deepEqual(assembler.blocks(), [{ type: "reasoning", text: "Hmm" }, { type: "text", text: "Yes" }]);
+    assert.equal(assembler.usage, undefined);
+  });
+
+  it("sends reasoning_effort, images as image_url parts, and no reasoning_content by default", async () => {
+    body = sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl"));
+    const before = server.requests.length;
+    await stream({
+      config: { provider: "xai", model: "grok-3-mini", reasoningEffort: "low" },
+      messages: [
+        {
+          id: "u1",
+          role: "user",
+          content: [{ type: "text", text: "What is this?" }, { type: "image", mediaType: "image/png", data: "AAAA" }],
+          source: { kind: "user" },
+        },
+        {
+          id: "a1",
+          role: "assistant",
+          content: [{ type: "reasoning", text: "Look" }, { type: "text", text: "A dot" }],
+          source: { kind: "model", provider: "xai", model: "grok-3-mini" },
+        },
+      ],
+    });
+    const sent = server.requests[before];
+    assert.equal(sent.url, "/v1/chat/completions");
+    assert.equal(sent.headers["authorization"], "Bearer xai-test");
+    assert.match(String(sent.headers["user-agent"]), /^@dsh\/harness\/\d+\.\d+\.\d+/);
+    assert.deepEqual(sent.json, {
+      model: "grok-3-mini",
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "What is this?" },
+            { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } },
+          ],
+        },
+        { role: "assistant", content: "A dot" },
+      ],
+      stream: true,
+      stream_options: { include_usage: true },
+      reasoning_effort: "low",
+    });
+  });
+
+  it("sends no Authorization header without an API key", async () => {
+    body = sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl"));
+    const before = server.requests.length;
+    const chunks = await stream(request(), { apiKey: undefined });
+    assert.equal(finishOf(chunks).reason.kind, "stop");
+    assert.equal(server.requests[before].headers["authorization"], undefined);
+  });
+
+  it("rejects malformed options at once", () => {
+    assert.throws(
+      () => openaiCompatibleAdapter({ baseURL: "http://x", provider: "", models: [] }),
+      /provider/,
+    );
+    assert.throws(
+      () => openaiCompatibleAdapter({ baseURL: "nope", provider: "p", models: [] }),
+      /baseURL/,
+    );
+    assert.throws(
+      () =>
+        openaiCompatibleAdapter({
+          baseURL: "http://x",
+          provider: "p",
+          models: [],
+          reasoningTokens: "sideways" as "auto",
+        }),
+      /reasoningTokens/,
+    );
+  });
+});
