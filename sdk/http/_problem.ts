@@ -1,0 +1,95 @@
+// Internal: the error type routes throw and the mapping of errors to problem+json responses.
+
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { ProblemDetails, ProblemFieldError } from "./problem_details.ts";
+
+const TITLES: Readonly<Record<number, string>> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  409: "Conflict",
+  410: "Gone",
+  413: "Content Too Large",
+  415: "Unsupported Media Type",
+  422: "Unprocessable Content",
+  500: "Internal Server Error",
+  503: "Service Unavailable",
+};
+
+/** HTTP statuses of the harness error codes a route can surface. */
+const STATUS_BY_CODE: Readonly<Record<string, number>> = {
+  INVALID_ARGS: 422,
+  UNKNOWN_TOOL: 422,
+  INVALID_BOUNDARY: 422,
+  INVALID_SESSION_ID: 400,
+  SESSION_NOT_FOUND: 404,
+  AGENT_NOT_FOUND: 404,
+  SESSION_ALREADY_EXISTS: 409,
+  AGENT_ALREADY_EXISTS: 409,
+  SESSION_NOT_LIVE: 409,
+  OPEN_TURN: 409,
+  SESSION_WRITER_BUSY: 409,
+  AGENT_DISPOSED: 410,
+  HARNESS_DISPOSED: 503,
+};
+
+/** An error a route throws on purpose; `onError` turns it into a problem response. */
+export class HttpProblem extends HarnessError {
+  readonly status: number;
+  readonly errors: readonly ProblemFieldError[] | undefined;
+  readonly headers: Readonly<Record<string, string>> | undefined;
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    extra: { errors?: readonly ProblemFieldError[]; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(code, message, { cause: extra.cause });
+    this.status = status;
+    this.errors = extra.errors;
+    this.headers = extra.headers;
+  }
+}
+
+/** What a thrown value becomes on the wire, and whether it is a server fault worth logging. */
+export function toProblem(
+  error: unknown,
+  instance: string,
+  requestId: string,
+): { body: ProblemDetails; headers: Record<string, string>; fault: boolean } {
+  let status = 500;
+  let code = "INTERNAL";
+  let detail = "The server failed to handle the request";
+  let errors: readonly ProblemFieldError[] | undefined;
+  let headers: Record<string, string> = {};
+  if (error instanceof HttpProblem) {
+    ({ status, code, message: detail, errors } = error);
+    headers = { ...error.headers };
+  } else if (HarnessError.isInstance(error) && STATUS_BY_CODE[error.code] !== undefined) {
+    status = STATUS_BY_CODE[error.code];
+    code = error.code;
+    detail = error.message;
+  }
+  const body: ProblemDetails = {
+    type: `urn:dsh-harness:problem:${code}`,
+    title: TITLES[status] ?? "Error",
+    status,
+    detail,
+    code,
+    instance,
+    requestId,
+    ...(errors !== undefined ? { errors } : {}),
+  };
+  return { body, headers, fault: status >= 500 };
+}
+
+/** A problem+json response. */
+export function problemResponse(body: ProblemDetails, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status: body.status,
+    headers: { ...headers, "content-type": "application/problem+json" },
+  });
+}

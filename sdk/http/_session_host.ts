@@ -1,0 +1,187 @@
+// Internal: the sessions the app serves — live agents, agents resumed from
+// storage on first use, forks, and the per-session profile (system text, tools).
+
+import type { Agent, AgentOptions } from "../agent/agent.ts";
+import type { AgentHandle } from "../agent/agent.ts";
+import type { HarnessContext } from "../kernel/harness_context.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { Harness, HarnessCtx } from "../harness.ts";
+import type { SessionStorage } from "../persistence/session_storage.ts";
+import { HttpProblem } from "./_problem.ts";
+import type { CreateSessionBody } from "./_body.ts";
+
+/** What a session was created with, beyond the route. */
+export interface SessionProfile {
+  readonly system?: string;
+  readonly tools?: readonly string[];
+}
+
+function notFound(id: string): HttpProblem {
+  return new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
+}
+
+export class SessionHost {
+  readonly #harness: Harness;
+  readonly #ctx: HarnessCtx;
+  readonly #storage: SessionStorage | undefined;
+  readonly #profiles = new Map<string, SessionProfile>();
+  /** Agents this app made outside `harness.createAgent` (forks): only their handles can dispose them. */
+  readonly #handles = new Map<string, AgentHandle>();
+  readonly #resuming = new Map<string, Promise<Agent>>();
+
+  constructor(harness: Harness) {
+    this.#harness = harness;
+    this.#ctx = harness.ctx;
+    this.#storage = harness.storage;
+  }
+
+  get storage(): SessionStorage | undefined {
+    return this.#storage;
+  }
+
+  /** The live agent of `id`, if any. */
+  live(id: string): Agent | undefined {
+    return this.#ctx.service("agents").get(id);
+  }
+
+  /** Every live agent. */
+  liveAgents(): Agent[] {
+    return this.#ctx.service("agents").list();
+  }
+
+  /** The live agent of `id`, resuming it from storage when it is only stored. */
+  async agent(id: string): Promise<Agent> {
+    const live = this.live(id);
+    if (live !== undefined) return live;
+    const pending = this.#resuming.get(id);
+    if (pending !== undefined) return await pending;
+    if (this.#storage === undefined) throw notFound(id);
+    const resuming = (async () => {
+      try {
+        return await this.#harness.resumeAgent(id, { setup: (ctx) => this.#applyProfile(ctx, id) });
+      } catch (error) {
+        if (HarnessError.isInstance(error, "SESSION_NOT_FOUND")) throw notFound(id);
+        throw error;
+      }
+    })();
+    this.#resuming.set(id, resuming);
+    try {
+      return await resuming;
+    } finally {
+      this.#resuming.delete(id);
+    }
+  }
+
+  /** Create an agent over a new session. */
+  async create(body: CreateSessionBody): Promise<Agent> {
+    const tools = this.#ctx.service("tools");
+    for (const name of body.tools ?? []) {
+      if (tools.get(name) === undefined) {
+        throw new HttpProblem(422, "UNKNOWN_TOOL", `No tool named "${name}" is registered`);
+      }
+    }
+    if (body.id !== undefined && (this.live(body.id) !== undefined || await this.#stored(body.id))) {
+      throw new HttpProblem(409, "SESSION_ALREADY_EXISTS", `Session "${body.id}" already exists`);
+    }
+    const { id, system, tools: toolNames, ...route } = body;
+    const profile: SessionProfile = { system, tools: toolNames };
+    const agent = await this.#harness.createAgent({
+      ...(id !== undefined ? { id } : {}),
+      ...(route as Partial<AgentOptions>),
+      setup: (ctx) => this.#applyProfile(ctx, undefined, profile),
+    });
+    if (system !== undefined || toolNames !== undefined) this.#profiles.set(agent.id, profile);
+    return agent;
+  }
+
+  /**
+   * Fork a live session into a new live agent. The store's `fork()` makes a
+   * session without an agent, so the prefix is checked here (same rules: a
+   * seq of the log, not inside a turn) and handed to the registry as a seed.
+   */
+  async fork(source: Agent, boundary: number | undefined, childId: string | undefined): Promise<Agent> {
+    const events = source.session.events;
+    const last = events.length - 1;
+    const end = boundary ?? last;
+    if (end > last) {
+      throw new HttpProblem(
+        422,
+        "INVALID_BOUNDARY",
+        `Cannot fork: boundary ${end} is not a seq of the log (0..${last})`,
+      );
+    }
+    let openTurn: number | undefined;
+    for (let i = 0; i <= end; i++) {
+      const event = events[i];
+      if (event.type === "turn/start") openTurn = event.data.turn;
+      else if (event.type === "turn/end") openTurn = undefined;
+    }
+    if (openTurn !== undefined) {
+      throw new HttpProblem(409, "OPEN_TURN", `Cannot fork: the prefix ends inside turn ${openTurn}`);
+    }
+    const id = childId ?? crypto.randomUUID();
+    if (this.live(id) !== undefined || this.#ctx.service("sessions").get(id) !== undefined || await this.#stored(id)) {
+      throw new HttpProblem(409, "SESSION_ALREADY_EXISTS", `Session "${id}" already exists`);
+    }
+    const profile = this.#profiles.get(source.id);
+    const { provider, model, reasoningEffort, temperature, maxTokens, stop } = source.options;
+    const cwd = source.session.header.cwd;
+    const handle = await this.#ctx.service("agents").resume(this.#ctx as unknown as HarnessContext, {
+      sessionId: id,
+      events: events.slice(0, end + 1),
+      header: { parentSession: source.id, seedLength: end + 1, ...(cwd !== undefined ? { cwd } : {}) },
+      provider,
+      model,
+      reasoningEffort,
+      temperature,
+      maxTokens,
+      stop,
+      setup: (ctx) => this.#applyProfile(ctx, undefined, profile),
+    });
+    this.#handles.set(id, handle);
+    if (profile !== undefined) this.#profiles.set(id, profile);
+    return handle.agent;
+  }
+
+  /** Dispose the live agent of `id` and delete its stored log; `false` when neither existed. */
+  async remove(id: string): Promise<boolean> {
+    let existed = false;
+    const handle = this.#handles.get(id);
+    if (handle !== undefined) {
+      this.#handles.delete(id);
+      await handle.dispose();
+      existed = true;
+    } else if (this.live(id) !== undefined) {
+      await this.#harness.disposeAgent(id);
+      existed = true;
+    }
+    this.#profiles.delete(id);
+    if (this.#storage !== undefined) existed = (await this.#storage.delete(id)) || existed;
+    return existed;
+  }
+
+  /** The stored session ids that have no live agent. */
+  async storedOnly(): Promise<{ id: string; createdAt: number; parentSession?: string }[]> {
+    if (this.#storage === undefined) return [];
+    const headers = await this.#storage.list();
+    return headers.filter((h) => this.live(h.id) === undefined).map((h) => ({
+      id: h.id,
+      createdAt: h.createdAt,
+      ...(h.parentSession !== undefined ? { parentSession: h.parentSession } : {}),
+    }));
+  }
+
+  async #stored(id: string): Promise<boolean> {
+    return this.#storage !== undefined && (await this.#storage.stat(id)) !== undefined;
+  }
+
+  #applyProfile(ctx: HarnessContext, id: string | undefined, given?: SessionProfile): void {
+    const profile = given ?? (id !== undefined ? this.#profiles.get(id) : undefined);
+    if (profile === undefined) return;
+    const scoped = ctx as unknown as HarnessCtx;
+    if (profile.system !== undefined && profile.system !== "") {
+      scoped.service("systemPrompt").section({ name: "http-session", order: 50, text: profile.system }, scoped);
+    }
+    if (profile.tools !== undefined) scoped.service("tools").restrict({ allow: profile.tools }, scoped);
+  }
+}

@@ -1,0 +1,430 @@
+/**
+ * `createHarnessApp()`: a harness as a Hono microservice (REST + SSE).
+ *
+ * @module
+ */
+
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { Agent } from "../agent/agent.ts";
+import type { Harness } from "../harness.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import { Session } from "../session/session.ts";
+import { renderTranscript } from "../session/transcript.ts";
+import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts";
+import type { ApprovalService } from "../tools/approval_service.ts";
+import { bearerVerifier } from "./_bearer_auth.ts";
+import { approvalBody, cancelBody, createSessionBody, forkBody, messageBody, readBody } from "./_body.ts";
+import { streamSessionEvents } from "./_event_stream.ts";
+import { HttpProblem, problemResponse, toProblem } from "./_problem.ts";
+import { checkSessionId } from "./_session_id.ts";
+import { SessionHost } from "./_session_host.ts";
+import { type HttpPendingApproval, type HttpSessionSummary, summarizeLog } from "./session_summary.ts";
+
+/** One line of the request log. */
+export interface RequestLogRecord {
+  /** The request id (from a valid `X-Request-Id` header, or generated). */
+  readonly requestId: string;
+  /** The HTTP method. */
+  readonly method: string;
+  /** The request path. */
+  readonly path: string;
+  /** The response status. */
+  readonly status: number;
+  /** Milliseconds until the response (for SSE: until the stream opened). */
+  readonly durationMs: number;
+  /** The problem code of an error response. */
+  readonly code?: string;
+  /** The error behind a 5xx response. */
+  readonly error?: unknown;
+}
+
+/** Options of {@linkcode createHarnessApp}. */
+export interface HarnessAppOptions {
+  /**
+   * The bearer token clients must send (`Authorization: Bearer <token>`).
+   * Required unless `auth` is `false`.
+   */
+  readonly token?: string;
+  /**
+   * Require the bearer token. Turning it off must be explicit.
+   *
+   * @default {true}
+   */
+  readonly auth?: boolean;
+  /**
+   * The largest request body accepted, in bytes; larger ones get 413.
+   *
+   * @default {1048576}
+   */
+  readonly maxBodyBytes?: number;
+  /**
+   * Milliseconds between keep-alive comments on event streams.
+   *
+   * @default {15000}
+   */
+  readonly keepAliveMs?: number;
+  /**
+   * Answer tool `ask` decisions over HTTP: an approval queue is registered
+   * with the harness's `approvals` service.
+   *
+   * @default {true}
+   */
+  readonly approvals?: boolean;
+  /**
+   * Receives one record per request; `false` silences the log.
+   *
+   * @default {one JSON line per request on the console}
+   */
+  readonly log?: ((record: RequestLogRecord) => void) | false;
+  /** Generates request ids. @default {crypto.randomUUID} */
+  readonly newRequestId?: () => string;
+}
+
+/** The Hono environment of the app: `c.get("requestId")` in added routes. */
+export interface HarnessAppEnv {
+  Variables: {
+    /** The request id. */
+    requestId: string;
+    /** The problem code of an error response, for the log. */
+    problemCode: string | undefined;
+    /** The error behind a 5xx response, for the log. */
+    fault: unknown;
+  };
+}
+
+/** The app returned by {@linkcode createHarnessApp}: a Hono app; add routes or mount it. */
+export type HarnessApp = Hono<HarnessAppEnv>;
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+function defaultLog(record: RequestLogRecord): void {
+  const { error, ...rest } = record;
+  const line = JSON.stringify({ level: record.status >= 500 ? "error" : "info", ...rest });
+  if (error !== undefined) console.error(line, error);
+  else console.log(line);
+}
+
+function toPending(p: PendingApproval): HttpPendingApproval {
+  return {
+    callId: p.callId,
+    toolName: p.toolName,
+    args: p.args,
+    ...(p.reason !== undefined ? { reason: p.reason } : {}),
+  };
+}
+
+function belongsTo(p: PendingApproval, agent: Agent): boolean {
+  if (p.sessionId !== undefined) return p.sessionId === agent.id;
+  for (let s = p.scope; s !== undefined; s = s.parent) if (s === agent.ctx.scope) return true;
+  return false;
+}
+
+/**
+ * Serve a harness over HTTP as a Hono app.
+ *
+ * Routes (JSON bodies; errors are `application/problem+json` with a stable `code`):
+ * - `POST /sessions` `{ id?, provider?, model?, system?, tools?, reasoningEffort?, temperature?, maxTokens? }`
+ *   creates an agent (201); `tools` names registered tools the session may use.
+ * - `GET /sessions`, `GET /sessions/:id` (status, turn count, usage, pending approvals), `DELETE /sessions/:id`.
+ * - `POST /sessions/:id/messages` `{ mode?: "followup" | "steer" | "inject", content, wait? }` queues input
+ *   (202); with `wait: true` it answers once the agent is idle (200, with the turn's outcome for a followup).
+ * - `POST /sessions/:id/cancel` `{ keepInbox? }`: the only way to stop a turn. A client that disconnects
+ *   from any request, the event stream included, never cancels the agent.
+ * - `GET /sessions/:id/events`: SSE. Every committed event as `event: session` with `id: <seq>`, live
+ *   streaming deltas as `event: delta`, `event: status`, `event: approvals`, keep-alive comments. Resume
+ *   with `Last-Event-ID: <seq>` (or `?from=<seq>` for the first seq wanted); `?deltas=false` drops deltas.
+ * - `GET /sessions/:id/transcript?format=markdown|json`, `POST /sessions/:id/fork` `{ boundary?, id? }`.
+ * - `GET /sessions/:id/approvals`, `POST /sessions/:id/approvals/:callId` `{ decision: "allow" | "reject" }`.
+ *
+ * Session ids are 1–128 letters, digits, `_` or `-` (nothing a path can be made of). Every response
+ * carries `X-Request-Id`, which the log records.
+ *
+ * @param harness The harness to serve.
+ * With `storage` set on the harness, stored sessions are listed too, resumed
+ * (`harness.resumeAgent`) on first use by any route that needs an agent,
+ * summarized and transcribed without resuming, and deleted by `DELETE`.
+ *
+ * @param options The token (or `auth: false`), limits and logging.
+ * @returns The app; serve it with `Deno.serve(app.fetch)`, `Bun.serve(app)` or `@hono/node-server`.
+ * @throws {HarnessError} `INVALID_ARGS` when no token is given and auth is not explicitly disabled.
+ *
+ * @example Creating a session over HTTP
+ * ```ts
+ * import { createHarness } from "@dsh/harness";
+ * import { createHarnessApp } from "@dsh/harness/http";
+ * import { scriptedAdapter, textResponse } from "@dsh/harness/testing";
+ * import assert from "node:assert/strict";
+ *
+ * const harness = await createHarness({
+ *   adapters: [scriptedAdapter(textResponse("Hello!"))],
+ *   model: { provider: "scripted", model: "scripted-model" },
+ * });
+ * const app = createHarnessApp(harness, { token: "secret", log: false });
+ * const headers = { authorization: "Bearer secret", "content-type": "application/json" };
+ *
+ * const created = await app.request("/sessions", { method: "POST", headers, body: JSON.stringify({ id: "s1" }) });
+ * assert.equal(created.status, 201);
+ * const sent = await app.request("/sessions/s1/messages", {
+ *   method: "POST",
+ *   headers,
+ *   body: JSON.stringify({ content: "Hi", wait: true }),
+ * });
+ * assert.equal((await sent.json()).result.text, "Hello!");
+ *
+ * const denied = await app.request("/sessions/s1");
+ * assert.equal(denied.status, 401);
+ * assert.equal((await denied.json()).code, "AUTH_REQUIRED");
+ * await harness.dispose();
+ * ```
+ */
+export function createHarnessApp(harness: Harness, options: HarnessAppOptions = {}): HarnessApp {
+  const auth = options.auth ?? true;
+  if (auth !== false && (typeof options.token !== "string" || options.token.length === 0)) {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      "Cannot create the HTTP app without a bearer token; pass token, or auth: false to serve without authentication",
+    );
+  }
+  const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
+  const keepAliveMs = options.keepAliveMs ?? 15_000;
+  if (!Number.isInteger(maxBodyBytes) || maxBodyBytes <= 0) {
+    throw new HarnessError("INVALID_ARGS", "maxBodyBytes must be a positive integer");
+  }
+  if (!(keepAliveMs > 0)) throw new HarnessError("INVALID_ARGS", "keepAliveMs must be a positive number");
+  const log = options.log === false ? undefined : options.log ?? defaultLog;
+  const newRequestId = options.newRequestId ?? (() => crypto.randomUUID());
+  const verify = auth === false ? undefined : bearerVerifier(options.token!);
+  const host = new SessionHost(harness);
+
+  const approvalWatchers = new Set<(pending: readonly PendingApproval[]) => void>();
+  let queue: ApprovalQueue | undefined;
+  if (options.approvals !== false) {
+    const service = (harness.ctx as unknown as { get(name: string): unknown }).get("approvals") as
+      | ApprovalService
+      | undefined;
+    if (service !== undefined) {
+      queue = new ApprovalQueue({
+        onChange: (pending) => {
+          for (const watch of approvalWatchers) watch(pending);
+        },
+      });
+      service.register(queue.approver, harness.ctx);
+    }
+  }
+  const pendingOf = (agent: Agent): HttpPendingApproval[] =>
+    (queue?.pending() ?? []).filter((p) => belongsTo(p, agent)).map(toPending);
+
+  const summary = (agent: Agent): HttpSessionSummary => ({
+    id: agent.id,
+    live: true,
+    status: agent.status,
+    provider: agent.options.provider,
+    model: agent.options.model,
+    ...summarizeLog(agent.session.events),
+    createdAt: agent.session.header.createdAt,
+    ...(agent.session.header.parentSession !== undefined ? { parentSession: agent.session.header.parentSession } : {}),
+    pendingApprovals: pendingOf(agent),
+  });
+
+  const app: HarnessApp = new Hono<HarnessAppEnv>();
+
+  app.use("*", async (c, next) => {
+    const started = performance.now();
+    const given = c.req.header("x-request-id");
+    const requestId = given !== undefined && REQUEST_ID.test(given) ? given : newRequestId();
+    c.set("requestId", requestId);
+    await next();
+    try {
+      c.res.headers.set("x-request-id", requestId);
+    } catch {
+      c.res = new Response(c.res.body, c.res);
+      c.res.headers.set("x-request-id", requestId);
+    }
+    log?.({
+      requestId,
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      durationMs: Math.round((performance.now() - started) * 10) / 10,
+      ...(c.get("problemCode") !== undefined ? { code: c.get("problemCode") } : {}),
+      ...(c.get("fault") !== undefined ? { error: c.get("fault") } : {}),
+    });
+  });
+  if (verify !== undefined) {
+    app.use("*", async (c, next) => {
+      await verify(c.req.header("authorization"));
+      await next();
+    });
+  }
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: maxBodyBytes,
+      onError: () => {
+        throw new HttpProblem(413, "BODY_TOO_LARGE", `The request body is larger than ${maxBodyBytes} bytes`);
+      },
+    }),
+  );
+  app.use("/sessions/:id/*", async (c, next) => {
+    checkSessionId(c.req.param("id"));
+    await next();
+  });
+  app.use("/sessions/:id", async (c, next) => {
+    checkSessionId(c.req.param("id"));
+    await next();
+  });
+
+  app.onError((error, c) => {
+    const { body, headers, fault } = toProblem(error, c.req.path, c.get("requestId") ?? "");
+    c.set("problemCode", body.code);
+    if (fault) c.set("fault", error);
+    return problemResponse(body, headers);
+  });
+  app.notFound((c) => {
+    throw new HttpProblem(404, "NOT_FOUND", `No route matches ${c.req.method} ${c.req.path}`);
+  });
+
+  app.post("/sessions", async (c) => {
+    const body = await readBody(c.req.raw, createSessionBody);
+    const agent = await host.create(body);
+    c.header("location", `/sessions/${agent.id}`);
+    return c.json(summary(agent), 201);
+  });
+
+  app.get("/sessions", async (c) => {
+    const live = host.liveAgents().map(summary);
+    const stored = (await host.storedOnly()).map((s) => ({ ...s, live: false, status: "stored" as const }));
+    return c.json({ sessions: [...live, ...stored] });
+  });
+
+  app.get("/sessions/:id", async (c) => {
+    const id = c.req.param("id");
+    const agent = host.live(id);
+    if (agent !== undefined) return c.json(summary(agent));
+    const loaded = await inspectStored(id);
+    const result: HttpSessionSummary = {
+      id,
+      live: false,
+      status: "stored",
+      ...summarizeLog(loaded.events),
+      createdAt: loaded.header.createdAt,
+      ...(loaded.header.parentSession !== undefined ? { parentSession: loaded.header.parentSession } : {}),
+      pendingApprovals: [],
+    };
+    return c.json(result);
+  });
+
+  app.delete("/sessions/:id", async (c) => {
+    const id = c.req.param("id");
+    if (!(await host.remove(id))) throw new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
+    return c.body(null, 204);
+  });
+
+  app.post("/sessions/:id/messages", async (c) => {
+    const body = await readBody(c.req.raw, messageBody);
+    const agent = await host.agent(c.req.param("id"));
+    const content = body.content;
+    if (body.wait && body.mode === "followup") {
+      const result = await agent.run(content);
+      return c.json({ mode: body.mode, status: agent.status, result });
+    }
+    const entry = agent[body.mode](content);
+    if (body.wait) {
+      await agent.whenIdle();
+      return c.json({ id: entry.id, messageId: entry.message.id, mode: body.mode, status: agent.status });
+    }
+    return c.json({ id: entry.id, messageId: entry.message.id, mode: body.mode, status: agent.status }, 202);
+  });
+
+  app.post("/sessions/:id/cancel", async (c) => {
+    const body = await readBody(c.req.raw, cancelBody);
+    const agent = await host.agent(c.req.param("id"));
+    const wasRunning = agent.status === "running";
+    agent.cancel("user", { keepInbox: body.keepInbox });
+    return c.json({ id: agent.id, cancelled: wasRunning, status: agent.status }, 202);
+  });
+
+  app.get("/sessions/:id/events", async (c) => {
+    const lastEventId = c.req.header("last-event-id");
+    const fromQuery = c.req.query("from");
+    let from = 0;
+    if (lastEventId !== undefined && lastEventId.trim() !== "") {
+      if (!/^\d{1,15}$/.test(lastEventId.trim())) {
+        throw new HttpProblem(400, "INVALID_LAST_EVENT_ID", "Last-Event-ID must be the seq of an event");
+      }
+      from = Number(lastEventId.trim()) + 1;
+    } else if (fromQuery !== undefined) {
+      if (!/^\d{1,15}$/.test(fromQuery)) throw new HttpProblem(400, "INVALID_QUERY", "from must be a seq");
+      from = Number(fromQuery);
+    }
+    const deltas = c.req.query("deltas") !== "false";
+    const agent = await host.agent(c.req.param("id"));
+    return streamSessionEvents(c, harness.ctx, agent, {
+      from,
+      deltas,
+      keepAliveMs,
+      watchApprovals: (listener) => {
+        const watch = (pending: readonly PendingApproval[]) =>
+          listener(pending.filter((p) => belongsTo(p, agent)).map(toPending));
+        approvalWatchers.add(watch);
+        return () => approvalWatchers.delete(watch);
+      },
+    });
+  });
+
+  app.get("/sessions/:id/transcript", async (c) => {
+    const id = c.req.param("id");
+    const format = c.req.query("format") ??
+      (c.req.header("accept")?.includes("application/json") ? "json" : "markdown");
+    if (format !== "markdown" && format !== "json") {
+      throw new HttpProblem(400, "INVALID_QUERY", "format must be markdown or json");
+    }
+    const agent = host.live(id);
+    const events = agent !== undefined ? agent.session.events : (await inspectStored(id)).events;
+    if (format === "markdown") {
+      return c.body(renderTranscript(events), 200, { "content-type": "text/markdown; charset=utf-8" });
+    }
+    const session = agent?.session ?? Session.create(id, events);
+    return c.json({ id, seq: events.length, messages: session.deriveMessages() });
+  });
+
+  app.post("/sessions/:id/fork", async (c) => {
+    const body = await readBody(c.req.raw, forkBody);
+    const source = await host.agent(c.req.param("id"));
+    const child = await host.fork(source, body.boundary, body.id);
+    c.header("location", `/sessions/${child.id}`);
+    return c.json(summary(child), 201);
+  });
+
+  app.get("/sessions/:id/approvals", async (c) => {
+    const agent = await host.agent(c.req.param("id"));
+    return c.json({ approvals: pendingOf(agent) });
+  });
+
+  app.post("/sessions/:id/approvals/:callId", async (c) => {
+    const body = await readBody(c.req.raw, approvalBody);
+    const agent = await host.agent(c.req.param("id"));
+    const callId = c.req.param("callId");
+    const waiting = queue?.pending().find((p) => p.callId === callId && belongsTo(p, agent));
+    if (queue === undefined || waiting === undefined || !queue.answer(callId, body.decision === "allow")) {
+      throw new HttpProblem(404, "APPROVAL_NOT_FOUND", `No approval is pending for call "${callId}" of this session`);
+    }
+    return c.json({ callId, outcome: body.decision === "allow" ? "allowed-once" : "rejected" });
+  });
+
+  async function inspectStored(id: string) {
+    const storage = harness.storage;
+    if (storage === undefined) throw new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
+    try {
+      return await storage.inspect(id);
+    } catch (error) {
+      if (HarnessError.isInstance(error, "SESSION_NOT_FOUND")) {
+        throw new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
+      }
+      throw error;
+    }
+  }
+
+  return app;
+}

@@ -1,0 +1,70 @@
+/**
+ * `HttpSessionSummary`: what the HTTP app reports about a session.
+ *
+ * @module
+ */
+
+import type { TokenUsage } from "../llm/stream_chunk.ts";
+import type { SessionEvent } from "../session/session_events.ts";
+
+/** A tool call waiting for an answer at `POST /sessions/:id/approvals/:callId`. */
+export interface HttpPendingApproval {
+  /** The call being decided. */
+  readonly callId: string;
+  /** The tool being called. */
+  readonly toolName: string;
+  /** The parsed arguments. */
+  readonly args: unknown;
+  /** Why the policy asks. */
+  readonly reason?: string;
+}
+
+/** The body of `GET /sessions/:id` (and of the creation and fork responses). */
+export interface HttpSessionSummary {
+  /** The session (and agent) id. */
+  readonly id: string;
+  /** `true` when an agent drives the session in this process; `false` for a session only in storage. */
+  readonly live: boolean;
+  /** `idle` or `running` for a live session, `stored` otherwise. */
+  readonly status: "idle" | "running" | "stored";
+  /** The provider route, when known. */
+  readonly provider?: string;
+  /** The model id, when known. */
+  readonly model?: string;
+  /** How many turns have started. */
+  readonly turns: number;
+  /** The seq the next event will get: the length of the log. */
+  readonly seq: number;
+  /** Token usage summed over every model call of the session. */
+  readonly usage: TokenUsage;
+  /** Creation time, Unix epoch milliseconds, when known. */
+  readonly createdAt?: number;
+  /** The session this one was forked from. */
+  readonly parentSession?: string;
+  /** Tool calls waiting for approval. */
+  readonly pendingApprovals: readonly HttpPendingApproval[];
+}
+
+/** The counters of a summary, folded from a log. */
+export function summarizeLog(events: readonly SessionEvent[]): { turns: number; seq: number; usage: TokenUsage } {
+  let turns = 0;
+  const usage = { inputTokens: 0, outputTokens: 0 } as {
+    inputTokens: number;
+    outputTokens: number;
+    cacheReadTokens?: number;
+    cacheWriteTokens?: number;
+    reasoningTokens?: number;
+  };
+  for (const event of events) {
+    if (event.type === "turn/start") turns = Math.max(turns, event.data.turn);
+    else if (event.type === "assistant/message" && event.data.usage !== undefined) {
+      const u = event.data.usage;
+      usage.inputTokens += u.inputTokens;
+      usage.outputTokens += u.outputTokens;
+      for (const key of ["cacheReadTokens", "cacheWriteTokens", "reasoningTokens"] as const) {
+        if (u[key] !== undefined) usage[key] = (usage[key] ?? 0) + u[key];
+      }
+    }
+  }
+  return { turns, seq: events.length, usage };
+}
