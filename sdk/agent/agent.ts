@@ -1,0 +1,119 @@
+/**
+ * The `Agent` handle: the live driver of one session.
+ *
+ * @module
+ */
+
+import type { HarnessContext } from "../kernel/harness_context.ts";
+import type { ContentBlock, UserMessage } from "../llm/messages.ts";
+import type { LlmCallConfig } from "../llm/llm_adapter.ts";
+import type { TokenUsage } from "../llm/stream_chunk.ts";
+import type {
+  InboxEntry,
+  InboxTarget,
+  Session,
+  SessionEvent,
+  TurnEndCancelCause,
+  TurnEndReason,
+} from "../session/mod.ts";
+import type { Inbox } from "./inbox.ts";
+
+/** `idle` when no turn runs, `running` while one does. */
+export type AgentStatus = "idle" | "running";
+
+/** What an agent talks to and how. */
+export interface AgentOptions {
+  /** The provider route, e.g. `deepseek`. */
+  readonly provider: string;
+  /** The model id. */
+  readonly model: string;
+  /** Call settings recorded in the request header. */
+  readonly reasoningEffort?: LlmCallConfig["reasoningEffort"];
+  readonly temperature?: number;
+  readonly maxTokens?: number;
+  readonly stop?: readonly string[];
+}
+
+/** Input accepted by `followup`, `steer`, `inject` and `run`: text, blocks, or a full message. */
+export type AgentInput = string | readonly ContentBlock[] | UserMessage;
+
+/** Options of {@linkcode Agent.cancel}. */
+export interface CancelOptions {
+  /**
+   * Keep queued input instead of discarding it.
+   *
+   * @default {false}
+   */
+  keepInbox?: boolean;
+}
+
+/** What {@linkcode Agent.run} resolves to. */
+export interface RunResult {
+  /** The final assistant text of the turn (text blocks of the last assistant message). */
+  readonly text: string;
+  /** Why the turn ended. */
+  readonly reason: TurnEndReason;
+  /** Token usage summed over the turn's model calls. */
+  readonly usage: TokenUsage;
+  /** The turn number. */
+  readonly turn: number;
+}
+
+/** One item of {@linkcode Agent.subscribe}. */
+export type AgentUpdate =
+  | { readonly kind: "event"; readonly event: SessionEvent }
+  | {
+    readonly kind: "delta";
+    readonly turn: number;
+    readonly step: number;
+    readonly blockType: "text" | "reasoning" | "tool-call";
+    readonly text: string;
+  }
+  | { readonly kind: "status"; readonly status: AgentStatus };
+
+/**
+ * A live agent.
+ *
+ * `followup` queues a message that gets a turn of its own and wakes the agent;
+ * `steer` queues a message for the next step boundary (starting a turn when
+ * idle); `inject` queues model-facing context for the next step without waking.
+ */
+export interface Agent {
+  /** The agent's id, shared with its session. */
+  readonly id: string;
+  /** The route and call settings. */
+  readonly options: AgentOptions;
+  /** The live session; its log is the source of truth. */
+  readonly session: Session;
+  /** The durable projection of pending input. */
+  readonly inbox: Inbox;
+  /** `idle` or `running`; every change is announced on `agent/status`. */
+  readonly status: AgentStatus;
+  /** The agent's scoped context: registrations made here are undone on dispose. */
+  readonly ctx: HarnessContext;
+  /** Queue a message for a turn of its own and wake the agent. */
+  followup(input: AgentInput): InboxEntry;
+  /** Queue a message for the next step boundary and wake the agent. */
+  steer(input: AgentInput): InboxEntry;
+  /** Queue context for the next step without waking the agent. */
+  inject(input: AgentInput): InboxEntry;
+  /** Route input to an inbox, optionally waking the agent. */
+  send(input: AgentInput, target: InboxTarget, wakeup: boolean): InboxEntry;
+  /** Discard queued input (unless `keepInbox`) and abort the running turn. */
+  cancel(cause: TurnEndCancelCause, options?: CancelOptions): void;
+  /** Resolves when the agent has no turn running and no queued turn. */
+  whenIdle(): Promise<void>;
+  /** Run `task` from a true idle phase: no turn starts until it settles. */
+  runMaintenance<T>(task: () => Promise<T> | T): Promise<T>;
+  /** Queue a followup, wait for idle, and resolve to that turn's outcome. */
+  run(input: AgentInput): Promise<RunResult>;
+  /** Live committed events, streaming deltas and status changes; ends on dispose. */
+  subscribe(): AsyncIterable<AgentUpdate>;
+}
+
+/** A created agent plus the capability to dispose it. */
+export interface AgentHandle {
+  readonly agent: Agent;
+  /** Stop the loop, wait for it, unregister the agent and its session, unwind its scope. */
+  dispose(): Promise<void>;
+}

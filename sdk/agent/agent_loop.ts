@@ -1,0 +1,778 @@
+/**
+ * The agent loop: the one place where inbox input becomes turns and steps.
+ *
+ * This file is longer than the house limit on purpose: the loop is one state
+ * machine (turn → claim → pre-step → step → request → stream → tools → step end
+ * → turn end) and reads best in one place. The order of events it writes is
+ * the specification of `CONTRACTS.md` §Loop:
+ *
+ * ```
+ * turn/start
+ *   claim (turn boundary: all next-step input + one next-turn entry; later steps: next-step only)
+ *   agent/pre-step (waterfall)        reject → turn/end blocked; empty first step → turn/end completed
+ *   step/start
+ *   agent/request (waterfall) → prepareCall → system-prompt assembly
+ *   user/message × entered
+ *   request/header (initial | resume | change) [+ request/context when the route changed]
+ *   frozen request == derivation of the log (checked when invariants are on)
+ *   assistant/chunk × k (appended as they stream, folded by a BlockAssembler)
+ *     error finish → agent/request-error (waterfall) → llm/retry + new attempt in the same step, or fail
+ *   assistant/message (sourceEventSeqs = the attempt's chunk seqs; interrupted on cancel)
+ *   tool/call when each call starts; tool/result in model order
+ *   step/end
+ *   more steps while tools owe a request or next-step input waits
+ *   agent/turn-stopping (serial; listeners may steer)
+ * turn/end
+ * ```
+ *
+ * @module
+ */
+
+import type { HarnessContext, ScopeInfo } from "../kernel/harness_context.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import {
+  type AssistantMessage,
+  BlockAssembler,
+  type ContentBlock,
+  type GenerateOptions,
+  isRetryableFailure,
+  type LlmCallConfig,
+  LlmFailure,
+  type LlmFailureData,
+  type LlmRuntime,
+  retryDelayMs,
+  type RetryPolicy,
+  type TokenUsage,
+  type ToolCallBlock,
+  type UserMessage,
+} from "../llm/mod.ts";
+import {
+  canonicalHeader,
+  deepFreeze,
+  type EpochHeader,
+  headerEquals,
+  type InboxEntry,
+  type InboxTarget,
+  type Session,
+  type SessionEvent,
+  type SessionStore,
+  type TurnEndCancelCause,
+  type TurnEndReason,
+} from "../session/mod.ts";
+import { scheduleToolCalls, type ToolRuntime } from "../tools/mod.ts";
+import type { SystemPrompt } from "../prompt/mod.ts";
+import type { Agent, AgentInput, AgentOptions, AgentStatus, AgentUpdate, CancelOptions, RunResult } from "./agent.ts";
+import type { AgentEvents, PreStepDecision, RequestErrorAction } from "./agent_events.ts";
+import { Inbox } from "./inbox.ts";
+import { checkRequestReconstruction } from "./_request_check.ts";
+
+/** Services and events the loop uses. */
+export interface LoopServices {
+  sessions: SessionStore;
+  llm: LlmRuntime;
+  tools: ToolRuntime;
+  systemPrompt: SystemPrompt;
+}
+
+/** The context type the loop runs on. */
+// deno-lint-ignore no-explicit-any
+export type LoopContext = HarnessContext<AgentEvents & Record<string, any>, LoopServices>;
+
+/** Everything a loop agent is built from. */
+export interface LoopAgentInit {
+  /** The agent's scoped context. */
+  readonly ctx: LoopContext;
+  /** The live session it drives. */
+  readonly session: Session;
+  readonly options: AgentOptions;
+  /** `create` for a new session, `resume` for one loaded from a log. */
+  readonly origin: "create" | "resume";
+  readonly now: () => number;
+  readonly newId: () => string;
+  readonly maxParallelToolCalls: number;
+  readonly retryPolicy: RetryPolicy;
+  /** Check every request against the log's derivation. */
+  readonly invariants: boolean;
+  /** Sleep that honours a signal; injectable so tests and benchmarks need no timers. */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+interface StepOutcome {
+  readonly kind: "ok" | "aborted" | "error" | "max-tokens";
+  readonly failure?: LlmFailureData;
+  /** Tool calls ran: the model is owed another request. */
+  readonly owesRequest?: boolean;
+  readonly concluded?: boolean;
+}
+
+const defaultSleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal.aborted || ms <= 0) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+
+function toUserMessage(input: AgentInput, id: string): UserMessage {
+  if (typeof input === "string") {
+    return { id, role: "user", content: [{ type: "text", text: input }], source: { kind: "user" } };
+  }
+  if (Array.isArray(input)) return { id, role: "user", content: input as ContentBlock[], source: { kind: "user" } };
+  const message = input as UserMessage;
+  if (message.role !== "user" || !Array.isArray(message.content) || typeof message.id !== "string") {
+    throw new HarnessError("INVALID_ARGS", "Agent input must be a string, content blocks, or a user message");
+  }
+  return message;
+}
+
+function addUsage(total: TokenUsage, usage: TokenUsage): TokenUsage {
+  return {
+    inputTokens: total.inputTokens + usage.inputTokens,
+    outputTokens: total.outputTokens + usage.outputTokens,
+    cacheReadTokens: (total.cacheReadTokens ?? 0) + (usage.cacheReadTokens ?? 0),
+    cacheWriteTokens: (total.cacheWriteTokens ?? 0) + (usage.cacheWriteTokens ?? 0),
+    reasoningTokens: (total.reasoningTokens ?? 0) + (usage.reasoningTokens ?? 0),
+  };
+}
+
+const ZERO_USAGE: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+
+function callConfig(options: AgentOptions): LlmCallConfig {
+  const config: { -readonly [K in keyof LlmCallConfig]: LlmCallConfig[K] } = {
+    provider: options.provider,
+    model: options.model,
+  };
+  if (options.reasoningEffort !== undefined) config.reasoningEffort = options.reasoningEffort;
+  if (options.temperature !== undefined) config.temperature = options.temperature;
+  if (options.maxTokens !== undefined) config.maxTokens = options.maxTokens;
+  if (options.stop !== undefined) config.stop = [...options.stop];
+  return config;
+}
+
+function toolErrorMessage(id: string, callId: string, text: string): UserMessage {
+  return {
+    id,
+    role: "user",
+    content: [{ type: "tool-result", toolCallId: callId, content: [{ type: "text", text }], isError: true }],
+    source: { kind: "tool", callId },
+  };
+}
+
+/** A queue that feeds one `subscribe()` iterator. */
+class UpdateQueue {
+  readonly #items: AgentUpdate[] = [];
+  #wake: (() => void) | undefined;
+  #closed = false;
+
+  push(update: AgentUpdate): void {
+    if (this.#closed) return;
+    this.#items.push(update);
+    this.#wake?.();
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#wake?.();
+  }
+
+  async *iterate(onReturn: () => void): AsyncGenerator<AgentUpdate> {
+    try {
+      while (true) {
+        if (this.#items.length > 0) {
+          yield this.#items.shift()!;
+          continue;
+        }
+        if (this.#closed) return;
+        await new Promise<void>((resolve) => (this.#wake = resolve));
+        this.#wake = undefined;
+      }
+    } finally {
+      onReturn();
+    }
+  }
+}
+
+/**
+ * The loop's `Agent` implementation.
+ *
+ * Internal to the SDK: agents are made by `ctx.agents.create()` or `harness.createAgent()`.
+ */
+export class LoopAgent implements Agent {
+  readonly id: string;
+  readonly options: AgentOptions;
+  readonly session: Session;
+  readonly inbox: Inbox;
+  readonly ctx: HarnessContext;
+
+  readonly #ctx: LoopContext;
+  readonly #init: LoopAgentInit;
+  readonly #sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  #status: AgentStatus = "idle";
+  #pumping: Promise<void> | undefined;
+  #wakePending = false;
+  #controller: AbortController | undefined;
+  #cancelCause: TurnEndCancelCause | undefined;
+  #disposed = false;
+  #maintenance: Promise<unknown> | undefined;
+  #idleWaiters: (() => void)[] = [];
+  #firstRequestOfLoop = true;
+  #turn: number;
+  readonly #subscribers = new Set<UpdateQueue>();
+  readonly #claimedBy = new Map<string, number>();
+  readonly #runWaiters = new Map<string, { resolve: (r: RunResult) => void; reject: (e: unknown) => void }>();
+
+  /**
+   * Create the agent. It starts idle; queue input to wake it.
+   *
+   * @param init The agent's context, session and settings.
+   */
+  constructor(init: LoopAgentInit) {
+    this.#init = init;
+    this.#ctx = init.ctx;
+    this.ctx = init.ctx as unknown as HarnessContext;
+    this.session = init.session;
+    this.id = init.session.id;
+    this.options = Object.freeze({ ...init.options });
+    this.#sleep = init.sleep ?? defaultSleep;
+    this.#turn = init.session.events.reduce((n, e) => (e.type === "turn/start" ? e.data.turn : n), 0);
+    this.#firstRequestOfLoop = true;
+    this.inbox = Inbox.fromLog(init.session.events, (splice) => {
+      this.session.append("agent/inbox/spliced", splice);
+    });
+  }
+
+  get status(): AgentStatus {
+    return this.#status;
+  }
+
+  /** Whether the agent was disposed. */
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
+  followup(input: AgentInput): InboxEntry {
+    return this.send(input, "next-turn", true);
+  }
+
+  steer(input: AgentInput): InboxEntry {
+    return this.send(input, "next-step", true);
+  }
+
+  inject(input: AgentInput): InboxEntry {
+    return this.send(input, "next-step", false);
+  }
+
+  send(input: AgentInput, target: InboxTarget, wakeup: boolean): InboxEntry {
+    if (this.#disposed) throw new HarnessError("AGENT_DISPOSED", `Agent "${this.id}" is disposed`);
+    if (target !== "next-turn" && target !== "next-step") {
+      throw new HarnessError("INVALID_ARGS", `Unknown inbox target "${String(target)}"`);
+    }
+    const message = toUserMessage(input, this.#init.newId());
+    const entry: InboxEntry = { id: this.#init.newId(), message };
+    this.inbox.push(target, entry);
+    this.#ctx.emit("agent/inbox/inserted", this, entry, target);
+    if (wakeup) {
+      this.#wakePending = true;
+      this.#schedule();
+    }
+    return entry;
+  }
+
+  cancel(cause: TurnEndCancelCause, options: CancelOptions = {}): void {
+    if (!options.keepInbox) {
+      const discarded = this.inbox.clear();
+      for (const entry of discarded) {
+        this.#ctx.emit("agent/inbox/discarded", this, entry);
+        const waiter = this.#runWaiters.get(entry.id);
+        if (waiter) {
+          this.#runWaiters.delete(entry.id);
+          waiter.reject(new HarnessError("INPUT_DISCARDED", `Input "${entry.id}" was discarded by cancel(${cause})`));
+        }
+      }
+      this.#wakePending = false;
+    }
+    if (this.#controller && !this.#controller.signal.aborted) {
+      this.#cancelCause = cause;
+      this.#controller.abort(new HarnessError("ABORTED", `Turn cancelled: ${cause}`));
+    }
+  }
+
+  whenIdle(): Promise<void> {
+    if (!this.#pumping && !this.#hasWork()) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  async runMaintenance<T>(task: () => Promise<T> | T): Promise<T> {
+    while (this.#pumping || this.#maintenance) {
+      await (this.#pumping ?? this.#maintenance);
+    }
+    const running = (async () => await task())();
+    this.#maintenance = running;
+    try {
+      return await running;
+    } finally {
+      this.#maintenance = undefined;
+      this.#schedule();
+    }
+  }
+
+  run(input: AgentInput): Promise<RunResult> {
+    const entry = this.followup(input);
+    return new Promise<RunResult>((resolve, reject) => this.#runWaiters.set(entry.id, { resolve, reject }));
+  }
+
+  subscribe(): AsyncIterable<AgentUpdate> {
+    const queue = new UpdateQueue();
+    if (this.#disposed) queue.close();
+    else this.#subscribers.add(queue);
+    return { [Symbol.asyncIterator]: () => queue.iterate(() => this.#subscribers.delete(queue)) };
+  }
+
+  /**
+   * Publish a committed event to subscribers (the factory wires this to `session/event`).
+   *
+   * @param event The committed event.
+   */
+  publish(event: SessionEvent): void {
+    if (this.#subscribers.size === 0) return;
+    for (const queue of this.#subscribers) queue.push({ kind: "event", event });
+    if (event.type === "assistant/chunk") {
+      const { turn, step, chunk } = event.data;
+      const delta = chunk.type === "text-delta"
+        ? { blockType: "text" as const, text: chunk.text }
+        : chunk.type === "reasoning-delta"
+        ? { blockType: "reasoning" as const, text: chunk.text }
+        : chunk.type === "tool-call-delta"
+        ? { blockType: "tool-call" as const, text: chunk.argumentsDelta }
+        : undefined;
+      if (delta) { for (const queue of this.#subscribers) queue.push({ kind: "delta", turn, step, ...delta }); }
+    }
+  }
+
+  /**
+   * Stop the loop: cancel the running turn and wait for it to close.
+   *
+   * @returns Resolves once the driver has stopped.
+   */
+  async stop(): Promise<void> {
+    if (this.#disposed) return;
+    this.cancel("disposed");
+    this.#disposed = true;
+    await this.#pumping;
+    for (const [id, waiter] of this.#runWaiters) {
+      waiter.reject(new HarnessError("AGENT_DISPOSED", `Agent "${this.id}" was disposed before input "${id}" ran`));
+    }
+    this.#runWaiters.clear();
+    for (const queue of this.#subscribers) queue.close();
+    this.#subscribers.clear();
+    this.#releaseIdle();
+  }
+
+  #hasWork(): boolean {
+    if (this.#disposed) return false;
+    return this.inbox.pending("next-turn").length > 0 ||
+      (this.#wakePending && this.inbox.pending("next-step").length > 0);
+  }
+
+  #schedule(): void {
+    if (this.#pumping || this.#maintenance || this.#disposed || !this.#hasWork()) return;
+    this.#pumping = this.#pump();
+  }
+
+  async #pump(): Promise<void> {
+    this.#setStatus("running");
+    try {
+      while (this.#hasWork()) {
+        try {
+          await this.#runTurn();
+        } catch (error) {
+          // A defect outside model calls (a throwing listener, a broken service): report it and stop this turn.
+          this.#ctx.emit("agent/error", this, error);
+          this.#closeTurnAfterDefect(error);
+        }
+      }
+    } finally {
+      this.#pumping = undefined;
+      this.#setStatus("idle");
+      this.#releaseIdle();
+    }
+  }
+
+  #releaseIdle(): void {
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  #setStatus(status: AgentStatus): void {
+    if (this.#status === status) return;
+    this.#status = status;
+    this.#ctx.emit("agent/status", this, status);
+    for (const queue of this.#subscribers) queue.push({ kind: "status", status });
+  }
+
+  /** After a defect, close whatever step and turn are open so the log stays well-formed. */
+  #closeTurnAfterDefect(error: unknown): void {
+    let openTurn: number | undefined;
+    let openStep: number | undefined;
+    for (const event of this.session.events) {
+      if (event.type === "turn/start") openTurn = event.data.turn;
+      else if (event.type === "turn/end") openTurn = undefined;
+      else if (event.type === "step/start") openStep = event.data.step;
+      else if (event.type === "step/end") openStep = undefined;
+    }
+    if (openTurn === undefined) return;
+    if (openStep !== undefined) this.session.append("step/end", { turn: openTurn, step: openStep });
+    const failure: LlmFailureData = {
+      code: HarnessError.isInstance(error) ? error.code : "UNKNOWN",
+      message: error instanceof Error ? error.message : String(error),
+    };
+    this.#endTurn(openTurn, { kind: "error", error: failure });
+  }
+
+  async #runTurn(): Promise<void> {
+    const controller = new AbortController();
+    this.#controller = controller;
+    this.#cancelCause = undefined;
+    const signal = controller.signal;
+    const turn = ++this.#turn;
+    this.#wakePending = false;
+    this.session.append("turn/start", { turn });
+    let step = 0;
+    let owesRequest = false;
+    let reason: TurnEndReason | undefined;
+    const aborted = (): TurnEndReason => ({ kind: "aborted", reason: this.#cancelCause ?? "user" });
+
+    while (reason === undefined) {
+      if (signal.aborted) {
+        reason = aborted();
+        break;
+      }
+      const first = step === 0;
+      const claimed = this.inbox.claim("next-step");
+      if (first) claimed.push(...this.inbox.claim("next-turn", 1));
+      for (const entry of claimed) {
+        this.#claimedBy.set(entry.id, turn);
+        this.#ctx.emit("agent/inbox/claimed", this, entry, turn);
+      }
+      if (!first && claimed.length === 0 && !owesRequest) break;
+      const proposed = claimed.map((entry) => entry.message);
+      await this.#checkpoint();
+      const decision: PreStepDecision = await this.#ctx.waterfall(
+        "agent/pre-step",
+        this,
+        { turn, step: step + 1, messages: proposed },
+        () => Promise.resolve({ kind: "enter", messages: proposed }),
+      );
+      if (signal.aborted) {
+        reason = aborted();
+        break;
+      }
+      if (decision.kind === "reject") {
+        reason = { kind: "blocked" };
+        break;
+      }
+      if (first && decision.messages.length === 0) {
+        reason = { kind: "completed" };
+        break;
+      }
+      step++;
+      this.session.append("step/start", { turn, step });
+      const outcome = await this.#runStep(turn, step, decision.messages, signal);
+      this.session.append("step/end", { turn, step });
+      if (outcome.kind === "aborted") reason = aborted();
+      else if (outcome.kind === "error") reason = { kind: "error", error: outcome.failure! };
+      else if (outcome.kind === "max-tokens") reason = { kind: "max-tokens" };
+      else if (signal.aborted) reason = aborted();
+      if (reason !== undefined) break;
+      owesRequest = outcome.owesRequest === true && outcome.concluded !== true;
+      if (outcome.concluded) {
+        reason = { kind: "completed" };
+        break;
+      }
+      if (owesRequest || this.inbox.pending("next-step").length > 0) continue;
+      await this.#ctx.serial("agent/turn-stopping", this, turn);
+      if (signal.aborted) reason = aborted();
+      else if (this.inbox.pending("next-step").length === 0) reason = { kind: "completed" };
+    }
+    this.#endTurn(turn, reason ?? { kind: "completed" });
+  }
+
+  #endTurn(turn: number, reason: TurnEndReason): void {
+    this.session.append("turn/end", { turn, reason });
+    this.#controller = undefined;
+    for (const [entryId, claimedTurn] of this.#claimedBy) {
+      if (claimedTurn !== turn) continue;
+      this.#claimedBy.delete(entryId);
+      const waiter = this.#runWaiters.get(entryId);
+      if (waiter) {
+        this.#runWaiters.delete(entryId);
+        waiter.resolve(this.#turnResult(turn, reason));
+      }
+    }
+  }
+
+  #turnResult(turn: number, reason: TurnEndReason): RunResult {
+    let usage = ZERO_USAGE;
+    let text = "";
+    let inTurn = false;
+    for (const event of this.session.events) {
+      if (event.type === "turn/start") inTurn = event.data.turn === turn;
+      if (!inTurn) continue;
+      if (event.type === "assistant/chunk" && event.data.chunk.type === "usage") {
+        usage = addUsage(usage, event.data.chunk.usage);
+      } else if (event.type === "assistant/message") {
+        const t = event.data.message.content.filter((b) => b.type === "text").map((b) => b.text).join("");
+        if (t.length > 0) text = t;
+      }
+    }
+    return { text, reason, usage, turn };
+  }
+
+  async #runStep(
+    turn: number,
+    step: number,
+    entered: readonly UserMessage[],
+    signal: AbortSignal,
+  ): Promise<StepOutcome> {
+    const draft = callConfig(this.options);
+    const config = await this.#ctx.waterfall(
+      "agent/request",
+      this,
+      { turn, step, config: draft },
+      () => Promise.resolve(draft),
+    );
+    if (signal.aborted) return { kind: "aborted" };
+    let prepared;
+    try {
+      prepared = this.#ctx.service("llm").prepareCall(config);
+    } catch (error) {
+      const failure: LlmFailureData = error instanceof LlmFailure ? error.toData() : {
+        code: HarnessError.isInstance(error) ? error.code : "UNKNOWN",
+        message: error instanceof Error ? error.message : String(error),
+      };
+      return { kind: "error", failure };
+    }
+    const scope: ScopeInfo | undefined = this.#ctx.scope;
+    const assembly = await this.#ctx.service("systemPrompt").assemble({ scope, signal });
+    if (signal.aborted) return { kind: "aborted" };
+
+    for (const message of entered) this.session.append("user/message", message, { surfaceOp: "append" });
+    this.#recordHeader(prepared, assembly);
+
+    const header = this.session.requestHeader()!;
+    const request: GenerateOptions = deepFreeze({
+      config: header.config,
+      ...(header.system !== undefined ? { system: header.system } : {}),
+      messages: this.session.deriveMessages(),
+      ...(header.tools !== undefined ? { tools: header.tools } : {}),
+      purpose: "turn",
+      sessionId: this.id,
+    });
+    if (this.#init.invariants) checkRequestReconstruction(this.session.events, request);
+
+    let attempt = 0;
+    let assembler: BlockAssembler;
+    let chunkSeqs: number[];
+    while (true) {
+      attempt++;
+      assembler = new BlockAssembler();
+      chunkSeqs = [];
+      await this.#checkpoint();
+      for await (const chunk of prepared.stream(request, signal, { context: this.#ctx as never })) {
+        const event = this.session.append("assistant/chunk", { turn, step, chunk });
+        chunkSeqs.push(event.seq);
+        assembler.push(chunk);
+      }
+      const finish = assembler.finish ?? { kind: "error", failure: { code: "STREAM_CLOSED", message: "No finish" } };
+      if (signal.aborted) {
+        const partial = assembler.interruptedBlocks();
+        if (partial.length > 0) this.#appendAssistant(turn, step, partial, prepared.config, chunkSeqs, undefined, true);
+        return { kind: "aborted" };
+      }
+      if (finish.kind === "error" || finish.kind === "aborted") {
+        const failure = finish.failure;
+        const fallback = (): Promise<RequestErrorAction> => {
+          if (isRetryableFailure(failure) && attempt <= this.#init.retryPolicy.maxRetries) {
+            return Promise.resolve({ kind: "retry", delayMs: retryDelayMs(this.#init.retryPolicy, attempt, failure) });
+          }
+          return Promise.resolve({ kind: "fail" });
+        };
+        const action = await this.#ctx.waterfall(
+          "agent/request-error",
+          this,
+          { turn, step, attempt, failure },
+          fallback,
+        );
+        if (action.kind !== "retry" || signal.aborted) {
+          return signal.aborted ? { kind: "aborted" } : { kind: "error", failure };
+        }
+        this.session.append("llm/retry", { turn, step, attempt, delayMs: action.delayMs, failure });
+        await this.#sleep(action.delayMs, signal);
+        if (signal.aborted) return { kind: "aborted" };
+        continue;
+      }
+      break;
+    }
+
+    const blocks = assembler.blocks();
+    this.#appendAssistant(
+      turn,
+      step,
+      blocks,
+      prepared.config,
+      chunkSeqs,
+      assembler.usage,
+      false,
+      assembler.replayState,
+    );
+    if (assembler.finish?.kind === "max-tokens") return { kind: "max-tokens" };
+    const calls = blocks.filter((b): b is ToolCallBlock => b.type === "tool-call");
+    if (calls.length === 0) return { kind: "ok" };
+    const concluded = await this.#runTools(turn, step, calls, signal);
+    return { kind: signal.aborted ? "aborted" : "ok", owesRequest: true, concluded };
+  }
+
+  /**
+   * A durability checkpoint: every event committed so far is durable before
+   * the loop goes on. A failed checkpoint fails the turn (fail closed).
+   */
+  async #checkpoint(): Promise<void> {
+    await this.#ctx.service("sessions").flush(this.session);
+  }
+
+  #recordHeader(
+    prepared: { config: LlmCallConfig; adapterDefaults?: EpochHeader["adapterDefaults"]; contextWindow?: number },
+    assembly: { system?: string; tools?: EpochHeader["tools"] },
+  ): void {
+    const header = canonicalHeader({
+      config: prepared.config,
+      adapterDefaults: prepared.adapterDefaults,
+      system: assembly.system,
+      tools: assembly.tools,
+    });
+    const previous = this.session.requestHeader();
+    const reason = previous === undefined
+      ? "initial"
+      : this.#firstRequestOfLoop
+      ? "resume"
+      : headerEquals(previous, header)
+      ? undefined
+      : "change";
+    this.#firstRequestOfLoop = false;
+    if (reason !== undefined) this.session.append("request/header", { header, reason });
+    const context = {
+      provider: prepared.config.provider,
+      model: prepared.config.model,
+      ...(prepared.contextWindow !== undefined ? { contextWindow: prepared.contextWindow } : {}),
+    };
+    const previousContext = this.session.requestContext();
+    if (
+      previousContext === undefined || previousContext.provider !== context.provider ||
+      previousContext.model !== context.model || previousContext.contextWindow !== context.contextWindow
+    ) {
+      this.session.append("request/context", context);
+    }
+  }
+
+  #appendAssistant(
+    turn: number,
+    step: number,
+    content: ContentBlock[],
+    config: LlmCallConfig,
+    chunkSeqs: number[],
+    usage: TokenUsage | undefined,
+    interrupted: boolean,
+    replayState?: unknown,
+  ): void {
+    const message: AssistantMessage = {
+      id: this.#init.newId(),
+      role: "assistant",
+      content,
+      source: {
+        kind: "model",
+        provider: config.provider,
+        model: config.model,
+        ...(replayState !== undefined ? { replayState } : {}),
+      },
+    };
+    this.session.append(
+      "assistant/message",
+      {
+        turn,
+        step,
+        message,
+        ...(usage !== undefined ? { usage } : {}),
+        ...(interrupted ? { interrupted: true as const } : {}),
+      },
+      { surfaceOp: "append", sourceEventSeqs: chunkSeqs },
+    );
+  }
+
+  async #runTools(turn: number, step: number, calls: ToolCallBlock[], signal: AbortSignal): Promise<boolean> {
+    const tools = this.#ctx.service("tools");
+    const scope = this.#ctx.scope;
+    const callSeqs = new Map<string, number>();
+    let concluded = false;
+    const results = scheduleToolCalls(calls, {
+      maxParallel: this.#init.maxParallelToolCalls,
+      isParallel: (call) => {
+        try {
+          return tools.executionMode({ name: call.name, arguments: call.arguments, scope }) === "parallel";
+        } catch {
+          return false;
+        }
+      },
+      run: async (call) => {
+        const event = this.session.append("tool/call", {
+          turn,
+          step,
+          callId: call.id,
+          name: call.name,
+          arguments: call.arguments,
+        });
+        callSeqs.set(call.id, event.seq);
+        if (signal.aborted) {
+          return {
+            message: toolErrorMessage(this.#init.newId(), call.id, "The turn was cancelled before this tool started"),
+            error: { name: "ToolAborted", code: "ABORTED_BEFORE_DISPATCH" },
+            contexts: [] as UserMessage[],
+          };
+        }
+        await this.#checkpoint();
+        return await tools.execute({
+          callId: call.id,
+          name: call.name,
+          arguments: call.arguments,
+          signal,
+          scope,
+          sessionId: this.id,
+          turn,
+          step,
+        });
+      },
+    });
+    for await (const { item, result } of results) {
+      this.session.append(
+        "tool/result",
+        {
+          turn,
+          step,
+          message: result.message,
+          ...(result.error !== undefined ? { error: result.error } : {}),
+          ...(result.meta !== undefined ? { meta: result.meta } : {}),
+        },
+        { surfaceOp: "append", sourceEventSeqs: [callSeqs.get(item.id)!] },
+      );
+      for (const context of result.contexts ?? []) {
+        this.inbox.push("next-step", { id: this.#init.newId(), message: context });
+      }
+      if (result.concludeTurn === true) concluded = true;
+    }
+    return concluded;
+  }
+}

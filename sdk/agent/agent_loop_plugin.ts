@@ -1,0 +1,202 @@
+/**
+ * The agent loop plugin: installs the loop as `ctx.agents`' factory. Creation
+ * is a transaction: scope → session → agent → setup → registry entries →
+ * `session/created` → `agent/created` → `agent/session-start`; any failure
+ * rolls back what was done, and every announced creation is paired with its
+ * disposal.
+ *
+ * @module
+ */
+
+import type { HarnessContext } from "../kernel/harness_context.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import { createScope } from "../kernel/scope.ts";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../llm/mod.ts";
+import type { Session, SessionStore } from "../session/mod.ts";
+import type { AgentHandle, AgentOptions } from "./agent.ts";
+import type { AgentFactory, AgentRegistry, CreateAgentOptions, ResumeAgentOptions } from "./agent_registry.ts";
+import { LoopAgent, type LoopContext } from "./agent_loop.ts";
+
+/** Options of {@linkcode agentLoopPlugin}. */
+export interface AgentLoopOptions {
+  /** The route used when an agent names none. */
+  readonly defaultModel?: Partial<AgentOptions>;
+  /**
+   * The most tool calls of one step that run at once.
+   *
+   * @default {10}
+   */
+  readonly maxParallelToolCalls?: number;
+  /** @default {DEFAULT_RETRY_POLICY} */
+  readonly retryPolicy?: RetryPolicy;
+  /**
+   * Check every request against the log's derivation (costs a full fold per request).
+   *
+   * @default {true}
+   */
+  readonly invariants?: boolean;
+  /** @default {Date.now} */
+  readonly now?: () => number;
+  /** @default {crypto.randomUUID} */
+  readonly newId?: () => string;
+  /** Sleep used between retries. @default {a timer that honours the signal} */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+interface LoopPluginServices {
+  agents: AgentRegistry;
+  sessions: SessionStore;
+}
+
+function resolveRoute(defaults: Partial<AgentOptions> | undefined, options: Partial<AgentOptions>): AgentOptions {
+  const merged: Partial<AgentOptions> = { ...defaults };
+  for (const [key, value] of Object.entries(options)) {
+    if (
+      value !== undefined && key !== "id" && key !== "setup" && key !== "sessionId" && key !== "events" &&
+      key !== "header"
+    ) {
+      (merged as Record<string, unknown>)[key] = value;
+    }
+  }
+  if (typeof merged.provider !== "string" || typeof merged.model !== "string") {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      "Cannot create an agent without a provider and a model (set a default model)",
+    );
+  }
+  return merged as AgentOptions;
+}
+
+/**
+ * Build the loop factory over a context that provides `agents`, `sessions`,
+ * `llm`, `tools` and `systemPrompt`.
+ *
+ * @param ctx The context the plugin runs on.
+ * @param options Defaults for the agents it makes.
+ * @returns The factory.
+ */
+export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions = {}): AgentFactory {
+  const now = options.now ?? Date.now;
+  const newId = options.newId ?? (() => crypto.randomUUID());
+  const services = ctx as unknown as HarnessContext<Record<string, never>, LoopPluginServices>;
+
+  async function build(
+    ownerCtx: HarnessContext,
+    id: string,
+    route: AgentOptions,
+    makeSession: (scopeCtx: HarnessContext) => Session,
+    origin: "create" | "resume",
+    setup: CreateAgentOptions["setup"],
+  ): Promise<AgentHandle> {
+    const sessions = services.service("sessions");
+    const registry = services.service("agents");
+    if (sessions.get(id) !== undefined || registry.get(id) !== undefined) {
+      throw new HarnessError("SESSION_ALREADY_EXISTS", `Session "${id}" is already live`, { details: { id } });
+    }
+    const scope = createScope(ownerCtx, id);
+    const undo: (() => void | Promise<void>)[] = [() => scope.dispose()];
+    const rollback = async () => {
+      for (const step of undo.reverse()) await step();
+    };
+    let agent: LoopAgent;
+    try {
+      const session = makeSession(scope.ctx);
+      agent = new LoopAgent({
+        ctx: scope.ctx as unknown as LoopContext,
+        session,
+        options: route,
+        origin,
+        now,
+        newId,
+        maxParallelToolCalls: options.maxParallelToolCalls ?? 10,
+        retryPolicy: options.retryPolicy ?? DEFAULT_RETRY_POLICY,
+        invariants: options.invariants ?? true,
+        sleep: options.sleep,
+      });
+      const a = agent;
+      undo.push(() => a.stop());
+      (scope.ctx as unknown as HarnessContext<{ "session/event": (s: Session, e: unknown) => void }>).on(
+        "session/event",
+        (s, event) => {
+          if (s === session) a.publish(event as never);
+        },
+      );
+      await setup?.(scope.ctx, agent);
+      const detachSession = sessions.enter(session);
+      undo.push(detachSession);
+      const detachAgent = registry.enter(agent);
+      undo.push(detachAgent);
+      sessions.announce(session);
+      undo.push(() => ctx.emit("session/disposed" as never, session as never));
+      (ctx as unknown as LoopContext).emit("agent/created", agent);
+      undo.push(() => (ctx as unknown as LoopContext).emit("agent/disposed", a));
+      (ctx as unknown as LoopContext).emit("agent/session-start", agent, origin);
+    } catch (error) {
+      await rollback();
+      throw error;
+    }
+    let disposing: Promise<void> | undefined;
+    return {
+      agent,
+      dispose: () => (disposing ??= rollback()),
+    };
+  }
+
+  return {
+    create(ownerCtx, createOptions) {
+      const route = resolveRoute(options.defaultModel, createOptions);
+      const id = createOptions.id ?? newId();
+      return build(
+        ownerCtx,
+        id,
+        route,
+        (scopeCtx) => services.service("sessions").prepare(id, { ctx: scopeCtx, now }),
+        "create",
+        createOptions.setup,
+      );
+    },
+    resume(ownerCtx, resumeOptions) {
+      const route = resolveRoute(options.defaultModel, routeFromLog(resumeOptions));
+      return build(
+        ownerCtx,
+        resumeOptions.sessionId,
+        route,
+        (scopeCtx) =>
+          services.service("sessions").prepare(resumeOptions.sessionId, {
+            ctx: scopeCtx,
+            now,
+            seed: resumeOptions.events,
+            header: resumeOptions.header,
+          }),
+        "resume",
+        resumeOptions.setup,
+      );
+    },
+  };
+}
+
+/** The route a resumed agent keeps: the last recorded header's, unless overridden. */
+function routeFromLog(options: ResumeAgentOptions): Partial<AgentOptions> {
+  let recorded: Partial<AgentOptions> = {};
+  for (const event of options.events) {
+    if (event.type === "request/header") {
+      const { provider, model, reasoningEffort, temperature, maxTokens, stop } = event.data.header.config;
+      recorded = { provider, model, reasoningEffort, temperature, maxTokens, stop };
+    }
+  }
+  const { sessionId: _id, events: _events, header: _header, setup: _setup, ...overrides } = options;
+  return { ...recorded, ...Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined)) };
+}
+
+/**
+ * The plugin that installs the agent loop as the agent factory. It needs the
+ * `agents`, `sessions`, `llm`, `tools` and `systemPrompt` services.
+ *
+ * @param ctx The plugin context.
+ * @param options Loop defaults.
+ */
+export function agentLoopPlugin(ctx: HarnessContext, options: AgentLoopOptions = {}): void {
+  const registry = (ctx as unknown as HarnessContext<Record<string, never>, LoopPluginServices>).service("agents");
+  const uninstall = registry.setFactory(createLoopFactory(ctx, options));
+  ctx.effect(() => uninstall, "agent-loop factory");
+}

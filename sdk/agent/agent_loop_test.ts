@@ -1,0 +1,585 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { z } from "zod";
+import { createHarness, type CreateHarnessOptions, type Harness } from "../harness.ts";
+import { defineTool } from "../tools/mod.ts";
+import { LlmFailure, type StreamChunk } from "../llm/mod.ts";
+import type { SessionEvent } from "../session/mod.ts";
+import { checkInvariants } from "../invariants/mod.ts";
+import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
+import type { Agent } from "./agent.ts";
+import { counterClock, counterIds, summarize } from "./_test_support.ts";
+
+const add = defineTool({
+  name: "add",
+  description: "Add two numbers",
+  parameters: z.object({ a: z.number(), b: z.number() }),
+  output: { schema: z.number(), render: (_args, sum) => String(sum) },
+  execute: ({ a, b }) => a + b,
+  isConcurrencySafe: () => true,
+});
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+async function setup(script: Script, options: Partial<CreateHarnessOptions> = {}) {
+  const model = scriptedAdapter(script);
+  const harness: Harness = await createHarness({
+    adapters: [model],
+    model: { provider: "scripted", model: "scripted-model" },
+    tools: [add],
+    system: "You are a careful assistant.",
+    now: counterClock(),
+    newId: counterIds(),
+    sleep: () => Promise.resolve(),
+    ...options,
+  });
+  const agent: Agent = await harness.createAgent({ id: "s1" });
+  return { model, harness, agent };
+}
+
+function assertValidLog(events: readonly SessionEvent[]) {
+  assert.deepEqual(checkInvariants(events), []);
+}
+
+/** Resolve once the agent's log has an event matching `predicate`. */
+function waitForEvent(agent: Agent, predicate: (e: SessionEvent) => boolean): Promise<SessionEvent> {
+  const found = agent.session.events.find(predicate);
+  if (found) return Promise.resolve(found);
+  return new Promise((resolve) => {
+    const off = agent.ctx.on(
+      "session/event" as never,
+      ((_s: unknown, e: SessionEvent) => {
+        if (predicate(e)) {
+          off();
+          resolve(e);
+        }
+      }) as never,
+    );
+  });
+}
+
+describe("agent loop event sequences", () => {
+  it("a plain answer: one turn, one step", async () => {
+    const { harness, agent, model } = await setup([textResponse("Hello there")]);
+    const result = await agent.run("Hi");
+    assert.equal(result.text, "Hello there");
+    assert.deepEqual(result.reason, { kind: "completed" });
+    assert.equal(result.turn, 1);
+    assert.deepEqual(summarize(agent.session.events), [
+      "inbox next-turn inserted +1",
+      "turn/start 1",
+      "inbox next-turn claimed -1",
+      "step/start 1.1",
+      "user/message Hi",
+      "request/header initial",
+      "request/context",
+      "assistant/chunk×5",
+      "assistant/message text:Hello there",
+      "step/end 1.1",
+      "turn/end 1 completed",
+    ]);
+    const request = model.requests[0];
+    assert.equal(request.system, "You are a careful assistant.");
+    assert.deepEqual(request.tools?.map((t) => t.name), ["add"]);
+    assert.deepEqual(request.messages, agent.session.deriveMessages().slice(0, 1));
+    assert.ok(Object.isFrozen(request) && Object.isFrozen(request.messages));
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("a two-step tool turn feeds the tool result into the second request", async () => {
+    const { harness, agent, model } = await setup([
+      toolCallResponse([{ id: "call_1", name: "add", arguments: '{"a":2,"b":3}' }], { reasoning: "Need to add" }),
+      textResponse("The sum is 5"),
+    ]);
+    const result = await agent.run("What is 2+3?");
+    assert.equal(result.text, "The sum is 5");
+    assert.deepEqual(summarize(agent.session.events).filter((s) => !s.startsWith("assistant/chunk")), [
+      "inbox next-turn inserted +1",
+      "turn/start 1",
+      "inbox next-turn claimed -1",
+      "step/start 1.1",
+      "user/message What is 2+3?",
+      "request/header initial",
+      "request/context",
+      "assistant/message reasoning:Need to add,call:add",
+      "tool/call add call_1",
+      "tool/result call_1",
+      "step/end 1.1",
+      "step/start 1.2",
+      "assistant/message text:The sum is 5",
+      "step/end 1.2",
+      "turn/end 1 completed",
+    ]);
+    const second = model.requests[1];
+    assert.equal(second.messages.length, 3);
+    const toolResult = second.messages[2];
+    assert.equal(toolResult.role, "user");
+    assert.deepEqual(toolResult.content, [
+      { type: "tool-result", toolCallId: "call_1", content: [{ type: "text", text: "5" }] },
+    ]);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("parallel calls overlap, an exclusive call waits for them and blocks the next; results keep model order", async () => {
+    const log: string[] = [];
+    const gates = new Map<string, { promise: Promise<void>; resolve: () => void }>();
+    let running = 0;
+    let maxRunning = 0;
+    const slow = defineTool({
+      name: "slow",
+      description: "Waits for its gate",
+      parameters: z.object({ key: z.string(), exclusive: z.boolean() }),
+      output: { schema: z.string(), render: (_a, v) => v },
+      isConcurrencySafe: (args) => !args.exclusive,
+      async execute({ key }) {
+        running++;
+        maxRunning = Math.max(maxRunning, running);
+        log.push(`start ${key}`);
+        const gate = deferred();
+        gates.set(key, gate);
+        await gate.promise;
+        running--;
+        log.push(`end ${key}`);
+        return key;
+      },
+    });
+    const calls = [
+      { id: "p1", name: "slow", arguments: '{"key":"p1","exclusive":false}' },
+      { id: "p2", name: "slow", arguments: '{"key":"p2","exclusive":false}' },
+      { id: "x1", name: "slow", arguments: '{"key":"x1","exclusive":true}' },
+      { id: "p3", name: "slow", arguments: '{"key":"p3","exclusive":false}' },
+    ];
+    const { harness, agent } = await setup([toolCallResponse(calls), textResponse("done")], { tools: [slow] });
+    const run = agent.run("go");
+    const waitStarted = async (key: string) => {
+      while (!gates.has(key)) await new Promise((r) => setTimeout(r, 1));
+    };
+    await waitStarted("p1");
+    await waitStarted("p2");
+    assert.deepEqual(log, ["start p1", "start p2"]);
+    gates.get("p2")!.resolve(); // the later call finishes first
+    await new Promise((r) => setTimeout(r, 5));
+    assert.equal(gates.has("x1"), false, "the exclusive call waits for the parallel group");
+    gates.get("p1")!.resolve();
+    await waitStarted("x1");
+    await new Promise((r) => setTimeout(r, 5));
+    assert.equal(gates.has("p3"), false, "the exclusive call blocks the next one");
+    gates.get("x1")!.resolve();
+    await waitStarted("p3");
+    gates.get("p3")!.resolve();
+    await run;
+    assert.equal(maxRunning, 2);
+    const order = agent.session.events.filter((e) => e.type === "tool/result").map((e) =>
+      e.type === "tool/result" && e.data.message.source.kind === "tool" ? e.data.message.source.callId : ""
+    );
+    assert.deepEqual(order, ["p1", "p2", "x1", "p3"]);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("a retryable failure is retried inside the same step", async () => {
+    const { harness, agent, model } = await setup([
+      { throw: new LlmFailure("RATE_LIMIT", "Slow down", { status: 429 }) },
+      textResponse("Recovered"),
+    ]);
+    const result = await agent.run("Hi");
+    assert.equal(result.text, "Recovered");
+    assert.equal(model.requests.length, 2);
+    assert.deepEqual(model.requests[0], model.requests[1]);
+    assert.deepEqual(summarize(agent.session.events).slice(3), [
+      "step/start 1.1",
+      "user/message Hi",
+      "request/header initial",
+      "request/context",
+      "assistant/chunk×1",
+      "llm/retry 1 RATE_LIMIT",
+      "assistant/chunk×5",
+      "assistant/message text:Recovered",
+      "step/end 1.1",
+      "turn/end 1 completed",
+    ]);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("a non-retryable failure ends the turn with error", async () => {
+    const { harness, agent } = await setup([{ throw: new LlmFailure("AUTH", "Bad key", { status: 401 }) }]);
+    const result = await agent.run("Hi");
+    assert.equal(result.reason.kind, "error");
+    assert.equal(result.reason.kind === "error" && result.reason.error.code, "AUTH");
+    assert.deepEqual(summarize(agent.session.events).slice(-4), [
+      "request/context",
+      "assistant/chunk×1",
+      "step/end 1.1",
+      "turn/end 1 error:AUTH",
+    ]);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("retries stop after the policy's maximum", async () => {
+    const failure = new LlmFailure("SERVER", "Down", { status: 503 });
+    const { harness, agent, model } = await setup({ throw: failure }, {
+      retryPolicy: { maxRetries: 2, baseDelayMs: 1, maxDelayMs: 2, jitter: 0, retryAfterCapMs: 10 },
+    });
+    const result = await agent.run("Hi");
+    assert.equal(result.reason.kind, "error");
+    assert.equal(model.requests.length, 3);
+    assert.equal(agent.session.events.filter((e) => e.type === "llm/retry").length, 2);
+    await harness.dispose();
+  });
+
+  it("max-tokens ends the turn and drops tool calls", async () => {
+    const chunks: StreamChunk[] = [
+      { type: "block-start", index: 0, blockType: "text" },
+      { type: "text-delta", index: 0, text: "Partial" },
+      { type: "block-end", index: 0, block: { type: "text", text: "Partial" } },
+      { type: "block-start", index: 1, blockType: "tool-call" },
+      { type: "tool-call-delta", index: 1, id: "c1", name: "add", argumentsDelta: '{"a":1' },
+      { type: "finish", reason: { kind: "max-tokens" } },
+    ];
+    const { harness, agent } = await setup([{ chunks }]);
+    const result = await agent.run("Write a lot");
+    assert.deepEqual(result.reason, { kind: "max-tokens" });
+    assert.equal(agent.session.events.some((e) => e.type === "tool/call"), false);
+    assert.deepEqual(summarize(agent.session.events).slice(-3), [
+      "assistant/message text:Partial",
+      "step/end 1.1",
+      "turn/end 1 max-tokens",
+    ]);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("a pre-step rejection ends the turn blocked with no step", async () => {
+    const { harness, agent, model } = await setup([textResponse("never")]);
+    agent.ctx.on("agent/pre-step" as never, (() => Promise.resolve({ kind: "reject", reason: "policy" })) as never);
+    const result = await agent.run("Hi");
+    assert.deepEqual(result.reason, { kind: "blocked" });
+    assert.equal(model.requests.length, 0);
+    assert.deepEqual(summarize(agent.session.events), [
+      "inbox next-turn inserted +1",
+      "turn/start 1",
+      "inbox next-turn claimed -1",
+      "turn/end 1 blocked",
+    ]);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("a pre-step that enters nothing on the first step closes the turn completed with no step", async () => {
+    const { harness, agent } = await setup([textResponse("never")]);
+    agent.ctx.on("agent/pre-step" as never, (() => Promise.resolve({ kind: "enter", messages: [] })) as never);
+    const result = await agent.run("Hi");
+    assert.deepEqual(result.reason, { kind: "completed" });
+    assert.equal(agent.session.events.some((e) => e.type === "step/start"), false);
+    await harness.dispose();
+  });
+
+  it("steer during a stream enters at the next step boundary of the same turn", async () => {
+    const streamStarted = deferred();
+    const release = deferred();
+    const script: Script = async (_request, index) => {
+      if (index === 0) {
+        streamStarted.resolve();
+        await release.promise;
+        return toolCallResponse([{ id: "c1", name: "add", arguments: '{"a":1,"b":1}' }]);
+      }
+      return textResponse(index === 1 ? "Steered answer" : "extra");
+    };
+    const { harness, agent, model } = await setup(script);
+    const run = agent.run("Start");
+    await streamStarted.promise;
+    agent.steer("Actually, be brief");
+    release.resolve();
+    const result = await run;
+    assert.equal(result.text, "Steered answer");
+    assert.equal(model.requests.length, 2);
+    const last = model.requests[1].messages;
+    assert.deepEqual(last.at(-1)?.content, [{ type: "text", text: "Actually, be brief" }]);
+    const s = summarize(agent.session.events);
+    assert.ok(s.includes("step/start 1.2"));
+    assert.equal(s.filter((x) => x.startsWith("turn/start")).length, 1);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("inject queues context without waking; the next followup carries it", async () => {
+    const { harness, agent, model } = await setup([textResponse("ok")]);
+    agent.inject("Context: the user is in Paris");
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(agent.status, "idle");
+    assert.equal(model.requests.length, 0);
+    assert.equal(agent.session.events.some((e) => e.type === "turn/start"), false);
+    await agent.run("Where am I?");
+    const texts = model.requests[0].messages.map((m) =>
+      m.content.map((b) => (b.type === "text" ? b.text : "")).join("")
+    );
+    assert.deepEqual(texts, ["Context: the user is in Paris", "Where am I?"]);
+    await harness.dispose();
+  });
+
+  it("a followup queued while running gets a turn of its own", async () => {
+    const started = deferred();
+    const release = deferred();
+    const script: Script = async (_r, index) => {
+      if (index === 0) {
+        started.resolve();
+        await release.promise;
+      }
+      return textResponse(`answer ${index + 1}`);
+    };
+    const { harness, agent } = await setup(script);
+    const first = agent.run("one");
+    await started.promise;
+    const second = agent.run("two");
+    release.resolve();
+    const [r1, r2] = await Promise.all([first, second]);
+    assert.equal(r1.turn, 1);
+    assert.equal(r1.text, "answer 1");
+    assert.equal(r2.turn, 2);
+    assert.equal(r2.text, "answer 2");
+    assert.deepEqual(
+      summarize(agent.session.events).filter((s) => s.startsWith("turn/") || s.startsWith("user/")),
+      [
+        "turn/start 1",
+        "user/message one",
+        "turn/end 1 completed",
+        "turn/start 2",
+        "user/message two",
+        "turn/end 2 completed",
+      ],
+    );
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("resume header: a change of system prompt between turns records reason change", async () => {
+    const { harness, agent } = await setup([textResponse("a"), textResponse("b"), textResponse("c")]);
+    await agent.run("one");
+    await agent.run("two");
+    harness.ctx.service("systemPrompt").section({ name: "extra", text: "Be terse.", order: 10 });
+    await agent.run("three");
+    const reasons = agent.session.events.filter((e) => e.type === "request/header").map((e) =>
+      e.type === "request/header" ? e.data.reason : ""
+    );
+    assert.deepEqual(reasons, ["initial", "change"]);
+    assert.equal(agent.session.events.filter((e) => e.type === "request/context").length, 1);
+    await harness.dispose();
+  });
+});
+
+describe("agent loop cancellation", () => {
+  it("before the request: nothing of the step is committed but its bracket", async () => {
+    const { harness, agent, model } = await setup([textResponse("never")]);
+    agent.ctx.on(
+      "agent/request" as never,
+      (async (_a: Agent, _d: unknown, next: () => Promise<unknown>) => {
+        agent.cancel("user");
+        return await next();
+      }) as never,
+    );
+    const result = await agent.run("Hi").catch((e) => e);
+    assert.equal(model.requests.length, 0);
+    const s = summarize(agent.session.events);
+    assert.deepEqual(s.slice(1), [
+      "turn/start 1",
+      "inbox next-turn claimed -1",
+      "step/start 1.1",
+      "step/end 1.1",
+      "turn/end 1 aborted:user",
+    ]);
+    assert.deepEqual(result.reason, { kind: "aborted", reason: "user" });
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("mid-stream: the delivered prefix becomes an interrupted assistant message", async () => {
+    const partial: StreamChunk[] = [
+      { type: "block-start", index: 0, blockType: "reasoning" },
+      { type: "reasoning-delta", index: 0, text: "Thinking" },
+      { type: "block-start", index: 1, blockType: "text" },
+      { type: "text-delta", index: 1, text: "Half an ans" },
+    ];
+    const { harness, agent } = await setup([{ hang: true, chunks: partial }]);
+    const run = agent.run("Hi");
+    await waitForEvent(agent, (e) => e.type === "assistant/chunk" && e.data.chunk.type === "text-delta");
+    agent.cancel("user");
+    const result = await run;
+    assert.deepEqual(result.reason, { kind: "aborted", reason: "user" });
+    const message = agent.session.events.find((e) => e.type === "assistant/message");
+    assert.ok(message && message.type === "assistant/message");
+    assert.equal(message.data.interrupted, true);
+    assert.deepEqual(message.data.message.content, [
+      { type: "reasoning", text: "Thinking" },
+      { type: "text", text: "Half an ans" },
+    ]);
+    assert.deepEqual(summarize(agent.session.events).slice(-3), [
+      "assistant/message reasoning:Thinking,text:Half an ans (interrupted)",
+      "step/end 1.1",
+      "turn/end 1 aborted:user",
+    ]);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("during tools: started tools drain, unstarted calls get ABORTED_BEFORE_DISPATCH", async () => {
+    const started = deferred();
+    let sawAbort = false;
+    const blocker = defineTool({
+      name: "blocker",
+      description: "Blocks until aborted",
+      parameters: z.object({}),
+      output: { schema: z.string(), render: (_a, v) => v },
+      async execute(_args, exec) {
+        started.resolve();
+        await new Promise<void>((resolve) => exec.signal.addEventListener("abort", () => resolve(), { once: true }));
+        sawAbort = true;
+        return "stopped";
+      },
+    });
+    const { harness, agent } = await setup([
+      toolCallResponse([
+        { id: "b1", name: "blocker", arguments: "{}" },
+        { id: "a1", name: "add", arguments: '{"a":1,"b":2}' },
+      ]),
+    ], { tools: [add, blocker] });
+    const run = agent.run("go");
+    await started.promise;
+    agent.cancel("user");
+    const result = await run;
+    assert.equal(sawAbort, true);
+    assert.deepEqual(result.reason, { kind: "aborted", reason: "user" });
+    assert.deepEqual(summarize(agent.session.events).slice(-6), [
+      "tool/call blocker b1",
+      "tool/call add a1",
+      "tool/result b1 error:ABORTED",
+      "tool/result a1 error:ABORTED_BEFORE_DISPATCH",
+      "step/end 1.1",
+      "turn/end 1 aborted:user",
+    ]);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("in turn-stopping: the turn ends aborted and later input waits for the next turn", async () => {
+    const { harness, agent, model } = await setup([textResponse("first"), textResponse("second")]);
+    let once = true;
+    agent.ctx.on(
+      "agent/turn-stopping" as never,
+      (() => {
+        if (once) {
+          once = false;
+          agent.cancel("hook");
+        }
+      }) as never,
+    );
+    const result = await agent.run("Hi");
+    assert.deepEqual(result.reason, { kind: "aborted", reason: "hook" });
+    const later = await agent.run("again");
+    assert.equal(later.turn, 2);
+    assert.equal(later.text, "second");
+    assert.equal(model.requests.length, 2);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("cancel discards queued input unless keepInbox", async () => {
+    const started = deferred();
+    const release = deferred();
+    const { harness, agent } = await setup(async (_r, index) => {
+      if (index === 0) {
+        started.resolve();
+        await release.promise;
+      }
+      return textResponse("x");
+    });
+    const first = agent.run("one");
+    await started.promise;
+    const queued = agent.run("two").catch((e) => e);
+    agent.cancel("user");
+    release.resolve();
+    await first;
+    const error = await queued;
+    assert.equal(error.code, "INPUT_DISCARDED");
+    assert.equal(agent.inbox.size, 0);
+    await harness.dispose();
+  });
+});
+
+describe("Agent handle", () => {
+  it("subscribe() yields committed events, deltas and status, and ends on dispose", async () => {
+    const { harness, agent } = await setup([textResponse("Hey")]);
+    const seen: string[] = [];
+    const done = (async () => {
+      for await (const update of agent.subscribe()) {
+        seen.push(
+          update.kind === "event"
+            ? update.event.type
+            : update.kind === "delta"
+            ? `delta:${update.text}`
+            : `status:${update.status}`,
+        );
+      }
+    })();
+    await agent.run("Hi");
+    await harness.dispose();
+    await done;
+    assert.ok(seen.includes("status:running"));
+    assert.ok(seen.includes("status:idle"));
+    assert.ok(seen.includes("turn/end"));
+    assert.equal(seen.filter((s) => s.startsWith("delta:")).join("").replaceAll("delta:", ""), "Hey");
+  });
+
+  it("whenIdle() resolves after queued turns; runMaintenance() runs from idle and holds new turns", async () => {
+    const { harness, agent, model } = await setup(textResponse("ok"));
+    agent.followup("one");
+    agent.followup("two");
+    await agent.whenIdle();
+    assert.equal(model.requests.length, 2);
+    const order: string[] = [];
+    const maintenance = agent.runMaintenance(async () => {
+      order.push("maintenance:start");
+      agent.followup("three");
+      await new Promise((r) => setTimeout(r, 5));
+      assert.equal(agent.status, "idle");
+      order.push("maintenance:end");
+      return 42;
+    });
+    assert.equal(await maintenance, 42);
+    await agent.whenIdle();
+    assert.equal(model.requests.length, 3);
+    assert.deepEqual(order, ["maintenance:start", "maintenance:end"]);
+    await harness.dispose();
+  });
+
+  it("status changes are announced on agent/status", async () => {
+    const { harness, agent } = await setup([textResponse("ok")]);
+    const statuses: string[] = [];
+    harness.ctx.on("agent/status", (_a, status) => void statuses.push(status));
+    await agent.run("Hi");
+    await agent.whenIdle();
+    assert.deepEqual(statuses, ["running", "idle"]);
+    await harness.dispose();
+  });
+
+  it("the inbox is rebuilt from the log and entry ids are unique", async () => {
+    const { harness, agent } = await setup([textResponse("ok")]);
+    agent.inject("pending context");
+    const { Inbox } = await import("./inbox.ts");
+    const rebuilt = Inbox.fromLog(agent.session.events, () => {});
+    assert.deepEqual(rebuilt.pending("next-step").map((e) => e.id), agent.inbox.pending("next-step").map((e) => e.id));
+    const entry = agent.inbox.pending("next-step")[0];
+    assert.throws(
+      () => rebuilt.push("next-step", entry),
+      (e: Error & { code?: string }) => e.code === "DUPLICATE_INBOX_ID",
+    );
+    await harness.dispose();
+  });
+});

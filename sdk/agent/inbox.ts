@@ -1,0 +1,121 @@
+/**
+ * The agent's inbox: two queues of pending input, whose every change is a
+ * durable `agent/inbox/spliced` event, so that a resumed agent rebuilds it
+ * from the log.
+ *
+ * @module
+ */
+
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { InboxEntry, InboxTarget, SessionEvent, SessionEventMap } from "../session/mod.ts";
+
+/** The payload of one inbox change. */
+export type InboxSplice = SessionEventMap["agent/inbox/spliced"];
+
+/**
+ * Pending input of an agent. `next-turn` holds followups (each gets a turn of
+ * its own); `next-step` holds steering and injected context, claimed at the
+ * next step boundary.
+ */
+export class Inbox {
+  readonly #queues: Record<InboxTarget, InboxEntry[]> = { "next-turn": [], "next-step": [] };
+  readonly #ids = new Set<string>();
+  readonly #commit: (splice: InboxSplice) => void;
+
+  /**
+   * Create an inbox.
+   *
+   * @param commit Records a splice durably (appends `agent/inbox/spliced`); it runs before the change is applied.
+   */
+  constructor(commit: (splice: InboxSplice) => void) {
+    this.#commit = commit;
+  }
+
+  /**
+   * Rebuild an inbox from a log by replaying its splices.
+   *
+   * @param events The session log.
+   * @param commit Records later splices.
+   * @returns The inbox as the log leaves it.
+   */
+  static fromLog(events: readonly SessionEvent[], commit: (splice: InboxSplice) => void): Inbox {
+    const inbox = new Inbox(commit);
+    for (const event of events) {
+      if (event.type === "agent/inbox/spliced") inbox.#apply(event.data as InboxSplice);
+    }
+    return inbox;
+  }
+
+  /**
+   * The entries waiting in `target`, oldest first.
+   *
+   * @param target Which queue.
+   * @returns A copy of the queue.
+   */
+  pending(target: InboxTarget): InboxEntry[] {
+    return [...this.#queues[target]];
+  }
+
+  /** The number of entries waiting in both queues. */
+  get size(): number {
+    return this.#queues["next-turn"].length + this.#queues["next-step"].length;
+  }
+
+  /**
+   * Append an entry to a queue.
+   *
+   * @param target Which queue.
+   * @param entry The entry; its id must be new to this session.
+   * @throws {HarnessError} `DUPLICATE_INBOX_ID` when the id was used before.
+   */
+  push(target: InboxTarget, entry: InboxEntry): void {
+    if (this.#ids.has(entry.id)) {
+      throw new HarnessError("DUPLICATE_INBOX_ID", `Inbox entry id "${entry.id}" is already used in this session`);
+    }
+    const splice: InboxSplice = { target, start: this.#queues[target].length, inserted: [entry] };
+    this.#commit(splice);
+    this.#apply(splice);
+  }
+
+  /**
+   * Remove and return the first `count` entries of a queue (all by default).
+   *
+   * @param target Which queue.
+   * @param count How many entries.
+   * @returns The claimed entries, oldest first.
+   */
+  claim(target: InboxTarget, count?: number): InboxEntry[] {
+    const queue = this.#queues[target];
+    const n = Math.min(count ?? queue.length, queue.length);
+    if (n === 0) return [];
+    const claimed = queue.slice(0, n);
+    const splice: InboxSplice = { target, start: 0, removedCount: n, inserted: [], outcome: "claimed" };
+    this.#commit(splice);
+    this.#apply(splice);
+    return claimed;
+  }
+
+  /**
+   * Discard every entry of both queues.
+   *
+   * @returns The discarded entries.
+   */
+  clear(): InboxEntry[] {
+    const discarded: InboxEntry[] = [];
+    for (const target of ["next-step", "next-turn"] as const) {
+      const queue = this.#queues[target];
+      if (queue.length === 0) continue;
+      discarded.push(...queue);
+      const splice: InboxSplice = { target, start: 0, removedCount: queue.length, inserted: [], outcome: "canceled" };
+      this.#commit(splice);
+      this.#apply(splice);
+    }
+    return discarded;
+  }
+
+  #apply(splice: InboxSplice): void {
+    const queue = this.#queues[splice.target];
+    queue.splice(splice.start, splice.removedCount ?? 0, ...splice.inserted);
+    for (const entry of splice.inserted) this.#ids.add(entry.id);
+  }
+}

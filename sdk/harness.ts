@@ -1,0 +1,263 @@
+/**
+ * `createHarness()`: a kernel with the default plugins wired — session store,
+ * LLM runtime, tool runtime, system prompt, agent registry and the agent loop.
+ *
+ * @module
+ */
+
+import { createKernel, type HarnessContext, type HarnessPlugin, type KernelEvents } from "./kernel/harness_context.ts";
+import { HarnessError } from "./kernel/harness_error.ts";
+import { type LlmAdapter, type LlmEvents, type LlmRuntime, llmRuntimePlugin, type RetryPolicy } from "./llm/mod.ts";
+import { type Session, type SessionEvents, type SessionStore, sessionStorePlugin } from "./session/mod.ts";
+import { type ToolDefinition, type ToolEvents, type ToolRuntime, toolRuntimePlugin } from "./tools/mod.ts";
+import { type SystemPrompt, type SystemPromptEvents, systemPromptPlugin } from "./prompt/mod.ts";
+import { persistencePlugin } from "./persistence/persistence_plugin.ts";
+import type { SessionStorage } from "./persistence/session_storage.ts";
+import {
+  type Agent,
+  type AgentEvents,
+  type AgentHandle,
+  agentLoopPlugin,
+  type AgentOptions,
+  AgentRegistry,
+  type CreateAgentOptions,
+} from "./agent/mod.ts";
+
+/** Every event of a harness: the kernel's and each subsystem's. Applications may augment it. */
+export interface HarnessEvents
+  extends KernelEvents, SessionEvents, LlmEvents, ToolEvents, SystemPromptEvents, AgentEvents {}
+
+/** Every service of a harness, readable as `ctx.<name>`. Applications may augment it. */
+export interface HarnessServices {
+  sessions: SessionStore;
+  llm: LlmRuntime;
+  tools: ToolRuntime;
+  systemPrompt: SystemPrompt;
+  agents: AgentRegistry;
+}
+
+/** The context of a harness. */
+export type HarnessCtx = HarnessContext<HarnessEvents, HarnessServices>;
+
+/** A plugin with its configuration, as `createHarness` accepts it. */
+export type PluginEntry =
+  | HarnessPlugin<void, HarnessEvents, HarnessServices>
+  | readonly [
+    HarnessPlugin<unknown, HarnessEvents, HarnessServices>,
+    unknown,
+  ];
+
+/** A system prompt section given to `createHarness`. */
+export interface SystemSection {
+  /** Unique name; a later section with the same name shadows an earlier one. */
+  readonly name: string;
+  /** The text, or a function evaluated at every assembly. */
+  readonly text: string | (() => string | Promise<string>);
+  /**
+   * Position: -100 identity, 0 persona, 100–199 tool guidance.
+   *
+   * @default {0}
+   */
+  readonly order?: number;
+}
+
+/** Options of {@linkcode createHarness}. */
+export interface CreateHarnessOptions {
+  /** Provider adapters to register. */
+  readonly adapters?: readonly LlmAdapter[];
+  /** The route agents use when they name none. */
+  readonly model?: Partial<AgentOptions>;
+  /** Tools registered globally. */
+  readonly tools?: readonly ToolDefinition[];
+  /** The system prompt: one string (a persona section) or sections. */
+  readonly system?: string | readonly SystemSection[];
+  /** Extra plugins, started after the default ones. */
+  readonly plugins?: readonly PluginEntry[];
+  /**
+   * The most tool calls of one step that run at once.
+   *
+   * @default {10}
+   */
+  readonly maxParallelToolCalls?: number;
+  /**
+   * Run the runtime invariants (request reconstruction on every request).
+   *
+   * @default {true}
+   */
+  readonly invariants?: boolean;
+  /** @default {DEFAULT_RETRY_POLICY} */
+  readonly retryPolicy?: RetryPolicy;
+  /** The clock of every log entry. @default {Date.now} */
+  readonly now?: () => number;
+  /** Id generator for sessions, messages and inbox entries. @default {crypto.randomUUID} */
+  readonly newId?: () => string;
+  /** Sleep between retries. @default {a timer that honours the signal} */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /**
+   * Where sessions are persisted; without it sessions live in memory only and
+   * `resumeAgent` cannot load anything.
+   */
+  readonly storage?: SessionStorage;
+  /**
+   * How long committed events may wait before they are written, in milliseconds.
+   *
+   * @default {200}
+   */
+  readonly batchWindowMs?: number;
+}
+
+/** Options of {@linkcode Harness.resumeAgent}: route overrides and setup. */
+export type ResumeOptions = Omit<CreateAgentOptions, "id">;
+
+/** A running harness. */
+export interface Harness {
+  /** The root plugin context. */
+  readonly ctx: HarnessCtx;
+  /** The live session store. */
+  readonly sessions: SessionStore;
+  /** Create an agent over a new session. */
+  createAgent(options?: CreateAgentOptions): Promise<Agent>;
+  /**
+   * Continue a stored session in a new agent: the log is loaded (and repaired
+   * if the process that wrote it crashed), the inbox rebuilt from it, and the
+   * next request records a `resume` header.
+   *
+   * @throws {HarnessError} `NO_STORAGE` without storage, `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS` when live.
+   */
+  resumeAgent(sessionId: string, options?: ResumeOptions): Promise<Agent>;
+  /** The storage given in the options, if any. */
+  readonly storage: SessionStorage | undefined;
+  /** Dispose one agent created by this harness. */
+  disposeAgent(agent: Agent | string): Promise<void>;
+  /**
+   * Fork a session at a turn boundary into a new live session (persisted when
+   * storage is set). The source may be live, or only in storage.
+   */
+  fork(source: Session | string, boundary?: number, childId?: string): Promise<Session>;
+  /** Stop every agent, unwind every plugin and scope. Idempotent. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Create a harness with the default plugins.
+ *
+ * @param options Adapters, default model, tools, system prompt, plugins and knobs.
+ * @returns The harness, once every plugin has started.
+ */
+export async function createHarness(options: CreateHarnessOptions = {}): Promise<Harness> {
+  const ctx = createKernel<HarnessEvents, HarnessServices>();
+  const now = options.now ?? Date.now;
+  const newId = options.newId ?? (() => crypto.randomUUID());
+  const handles = new Map<string, AgentHandle>();
+  let disposed = false;
+
+  const core = ctx.plugin((pctx: HarnessCtx) => {
+    pctx.plugin(sessionStorePlugin as never, { now } as never);
+    pctx.plugin(llmRuntimePlugin as never);
+    pctx.plugin(systemPromptPlugin as never);
+    pctx.plugin(toolRuntimePlugin as never);
+    pctx.provide("agents", new AgentRegistry());
+    if (options.storage) {
+      pctx.plugin(
+        persistencePlugin as never,
+        { storage: options.storage, batchWindowMs: options.batchWindowMs } as never,
+      );
+    }
+  });
+  await core.ready;
+  const loop = ctx.plugin(agentLoopPlugin as never, {
+    defaultModel: options.model,
+    maxParallelToolCalls: options.maxParallelToolCalls,
+    retryPolicy: options.retryPolicy,
+    invariants: options.invariants,
+    now,
+    newId,
+    sleep: options.sleep,
+  } as never);
+  await loop.ready;
+  for (const name of ["sessions", "llm", "tools", "systemPrompt", "agents"] as const) {
+    if (ctx.get(name) === undefined) throw new HarnessError("KERNEL", `Default service "${name}" did not start`);
+  }
+  if (options.adapters?.length) ctx.service("llm").registerAdapter([...options.adapters]);
+  for (const tool of options.tools ?? []) ctx.service("tools").register(tool);
+  const sections: readonly SystemSection[] = typeof options.system === "string"
+    ? [{ name: "persona", text: options.system, order: 0 }]
+    : options.system ?? [];
+  for (const section of sections) {
+    ctx.service("systemPrompt").section({ name: section.name, text: section.text, order: section.order ?? 0 });
+  }
+  const plugins: PluginHandle[] = [];
+  for (const entry of options.plugins ?? []) {
+    const handle = Array.isArray(entry) ? ctx.plugin(entry[0] as never, entry[1] as never) : ctx.plugin(entry as never);
+    plugins.push(handle);
+    await handle.ready;
+  }
+
+  return {
+    ctx,
+    get sessions() {
+      return ctx.service("sessions");
+    },
+    async createAgent(agentOptions = {}) {
+      if (disposed) throw new HarnessError("HARNESS_DISPOSED", "Cannot create an agent: the harness is disposed");
+      const handle = await ctx.service("agents").create(ctx as unknown as HarnessContext, agentOptions);
+      handles.set(handle.agent.id, handle);
+      return handle.agent;
+    },
+    storage: options.storage,
+    async resumeAgent(sessionId, resumeOptions = {}) {
+      if (disposed) throw new HarnessError("HARNESS_DISPOSED", "Cannot resume an agent: the harness is disposed");
+      if (options.storage === undefined) {
+        throw new HarnessError("NO_STORAGE", "Cannot resume a session: the harness has no storage");
+      }
+      const loaded = await options.storage.load(sessionId);
+      const handle = await ctx.service("agents").resume(ctx as unknown as HarnessContext, {
+        ...resumeOptions,
+        sessionId,
+        events: loaded.events,
+        header: loaded.header as unknown as Readonly<Record<string, unknown>>,
+      });
+      handles.set(handle.agent.id, handle);
+      return handle.agent;
+    },
+    async disposeAgent(agent) {
+      const id = typeof agent === "string" ? agent : agent.id;
+      const handle = handles.get(id);
+      if (handle === undefined) {
+        throw new HarnessError("AGENT_NOT_FOUND", `No agent "${id}" was created by this harness`);
+      }
+      handles.delete(id);
+      await handle.dispose();
+    },
+    async fork(source, boundary, childId) {
+      const sessions = ctx.service("sessions");
+      if (typeof source !== "string" || sessions.get(source) !== undefined) {
+        return sessions.fork(source, boundary, childId);
+      }
+      if (options.storage === undefined) {
+        throw new HarnessError("SESSION_NOT_FOUND", `Session "${source}" is not live and the harness has no storage`);
+      }
+      const loaded = await options.storage.inspect(source);
+      // Enter the stored log for the time of the fork only: the store's fork
+      // rules (boundary, open turn, lineage) then apply unchanged.
+      const stored = sessions.prepare(source, { seed: loaded.events, header: loaded.header });
+      const detach = sessions.enter(stored);
+      try {
+        return sessions.fork(stored, boundary ?? loaded.events.length - 1, childId);
+      } finally {
+        detach();
+      }
+    },
+    async dispose() {
+      if (disposed) return;
+      disposed = true;
+      for (const handle of [...handles.values()].reverse()) await handle.dispose();
+      handles.clear();
+      for (const handle of plugins.reverse()) await handle.dispose();
+      await loop.dispose();
+      await core.dispose();
+    },
+  };
+}
+
+type PluginHandle = ReturnType<HarnessCtx["plugin"]>;

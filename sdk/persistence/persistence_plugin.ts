@@ -1,0 +1,158 @@
+/**
+ * The persistence plugin: makes every live session durable in a
+ * {@linkcode SessionStorage}.
+ *
+ * It takes the session's writer lease when the session is announced, writes
+ * the header and any seed (or, for a session continued from storage, only
+ * what the store lacks), then writes committed events in batches: a batch
+ * closes after a short window (200 ms by default) or at a `session/flush`
+ * checkpoint, which is a quiescence barrier — it resolves only when every
+ * event committed before it is durable, and rejects when the write failed
+ * (the loop fails closed). The log itself is the queue: a flush writes
+ * `events[nextStoredSeq..]`, so nothing is copied twice and a failed batch is
+ * retried whole at the next flush.
+ *
+ * @module
+ */
+
+import type { HarnessContext } from "../kernel/harness_context.ts";
+import type { Session, SessionEvents } from "../session/mod.ts";
+import type { NewSessionHeader, SessionStorage, SessionWriter } from "./session_storage.ts";
+
+/** Options of {@linkcode persistencePlugin}. */
+export interface PersistenceOptions {
+  /** Where sessions are written. */
+  readonly storage: SessionStorage;
+  /**
+   * How long committed events may wait before they are written, in milliseconds.
+   *
+   * @default {200}
+   */
+  readonly batchWindowMs?: number;
+}
+
+interface Tracked {
+  readonly session: Session;
+  writer: SessionWriter | undefined;
+  nextSeq: number;
+  chain: Promise<void>;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  failure: unknown;
+}
+
+function storedHeader(session: Session): NewSessionHeader {
+  const h = session.header;
+  const out: Record<string, unknown> = { id: session.id, createdAt: h.createdAt };
+  for (const key of ["cwd", "parentSession", "seedLength", "origin", "delegationDepth"] as const) {
+    if (h[key] !== undefined) out[key] = h[key];
+  }
+  return out as unknown as NewSessionHeader;
+}
+
+/**
+ * Persist live sessions to `options.storage`.
+ *
+ * @param ctx The plugin context (usually the harness root).
+ * @param options The storage and batching window.
+ *
+ * @example
+ * ```ts
+ * import { createKernel, memoryStorage, persistencePlugin, type SessionEvents, type SessionServices, sessionStorePlugin } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ *
+ * const storage = memoryStorage();
+ * const ctx = createKernel<SessionEvents, SessionServices>();
+ * await ctx.plugin(sessionStorePlugin).ready;
+ * await ctx.plugin(persistencePlugin, { storage }).ready;
+ * const session = ctx.service("sessions").create("s1");
+ * session.append("todo/write", { todos: [] });
+ * await ctx.service("sessions").flush(session);
+ * assert.equal((await storage.load("s1")).events.length, 1);
+ * ```
+ */
+export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, options: PersistenceOptions): void {
+  const storage = options.storage;
+  const windowMs = options.batchWindowMs ?? 200;
+  const tracked = new Map<Session, Tracked>();
+  const releasing = new Set<Promise<void>>();
+
+  const write = (t: Tracked): Promise<void> => {
+    if (t.timer !== undefined) {
+      clearTimeout(t.timer);
+      t.timer = undefined;
+    }
+    t.chain = t.chain.then(async () => {
+      const end = t.session.seq;
+      if (end <= t.nextSeq) return;
+      const batch = t.session.events.slice(t.nextSeq, end);
+      const result = await storage.append(t.session.id, batch, { expectedSeq: t.nextSeq, writer: t.writer });
+      t.nextSeq = result.nextSeq;
+      t.failure = undefined;
+    }).catch((error) => {
+      t.failure = error;
+    });
+    return t.chain.then(() => {
+      if (t.failure !== undefined) throw t.failure;
+    });
+  };
+
+  ctx.on("session/created", (session) => {
+    const t: Tracked = {
+      session,
+      writer: undefined,
+      nextSeq: 0,
+      chain: Promise.resolve(),
+      timer: undefined,
+      failure: undefined,
+    };
+    tracked.set(session, t);
+    t.chain = (async () => {
+      t.writer = await storage.acquireWriter(session.id);
+      const stat = await storage.stat(session.id);
+      if (stat === undefined) {
+        const events = session.events;
+        await storage.create(storedHeader(session), { events, writer: t.writer });
+        t.nextSeq = events.length;
+      } else {
+        t.nextSeq = stat.nextSeq;
+      }
+    })().catch((error) => {
+      t.failure = error;
+    });
+  });
+
+  ctx.on("session/event", (session) => {
+    const t = tracked.get(session);
+    if (t === undefined || t.timer !== undefined) return;
+    t.timer = setTimeout(() => {
+      t.timer = undefined;
+      write(t).catch(() => {/* reported at the next flush */});
+    }, windowMs);
+  });
+
+  ctx.on("session/flush", async (session) => {
+    const t = tracked.get(session);
+    if (t !== undefined) await write(t);
+  });
+
+  const release = async (t: Tracked) => {
+    tracked.delete(t.session);
+    try {
+      await write(t);
+    } finally {
+      await t.writer?.release();
+    }
+  };
+
+  ctx.on("session/disposed", (session) => {
+    const t = tracked.get(session);
+    if (t === undefined) return;
+    const done = release(t).catch(() => {/* the session is gone; nothing left to report to */});
+    releasing.add(done);
+    done.finally(() => releasing.delete(done));
+  });
+
+  ctx.effect(() => async () => {
+    await Promise.allSettled([...[...tracked.values()].map(release), ...releasing]);
+  }, "persistence");
+}
