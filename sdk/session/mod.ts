@@ -26,9 +26,9 @@ export type {
   TurnEndReason,
 } from "./session_events.ts";
 export {
-  type AppendOptions,
   Session,
   SESSION_FORMAT_VERSION,
+  type SessionAppendArgs,
   type SessionHeader,
   type SessionHeaderInit,
   type SessionObserver,

@@ -98,7 +98,7 @@ export interface SessionHeaderInit extends SessionOptions {
 }
 
 /** The append options of an event type: a {@linkcode SurfaceIntent} for surface types, nothing otherwise. */
-export type AppendOptions<T extends SessionEventType> = T extends SurfaceEventType ? [intent: SurfaceIntent] : [];
+export type SessionAppendArgs<T extends SessionEventType> = T extends SurfaceEventType ? [intent: SurfaceIntent] : [];
 
 const HEADER_FIELDS = [
   "cwd",
@@ -309,7 +309,11 @@ export class Session {
    *   `SURFACE_OP_MISSING` / `SURFACE_OP_FORBIDDEN` and the other surface rejections of
    *   {@linkcode SurfaceManager}. Nothing is committed when it throws.
    */
-  append<T extends SessionEventType>(type: T, data: SessionEventMap[T], ...intent: AppendOptions<T>): SessionEvent<T> {
+  append<T extends SessionEventType>(
+    type: T,
+    data: SessionEventMap[T],
+    ...intent: SessionAppendArgs<T>
+  ): SessionEvent<T> {
     if (this.#publishing) {
       throw new HarnessError("APPEND_REENTERED", `Cannot append ${type} to session ${this.id} from inside an observer`);
     }

@@ -1,0 +1,231 @@
+/**
+ * A fast-check arbitrary of valid session logs.
+ *
+ * @module
+ */
+
+import fc from "fast-check";
+import type { Arbitrary } from "fast-check";
+import { type ContentBlock, Session, type SessionEvent, type TurnEndReason } from "../mod.ts";
+import { assistantMessage, pick, toolResultMessage, userMessage } from "./_log_builder.ts";
+
+/** Options of {@linkcode arbSessionLog}. */
+export interface ArbSessionLogOptions {
+  /**
+   * The most turns a log has.
+   *
+   * @default {4}
+   */
+  maxTurns?: number;
+  /**
+   * The most steps a turn has.
+   *
+   * @default {3}
+   */
+  maxSteps?: number;
+}
+
+interface StepPlan {
+  users: number;
+  chunks: number;
+  text: boolean;
+  calls: number;
+  notStarted: boolean;
+  header: number;
+  todo: boolean;
+  retry: boolean;
+  resultReplace: number | null;
+}
+
+interface TurnPlan {
+  noise: number[];
+  compaction: { a: number; b: number; assistant: boolean } | null;
+  steps: StepPlan[];
+  end: number;
+}
+
+const REASONS: readonly TurnEndReason[] = [
+  { kind: "completed" },
+  { kind: "aborted", reason: "user" },
+  { kind: "blocked" },
+  { kind: "error", error: { message: "The provider failed", code: "SERVER", status: 500 } },
+  { kind: "max-tokens" },
+  { kind: "interrupted" },
+];
+
+function stepPlan(): Arbitrary<StepPlan> {
+  return fc.record({
+    users: fc.nat({ max: 2 }),
+    chunks: fc.nat({ max: 4 }),
+    text: fc.boolean(),
+    calls: fc.nat({ max: 3 }),
+    notStarted: fc.boolean(),
+    header: fc.nat({ max: 3 }),
+    todo: fc.boolean(),
+    retry: fc.boolean(),
+    resultReplace: fc.option(fc.nat(), { nil: null }),
+  });
+}
+
+function turnPlan(maxSteps: number): Arbitrary<TurnPlan> {
+  return fc.record({
+    noise: fc.array(fc.nat({ max: 2 }), { maxLength: 2 }),
+    compaction: fc.option(fc.record({ a: fc.nat(), b: fc.nat(), assistant: fc.boolean() }), { nil: null }),
+    steps: fc.array(stepPlan(), { maxLength: maxSteps }),
+    end: fc.nat({ max: REASONS.length - 1 }),
+  });
+}
+
+/** Build a log from a plan; exported for the other generators of this module. */
+export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
+  const session = Session.create("generated", undefined, { now: () => 0 });
+  let id = 0;
+  const next = (prefix: string): string => `${prefix}${++id}`;
+  const surfaceOf = (type: string): number[] => session.surface.nodes.filter((s) => session.events[s].type === type);
+  let headerSeen = false;
+
+  plans.forEach((plan, t) => {
+    const turn = t + 1;
+    for (const kind of plan.noise) {
+      if (kind === 0) {
+        session.append("agent/inbox/spliced", {
+          target: "next-turn",
+          start: 0,
+          inserted: [{ id: next("e"), message: userMessage(next("m"), "queued") }],
+        });
+      } else if (kind === 1) session.append("compaction/start", { reason: "manual" });
+      else session.append("compaction/end", { outcome: "skipped" });
+    }
+    if (plan.compaction !== null && session.surface.nodes.length > 0) {
+      const nodes = session.surface.nodes;
+      const i = pick(plan.compaction.a, nodes.length)!;
+      const j = i + pick(plan.compaction.b, nodes.length - i)!;
+      const shadowed = nodes.slice(i, j + 1);
+      const intent = {
+        surfaceOp: { op: "replace" as const, start: nodes[i], end: nodes[j] },
+        sourceEventSeqs: shadowed,
+      };
+      if (plan.compaction.assistant) {
+        session.append(
+          "assistant/message",
+          {
+            turn: Math.max(turn - 1, 1),
+            step: 1,
+            message: assistantMessage(next("m"), [{ type: "text", text: "summary" }]),
+          },
+          intent,
+        );
+      } else {
+        session.append("user/message", userMessage(next("m"), "summary", "compaction"), intent);
+      }
+    }
+    session.append("turn/start", { turn });
+    plan.steps.forEach((step, s) => {
+      const at = { turn, step: s + 1 };
+      session.append("step/start", at);
+      if (step.header > 0) {
+        const config = { provider: "test", model: step.header === 3 ? "other-model" : "test-model" };
+        session.append("request/header", {
+          header: { config, ...(step.header === 2 ? { system: "Be brief" } : {}) },
+          reason: headerSeen ? "change" : "initial",
+        });
+        headerSeen = true;
+        session.append("request/context", { provider: "test", model: config.model, contextWindow: 1000 });
+      }
+      for (let u = 0; u < step.users; u++) {
+        session.append("user/message", userMessage(next("m"), `hello ${u}`), { surfaceOp: "append" });
+      }
+      if (step.retry) {
+        session.append("llm/retry", {
+          ...at,
+          attempt: 1,
+          delayMs: 500,
+          failure: { message: "Rate limited", code: "RATE_LIMIT" },
+        });
+      }
+      const chunkSeqs: number[] = [];
+      for (let c = 0; c < step.chunks; c++) {
+        chunkSeqs.push(session.seq);
+        session.append("assistant/chunk", { ...at, chunk: { type: "text-delta", index: 0, text: `t${c}` } });
+      }
+      const content: ContentBlock[] = step.text ? [{ type: "text", text: "answer" }] : [];
+      const callIds: string[] = [];
+      for (let c = 0; c < step.calls; c++) {
+        const callId = next("call_");
+        callIds.push(callId);
+        content.push({ type: "tool-call", id: callId, name: "add", arguments: `{"a":${c}}` });
+      }
+      session.append(
+        "assistant/message",
+        { ...at, message: assistantMessage(next("m"), content), usage: { inputTokens: 3, outputTokens: 2 } },
+        { surfaceOp: "append", sourceEventSeqs: chunkSeqs },
+      );
+      for (const callId of callIds) {
+        const callSeq = session.seq;
+        session.append("tool/call", { ...at, callId, name: "add", arguments: "{}" });
+        session.append("tool/result", { ...at, message: toolResultMessage(next("m"), callId, "3") }, {
+          surfaceOp: "append",
+          sourceEventSeqs: [callSeq],
+        });
+      }
+      if (step.notStarted) {
+        const callId = next("call_");
+        session.append("tool/result", {
+          ...at,
+          message: toolResultMessage(next("m"), callId, "Tool not started", true),
+          error: { name: "ToolError", code: "TOOL_NOT_STARTED" },
+        }, { surfaceOp: "append" });
+      }
+      if (step.resultReplace !== null) {
+        const results = surfaceOf("tool/result");
+        const target = results[pick(step.resultReplace, results.length) ?? -1];
+        if (target !== undefined) {
+          const old = session.events[target] as SessionEvent<"tool/result">;
+          const block = old.data.message.content[0];
+          const message = {
+            ...old.data.message,
+            content: [{ ...block, content: [{ type: "text", text: "[pruned]" }] }],
+          };
+          session.append("tool/result", { ...old.data, message } as typeof old.data, {
+            surfaceOp: { op: "replace", start: target, end: target },
+            sourceEventSeqs: [target],
+          });
+        }
+      }
+      if (step.todo) session.append("todo/write", { todos: [{ content: "Write tests", status: "in_progress" }] });
+      session.append("step/end", at);
+    });
+    session.append("turn/end", { turn, reason: REASONS[plan.end] });
+  });
+  return session.events;
+}
+
+/**
+ * An arbitrary of valid session logs: complete turns with steps, user
+ * messages, streamed chunks, assistant messages (some usage-only), tool calls
+ * and results (and results without a call marked `TOOL_NOT_STARTED`),
+ * request headers and contexts, todo writes and retries, interleaved
+ * non-surface events between turns, compaction replaces of random surface
+ * ranges, and tool-result content replaces. Every generated log passes
+ * `checkInvariants` and is built through `Session.append`, so it is also
+ * accepted by the session's own validation.
+ *
+ * @param options Size limits.
+ * @returns The arbitrary.
+ *
+ * @example
+ * ```ts
+ * import fc from "fast-check";
+ * import { arbSessionLog, checkInvariants } from "@dsh/harness/testing";
+ * import assert from "node:assert/strict";
+ *
+ * fc.assert(fc.property(arbSessionLog(), (log) => {
+ *   assert.deepEqual(checkInvariants(log), []);
+ * }), { numRuns: 20 });
+ * ```
+ */
+export function arbSessionLog(options: ArbSessionLogOptions = {}): Arbitrary<readonly SessionEvent[]> {
+  const maxTurns = options.maxTurns ?? 4;
+  const maxSteps = options.maxSteps ?? 3;
+  return fc.array(turnPlan(maxSteps), { maxLength: maxTurns }).map(buildLog);
+}
