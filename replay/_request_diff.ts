@@ -1,0 +1,129 @@
+// Strict replay: the first difference between a live request and the request
+// recorded in the fixture, as a readable report (which field, and a line diff).
+
+import { canonicalHeader, type GenerateOptions, type Message, type ToolSchema } from "@dsh/harness";
+import type { RecordedRequest } from "./fixture.ts";
+import { unifiedDiff } from "./_line_diff.ts";
+
+/** One divergence: what differs, and a unified diff (fixture `-`, live `+`). */
+export interface RequestDivergence {
+  readonly field: "config" | "system" | "tools" | "messages";
+  readonly summary: string;
+  readonly diff: string;
+}
+
+function json(value: unknown): string {
+  return JSON.stringify(sortKeys(value), null, 2) ?? "undefined";
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (typeof value !== "object" || value === null) return value;
+  return Object.fromEntries(
+    Object.keys(value).sort().map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]),
+  );
+}
+
+/** A message without its generated id: ids differ between runs and never reach the provider. */
+function comparable(message: Message): unknown {
+  const { id: _id, ...rest } = message;
+  return rest;
+}
+
+function diff(expected: string, actual: string): string {
+  return unifiedDiff(expected, actual, { expectedLabel: "fixture", actualLabel: "live" });
+}
+
+function describeMessage(message: Message | undefined): string {
+  if (message === undefined) return "none";
+  const kinds = [...new Set(message.content.map((b) => b.type))].join(", ");
+  return `${message.role} (${message.source.kind}${kinds ? `: ${kinds}` : ""})`;
+}
+
+function compareTools(expected: readonly ToolSchema[], actual: readonly ToolSchema[]): RequestDivergence | undefined {
+  if (json(expected) === json(actual)) return undefined;
+  const expectedNames = expected.map((t) => t.name);
+  const actualNames = actual.map((t) => t.name);
+  const added = actualNames.filter((n) => !expectedNames.includes(n));
+  const removed = expectedNames.filter((n) => !actualNames.includes(n));
+  const changed = actual.find((tool) => {
+    const before = expected.find((t) => t.name === tool.name);
+    return before !== undefined && json(before) !== json(tool);
+  });
+  let summary: string;
+  let text: string;
+  if (changed !== undefined) {
+    summary = `the schema of tool "${changed.name}" differs`;
+    text = diff(json(expected.find((t) => t.name === changed.name)), json(changed));
+  } else if (added.length > 0 || removed.length > 0) {
+    const parts = [
+      added.length ? `added ${added.map((n) => `"${n}"`).join(", ")}` : "",
+      removed.length ? `removed ${removed.map((n) => `"${n}"`).join(", ")}` : "",
+    ].filter(Boolean);
+    summary = `the tool list differs (${parts.join("; ")})`;
+    text = diff(expectedNames.join("\n") + "\n", actualNames.join("\n") + "\n");
+  } else {
+    summary = "the tools are in another order";
+    text = diff(expectedNames.join("\n") + "\n", actualNames.join("\n") + "\n");
+  }
+  return { field: "tools", summary, diff: text };
+}
+
+function compareMessages(expected: readonly Message[], actual: readonly Message[]): RequestDivergence | undefined {
+  const length = Math.max(expected.length, actual.length);
+  for (let i = 0; i < length; i++) {
+    const a = expected[i] === undefined ? undefined : json(comparable(expected[i]));
+    const b = actual[i] === undefined ? undefined : json(comparable(actual[i]));
+    if (a === b) continue;
+    let summary: string;
+    if (a === undefined) summary = `the live request has an extra message ${i}: ${describeMessage(actual[i])}`;
+    else if (b === undefined) {
+      summary = `message ${i} is missing from the live request: ${describeMessage(expected[i])}`;
+    } else summary = `message ${i} differs: ${describeMessage(expected[i])}`;
+    return {
+      field: "messages",
+      summary: `${summary} (fixture has ${expected.length} messages, live ${actual.length})`,
+      diff: diff(a === undefined ? "" : a + "\n", b === undefined ? "" : b + "\n"),
+    };
+  }
+  return undefined;
+}
+
+/**
+ * Compare a live request with the recorded one: config, system prompt, tool
+ * schemas (only when the fixture recorded a header), then the messages
+ * (ignoring message ids).
+ */
+export function diffRequest(recorded: RecordedRequest, live: GenerateOptions): RequestDivergence | undefined {
+  if (recorded.header !== undefined) {
+    const header = canonicalHeader(recorded.header);
+    const config = canonicalHeader({ config: live.config }).config;
+    if (json(header.config) !== json(config)) {
+      const keys = new Set([...Object.keys(header.config), ...Object.keys(config)]);
+      const fields = [...keys].filter((k) =>
+        json((header.config as unknown as Record<string, unknown>)[k]) !==
+          json((config as unknown as Record<string, unknown>)[k])
+      );
+      return {
+        field: "config",
+        summary: `the call config differs in ${fields.join(", ")}`,
+        diff: diff(json(header.config) + "\n", json(config) + "\n"),
+      };
+    }
+    const system = live.system ?? "";
+    if ((header.system ?? "") !== system) {
+      return {
+        field: "system",
+        summary: "the system prompt differs",
+        diff: diff(ensureNewline(header.system ?? ""), ensureNewline(system)),
+      };
+    }
+    const tools = compareTools(header.tools ?? [], live.tools ?? []);
+    if (tools !== undefined) return tools;
+  }
+  return compareMessages(recorded.messages, live.messages);
+}
+
+function ensureNewline(text: string): string {
+  return text === "" || text.endsWith("\n") ? text : text + "\n";
+}

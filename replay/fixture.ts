@@ -1,0 +1,222 @@
+/**
+ * Fixtures: recorded session logs cut into one script of model calls per
+ * session.
+ *
+ * @module
+ */
+
+import {
+  deriveEventMessage,
+  type EpochHeader,
+  HarnessError,
+  type Message,
+  type SessionEvent,
+  type StreamChunk,
+  SurfaceManager,
+} from "@dsh/harness";
+import { readFixtureFile } from "./_read_fixture_file.ts";
+import type { ReplayOverrides } from "./replay_adapter.ts";
+
+/** What the live request looked like when a recorded model call was made. */
+export interface RecordedRequest {
+  /** The request header in force (the last `request/header` before the call); absent when the log has none. */
+  readonly header?: EpochHeader;
+  /** The history derived from the log prefix before the call (`deriveMessages` at that point). */
+  readonly messages: readonly Message[];
+}
+
+/** One recorded model call: the `assistant/chunk`s of one attempt, up to and including its `finish`. */
+export interface FixtureCall {
+  /** The turn of the call. */
+  readonly turn: number;
+  /** The step of the call (retries are several calls in one step). */
+  readonly step: number;
+  /** The seq of the call's first chunk. */
+  readonly seq: number;
+  /** The chunks, ending with `finish`. */
+  readonly chunks: readonly StreamChunk[];
+  /** The request recorded for the call, for strict replay. */
+  readonly request: RecordedRequest;
+}
+
+/** One recorded session of a fixture. */
+export interface FixtureSession {
+  /** The session id as recorded. */
+  readonly id: string;
+  /** The creation time as recorded (0 when unknown). */
+  readonly createdAt: number;
+  /** The parent session, for forked and child sessions. */
+  readonly parentSession?: string;
+  /** The whole recorded log, seed included. */
+  readonly events: readonly SessionEvent[];
+  /** The first seq written by the session itself (after its seed and end-seed marker). */
+  readonly firstLiveSeq: number;
+  /** The script: the model calls made by the session itself, in order. */
+  readonly calls: readonly FixtureCall[];
+}
+
+/** A loaded fixture: one script per recorded session, parents first, then children by creation time. */
+export interface Fixture {
+  /** The sessions, in the order live sessions are bound to them. */
+  readonly sessions: readonly FixtureSession[];
+  /** Where the fixture was read from, when it was read from a file. */
+  readonly source?: string;
+  /** Script overrides read from the fixture's sidecar file, applied by `replayAdapter`. */
+  readonly overrides?: ReplayOverrides;
+}
+
+/** A recorded session log given directly to {@linkcode fixtureFromLogs}. */
+export interface FixtureLog {
+  /** The session id. @default {"session-<n>"} */
+  readonly id?: string;
+  /** The creation time, used to order children. @default {0} */
+  readonly createdAt?: number;
+  /** The parent session, for forked and child sessions. */
+  readonly parentSession?: string;
+  /** The log. */
+  readonly events: readonly SessionEvent[];
+}
+
+/** What {@linkcode loadFixture} accepts: a file or directory path, one log's events, or several logs. */
+export type FixtureSource = string | URL | readonly SessionEvent[] | readonly FixtureLog[];
+
+function isEventArray(value: readonly unknown[]): value is readonly SessionEvent[] {
+  return value.length === 0 || (typeof value[0] === "object" && value[0] !== null && "seq" in value[0]);
+}
+
+function firstLiveSeq(events: readonly SessionEvent[]): number {
+  for (let i = events.length - 1; i >= 0; i--) if (events[i].type === "session/end-seed") return i + 1;
+  return 0;
+}
+
+function cutCalls(id: string, events: readonly SessionEvent[], live: number): FixtureCall[] {
+  const calls: FixtureCall[] = [];
+  const surface = new SurfaceManager([], 0);
+  let header: EpochHeader | undefined;
+  let open: { turn: number; step: number; seq: number; chunks: StreamChunk[]; request: RecordedRequest } | undefined;
+  const missingFinish = (call: NonNullable<typeof open>) =>
+    new HarnessError(
+      "REPLAY_MISSING_FINISH",
+      `Fixture session ${id} has a model call without a finish chunk: turn ${call.turn}, step ${call.step}, from seq ${call.seq}`,
+      { details: { sessionId: id, turn: call.turn, step: call.step, seq: call.seq } },
+    );
+  for (const event of events) {
+    if (event.type === "assistant/chunk" && event.seq >= live) {
+      const { turn, step, chunk } = event.data;
+      if (open !== undefined && (open.turn !== turn || open.step !== step)) throw missingFinish(open);
+      if (open === undefined) {
+        const messages = surface.nodes
+          .map((seq) => deriveEventMessage(events[seq]))
+          .filter((m): m is Message => m !== null);
+        open = { turn, step, seq: event.seq, chunks: [], request: header ? { header, messages } : { messages } };
+      }
+      open.chunks.push(chunk);
+      if (chunk.type === "finish") {
+        calls.push(open);
+        open = undefined;
+      }
+    } else if (event.type === "request/header") {
+      header = event.data.header;
+    }
+    surface.commit(event);
+  }
+  if (open !== undefined) throw missingFinish(open);
+  return calls;
+}
+
+/**
+ * Build a fixture from session logs already in memory.
+ *
+ * Each log becomes one script: its `assistant/chunk` events grouped by
+ * (turn, step), each model call cut at its `finish` chunk, so a step with
+ * retries yields several calls. A seeded session (a fork or child) contributes
+ * only the calls after its last `session/end-seed` marker. Sessions are
+ * ordered parents first (logs without `parentSession`), then by `createdAt`,
+ * keeping the given order among equals.
+ *
+ * @param logs One log's events, or several logs.
+ * @param source Where the logs came from, for messages.
+ * @returns The fixture.
+ * @throws {HarnessError} `REPLAY_MISSING_FINISH` when a model call has no finish chunk;
+ *   `INVALID_ARGS` for anything but events or logs.
+ *
+ * @example
+ * ```ts
+ * import { fixtureFromLogs } from "@dsh/harness/replay";
+ * import assert from "node:assert/strict";
+ *
+ * const fixture = fixtureFromLogs([
+ *   { type: "turn/start", seq: 0, time: 0, data: { turn: 1 } },
+ *   { type: "step/start", seq: 1, time: 0, data: { turn: 1, step: 1 } },
+ *   { type: "assistant/chunk", seq: 2, time: 0, data: { turn: 1, step: 1, chunk: { type: "finish", reason: { kind: "stop" } } } },
+ * ]);
+ * assert.equal(fixture.sessions.length, 1);
+ * assert.equal(fixture.sessions[0].calls[0].chunks.length, 1);
+ * ```
+ */
+export function fixtureFromLogs(logs: readonly SessionEvent[] | readonly FixtureLog[], source?: string): Fixture {
+  if (!Array.isArray(logs)) {
+    throw new HarnessError("INVALID_ARGS", "A fixture is built from an array of events or logs");
+  }
+  const list: readonly FixtureLog[] = isEventArray(logs) ? [{ events: logs }] : logs as readonly FixtureLog[];
+  const sessions = list.map((log, index): FixtureSession => {
+    if (typeof log !== "object" || log === null || !Array.isArray(log.events)) {
+      throw new HarnessError("INVALID_ARGS", `Fixture log ${index} has no events array`);
+    }
+    const id = log.id ?? `session-${index + 1}`;
+    const live = firstLiveSeq(log.events);
+    return {
+      id,
+      createdAt: log.createdAt ?? 0,
+      ...(log.parentSession !== undefined ? { parentSession: log.parentSession } : {}),
+      events: log.events,
+      firstLiveSeq: live,
+      calls: cutCalls(id, log.events, live),
+    };
+  });
+  const order = sessions
+    .map((session, index) => ({ session, index }))
+    .sort((x, y) =>
+      Number(x.session.parentSession !== undefined) - Number(y.session.parentSession !== undefined) ||
+      (x.session.parentSession !== undefined ? x.session.createdAt - y.session.createdAt : 0) ||
+      x.index - y.index
+    )
+    .map((entry) => entry.session);
+  return source === undefined ? { sessions: order } : { sessions: order, source };
+}
+
+/**
+ * Load a fixture: a persisted session log (a file holding a session header
+ * line and its events, JSONL, plain or zstd, packed chunk rows allowed;
+ * several logs may follow one another in one file), a directory of such
+ * files (searched recursively, files in name order), or logs in memory.
+ *
+ * A sidecar file with script overrides is read with a fixture file
+ * (`weather.jsonl` → `weather.override.json`) or directory
+ * (`replay.override.json` inside it) when it exists; see `ReplayOverrides`.
+ *
+ * @param source A path or `file:` URL, one log's events, or several logs.
+ * @returns The fixture; see {@linkcode fixtureFromLogs} for how scripts are cut.
+ * @throws {HarnessError} `FIXTURE_NOT_FOUND` when the path does not exist; `INVALID_FIXTURE` when a
+ *   file is not a session log; `REPLAY_MISSING_FINISH` when a model call has no finish chunk.
+ *
+ * @example From events in memory
+ * ```ts
+ * import { loadFixture } from "@dsh/harness/replay";
+ * import assert from "node:assert/strict";
+ *
+ * const fixture = await loadFixture([
+ *   { type: "assistant/chunk", seq: 0, time: 0, data: { turn: 1, step: 1, chunk: { type: "finish", reason: { kind: "stop" } } } },
+ *   { type: "assistant/chunk", seq: 1, time: 0, data: { turn: 1, step: 1, chunk: { type: "finish", reason: { kind: "stop" } } } },
+ * ]);
+ * assert.equal(fixture.sessions[0].calls.length, 2);
+ * ```
+ */
+export async function loadFixture(source: FixtureSource): Promise<Fixture> {
+  if (typeof source === "string" || source instanceof URL) {
+    const { path, logs, overrides } = await readFixtureFile(source);
+    const fixture = fixtureFromLogs(logs, path);
+    return overrides === undefined ? fixture : { ...fixture, overrides: overrides as ReplayOverrides };
+  }
+  return fixtureFromLogs(source);
+}

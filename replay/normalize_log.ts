@@ -1,0 +1,78 @@
+/**
+ * Normalising a session log for comparison: times and generated ids out.
+ *
+ * @module
+ */
+
+import type { SessionEvent } from "@dsh/harness";
+
+/** Options of {@linkcode normalizeLog}. */
+export interface NormalizeLogOptions {
+  /**
+   * The token an id becomes, from its rank of first appearance (from 1).
+   *
+   * @default {(n) => `<id-${n}>`}
+   */
+  readonly idToken?: (n: number) => string;
+}
+
+function generatedIds(event: SessionEvent): string[] {
+  switch (event.type) {
+    case "user/message":
+      return [event.data.id];
+    case "assistant/message":
+    case "tool/result":
+      return [event.data.message.id];
+    case "agent/inbox/spliced":
+      return event.data.inserted.flatMap((entry) => [entry.id, entry.message.id]);
+    default:
+      return [];
+  }
+}
+
+/**
+ * A copy of a log with every `time` set to 0 and every generated id (the ids
+ * of messages and inbox entries) replaced by a token numbered by first
+ * appearance, in every `id` field where it occurs. Tool call ids, which the model chose,
+ * are kept. Two runs of the same scenario with different clocks and id
+ * generators normalise to the same log.
+ *
+ * @param events The log.
+ * @param options How ids are tokenised.
+ * @returns The normalised copy (plain objects, not frozen).
+ *
+ * @example
+ * ```ts
+ * import type { SessionEvent } from "@dsh/harness";
+ * import { normalizeLog } from "@dsh/harness/replay";
+ * import assert from "node:assert/strict";
+ *
+ * const log: SessionEvent[] = [{
+ *   type: "user/message",
+ *   seq: 0,
+ *   time: 1712,
+ *   data: { id: "9f2c", role: "user", content: [{ type: "text", text: "Hi" }], source: { kind: "user" } },
+ *   surfaceOp: "append",
+ * }];
+ * const [event] = normalizeLog(log);
+ * assert.equal(event.time, 0);
+ * assert.equal(event.type === "user/message" && event.data.id, "<id-1>");
+ * ```
+ */
+export function normalizeLog(events: readonly SessionEvent[], options: NormalizeLogOptions = {}): SessionEvent[] {
+  const token = options.idToken ?? ((n: number) => `<id-${n}>`);
+  const ids = new Map<string, string>();
+  for (const event of events) {
+    for (const id of generatedIds(event)) if (!ids.has(id)) ids.set(id, token(ids.size + 1));
+  }
+  const replace = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(replace);
+    if (typeof value === "object" && value !== null) {
+      return Object.fromEntries(
+        Object.entries(value).map(([k, v]) => [k, k === "id" && typeof v === "string" ? ids.get(v) ?? v : replace(v)]),
+      );
+    }
+    return value;
+  };
+  return events.map((event) => ({ ...(replace(event) as SessionEvent), time: 0 }));
+}

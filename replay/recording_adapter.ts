@@ -1,0 +1,110 @@
+/**
+ * Record mode: wrap a real adapter, run the agent, and save the session logs
+ * as a fixture. The session log itself is the fixture; the wrapper only
+ * remembers which sessions called the model so that none is left out.
+ *
+ * @module
+ */
+
+import { mkdir, rename, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import { type GenerateOptions, HarnessError, type LlmAdapter, type Session, type StreamChunk } from "@dsh/harness";
+import { formatLogs, toPath } from "./_read_fixture_file.ts";
+
+/** The adapter returned by {@linkcode recordingAdapter}. */
+export interface RecordingAdapter extends LlmAdapter {
+  /** The wrapped adapter. */
+  readonly inner: LlmAdapter;
+  /** The ids of the sessions that called the model, in order of their first call. */
+  readonly sessionIds: readonly string[];
+  /**
+   * Write the sessions' logs to a fixture file (a session header line and one
+   * event per line, per session), atomically, creating the directory.
+   *
+   * @param path The fixture file.
+   * @param sessions The sessions to save; every session that called the model must be among them.
+   * @throws {HarnessError} `RECORD_INCOMPLETE` when a session that called the model is missing.
+   */
+  save(path: string | URL, sessions: Session | readonly Session[]): Promise<void>;
+}
+
+/**
+ * Wrap a real adapter for record mode: calls pass through unchanged, and
+ * `save()` writes the sessions that made them as a fixture for
+ * `loadFixture` / `replayAdapter`.
+ *
+ * @param inner The real adapter.
+ * @returns The recording adapter, on the same provider route and models.
+ * @throws {HarnessError} `INVALID_ARGS` when `inner` is not an adapter.
+ *
+ * @example
+ * ```ts
+ * import { createHarness } from "@dsh/harness";
+ * import { loadFixture, recordingAdapter } from "@dsh/harness/replay";
+ * import { scriptedAdapter, textResponse } from "@dsh/harness/testing";
+ * import { mkdtemp } from "node:fs/promises";
+ * import { tmpdir } from "node:os";
+ * import { join } from "node:path";
+ * import assert from "node:assert/strict";
+ *
+ * const recorder = recordingAdapter(scriptedAdapter(textResponse("Recorded")));
+ * const harness = await createHarness({ adapters: [recorder] });
+ * const agent = await harness.createAgent({ provider: "scripted", model: "scripted-model" });
+ * await agent.run("Hello");
+ * const path = join(await mkdtemp(join(tmpdir(), "dsh-")), "hello.jsonl");
+ * await recorder.save(path, agent.session);
+ * await harness.dispose();
+ * const fixture = await loadFixture(path);
+ * assert.equal(fixture.sessions[0].calls.length, 1);
+ * ```
+ */
+export function recordingAdapter(inner: LlmAdapter): RecordingAdapter {
+  if (typeof inner !== "object" || inner === null || typeof inner.stream !== "function") {
+    throw new HarnessError("INVALID_ARGS", "recordingAdapter() needs an adapter to wrap");
+  }
+  const sessionIds: string[] = [];
+  return {
+    provider: inner.provider,
+    models: inner.models,
+    inner,
+    sessionIds,
+    stream(request: GenerateOptions, signal: AbortSignal): AsyncIterable<StreamChunk> {
+      if (request.sessionId !== undefined && !sessionIds.includes(request.sessionId)) {
+        sessionIds.push(request.sessionId);
+      }
+      return inner.stream(request, signal);
+    },
+    async save(path: string | URL, sessions: Session | readonly Session[]): Promise<void> {
+      const list: readonly Session[] = Array.isArray(sessions) ? sessions : [sessions as Session];
+      const missing = sessionIds.filter((id) => !list.some((s) => s.id === id));
+      if (missing.length > 0) {
+        throw new HarnessError(
+          "RECORD_INCOMPLETE",
+          `Cannot save the fixture: sessions ${missing.join(", ")} called the model but were not given`,
+          { details: { missing } },
+        );
+      }
+      await writeFixture(path, list);
+    },
+  };
+}
+
+/**
+ * Write session logs as a fixture file, atomically (temp file, then rename).
+ *
+ * @param path The fixture file.
+ * @param sessions The sessions, in order.
+ */
+export async function writeFixture(path: string | URL, sessions: readonly Session[]): Promise<void> {
+  const file = toPath(path);
+  const text = formatLogs(sessions.map((session) => ({
+    id: session.id,
+    createdAt: session.header.createdAt,
+    ...(session.header.parentSession !== undefined ? { parentSession: session.header.parentSession } : {}),
+    events: session.events,
+  })));
+  await mkdir(dirname(file), { recursive: true });
+  const temp = `${file}.${crypto.randomUUID()}.tmp`;
+  await writeFile(temp, text);
+  await rename(temp, file);
+}

@@ -1,0 +1,460 @@
+/**
+ * The replay adapter: plays a fixture's recorded model calls back through
+ * the full loop, one script per live session, optionally checking every live
+ * request against the recorded one.
+ *
+ * @module
+ */
+
+import {
+  type GenerateOptions,
+  HarnessError,
+  type LlmAdapter,
+  LlmFailure,
+  type Message,
+  type ModelInfo,
+  type ReasoningEffort,
+  type SessionEvent,
+  type StreamChunk,
+} from "@dsh/harness";
+import {
+  type Fixture,
+  type FixtureCall,
+  fixtureFromLogs,
+  type FixtureSession,
+  type RecordedRequest,
+} from "./fixture.ts";
+import { diffRequest } from "./_request_diff.ts";
+
+/**
+ * What the replay adapter does for one model call.
+ *
+ * - `{ chunks }` plays the chunks (a recorded call is such an entry);
+ * - `{ throw }` plays `throw.chunks` (if any), then fails the call with
+ *   `throw.code` (default `UNKNOWN`) and `throw.message`;
+ * - `{ hang }` plays `chunks` (if any), then waits until the call is aborted
+ *   and ends with an `aborted` finish.
+ *
+ * Strings in chunks may hold `{{fromRequest:<regex>}}` placeholders: each is
+ * replaced, when the call is played, by the first match of the regular
+ * expression (its first capture group when it has one) in the live request's
+ * message texts, searched from the last message to the first, then in the
+ * system prompt.
+ */
+export type ReplayEntry =
+  | { readonly chunks: readonly StreamChunk[] }
+  | {
+    readonly throw: { readonly message: string; readonly code?: string; readonly chunks?: readonly StreamChunk[] };
+  }
+  | { readonly hang: true | Record<string, never>; readonly chunks?: readonly StreamChunk[] };
+
+/** One change to a session's script: replace the entry at `at` (or append it when `at` is the script's length). */
+export interface ReplayPatch {
+  /** The call index in the session's script, from 0. */
+  readonly at: number;
+  /**
+   * The fixture session: its index in `fixture.sessions` or its id.
+   *
+   * @default {0}
+   */
+  readonly session?: number | string;
+  /** The entry to play instead. */
+  readonly entry: ReplayEntry;
+}
+
+/**
+ * Overrides of the recorded scripts (the `.override.json` sidecar of a
+ * fixture file has the same shape): either a whole script for the first
+ * session, or patches.
+ */
+export type ReplayOverrides = readonly ReplayEntry[] | { readonly patches: readonly ReplayPatch[] };
+
+/** Options of {@linkcode replayAdapter}. */
+export interface ReplayAdapterOptions {
+  /** The fixture (from `loadFixture`), or one session log's events. */
+  readonly fixture: Fixture | readonly SessionEvent[];
+  /**
+   * The provider routes to serve, one adapter each (see `ReplayAdapter.adapters`).
+   *
+   * @default {every provider the fixture's request headers name, or ["replay"] when none}
+   */
+  readonly providers?: readonly string[];
+  /**
+   * The model catalogue of every route.
+   *
+   * @default {the models the fixture recorded, with the defaults the recorded adapter filled in}
+   */
+  readonly models?: readonly ModelInfo[];
+  /**
+   * Compare each live request with the recorded request header and derived
+   * history at the same point of the fixture; the first divergence fails the
+   * call (`REPLAY_DIVERGED`) with a readable diff.
+   *
+   * @default {false}
+   */
+  readonly strict?: boolean;
+  /** Changes to the recorded scripts, applied after the fixture's own sidecar overrides. */
+  readonly overrides?: ReplayOverrides;
+}
+
+/** The adapter returned by {@linkcode replayAdapter}. */
+export interface ReplayAdapter extends LlmAdapter {
+  /** One adapter per provider route, this one first; they share their scripts and cursors. */
+  readonly adapters: readonly LlmAdapter[];
+  /** Every request received, in call order. */
+  readonly requests: readonly GenerateOptions[];
+  /** The failures raised so far (divergences, runs past the end), in order. */
+  readonly failures: readonly LlmFailure[];
+  /**
+   * Check that the run went as recorded: rethrows the first failure raised
+   * during the run, then checks that every script was bound and played to
+   * the end.
+   *
+   * @throws {LlmFailure} The first `REPLAY_DIVERGED`, `REPLAY_EXHAUSTED` or `REPLAY_PLACEHOLDER` failure.
+   * @throws {HarnessError} `REPLAY_NOT_CONSUMED` when calls are left.
+   */
+  assertConsumed(): void;
+}
+
+interface Script {
+  readonly session: FixtureSession;
+  readonly entries: ReplayEntry[];
+  readonly expected: readonly (RecordedRequest | undefined)[];
+}
+
+interface Binding {
+  readonly script: Script;
+  readonly liveId: string;
+  played: number;
+}
+
+function checkEntry(entry: ReplayEntry, where: string): ReplayEntry {
+  const ok = typeof entry === "object" && entry !== null && (
+    ("chunks" in entry && Array.isArray(entry.chunks) && !("throw" in entry) && !("hang" in entry)) ||
+    ("throw" in entry && typeof entry.throw === "object" && entry.throw !== null &&
+      typeof entry.throw.message === "string") ||
+    ("hang" in entry && (entry.hang === true || typeof entry.hang === "object"))
+  );
+  if (!ok) throw new HarnessError("INVALID_ARGS", `Replay entry ${where} must be { chunks }, { throw } or { hang }`);
+  return entry;
+}
+
+function applyOverrides(scripts: Script[], overrides: ReplayOverrides | undefined): void {
+  if (overrides === undefined) return;
+  if (Array.isArray(overrides)) {
+    if (scripts.length === 0) throw new HarnessError("INVALID_ARGS", "Replay overrides need a fixture with a session");
+    const entries = overrides as readonly ReplayEntry[];
+    scripts[0].entries.splice(0, Infinity, ...entries.map((e, i) => checkEntry(e, `${i}`)));
+    return;
+  }
+  const patches = (overrides as { patches?: unknown }).patches;
+  if (!Array.isArray(patches)) {
+    throw new HarnessError("INVALID_ARGS", "Replay overrides must be an array of entries or { patches: [...] }");
+  }
+  for (const [i, patch] of (patches as ReplayPatch[]).entries()) {
+    const which = patch.session ?? 0;
+    const script = typeof which === "number" ? scripts[which] : scripts.find((s) => s.session.id === which);
+    if (script === undefined) {
+      throw new HarnessError(
+        "INVALID_ARGS",
+        `Replay patch ${i} names fixture session ${JSON.stringify(which)}, which does not exist`,
+      );
+    }
+    if (!Number.isInteger(patch.at) || patch.at < 0 || patch.at > script.entries.length) {
+      throw new HarnessError(
+        "INVALID_ARGS",
+        `Replay patch ${i} is at call ${patch.at}, but fixture session ${script.session.id} has ${script.entries.length} calls`,
+      );
+    }
+    script.entries[patch.at] = checkEntry(patch.entry, `of patch ${i}`);
+  }
+}
+
+type ModelFacts = { efforts: Set<ReasoningEffort>; effort?: ReasoningEffort; maxTokens?: number; window?: number };
+
+function recordedModels(fixture: Fixture): Map<string, Map<string, ModelFacts>> {
+  const providers = new Map<string, Map<string, ModelFacts>>();
+  const facts = (provider: string, model: string): ModelFacts => {
+    let models = providers.get(provider);
+    if (models === undefined) providers.set(provider, models = new Map());
+    let entry = models.get(model);
+    if (entry === undefined) models.set(model, entry = { efforts: new Set() });
+    return entry;
+  };
+  for (const session of fixture.sessions) {
+    for (const event of session.events) {
+      if (event.type === "request/header") {
+        const { config } = event.data.header;
+        const defaults = event.data.header.adapterDefaults;
+        const entry = facts(config.provider, config.model);
+        if (config.reasoningEffort !== undefined) {
+          entry.efforts.add(config.reasoningEffort);
+          if (defaults?.reasoningEffort) entry.effort = config.reasoningEffort;
+        }
+        if (defaults?.maxTokens && config.maxTokens !== undefined) entry.maxTokens = config.maxTokens;
+      } else if (event.type === "request/context") {
+        const entry = facts(event.data.provider, event.data.model);
+        if (event.data.contextWindow !== undefined) entry.window = event.data.contextWindow;
+      }
+    }
+  }
+  return providers;
+}
+
+function toModelInfo(id: string, facts: ModelFacts): ModelInfo {
+  return {
+    id,
+    ...(facts.window !== undefined ? { contextWindow: facts.window } : {}),
+    ...(facts.efforts.size > 0 ? { reasoningEfforts: [...facts.efforts] } : {}),
+    ...(facts.effort !== undefined ? { defaultReasoningEffort: facts.effort } : {}),
+    ...(facts.maxTokens !== undefined ? { defaultMaxTokens: facts.maxTokens } : {}),
+  };
+}
+
+function messageTexts(message: Message): string[] {
+  const out: string[] = [];
+  for (const block of message.content) {
+    if (block.type === "text" || block.type === "reasoning") out.push(block.text);
+    else if (block.type === "tool-call") out.push(block.arguments);
+    else if (block.type === "tool-result") {
+      for (const inner of block.content) if (inner.type === "text") out.push(inner.text);
+    }
+  }
+  return out;
+}
+
+const PLACEHOLDER = /\{\{fromRequest:(.+?)\}\}/g;
+
+function fillPlaceholders(chunk: StreamChunk, request: GenerateOptions): StreamChunk {
+  const text = JSON.stringify(chunk);
+  if (!text.includes("{{fromRequest:")) return chunk;
+  const haystack = [...request.messages].reverse().flatMap(messageTexts);
+  if (request.system !== undefined) haystack.push(request.system);
+  const fill = (value: unknown): unknown => {
+    if (typeof value === "string") {
+      return value.replace(PLACEHOLDER, (_all, source: string) => {
+        let pattern: RegExp;
+        try {
+          pattern = new RegExp(source);
+        } catch (cause) {
+          throw new LlmFailure(
+            "REPLAY_PLACEHOLDER",
+            `Replay placeholder has an invalid regular expression: ${source}`,
+            {
+              cause,
+            },
+          );
+        }
+        for (const candidate of haystack) {
+          const match = pattern.exec(candidate);
+          if (match) return match[1] ?? match[0];
+        }
+        throw new LlmFailure(
+          "REPLAY_PLACEHOLDER",
+          `Replay placeholder /${source}/ matches nothing in the live request`,
+        );
+      });
+    }
+    if (Array.isArray(value)) return value.map(fill);
+    if (typeof value === "object" && value !== null) {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fill(v)]));
+    }
+    return value;
+  };
+  return fill(chunk) as StreamChunk;
+}
+
+function abortedFinish(): StreamChunk {
+  return {
+    type: "finish",
+    reason: { kind: "aborted", failure: { code: "ABORTED", message: "Replayed model call was aborted" } },
+  };
+}
+
+/**
+ * Create a replay adapter over a fixture.
+ *
+ * Each live session (the request's `sessionId`) is bound, on its first call,
+ * to the next unused script of the fixture (parents first, then children by
+ * creation time); its calls then play that script's entries in order. A call
+ * past the end of the scripts, or of its session's script, fails loudly
+ * (`REPLAY_EXHAUSTED`). In strict mode a live request that differs from the
+ * recorded one fails with `REPLAY_DIVERGED`, naming the first difference
+ * (call config, system prompt, a tool schema, or a message by index) with a
+ * unified diff (`-` fixture, `+` live); message ids are ignored. Failures
+ * are thrown from the stream as {@linkcode LlmFailure}s (so the turn ends
+ * with that error code), kept in `failures`, and rethrown by
+ * `assertConsumed()`.
+ *
+ * The adapter serves the models the fixture recorded, with the same default
+ * reasoning effort and max tokens, so the replayed request headers equal the
+ * recorded ones.
+ *
+ * @param options The fixture, routes, strictness and overrides.
+ * @returns The adapter (for the first route) with its sibling routes in `adapters`.
+ * @throws {HarnessError} `INVALID_ARGS` for a malformed fixture, override or option.
+ *
+ * @example Replaying a recorded answer through the full loop
+ * ```ts
+ * import { createHarness } from "@dsh/harness";
+ * import { replayAdapter } from "@dsh/harness/replay";
+ * import { scriptedAdapter, textResponse } from "@dsh/harness/testing";
+ * import assert from "node:assert/strict";
+ *
+ * // Record a session with a scripted model.
+ * const recording = await createHarness({ adapters: [scriptedAdapter(textResponse("Hi there"))] });
+ * const agent = await recording.createAgent({ provider: "scripted", model: "scripted-model" });
+ * await agent.run("Hello");
+ * const log = agent.session.events;
+ * await recording.dispose();
+ *
+ * // Replay it: no model is called.
+ * const replay = replayAdapter({ fixture: log, strict: true });
+ * const harness = await createHarness({ adapters: replay.adapters });
+ * const again = await harness.createAgent({ provider: "scripted", model: "scripted-model" });
+ * const result = await again.run("Hello");
+ * assert.equal(result.text, "Hi there");
+ * replay.assertConsumed();
+ * await harness.dispose();
+ * ```
+ */
+export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
+  if (typeof options !== "object" || options === null || options.fixture === undefined) {
+    throw new HarnessError("INVALID_ARGS", "replayAdapter() needs a fixture");
+  }
+  const fixture: Fixture = Array.isArray(options.fixture)
+    ? fixtureFromLogs(options.fixture as readonly SessionEvent[])
+    : options.fixture as Fixture;
+  if (!Array.isArray(fixture.sessions)) throw new HarnessError("INVALID_ARGS", "A fixture must have a sessions array");
+  const scripts: Script[] = fixture.sessions.map((session) => ({
+    session,
+    entries: session.calls.map((call: FixtureCall) => ({ chunks: call.chunks })),
+    expected: session.calls.map((call: FixtureCall) => call.request),
+  }));
+  applyOverrides(scripts, fixture.overrides);
+  applyOverrides(scripts, options.overrides);
+
+  const recorded = recordedModels(fixture);
+  const providers = options.providers ?? (recorded.size > 0 ? [...recorded.keys()] : ["replay"]);
+  if (!Array.isArray(providers) || providers.length === 0 || providers.some((p) => typeof p !== "string" || p === "")) {
+    throw new HarnessError("INVALID_ARGS", "Replay providers must be a non-empty array of provider names");
+  }
+  const modelsFor = (provider: string): readonly ModelInfo[] => {
+    if (options.models !== undefined) return options.models;
+    const own = recorded.get(provider) ?? new Map([...recorded.values()].flatMap((m) => [...m]));
+    return Object.freeze([...own].map(([id, facts]) => toModelInfo(id, facts)));
+  };
+
+  const strict = options.strict ?? false;
+  const bindings = new Map<string, Binding>();
+  const requests: GenerateOptions[] = [];
+  const failures: LlmFailure[] = [];
+  let nextScript = 0;
+
+  const fail = (code: string, message: string): never => {
+    const failure = new LlmFailure(code, message);
+    failures.push(failure);
+    throw failure;
+  };
+
+  const entryFor = (request: GenerateOptions): ReplayEntry => {
+    const liveId = request.sessionId ?? "(no session id)";
+    let binding = bindings.get(liveId);
+    if (binding === undefined) {
+      if (nextScript >= scripts.length) {
+        fail(
+          "REPLAY_EXHAUSTED",
+          `Replay has no script left for session ${liveId}: the fixture's ${scripts.length} sessions are all bound`,
+        );
+      }
+      binding = { script: scripts[nextScript++], liveId, played: 0 };
+      bindings.set(liveId, binding);
+    }
+    const { script } = binding;
+    const index = binding.played++;
+    if (index >= script.entries.length) {
+      fail(
+        "REPLAY_EXHAUSTED",
+        `Replay ran past the end of fixture session ${script.session.id}: session ${liveId} made call ${
+          index + 1
+        }, the script has ${script.entries.length}`,
+      );
+    }
+    const expected = script.expected[index];
+    if (strict && expected !== undefined) {
+      const divergence = diffRequest(expected, request);
+      if (divergence !== undefined) {
+        const call = script.session.calls[index];
+        fail(
+          "REPLAY_DIVERGED",
+          `Strict replay diverged at call ${
+            index + 1
+          } of fixture session ${script.session.id} (turn ${call.turn}, step ${call.step}): ${divergence.summary}\n${divergence.diff}`,
+        );
+      }
+    }
+    return script.entries[index];
+  };
+
+  async function* play(request: GenerateOptions, signal: AbortSignal): AsyncGenerator<StreamChunk, void, undefined> {
+    const entry = entryFor(request);
+    const chunks = "throw" in entry ? entry.throw.chunks ?? [] : entry.chunks ?? [];
+    for (const chunk of chunks) {
+      if (signal.aborted) {
+        yield abortedFinish();
+        return;
+      }
+      yield fillPlaceholders(chunk, request);
+    }
+    if ("throw" in entry) throw new LlmFailure(entry.throw.code ?? "UNKNOWN", entry.throw.message);
+    if ("hang" in entry) {
+      if (!signal.aborted) {
+        await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+      }
+      yield abortedFinish();
+    }
+  }
+
+  const stream = (request: GenerateOptions, signal: AbortSignal): AsyncIterable<StreamChunk> => {
+    requests.push(request);
+    return play(request, signal);
+  };
+
+  const assertConsumed = (): void => {
+    if (failures.length > 0) throw failures[0];
+    const left: string[] = [];
+    for (const script of scripts) {
+      const binding = [...bindings.values()].find((b) => b.script === script);
+      if (binding === undefined) {
+        if (script.entries.length > 0) {
+          left.push(`fixture session ${script.session.id} was never bound (${script.entries.length} calls)`);
+        }
+      } else if (binding.played < script.entries.length) {
+        left.push(
+          `fixture session ${script.session.id} (live ${binding.liveId}) played ${binding.played} of ${script.entries.length} calls`,
+        );
+      }
+    }
+    if (left.length > 0) {
+      throw new HarnessError("REPLAY_NOT_CONSUMED", `Replay left calls unplayed: ${left.join("; ")}`, {
+        details: { unplayed: left },
+      });
+    }
+  };
+
+  const adapters: ReplayAdapter[] = [];
+  for (const provider of providers) {
+    adapters.push({
+      provider,
+      models: modelsFor(provider),
+      get adapters() {
+        return adapters;
+      },
+      requests,
+      failures,
+      assertConsumed,
+      stream,
+    });
+  }
+  return adapters[0];
+}
