@@ -28,8 +28,9 @@ export interface LoadConfigOptions {
    */
   readonly readFile?: (path: string) => Promise<string>;
   /**
-   * The directory relative file paths are relative to, for resolving relative
-   * plugin specifiers to `file:` URLs.
+   * The directory relative file paths are relative to: they are read from it,
+   * and relative plugin specifiers in them resolve to `file:` URLs under it.
+   * Origins keep the paths as given.
    *
    * @default {the process's current directory}
    */
@@ -91,9 +92,10 @@ export async function loadConfig(
     }
   }
   const read = options.readFile ?? readTextFile;
-  const texts = await Promise.allSettled(files.map((file) => read(file)));
+  const { cwd: given } = options;
+  const texts = await Promise.allSettled(files.map((file) => read(given === undefined ? file : within(given, file))));
   const needsCwd = files.some((file) => fileUrlOf(file) === undefined);
-  const cwd = options.cwd ?? (needsCwd ? await currentDirectory() : undefined);
+  const cwd = given ?? (needsCwd ? await currentDirectory() : undefined);
 
   const layers: ConfigLayer[] = files.map((file, index) => {
     const outcome = texts[index];
@@ -107,6 +109,12 @@ export async function loadConfig(
   });
   if (overrides !== undefined && overrides !== null) layers.push({ name: "overrides", value: overrides });
   return resolveConfig(layers);
+}
+
+/** `path` read from `dir`: absolute paths and URLs unchanged, relative ones joined. */
+function within(dir: string, path: string): string {
+  if (fileUrlOf(path) !== undefined) return path;
+  return dir.endsWith("/") || dir.endsWith("\\") ? `${dir}${path}` : `${dir}/${path}`;
 }
 
 function readError(file: string, cause: unknown): HarnessError {

@@ -99,7 +99,7 @@ export function resolveConfig(layers: readonly ConfigLayer[]): LoadedConfig {
       "CONFIG_SCHEMA",
       "Invalid configuration",
       { file: layer.name, position: layer.text?.locate(path), path: formatConfigPath(path) },
-      `${formatConfigPath(path) || "(root)"}: ${lowerFirst(issue.message)}`,
+      `${formatConfigPath(path) || "(root)"}: ${problemOf(issue, value, path)}`,
       { issues: checked.error.issues.map((i) => ({ path: formatConfigPath(issuePath(i)), message: i.message })) },
     );
   }
@@ -144,9 +144,8 @@ function prepareLayer(layer: ConfigLayer): PreparedLayer {
   const secret = findInlineSecret(value);
   if (secret !== undefined) {
     const where = at(secret.path);
-    const detail = secret.sign === "key"
-      ? `${where.path} holds a credential; name the environment variable that holds it instead (apiKeyEnv)`
-      : `the value of ${where.path} looks like a credential; name the environment variable that holds it instead (apiKeyEnv)`;
+    const detail = `${where.path} ${secret.sign === "key" ? "holds" : "looks like"} a credential; ` +
+      "keep it in an environment variable and name that variable (apiKeyEnv)";
     throw configError("CONFIG_INLINE_SECRET", "Inline secret", where, detail, { sign: secret.sign });
   }
   const checked = harnessConfigLayerSchema.safeParse(value);
@@ -200,6 +199,21 @@ function blame(path: readonly ConfigPathSegment[], touched: ReadonlyMap<string, 
     if (index !== undefined) return index;
   }
   return 0;
+}
+
+/** The issue's message, or "a value is required" when nothing is there (zod says "received undefined"). */
+function problemOf(issue: z.core.$ZodIssue, value: unknown, path: readonly ConfigPathSegment[]): string {
+  if (issue.code === "invalid_type" && valueAt(value, path) === undefined) return "a value is required";
+  return lowerFirst(issue.message);
+}
+
+function valueAt(value: unknown, path: readonly ConfigPathSegment[]): unknown {
+  let node = value;
+  for (const segment of path) {
+    if (typeof node !== "object" || node === null) return undefined;
+    node = (node as Record<string, unknown>)[segment];
+  }
+  return node;
 }
 
 function lowerFirst(text: string): string {

@@ -1,0 +1,42 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { permissionFor, type PermissionRule } from "./mod.ts";
+
+describe("permissionFor()", () => {
+  it("matches exact names and * wildcards against the whole name", () => {
+    const rules: PermissionRule[] = [{ tool: "fs_*", action: "ask" }, { tool: "*_delete", action: "deny" }];
+    assert.deepEqual(permissionFor(rules, "fs_read"), { action: "ask" });
+    assert.deepEqual(permissionFor(rules, "fs_"), { action: "ask" }, "* matches an empty run");
+    assert.deepEqual(permissionFor(rules, "db_delete"), { action: "deny" });
+    assert.equal(permissionFor(rules, "my_fs_read"), undefined, "patterns are anchored");
+    assert.equal(permissionFor(rules, "FS_READ"), undefined, "matching is case-sensitive");
+    assert.deepEqual(permissionFor([{ tool: "a*b*c", action: "allow" }], "aXXbYc"), { action: "allow" });
+    assert.deepEqual(permissionFor([{ tool: "*", action: "allow" }], "anything at all"), { action: "allow" });
+  });
+
+  it("lets the last matching rule win", () => {
+    const rules: PermissionRule[] = [
+      { tool: "*", action: "allow" },
+      { tool: "fs_*", action: "ask", reason: "Files are sensitive" },
+      { tool: "fs_read", action: "allow" },
+      { tool: "rm", action: "deny", reason: "Never" },
+    ];
+    assert.deepEqual(permissionFor(rules, "add"), { action: "allow" });
+    assert.deepEqual(permissionFor(rules, "fs_write"), { action: "ask", reason: "Files are sensitive" });
+    assert.deepEqual(permissionFor(rules, "fs_read"), { action: "allow" });
+    assert.deepEqual(permissionFor(rules, "rm"), { action: "deny", reason: "Never" });
+    assert.deepEqual(permissionFor([...rules, { tool: "*", action: "deny" }], "fs_read"), { action: "deny" });
+  });
+
+  it("treats every character but * literally", () => {
+    const rules: PermissionRule[] = [{ tool: "a.b", action: "deny" }, { tool: "x+(y)?", action: "ask" }];
+    assert.deepEqual(permissionFor(rules, "a.b"), { action: "deny" });
+    assert.equal(permissionFor(rules, "aXb"), undefined);
+    assert.deepEqual(permissionFor(rules, "x+(y)?"), { action: "ask" });
+    assert.equal(permissionFor(rules, "xx(y)"), undefined);
+  });
+
+  it("gives undefined when no rule matches", () => {
+    assert.equal(permissionFor([], "add"), undefined);
+  });
+});
