@@ -210,6 +210,11 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
       if (options.storage === undefined) {
         throw new HarnessError("NO_STORAGE", "Cannot resume a session: the harness has no storage");
       }
+      if (ctx.service("sessions").get(sessionId) !== undefined) {
+        throw new HarnessError("SESSION_ALREADY_EXISTS", `Session "${sessionId}" is already live`, {
+          details: { sessionId },
+        });
+      }
       const loaded = await options.storage.load(sessionId);
       const handle = await ctx.service("agents").resume(ctx as unknown as HarnessContext, {
         ...resumeOptions,

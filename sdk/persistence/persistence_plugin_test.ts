@@ -1,0 +1,189 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createHarness, type CreateHarnessOptions } from "../harness.ts";
+import { checkInvariants } from "../invariants/mod.ts";
+import type { SessionEvent } from "../session/mod.ts";
+import { type Script, scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
+import { counterClock, counterIds, summarize } from "../agent/_test_support.ts";
+import { fileStorage } from "./file_storage.ts";
+import { memoryStorage } from "./memory_storage.ts";
+import type { SessionStorage } from "./session_storage.ts";
+
+function harnessWith(storage: SessionStorage, script: Script, extra: Partial<CreateHarnessOptions> = {}) {
+  const model = scriptedAdapter(script);
+  return createHarness({
+    adapters: [model],
+    model: { provider: "scripted", model: "scripted-model" },
+    storage,
+    now: counterClock(),
+    newId: counterIds(`h${Math.random().toString(36).slice(2, 6)}`),
+    sleep: () => Promise.resolve(),
+    ...extra,
+  }).then((harness) => ({ harness, model }));
+}
+
+const strip = (events: readonly SessionEvent[]) => JSON.parse(JSON.stringify(events));
+
+describe("persistence plugin", () => {
+  it("writes every committed event; the stored log equals the live one", async () => {
+    const storage = memoryStorage();
+    const { harness } = await harnessWith(storage, [textResponse("one"), textResponse("two")]);
+    const agent = await harness.createAgent({ id: "p1" });
+    await agent.run("first");
+    await agent.run("second");
+    const live = strip(agent.session.events);
+    await harness.dispose();
+    const loaded = await storage.load("p1");
+    assert.deepEqual(strip(loaded.events), live);
+    assert.equal(loaded.repair.repaired, false);
+  });
+
+  it("a checkpoint that cannot write fails the turn closed", async () => {
+    const storage = memoryStorage();
+    const failing: SessionStorage = {
+      ...storage,
+      kind: "failing",
+      create: (h, o) => storage.create(h, o),
+      acquireWriter: (id) => storage.acquireWriter(id),
+      stat: (id) => storage.stat(id),
+      append: () => Promise.reject(new Error("disk full")),
+    };
+    const { harness, model } = await harnessWith(failing, [textResponse("never")]);
+    const agent = await harness.createAgent({ id: "p2" });
+    const errors: unknown[] = [];
+    harness.ctx.on("agent/error", (_a, error) => void errors.push(error));
+    const result = await agent.run("hi");
+    assert.equal(result.reason.kind, "error");
+    assert.equal(model.requests.length, 0, "no model call is made past a failed checkpoint");
+    assert.equal(errors.length, 1);
+    await harness.dispose();
+  });
+});
+
+describe("resumeAgent()", () => {
+  it("continues a stored conversation in a new harness: resume header, rebuilt inbox, full history", async () => {
+    const storage = memoryStorage();
+    const first = await harnessWith(storage, [textResponse("Paris is in France")]);
+    const a1 = await first.harness.createAgent({ id: "r1" });
+    await a1.run("Where is Paris?");
+    a1.inject("Context: the user likes short answers");
+    await first.harness.dispose();
+
+    const second = await harnessWith(storage, [textResponse("Yes")]);
+    const a2 = await second.harness.resumeAgent("r1");
+    assert.equal(a2.inbox.pending("next-step").length, 1, "the injected context survived");
+    const result = await a2.run("Is it the capital?");
+    assert.equal(result.text, "Yes");
+    assert.equal(result.turn, 2);
+    const request = second.model.requests[0];
+    const texts = request.messages.map((m) => m.content.map((b) => (b.type === "text" ? b.text : "")).join(""));
+    assert.deepEqual(texts, [
+      "Where is Paris?",
+      "Paris is in France",
+      "Context: the user likes short answers",
+      "Is it the capital?",
+    ]);
+    const headers = a2.session.events.filter((e) => e.type === "request/header").map((e) =>
+      e.type === "request/header" ? e.data.reason : ""
+    );
+    assert.deepEqual(headers, ["initial", "resume"]);
+    assert.equal(a2.session.events.filter((e) => e.type === "session/end-seed").length, 1);
+    assert.deepEqual(checkInvariants(a2.session.events), []);
+    await second.harness.dispose();
+    const stored = await storage.load("r1");
+    assert.deepEqual(strip(stored.events), strip(a2.session.events));
+  });
+
+  it("refuses without storage, for an unknown session, and for a live one", async () => {
+    const noStorage = await createHarness({ adapters: [scriptedAdapter(textResponse("x"))] });
+    await assert.rejects(noStorage.resumeAgent("x"), { code: "NO_STORAGE" });
+    await noStorage.dispose();
+    const storage = memoryStorage();
+    const { harness } = await harnessWith(storage, textResponse("x"));
+    await assert.rejects(harness.resumeAgent("missing"), { code: "SESSION_NOT_FOUND" });
+    const live = await harness.createAgent({ id: "live" });
+    await live.run("hi");
+    await assert.rejects(harness.resumeAgent("live"), { code: "SESSION_ALREADY_EXISTS" });
+    await harness.dispose();
+  });
+});
+
+describe("fork from storage", () => {
+  it("forks a stored session at a turn boundary into a new persisted session", async () => {
+    const storage = memoryStorage();
+    const first = await harnessWith(storage, [textResponse("one"), textResponse("two")]);
+    const agent = await first.harness.createAgent({ id: "src" });
+    await agent.run("first");
+    await agent.run("second");
+    const boundary = agent.session.events.findIndex((e) => e.type === "turn/end");
+    await first.harness.dispose();
+
+    const second = await harnessWith(storage, textResponse("forked"));
+    const child = await second.harness.fork("src", boundary, "child");
+    assert.equal(child.header.parentSession, "src");
+    assert.equal(child.events.filter((e) => e.type === "turn/end").length, 1);
+    await assert.rejects(second.harness.fork("src", boundary - 1, "child2"), { code: "OPEN_TURN" });
+    await second.harness.sessions.flush(child);
+    const stored = await storage.load("child");
+    assert.equal(stored.events.length, child.events.length);
+    await second.harness.dispose();
+  });
+});
+
+function childCommand(script: string, dir: string): [string, string[]] {
+  const g = globalThis as { Deno?: unknown; Bun?: unknown };
+  if (g.Deno !== undefined) return [process.execPath, ["run", "-A", script, dir]];
+  if (g.Bun !== undefined) return [process.execPath, [script, dir]];
+  return [process.execPath, ["--import", "tsx", script, dir]];
+}
+
+describe("crash recovery", () => {
+  it("a session killed with SIGKILL mid-turn reloads repaired, valid, complete, and resumes", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dsh-crash-"));
+    try {
+      const script = fileURLToPath(new URL("./_test_crash_child.ts", import.meta.url));
+      const [cmd, args] = childCommand(script, dir);
+      const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+      let stderr = "";
+      child.stderr.on("data", (d) => (stderr += d));
+      const flushedSeq = await new Promise<number>((resolve, reject) => {
+        let out = "";
+        child.stdout.on("data", (d) => {
+          out += d;
+          const m = out.match(/FLUSHED (\d+)/);
+          if (m) resolve(Number(m[1]));
+        });
+        child.on("exit", (code) => reject(new Error(`child exited early (${code}): ${stderr}`)));
+      });
+      const exited = new Promise((resolve) => child.on("exit", resolve));
+      child.kill("SIGKILL");
+      await exited;
+
+      const storage = fileStorage(dir);
+      const inspected = await storage.inspect("crash");
+      assert.equal(inspected.repair.repaired, true);
+      const loaded = await storage.load("crash");
+      const events = loaded.events;
+      assert.ok(events.length >= flushedSeq, "every event flushed before the kill is there");
+      assert.deepEqual(checkInvariants(events), []);
+      const tail = summarize(events.slice(flushedSeq));
+      assert.deepEqual(tail, ["step/end 2.2", "turn/end 2 interrupted"]);
+
+      const { harness, model } = await harnessWith(storage, textResponse("Recovered"));
+      const agent = await harness.resumeAgent("crash");
+      const result = await agent.run("Are you there?");
+      assert.equal(result.text, "Recovered");
+      assert.equal(result.turn, 3);
+      assert.equal(model.requests.length, 1);
+      assert.deepEqual(checkInvariants(agent.session.events), []);
+      await harness.dispose();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
