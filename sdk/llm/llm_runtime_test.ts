@@ -1,0 +1,427 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createKernel, createScope, HarnessError, type KernelEvents } from "../kernel/mod.ts";
+import {
+  type GenerateOptions,
+  type LlmAdapter,
+  type LlmEvents,
+  LlmFailure,
+  LlmRuntime,
+  llmRuntimePlugin,
+  type LlmServices,
+  type Message,
+  type ModelInfo,
+  type StreamChunk,
+} from "./mod.ts";
+
+const stop: StreamChunk = { type: "finish", reason: { kind: "stop" } };
+const hello: StreamChunk[] = [
+  { type: "block-start", index: 0, blockType: "text" },
+  { type: "text-delta", index: 0, text: "hello" },
+  { type: "block-end", index: 0, block: { type: "text", text: "hello" } },
+  stop,
+];
+
+interface FakeAdapter extends LlmAdapter {
+  readonly seen: GenerateOptions[];
+}
+
+function fake(
+  provider: string,
+  play: (options: GenerateOptions, signal: AbortSignal) => AsyncIterable<StreamChunk> = () => fromArray(hello),
+  models: ModelInfo[] = [{ id: "m" }],
+): FakeAdapter {
+  const seen: GenerateOptions[] = [];
+  return {
+    provider,
+    models,
+    seen,
+    stream(options, signal) {
+      seen.push(options);
+      return play(options, signal);
+    },
+  };
+}
+
+async function* fromArray(chunks: readonly StreamChunk[]): AsyncGenerator<StreamChunk> {
+  for (const chunk of chunks) yield chunk;
+}
+
+async function collect(stream: AsyncIterable<StreamChunk>): Promise<StreamChunk[]> {
+  const out: StreamChunk[] = [];
+  for await (const chunk of stream) out.push(chunk);
+  return out;
+}
+
+const request = (provider = "p", model = "m", messages: Message[] = []): GenerateOptions => ({
+  config: { provider, model },
+  messages,
+});
+const signal = () => new AbortController().signal;
+const failureOf = (chunks: StreamChunk[]) => {
+  const last = chunks.at(-1);
+  assert.equal(last?.type, "finish");
+  return last as Extract<StreamChunk, { type: "finish" }>;
+};
+
+describe("LlmRuntime registry", () => {
+  it("registerAdapter() registers several adapters at once and releases them", () => {
+    const llm = new LlmRuntime();
+    const release = llm.registerAdapter([fake("a"), fake("b", undefined, [{ id: "x" }, { id: "y" }])]);
+    assert.deepEqual(llm.listProviders(), ["a", "b"]);
+    assert.deepEqual(llm.listModels(), [{ id: "m", provider: "a" }, { id: "x", provider: "b" }, {
+      id: "y",
+      provider: "b",
+    }]);
+    assert.deepEqual(llm.listModels("b").map((m) => m.id), ["x", "y"]);
+    assert.deepEqual(llm.listModels("nope"), []);
+    release();
+    release();
+    assert.deepEqual(llm.listProviders(), []);
+  });
+
+  it("a duplicate route fails atomically with DUPLICATE_ADAPTER", () => {
+    const llm = new LlmRuntime();
+    llm.registerAdapter(fake("a"));
+    assert.throws(
+      () => llm.registerAdapter([fake("b"), fake("a")]),
+      (e) => HarnessError.isInstance(e, "DUPLICATE_ADAPTER"),
+    );
+    assert.throws(
+      () => llm.registerAdapter([fake("c"), fake("c")]),
+      (e) => HarnessError.isInstance(e, "DUPLICATE_ADAPTER"),
+    );
+    assert.deepEqual(llm.listProviders(), ["a"]);
+  });
+
+  it("rejects malformed adapters with INVALID_ARGS", () => {
+    const llm = new LlmRuntime();
+    const bad = [{}, { provider: "", models: [], stream() {} }, { provider: "x", models: [] }, []];
+    for (const adapter of bad) {
+      assert.throws(
+        () => llm.registerAdapter(adapter as unknown as LlmAdapter),
+        (e) => HarnessError.isInstance(e, "INVALID_ARGS"),
+      );
+    }
+  });
+
+  it("releasing an old registration leaves a newer one of the same route alone", () => {
+    const llm = new LlmRuntime();
+    const releaseOld = llm.registerAdapter(fake("a"));
+    releaseOld();
+    llm.registerAdapter(fake("a"));
+    releaseOld();
+    assert.deepEqual(llm.listProviders(), ["a"]);
+  });
+
+  it("resolveModelInfo() returns the exact model, or throws NO_ADAPTER / UNSUPPORTED_MODEL", () => {
+    const llm = new LlmRuntime();
+    llm.registerAdapter(fake("a", undefined, [{ id: "m", contextWindow: 1000, defaultMaxTokens: 50 }]));
+    assert.deepEqual(llm.resolveModelInfo("a", "m"), { id: "m", contextWindow: 1000, defaultMaxTokens: 50 });
+    assert.throws(() => llm.resolveModelInfo("z", "m"), (e) => e instanceof LlmFailure && e.code === "NO_ADAPTER");
+    assert.throws(
+      () => llm.resolveModelInfo("a", "q"),
+      (e) => e instanceof LlmFailure && e.code === "UNSUPPORTED_MODEL",
+    );
+  });
+});
+
+describe("LlmRuntime.prepareCall()", () => {
+  const models: ModelInfo[] = [
+    {
+      id: "r",
+      contextWindow: 64000,
+      reasoningEfforts: ["low", "high"],
+      defaultReasoningEffort: "high",
+      defaultMaxTokens: 4096,
+    },
+    { id: "plain" },
+  ];
+
+  it("fills the adapter defaults the caller left out and marks them", () => {
+    const llm = new LlmRuntime();
+    llm.registerAdapter(fake("p", undefined, models));
+    const call = llm.prepareCall({ provider: "p", model: "r", temperature: 0.5 });
+    assert.deepEqual(call.config, {
+      provider: "p",
+      model: "r",
+      temperature: 0.5,
+      reasoningEffort: "high",
+      maxTokens: 4096,
+    });
+    assert.deepEqual(call.adapterDefaults, { reasoningEffort: true, maxTokens: true });
+    assert.equal(call.contextWindow, 64000);
+    assert.equal(call.modelInfo.id, "r");
+    assert.ok(Object.isFrozen(call.config));
+  });
+
+  it("keeps explicit values and marks nothing", () => {
+    const llm = new LlmRuntime();
+    llm.registerAdapter(fake("p", undefined, models));
+    const call = llm.prepareCall({ provider: "p", model: "r", reasoningEffort: "low", maxTokens: 10 });
+    assert.deepEqual(call.config, { provider: "p", model: "r", reasoningEffort: "low", maxTokens: 10 });
+    assert.deepEqual(call.adapterDefaults, {});
+    assert.equal(llm.prepareCall({ provider: "p", model: "plain" }).contextWindow, undefined);
+  });
+
+  it("rejects an effort the model does not accept, without clamping", () => {
+    const llm = new LlmRuntime();
+    llm.registerAdapter(fake("p", undefined, models));
+    for (const [model, effort] of [["r", "max"], ["plain", "low"]] as const) {
+      assert.throws(
+        () => llm.prepareCall({ provider: "p", model, reasoningEffort: effort }),
+        (e) => e instanceof LlmFailure && e.code === "UNSUPPORTED_FEATURE",
+      );
+    }
+  });
+
+  it("rejects a config without provider or model with INVALID_ARGS", () => {
+    const llm = new LlmRuntime();
+    assert.throws(
+      () => llm.prepareCall({ provider: "", model: "m" }),
+      (e) => HarnessError.isInstance(e, "INVALID_ARGS"),
+    );
+  });
+
+  it("the prepared call keeps its adapter after the route is released or replaced", async () => {
+    const llm = new LlmRuntime();
+    const first = fake("p");
+    const release = llm.registerAdapter(first);
+    const call = llm.prepareCall({ provider: "p", model: "m" });
+    release();
+    const second = fake("p");
+    llm.registerAdapter(second);
+    const chunks = await collect(call.stream(request(), signal()));
+    assert.deepEqual(chunks, hello);
+    assert.equal(first.seen.length, 1);
+    assert.equal(second.seen.length, 0);
+  });
+
+  it("the prepared call refuses a request for another route", () => {
+    const llm = new LlmRuntime();
+    llm.registerAdapter(fake("p"));
+    const call = llm.prepareCall({ provider: "p", model: "m" });
+    assert.throws(
+      () => call.stream(request("p", "other"), signal()),
+      (e) => HarnessError.isInstance(e, "INVALID_ARGS"),
+    );
+  });
+});
+
+describe("LlmRuntime.stream()", () => {
+  const run = async (adapter: LlmAdapter, abortSignal = signal(), options = request()) => {
+    const llm = new LlmRuntime();
+    llm.registerAdapter(adapter);
+    return await collect(llm.stream(options, abortSignal));
+  };
+
+  it("passes a well-formed stream through unchanged", async () => {
+    assert.deepEqual(await run(fake("p")), hello);
+  });
+
+  it("turns an LlmFailure thrown by stream() into an error finish with its code", async () => {
+    const chunks = await run(fake("p", () => {
+      throw new LlmFailure("RATE_LIMIT", "Slow down", { status: 429, providerRetryAfterMs: 2000 });
+    }));
+    assert.deepEqual(chunks, [{
+      type: "finish",
+      reason: {
+        kind: "error",
+        failure: { code: "RATE_LIMIT", message: "Slow down", status: 429, providerRetryAfterMs: 2000 },
+      },
+    }]);
+  });
+
+  it("turns any other throw mid-stream into UNKNOWN, after the chunks already streamed", async () => {
+    const chunks = await run(fake("p", async function* () {
+      yield hello[0];
+      yield hello[1];
+      throw new TypeError("boom");
+    }));
+    assert.deepEqual(chunks.slice(0, 2), hello.slice(0, 2));
+    assert.deepEqual(failureOf(chunks).reason, {
+      kind: "error",
+      failure: { code: "UNKNOWN", message: "Model call failed: boom" },
+    });
+  });
+
+  it("a throw after the signal fired becomes an aborted finish with ABORTED", async () => {
+    const controller = new AbortController();
+    const chunks = await run(
+      fake("p", async function* () {
+        yield hello[0];
+        controller.abort();
+        throw new Error("fetch aborted");
+      }),
+      controller.signal,
+    );
+    const finish = failureOf(chunks);
+    assert.equal(finish.reason.kind, "aborted");
+    assert.equal((finish.reason as { failure: { code: string } }).failure.code, "ABORTED");
+  });
+
+  it("a stream that ends without finish gets STREAM_CLOSED", async () => {
+    const chunks = await run(fake("p", () => fromArray(hello.slice(0, 2))));
+    assert.deepEqual(failureOf(chunks).reason, {
+      kind: "error",
+      failure: { code: "STREAM_CLOSED", message: "Model stream ended without a finish chunk" },
+    });
+  });
+
+  it("nothing passes after the finish chunk", async () => {
+    const chunks = await run(
+      fake("p", () => fromArray([...hello, { type: "usage", usage: { inputTokens: 1, outputTokens: 1 } }])),
+    );
+    assert.deepEqual(chunks, hello);
+  });
+
+  it("an adapter that ignores the signal is cut off with an aborted finish", async () => {
+    const controller = new AbortController();
+    let returned = false;
+    const stuck: LlmAdapter = fake("p", () => ({
+      [Symbol.asyncIterator]: () => ({
+        next: () => new Promise<IteratorResult<StreamChunk>>(() => {}),
+        return: () => {
+          returned = true;
+          return Promise.resolve({ done: true, value: undefined });
+        },
+      }),
+    }));
+    const pending = run(stuck, controller.signal);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    controller.abort();
+    const chunks = await pending;
+    assert.equal(chunks.length, 1);
+    assert.equal(failureOf(chunks).reason.kind, "aborted");
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assert.equal(returned, true);
+  });
+
+  it("an already-aborted signal never reaches the adapter", async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const adapter = fake("p");
+    const chunks = await run(adapter, controller.signal);
+    assert.equal(failureOf(chunks).reason.kind, "aborted");
+    assert.equal(adapter.seen.length, 0);
+  });
+
+  it("resolution failures arrive as the stream's error finish", async () => {
+    const llm = new LlmRuntime();
+    const chunks = await collect(llm.stream(request("nobody"), signal()));
+    assert.equal((failureOf(chunks).reason as { failure: { code: string } }).failure.code, "NO_ADAPTER");
+  });
+
+  it("bad arguments throw at once", () => {
+    const llm = new LlmRuntime();
+    assert.throws(() => llm.stream({ config: { provider: "p", model: "m" } } as GenerateOptions, signal()), /messages/);
+    assert.throws(() => llm.stream(request(), undefined as unknown as AbortSignal), /AbortSignal/);
+  });
+
+  it("accepts a deep-frozen request", async () => {
+    const options = Object.freeze({
+      config: Object.freeze({ provider: "p", model: "m" }),
+      messages: Object.freeze([]),
+    });
+    const adapter = fake("p");
+    assert.deepEqual(await run(adapter, signal(), options), hello);
+    assert.equal(adapter.seen[0], options);
+  });
+
+  it("passes replay state only for messages of a provider served by the same adapter", async () => {
+    const shared = fake("a");
+    const other = fake("b");
+    const llm = new LlmRuntime();
+    llm.registerAdapter([shared, other]);
+    const message = (provider: string): Message => ({
+      id: provider,
+      role: "assistant",
+      content: [{ type: "text", text: "hi" }],
+      source: { kind: "model", provider, model: "m", replayState: { sig: provider } },
+    });
+    await collect(llm.stream(request("a", "m", [message("a"), message("b")]), signal()));
+    const sources = shared.seen[0].messages.map((m) => m.source);
+    assert.deepEqual(sources, [
+      { kind: "model", provider: "a", model: "m", replayState: { sig: "a" } },
+      { kind: "model", provider: "b", model: "m" },
+    ]);
+  });
+});
+
+describe("llm/stream waterfall and llmRuntimePlugin", () => {
+  interface Events extends KernelEvents, LlmEvents {
+    "other/event": (n: number) => void;
+  }
+
+  it("provides ctx.llm, and wraps every call in the llm/stream waterfall", async () => {
+    const ctx = createKernel<Events, LlmServices>();
+    await ctx.plugin(llmRuntimePlugin).ready;
+    const llm = ctx.llm!;
+    llm.registerAdapter(fake("p"));
+    const seen: string[] = [];
+    ctx.on("llm/stream", (options, next) => {
+      seen.push(options.config.model);
+      return (async function* () {
+        for await (const chunk of next()) {
+          yield chunk.type === "text-delta" ? { ...chunk, text: chunk.text.toUpperCase() } : chunk;
+        }
+      })();
+    });
+    const chunks = await collect(llm.stream(request(), signal()));
+    assert.deepEqual(seen, ["m"]);
+    assert.deepEqual(chunks[1], { type: "text-delta", index: 0, text: "HELLO" });
+    const prepared = await collect(llm.prepareCall({ provider: "p", model: "m" }).stream(request(), signal()));
+    assert.deepEqual(seen, ["m", "m"]);
+    assert.equal(prepared.length, hello.length);
+  });
+
+  it("a listener may short-circuit before any adapter lookup", async () => {
+    const ctx = createKernel<Events, LlmServices>();
+    await ctx.plugin(llmRuntimePlugin).ready;
+    ctx.on("llm/stream", () => fromArray(hello));
+    const chunks = await collect(ctx.llm!.stream(request("unregistered"), signal()));
+    assert.deepEqual(chunks, hello);
+  });
+
+  it("a listener that throws ends the stream with an error finish", async () => {
+    const ctx = createKernel<Events, LlmServices>();
+    await ctx.plugin(llmRuntimePlugin).ready;
+    ctx.llm!.registerAdapter(fake("p"));
+    ctx.on("llm/stream", () => {
+      throw new LlmFailure("TRANSPORT", "Proxy down");
+    });
+    const chunks = await collect(ctx.llm!.stream(request(), signal()));
+    assert.deepEqual(chunks, [{
+      type: "finish",
+      reason: { kind: "error", failure: { code: "TRANSPORT", message: "Proxy down" } },
+    }]);
+  });
+
+  it("dispatching from a scope reaches that scope's listeners and not a sibling's", async () => {
+    const ctx = createKernel<Events, LlmServices>();
+    await ctx.plugin(llmRuntimePlugin).ready;
+    ctx.llm!.registerAdapter(fake("p"));
+    const a = createScope(ctx, "a");
+    const b = createScope(ctx, "b");
+    const heard: string[] = [];
+    a.ctx.on("llm/stream", (_o, next) => (heard.push("a"), next()));
+    b.ctx.on("llm/stream", (_o, next) => (heard.push("b"), next()));
+    await collect(ctx.llm!.stream(request(), signal(), { context: a.ctx }));
+    assert.deepEqual(heard, ["a"]);
+    await a.dispose();
+    await b.dispose();
+  });
+
+  it("emits llm/adapters-changed when routes change, and withdraws ctx.llm on dispose", async () => {
+    const ctx = createKernel<Events, LlmServices>();
+    const plugin = ctx.plugin(llmRuntimePlugin);
+    await plugin.ready;
+    let changes = 0;
+    ctx.on("llm/adapters-changed", () => void changes++);
+    const release = ctx.llm!.registerAdapter(fake("p"));
+    release();
+    assert.equal(changes, 2);
+    await plugin.dispose();
+    assert.equal(ctx.llm, undefined);
+  });
+});
