@@ -1,0 +1,152 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { HarnessError } from "../sdk/kernel/mod.ts";
+import {
+  BlockAssembler,
+  checkStreamGrammar,
+  type GenerateOptions,
+  LlmFailure,
+  LlmRuntime,
+  type StreamChunk,
+} from "../sdk/llm/mod.ts";
+import { scriptedAdapter, textResponse, toolCallResponse } from "./scripted_adapter.ts";
+
+const request = (text = "hi"): GenerateOptions => ({
+  config: { provider: "scripted", model: "scripted-model" },
+  messages: [{ id: text, role: "user", content: [{ type: "text", text }], source: { kind: "user" } }],
+});
+
+async function collect(stream: AsyncIterable<StreamChunk>): Promise<StreamChunk[]> {
+  const out: StreamChunk[] = [];
+  for await (const chunk of stream) out.push(chunk);
+  return out;
+}
+
+const signal = () => new AbortController().signal;
+
+describe("scriptedAdapter()", () => {
+  it("plays one entry per call, records every request, and fails clearly past the end", async () => {
+    const model = scriptedAdapter([textResponse("one"), textResponse("two")]);
+    const llm = new LlmRuntime();
+    llm.registerAdapter(model);
+    const texts: string[] = [];
+    for (const prompt of ["a", "b", "c"]) {
+      const assembler = new BlockAssembler();
+      for await (const chunk of llm.stream(request(prompt), signal())) assembler.push(chunk);
+      texts.push(
+        assembler.finish.kind === "error" ? assembler.finish.failure.code : JSON.stringify(assembler.blocks()),
+      );
+    }
+    assert.deepEqual(texts, ['[{"type":"text","text":"one"}]', '[{"type":"text","text":"two"}]', "SCRIPT_EXHAUSTED"]);
+    assert.deepEqual(model.requests.map((r) => r.messages[0].id), ["a", "b", "c"]);
+    assert.equal(model.calls, 3);
+    assert.equal(model.lastRequest()?.messages[0].id, "c");
+  });
+
+  it("throws SCRIPT_EXHAUSTED from the stream itself when used without the runtime", async () => {
+    const model = scriptedAdapter([]);
+    await assert.rejects(
+      collect(model.stream(request(), signal())),
+      (e) => HarnessError.isInstance(e, "SCRIPT_EXHAUSTED"),
+    );
+  });
+
+  it("assertConsumed() fails while array entries are left", async () => {
+    const model = scriptedAdapter([textResponse("one"), textResponse("two")]);
+    await collect(model.stream(request(), signal()));
+    assert.throws(() => model.assertConsumed(), (e) => HarnessError.isInstance(e, "SCRIPT_NOT_CONSUMED"));
+    await collect(model.stream(request(), signal()));
+    model.assertConsumed();
+  });
+
+  it("uses a single value for every call", async () => {
+    const model = scriptedAdapter(textResponse("same"));
+    const a = await collect(model.stream(request(), signal()));
+    const b = await collect(model.stream(request(), signal()));
+    assert.deepEqual(a, b);
+    model.assertConsumed();
+  });
+
+  it("calls a function with the request and the call index", async () => {
+    const model = scriptedAdapter((req, i) => textResponse(`${i}:${req.messages[0].id}`));
+    await collect(model.stream(request("x"), signal()));
+    const chunks = await collect(model.stream(request("y"), signal()));
+    assert.deepEqual(chunks[1], { type: "text-delta", index: 0, text: "1:y" });
+  });
+
+  it("a throw entry plays its chunks, then throws; the runtime keeps the failure's code", async () => {
+    const model = scriptedAdapter({
+      chunks: [{ type: "text-delta", index: 0, text: "par" }],
+      throw: new LlmFailure("SERVER", "Bad gateway", { status: 502 }),
+    });
+    const llm = new LlmRuntime();
+    llm.registerAdapter(model);
+    const chunks = await collect(llm.stream(request(), signal()));
+    assert.deepEqual(chunks, [
+      { type: "text-delta", index: 0, text: "par" },
+      { type: "finish", reason: { kind: "error", failure: { code: "SERVER", message: "Bad gateway", status: 502 } } },
+    ]);
+  });
+
+  it("a hang entry waits for the abort, then ends with an aborted finish", async () => {
+    const model = scriptedAdapter({ hang: true, chunks: [{ type: "reasoning-delta", index: 0, text: "hmm" }] });
+    const controller = new AbortController();
+    const chunks: StreamChunk[] = [];
+    for await (const chunk of model.stream(request(), controller.signal)) {
+      chunks.push(chunk);
+      if (chunk.type === "reasoning-delta") controller.abort();
+    }
+    assert.deepEqual(chunks, [
+      { type: "reasoning-delta", index: 0, text: "hmm" },
+      {
+        type: "finish",
+        reason: { kind: "aborted", failure: { code: "ABORTED", message: "Scripted model call was aborted" } },
+      },
+    ]);
+  });
+
+  it("takes a provider and models", () => {
+    const model = scriptedAdapter(textResponse("x"), { provider: "fake", models: [{ id: "a" }, { id: "b" }] });
+    assert.equal(model.provider, "fake");
+    assert.deepEqual(model.models.map((m) => m.id), ["a", "b"]);
+    const fallback = scriptedAdapter(textResponse("x"));
+    assert.equal(fallback.provider, "scripted");
+    assert.deepEqual(fallback.models, [{ id: "scripted-model" }]);
+  });
+
+  it("rejects a script that is neither entry, array nor function", () => {
+    assert.throws(() => scriptedAdapter(42 as never), (e) => HarnessError.isInstance(e, "INVALID_ARGS"));
+  });
+});
+
+describe("textResponse() and toolCallResponse()", () => {
+  it("textResponse() builds a valid stream with reasoning and usage", () => {
+    const { chunks } = textResponse("Answer", { reasoning: "Think", usage: { inputTokens: 7, outputTokens: 3 } });
+    assert.deepEqual(checkStreamGrammar(chunks), []);
+    assert.deepEqual(chunks, [
+      { type: "block-start", index: 0, blockType: "reasoning" },
+      { type: "reasoning-delta", index: 0, text: "Think" },
+      { type: "block-end", index: 0, block: { type: "reasoning", text: "Think" } },
+      { type: "block-start", index: 1, blockType: "text" },
+      { type: "text-delta", index: 1, text: "Answer" },
+      { type: "block-end", index: 1, block: { type: "text", text: "Answer" } },
+      { type: "usage", usage: { inputTokens: 7, outputTokens: 3 } },
+      { type: "finish", reason: { kind: "stop" } },
+    ]);
+  });
+
+  it("toolCallResponse() builds a valid stream whose assembly is the calls", () => {
+    const calls = [
+      { id: "c1", name: "read", arguments: '{"path":"a"}' },
+      { id: "c2", name: "ls", arguments: "{}" },
+    ];
+    const { chunks } = toolCallResponse(calls, { text: "Looking", reasoning: "Plan" });
+    assert.deepEqual(checkStreamGrammar(chunks), []);
+    const assembler = new BlockAssembler();
+    for (const chunk of chunks) assembler.push(chunk);
+    assert.deepEqual(assembler.blocks().map((b) => b.type), ["reasoning", "text", "tool-call", "tool-call"]);
+    assert.deepEqual(assembler.toolCalls(), calls.map((c) => ({ type: "tool-call", ...c })));
+    assert.deepEqual(assembler.finish, { kind: "tool-calls" });
+    assert.deepEqual(assembler.usage, { inputTokens: 1, outputTokens: 1 });
+  });
+});
