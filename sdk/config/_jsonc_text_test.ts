@@ -1,0 +1,41 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { HarnessError } from "../kernel/harness_error.ts";
+import { JsoncText } from "./_jsonc_text.ts";
+
+describe("JsoncText", () => {
+  it("counts lines across LF, CRLF and CR line ends", () => {
+    const text = JsoncText.parse('{\r\n"a": {\n\r"b": 1\r\n}}', "t");
+    assert.deepEqual(text.locate(["a"]), { line: 2, column: 6 });
+    assert.deepEqual(text.locate(["a", "b"]), { line: 4, column: 6 });
+  });
+
+  it("locates the deepest present ancestor of a missing path, and property names", () => {
+    const text = JsoncText.parse('{ "a": { "b": 1 } }', "t");
+    assert.deepEqual(text.locate(["a", "missing", "deeper"]), { line: 1, column: 8 });
+    assert.deepEqual(text.locate(["a"], "b"), { line: 1, column: 10 });
+    assert.deepEqual(text.locate([]), { line: 1, column: 1 });
+  });
+
+  it("ignores a byte order mark", () => {
+    const text = JsoncText.parse('\uFEFF{ "a": 1 }', "t");
+    assert.deepEqual({ ...(text.value as object) }, { a: 1 });
+    assert.deepEqual(text.locate(["a"]), { line: 1, column: 8 });
+  });
+
+  it("reports unterminated input at its position", () => {
+    try {
+      JsoncText.parse('{\n  "a": "open', "t.jsonc");
+      assert.fail("expected CONFIG_SYNTAX");
+    } catch (error) {
+      assert.ok(HarnessError.isInstance(error, "CONFIG_SYNTAX"));
+      assert.equal(error.details?.line, 2);
+      assert.match(error.message, /^Cannot parse the configuration in t\.jsonc:2:\d+: /);
+    }
+  });
+
+  it("gives {} for whitespace and comments only", () => {
+    assert.deepEqual(JsoncText.parse("  /* nothing */\n// here\n", "t").value, {});
+    assert.deepEqual(JsoncText.parse("", "t").value, {});
+  });
+});
