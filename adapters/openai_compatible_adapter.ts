@@ -4,7 +4,7 @@
  * @module
  */
 
-import { type LlmAdapter, type ModelInfo } from "../sdk/llm/mod.ts";
+import type { LlmAdapter, ModelInfo } from "../sdk/llm/mod.ts";
 import { HarnessError } from "../sdk/kernel/mod.ts";
 import { type ChatEndpoint, checkBaseURL, checkTimeout, streamChatCompletion } from "./_chat_completions.ts";
 

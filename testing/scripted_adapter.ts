@@ -5,14 +5,7 @@
  * @module
  */
 
-import {
-  type GenerateOptions,
-  type LlmAdapter,
-  type LlmFailure,
-  type ModelInfo,
-  type StreamChunk,
-  type TokenUsage,
-} from "../sdk/llm/mod.ts";
+import type { GenerateOptions, LlmAdapter, LlmFailure, ModelInfo, StreamChunk, TokenUsage } from "../sdk/llm/mod.ts";
 import { HarnessError } from "../sdk/kernel/mod.ts";
 
 /**
