@@ -57,12 +57,12 @@ function diffOps(a: readonly string[], b: readonly string[]): Op[] {
         ops.push({ kind: " ", line: a[start + i], a: start + i, b: start + j });
         i++;
         j++;
-      } else if (j < m && (i === n || lcs[i * width + j + 1] >= lcs[(i + 1) * width + j])) {
-        ops.push({ kind: "+", line: b[start + j], a: start + i, b: start + j });
-        j++;
-      } else {
+      } else if (i < n && (j === m || lcs[(i + 1) * width + j] >= lcs[i * width + j + 1])) {
         ops.push({ kind: "-", line: a[start + i], a: start + i, b: start + j });
         i++;
+      } else {
+        ops.push({ kind: "+", line: b[start + j], a: start + i, b: start + j });
+        j++;
       }
     }
   }

@@ -1,19 +1,16 @@
-// Reading fixture files: persisted session logs (a `session` header line,
-// then one event or packed chunk row per line). This is the seam to switch to
-// the persistence module's public reader once it exports one.
+// Reading fixture files. A fixture is a persisted session log: either a
+// storage directory written by `fileStorage` (one `<id>/session.jsonl` or
+// `session.jsonl.zstd` per session, read through the persistence module), or
+// one plain log file (a `session` header line, then one event or packed chunk
+// row per line; several logs may follow one another).
 
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { HarnessError, type SessionEvent, type StreamChunk } from "@dsh/harness";
+import { fileStorage, HarnessError, type SessionEvent, type StoredRecord, unpackChunkRows } from "@dsh/harness";
 import type { FixtureLog } from "./fixture.ts";
 
 const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];
-const ROW_DELTA = {
-  "text-chunks": "text-delta",
-  "reasoning-chunks": "reasoning-delta",
-  "tool-call-chunks": "tool-call-delta",
-} as const;
 
 /** The path of a string or `file:` URL. */
 export function toPath(source: string | URL): string {
@@ -24,28 +21,8 @@ function invalid(file: string, line: number, message: string): HarnessError {
   return new HarnessError("INVALID_FIXTURE", `Fixture ${file} line ${line}: ${message}`, { details: { file, line } });
 }
 
-function expandRow(record: Record<string, unknown>, file: string, line: number): SessionEvent[] {
-  const delta = ROW_DELTA[record.type as keyof typeof ROW_DELTA];
-  const data = record.data as { turn: number; step: number; index: number; id?: string; dt: number[]; texts: string[] };
-  const { seq0, time0 } = record as { seq0: number; time0: number };
-  if (!data || !Array.isArray(data.dt) || !Array.isArray(data.texts) || data.dt.length !== data.texts.length) {
-    throw invalid(file, line, `malformed ${String(record.type)} row`);
-  }
-  return data.texts.map((text, i) => {
-    const chunk: StreamChunk = delta === "tool-call-delta"
-      ? { type: delta, index: data.index, id: data.id ?? "", argumentsDelta: text }
-      : { type: delta, index: data.index, text };
-    return {
-      type: "assistant/chunk",
-      seq: seq0 + i,
-      time: time0 + data.dt[i],
-      data: { turn: data.turn, step: data.step, chunk },
-    };
-  });
-}
-
 function parseLogText(text: string, file: string): FixtureLog[] {
-  const logs: { id?: string; createdAt?: number; parentSession?: string; events: SessionEvent[] }[] = [];
+  const logs: { id?: string; createdAt?: number; parentSession?: string; records: StoredRecord[] }[] = [];
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
     const raw = lines[i].trim();
@@ -64,24 +41,23 @@ function parseLogText(text: string, file: string): FixtureLog[] {
         ...(typeof record.id === "string" ? { id: record.id } : {}),
         ...(typeof record.createdAt === "number" ? { createdAt: record.createdAt } : {}),
         ...(typeof record.parentSession === "string" ? { parentSession: record.parentSession } : {}),
-        events: [],
+        records: [],
       });
       continue;
     }
     if (logs.length === 0) throw invalid(file, i + 1, "the file does not start with a session header line");
-    const events = logs[logs.length - 1].events;
-    const added = record.type in ROW_DELTA && "seq0" in record
-      ? expandRow(record, file, i + 1)
-      : [record as unknown as SessionEvent];
-    for (const event of added) {
-      if (event.seq !== events.length) {
-        throw invalid(file, i + 1, `expected seq ${events.length}, found ${String(event.seq)}`);
-      }
-      events.push(event);
-    }
+    logs[logs.length - 1].records.push(record as unknown as StoredRecord);
   }
   if (logs.length === 0) throw invalid(file, 1, "the file holds no session log");
-  return logs;
+  return logs.map(({ records, ...header }) => {
+    const events: SessionEvent[] = unpackChunkRows(records);
+    events.forEach((event, seq) => {
+      if (event.seq !== seq) {
+        throw invalid(file, 0, `event ${seq} of session ${header.id} has seq ${String(event.seq)}`);
+      }
+    });
+    return { ...header, events };
+  });
 }
 
 async function readLogFile(file: string): Promise<FixtureLog[]> {
@@ -98,15 +74,19 @@ async function readLogFile(file: string): Promise<FixtureLog[]> {
   return parseLogText(new TextDecoder().decode(bytes), file);
 }
 
-async function listLogFiles(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => a.name < b.name ? -1 : 1);
-  for (const entry of entries) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...await listLogFiles(path));
-    else if (/\.jsonl(\.zstd)?$/.test(entry.name)) out.push(path);
+async function readStorageDir(dir: string): Promise<FixtureLog[]> {
+  const storage = fileStorage(dir);
+  const logs: FixtureLog[] = [];
+  for (const header of await storage.list()) {
+    const { events } = await storage.inspect(header.id);
+    logs.push({
+      id: header.id,
+      createdAt: header.createdAt,
+      ...(header.parentSession !== undefined ? { parentSession: header.parentSession } : {}),
+      events,
+    });
   }
-  return out;
+  return logs;
 }
 
 async function readSidecar(path: string): Promise<unknown> {
@@ -140,24 +120,7 @@ export async function readFixtureFile(
   const overrides = await readSidecar(sidecar);
   const extra = overrides === undefined ? {} : { overrides };
   if (!isDirectory) return { path, logs: await readLogFile(path), ...extra };
-  const logs: FixtureLog[] = [];
-  for (const file of await listLogFiles(path)) logs.push(...await readLogFile(file));
+  const logs = await readStorageDir(path);
   if (logs.length === 0) throw new HarnessError("INVALID_FIXTURE", `Fixture directory ${path} holds no session logs`);
   return { path, logs, ...extra };
-}
-
-/** Serialise session logs in the fixture file format: per log, a header line and one event per line. */
-export function formatLogs(logs: readonly FixtureLog[]): string {
-  const lines: string[] = [];
-  for (const log of logs) {
-    lines.push(JSON.stringify({
-      type: "session",
-      version: 1,
-      id: log.id,
-      createdAt: log.createdAt ?? 0,
-      ...(log.parentSession !== undefined ? { parentSession: log.parentSession } : {}),
-    }));
-    for (const event of log.events) lines.push(JSON.stringify(event));
-  }
-  return lines.join("\n") + "\n";
 }

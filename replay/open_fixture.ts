@@ -21,7 +21,7 @@ export type ReplayMode = "replay" | "record" | "refresh";
 
 /** Options of {@linkcode openFixture}. */
 export interface OpenFixtureOptions {
-  /** The fixture file. */
+  /** The fixture directory (a session storage directory, see `writeFixture`). */
   readonly path: string | URL;
   /** The real adapter to record with; called only when recording. */
   readonly live: () => LlmAdapter | Promise<LlmAdapter>;
@@ -94,7 +94,7 @@ async function exists(path: string): Promise<boolean> {
  * import { join } from "node:path";
  * import assert from "node:assert/strict";
  *
- * const path = join(await mkdtemp(join(tmpdir(), "dsh-")), "greeting.jsonl");
+ * const path = join(await mkdtemp(join(tmpdir(), "dsh-")), "greeting");
  * const live = () => scriptedAdapter(textResponse("Hello!"));
  * for (const expected of ["record", "replay"]) {
  *   const fixture = await openFixture({ path, live, mode: "record" });

@@ -6,10 +6,16 @@
  * @module
  */
 
-import { mkdir, rename, writeFile } from "node:fs/promises";
-import { dirname } from "node:path";
-import { type GenerateOptions, HarnessError, type LlmAdapter, type Session, type StreamChunk } from "@dsh/harness";
-import { formatLogs, toPath } from "./_read_fixture_file.ts";
+import {
+  fileStorage,
+  type GenerateOptions,
+  HarnessError,
+  type LlmAdapter,
+  type NewSessionHeader,
+  type Session,
+  type StreamChunk,
+} from "@dsh/harness";
+import { toPath } from "./_read_fixture_file.ts";
 
 /** The adapter returned by {@linkcode recordingAdapter}. */
 export interface RecordingAdapter extends LlmAdapter {
@@ -18,14 +24,14 @@ export interface RecordingAdapter extends LlmAdapter {
   /** The ids of the sessions that called the model, in order of their first call. */
   readonly sessionIds: readonly string[];
   /**
-   * Write the sessions' logs to a fixture file (a session header line and one
-   * event per line, per session), atomically, creating the directory.
+   * Write the sessions' logs as a fixture directory (see {@linkcode writeFixture}).
    *
-   * @param path The fixture file.
+   * @param dir The fixture directory.
    * @param sessions The sessions to save; every session that called the model must be among them.
+   * @param options The encoding.
    * @throws {HarnessError} `RECORD_INCOMPLETE` when a session that called the model is missing.
    */
-  save(path: string | URL, sessions: Session | readonly Session[]): Promise<void>;
+  save(dir: string | URL, sessions: Session | readonly Session[], options?: WriteFixtureOptions): Promise<void>;
 }
 
 /**
@@ -51,8 +57,8 @@ export interface RecordingAdapter extends LlmAdapter {
  * const harness = await createHarness({ adapters: [recorder] });
  * const agent = await harness.createAgent({ provider: "scripted", model: "scripted-model" });
  * await agent.run("Hello");
- * const path = join(await mkdtemp(join(tmpdir(), "dsh-")), "hello.jsonl");
- * await recorder.save(path, agent.session);
+ * const path = join(await mkdtemp(join(tmpdir(), "dsh-")), "hello");
+ * await recorder.save(path, agent.session, { compression: "zstd" });
  * await harness.dispose();
  * const fixture = await loadFixture(path);
  * assert.equal(fixture.sessions[0].calls.length, 1);
@@ -74,7 +80,11 @@ export function recordingAdapter(inner: LlmAdapter): RecordingAdapter {
       }
       return inner.stream(request, signal);
     },
-    async save(path: string | URL, sessions: Session | readonly Session[]): Promise<void> {
+    async save(
+      dir: string | URL,
+      sessions: Session | readonly Session[],
+      options?: WriteFixtureOptions,
+    ): Promise<void> {
       const list: readonly Session[] = Array.isArray(sessions) ? sessions : [sessions as Session];
       const missing = sessionIds.filter((id) => !list.some((s) => s.id === id));
       if (missing.length > 0) {
@@ -84,27 +94,45 @@ export function recordingAdapter(inner: LlmAdapter): RecordingAdapter {
           { details: { missing } },
         );
       }
-      await writeFixture(path, list);
+      await writeFixture(dir, list, options);
     },
   };
 }
 
+/** Options of {@linkcode writeFixture} and `RecordingAdapter.save()`. */
+export interface WriteFixtureOptions {
+  /**
+   * How the logs are encoded.
+   *
+   * @default {"none"}
+   */
+  readonly compression?: "none" | "zstd";
+}
+
 /**
- * Write session logs as a fixture file, atomically (temp file, then rename).
+ * Write session logs as a fixture: a storage directory in the persistence
+ * module's format (`fileStorage`), one `<id>/session.jsonl` per session.
+ * Sessions already stored in the directory are deleted first, so the
+ * directory holds exactly this run.
  *
- * @param path The fixture file.
+ * @param dir The fixture directory.
  * @param sessions The sessions, in order.
+ * @param options The encoding.
+ * @returns Resolves once every log is durable.
  */
-export async function writeFixture(path: string | URL, sessions: readonly Session[]): Promise<void> {
-  const file = toPath(path);
-  const text = formatLogs(sessions.map((session) => ({
-    id: session.id,
-    createdAt: session.header.createdAt,
-    ...(session.header.parentSession !== undefined ? { parentSession: session.header.parentSession } : {}),
-    events: session.events,
-  })));
-  await mkdir(dirname(file), { recursive: true });
-  const temp = `${file}.${crypto.randomUUID()}.tmp`;
-  await writeFile(temp, text);
-  await rename(temp, file);
+export async function writeFixture(
+  dir: string | URL,
+  sessions: readonly Session[],
+  options: WriteFixtureOptions = {},
+): Promise<void> {
+  const storage = fileStorage(toPath(dir), { compression: options.compression ?? "none" });
+  for (const stored of await storage.list()) await storage.delete(stored.id);
+  for (const session of sessions) {
+    const h = session.header;
+    const header: Record<string, unknown> = { id: session.id, createdAt: h.createdAt };
+    for (const key of ["cwd", "parentSession", "seedLength", "origin", "delegationDepth"] as const) {
+      if (h[key] !== undefined) header[key] = h[key];
+    }
+    await storage.create(header as unknown as NewSessionHeader, { events: session.events });
+  }
 }
