@@ -1,0 +1,323 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { Session, SESSION_FORMAT_VERSION } from "./session.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { SessionEvent, SessionEventMap } from "./mod.ts";
+import type { UserMessage } from "../llm/messages.ts";
+
+const clock = () => {
+  let t = 100;
+  return () => t++;
+};
+const user = (id: string, text = id): UserMessage => ({
+  id,
+  role: "user",
+  content: [{ type: "text", text }],
+  source: { kind: "user" },
+});
+const assistant = (id: string, text: string): SessionEventMap["assistant/message"] => ({
+  turn: 1,
+  step: 1,
+  message: {
+    id,
+    role: "assistant",
+    content: text ? [{ type: "text", text }] : [],
+    source: { kind: "model", provider: "p", model: "m" },
+  },
+});
+const code = (c: string) => (e: unknown) => HarnessError.isInstance(e, c);
+// deno-lint-ignore no-explicit-any
+const loose = (s: Session) => s as unknown as { append(type: string, data: unknown, ...rest: any[]): SessionEvent };
+
+describe("Session.append()", () => {
+  it("stamps seq from 0 and time from the clock option, and returns the committed event", () => {
+    const session = Session.create("s", undefined, { now: clock() });
+    const a = session.append("turn/start", { turn: 1 });
+    const b = session.append("user/message", user("m1"), { surfaceOp: "append" });
+    assert.deepEqual([a.seq, a.time, b.seq, b.time], [0, 101, 1, 102]);
+    assert.equal(session.seq, 2);
+    assert.equal(session.header.createdAt, 100);
+    assert.equal(session.firstLiveSeq, 0);
+    assert.deepEqual(session.events, [a, b]);
+  });
+
+  it("copies and deep-freezes the data, so the caller's object can change freely", () => {
+    const session = Session.create("s");
+    const data = user("m1");
+    const event = session.append("user/message", data, { surfaceOp: "append", sourceEventSeqs: undefined });
+    assert.notEqual(event.data, data);
+    assert.ok(Object.isFrozen(event) && Object.isFrozen(event.data) && Object.isFrozen(event.data.content[0]));
+    (data.content as unknown[]).length = 0;
+    assert.equal((session.events[0] as SessionEvent<"user/message">).data.content.length, 1);
+    assert.equal("sourceEventSeqs" in event, false);
+  });
+
+  it("requires the surface intent exactly for the three surface types, at run time too", () => {
+    const session = Session.create("s");
+    for (const type of ["user/message", "assistant/message", "tool/result"]) {
+      assert.throws(() => loose(session).append(type, {}), code("SURFACE_OP_MISSING"), type);
+    }
+    assert.throws(
+      () => loose(session).append("turn/start", { turn: 1 }, { surfaceOp: "append" }),
+      code("SURFACE_OP_FORBIDDEN"),
+    );
+    assert.throws(() => loose(session).append("user/message", user("m"), {}), code("SURFACE_OP_MISSING"));
+    assert.equal(session.seq, 0);
+  });
+
+  it("throws every validation error before committing anything", () => {
+    const session = Session.create("s");
+    session.append("user/message", user("m0"), { surfaceOp: "append" });
+    const before = session.events;
+    const bad: [string, unknown, unknown[], string][] = [
+      ["todo/write", { todos: [{ content: "x", status: "pending", extra: undefined }] }, [], "NOT_LOSSLESS_JSON"],
+      ["todo/write", { todos: [], when: new Date() }, [], "NOT_LOSSLESS_JSON"],
+      ["user/message", { ...user("m1"), role: "assistant" }, [{ surfaceOp: "append" }], "INVALID_EVENT"],
+      ["assistant/message", {
+        ...assistant("a", "x"),
+        message: { ...assistant("a", "x").message, source: { kind: "user" } },
+      }, [{
+        surfaceOp: "append",
+      }], "INVALID_EVENT"],
+      [
+        "tool/result",
+        {
+          turn: 1,
+          step: 1,
+          message: { ...user("r"), source: { kind: "tool", callId: "c1" } },
+        },
+        [{ surfaceOp: "append" }],
+        "INVALID_EVENT",
+      ],
+      ["request/header", { header: { config: { provider: "p" } }, reason: "initial" }, [], "INVALID_EVENT"],
+      ["request/header", { header: { config: { provider: "p", model: "m" } }, reason: "fallback" }, [], "LEGACY_EVENT"],
+      ["request/header-delta", {}, [], "LEGACY_EVENT"],
+      ["turn/start", { turn: 0 }, [], "INVALID_EVENT"],
+      [
+        "user/message",
+        user("m2"),
+        [{ surfaceOp: { op: "replace", start: 5, end: 5 }, sourceEventSeqs: [0] }],
+        "REPLACE_RANGE_INVALID",
+      ],
+      ["user/message", user("m2"), [{ surfaceOp: "append", sourceEventSeqs: [1n] }], "NOT_LOSSLESS_JSON"],
+      ["", {}, [], "INVALID_ARGS"],
+    ];
+    for (const [type, data, rest, expected] of bad) {
+      assert.throws(() => loose(session).append(type, data, ...rest), code(expected), `${type} ${expected}`);
+      assert.equal(session.events, before);
+      assert.deepEqual(session.surface.nodes, [0]);
+    }
+  });
+
+  it("accepts event types it does not know, as plugin events", () => {
+    const session = Session.create("s");
+    loose(session).append("hook/invoked", { handlerId: "h" });
+    assert.equal(session.events[0].type, "hook/invoked");
+  });
+
+  it("reserves session/end-seed for the constructor", () => {
+    const session = Session.create("s");
+    assert.throws(() => loose(session).append("session/end-seed", {}), code("END_SEED_RESERVED"));
+  });
+
+  it("reuses the events snapshot until the next append and never grows a returned array", () => {
+    const session = Session.create("s");
+    session.append("turn/start", { turn: 1 });
+    const first = session.events;
+    assert.equal(session.events, first);
+    assert.ok(Object.isFrozen(first));
+    session.append("turn/end", { turn: 1, reason: { kind: "completed" } });
+    assert.equal(first.length, 1);
+    assert.equal(session.events.length, 2);
+  });
+});
+
+describe("Session observers", () => {
+  it("run after commit, in order, with failures contained", () => {
+    const seen: string[] = [];
+    const session = Session.create("s", undefined, {
+      onCommit: (event, s) => seen.push(`commit ${event.seq} ${s.seq}`),
+    });
+    session.observe(() => {
+      throw new Error("observer failure");
+    });
+    const stop = session.observe((event) => seen.push(`observe ${event.seq}`));
+    const originalError = console.error;
+    console.error = () => {};
+    try {
+      assert.equal(session.append("turn/start", { turn: 1 }).seq, 0);
+      stop();
+      session.append("turn/end", { turn: 1, reason: { kind: "completed" } });
+    } finally {
+      console.error = originalError;
+    }
+    assert.deepEqual(seen, ["commit 0 1", "observe 0", "commit 1 2"]);
+  });
+
+  it("reject appends made from inside an observer, leaving the log unchanged", () => {
+    let caught: unknown;
+    const session = Session.create("s");
+    session.observe((_event, s) => {
+      try {
+        s.append("todo/write", { todos: [] });
+      } catch (error) {
+        caught = error;
+      }
+    });
+    session.append("turn/start", { turn: 1 });
+    assert.ok(HarnessError.isInstance(caught, "APPEND_REENTERED"));
+    assert.equal(session.seq, 1);
+    session.append("turn/end", { turn: 1, reason: { kind: "completed" } });
+    assert.equal(session.seq, 2);
+  });
+});
+
+describe("Session seeds and session/end-seed", () => {
+  it("an empty seed gets an end-seed at seq 0; no seed gets none", () => {
+    const seeded = Session.create("a", [], { now: () => 7 });
+    assert.deepEqual(seeded.events, [{ type: "session/end-seed", seq: 0, time: 7, data: {} }]);
+    assert.equal(seeded.firstLiveSeq, 0);
+    assert.equal(Session.create("b").seq, 0);
+  });
+
+  it("a seed gets one end-seed at firstLiveSeq, unless it already ends with one", () => {
+    const source = Session.create("a", undefined, { now: () => 0 });
+    source.append("user/message", user("m1"), { surfaceOp: "append" });
+    source.append("todo/write", { todos: [] });
+    const child = Session.create("b", source.events, { now: () => 0 });
+    assert.equal(child.firstLiveSeq, 2);
+    assert.equal(child.events[2].type, "session/end-seed");
+    assert.equal(child.seq, 3);
+    assert.notEqual(child.events[0], source.events[0]);
+    const again = Session.create("c", child.events);
+    assert.equal(again.seq, 3);
+    assert.equal(again.firstLiveSeq, 3);
+    assert.equal(again.events.filter((e) => e.type === "session/end-seed").length, 1);
+  });
+
+  it("does not publish seed events or the end-seed to observers", () => {
+    const seen: number[] = [];
+    const session = Session.create("a", [{ type: "turn/start", seq: 0, time: 0, data: { turn: 1 } }], {
+      onCommit: (e) => seen.push(e.seq),
+    });
+    session.append("turn/end", { turn: 1, reason: { kind: "completed" } });
+    assert.deepEqual(seen, [2]);
+  });
+
+  it("validates the seed: envelope keys, seq, payloads and surface", () => {
+    const ok: SessionEvent = { type: "turn/start", seq: 0, time: 0, data: { turn: 1 } };
+    const cases: [unknown[], string][] = [
+      [[{ ...ok, extra: 1 }], "INVALID_EVENT"],
+      [[{ ...ok, seq: 1 }], "SEQ_NOT_CONTIGUOUS"],
+      [[{ ...ok, time: "now" }], "INVALID_EVENT"],
+      [[{ ...ok, ignorable: false }], "INVALID_EVENT"],
+      [[{ type: "user/message", seq: 0, time: 0, data: user("m") }], "SURFACE_OP_MISSING"],
+      [[{
+        type: "assistant/message",
+        seq: 0,
+        time: 0,
+        data: {
+          ...assistant("a", "x"),
+          message: { ...assistant("a", "x").message, source: { kind: "model", provider: "p" } },
+        },
+        surfaceOp: "append",
+      }], "INVALID_EVENT"],
+      [
+        [{ type: "request/header", seq: 0, time: 0, data: { header: { config: { model: "m" } }, reason: "initial" } }],
+        "INVALID_EVENT",
+      ],
+      [[{ type: "request/header-delta", seq: 0, time: 0, data: {} }], "LEGACY_EVENT"],
+      [[{ ...ok, data: { turn: 1, n: NaN } }], "NOT_LOSSLESS_JSON"],
+      [[null], "INVALID_EVENT"],
+    ];
+    for (const [seed, expected] of cases) {
+      assert.throws(() => Session.create("s", seed as SessionEvent[]), code(expected), JSON.stringify(seed));
+    }
+    assert.throws(() => Session.create(""), code("INVALID_ARGS"));
+    assert.throws(() => Session.create("s", {} as never), code("INVALID_ARGS"));
+  });
+});
+
+describe("Session.fromRestore()", () => {
+  it("takes ownership: validates, then freezes the given events in place", () => {
+    const events = [{ type: "turn/start", seq: 0, time: 5, data: { turn: 1 } }] as SessionEvent[];
+    const session = Session.fromRestore("s", events, {
+      version: SESSION_FORMAT_VERSION,
+      id: "s",
+      createdAt: 1,
+      cwd: "/w",
+    });
+    assert.equal(session.events[0], events[0]);
+    assert.ok(Object.isFrozen(events[0].data));
+    assert.equal(session.events[1].type, "session/end-seed");
+    assert.deepEqual(session.header, { version: SESSION_FORMAT_VERSION, id: "s", createdAt: 1, cwd: "/w" });
+    assert.ok(Object.isFrozen(session.header));
+  });
+
+  it("refuses a foreign version, an id mismatch, and invalid events", () => {
+    assert.throws(() => Session.fromRestore("s", [], { version: 99 }), code("SESSION_FORMAT_UNSUPPORTED"));
+    assert.throws(() => Session.fromRestore("s", [], { id: "t" }), code("INVALID_ARGS"));
+    assert.throws(
+      () =>
+        Session.fromRestore("s", [{ type: "todo/write", seq: 0, time: 0, data: { todos: [undefined] } }] as never, {}),
+      code("NOT_LOSSLESS_JSON"),
+    );
+  });
+});
+
+describe("Session derived state", () => {
+  it("deriveMessages() projects the surface, skipping usage-only assistant messages and non-surface events", () => {
+    const session = Session.create("s");
+    session.append("turn/start", { turn: 1 });
+    const u = session.append("user/message", user("u1"), { surfaceOp: "append" });
+    session.append("assistant/message", assistant("a0", ""), { surfaceOp: "append", sourceEventSeqs: [] });
+    const a = session.append("assistant/message", assistant("a1", "hi"), { surfaceOp: "append" });
+    const messages = session.deriveMessages();
+    assert.deepEqual(messages, [u.data, a.data.message]);
+    assert.equal(messages[0], u.data);
+    assert.equal(session.deriveEventMessage(u), u.data);
+  });
+
+  it("deriveMessages() follows a replace and keeps growing incrementally after it", () => {
+    const session = Session.create("s");
+    session.append("user/message", user("u0"), { surfaceOp: "append" });
+    session.append("user/message", user("u1"), { surfaceOp: "append" });
+    assert.equal(session.deriveMessages().length, 2);
+    session.append("user/message", user("sum"), {
+      surfaceOp: { op: "replace", start: 0, end: 1 },
+      sourceEventSeqs: [0, 1],
+    });
+    assert.deepEqual(session.deriveMessages().map((m) => m.id), ["sum"]);
+    assert.equal(session.surface.replaceGeneration, 1);
+    session.append("user/message", user("u3"), { surfaceOp: "append" });
+    assert.deepEqual(session.deriveMessages().map((m) => m.id), ["sum", "u3"]);
+  });
+
+  it("requestHeader() and requestContext() fold the latest records", () => {
+    const session = Session.create("s");
+    assert.equal(session.requestHeader(), undefined);
+    assert.equal(session.requestContext(), undefined);
+    session.append("request/header", {
+      header: { config: { provider: "p", model: "m" }, system: "", tools: [] },
+      reason: "initial",
+    });
+    assert.deepEqual(session.requestHeader(), { config: { provider: "p", model: "m" } });
+    session.append("request/context", { provider: "p", model: "m", contextWindow: 100 });
+    session.append("request/header", {
+      header: { config: { provider: "p", model: "n" }, system: "S" },
+      reason: "change",
+    });
+    session.append("request/context", { provider: "p", model: "n" });
+    assert.deepEqual(session.requestHeader(), { config: { provider: "p", model: "n" }, system: "S" });
+    assert.deepEqual(session.requestContext(), { provider: "p", model: "n" });
+    assert.ok(Object.isFrozen(session.requestHeader()));
+  });
+
+  it("the surface view is stable and follows the log", () => {
+    const session = Session.create("s");
+    const surface = session.surface;
+    session.append("user/message", user("u0"), { surfaceOp: "append" });
+    assert.equal(session.surface, surface);
+    assert.deepEqual(surface.nodes, [0]);
+  });
+});
