@@ -43,7 +43,12 @@ export interface RequestErrorInfo {
 
 /** What to do about a failed model call. */
 export type RequestErrorAction =
-  | { readonly kind: "retry"; readonly delayMs: number }
+  | {
+    readonly kind: "retry";
+    readonly delayMs: number;
+    /** Derive the request from the log again (after a listener changed the surface, e.g. compaction). */
+    readonly rebuild?: boolean;
+  }
   | { readonly kind: "fail" };
 
 /** The agent domain's events. */

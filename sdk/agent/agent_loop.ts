@@ -564,16 +564,20 @@ export class LoopAgent implements Agent {
     for (const message of entered) this.session.append("user/message", message, { surfaceOp: "append" });
     this.#recordHeader(prepared, assembly);
 
-    const header = this.session.requestHeader()!;
-    const request: GenerateOptions = deepFreeze({
-      config: header.config,
-      ...(header.system !== undefined ? { system: header.system } : {}),
-      messages: this.session.deriveMessages(),
-      ...(header.tools !== undefined ? { tools: header.tools } : {}),
-      purpose: "turn",
-      sessionId: this.id,
-    });
-    if (this.#init.invariants) checkRequestReconstruction(this.session.events, request);
+    const buildRequest = (): GenerateOptions => {
+      const header = this.session.requestHeader()!;
+      const built: GenerateOptions = deepFreeze({
+        config: header.config,
+        ...(header.system !== undefined ? { system: header.system } : {}),
+        messages: this.session.deriveMessages(),
+        ...(header.tools !== undefined ? { tools: header.tools } : {}),
+        purpose: "turn",
+        sessionId: this.id,
+      });
+      if (this.#init.invariants) checkRequestReconstruction(this.session.events, built);
+      return built;
+    };
+    let request = buildRequest();
 
     let attempt = 0;
     let assembler: BlockAssembler;
@@ -614,6 +618,8 @@ export class LoopAgent implements Agent {
         this.session.append("llm/retry", { turn, step, attempt, delayMs: action.delayMs, failure });
         await this.#sleep(action.delayMs, signal);
         if (signal.aborted) return { kind: "aborted" };
+        // A listener that changed the log (compaction after an overflow) asks for a request derived anew.
+        if (action.rebuild === true) request = buildRequest();
         continue;
       }
       break;

@@ -1,0 +1,125 @@
+/**
+ * Context compaction through a surface replace: older turns are summarised
+ * by a model call (purpose `compaction`) and one summary message replaces
+ * them on the surface. Nothing is deleted: the log keeps every event, the
+ * human transcript still shows them, and only the model's derived history
+ * sees the summary in their place.
+ *
+ * Events written: `compaction/start`, `compaction/summary`, a `user/message`
+ * with `surfaceOp: {op: "replace", start, end}` whose `sourceEventSeqs` are
+ * every shadowed node, and `compaction/end`. On failure: `compaction/start`
+ * and `compaction/end` with outcome `failed`, and the surface is unchanged.
+ *
+ * @module
+ */
+
+import { HarnessError } from "../kernel/harness_error.ts";
+import { BlockAssembler, type LlmCallConfig, type LlmRuntime, type Message, type UserMessage } from "../llm/mod.ts";
+import { deriveEventMessage, type Session } from "../session/mod.ts";
+
+/** The default instruction given to the summarising model. */
+export const DEFAULT_COMPACTION_INSTRUCTIONS: string =
+  "Summarize the conversation above so that it can continue without it: keep the user's goals, decisions taken, " +
+  "facts learned, tool results that still matter, and open questions. Write plain prose, no preamble.";
+
+/** Options of {@linkcode compactSession}. */
+export interface CompactSessionOptions {
+  /** The model runtime that makes the summary call. */
+  readonly llm: LlmRuntime;
+  /** The route of the summary call. @default {the session's last request header config} */
+  readonly config?: LlmCallConfig;
+  /** Why compaction runs; recorded on `compaction/start`. */
+  readonly reason: "manual" | "threshold" | "overflow";
+  /**
+   * How many of the latest turns stay verbatim (an open turn counts).
+   *
+   * @default {1}
+   */
+  readonly keepTurns?: number;
+  /** The instruction appended after the compacted messages. @default {DEFAULT_COMPACTION_INSTRUCTIONS} */
+  readonly instructions?: string;
+  /** Id of the summary message. */
+  readonly newId: () => string;
+  /** Aborts the summary call. */
+  readonly signal?: AbortSignal;
+}
+
+/** What {@linkcode compactSession} did. */
+export type CompactionOutcome =
+  | { readonly kind: "completed"; readonly start: number; readonly end: number; readonly summary: string }
+  | { readonly kind: "skipped"; readonly reason: string }
+  | { readonly kind: "failed"; readonly error: string };
+
+/**
+ * The surface nodes that compaction would replace: every node before the
+ * `turn/start` of the last `keepTurns` turns (so tool calls and their results
+ * are never split).
+ *
+ * @param session The session.
+ * @param keepTurns How many latest turns stay.
+ * @returns The seqs of the nodes to replace, in surface order.
+ */
+export function compactionRange(session: Session, keepTurns = 1): number[] {
+  const events = session.events;
+  const turnStarts: number[] = [];
+  for (const event of events) if (event.type === "turn/start") turnStarts.push(event.seq);
+  const cutoff = keepTurns <= 0 ? events.length : turnStarts.at(-keepTurns) ?? 0;
+  return session.surface.nodes.filter((seq) => seq < cutoff);
+}
+
+/**
+ * Compact a session's older turns into one summary message.
+ *
+ * @param session The live session (its log is appended to).
+ * @param options The model runtime, route, reason and how much to keep.
+ * @returns What happened; a failure of the summary call is an outcome, not a throw.
+ * @throws {HarnessError} `INVALID_ARGS` when no route is known.
+ */
+export async function compactSession(session: Session, options: CompactSessionOptions): Promise<CompactionOutcome> {
+  const range = compactionRange(session, options.keepTurns ?? 1);
+  if (range.length < 2) return { kind: "skipped", reason: "fewer than two messages to compact" };
+  const config = options.config ?? session.requestHeader()?.config;
+  if (config === undefined) {
+    throw new HarnessError("INVALID_ARGS", "Cannot compact a session that has no request header and no config");
+  }
+  session.append("compaction/start", { reason: options.reason });
+  const messages: Message[] = [];
+  for (const seq of range) {
+    const message = deriveEventMessage(session.events[seq]);
+    if (message !== null) messages.push(message);
+  }
+  messages.push({
+    id: "compaction-instruction",
+    role: "user",
+    content: [{ type: "text", text: options.instructions ?? DEFAULT_COMPACTION_INSTRUCTIONS }],
+    source: { kind: "plugin", plugin: "compaction", form: "instruction" },
+  });
+  const assembler = new BlockAssembler();
+  const signal = options.signal ?? new AbortController().signal;
+  for await (
+    const chunk of options.llm.stream({ config, messages, purpose: "compaction", sessionId: session.id }, signal)
+  ) {
+    assembler.push(chunk);
+  }
+  const finish = assembler.finish;
+  const summary = assembler.blocks().filter((b) => b.type === "text").map((b) => b.text).join("").trim();
+  if (finish.kind === "error" || finish.kind === "aborted" || summary === "") {
+    const error = finish.kind === "error" || finish.kind === "aborted"
+      ? `${finish.failure.code}: ${finish.failure.message}`
+      : "the model returned no summary";
+    session.append("compaction/end", { outcome: "failed", error });
+    return { kind: "failed", error };
+  }
+  const start = range[0];
+  const end = range[range.length - 1];
+  session.append("compaction/summary", { summary, start, end });
+  const message: UserMessage = {
+    id: options.newId(),
+    role: "user",
+    content: [{ type: "text", text: `Summary of the earlier conversation:\n\n${summary}` }],
+    source: { kind: "plugin", plugin: "compaction", form: "summary" },
+  };
+  session.append("user/message", message, { surfaceOp: { op: "replace", start, end }, sourceEventSeqs: range });
+  session.append("compaction/end", { outcome: "completed" });
+  return { kind: "completed", start, end, summary };
+}

@@ -1,0 +1,108 @@
+/**
+ * The compaction plugin: compacts an agent's older turns when the context
+ * estimate crosses a threshold of the route's context window (before a
+ * step), recovers from `CONTEXT_WINDOW_EXCEEDED` (compact, then retry the
+ * step with a request derived anew), and offers manual compaction as
+ * `ctx.compaction.compact(agent)`.
+ *
+ * @module
+ */
+
+import type { HarnessContext } from "../kernel/harness_context.ts";
+import type { LlmRuntime, Message } from "../llm/mod.ts";
+import type { Agent, AgentEvents } from "../agent/mod.ts";
+import { type CompactionOutcome, compactSession } from "./compact_session.ts";
+
+/** Options of {@linkcode compactionPlugin}. */
+export interface CompactionOptions {
+  /**
+   * Compact before a step when the estimate exceeds this share of the context window.
+   *
+   * @default {0.8}
+   */
+  readonly threshold?: number;
+  /**
+   * How many of the latest turns stay verbatim.
+   *
+   * @default {1}
+   */
+  readonly keepTurns?: number;
+  /** Estimate a request's tokens. @default {estimateTokens} */
+  readonly estimate?: (messages: readonly Message[], system: string | undefined) => number;
+  /** The summary instruction. */
+  readonly instructions?: string;
+  /** Id generator for summary messages. @default {crypto.randomUUID} */
+  readonly newId?: () => string;
+}
+
+/** The `ctx.compaction` service. */
+export interface CompactionService {
+  /**
+   * Compact an agent's older turns now, from an idle phase of the agent.
+   *
+   * @param agent The agent.
+   * @returns What happened.
+   */
+  compact(agent: Agent): Promise<CompactionOutcome>;
+}
+
+/**
+ * A rough token estimate: a quarter of the JSON size of the history and system prompt.
+ *
+ * @param messages The history.
+ * @param system The system prompt.
+ * @returns Estimated tokens.
+ */
+export function estimateTokens(messages: readonly Message[], system: string | undefined): number {
+  return Math.ceil((JSON.stringify(messages).length + (system?.length ?? 0)) / 4);
+}
+
+interface CompactionServices {
+  llm: LlmRuntime;
+  compaction: CompactionService;
+}
+
+/**
+ * Install compaction.
+ *
+ * @param ctx The plugin context (needs `ctx.llm`).
+ * @param options Threshold, turns kept, estimator.
+ */
+export function compactionPlugin(ctx: HarnessContext, options: CompactionOptions = {}): void {
+  const typed = ctx as unknown as HarnessContext<AgentEvents, CompactionServices>;
+  const threshold = options.threshold ?? 0.8;
+  const estimate = options.estimate ?? estimateTokens;
+  const newId = options.newId ?? (() => crypto.randomUUID());
+  const run = (agent: Agent, reason: "manual" | "threshold" | "overflow", signal?: AbortSignal) =>
+    compactSession(agent.session, {
+      llm: typed.service("llm"),
+      reason,
+      keepTurns: options.keepTurns,
+      instructions: options.instructions,
+      newId,
+      signal,
+    });
+
+  typed.on("agent/pre-step", async (agent, proposal, next) => {
+    const window = agent.session.requestContext()?.contextWindow;
+    if (window !== undefined && proposal.step === 1) {
+      const used = estimate(agent.session.deriveMessages(), agent.session.requestHeader()?.system);
+      if (used > window * threshold) await run(agent, "threshold");
+    }
+    return next();
+  });
+
+  const recovered = new WeakMap<Agent, string>();
+  typed.on("agent/request-error", async (agent, info, next) => {
+    const key = `${info.turn}.${info.step}`;
+    if (info.failure.code !== "CONTEXT_WINDOW_EXCEEDED" || recovered.get(agent) === key) return next();
+    recovered.set(agent, key);
+    const outcome = await run(agent, "overflow");
+    if (outcome.kind !== "completed") return next();
+    return { kind: "retry", delayMs: 0, rebuild: true };
+  });
+
+  typed.provide("compaction", {
+    compact: (agent) => agent.runMaintenance(() => run(agent, "manual")),
+  });
+}

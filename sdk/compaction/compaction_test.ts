@@ -1,0 +1,102 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createHarness } from "../harness.ts";
+import { checkInvariants } from "../invariants/mod.ts";
+import { type GenerateOptions, LlmFailure } from "../llm/mod.ts";
+import { renderTranscript } from "../session/transcript.ts";
+import { scriptedAdapter, type ScriptEntry, textResponse } from "../../testing/scripted_adapter.ts";
+import { counterClock, counterIds } from "../agent/_test_support.ts";
+import { compactionPlugin, type CompactionService } from "./mod.ts";
+
+const textOf = (m: { content: readonly { type: string; text?: string }[] }) =>
+  m.content.map((b) => (b.type === "text" ? b.text : "")).join("");
+
+async function setup(answer: (request: GenerateOptions, index: number) => ScriptEntry, contextWindow?: number) {
+  const model = scriptedAdapter(
+    (request, index) => request.purpose === "compaction" ? textResponse("SUMMARY of turns") : answer(request, index),
+    { models: [{ id: "scripted-model", ...(contextWindow !== undefined ? { contextWindow } : {}) }] },
+  );
+  const harness = await createHarness({
+    adapters: [model],
+    model: { provider: "scripted", model: "scripted-model" },
+    now: counterClock(),
+    newId: counterIds(),
+    sleep: () => Promise.resolve(),
+    plugins: [[compactionPlugin as never, { newId: counterIds("sum") }]],
+  });
+  const agent = await harness.createAgent({ id: "c1" });
+  return { harness, agent, model };
+}
+
+describe("compaction", () => {
+  it("manual compaction shows the summary in place of the range; the transcript still shows everything", async () => {
+    const { harness, agent, model } = await setup((_r, i) => textResponse(`answer ${i}`));
+    await agent.run("first question");
+    await agent.run("second question");
+    await agent.run("third question");
+    const compaction = harness.ctx.get("compaction" as never) as unknown as CompactionService;
+    const outcome = await compaction.compact(agent);
+    assert.equal(outcome.kind, "completed");
+    const derived = agent.session.deriveMessages().map(textOf);
+    assert.deepEqual(derived, [
+      "Summary of the earlier conversation:\n\nSUMMARY of turns",
+      "third question",
+      "answer 2",
+    ]);
+    const summaryCall = model.requests.find((r) => r.purpose === "compaction")!;
+    assert.deepEqual(summaryCall.messages.slice(0, 4).map(textOf), [
+      "first question",
+      "answer 0",
+      "second question",
+      "answer 1",
+    ]);
+    const types = agent.session.events.map((e) => e.type);
+    assert.deepEqual(types.slice(-4), ["compaction/start", "compaction/summary", "user/message", "compaction/end"]);
+    const transcript = renderTranscript(agent.session.events);
+    assert.match(transcript, /first question/);
+    assert.match(transcript, /answer 1/);
+    assert.deepEqual(checkInvariants(agent.session.events), []);
+
+    const next = await agent.run("fourth question");
+    const last = model.requests.at(-1)!;
+    assert.equal(last.purpose, "turn");
+    assert.deepEqual(last.messages.map(textOf)[0], "Summary of the earlier conversation:\n\nSUMMARY of turns");
+    assert.equal(next.text, "answer 4", "the call index counts the summary call too");
+    await harness.dispose();
+  });
+
+  it("compacts before a step when the estimate crosses the threshold of the context window", async () => {
+    const long = "x".repeat(2000);
+    const { harness, agent } = await setup((_r, i) => textResponse(`${long} ${i}`), 300);
+    await agent.run("one");
+    await agent.run("two");
+    const starts = agent.session.events.filter((e) => e.type === "compaction/start");
+    assert.ok(starts.length >= 1);
+    assert.deepEqual(starts[0].data, { reason: "threshold" });
+    assert.deepEqual(checkInvariants(agent.session.events), []);
+    await harness.dispose();
+  });
+
+  it("recovers from CONTEXT_WINDOW_EXCEEDED: compacts, then retries the step with a rebuilt request", async () => {
+    let overflowed = false;
+    const { harness, agent, model } = await setup((request, i) => {
+      if (request.messages.length > 3 && !overflowed) {
+        overflowed = true;
+        return { throw: new LlmFailure("CONTEXT_WINDOW_EXCEEDED", "Too long", { status: 400 }) };
+      }
+      return textResponse(`answer ${i}`);
+    });
+    await agent.run("one");
+    await agent.run("two");
+    const result = await agent.run("three");
+    assert.deepEqual(result.reason, { kind: "completed" });
+    const retried = model.requests.at(-1)!;
+    assert.deepEqual(retried.messages.map(textOf), [
+      "Summary of the earlier conversation:\n\nSUMMARY of turns",
+      "three",
+    ]);
+    assert.ok(agent.session.events.some((e) => e.type === "compaction/start" && e.data.reason === "overflow"));
+    assert.deepEqual(checkInvariants(agent.session.events), []);
+    await harness.dispose();
+  });
+});
