@@ -24,9 +24,25 @@ function scopeOfRaw(raw: Context): ScopeInfo | undefined {
   return wrapContext(raw).scope;
 }
 
-/** The listeners of `name` admitted for a dispatch from `scope`, in registration order. */
-export function admittedListeners(ctx: RawLike, scope: ScopeInfo | undefined, name: string): AnyFunction[] {
-  const thisArg = { [Context.filter]: (hookCtx: Context) => admits(scopeOfRaw(hookCtx), scope) };
+/**
+ * Whether a registration made in `owner` applies to a call or assembly for
+ * `target`: registrations outside every scope always apply; scoped ones apply
+ * to their scope and its descendants only, so a call without a scope reaches
+ * unscoped registrations only. (Unlike an announcement, a call for no scope
+ * is not a broadcast.)
+ */
+export function appliesTo(owner: ScopeInfo | undefined, target: ScopeInfo | undefined): boolean {
+  return owner === undefined || (target !== undefined && admits(owner, target));
+}
+
+/**
+ * The listeners of `name` for a call from `scope` (see {@linkcode appliesTo}),
+ * in registration order; `"all"` admits every listener (an announcement).
+ */
+export function admittedListeners(ctx: RawLike, scope: ScopeInfo | undefined | "all", name: string): AnyFunction[] {
+  const thisArg = {
+    [Context.filter]: (hookCtx: Context) => scope === "all" || appliesTo(scopeOfRaw(hookCtx), scope),
+  };
   // `dispatch` resolves and binds the admitted callbacks without calling them.
   return ctx.raw.events.dispatch("waterfall", [thisArg, name]) as AnyFunction[];
 }
@@ -62,7 +78,7 @@ export function emitContained(
 
 /** Report a failing observer the way the kernel does: on `kernel/listener-error`, else on the console. */
 export function reportListenerError(ctx: RawLike, name: string, error: unknown): void {
-  const reporters = admittedListeners(ctx, undefined, "kernel/listener-error");
+  const reporters = admittedListeners(ctx, "all", "kernel/listener-error");
   if (reporters.length === 0) {
     console.error(`[@dsh/harness] a listener of "${name}" threw:`, error);
     return;
@@ -76,5 +92,5 @@ export function reportListenerError(ctx: RawLike, name: string, error: unknown):
 
 /** Emit `name` to every listener (an unfiltered announcement), containing failures. */
 export function announce(ctx: RawLike, name: string): void {
-  emitContained(admittedListeners(ctx, undefined, name), name, [], (n, e) => reportListenerError(ctx, n, e));
+  emitContained(admittedListeners(ctx, "all", name), name, [], (n, e) => reportListenerError(ctx, n, e));
 }

@@ -14,7 +14,7 @@ import { PROMPT_VARIABLE_NAME, renderPrompt } from "./render_prompt.ts";
 
 /** What one assembly resolves: the scope whose contributions and listeners take part, and a signal. */
 export interface AssembleContext {
-  /** The scope (agent); omitted: only global contributions and unscoped listeners… and, by the kernel's rule, every listener. */
+  /** The scope (agent) whose contributions and listeners take part; omitted: only global ones. */
   readonly scope?: ScopeInfo;
   /** Controls this assembly only; never kept for later ones. */
   readonly signal?: AbortSignal;

@@ -22,14 +22,16 @@ export async function settle(rounds = 5): Promise<void> {
 
 /** A tool that echoes `text`. */
 export function echoTool(name = "echo", extra: Partial<Parameters<typeof defineTool>[0]> = {}): ToolDefinition {
-  return defineTool({
-    name,
-    description: `Echo (${name})`,
-    parameters: z.object({ text: z.string() }),
-    output: { schema: z.string(), render: (_args: unknown, text: string) => text },
-    execute: ({ text }: { text: string }) => text,
-    ...extra,
-  } as Parameters<typeof defineTool>[0]) as ToolDefinition;
+  return defineTool(
+    {
+      name,
+      description: `Echo (${name})`,
+      parameters: z.object({ text: z.string() }),
+      output: { schema: z.string(), render: (_args: unknown, text: string) => text },
+      execute: ({ text }: { text: string }) => text,
+      ...extra,
+    } as Parameters<typeof defineTool>[0],
+  ) as ToolDefinition;
 }
 
 export const signal: AbortSignal = new AbortController().signal;

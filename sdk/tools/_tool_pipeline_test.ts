@@ -81,7 +81,7 @@ describe("ToolRuntime.execute() results", () => {
     assert.equal(Object.isFrozen(seen[0][0].args), true);
   });
 
-  it('an empty argument string means {}; invalid JSON is an INVALID_ARGS result and the body never runs', async () => {
+  it("an empty argument string means {}; invalid JSON is an INVALID_ARGS result and the body never runs", async () => {
     const { tools } = setup();
     const { tool, state } = countingTool();
     tools.register(tool);
@@ -168,12 +168,13 @@ describe("ToolRuntime.execute() results", () => {
       content: [{ type: "text", text: "remember this" }],
       source: { kind: "plugin", plugin: "demo" },
     };
-    const body = (fail: boolean) => (_args: unknown, exec: { deferContext(m: UserMessage): void; concludeTurn(): void }) => {
-      exec.deferContext(note);
-      exec.concludeTurn();
-      if (fail) throw new Error("nope");
-      return Promise.resolve("done");
-    };
+    const body =
+      (fail: boolean) => (_args: unknown, exec: { deferContext(m: UserMessage): void; concludeTurn(): void }) => {
+        exec.deferContext(note);
+        exec.concludeTurn();
+        if (fail) throw new Error("nope");
+        return Promise.resolve("done");
+      };
     tools.register(echoTool("finish", { execute: body(false) }));
     tools.register(echoTool("finish_fail", { execute: body(true) }));
     const ok = await tools.execute(call("finish", '{"text":"x"}'));
@@ -242,7 +243,10 @@ describe("ToolRuntime.execute() policy: pre-execute, guards, approvals", () => {
     const { ctx, tools } = setup();
     const { tool, state } = countingTool();
     tools.register(tool);
-    ctx.on("tools/pre-execute", (exec, next) => exec.name === "count_me" ? { kind: "deny", reason: "read-only mode" } : next());
+    ctx.on(
+      "tools/pre-execute",
+      (exec, next) => exec.name === "count_me" ? { kind: "deny", reason: "read-only mode" } : next(),
+    );
     const result = await tools.execute(call("count_me"));
     assert.deepEqual(result.error, { name: "ToolDeniedError", code: "DENIED" });
     assert.match(text(result), /read-only mode/);
@@ -289,10 +293,14 @@ describe("ToolRuntime.execute() policy: pre-execute, guards, approvals", () => {
       seen.push(exec.callId);
       return next();
     });
-    assert.equal((await tools.execute(call("count_me", "{}", { callId: "in-a", scope: a.info }))).error?.code, "DENIED");
+    assert.equal(
+      (await tools.execute(call("count_me", "{}", { callId: "in-a", scope: a.info }))).error?.code,
+      "DENIED",
+    );
     assert.equal((await tools.execute(call("count_me", "{}", { callId: "in-b", scope: b.info }))).error, undefined);
+    assert.equal((await tools.execute(call("count_me", "{}", { callId: "unscoped" }))).error, undefined);
     assert.deepEqual(seen, ["in-b"]);
-    assert.equal(state.runs, 1);
+    assert.equal(state.runs, 2);
     await a.dispose();
     assert.equal((await tools.execute(call("count_me", "{}", { scope: a.info }))).error, undefined);
   });
@@ -335,7 +343,11 @@ describe("ToolRuntime.execute() policy: pre-execute, guards, approvals", () => {
     ctx.on("tools/pre-execute", () => ({ kind: "ask", reason: "please confirm" }));
     const pending = tools.execute(call("count_me", "{}", { callId: "c-42" }));
     await settle();
-    assert.deepEqual(queue.pending().map((p) => [p.callId, p.toolName, p.reason]), [["c-42", "count_me", "please confirm"]]);
+    assert.deepEqual(queue.pending().map((p) => [p.callId, p.toolName, p.reason]), [[
+      "c-42",
+      "count_me",
+      "please confirm",
+    ]]);
     assert.equal(state.runs, 0);
     assert.equal(queue.answer("c-42", "allowed-once"), true);
     assert.equal((await pending).error, undefined);

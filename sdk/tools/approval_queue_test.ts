@@ -15,7 +15,9 @@ const request = (callId: string, signal = new AbortController().signal): Approva
 describe("ApprovalQueue", () => {
   it("holds each question until it is answered by call id, and reports changes", async () => {
     const changes: string[][] = [];
-    const queue = new ApprovalQueue({ onChange: (p: readonly PendingApproval[]) => changes.push(p.map((x) => x.callId)) });
+    const queue = new ApprovalQueue({
+      onChange: (p: readonly PendingApproval[]) => changes.push(p.map((x) => x.callId)),
+    });
     const first = queue.approver(request("c1"));
     const second = queue.approver(request("c2"));
     assert.deepEqual(queue.pending().map((p) => p.callId), ["c1", "c2"]);

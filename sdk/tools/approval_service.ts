@@ -4,7 +4,8 @@
  * @module
  */
 
-import { admits, type ScopeInfo } from "../kernel/harness_context.ts";
+import type { ScopeInfo } from "../kernel/harness_context.ts";
+import { appliesTo } from "../prompt/_scoped_dispatch.ts";
 import type { RegistrationOwner } from "../prompt/registration_owner.ts";
 
 /**
@@ -107,7 +108,7 @@ export class ApprovalService {
     const { signal } = request;
     if (signal.aborted) return "cancelled";
     const chain = this.#entries
-      .filter((e) => admits(e.scope, request.scope))
+      .filter((e) => appliesTo(e.scope, request.scope))
       .sort((a, b) => depth(b.scope) - depth(a.scope) || b.seq - a.seq);
     let onAbort!: () => void;
     const cancelled = new Promise<"cancelled">((resolve) => {

@@ -5,12 +5,12 @@
  * @module
  */
 
-import { admits, type ScopeInfo } from "../kernel/harness_context.ts";
+import type { ScopeInfo } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { ToolSchema } from "../llm/messages.ts";
 import type { RegistrationOwner, ServiceHost } from "../prompt/registration_owner.ts";
 import { deepFreeze } from "./_json.ts";
-import { announce } from "../prompt/_scoped_dispatch.ts";
+import { announce, appliesTo } from "../prompt/_scoped_dispatch.ts";
 import { executeToolCall } from "./_tool_pipeline.ts";
 import { validateToolShape } from "./_validate_definition.ts";
 import type { ApprovalService } from "./approval_service.ts";
@@ -293,7 +293,7 @@ export class ToolRuntime {
       host: this.#host,
       input,
       lookup: (name, scope) => this.get(name, scope),
-      guards: (scope) => this.#guards.filter((g) => admits(g.scope, scope)).map((g) => g.guard),
+      guards: (scope) => this.#guards.filter((g) => appliesTo(g.scope, scope)).map((g) => g.guard),
       approvals: () => this.#options.approvals ?? (this.#host.raw.get("approvals") as ApprovalService | undefined),
       newId: this.#options.newId ?? (() => crypto.randomUUID()),
     });

@@ -63,7 +63,13 @@ describe("ToolRuntime registry", () => {
     assert.deepEqual(names(tools, child.info), ["only_a"]);
     assert.deepEqual(names(tools, sibling.info), []);
     assert.deepEqual(names(tools), []);
-    const missing = await tools.execute({ callId: "c", name: "only_a", arguments: '{"text":"x"}', signal, scope: sibling.info });
+    const missing = await tools.execute({
+      callId: "c",
+      name: "only_a",
+      arguments: '{"text":"x"}',
+      signal,
+      scope: sibling.info,
+    });
     assert.equal(missing.error?.code, "UNKNOWN_TOOL");
     await a.dispose();
     assert.deepEqual(names(tools, child.info), []);
@@ -93,7 +99,13 @@ describe("ToolRuntime registry", () => {
     offAllow();
     await Promise.resolve();
     assert.deepEqual(names(tools, agent.info), ["bash", "grep", "read", "report"]);
-    const denied = await tools.execute({ callId: "c", name: "write", arguments: '{"text":"x"}', signal, scope: agent.info });
+    const denied = await tools.execute({
+      callId: "c",
+      name: "write",
+      arguments: '{"text":"x"}',
+      signal,
+      scope: agent.info,
+    });
     assert.equal(denied.error?.code, "UNKNOWN_TOOL");
     await agent.dispose();
   });
