@@ -7,7 +7,7 @@
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { fileStorage, HarnessError, type SessionEvent, type StoredRecord, unpackChunkRows } from "@dsh/harness";
+import { fileStorage, HarnessError, type SessionEvent, type StoredRecord, unpackChunkRows } from "../mod.ts";
 import type { FixtureLog } from "./fixture.ts";
 
 const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];

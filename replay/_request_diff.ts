@@ -1,7 +1,7 @@
 // Strict replay: the first difference between a live request and the request
 // recorded in the fixture, as a readable report (which field, and a line diff).
 
-import { canonicalHeader, type GenerateOptions, type Message, type ToolSchema } from "@dsh/harness";
+import { canonicalHeader, type GenerateOptions, type Message, type ToolSchema } from "../mod.ts";
 import type { RecordedRequest } from "./fixture.ts";
 import { unifiedDiff } from "./_line_diff.ts";
 

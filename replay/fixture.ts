@@ -13,7 +13,7 @@ import {
   type SessionEvent,
   type StreamChunk,
   SurfaceManager,
-} from "@dsh/harness";
+} from "../mod.ts";
 import { readFixtureFile } from "./_read_fixture_file.ts";
 import type { ReplayOverrides } from "./replay_adapter.ts";
 

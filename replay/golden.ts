@@ -8,7 +8,7 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import process from "node:process";
-import { HarnessError, renderTranscript, type SessionEvent, type TranscriptOptions } from "@dsh/harness";
+import { HarnessError, renderTranscript, type SessionEvent, type TranscriptOptions } from "../mod.ts";
 import { unifiedDiff } from "./_line_diff.ts";
 import { toPath } from "./_read_fixture_file.ts";
 

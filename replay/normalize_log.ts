@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { SessionEvent } from "@dsh/harness";
+import type { SessionEvent } from "../mod.ts";
 
 /** Options of {@linkcode normalizeLog}. */
 export interface NormalizeLogOptions {

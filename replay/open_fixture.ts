@@ -7,7 +7,7 @@
 
 import { stat } from "node:fs/promises";
 import process from "node:process";
-import { HarnessError, type LlmAdapter, type Session } from "@dsh/harness";
+import { HarnessError, type LlmAdapter, type Session } from "../mod.ts";
 import { loadFixture } from "./fixture.ts";
 import { type RecordingAdapter, recordingAdapter } from "./recording_adapter.ts";
 import { type ReplayAdapter, replayAdapter, type ReplayOverrides } from "./replay_adapter.ts";

@@ -14,7 +14,7 @@ import {
   type NewSessionHeader,
   type Session,
   type StreamChunk,
-} from "@dsh/harness";
+} from "../mod.ts";
 import { toPath } from "./_read_fixture_file.ts";
 
 /** The adapter returned by {@linkcode recordingAdapter}. */

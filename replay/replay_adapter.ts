@@ -16,7 +16,7 @@ import {
   type ReasoningEffort,
   type SessionEvent,
   type StreamChunk,
-} from "@dsh/harness";
+} from "../mod.ts";
 import {
   type Fixture,
   type FixtureCall,
