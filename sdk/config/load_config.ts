@@ -93,7 +93,9 @@ export async function loadConfig(
   }
   const read = options.readFile ?? readTextFile;
   const { cwd: given } = options;
-  const texts = await Promise.allSettled(files.map((file) => read(given === undefined ? file : within(given, file))));
+  const texts = await Promise.allSettled(
+    files.map(async (file) => await read(given === undefined ? file : within(given, file))),
+  );
   const needsCwd = files.some((file) => fileUrlOf(file) === undefined);
   const cwd = given ?? (needsCwd ? await currentDirectory() : undefined);
 

@@ -151,6 +151,15 @@ describe("loadConfig()", () => {
       }),
       "CONFIG_NOT_FOUND",
     );
+    const thrown = await rejection(
+      loadConfig({ patch: "/virtual/c.jsonc" }, undefined, {
+        readFile: () => {
+          throw new Error("disk on fire");
+        },
+      }),
+      "CONFIG_UNREADABLE",
+    );
+    assert.match(thrown.message, /^Cannot read configuration file \/virtual\/c\.jsonc: disk on fire$/);
   });
 
   it("with no files gives the defaults plus overrides", async () => {

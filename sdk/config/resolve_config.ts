@@ -5,7 +5,7 @@
  */
 
 import type { z } from "zod";
-import type { HarnessError } from "../kernel/harness_error.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
 import type { HarnessConfig } from "./harness_config.ts";
 import { harnessConfigLayerSchema, harnessConfigSchema } from "./harness_config_schema.ts";
 import { DEFAULT_CONFIG } from "./default_config.ts";
@@ -66,6 +66,7 @@ const DEFAULT_LAYER: ConfigLayer = { name: "default", value: DEFAULT_CONFIG };
  *   `CONFIG_INLINE_SECRET` when a layer holds a credential instead of naming an
  *   environment variable, `CONFIG_SCHEMA` when a layer or the result does not fit
  *   the schema. Messages and `details` name the layer, and with text the line and column (1-based).
+ *   `INVALID_ARGS` when `layers` is not an array of named layers.
  *
  * @example Layering in memory
  * ```ts
@@ -83,7 +84,7 @@ const DEFAULT_LAYER: ConfigLayer = { name: "default", value: DEFAULT_CONFIG };
  * ```
  */
 export function resolveConfig(layers: readonly ConfigLayer[]): LoadedConfig {
-  if (!Array.isArray(layers)) throw new TypeError("resolveConfig() expects an array of layers");
+  if (!Array.isArray(layers)) throw new HarnessError("INVALID_ARGS", "Configuration layers must be an array");
   const prepared = [DEFAULT_LAYER, ...layers].map(prepareLayer);
   const merger = new LayerMerger();
   prepared.forEach((layer, index) => merger.apply(index, layer.value));
@@ -114,7 +115,7 @@ export function resolveConfig(layers: readonly ConfigLayer[]): LoadedConfig {
 
 function prepareLayer(layer: ConfigLayer): PreparedLayer {
   if (typeof layer !== "object" || layer === null || typeof layer.name !== "string" || layer.name === "") {
-    throw new TypeError("A configuration layer needs a non-empty name");
+    throw new HarnessError("INVALID_ARGS", "A configuration layer needs a non-empty name");
   }
   const { name } = layer;
   let text: JsoncText | undefined;

@@ -284,6 +284,11 @@ describe("resolveConfig()", () => {
     assert.equal(Object.isFrozen(layer.tools), false);
   });
 
+  it("refuses malformed arguments with INVALID_ARGS", () => {
+    errorOf(() => resolveConfig({} as never), "INVALID_ARGS");
+    errorOf(() => resolveConfig([{ name: "", value: {} }]), "INVALID_ARGS");
+  });
+
   it("treats undefined fields of a programmatic layer as not set", () => {
     const { config, origins } = resolveConfig([{ name: "o", value: { invariants: undefined } }]);
     assert.equal(config.invariants, false);
