@@ -235,11 +235,21 @@ export class SessionStore {
    *
    * @param session The session.
    * @returns `true` once every listener has finished; `false` when the session is not live (nothing was dispatched).
-   * @throws The first listener rejection: a failed checkpoint fails closed.
+   * @throws {HarnessError} `SESSION_FLUSH_FAILED` (cause: the first listener's error) when a
+   *   listener rejects: a failed checkpoint fails closed.
    */
   async flush(session: Session): Promise<boolean> {
     if (this.#live.get(session.id)?.session !== session) return false;
-    await this.#contextOf(session).parallel("session/flush", session);
+    try {
+      await this.#contextOf(session).parallel("session/flush", session);
+    } catch (error) {
+      const first = error instanceof AggregateError && error.errors.length > 0 ? error.errors[0] : error;
+      throw new HarnessError(
+        "SESSION_FLUSH_FAILED",
+        `Cannot flush session ${session.id}: ${first instanceof Error ? first.message : String(first)}`,
+        { cause: first, details: { sessionId: session.id } },
+      );
+    }
     return true;
   }
 

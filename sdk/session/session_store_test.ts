@@ -1,0 +1,222 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createKernel } from "../kernel/harness_context.ts";
+import { createScope } from "../kernel/scope.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import { Session } from "./session.ts";
+import { type SessionEvents, type SessionServices, SessionStore, sessionStorePlugin } from "./session_store.ts";
+import type { SessionEvent } from "./session_events.ts";
+
+const code = (c: string) => (e: unknown) => HarnessError.isInstance(e, c);
+
+async function setup() {
+  const ctx = createKernel<SessionEvents, SessionServices>();
+  const handle = ctx.plugin(sessionStorePlugin, { now: () => 5, newId: idGen() });
+  await handle.ready;
+  return { ctx, handle, store: ctx.service("sessions") };
+}
+function idGen() {
+  let n = 0;
+  return () => `id${++n}`;
+}
+function closedTurn(session: Session, turn: number): void {
+  session.append("turn/start", { turn });
+  session.append("turn/end", { turn, reason: { kind: "completed" } });
+}
+
+describe("SessionStore lifecycle", () => {
+  it("create() enters, announces once, and publishes committed events after commit", async () => {
+    const { ctx, store } = await setup();
+    const log: string[] = [];
+    ctx.on("session/created", (s) => void log.push(`created ${s.id}`));
+    ctx.on("session/event", (s, e) => void log.push(`event ${e.seq} len ${s.seq}`));
+    const session = store.create();
+    assert.equal(session.id, "id1");
+    assert.equal(session.header.createdAt, 5);
+    session.append("turn/start", { turn: 1 });
+    store.announce(session);
+    assert.deepEqual(log, ["created id1", "event 0 len 1"]);
+    assert.equal(store.get("id1"), session);
+    assert.deepEqual(store.list(), [session]);
+    assert.throws(() => store.create("id1"), code("SESSION_ALREADY_EXISTS"));
+  });
+
+  it("a failing session/event listener is contained; an append from a listener is rejected", async () => {
+    const { ctx, store } = await setup();
+    const errors: unknown[] = [];
+    const heard: number[] = [];
+    ctx.raw.on("kernel/listener-error" as never, ((_name: string, error: unknown) => void errors.push(error)) as never);
+    ctx.on("session/event", (s) => void s.append("todo/write", { todos: [] }));
+    ctx.on("session/event", () => {
+      throw new Error("listener failure");
+    });
+    ctx.on("session/event", (_s, e) => void heard.push(e.seq));
+    const session = store.create("s");
+    const event = session.append("turn/start", { turn: 1 });
+    assert.equal(event.seq, 0);
+    assert.equal(session.seq, 1);
+    assert.deepEqual(heard, [0]);
+    assert.equal(errors.length, 2);
+    assert.ok(HarnessError.isInstance(errors[0], "APPEND_REENTERED"));
+  });
+
+  it("prepare() builds without entering; enter() checks ids and its disposer detaches silently", async () => {
+    const { ctx, store } = await setup();
+    const events: string[] = [];
+    ctx.on("session/event", (s, e) => void events.push(`${s.id}:${e.seq}`));
+    ctx.on("session/disposed", (s) => void events.push(`disposed ${s.id}`));
+    const session = store.prepare("p", { cwd: "/w", seed: [] });
+    assert.equal(store.get("p"), undefined);
+    assert.equal(session.header.cwd, "/w");
+    assert.equal(session.events[0].type, "session/end-seed");
+    session.append("turn/start", { turn: 1 });
+    const detach = store.enter(session);
+    assert.throws(() => store.enter(store.prepare("p")), code("SESSION_ALREADY_EXISTS"));
+    session.append("turn/end", { turn: 1, reason: { kind: "completed" } });
+    detach();
+    detach();
+    session.append("turn/start", { turn: 2 });
+    assert.equal(store.get("p"), undefined);
+    assert.deepEqual(events, ["p:2"]);
+  });
+
+  it("prepare() takes a stored header, with top-level fields overriding it", async () => {
+    const { store } = await setup();
+    const session = store.prepare("h", {
+      header: { type: "session", version: 1, id: "h", createdAt: 1, cwd: "/a", delegationDepth: 0 },
+      cwd: "/b",
+    });
+    assert.deepEqual(session.header, { version: 1, id: "h", createdAt: 1, cwd: "/b", delegationDepth: 0 });
+    assert.throws(() => store.prepare("x", { header: { id: "y" } }), code("INVALID_ARGS"));
+  });
+
+  it("flush() dispatches session/flush in parallel and waits for every listener", async () => {
+    const { ctx, store } = await setup();
+    const order: string[] = [];
+    let release!: () => void;
+    ctx.on("session/flush", async () => {
+      order.push("a start");
+      await new Promise<void>((resolve) => (release = resolve));
+      order.push("a end");
+    });
+    ctx.on("session/flush", async () => void order.push("b"));
+    const session = store.create("f");
+    const flushing = store.flush(session);
+    assert.deepEqual(order, ["a start", "b"]);
+    release();
+    assert.equal(await flushing, true);
+    assert.deepEqual(order, ["a start", "b", "a end"]);
+    assert.equal(await store.flush(Session.create("f")), false);
+  });
+
+  it("a failing flush listener rejects flush() (fails closed)", async () => {
+    const { ctx, store } = await setup();
+    ctx.on("session/flush", () => Promise.reject(new Error("disk full")));
+    await assert.rejects(
+      store.flush(store.create("f")),
+      (e) => code("SESSION_FLUSH_FAILED")(e) && /disk full/.test((e as Error).message),
+    );
+  });
+
+  it("disposing the store plugin disposes the sessions it created", async () => {
+    const { ctx, handle, store } = await setup();
+    const disposed: string[] = [];
+    ctx.on("session/disposed", (s) => void disposed.push(s.id));
+    store.create("a");
+    store.create("b");
+    await handle.dispose();
+    assert.deepEqual(disposed.sort(), ["a", "b"]);
+    assert.equal(store.list().length, 0);
+  });
+});
+
+describe("SessionStore scoped dispatch", () => {
+  it("dispatches a session's events from the context it was created with", async () => {
+    const { ctx, store } = await setup();
+    const a = createScope(ctx, "a");
+    const b = createScope(ctx, "b");
+    const heard: string[] = [];
+    ctx.on("session/event", (s) => void heard.push(`root ${s.id}`));
+    a.ctx.on("session/event", (s) => void heard.push(`a ${s.id}`));
+    b.ctx.on("session/event", (s) => void heard.push(`b ${s.id}`));
+    const inA = store.create("sa", { ctx: a.ctx });
+    const global = store.create("sg");
+    inA.append("turn/start", { turn: 1 });
+    global.append("turn/start", { turn: 1 });
+    assert.deepEqual(heard, ["root sa", "a sa", "root sg", "a sg", "b sg"]);
+    const disposed: string[] = [];
+    ctx.on("session/disposed", (s) => void disposed.push(s.id));
+    await a.dispose();
+    assert.deepEqual(disposed, ["sa"]);
+    assert.equal(store.get("sa"), undefined);
+    assert.equal(store.get("sg"), global);
+  });
+});
+
+describe("SessionStore.fork()", () => {
+  it("copies the prefix up to an inclusive boundary into a live child with lineage", async () => {
+    const { ctx, store } = await setup();
+    const created: string[] = [];
+    ctx.on("session/created", (s) => void created.push(s.id));
+    const parent = store.create("parent", { cwd: "/w" });
+    closedTurn(parent, 1);
+    parent.append("todo/write", { todos: [] });
+    parent.append("turn/start", { turn: 2 });
+    const child = store.fork("parent", 1, "child");
+    assert.equal(store.get("child"), child);
+    assert.deepEqual(child.header, {
+      version: 1,
+      id: "child",
+      createdAt: 5,
+      cwd: "/w",
+      parentSession: "parent",
+      seedLength: 2,
+    });
+    assert.deepEqual(child.events.slice(0, 2), parent.events.slice(0, 2));
+    assert.notEqual(child.events[0], parent.events[0]);
+    assert.equal(child.events[2].type, "session/end-seed");
+    assert.equal(child.firstLiveSeq, 2);
+    assert.deepEqual(created, ["parent", "child"]);
+    const other = store.fork(parent, 2);
+    assert.equal(other.id, "id1");
+    assert.equal(other.header.seedLength, 3);
+  });
+
+  it("rejects unknown, non-live and taken sessions, bad boundaries and open turns", async () => {
+    const { store } = await setup();
+    const parent = store.create("parent");
+    assert.throws(() => store.fork(parent), code("INVALID_BOUNDARY"));
+    closedTurn(parent, 1);
+    parent.append("turn/start", { turn: 2 });
+    store.create("taken");
+    assert.throws(() => store.fork("nobody"), code("SESSION_NOT_FOUND"));
+    assert.throws(() => store.fork(Session.create("parent")), code("SESSION_NOT_LIVE"));
+    assert.throws(() => store.fork(parent, 1, "taken"), code("SESSION_ALREADY_EXISTS"));
+    for (const boundary of [-1, 3, 1.5, NaN]) {
+      assert.throws(() => store.fork(parent, boundary), code("INVALID_BOUNDARY"), String(boundary));
+    }
+    assert.throws(() => store.fork(parent), (e) => code("OPEN_TURN")(e) && /inside turn 2/.test((e as Error).message));
+    assert.throws(() => store.fork(parent, 0), code("OPEN_TURN"));
+    assert.equal(store.fork(parent, 1).seq, 3);
+  });
+
+  it("does not publish the child's seed or end-seed on session/event", async () => {
+    const { ctx, store } = await setup();
+    const parent = store.create("parent");
+    closedTurn(parent, 1);
+    const seen: SessionEvent[] = [];
+    ctx.on("session/event", (_s, e) => void seen.push(e));
+    const child = store.fork(parent);
+    assert.equal(seen.length, 0);
+    child.append("turn/start", { turn: 2 });
+    assert.deepEqual(seen.map((e) => e.seq), [3]);
+  });
+});
+
+describe("SessionStore without the plugin", () => {
+  it("can be constructed over any context", () => {
+    const ctx = createKernel<SessionEvents, SessionServices>();
+    const store = new SessionStore(ctx);
+    assert.equal(typeof store.create().id, "string");
+  });
+});
