@@ -5,27 +5,33 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import { invalidArgs } from "./_errors.ts";
 
 /**
- * Check that `events` is a contiguous batch of well-formed envelopes starting
- * at `firstSeq` whose types are known (or ignorable). Throws `INVALID_ARGS`,
- * `SESSION_SEQ_MISMATCH` or `SESSION_UNKNOWN_EVENT_TYPE`.
+ * Check the shape of a batch (bad arguments, thrown at once): an array of
+ * envelopes with a type, a finite time and data. Throws `INVALID_ARGS`.
  */
-export function validateBatch(
+export function validateBatchShape(events: readonly SessionEvent[]): void {
+  if (!Array.isArray(events)) throw invalidArgs("The events to append must be an array");
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i] as { type?: unknown; time?: unknown; data?: unknown } | null;
+    if (typeof event !== "object" || event === null) throw invalidArgs(`Event ${i} of the batch is not an object`);
+    if (typeof event.type !== "string" || event.type === "") throw invalidArgs(`Event ${i} of the batch has no type`);
+    if (!Number.isFinite(event.time)) throw invalidArgs(`Event ${i} of the batch has no finite time`);
+    if (!("data" in event) || event.data === undefined) throw invalidArgs(`Event ${i} of the batch has no data`);
+  }
+}
+
+/**
+ * Check that a well-shaped batch is contiguous from `firstSeq` and that its
+ * types are known (or ignorable). Throws `SESSION_SEQ_MISMATCH` or
+ * `SESSION_UNKNOWN_EVENT_TYPE`.
+ */
+export function checkBatchContent(
   sessionId: string,
   events: readonly SessionEvent[],
   firstSeq: number,
   known: ReadonlySet<string>,
 ): void {
-  if (!Array.isArray(events)) throw invalidArgs("The events to append must be an array");
   for (let i = 0; i < events.length; i++) {
-    const event = events[i] as
-      | { type?: unknown; seq?: unknown; time?: unknown; data?: unknown; ignorable?: unknown }
-      | null;
-    if (typeof event !== "object" || event === null) throw invalidArgs(`Event ${i} of the batch is not an object`);
-    if (typeof event.type !== "string" || event.type === "") {
-      throw invalidArgs(`Event ${i} of the batch has no type`);
-    }
-    if (!Number.isFinite(event.time)) throw invalidArgs(`Event ${i} of the batch has no finite time`);
-    if (!("data" in event) || event.data === undefined) throw invalidArgs(`Event ${i} of the batch has no data`);
+    const event = events[i];
     if (event.seq !== firstSeq + i) {
       throw new HarnessError(
         "SESSION_SEQ_MISMATCH",
@@ -33,7 +39,7 @@ export function validateBatch(
         { details: { sessionId, expectedSeq: firstSeq + i, seq: event.seq } },
       );
     }
-    if (!known.has(event.type as string) && event.ignorable !== true) {
+    if (!known.has(event.type) && event.ignorable !== true) {
       throw new HarnessError(
         "SESSION_UNKNOWN_EVENT_TYPE",
         `Event type ${JSON.stringify(event.type)} is unknown to this storage and not ignorable`,

@@ -42,7 +42,7 @@ import {
 import { errorCode, fsOps, joinPath } from "./_fs.ts";
 import { escapeSessionId, makeHeader, validateSessionId } from "./_header.ts";
 import { decodePlainLog, decodeZstdLog } from "./_log_decoder.ts";
-import { validateBatch, validateExpectedSeq } from "./_validate_batch.ts";
+import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "./_validate_batch.ts";
 import { createLock, processLeases, readLiveLock, WriterLease } from "./_writer_lease.ts";
 import { repairSessionLog } from "./repair_session_log.ts";
 import type {
@@ -174,9 +174,10 @@ class FileSessionStorage implements SessionStorage {
   create(init: NewSessionHeader, options: StorageCreateOptions = {}): Promise<SessionHeader> {
     const header = makeHeader(init, this.#now);
     const events = options.events ?? [];
-    validateBatch(header.id, events, 0, this.#known);
+    validateBatchShape(events);
     const dir = this.#dir(header.id);
     return this.#exclusive(dir, async () => {
+      checkBatchContent(header.id, events, 0, this.#known);
       await this.#checkWriter(dir, header.id, options.writer, "create it");
       await fsOps.mkdir(dir);
       if (await this.#locate(dir) !== undefined) {
@@ -216,8 +217,9 @@ class FileSessionStorage implements SessionStorage {
     const dir = this.#dir(sessionId);
     if (typeof options !== "object" || options === null) throw invalidArgs("append needs { expectedSeq }");
     validateExpectedSeq(options.expectedSeq);
-    validateBatch(sessionId, events, options.expectedSeq, this.#known);
+    validateBatchShape(events);
     return this.#exclusive(dir, async () => {
+      checkBatchContent(sessionId, events, options.expectedSeq, this.#known);
       await this.#checkWriter(dir, sessionId, options.writer, "append");
       const state = await this.#state(dir, sessionId);
       if (state.torn) {
@@ -343,8 +345,12 @@ class FileSessionStorage implements SessionStorage {
     });
   }
 
-  async acquireWriter(sessionId: string): Promise<SessionWriter> {
+  acquireWriter(sessionId: string): Promise<SessionWriter> {
     const dir = this.#dir(sessionId);
+    return this.#acquire(dir, sessionId);
+  }
+
+  async #acquire(dir: string, sessionId: string): Promise<SessionWriter> {
     if (!processLeases.reserve(dir)) throw writerBusy(sessionId, "acquire the writer lease");
     const lockPath = joinPath(dir, LOCK_NAME);
     const token = this.#newId();

@@ -11,7 +11,7 @@ import type { SessionEvent } from "../session/session_events.ts";
 import { alreadyExists, invalidArgs, notFound, seqMismatch, writerBusy } from "./_errors.ts";
 import { knownEventTypes } from "./_event_types.ts";
 import { makeHeader, validateSessionId } from "./_header.ts";
-import { validateBatch, validateExpectedSeq } from "./_validate_batch.ts";
+import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "./_validate_batch.ts";
 import { LeaseTable, WriterLease } from "./_writer_lease.ts";
 import { repairSessionLog } from "./repair_session_log.ts";
 import type {
@@ -86,10 +86,11 @@ class MemorySessionStorage implements SessionStorage {
   }
 
   create(init: NewSessionHeader, options: StorageCreateOptions = {}): Promise<SessionHeader> {
+    const header = stored(makeHeader(init, this.#now));
+    const events = options.events ?? [];
+    validateBatchShape(events);
     try {
-      const header = stored(makeHeader(init, this.#now));
-      const events = options.events ?? [];
-      validateBatch(header.id, events, 0, this.#known);
+      checkBatchContent(header.id, events, 0, this.#known);
       this.#leases.check(header.id, header.id, options.writer, "create it");
       if (this.#sessions.has(header.id)) throw alreadyExists(header.id);
       this.#sessions.set(header.id, { header, events: events.map(stored), updatedAt: this.#now() });
@@ -104,10 +105,12 @@ class MemorySessionStorage implements SessionStorage {
     events: readonly SessionEvent[],
     options: StorageAppendOptions,
   ): Promise<StorageAppendResult> {
+    validateSessionId(sessionId);
+    if (typeof options !== "object" || options === null) throw invalidArgs("append needs { expectedSeq }");
+    validateExpectedSeq(options.expectedSeq);
+    validateBatchShape(events);
     try {
-      if (typeof options !== "object" || options === null) throw invalidArgs("append needs { expectedSeq }");
-      validateExpectedSeq(options.expectedSeq);
-      validateBatch(sessionId, events, options.expectedSeq, this.#known);
+      checkBatchContent(sessionId, events, options.expectedSeq, this.#known);
       const session = this.#get(sessionId);
       this.#leases.check(sessionId, sessionId, options.writer, "append");
       if (options.expectedSeq !== session.events.length) {
@@ -146,6 +149,7 @@ class MemorySessionStorage implements SessionStorage {
   }
 
   load(sessionId: string, options: StorageAccessOptions = {}): Promise<LoadedSession> {
+    validateSessionId(sessionId);
     try {
       return Promise.resolve(this.#read(sessionId, true, options.writer));
     } catch (error) {
@@ -154,6 +158,7 @@ class MemorySessionStorage implements SessionStorage {
   }
 
   inspect(sessionId: string): Promise<LoadedSession> {
+    validateSessionId(sessionId);
     try {
       return Promise.resolve(this.#read(sessionId, false));
     } catch (error) {
@@ -169,8 +174,8 @@ class MemorySessionStorage implements SessionStorage {
   }
 
   stat(sessionId: string): Promise<SessionStat | undefined> {
+    validateSessionId(sessionId);
     try {
-      validateSessionId(sessionId);
       const session = this.#sessions.get(sessionId);
       return Promise.resolve(
         session === undefined ? undefined : {
@@ -187,8 +192,8 @@ class MemorySessionStorage implements SessionStorage {
   }
 
   delete(sessionId: string, options: StorageAccessOptions = {}): Promise<boolean> {
+    validateSessionId(sessionId);
     try {
-      validateSessionId(sessionId);
       this.#leases.check(sessionId, sessionId, options.writer, "delete it");
       return Promise.resolve(this.#sessions.delete(sessionId));
     } catch (error) {
@@ -197,8 +202,8 @@ class MemorySessionStorage implements SessionStorage {
   }
 
   acquireWriter(sessionId: string): Promise<SessionWriter> {
+    validateSessionId(sessionId);
     try {
-      validateSessionId(sessionId);
       if (!this.#leases.reserve(sessionId)) throw writerBusy(sessionId, "acquire the writer lease");
       const lease: WriterLease = new WriterLease(sessionId, sessionId, this.#newId(), () => {
         this.#leases.drop(sessionId, lease);

@@ -1,0 +1,260 @@
+// The SessionStorage contract, as one suite every backend runs.
+
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { HarnessError } from "../kernel/harness_error.ts";
+import { checkInvariants } from "../invariants/check_invariants.ts";
+import type { SessionEvent } from "../session/session_events.ts";
+import type { SessionStorage } from "./session_storage.ts";
+import { LogBuilder } from "./_test_log.ts";
+
+export interface ContractTarget {
+  readonly name: string;
+  /** A fresh, empty storage; `after` cleans up. */
+  make(): Promise<{ storage: SessionStorage; after(): Promise<void> }>;
+}
+
+const code = (c: string) => (error: unknown) => HarnessError.isInstance(error, c);
+
+/** Standalone events (no turn), so that loading never repairs. */
+function todos(n: number): SessionEvent[] {
+  return Array.from({ length: n }, (_, seq) => ({
+    type: "todo/write",
+    seq,
+    time: 100 + seq,
+    data: { todos: [{ content: `task ${seq}`, status: "pending" }] },
+  }));
+}
+
+function twoTurns(): SessionEvent[] {
+  const log = new LogBuilder();
+  log.completeTurn(1);
+  log.completeTurn(2);
+  return log.events;
+}
+
+export function storageContract(target: ContractTarget): void {
+  const withStorage = (fn: (storage: SessionStorage) => Promise<void>) => async () => {
+    const { storage, after } = await target.make();
+    try {
+      await fn(storage);
+    } finally {
+      await after();
+    }
+  };
+
+  describe(`SessionStorage contract: ${target.name}`, () => {
+    it(
+      "append() then load() gives identical events and the header",
+      withStorage(async (storage) => {
+        const events = twoTurns();
+        const header = await storage.create({ id: "s-1", createdAt: 42, cwd: "/w" });
+        assert.deepEqual(header, { version: 1, id: "s-1", createdAt: 42, cwd: "/w" });
+        const cut = 17;
+        assert.deepEqual(await storage.append("s-1", events.slice(0, cut), { expectedSeq: 0 }), { nextSeq: cut });
+        assert.deepEqual(await storage.append("s-1", events.slice(cut), { expectedSeq: cut }), {
+          nextSeq: events.length,
+        });
+        const loaded = await storage.load("s-1");
+        assert.deepEqual(loaded.header, header);
+        assert.deepEqual(loaded.events, events);
+        assert.equal(loaded.repair.repaired, false);
+        assert.deepEqual(loaded.repair.syntheticEvents, []);
+        assert.equal((await storage.stat("s-1"))?.nextSeq, events.length);
+      }),
+    );
+
+    it(
+      "create() with seed events publishes them with the header",
+      withStorage(async (storage) => {
+        const events = twoTurns();
+        await storage.create({ id: "seeded", createdAt: 1, parentSession: "p", seedLength: events.length }, { events });
+        const loaded = await storage.load("seeded");
+        assert.deepEqual(loaded.events, events);
+        assert.equal(loaded.header.seedLength, events.length);
+      }),
+    );
+
+    it(
+      "create() refuses an existing id",
+      withStorage(async (storage) => {
+        await storage.create({ id: "dup" });
+        await assert.rejects(storage.create({ id: "dup" }), code("SESSION_ALREADY_EXISTS"));
+      }),
+    );
+
+    it(
+      "append() rejects an expected-seq mismatch and writes nothing",
+      withStorage(async (storage) => {
+        const events = todos(6);
+        await storage.create({ id: "s" });
+        await storage.append("s", events.slice(0, 3), { expectedSeq: 0 });
+        await assert.rejects(storage.append("s", events.slice(3, 5), { expectedSeq: 2 }), code("SESSION_SEQ_MISMATCH"));
+        await assert.rejects(storage.append("s", events.slice(4, 6), { expectedSeq: 4 }), code("SESSION_SEQ_MISMATCH"));
+        await assert.rejects(storage.append("s", events.slice(4, 6), { expectedSeq: 3 }), code("SESSION_SEQ_MISMATCH"));
+        assert.deepEqual((await storage.load("s")).events.slice(0, 3), events.slice(0, 3));
+        assert.equal((await storage.stat("s"))?.nextSeq, 3);
+        await storage.append("s", events.slice(3, 5), { expectedSeq: 3 });
+        assert.equal((await storage.stat("s"))?.nextSeq, 5);
+      }),
+    );
+
+    it(
+      "append() rejects bad arguments, unknown sessions and unknown event types",
+      withStorage(async (storage) => {
+        await storage.create({ id: "s" });
+        const ok = { type: "todo/write", seq: 0, time: 1, data: { todos: [] } } as SessionEvent;
+        await assert.rejects(storage.append("nope", [ok], { expectedSeq: 0 }), code("SESSION_NOT_FOUND"));
+        assert.throws(() => storage.append("s", [ok], { expectedSeq: -1 }), code("INVALID_ARGS"));
+        assert.throws(() => storage.append("s", [{ ...ok, time: NaN }], { expectedSeq: 0 }), code("INVALID_ARGS"));
+        const unknown = { type: "my/event", seq: 0, time: 1, data: {} } as unknown as SessionEvent;
+        await assert.rejects(storage.append("s", [unknown], { expectedSeq: 0 }), code("SESSION_UNKNOWN_EVENT_TYPE"));
+        await storage.append("s", [{ ...unknown, ignorable: true } as SessionEvent], { expectedSeq: 0 });
+        assert.deepEqual((await storage.load("s")).events, [{ ...unknown, ignorable: true }]);
+      }),
+    );
+
+    it(
+      "refuses path-like ids",
+      withStorage(async (storage) => {
+        assert.deepEqual(await storage.list(), []);
+        for (const id of ["../x", "a/b", "/abs", "..", ".", "a\\b", "", "a\u0000b", "x".repeat(129)]) {
+          assert.throws(() => storage.create({ id }), code("INVALID_SESSION_ID"), JSON.stringify(id));
+          assert.throws(() => storage.load(id), code("INVALID_SESSION_ID"));
+          assert.throws(() => storage.inspect(id), code("INVALID_SESSION_ID"));
+          assert.throws(() => storage.stat(id), code("INVALID_SESSION_ID"));
+          assert.throws(() => storage.delete(id), code("INVALID_SESSION_ID"));
+          assert.throws(() => storage.append(id, [], { expectedSeq: 0 }), code("INVALID_SESSION_ID"));
+          assert.throws(() => storage.acquireWriter(id), code("INVALID_SESSION_ID"));
+        }
+      }),
+    );
+
+    it(
+      "keeps ids that differ only in case or punctuation apart",
+      withStorage(async (storage) => {
+        const ids = ["Abc", "abc", "a.b", "a%2Eb", "CON", "日本", ".hidden", "a:b"];
+        for (const [i, id] of ids.entries()) await storage.create({ id, createdAt: i });
+        assert.deepEqual((await storage.list()).map((h) => h.id), ids);
+        for (const id of ids) assert.equal((await storage.load(id)).header.id, id);
+      }),
+    );
+
+    it(
+      "a second writer is refused until the first releases",
+      withStorage(async (storage) => {
+        const events = todos(4);
+        await storage.create({ id: "w" });
+        const writer = await storage.acquireWriter("w");
+        assert.equal(writer.sessionId, "w");
+        await assert.rejects(storage.acquireWriter("w"), code("SESSION_WRITER_BUSY"));
+        await assert.rejects(storage.append("w", events.slice(0, 2), { expectedSeq: 0 }), code("SESSION_WRITER_BUSY"));
+        await assert.rejects(storage.delete("w"), code("SESSION_WRITER_BUSY"));
+        await storage.append("w", events.slice(0, 2), { expectedSeq: 0, writer });
+        await writer.release();
+        assert.equal(writer.released, true);
+        await assert.rejects(
+          storage.append("w", events.slice(2, 3), { expectedSeq: 2, writer }),
+          code("SESSION_WRITER_BUSY"),
+        );
+        await storage.append("w", events.slice(2, 3), { expectedSeq: 2 });
+        {
+          await using second = await storage.acquireWriter("w");
+          await storage.append("w", events.slice(3, 4), { expectedSeq: 3, writer: second });
+        }
+        const third = await storage.acquireWriter("w");
+        await third.release();
+        await third.release();
+      }),
+    );
+
+    it(
+      "a lease can be taken before the session exists",
+      withStorage(async (storage) => {
+        const writer = await storage.acquireWriter("early");
+        await assert.rejects(storage.create({ id: "early" }), code("SESSION_WRITER_BUSY"));
+        await storage.create({ id: "early" }, { writer });
+        assert.equal((await storage.stat("early"))?.nextSeq, 0);
+        await writer.release();
+      }),
+    );
+
+    it(
+      "load() closes an open final turn and commits; inspect() only shows it",
+      withStorage(async (storage) => {
+        const log = new LogBuilder();
+        log.completeTurn(1);
+        log.push({ type: "turn/start", data: { turn: 2 } });
+        log.push({ type: "step/start", data: { turn: 2, step: 1 } });
+        log.stream(2, 1, ["a", "b", "c"], { calls: ["k1", "k2"] });
+        log.toolCall(2, 1, "k1");
+        await storage.create({ id: "crashed" }, { events: log.events });
+
+        const inspected = await storage.inspect("crashed");
+        assert.equal(inspected.repair.repaired, true);
+        assert.equal(inspected.repair.committed, false);
+        assert.equal(inspected.repair.closedTurn, 2);
+        assert.deepEqual(inspected.repair.syntheticEvents.map((e) => e.type), [
+          "tool/result",
+          "tool/result",
+          "step/end",
+          "turn/end",
+        ]);
+        assert.equal((await storage.stat("crashed"))?.nextSeq, log.events.length);
+
+        const writer = await storage.acquireWriter("crashed");
+        await assert.rejects(storage.load("crashed"), code("SESSION_WRITER_BUSY"));
+        const loaded = await storage.load("crashed", { writer });
+        assert.equal(loaded.repair.committed, true);
+        assert.deepEqual(loaded.events.slice(0, log.events.length), log.events);
+        assert.deepEqual(loaded.events.slice(log.events.length), loaded.repair.syntheticEvents);
+        assert.deepEqual(checkInvariants(loaded.events), []);
+        const codes = loaded.repair.syntheticEvents.slice(0, 2).map((e) =>
+          (e.data as { error: { code: string } }).error
+        );
+        assert.deepEqual(codes.map((e) => e.code), ["TOOL_OUTCOME_UNKNOWN", "TOOL_NOT_STARTED"]);
+        assert.equal((await storage.stat("crashed"))?.nextSeq, loaded.events.length);
+        await writer.release();
+
+        const again = await storage.load("crashed");
+        assert.equal(again.repair.repaired, false);
+        assert.deepEqual(again.events, loaded.events);
+      }),
+    );
+
+    it(
+      "list(), stat() and delete()",
+      withStorage(async (storage) => {
+        assert.deepEqual(await storage.list(), []);
+        assert.equal(await storage.stat("none"), undefined);
+        await storage.create({ id: "b", createdAt: 2 });
+        await storage.create({ id: "a", createdAt: 2 });
+        await storage.create({ id: "c", createdAt: 1 });
+        assert.deepEqual((await storage.list()).map((h) => h.id), ["c", "a", "b"]);
+        const stat = await storage.stat("a");
+        assert.deepEqual(stat?.header, { version: 1, id: "a", createdAt: 2 });
+        assert.equal(stat?.torn, false);
+        assert.equal(await storage.delete("a"), true);
+        assert.equal(await storage.delete("a"), false);
+        await assert.rejects(storage.load("a"), code("SESSION_NOT_FOUND"));
+        assert.deepEqual((await storage.list()).map((h) => h.id), ["c", "b"]);
+        await storage.create({ id: "a" });
+      }),
+    );
+
+    it(
+      "concurrent appends at the same expected seq: one wins",
+      withStorage(async (storage) => {
+        const events = todos(3);
+        await storage.create({ id: "race" });
+        const results = await Promise.allSettled([
+          storage.append("race", events.slice(0, 2), { expectedSeq: 0 }),
+          storage.append("race", events.slice(0, 3), { expectedSeq: 0 }),
+        ]);
+        assert.deepEqual(results.map((r) => r.status).sort(), ["fulfilled", "rejected"]);
+        const loaded = await storage.load("race");
+        assert.ok(loaded.events.length === 2 || loaded.events.length === 3);
+      }),
+    );
+  });
+}

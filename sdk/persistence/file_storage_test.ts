@@ -1,0 +1,354 @@
+import { after, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { SessionEvent } from "../session/session_events.ts";
+import { fileStorage, type FileStorageOptions } from "./file_storage.ts";
+import { fsOps } from "./_fs.ts";
+import { frameEnd, zstd } from "./_zstd.ts";
+import { storageContract } from "./_test_storage_contract.ts";
+import { LogBuilder } from "./_test_log.ts";
+
+const dirs: string[] = [];
+after(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "dsh-file-storage-"));
+  dirs.push(dir);
+  return dir;
+}
+
+const code = (c: string) => (error: unknown) => HarnessError.isInstance(error, c);
+
+for (const compression of ["none", "zstd"] as const) {
+  storageContract({
+    name: `fileStorage(dir, { compression: "${compression}" })`,
+    make: async () => {
+      const dir = await tempDir();
+      return { storage: fileStorage(dir, { compression }), after: () => rm(dir, { recursive: true, force: true }) };
+    },
+  });
+}
+
+function realisticLog(turns: number): SessionEvent[] {
+  const log = new LogBuilder();
+  for (let turn = 1; turn <= turns; turn++) log.completeTurn(turn);
+  return log.events;
+}
+
+/** A session written in batches, plus where its file is. */
+async function written(options: FileStorageOptions, events: SessionEvent[], batch = 7) {
+  const dir = await tempDir();
+  const storage = fileStorage(dir, options);
+  await storage.create({ id: "s", createdAt: 5 });
+  for (let i = 0; i < events.length; i += batch) {
+    await storage.append("s", events.slice(i, i + batch), { expectedSeq: i });
+  }
+  const file = join(dir, "s", options.compression === "zstd" ? "session.jsonl.zstd" : "session.jsonl");
+  return { dir, storage, file };
+}
+
+async function plainLines(file: string): Promise<string[]> {
+  return (await readFile(file, "utf8")).split("\n");
+}
+
+describe("fileStorage() format", () => {
+  it("writes a header line, event lines and packed chunk rows", async () => {
+    const events = realisticLog(2);
+    const { file, storage } = await written({}, events, 1000);
+    const lines = await plainLines(file);
+    assert.deepEqual(JSON.parse(lines[0]), { type: "session", version: 1, id: "s", createdAt: 5 });
+    assert.equal(lines[lines.length - 1], "");
+    const types = lines.slice(1, -1).map((line) => JSON.parse(line).type);
+    assert.ok(
+      types.includes("text-chunks") && types.includes("reasoning-chunks") && types.includes("tool-call-chunks"),
+    );
+    assert.ok(types.length < events.length);
+    assert.deepEqual((await storage.load("s")).events, events);
+  });
+
+  it("round-trips through zstd frames, one per batch, that decompress to the plain lines", async () => {
+    const events = realisticLog(3);
+    const zipped = await written({ compression: "zstd" }, events, 10);
+    const plain = await written({}, events, 10);
+    assert.deepEqual((await zipped.storage.load("s")).events, events);
+    const bytes = new Uint8Array(await readFile(zipped.file));
+    const z = await zstd();
+    // Frames are independent: decompressing each in turn gives the plain file.
+    let text = "";
+    let frames = 0;
+    for (let at = 0; at < bytes.length; frames++) {
+      const end = frameEnd(bytes, at);
+      assert.notEqual(end, -1);
+      text += new TextDecoder().decode(z.decompress(bytes.subarray(at, end)));
+      at = end;
+    }
+    assert.equal(frames, 1 + Math.ceil(events.length / 10));
+    assert.equal(text, await readFile(plain.file, "utf8"));
+    assert.ok(bytes.length < (await stat(plain.file)).size / 2);
+  });
+
+  it("stores without rows when packChunks is false, and reads either", async () => {
+    const events = realisticLog(1);
+    const { file, dir } = await written({ packChunks: false }, events);
+    const lines = await plainLines(file);
+    assert.equal(lines.length, events.length + 2);
+    assert.deepEqual((await fileStorage(dir).load("s")).events, events);
+  });
+
+  it("an existing session keeps its encoding whatever the options", async () => {
+    const events = realisticLog(1);
+    const { dir } = await written({ compression: "zstd" }, events);
+    const plainOptions = fileStorage(dir);
+    assert.deepEqual((await plainOptions.load("s")).events, events);
+    await plainOptions.append("s", [{ type: "todo/write", seq: events.length, time: 1, data: { todos: [] } }], {
+      expectedSeq: events.length,
+    });
+    assert.deepEqual(await readdir(join(dir, "s")), ["session.jsonl.zstd"]);
+    assert.equal((await fileStorage(dir, { compression: "zstd" }).load("s")).events.length, events.length + 1);
+  });
+
+  it("escapes ids into safe directory names", async () => {
+    const dir = await tempDir();
+    const storage = fileStorage(dir);
+    for (const id of ["Abc", "a:b", "CON", ".x", "日本"]) await storage.create({ id });
+    assert.deepEqual((await readdir(dir)).sort(), ["%2Ex", "%41bc", "%43%4F%4E", "%E6%97%A5%E6%9C%AC", "a%3Ab"]);
+  });
+
+  it("leaves no temp files after publishing", async () => {
+    const { dir } = await written({}, realisticLog(1));
+    assert.deepEqual(await readdir(join(dir, "s")), ["session.jsonl"]);
+  });
+});
+
+describe("fileStorage() crash repair", () => {
+  for (const compression of ["none", "zstd"] as const) {
+    it(`truncates a torn tail and closes the open turn (${compression})`, async () => {
+      const log = new LogBuilder(realisticLog(1));
+      log.push({ type: "turn/start", data: { turn: 2 } });
+      log.push({ type: "step/start", data: { turn: 2, step: 1 } });
+      const { storage, file, dir } = await written({ compression }, log.events, 5);
+      const committed = (await stat(file)).size;
+      const next = { type: "todo/write", seq: log.events.length, time: 1, data: { todos: [] } } as SessionEvent;
+      // The next batch was cut short by the crash.
+      const other = fileStorage(dir, { compression });
+      await other.append("s", [next, { ...next, seq: next.seq + 1 }], { expectedSeq: next.seq });
+      const full = (await stat(file)).size;
+      await truncate(file, committed + Math.floor((full - committed) / 2) + 1);
+
+      const stat1 = await storage.stat("s");
+      assert.equal(stat1?.torn, true);
+      await assert.rejects(
+        storage.append("s", [next], { expectedSeq: next.seq }),
+        code("SESSION_REPAIR_REQUIRED"),
+      );
+      const inspected = await storage.inspect("s");
+      assert.ok(inspected.repair.truncatedBytes > 0);
+      assert.equal((await stat(file)).size > committed, true, "inspect writes nothing");
+
+      const loaded = await storage.load("s");
+      const kept = loaded.events.length - loaded.repair.syntheticEvents.length;
+      // Plain files keep the complete first line of the torn batch; a torn zstd frame goes whole.
+      assert.equal(kept, compression === "none" ? log.events.length + 1 : log.events.length);
+      assert.deepEqual(loaded.events.slice(0, log.events.length), log.events);
+      assert.deepEqual(loaded.repair.syntheticEvents.map((e) => e.type), ["step/end", "turn/end"]);
+      assert.equal(loaded.repair.tornTail?.file, file);
+      assert.ok((loaded.repair.tornTail?.line ?? 0) > 1);
+      if (compression === "zstd") assert.equal(loaded.repair.tornTail?.offset, committed);
+      else assert.ok((loaded.repair.tornTail?.offset ?? 0) > committed);
+      assert.equal(loaded.repair.committed, true);
+      assert.equal((await storage.stat("s"))?.torn, false);
+
+      const reread = await fileStorage(dir).load("s");
+      assert.equal(reread.repair.repaired, false);
+      assert.deepEqual(reread.events, loaded.events);
+      await storage.append("s", [{ ...next, seq: loaded.events.length }], { expectedSeq: loaded.events.length });
+    });
+
+    it(`refuses a defect followed by committed records as corruption, naming file and line (${compression})`, async () => {
+      const events = realisticLog(2);
+      const { storage, file } = await written({ compression }, events, 5);
+      const bytes = new Uint8Array(await readFile(file));
+      if (compression === "none") {
+        const lines = await plainLines(file);
+        lines[3] = lines[3].slice(0, 10);
+        await writeFile(file, lines.join("\n"));
+      } else {
+        bytes[Math.floor(bytes.length / 2)] ^= 0xff;
+        bytes[Math.floor(bytes.length / 2) + 1] ^= 0xff;
+        await writeFile(file, bytes);
+      }
+      const check = (error: unknown) => {
+        assert.ok(HarnessError.isInstance(error, "SESSION_CORRUPT"), String(error));
+        assert.equal(error.details?.file, file);
+        assert.equal(typeof error.details?.line, "number");
+        assert.match(error.message, /corrupt at line \d+/);
+        if (compression === "none") assert.equal(error.details?.line, 4);
+        return true;
+      };
+      await assert.rejects(storage.load("s"), check);
+      await assert.rejects(storage.inspect("s"), check);
+    });
+
+    it(`refuses a newer format version before any other check (${compression})`, async () => {
+      const dir = await tempDir();
+      await fileStorage(dir).create({ id: "s" });
+      const header = JSON.stringify({ type: "session", version: 2, id: "s", createdAt: 0, shape: "new" });
+      const body = `${header}\nnot json at all\n{"type":"future/event","seq":0}\n{"torn`;
+      const z = await zstd();
+      if (compression === "none") await writeFile(join(dir, "s", "session.jsonl"), body);
+      else {
+        await rm(join(dir, "s", "session.jsonl"));
+        const enc = (text: string) => z.compress(new TextEncoder().encode(text), 3);
+        const frames = [enc(header + "\n"), enc("garbage\n")];
+        await writeFile(join(dir, "s", "session.jsonl.zstd"), new Uint8Array([...frames[0], ...frames[1], 1, 2]));
+      }
+      await assert.rejects(fileStorage(dir).load("s"), (error: unknown) => {
+        assert.ok(HarnessError.isInstance(error, "SESSION_FORMAT_UNSUPPORTED"));
+        assert.equal(error.details?.version, 2);
+        return true;
+      });
+      assert.deepEqual(await fileStorage(dir).list(), []);
+    });
+
+    it(`refuses an unknown event type without ignorable, naming the line (${compression})`, async () => {
+      const events = realisticLog(1);
+      const dir = await tempDir();
+      const storage = fileStorage(dir, { compression, eventTypes: ["app/note"] });
+      const note = { type: "app/note", seq: events.length, time: 1, data: {} } as unknown as SessionEvent;
+      await storage.create({ id: "s" }, { events: [...events, note] });
+      await assert.rejects(fileStorage(dir).load("s"), (error: unknown) => {
+        assert.ok(HarnessError.isInstance(error, "SESSION_UNKNOWN_EVENT_TYPE"));
+        assert.equal(error.details?.type, "app/note");
+        assert.equal(typeof error.details?.line, "number");
+        return true;
+      });
+      assert.deepEqual((await storage.load("s")).events.at(-1), note);
+      const ignorable = fileStorage(await tempDir(), { compression });
+      await ignorable.create({ id: "s" }, { events: [{ ...note, seq: 0, ignorable: true } as SessionEvent] });
+      assert.equal((await ignorable.load("s")).events.length, 1);
+    });
+  }
+
+  it("refuses a header naming another session", async () => {
+    const dir = await tempDir();
+    await fileStorage(dir).create({ id: "s" });
+    await writeFile(join(dir, "s", "session.jsonl"), '{"type":"session","version":1,"id":"t","createdAt":0}\n');
+    await assert.rejects(fileStorage(dir).load("s"), code("SESSION_CORRUPT"));
+  });
+});
+
+describe("fileStorage() durability", () => {
+  it("rolls a failed write back to the previous length", async () => {
+    const events = realisticLog(1);
+    const { storage, file } = await written({}, events);
+    const before = await readFile(file);
+    const open = fsOps.open;
+    fsOps.open = async (path, flags) => {
+      const handle = await open(path, flags);
+      return {
+        ...handle,
+        read: handle.read.bind(handle),
+        truncate: handle.truncate.bind(handle),
+        sync: handle.sync.bind(handle),
+        stat: handle.stat.bind(handle),
+        close: handle.close.bind(handle),
+        write: async (buffer, offset, _length, position) => {
+          await handle.write(buffer, offset, 5, position);
+          throw Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
+        },
+      };
+    };
+    const next = { type: "todo/write", seq: events.length, time: 1, data: { todos: [] } } as SessionEvent;
+    try {
+      await assert.rejects(storage.append("s", [next], { expectedSeq: events.length }), (error: unknown) => {
+        assert.ok(HarnessError.isInstance(error, "SESSION_WRITE_FAILED"));
+        assert.equal((error.cause as { code?: string }).code, "ENOSPC");
+        return true;
+      });
+    } finally {
+      fsOps.open = open;
+    }
+    assert.deepEqual(await readFile(file), before);
+    await storage.append("s", [next], { expectedSeq: events.length });
+    assert.deepEqual((await storage.load("s")).events, [...events, next]);
+  });
+
+  it("create() never overwrites a published file", async () => {
+    const dir = await tempDir();
+    await fileStorage(dir).create({ id: "s", createdAt: 1 });
+    await assert.rejects(fileStorage(dir).create({ id: "s", createdAt: 2 }), code("SESSION_ALREADY_EXISTS"));
+    await assert.rejects(
+      fileStorage(dir, { compression: "zstd" }).create({ id: "s", createdAt: 2 }),
+      code("SESSION_ALREADY_EXISTS"),
+    );
+    assert.equal((await fileStorage(dir).load("s")).header.createdAt, 1);
+  });
+
+  it("sees appends made by another instance (stale cache)", async () => {
+    const dir = await tempDir();
+    const a = fileStorage(dir);
+    const b = fileStorage(dir);
+    const ev = (seq: number) => ({ type: "todo/write", seq, time: seq, data: { todos: [] } }) as SessionEvent;
+    await a.create({ id: "s" });
+    await a.append("s", [ev(0)], { expectedSeq: 0 });
+    await b.append("s", [ev(1)], { expectedSeq: 1 });
+    await assert.rejects(a.append("s", [ev(1)], { expectedSeq: 1 }), code("SESSION_SEQ_MISMATCH"));
+    await a.append("s", [ev(2)], { expectedSeq: 2 });
+    assert.equal((await b.load("s")).events.length, 3);
+  });
+
+  it("a writer lease is seen by other instances through its lock file, and a dead owner's lock is taken over", async () => {
+    const dir = await tempDir();
+    const a = fileStorage(dir);
+    await a.create({ id: "s" });
+    const writer = await a.acquireWriter("s");
+    const lock = JSON.parse(await readFile(join(dir, "s", "writer.lock"), "utf8"));
+    assert.equal(lock.token, writer.token);
+    await writer.release();
+    assert.deepEqual(await readdir(join(dir, "s")), ["session.jsonl"]);
+
+    // Another live process holds the lease (this process's parent stands in for it).
+    const alive = { token: "other", pid: (globalThis as { process: { ppid: number } }).process.ppid, acquiredAt: 0 };
+    await writeFile(join(dir, "s", "writer.lock"), JSON.stringify(alive));
+    const ev = { type: "todo/write", seq: 0, time: 1, data: { todos: [] } } as SessionEvent;
+    await assert.rejects(a.acquireWriter("s"), code("SESSION_WRITER_BUSY"));
+    await assert.rejects(a.append("s", [ev], { expectedSeq: 0 }), code("SESSION_WRITER_BUSY"));
+
+    // Its owner died without releasing it (a crash): the lock is stale.
+    await writeFile(join(dir, "s", "writer.lock"), JSON.stringify({ ...alive, pid: 2 ** 22 + 12345 }));
+    await a.append("s", [ev], { expectedSeq: 0 });
+    const taken = await a.acquireWriter("s");
+    assert.equal(JSON.parse(await readFile(join(dir, "s", "writer.lock"), "utf8")).token, taken.token);
+    await taken.release();
+  });
+
+  it("stat() reads the tail of large lines and of zstd files", async () => {
+    for (const compression of ["none", "zstd"] as const) {
+      const dir = await tempDir();
+      const storage = fileStorage(dir, { compression });
+      await storage.create({ id: "s" });
+      const big = "x".repeat(300_000);
+      const events = [0, 1].map((seq) => ({
+        type: "todo/write",
+        seq,
+        time: seq,
+        data: { todos: [{ content: big, status: "pending" }] },
+      })) as SessionEvent[];
+      await storage.append("s", events, { expectedSeq: 0 });
+      const fresh = await fileStorage(dir).stat("s");
+      assert.equal(fresh?.nextSeq, 2);
+      assert.equal(fresh?.torn, false);
+      await fileStorage(dir).append("s", [{ ...events[0], seq: 2 }], { expectedSeq: 2 });
+    }
+  });
+
+  it("refuses bad arguments at once", () => {
+    assert.throws(() => fileStorage(""), code("INVALID_ARGS"));
+    assert.throws(() => fileStorage("x", { compressionLevel: 1.5 }), code("INVALID_ARGS"));
+  });
+});

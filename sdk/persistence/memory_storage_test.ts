@@ -1,0 +1,31 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { memoryStorage } from "./memory_storage.ts";
+import { storageContract } from "./_test_storage_contract.ts";
+
+storageContract({
+  name: "memoryStorage()",
+  make: () => Promise.resolve({ storage: memoryStorage(), after: () => Promise.resolve() }),
+});
+
+describe("memoryStorage()", () => {
+  it("stores detached frozen copies", async () => {
+    const storage = memoryStorage({ now: () => 7 });
+    await storage.create({ id: "s" });
+    const todos = [{ content: "x", status: "pending" as const }];
+    await storage.append("s", [{ type: "todo/write", seq: 0, time: 1, data: { todos } }], { expectedSeq: 0 });
+    todos[0].content = "changed";
+    const { events, header } = await storage.load("s");
+    assert.equal(header.createdAt, 7);
+    assert.deepEqual(events[0].data, { todos: [{ content: "x", status: "pending" }] });
+    assert.ok(Object.isFrozen(events[0].data));
+  });
+
+  it("accepts application event types registered in options", async () => {
+    const storage = memoryStorage({ eventTypes: ["app/note"] });
+    await storage.create({ id: "s" });
+    const event = { type: "app/note", seq: 0, time: 1, data: { text: "hi" } };
+    await storage.append("s", [event as never], { expectedSeq: 0 });
+    assert.deepEqual((await storage.load("s")).events, [event]);
+  });
+});

@@ -1,0 +1,116 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { SessionEvent } from "../session/session_events.ts";
+import { repairSessionLog } from "./repair_session_log.ts";
+import { LogBuilder } from "./_test_log.ts";
+
+function ids() {
+  let n = 0;
+  return () => `id${++n}`;
+}
+
+describe("repairSessionLog()", () => {
+  it("returns a balanced log unchanged", () => {
+    const log = new LogBuilder();
+    log.completeTurn(1);
+    log.push({ type: "todo/write", data: { todos: [] } });
+    const result = repairSessionLog(log.events);
+    assert.equal(result.events, log.events);
+    assert.deepEqual(result.syntheticEvents, []);
+    assert.equal(result.closedTurn, undefined);
+  });
+
+  it("returns an empty log unchanged", () => {
+    assert.deepEqual(repairSessionLog([]).syntheticEvents, []);
+  });
+
+  it("closes a turn that opened no step with turn/end interrupted at the last time", () => {
+    const log = new LogBuilder();
+    log.completeTurn(1);
+    log.push({ type: "turn/start", data: { turn: 2 } });
+    log.push({ type: "todo/write", data: { todos: [] }, time: 5_000 });
+    const { events, syntheticEvents, closedTurn } = repairSessionLog(log.events);
+    assert.equal(closedTurn, 2);
+    assert.deepEqual(syntheticEvents, [
+      { type: "turn/end", seq: log.events.length, time: 5_000, data: { turn: 2, reason: { kind: "interrupted" } } },
+    ]);
+    assert.deepEqual(events, [...log.events, ...syntheticEvents]);
+  });
+
+  it("closes an open step cut mid-stream with step/end then turn/end", () => {
+    const log = new LogBuilder();
+    log.push({ type: "turn/start", data: { turn: 1 } });
+    log.push({ type: "step/start", data: { turn: 1, step: 1 } });
+    log.push({
+      type: "assistant/chunk",
+      data: { turn: 1, step: 1, chunk: { type: "text-delta", index: 0, text: "x" } },
+    });
+    const { syntheticEvents } = repairSessionLog(log.events);
+    assert.deepEqual(syntheticEvents.map((e) => [e.type, e.seq, e.data]), [
+      ["step/end", 3, { turn: 1, step: 1 }],
+      ["turn/end", 4, { turn: 1, reason: { kind: "interrupted" } }],
+    ]);
+  });
+
+  it("gives calls without results TOOL_NOT_STARTED or TOOL_OUTCOME_UNKNOWN error results, in model order", () => {
+    const log = new LogBuilder();
+    log.completeTurn(1);
+    log.push({ type: "turn/start", data: { turn: 2 } });
+    log.push({ type: "step/start", data: { turn: 2, step: 1 } });
+    const message = log.stream(2, 1, ["a", "b", "c"], { calls: ["k1", "k2", "k3"] });
+    const call1 = log.toolCall(2, 1, "k1");
+    log.toolResult(2, 1, "k1", call1.seq);
+    const call2 = log.toolCall(2, 1, "k2");
+    const last = log.events[log.events.length - 1];
+    const { syntheticEvents } = repairSessionLog(log.events, { newId: ids() });
+    const expectedResult = (seq: number, callId: string, code: string, source: number, text: string, id: string) => ({
+      type: "tool/result",
+      seq,
+      time: last.time,
+      data: {
+        turn: 2,
+        step: 1,
+        message: {
+          id,
+          role: "user",
+          content: [{ type: "tool-result", toolCallId: callId, content: [{ type: "text", text }], isError: true }],
+          source: { kind: "tool", callId },
+        },
+        error: { name: "ToolInterrupted", code },
+      },
+      surfaceOp: "append",
+      sourceEventSeqs: [source],
+    });
+    const n = log.events.length;
+    assert.deepEqual(syntheticEvents, [
+      expectedResult(
+        n,
+        "k2",
+        "TOOL_OUTCOME_UNKNOWN",
+        call2.seq,
+        "The outcome of the tool call is unknown: the session was interrupted while it ran",
+        "id1",
+      ),
+      expectedResult(
+        n + 1,
+        "k3",
+        "TOOL_NOT_STARTED",
+        message.seq,
+        "The tool call was not started: the session was interrupted before it ran",
+        "id2",
+      ),
+      { type: "step/end", seq: n + 2, time: last.time, data: { turn: 2, step: 1 } },
+      { type: "turn/end", seq: n + 3, time: last.time, data: { turn: 2, reason: { kind: "interrupted" } } },
+    ] as unknown as SessionEvent[]);
+  });
+
+  it("only repairs the open step: calls of closed steps are left alone", () => {
+    const log = new LogBuilder();
+    log.push({ type: "turn/start", data: { turn: 1 } });
+    log.push({ type: "step/start", data: { turn: 1, step: 1 } });
+    log.stream(1, 1, ["a"], { calls: ["old"] });
+    log.push({ type: "step/end", data: { turn: 1, step: 1 } });
+    const { syntheticEvents } = repairSessionLog(log.events);
+    assert.deepEqual(syntheticEvents.map((e) => e.type), ["turn/end"]);
+  });
+});
