@@ -196,7 +196,7 @@ describe("ToolRuntime.execute() results", () => {
         return outcome.isError ? undefined : "[finalized]";
       },
     }));
-    ctx.on("tools/post-execute", (_exec, outcome, next) => next());
+    ctx.on("tools/post-execute", (_exec, _outcome, next) => next());
     const ok = await tools.execute(call("fin", '{"text":"x"}'));
     assert.equal(text(ok), "[finalized]");
     assert.equal(ok.value, "x");
