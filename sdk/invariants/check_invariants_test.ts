@@ -1,0 +1,136 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { assertInvariants, checkInvariants, SESSION_INVARIANT_CODES } from "./check_invariants.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { SessionEvent } from "../session/session_events.ts";
+
+type Raw = { type: string; data: unknown; surfaceOp?: unknown; sourceEventSeqs?: number[] };
+const log = (...events: Raw[]): SessionEvent[] =>
+  events.map((e, seq) => ({ seq, time: 0, ...e }) as unknown as SessionEvent);
+const turnStart = (turn: number): Raw => ({ type: "turn/start", data: { turn } });
+const turnEnd = (turn: number): Raw => ({ type: "turn/end", data: { turn, reason: { kind: "completed" } } });
+const stepStart = (turn: number, step: number): Raw => ({ type: "step/start", data: { turn, step } });
+const stepEnd = (turn: number, step: number): Raw => ({ type: "step/end", data: { turn, step } });
+const chunk = (turn: number, step: number): Raw => ({
+  type: "assistant/chunk",
+  data: { turn, step, chunk: { type: "text-delta", index: 0, text: "x" } },
+});
+const call = (turn: number, step: number, callId: string): Raw => ({
+  type: "tool/call",
+  data: { turn, step, callId, name: "f", arguments: "{}" },
+});
+const result = (turn: number, step: number, callId: string, extra: Partial<Raw> = {}, errorCode?: string): Raw => ({
+  type: "tool/result",
+  data: {
+    turn,
+    step,
+    message: {
+      id: `r-${callId}`,
+      role: "user",
+      content: [{ type: "tool-result", toolCallId: callId, content: [] }],
+      source: { kind: "tool", callId },
+    },
+    ...(errorCode ? { error: { name: "E", code: errorCode } } : {}),
+  },
+  surfaceOp: "append",
+  ...extra,
+});
+const codes = (events: SessionEvent[]) => checkInvariants(events).map((v) => `${v.seq} ${v.code}`);
+
+describe("checkInvariants()", () => {
+  it("accepts a well-formed log with two turns, steps, calls and results", () => {
+    const events = log(
+      turnStart(1),
+      stepStart(1, 1),
+      { type: "request/header", data: { header: { config: { provider: "p", model: "m" } }, reason: "initial" } },
+      chunk(1, 1),
+      call(1, 1, "c1"),
+      result(1, 1, "c1"),
+      result(1, 1, "c2", {}, "TOOL_NOT_STARTED"),
+      stepEnd(1, 1),
+      stepStart(1, 2),
+      stepEnd(1, 2),
+      turnEnd(1),
+      { type: "agent/inbox/spliced", data: { target: "next-turn", start: 0, inserted: [] } },
+      turnStart(2),
+      { type: "todo/write", data: { todos: [] } },
+      result(1, 1, "c1", { surfaceOp: { op: "replace", start: 5, end: 5 }, sourceEventSeqs: [5] }),
+      stepStart(2, 1),
+      stepEnd(2, 1),
+      turnEnd(2),
+    );
+    assert.deepEqual(checkInvariants(events), []);
+    assertInvariants(events);
+  });
+
+  it("reports each broken invariant with its code and seq", () => {
+    const cases: [SessionEvent[], string[]][] = [
+      [log(turnStart(1), { ...turnEnd(1) }).map((e, i) => (i === 1 ? { ...e, seq: 5 } : e)), ["1 SEQ_NOT_CONTIGUOUS"]],
+      [log(turnStart(1), turnStart(2)), ["1 TURN_NESTED"]],
+      [log(turnStart(2)), ["0 TURN_NUMBER"]],
+      [log(turnStart(1), turnEnd(1), turnStart(1), turnEnd(1)), ["2 TURN_NUMBER"]],
+      [log(turnEnd(1)), ["0 TURN_END_MISMATCH"]],
+      [log(turnStart(1), turnEnd(2)), ["1 TURN_END_MISMATCH"]],
+      [log(turnStart(1), stepStart(1, 1), turnEnd(1)), ["2 STEP_OPEN_AT_TURN_END"]],
+      [log(stepStart(1, 1)), ["0 STEP_OUTSIDE_TURN"]],
+      [log(turnStart(1), stepStart(2, 1)), ["1 STEP_OUTSIDE_TURN"]],
+      [log(turnStart(1), stepStart(1, 1), stepStart(1, 2)), ["2 STEP_NESTED"]],
+      [log(turnStart(1), stepStart(1, 2)), ["1 STEP_NUMBER"]],
+      [log(turnStart(1), stepStart(1, 1), stepEnd(1, 1), turnEnd(1), turnStart(2), stepStart(2, 2)), ["5 STEP_NUMBER"]],
+      [log(turnStart(1), stepEnd(1, 1)), ["1 STEP_END_MISMATCH"]],
+      [log(turnStart(1), stepStart(1, 1), chunk(1, 2)), ["2 EVENT_OUTSIDE_STEP"]],
+      [log(chunk(1, 1)), ["0 EVENT_OUTSIDE_STEP"]],
+      [log(turnStart(1), call(1, 1, "c")), ["1 EVENT_OUTSIDE_STEP"]],
+      [log(turnStart(1), stepStart(1, 1), result(1, 1, "c")), ["2 TOOL_RESULT_WITHOUT_CALL"]],
+      [
+        log(turnStart(1), stepStart(1, 1), call(1, 1, "c"), stepEnd(1, 1), stepStart(1, 2), result(1, 2, "c")),
+        ["5 TOOL_RESULT_WITHOUT_CALL"],
+      ],
+      [log(turnStart(1), stepStart(1, 1), result(1, 1, "c", {}, "TOOL_OUTCOME_UNKNOWN")), [
+        "2 TOOL_RESULT_WITHOUT_CALL",
+      ]],
+      [log({ type: "request/context", data: { provider: "p", model: "m" } }), ["0 EVENT_OUTSIDE_TURN"]],
+      [log({ type: "todo/write", data: { todos: [] } }), ["0 EVENT_OUTSIDE_TURN"]],
+      [
+        log(
+          turnStart(1),
+          stepStart(1, 1),
+          call(1, 1, "c"),
+          result(1, 1, "c"),
+          stepEnd(1, 1),
+          turnEnd(1),
+          result(1, 1, "c", { surfaceOp: { op: "replace", start: 3, end: 3 }, sourceEventSeqs: [3] }),
+        ),
+        ["6 EVENT_OUTSIDE_TURN"],
+      ],
+      [log({ type: "user/message", data: {} }), ["0 SURFACE_OP_MISSING"]],
+      [
+        log({ type: "todo/write", data: { todos: [] }, surfaceOp: "append" }),
+        ["0 SURFACE_OP_FORBIDDEN", "0 EVENT_OUTSIDE_TURN"],
+      ],
+    ];
+    for (const [events, expected] of cases) assert.deepEqual(codes(events), expected, JSON.stringify(events));
+  });
+
+  it("stops checking the surface after its first violation but keeps checking the rest", () => {
+    const events = log({ type: "user/message", data: {} }, { type: "user/message", data: {} }, turnEnd(1));
+    assert.deepEqual(codes(events), ["0 SURFACE_OP_MISSING", "2 TURN_END_MISMATCH"]);
+  });
+
+  it("documents every code it reports", () => {
+    assert.equal(new Set(SESSION_INVARIANT_CODES).size, 12);
+  });
+});
+
+describe("assertInvariants()", () => {
+  it("throws INVARIANT_VIOLATION listing every violation", () => {
+    const events = log(turnEnd(1), stepStart(1, 1));
+    assert.throws(
+      () => assertInvariants(events),
+      (e) =>
+        HarnessError.isInstance(e, "INVARIANT_VIOLATION") &&
+        (e.details?.violations as unknown[]).length === 2 &&
+        /seq 1 STEP_OUTSIDE_TURN/.test(e.message),
+    );
+  });
+});
