@@ -46,52 +46,26 @@ interface Registration {
  * between, this call still goes to the adapter it was resolved against, so a
  * header is never recorded for one adapter and sent to another.
  */
-export class PreparedCall {
+export interface PreparedCall {
   /** The effective config: the caller's, with the adapter's defaults filled in. Frozen. */
   readonly config: LlmCallConfig;
   /** The fields of `config` the adapter filled in rather than the caller. */
   readonly adapterDefaults: LlmCallConfigAdapterDefaults;
   /** The exact model's metadata. */
   readonly modelInfo: ModelInfo;
+  /** The route's context window in tokens, when the adapter publishes it. */
+  readonly contextWindow: number | undefined;
   /** The adapter the call is bound to. */
   readonly adapter: LlmAdapter;
-  readonly #runtime: LlmRuntime;
-
-  /**
-   * Bind a call; use {@linkcode LlmRuntime.prepareCall} rather than this.
-   *
-   * @param runtime The runtime that resolved the call.
-   * @param adapter The adapter resolved.
-   * @param config The effective config.
-   * @param adapterDefaults Which fields the adapter filled in.
-   * @param modelInfo The exact model's metadata.
-   */
-  constructor(
-    runtime: LlmRuntime,
-    adapter: LlmAdapter,
-    config: LlmCallConfig,
-    adapterDefaults: LlmCallConfigAdapterDefaults,
-    modelInfo: ModelInfo,
-  ) {
-    this.#runtime = runtime;
-    this.adapter = adapter;
-    this.config = config;
-    this.adapterDefaults = adapterDefaults;
-    this.modelInfo = modelInfo;
-  }
-
-  /** The route's context window in tokens, when the adapter publishes it. */
-  get contextWindow(): number | undefined {
-    return this.modelInfo.contextWindow;
-  }
-
   /**
    * Stream the call through the `llm/stream` waterfall to the bound adapter.
+   * The adapter receives the effective `config` (defaults filled in).
    *
    * The stream never throws: an adapter or listener throw becomes a final
    * `finish` chunk (`aborted` with `ABORTED` when `signal` fired, else `error`
    * with the failure's code, `UNKNOWN` for anything but an `LlmFailure`), and a
    * stream that ends without `finish` gets one (`error`, `STREAM_CLOSED`).
+   * It may be called again, e.g. to retry.
    *
    * @param options The request; its `config` must name this call's provider and model.
    * @param signal Aborts the call.
@@ -99,20 +73,7 @@ export class PreparedCall {
    * @returns The chunks, ending with exactly one `finish`.
    * @throws {HarnessError} `INVALID_ARGS` when `options.config` names another provider or model.
    */
-  stream(
-    options: GenerateOptions,
-    signal: AbortSignal,
-    streamOptions: LlmStreamOptions = {},
-  ): AsyncIterable<StreamChunk> {
-    checkOptions(options, signal);
-    if (options.config.provider !== this.config.provider || options.config.model !== this.config.model) {
-      throw new HarnessError(
-        "INVALID_ARGS",
-        `Cannot stream a call prepared for ${this.config.provider}/${this.config.model} with ${options.config.provider}/${options.config.model}`,
-      );
-    }
-    return this.#runtime._dispatch(options, signal, streamOptions, () => this.adapter);
-  }
+  stream(options: GenerateOptions, signal: AbortSignal, streamOptions?: LlmStreamOptions): AsyncIterable<StreamChunk>;
 }
 
 /**
@@ -257,7 +218,24 @@ export class LlmRuntime {
       defaults.maxTokens = true;
     }
     if (effective.stop !== undefined) effective.stop = Object.freeze([...effective.stop]);
-    return new PreparedCall(this, adapter, Object.freeze(effective), Object.freeze(defaults), modelInfo);
+    const prepared = Object.freeze(effective);
+    return Object.freeze({
+      config: prepared,
+      adapterDefaults: Object.freeze(defaults),
+      modelInfo,
+      contextWindow: modelInfo.contextWindow,
+      adapter,
+      stream: (options: GenerateOptions, signal: AbortSignal, streamOptions: LlmStreamOptions = {}) => {
+        checkOptions(options, signal);
+        if (options.config.provider !== prepared.provider || options.config.model !== prepared.model) {
+          throw new HarnessError(
+            "INVALID_ARGS",
+            `Cannot stream a call prepared for ${prepared.provider}/${prepared.model} with ${options.config.provider}/${options.config.model}`,
+          );
+        }
+        return this.#dispatch(options, signal, streamOptions, () => ({ adapter, config: prepared }));
+      },
+    });
   }
 
   /**
@@ -279,24 +257,24 @@ export class LlmRuntime {
     checkOptions(options, signal);
     // Lookup happens at the waterfall's terminal continuation, so a listener
     // may short-circuit the call (replay) or reroute a one-shot request first.
-    return this._dispatch(options, signal, streamOptions, (current) => this.prepareCall(current.config).adapter);
+    return this.#dispatch(options, signal, streamOptions, (current) => {
+      const { adapter, config } = this.prepareCall(current.config);
+      return { adapter, config };
+    });
   }
 
-  /**
-   * Run the waterfall around the adapter chosen by `adapterFor`. Internal.
-   *
-   * @ignore
-   */
-  _dispatch(
+  /** Run the waterfall around the adapter (and effective config) chosen by `route`. */
+  #dispatch(
     options: GenerateOptions,
     signal: AbortSignal,
     streamOptions: LlmStreamOptions,
-    adapterFor: (options: GenerateOptions) => LlmAdapter,
+    route: (options: GenerateOptions) => { adapter: LlmAdapter; config: LlmCallConfig },
   ): AsyncIterable<StreamChunk> {
     const terminal = () =>
       guardStream(() => {
-        const adapter = adapterFor(options);
-        return adapter.stream(this.#withReplayState(options, adapter), signal);
+        const { adapter, config } = route(options);
+        const effective = sameConfig(options.config, config) ? options : { ...options, config };
+        return adapter.stream(this.#withReplayState(effective, adapter), signal);
       }, signal);
     const dispatcher = streamOptions.context ?? this.#ctx;
     if (dispatcher === undefined) return guardStream(terminal, signal);
@@ -337,6 +315,16 @@ export class LlmRuntime {
   #changed(): void {
     this.#ctx?.emit("llm/adapters-changed");
   }
+}
+
+function sameConfig(a: LlmCallConfig, b: LlmCallConfig): boolean {
+  if (a === b) return true;
+  const stopA = a.stop ?? [];
+  const stopB = b.stop ?? [];
+  return a.provider === b.provider && a.model === b.model && a.reasoningEffort === b.reasoningEffort &&
+    a.temperature === b.temperature && a.maxTokens === b.maxTokens &&
+    (a.stop === undefined) === (b.stop === undefined) &&
+    stopA.length === stopB.length && stopA.every((s, i) => s === stopB[i]);
 }
 
 function checkConfig(config: LlmCallConfig): void {

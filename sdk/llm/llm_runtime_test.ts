@@ -197,6 +197,24 @@ describe("LlmRuntime.prepareCall()", () => {
     assert.equal(second.seen.length, 0);
   });
 
+  it("the adapter receives the effective config, on prepared and direct calls alike", async () => {
+    const llm = new LlmRuntime();
+    const adapter = fake("p", undefined, models);
+    llm.registerAdapter(adapter);
+    const call = llm.prepareCall({ provider: "p", model: "r" });
+    await collect(call.stream(request("p", "r"), signal()));
+    await collect(llm.stream(request("p", "r"), signal()));
+    const effective = { provider: "p", model: "r", reasoningEffort: "high", maxTokens: 4096 };
+    assert.deepEqual(adapter.seen.map((o) => o.config), [effective, effective]);
+    const rejected = await collect(
+      llm.stream(
+        { ...request("p", "plain"), config: { provider: "p", model: "plain", reasoningEffort: "low" } },
+        signal(),
+      ),
+    );
+    assert.equal((failureOf(rejected).reason as { failure: { code: string } }).failure.code, "UNSUPPORTED_FEATURE");
+  });
+
   it("the prepared call refuses a request for another route", () => {
     const llm = new LlmRuntime();
     llm.registerAdapter(fake("p"));

@@ -44,6 +44,6 @@ export {
   llmRuntimePlugin,
   type LlmStreamDispatcher,
   type LlmStreamOptions,
-  PreparedCall,
+  type PreparedCall,
   type ProviderModelInfo,
 } from "./llm_runtime.ts";
