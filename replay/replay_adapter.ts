@@ -404,7 +404,14 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
         yield abortedFinish();
         return;
       }
-      yield fillPlaceholders(chunk, request);
+      let filled: StreamChunk;
+      try {
+        filled = fillPlaceholders(chunk, request);
+      } catch (error) {
+        if (error instanceof LlmFailure) failures.push(error);
+        throw error;
+      }
+      yield filled;
     }
     if ("throw" in entry) throw new LlmFailure(entry.throw.code ?? "UNKNOWN", entry.throw.message);
     if ("hang" in entry) {

@@ -1,0 +1,291 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { defineTool, type GenerateOptions, HarnessError, LlmRuntime, type StreamChunk } from "../mod.ts";
+import { scriptedAdapter } from "../testing/mod.ts";
+import { fixtureFromLogs } from "./fixture.ts";
+import { normalizeLog } from "./normalize_log.ts";
+import { replayAdapter, type ReplayAdapterOptions } from "./replay_adapter.ts";
+import {
+  chunk,
+  conversation,
+  INPUTS,
+  log,
+  recordConversation,
+  runSession,
+  shoutTool,
+  STOP,
+  text,
+} from "./_test_support.ts";
+
+/** A fixture of two sessions: A answers "a1", "a2"; B answers "b1". */
+function twoSessions(): ReplayAdapterOptions["fixture"] {
+  return fixtureFromLogs([
+    { id: "A", events: log(chunk(1, 1, text("a1")), chunk(1, 1, STOP), chunk(2, 1, text("a2")), chunk(2, 1, STOP)) },
+    { id: "B", events: log(chunk(1, 1, text("b1")), chunk(1, 1, STOP)) },
+  ]);
+}
+
+function runtimeFor(options: Omit<ReplayAdapterOptions, "providers" | "models">) {
+  const replay = replayAdapter({ ...options, providers: ["replay"], models: [{ id: "m" }] });
+  const llm = new LlmRuntime();
+  llm.registerAdapter(replay.adapters);
+  const call = async (
+    sessionId: string,
+    request: Partial<GenerateOptions> = {},
+    signal = new AbortController().signal,
+  ): Promise<StreamChunk[]> => {
+    const chunks: StreamChunk[] = [];
+    const options = { config: { provider: "replay", model: "m" }, messages: [], sessionId, ...request };
+    for await (const c of llm.stream(options, signal)) chunks.push(c);
+    return chunks;
+  };
+  const textOf = (chunks: StreamChunk[]) => chunks.map((c) => (c.type === "text-delta" ? c.text : "")).join("");
+  return { replay, call, textOf };
+}
+
+function finishOf(chunks: StreamChunk[]) {
+  const last = chunks.at(-1);
+  assert.equal(last?.type, "finish");
+  return last.type === "finish" ? last.reason : undefined;
+}
+
+describe("replayAdapter() through the full loop", () => {
+  it("reproduces the recorded log event for event, except times and ids", async () => {
+    const recorded = await recordConversation({ idPrefix: "rec", clock: 1_000 });
+    const replay = replayAdapter({ fixture: recorded, strict: true });
+    assert.equal(replay.provider, "scripted");
+    const { session, results } = await runSession(replay.adapters, { idPrefix: "again", clock: 9_000_000 });
+    replay.assertConsumed();
+    assert.deepEqual(results.map((r) => [r.text, r.reason.kind]), [["Shouted.", "completed"], [
+      "Second answer.",
+      "completed",
+    ]]);
+    assert.notDeepEqual(session.events, recorded, "times and ids differ before normalisation");
+    assert.deepEqual(normalizeLog(session.events), normalizeLog(recorded));
+    assert.equal(replay.requests.length, 3);
+  });
+
+  it("serves the recorded models with the defaults the recorded adapter filled in", async () => {
+    const model = { id: "scripted-model", defaultMaxTokens: 4096, reasoningEfforts: ["low", "high"] as const };
+    const recorder = scriptedAdapter(conversation(), { models: [{ ...model, defaultReasoningEffort: "high" }] });
+    const { session } = await runSession([recorder]);
+    const replay = replayAdapter({ fixture: session.events, strict: true });
+    assert.deepEqual(replay.models, [{
+      id: "scripted-model",
+      reasoningEfforts: ["high"],
+      defaultReasoningEffort: "high",
+      defaultMaxTokens: 4096,
+    }]);
+    const again = await runSession(replay.adapters);
+    assert.deepEqual(again.results.map((r) => r.reason.kind), ["completed", "completed"]);
+    replay.assertConsumed();
+  });
+
+  it("plays on without strict mode when the live request has drifted", async () => {
+    const replay = replayAdapter({ fixture: await recordConversation() });
+    const { results } = await runSession(replay.adapters, { system: "Be quiet.", inputs: ["Whisper hi", "Again?"] });
+    assert.deepEqual(results.map((r) => r.text), ["Shouted.", "Second answer."]);
+    replay.assertConsumed();
+  });
+});
+
+describe("replayAdapter() strict mode", () => {
+  async function divergence(options: Parameters<typeof runSession>[1]): Promise<string> {
+    const replay = replayAdapter({
+      fixture: fixtureFromLogs([{ id: "s1", events: await recordConversation() }]),
+      strict: true,
+    });
+    const { results } = await runSession(replay.adapters, options);
+    const first = results[0].reason;
+    assert.equal(first.kind, "error");
+    assert.equal(first.kind === "error" && first.error.code, "REPLAY_DIVERGED");
+    let message = "";
+    assert.throws(() => replay.assertConsumed(), (error: unknown) => {
+      message = (error as Error).message;
+      return HarnessError.isInstance(error, "REPLAY_DIVERGED");
+    });
+    return message;
+  }
+
+  it("catches a changed system prompt with a diff of the prompt", async () => {
+    const message = await divergence({ system: "Be quiet." });
+    assert.match(
+      message,
+      /^Strict replay diverged at call 1 of fixture session s1 \(turn 1, step 1\): the system prompt differs\n/,
+    );
+    assert.match(message, /--- fixture\n\+\+\+ live\n@@ -1,1 \+1,1 @@\n-Be loud\.\n\+Be quiet\.\n/);
+  });
+
+  it("catches a changed tool schema, naming the tool and the changed field", async () => {
+    const changed = defineTool({
+      name: "shout",
+      description: "Shout a text, loudly",
+      parameters: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+      output: { schema: { type: "string" }, render: (_a, v) => String(v) },
+      execute: () => "HI!",
+    });
+    const message = await divergence({ tools: [changed] });
+    assert.match(message, /: the schema of tool "shout" differs\n/);
+    assert.match(message, /\n-  "description": "Shout a text",\n\+  "description": "Shout a text, loudly",\n/);
+  });
+
+  it("catches an added tool", async () => {
+    const extra = defineTool({
+      name: "whisper",
+      description: "Whisper",
+      parameters: { type: "object" },
+      output: { schema: {}, render: () => "" },
+      execute: () => "",
+    });
+    const message = await divergence({ tools: [shoutTool(), extra] });
+    assert.match(message, /the tool list differs \(added "whisper"\)\n[^]*\n\+whisper\n/);
+  });
+
+  it("catches a changed user message, naming its index and showing a line diff", async () => {
+    const message = await divergence({ inputs: ["Shout hello", "Again?"] });
+    assert.match(message, /: message 0 differs: user \(user: text\) \(fixture has 1 messages, live 1\)\n/);
+    assert.match(message, /\n-      "text": "Shout hi",?\n\+      "text": "Shout hello",?\n/);
+  });
+
+  it("catches a changed tool output at the next request", async () => {
+    const message = await divergence({ tools: [shoutTool("?")], inputs: INPUTS });
+    assert.match(
+      message,
+      /at call 2 of fixture session s1 \(turn 1, step 2\): message 2 differs: user \(tool: tool-result\)/,
+    );
+    assert.match(message, /\n-\s+"text": "HI!",\n\+\s+"text": "HI\?",\n/);
+  });
+});
+
+describe("replayAdapter() scripts and cursors", () => {
+  it("binds each live session to the next unused script and keeps a cursor per session", async () => {
+    const { call, textOf, replay } = runtimeFor({ fixture: twoSessions() });
+    assert.equal(textOf(await call("x")), "a1");
+    assert.equal(textOf(await call("y")), "b1");
+    assert.equal(textOf(await call("x")), "a2");
+    replay.assertConsumed();
+  });
+
+  it("fails loudly past the end of a session's script", async () => {
+    const { call, replay } = runtimeFor({ fixture: twoSessions() });
+    await call("x");
+    await call("y");
+    const reason = finishOf(await call("y"));
+    assert.equal(reason?.kind, "error");
+    assert.equal(reason?.kind === "error" && reason.failure.code, "REPLAY_EXHAUSTED");
+    assert.match(
+      reason?.kind === "error" ? reason.failure.message : "",
+      /^Replay ran past the end of fixture session B: session y made call 2, the script has 1$/,
+    );
+    assert.throws(() => replay.assertConsumed(), /Replay ran past the end of fixture session B/);
+  });
+
+  it("fails loudly when a session finds no script left", async () => {
+    const { call, replay } = runtimeFor({ fixture: twoSessions() });
+    await call("x");
+    await call("y");
+    const reason = finishOf(await call("z"));
+    assert.equal(
+      reason?.kind === "error" && reason.failure.message,
+      "Replay has no script left for session z: the fixture's 2 sessions are all bound",
+    );
+    assert.equal(replay.failures.length, 1);
+  });
+
+  it("assertConsumed() names the scripts left unplayed", async () => {
+    const { call, replay } = runtimeFor({ fixture: twoSessions() });
+    await call("x");
+    assert.throws(
+      () => replay.assertConsumed(),
+      (error: unknown) =>
+        HarnessError.isInstance(error, "REPLAY_NOT_CONSUMED") &&
+        error.message ===
+          "Replay left calls unplayed: fixture session A (live x) played 1 of 2 calls; fixture session B was never bound (1 calls)",
+    );
+  });
+
+  it("plays override entries: patches, throw and hang", async () => {
+    const { call, textOf, replay } = runtimeFor({
+      fixture: twoSessions(),
+      overrides: {
+        patches: [
+          {
+            at: 0,
+            entry: {
+              throw: {
+                chunks: [{ type: "block-start", index: 0, blockType: "text" }],
+                message: "Too many",
+                code: "RATE_LIMIT",
+              },
+            },
+          },
+          {
+            at: 1,
+            entry: { hang: true, chunks: [{ type: "block-start", index: 0, blockType: "text" }, text("wait")] },
+          },
+          { session: "B", at: 1, entry: { chunks: [text("b2"), STOP] } },
+        ],
+      },
+    });
+    const thrown = finishOf(await call("x"));
+    assert.deepEqual(thrown, { kind: "error", failure: { code: "RATE_LIMIT", message: "Too many" } });
+    const controller = new AbortController();
+    const hung = call("x", {}, controller.signal);
+    controller.abort();
+    const reason = finishOf(await hung);
+    assert.equal(reason?.kind, "aborted");
+    await call("y");
+    assert.equal(textOf(await call("y")), "b2");
+    replay.assertConsumed();
+  });
+
+  it("replaces the first session's script with an array of entries", async () => {
+    const { call, textOf, replay } = runtimeFor({
+      fixture: twoSessions(),
+      overrides: [{ chunks: [text("only"), STOP] }],
+    });
+    assert.equal(textOf(await call("x")), "only");
+    await call("y");
+    replay.assertConsumed();
+  });
+
+  it("fills {{fromRequest:<regex>}} placeholders from the live request", async () => {
+    const { call, textOf, replay } = runtimeFor({
+      fixture: twoSessions(),
+      overrides: [{ chunks: [text("Opening {{fromRequest:file (\\S+)}} now"), STOP] }, {
+        chunks: [text("{{fromRequest:nothing-like-this}}"), STOP],
+      }],
+    });
+    const user = {
+      id: "u",
+      role: "user" as const,
+      content: [{ type: "text" as const, text: "open file notes.md" }],
+      source: { kind: "user" as const },
+    };
+    assert.equal(textOf(await call("x", { messages: [user] })), "Opening notes.md now");
+    const reason = finishOf(await call("x", { messages: [user] }));
+    assert.equal(reason?.kind === "error" && reason.failure.code, "REPLAY_PLACEHOLDER");
+    assert.throws(() => replay.assertConsumed(), /matches nothing in the live request/);
+  });
+
+  it("rejects malformed options and overrides at once", () => {
+    assert.throws(() => replayAdapter(undefined as never), /needs a fixture/);
+    assert.throws(() => replayAdapter({ fixture: twoSessions(), providers: [] }), /non-empty array/);
+    assert.throws(
+      () => replayAdapter({ fixture: twoSessions(), overrides: { patches: [{ at: 5, entry: { chunks: [] } }] } }),
+      /Replay patch 0 is at call 5, but fixture session A has 2 calls/,
+    );
+    assert.throws(
+      () =>
+        replayAdapter({
+          fixture: twoSessions(),
+          overrides: { patches: [{ session: "nope", at: 0, entry: { chunks: [] } }] },
+        }),
+      /names fixture session "nope"/,
+    );
+    assert.throws(
+      () => replayAdapter({ fixture: twoSessions(), overrides: [{ nothing: 1 } as never] }),
+      /must be \{ chunks \}/,
+    );
+  });
+});
