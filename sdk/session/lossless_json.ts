@@ -7,10 +7,77 @@
 
 import { HarnessError } from "../kernel/harness_error.ts";
 
-function reject(path: string, what: string): never {
-  throw new HarnessError("NOT_LOSSLESS_JSON", `Value at ${path} is not lossless JSON: ${what}`, {
-    details: { path },
-  });
+// The walk keeps the keys leading to the current value on a stack and builds
+// the path string only when it rejects, so the hot path allocates no strings.
+class Walk {
+  readonly keys: (string | number)[] = [];
+  readonly ancestors: object[] = [];
+  constructor(readonly root: string, readonly copy: boolean) {}
+
+  reject(what: string): never {
+    let path = this.root;
+    for (const key of this.keys) path += typeof key === "number" ? `[${key}]` : `.${key}`;
+    throw new HarnessError("NOT_LOSSLESS_JSON", `Value at ${path} is not lossless JSON: ${what}`, {
+      details: { path },
+    });
+  }
+
+  value(value: unknown): unknown {
+    switch (typeof value) {
+      case "string":
+      case "boolean":
+        return value;
+      case "number":
+        if (value !== value || value === Infinity || value === -Infinity) this.reject(String(value));
+        if (value === 0 && 1 / value < 0) this.reject("negative zero");
+        return value;
+      case "object":
+        return value === null ? null : this.object(value);
+      case "undefined":
+        return this.reject("undefined");
+      default:
+        return this.reject(describe(value));
+    }
+  }
+
+  object(value: object): unknown {
+    const ancestors = this.ancestors;
+    if (ancestors.length > 0 && ancestors.includes(value)) this.reject("a circular reference");
+    ancestors.push(value);
+    const keys = this.keys;
+    let out: unknown;
+    if (Array.isArray(value)) {
+      if (Object.getPrototypeOf(value) !== Array.prototype) this.reject(describe(value));
+      const length = value.length;
+      const result: unknown[] | undefined = this.copy ? new Array(length) : undefined;
+      for (let i = 0; i < length; i++) {
+        keys.push(i);
+        if (!(i in value)) this.reject("a hole in a sparse array");
+        const item = this.value(value[i]);
+        if (result) result[i] = item;
+        keys.pop();
+      }
+      out = result ? Object.freeze(result) : value;
+    } else {
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) this.reject(describe(value));
+      if (Object.getOwnPropertySymbols(value).length > 0) this.reject("an object with symbol keys");
+      const result: Record<string, unknown> | undefined = this.copy ? {} : undefined;
+      for (const key of Object.keys(value)) {
+        keys.push(key);
+        const item = this.value((value as Record<string, unknown>)[key]);
+        if (result) {
+          // defineProperty keeps a key named "__proto__" an own data property.
+          if (key === "__proto__") Object.defineProperty(result, key, { value: item, enumerable: true });
+          else result[key] = item;
+        }
+        keys.pop();
+      }
+      out = result ? Object.freeze(result) : value;
+    }
+    ancestors.pop();
+    return out;
+  }
 }
 
 function describe(value: unknown): string {
@@ -19,55 +86,6 @@ function describe(value: unknown): string {
     return `an instance of ${name || "an exotic class"}`;
   }
   return typeof value === "bigint" ? "a BigInt" : `a ${typeof value}`;
-}
-
-function walk(value: unknown, path: string, ancestors: unknown[], copy: boolean): unknown {
-  switch (typeof value) {
-    case "string":
-    case "boolean":
-      return value;
-    case "number":
-      if (!Number.isFinite(value)) reject(path, String(value));
-      if (Object.is(value, -0)) reject(path, "negative zero");
-      return value;
-    case "undefined":
-      return reject(path, "undefined");
-    case "object":
-      break;
-    default:
-      return reject(path, describe(value));
-  }
-  if (value === null) return null;
-  if (ancestors.includes(value)) reject(path, "a circular reference");
-  ancestors.push(value);
-  let out: unknown;
-  if (Array.isArray(value)) {
-    if (Object.getPrototypeOf(value) !== Array.prototype) reject(path, describe(value));
-    const length = value.length;
-    const result: unknown[] = copy ? new Array(length) : value;
-    for (let i = 0; i < length; i++) {
-      if (!(i in value)) reject(`${path}[${i}]`, "a hole in a sparse array");
-      const item = walk(value[i], `${path}[${i}]`, ancestors, copy);
-      if (copy) result[i] = item;
-    }
-    out = copy ? Object.freeze(result) : value;
-  } else {
-    const proto = Object.getPrototypeOf(value);
-    if (proto !== Object.prototype && proto !== null) reject(path, describe(value));
-    if (Object.getOwnPropertySymbols(value).length > 0) reject(path, "an object with symbol keys");
-    const result: Record<string, unknown> = copy ? {} : (value as Record<string, unknown>);
-    for (const key of Object.keys(value)) {
-      const item = walk((value as Record<string, unknown>)[key], `${path}.${key}`, ancestors, copy);
-      if (copy) {
-        // defineProperty keeps a key named "__proto__" an own data property.
-        if (key === "__proto__") Object.defineProperty(result, key, { value: item, enumerable: true });
-        else result[key] = item;
-      }
-    }
-    out = copy ? Object.freeze(result) : value;
-  }
-  ancestors.pop();
-  return out;
 }
 
 /**
@@ -92,7 +110,7 @@ function walk(value: unknown, path: string, ancestors: unknown[], copy: boolean)
  * ```
  */
 export function assertLosslessJson(value: unknown, path: string = "value"): void {
-  walk(value, path, [], false);
+  new Walk(path, false).value(value);
 }
 
 /**
@@ -118,5 +136,5 @@ export function assertLosslessJson(value: unknown, path: string = "value"): void
  * ```
  */
 export function copyLosslessJson<T>(value: T, path: string = "value"): T {
-  return walk(value, path, [], true) as T;
+  return new Walk(path, true).value(value) as T;
 }
