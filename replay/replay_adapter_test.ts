@@ -126,7 +126,7 @@ describe("replayAdapter() strict mode", () => {
     });
     const message = await divergence({ tools: [changed] });
     assert.match(message, /: the schema of tool "shout" differs\n/);
-    assert.match(message, /\n-  "description": "Shout a text",\n\+  "description": "Shout a text, loudly",\n/);
+    assert.match(message, /\n- {2}"description": "Shout a text",\n\+ {2}"description": "Shout a text, loudly",\n/);
   });
 
   it("catches an added tool", async () => {
@@ -144,7 +144,7 @@ describe("replayAdapter() strict mode", () => {
   it("catches a changed user message, naming its index and showing a line diff", async () => {
     const message = await divergence({ inputs: ["Shout hello", "Again?"] });
     assert.match(message, /: message 0 differs: user \(user: text\) \(fixture has 1 messages, live 1\)\n/);
-    assert.match(message, /\n-      "text": "Shout hi",?\n\+      "text": "Shout hello",?\n/);
+    assert.match(message, /\n- {6}"text": "Shout hi",?\n\+ {6}"text": "Shout hello",?\n/);
   });
 
   it("catches a changed tool output at the next request", async () => {
