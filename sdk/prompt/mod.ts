@@ -5,19 +5,19 @@
  * @module
  */
 
-export {
-  type AssembleContext,
-  type AssembledPrompt,
-  type PromptAssembly,
-  type PromptContext,
-  type PromptPart,
-  type PromptSection,
-  type PromptText,
-  type PromptToolProvider,
-  type PromptVariable,
-  SystemPrompt,
-  type SystemPromptEvents,
-} from "./system_prompt.ts";
+export type {
+  AssembleContext,
+  AssembledPrompt,
+  PromptAssembly,
+  PromptContext,
+  PromptPart,
+  PromptSection,
+  PromptText,
+  PromptToolProvider,
+  PromptVariable,
+} from "./prompt_contributions.ts";
+export { SystemPrompt } from "./system_prompt.ts";
+export type { SystemPromptEvents } from "./system_prompt_events.ts";
 export { systemPromptPlugin, type SystemPromptServices } from "./system_prompt_plugin.ts";
 export { PROMPT_VARIABLE_NAME, renderPrompt } from "./render_prompt.ts";
 export type { RegistrationOwner, ServiceHost } from "./registration_owner.ts";

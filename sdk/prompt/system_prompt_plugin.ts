@@ -5,7 +5,8 @@
  */
 
 import type { KernelEvents, PluginObject } from "../kernel/harness_context.ts";
-import { SystemPrompt, type SystemPromptEvents } from "./system_prompt.ts";
+import { SystemPrompt } from "./system_prompt.ts";
+import type { SystemPromptEvents } from "./system_prompt_events.ts";
 
 /** The service the system prompt plugin provides. */
 export interface SystemPromptServices {

@@ -2,7 +2,9 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createKernel, createScope, type HarnessContext, HarnessError, type KernelEvents } from "../kernel/mod.ts";
 import type { ToolSchema } from "../llm/messages.ts";
-import { type AssembleContext, SystemPrompt, type SystemPromptEvents } from "./system_prompt.ts";
+import type { AssembleContext } from "./prompt_contributions.ts";
+import { SystemPrompt } from "./system_prompt.ts";
+import type { SystemPromptEvents } from "./system_prompt_events.ts";
 
 type Ctx = HarnessContext<SystemPromptEvents & KernelEvents>;
 

@@ -13,19 +13,11 @@ import type { ScopeInfo } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { UserMessage } from "../llm/messages.ts";
 import { deepFreeze, frozenJson } from "./_json.ts";
-import { compileSchema } from "./_json_schema.ts";
+import { runBody } from "./_run_tool_body.ts";
+import { failure, failureFrom, messageOf, normalizeContent, snapshotContext, success } from "./_tool_outcome.ts";
 import { admittedListeners, emitContained, reportListenerError, runWaterfall } from "../prompt/_scoped_dispatch.ts";
 import type { ApprovalService } from "./approval_service.ts";
-import type {
-  AnyToolDefinition,
-  ToolContentInput,
-  ToolExecution,
-  ToolFailure,
-  ToolOutcome,
-  ToolResultContent,
-  ToolRunContext,
-  ToolSuccess,
-} from "./tool_definition.ts";
+import type { AnyToolDefinition, ToolExecution, ToolFailure, ToolOutcome } from "./tool_definition.ts";
 import type { PostToolDecision, PreToolDecision, ToolDispatchExecution } from "./tool_events.ts";
 import type { ToolExecutionInput, ToolExecutionResult } from "./tool_execution_result.ts";
 import type { ServiceHost } from "../prompt/registration_owner.ts";
@@ -41,39 +33,6 @@ export interface PipelineDeps {
   newId(): string;
 }
 
-function failure(code: string, name: string, message: string, meta?: ToolOutcome["meta"]): ToolFailure {
-  return {
-    isError: true,
-    error: { name, code, message },
-    content: [{ type: "text", text: message }],
-    ...(meta !== undefined ? { meta } : {}),
-  };
-}
-
-function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  return typeof error === "string" ? error : String(error);
-}
-
-/** Turn anything thrown into a failure; a `HarnessError` keeps its code. */
-function failureFrom(error: unknown, fallbackCode: string): ToolFailure {
-  const name = error instanceof Error ? error.name : "Error";
-  const code = HarnessError.isInstance(error) ? error.code : fallbackCode;
-  return failure(code, name, messageOf(error) || code);
-}
-
-/** Normalise content to frozen text/image blocks. */
-function normalizeContent(input: ToolContentInput): readonly ToolResultContent[] {
-  if (typeof input === "string") return deepFreeze([{ type: "text", text: input }]);
-  if (!Array.isArray(input)) throw new TypeError("content must be a string or an array of text and image blocks");
-  for (const block of input) {
-    const ok = (block?.type === "text" && typeof block.text === "string") ||
-      (block?.type === "image" && typeof block.mediaType === "string");
-    if (!ok) throw new TypeError("content must hold only text and image blocks");
-  }
-  return frozenJson(input as ToolResultContent[]);
-}
-
 function isDecision(value: unknown, kinds: readonly string[]): boolean {
   return typeof value === "object" && value !== null && kinds.includes((value as { kind?: string }).kind ?? "");
 }
@@ -84,31 +43,6 @@ function isOutcome(value: unknown): value is ToolOutcome {
   if (!Array.isArray(o.content)) return false;
   if (o.isError === false) return "value" in o;
   return o.isError === true && typeof o.error?.code === "string" && typeof o.error?.name === "string";
-}
-
-/** Validate, snapshot and render a successful value. */
-function success(definition: AnyToolDefinition, args: unknown, value: unknown): ToolOutcome {
-  const problems = compileSchema(definition.output.schema, "output")(value);
-  if (problems) {
-    return failure(
-      "INVALID_TOOL_OUTPUT",
-      "ToolOutputError",
-      `Invalid output of ${definition.name}: ${problems.join("; ")}`,
-    );
-  }
-  try {
-    const frozen = frozenJson(value);
-    const content = normalizeContent(definition.output.render(args, frozen));
-    const meta = definition.output.meta?.(args, frozen);
-    const out: ToolSuccess = { isError: false, value: frozen, content };
-    return meta === undefined ? out : { ...out, meta: frozenJson(meta) };
-  } catch (error) {
-    return failure(
-      "INVALID_TOOL_OUTPUT",
-      "ToolOutputError",
-      `Invalid output of ${definition.name}: ${messageOf(error)}`,
-    );
-  }
 }
 
 function checkInput(input: ToolExecutionInput): void {
@@ -304,81 +238,6 @@ function applyPost(
   }
   if (hasContent) return { ...outcome, content: normalizeContent(post.content!) };
   return outcome;
-}
-
-function snapshotContext(message: UserMessage): UserMessage {
-  if (
-    typeof message !== "object" || message === null || message.role !== "user" || typeof message.id !== "string" ||
-    !Array.isArray(message.content) || typeof message.source?.kind !== "string"
-  ) {
-    throw new HarnessError("INVALID_ARGS", "A deferred context must be a user message with id, content and source");
-  }
-  return frozenJson(message);
-}
-
-async function runBody(
-  definition: AnyToolDefinition,
-  exec: ToolExecution,
-  dispatchSignal: AbortSignal,
-  contexts: UserMessage[],
-  state: { concluded: boolean; finished: boolean },
-): Promise<ToolOutcome> {
-  const timeout = definition.timeoutMs !== undefined ? new AbortController() : undefined;
-  const signals = [exec.signal];
-  if (dispatchSignal !== exec.signal) signals.push(dispatchSignal);
-  if (timeout) signals.push(timeout.signal);
-  const signal = signals.length === 1 ? exec.signal : AbortSignal.any(signals);
-  const stopped = (): ToolOutcome => {
-    if (timeout?.signal.aborted) {
-      return failure(
-        "TIMEOUT",
-        "ToolTimeoutError",
-        `Tool call ${exec.name} timed out after ${definition.timeoutMs} ms`,
-      );
-    }
-    const reason = signal.reason;
-    if (HarnessError.isInstance(reason)) return failure(reason.code, reason.name, reason.message);
-    return failure("ABORTED", "AbortError", `Tool call ${exec.name} was aborted`);
-  };
-  if (signal.aborted) return stopped();
-
-  const run: ToolRunContext = Object.freeze({
-    ...exec,
-    signal,
-    deferContext(message: UserMessage): void {
-      if (state.finished) return;
-      contexts.push(snapshotContext(message));
-    },
-    concludeTurn(): void {
-      state.concluded = true;
-    },
-  });
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let onAbort: (() => void) | undefined;
-  const interrupted = new Promise<"stopped">((resolve) => {
-    onAbort = () => resolve("stopped");
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-  if (timeout) {
-    timer = setTimeout(
-      () =>
-        timeout.abort(new HarnessError("TIMEOUT", `Tool call ${exec.name} timed out after ${definition.timeoutMs} ms`)),
-      definition.timeoutMs,
-    );
-  }
-  try {
-    const body = Promise.resolve()
-      .then(() => definition.execute(exec.args, run))
-      .then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error }));
-    const settled = await Promise.race([body, interrupted]);
-    // The body was signalled; its late outcome is discarded.
-    if (settled === "stopped") return stopped();
-    if (!settled.ok) return failureFrom(settled.error, "TOOL_FAILED");
-    return success(definition, exec.args, settled.value);
-  } finally {
-    if (timer !== undefined) clearTimeout(timer);
-    signal.removeEventListener("abort", onAbort!);
-  }
 }
 
 function buildResult(

@@ -6,7 +6,7 @@
  */
 
 import type { KernelEvents, PluginObject } from "../kernel/harness_context.ts";
-import type { SystemPromptEvents } from "../prompt/system_prompt.ts";
+import type { SystemPromptEvents } from "../prompt/system_prompt_events.ts";
 import type { SystemPromptServices } from "../prompt/system_prompt_plugin.ts";
 import { ApprovalService } from "./approval_service.ts";
 import type { ToolEvents } from "./tool_events.ts";

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createKernel, createScope, type HarnessContext, type KernelEvents } from "../kernel/mod.ts";
-import type { SystemPromptEvents } from "../prompt/system_prompt.ts";
+import type { SystemPromptEvents } from "../prompt/system_prompt_events.ts";
 import { systemPromptPlugin, type SystemPromptServices } from "../prompt/system_prompt_plugin.ts";
 import { approveAll } from "./approval_service.ts";
 import type { ToolEvents } from "./tool_events.ts";

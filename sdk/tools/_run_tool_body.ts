@@ -1,0 +1,81 @@
+/**
+ * Internal: running a tool body with its time budget and signals.
+ *
+ * @module
+ */
+
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { UserMessage } from "../llm/messages.ts";
+import { failure, failureFrom, snapshotContext, success } from "./_tool_outcome.ts";
+import type { AnyToolDefinition, ToolExecution, ToolOutcome, ToolRunContext } from "./tool_definition.ts";
+
+/**
+ * Run the body once. The body's signal combines the caller's signal, the one
+ * a `tools/execute` wrapper set, and the `timeoutMs` budget; when it aborts
+ * the outcome is `TIMEOUT`, the code of a `HarnessError` abort reason, or
+ * `ABORTED`, at once: the body is signalled and its late outcome discarded.
+ */
+export async function runBody(
+  definition: AnyToolDefinition,
+  exec: ToolExecution,
+  dispatchSignal: AbortSignal,
+  contexts: UserMessage[],
+  state: { concluded: boolean; finished: boolean },
+): Promise<ToolOutcome> {
+  const timeout = definition.timeoutMs !== undefined ? new AbortController() : undefined;
+  const signals = [exec.signal];
+  if (dispatchSignal !== exec.signal) signals.push(dispatchSignal);
+  if (timeout) signals.push(timeout.signal);
+  const signal = signals.length === 1 ? exec.signal : AbortSignal.any(signals);
+  const stopped = (): ToolOutcome => {
+    if (timeout?.signal.aborted) {
+      return failure(
+        "TIMEOUT",
+        "ToolTimeoutError",
+        `Tool call ${exec.name} timed out after ${definition.timeoutMs} ms`,
+      );
+    }
+    const reason = signal.reason;
+    if (HarnessError.isInstance(reason)) return failure(reason.code, reason.name, reason.message);
+    return failure("ABORTED", "AbortError", `Tool call ${exec.name} was aborted`);
+  };
+  if (signal.aborted) return stopped();
+
+  const run: ToolRunContext = Object.freeze({
+    ...exec,
+    signal,
+    deferContext(message: UserMessage): void {
+      if (state.finished) return;
+      contexts.push(snapshotContext(message));
+    },
+    concludeTurn(): void {
+      state.concluded = true;
+    },
+  });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let onAbort: (() => void) | undefined;
+  const interrupted = new Promise<"stopped">((resolve) => {
+    onAbort = () => resolve("stopped");
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  if (timeout) {
+    timer = setTimeout(
+      () =>
+        timeout.abort(new HarnessError("TIMEOUT", `Tool call ${exec.name} timed out after ${definition.timeoutMs} ms`)),
+      definition.timeoutMs,
+    );
+  }
+  try {
+    const body = Promise.resolve()
+      .then(() => definition.execute(exec.args, run))
+      .then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error }));
+    const settled = await Promise.race([body, interrupted]);
+    // The body was signalled; its late outcome is discarded.
+    if (settled === "stopped") return stopped();
+    if (!settled.ok) return failureFrom(settled.error, "TOOL_FAILED");
+    return success(definition, exec.args, settled.value);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    signal.removeEventListener("abort", onAbort!);
+  }
+}

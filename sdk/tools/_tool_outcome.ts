@@ -1,0 +1,87 @@
+/**
+ * Internal: building normalised tool outcomes (failures, validated successes,
+ * content and context snapshots).
+ *
+ * @module
+ */
+
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { UserMessage } from "../llm/messages.ts";
+import { deepFreeze, frozenJson } from "./_json.ts";
+import { compileSchema } from "./_json_schema.ts";
+import type {
+  AnyToolDefinition,
+  ToolContentInput,
+  ToolFailure,
+  ToolOutcome,
+  ToolResultContent,
+  ToolSuccess,
+} from "./tool_definition.ts";
+
+export function failure(code: string, name: string, message: string, meta?: ToolOutcome["meta"]): ToolFailure {
+  return {
+    isError: true,
+    error: { name, code, message },
+    content: [{ type: "text", text: message }],
+    ...(meta !== undefined ? { meta } : {}),
+  };
+}
+
+export function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return typeof error === "string" ? error : String(error);
+}
+
+/** Turn anything thrown into a failure; a `HarnessError` keeps its code. */
+export function failureFrom(error: unknown, fallbackCode: string): ToolFailure {
+  const name = error instanceof Error ? error.name : "Error";
+  const code = HarnessError.isInstance(error) ? error.code : fallbackCode;
+  return failure(code, name, messageOf(error) || code);
+}
+
+/** Normalise content to frozen text/image blocks. */
+export function normalizeContent(input: ToolContentInput): readonly ToolResultContent[] {
+  if (typeof input === "string") return deepFreeze([{ type: "text", text: input }]);
+  if (!Array.isArray(input)) throw new TypeError("content must be a string or an array of text and image blocks");
+  for (const block of input) {
+    const ok = (block?.type === "text" && typeof block.text === "string") ||
+      (block?.type === "image" && typeof block.mediaType === "string");
+    if (!ok) throw new TypeError("content must hold only text and image blocks");
+  }
+  return frozenJson(input as ToolResultContent[]);
+}
+
+/** Validate, snapshot and render a successful value. */
+export function success(definition: AnyToolDefinition, args: unknown, value: unknown): ToolOutcome {
+  const problems = compileSchema(definition.output.schema, "output")(value);
+  if (problems) {
+    return failure(
+      "INVALID_TOOL_OUTPUT",
+      "ToolOutputError",
+      `Invalid output of ${definition.name}: ${problems.join("; ")}`,
+    );
+  }
+  try {
+    const frozen = frozenJson(value);
+    const content = normalizeContent(definition.output.render(args, frozen));
+    const meta = definition.output.meta?.(args, frozen);
+    const out: ToolSuccess = { isError: false, value: frozen, content };
+    return meta === undefined ? out : { ...out, meta: frozenJson(meta) };
+  } catch (error) {
+    return failure(
+      "INVALID_TOOL_OUTPUT",
+      "ToolOutputError",
+      `Invalid output of ${definition.name}: ${messageOf(error)}`,
+    );
+  }
+}
+
+export function snapshotContext(message: UserMessage): UserMessage {
+  if (
+    typeof message !== "object" || message === null || message.role !== "user" || typeof message.id !== "string" ||
+    !Array.isArray(message.content) || typeof message.source?.kind !== "string"
+  ) {
+    throw new HarnessError("INVALID_ARGS", "A deferred context must be a user message with id, content and source");
+  }
+  return frozenJson(message);
+}
