@@ -12,6 +12,18 @@ import { type Session, type SessionEvents, type SessionStore, sessionStorePlugin
 import { type ToolDefinition, type ToolEvents, type ToolRuntime, toolRuntimePlugin } from "./tools/mod.ts";
 import { type SystemPrompt, type SystemPromptEvents, systemPromptPlugin } from "./prompt/mod.ts";
 import { persistencePlugin } from "./persistence/persistence_plugin.ts";
+import {
+  type AdapterFactory,
+  adaptersFromConfig,
+  type ConfigInput,
+  defaultEnv,
+  effectiveConfig,
+  enabledTools,
+  type EnvReader,
+  importPlugins,
+  installPermissions,
+  storageFromConfig,
+} from "./_apply_config.ts";
 import type { SessionStorage } from "./persistence/session_storage.ts";
 import {
   type Agent,
@@ -104,6 +116,19 @@ export interface CreateHarnessOptions {
    * @default {200}
    */
   readonly batchWindowMs?: number;
+  /**
+   * A configuration (from `loadConfig` / `resolveConfig`): its model, adapters,
+   * enabled tools, permission rules, storage, plugins and knobs apply, and the
+   * explicit options above override them.
+   */
+  readonly config?: ConfigInput;
+  /**
+   * Adapter factories by configured `kind`; pass `adapterKinds` from
+   * `@dsh/harness/adapters` (the core never imports adapters itself).
+   */
+  readonly adapterKinds?: Readonly<Record<string, AdapterFactory>>;
+  /** Reads the environment variables named by `apiKeyEnv`. @default {process.env} */
+  readonly env?: EnvReader;
 }
 
 /** Options of {@linkcode Harness.resumeAgent}: route overrides and setup. */
@@ -144,7 +169,8 @@ export interface Harness {
  * @param options Adapters, default model, tools, system prompt, plugins and knobs.
  * @returns The harness, once every plugin has started.
  */
-export async function createHarness(options: CreateHarnessOptions = {}): Promise<Harness> {
+export async function createHarness(input: CreateHarnessOptions = {}): Promise<Harness> {
+  const options = await withConfig(input);
   const ctx = createKernel<HarnessEvents, HarnessServices>();
   const now = options.now ?? Date.now;
   const newId = options.newId ?? (() => crypto.randomUUID());
@@ -266,3 +292,25 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
 }
 
 type PluginHandle = ReturnType<HarnessCtx["plugin"]>;
+
+/** Fold `options.config` into the options: explicit options win over configured values. */
+async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessOptions> {
+  if (options.config === undefined) return options;
+  const config = effectiveConfig(options.config);
+  const configured = adaptersFromConfig(config, options.adapterKinds, options.env ?? defaultEnv);
+  const explicit = new Set((options.adapters ?? []).map((a) => a.provider));
+  const plugins = (await importPlugins(config.plugins)).map((p) => p as PluginEntry);
+  const permissions: PluginEntry = (ctx: HarnessCtx) => installPermissions(ctx as unknown as HarnessContext, config);
+  return {
+    ...options,
+    adapters: [...configured.filter((a) => !explicit.has(a.provider)), ...(options.adapters ?? [])],
+    model: options.model ?? config.model,
+    tools: enabledTools(config, options.tools ?? []),
+    storage: options.storage ?? storageFromConfig(config),
+    plugins: [permissions, ...plugins, ...(options.plugins ?? [])],
+    maxParallelToolCalls: options.maxParallelToolCalls ?? config.maxParallelToolCalls,
+    invariants: options.invariants ?? config.invariants,
+  };
+}
+
+export type { AdapterFactory, AdapterFactoryInput, ConfigInput, EnvReader } from "./_apply_config.ts";

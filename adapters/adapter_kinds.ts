@@ -1,0 +1,44 @@
+/**
+ * Adapter factories by configured `kind`, for `createHarness({ config, adapterKinds })`.
+ *
+ * @module
+ */
+
+import type { AdapterFactory } from "../mod.ts";
+import { deepseekAdapter } from "./deepseek_adapter.ts";
+import { openaiCompatibleAdapter } from "./openai_compatible_adapter.ts";
+
+/**
+ * The factories for the adapter kinds of this package: `deepseek` and `openai-compatible`.
+ *
+ * @example Building a harness from configuration
+ * ```ts
+ * import { createHarness, resolveConfig } from "@dsh/harness";
+ * import { adapterKinds } from "@dsh/harness/adapters";
+ * import assert from "node:assert/strict";
+ *
+ * const loaded = resolveConfig([{ name: "inline", value: { model: { provider: "deepseek", model: "deepseek-chat" } } }]);
+ * const harness = await createHarness({ config: loaded, adapterKinds, env: () => undefined });
+ * assert.deepEqual(harness.ctx.service("llm").listProviders(), ["deepseek"]);
+ * await harness.dispose();
+ * ```
+ */
+export const adapterKinds: Readonly<Record<string, AdapterFactory>> = Object.freeze({
+  "deepseek": (input) =>
+    deepseekAdapter({
+      apiKey: input.apiKey,
+      provider: input.provider,
+      ...(input.baseURL !== undefined ? { baseURL: input.baseURL } : {}),
+    }),
+  "openai-compatible": (input) => {
+    if (input.baseURL === undefined) {
+      throw new TypeError(`Adapter "${input.provider}" of kind openai-compatible needs a baseURL`);
+    }
+    return openaiCompatibleAdapter({
+      baseURL: input.baseURL,
+      provider: input.provider,
+      models: (input.models ?? []).map((id) => ({ id })),
+      ...(input.apiKey !== undefined ? { apiKey: input.apiKey } : {}),
+    });
+  },
+});

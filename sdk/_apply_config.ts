@@ -1,0 +1,116 @@
+// Turns an effective HarnessConfig into what createHarness wires: adapters
+// (through factories the caller passes, since sdk/ never imports adapters/),
+// storage, the enabled tool set, permission rules and plugin modules.
+
+import type { HarnessContext } from "./kernel/harness_context.ts";
+import { HarnessError } from "./kernel/harness_error.ts";
+import type { LlmAdapter } from "./llm/mod.ts";
+import type { AdapterConfig, HarnessConfig, LoadedConfig } from "./config/mod.ts";
+import { permissionFor } from "./config/mod.ts";
+import type { ToolDefinition, ToolEvents } from "./tools/mod.ts";
+import type { SessionStorage } from "./persistence/session_storage.ts";
+import { fileStorage } from "./persistence/file_storage.ts";
+import { memoryStorage } from "./persistence/memory_storage.ts";
+
+/** What an adapter factory receives: the adapter's configuration, its route name and the resolved API key. */
+export interface AdapterFactoryInput extends AdapterConfig {
+  /** The route name (the key under `adapters`). */
+  readonly provider: string;
+  /** The value of the environment variable named by `apiKeyEnv`, if set. */
+  readonly apiKey: string | undefined;
+}
+
+/** Makes an adapter of one `kind` from configuration. */
+export type AdapterFactory = (input: AdapterFactoryInput) => LlmAdapter;
+
+/** Reads an environment variable. */
+export type EnvReader = (name: string) => string | undefined;
+
+/** The default environment reader: `process.env` where it exists (Node, Bun, Deno's Node compatibility). */
+export function defaultEnv(name: string): string | undefined {
+  const g = globalThis as { process?: { env?: Record<string, string | undefined> } };
+  return g.process?.env?.[name];
+}
+
+/** A config given to createHarness: the effective one, or the loader's result with origins. */
+export type ConfigInput = HarnessConfig | LoadedConfig;
+
+export function effectiveConfig(input: ConfigInput): HarnessConfig {
+  return "origins" in input && "config" in input ? input.config : input as HarnessConfig;
+}
+
+export function adaptersFromConfig(
+  config: HarnessConfig,
+  factories: Readonly<Record<string, AdapterFactory>> | undefined,
+  env: EnvReader,
+): LlmAdapter[] {
+  const out: LlmAdapter[] = [];
+  for (const [provider, adapter] of Object.entries(config.adapters)) {
+    const factory = factories?.[adapter.kind];
+    if (factory === undefined) {
+      throw new HarnessError(
+        "CONFIG_ADAPTER_KIND",
+        `Configured adapter "${provider}" has kind "${adapter.kind}", for which no factory was given: pass adapterKinds from "@dsh/harness/adapters"`,
+        { details: { provider, kind: adapter.kind } },
+      );
+    }
+    const apiKey = adapter.apiKeyEnv !== undefined ? env(adapter.apiKeyEnv) : undefined;
+    out.push(factory({ ...adapter, provider, apiKey }));
+  }
+  return out;
+}
+
+export function storageFromConfig(config: HarnessConfig): SessionStorage {
+  const storage = config.storage;
+  return storage.kind === "file" ? fileStorage(storage.dir, { compression: storage.compression }) : memoryStorage();
+}
+
+export function enabledTools(config: HarnessConfig, tools: readonly ToolDefinition[]): ToolDefinition[] {
+  if (config.tools === undefined) return [...tools];
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  return config.tools.map((name) => {
+    const tool = byName.get(name);
+    if (tool === undefined) {
+      throw new HarnessError("CONFIG_UNKNOWN_TOOL", `Configured tool "${name}" was not given to createHarness`, {
+        details: { tool: name, known: [...byName.keys()] },
+      });
+    }
+    return tool;
+  });
+}
+
+/** Install the permission rules as a `tools/pre-execute` listener (the last matching rule wins). */
+export function installPermissions(ctx: HarnessContext, config: HarnessConfig): void {
+  if (config.permissions.length === 0) return;
+  const typed = ctx as unknown as HarnessContext<ToolEvents, object>;
+  typed.on("tools/pre-execute", async (exec, next) => {
+    const verdict = permissionFor(config.permissions, exec.name);
+    if (verdict === undefined || verdict.action === "allow") return await next();
+    if (verdict.action === "deny") {
+      return { kind: "deny", reason: verdict.reason ?? `Tool "${exec.name}" is denied by configuration` };
+    }
+    return { kind: "ask", ...(verdict.reason !== undefined ? { reason: verdict.reason } : {}) };
+  });
+}
+
+/** Import plugin modules named by specifier; a module exports the plugin as `default` or `plugin`. */
+export async function importPlugins(specifiers: readonly string[]): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for (const specifier of specifiers) {
+    let mod: { default?: unknown; plugin?: unknown };
+    try {
+      mod = await import(specifier);
+    } catch (cause) {
+      throw new HarnessError("CONFIG_PLUGIN_IMPORT", `Cannot import plugin "${specifier}"`, { cause });
+    }
+    const plugin = mod.default ?? mod.plugin;
+    if (typeof plugin !== "function" && (typeof plugin !== "object" || plugin === null)) {
+      throw new HarnessError(
+        "CONFIG_PLUGIN_IMPORT",
+        `Plugin module "${specifier}" exports no plugin (default or "plugin")`,
+      );
+    }
+    out.push(plugin);
+  }
+  return out;
+}

@@ -1,0 +1,114 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import { createHarness } from "./harness.ts";
+import { resolveConfig } from "./config/mod.ts";
+import { defineTool } from "./tools/mod.ts";
+import { scriptedAdapter, textResponse, toolCallResponse } from "../testing/scripted_adapter.ts";
+import { counterClock, counterIds } from "./agent/_test_support.ts";
+
+const echo = (name: string) =>
+  defineTool({
+    name,
+    description: `The ${name} tool`,
+    parameters: z.object({}),
+    output: { schema: z.string(), render: (_a, v) => v },
+    execute: () => `${name} ran`,
+  });
+
+const kinds = (script: Parameters<typeof scriptedAdapter>[0]) => ({
+  scripted: (input: { provider: string; apiKey: string | undefined }) => {
+    seenKeys.push(input.apiKey);
+    return scriptedAdapter(script, { provider: input.provider, models: [{ id: "m1" }] });
+  },
+});
+const seenKeys: (string | undefined)[] = [];
+
+describe("createHarness({ config })", () => {
+  it("builds adapters, model, enabled tools and permission rules from configuration", async () => {
+    const loaded = resolveConfig([{
+      name: "profile",
+      value: {
+        model: { provider: "local", model: "m1" },
+        adapters: { deepseek: null, local: { kind: "scripted", apiKeyEnv: "LOCAL_KEY" } },
+        tools: ["read", "rm"],
+        permissions: [{ tool: "r*", action: "allow" }, { tool: "rm", action: "deny", reason: "never delete" }],
+      },
+    }]);
+    const harness = await createHarness({
+      config: loaded,
+      adapterKinds: kinds([
+        toolCallResponse([{ id: "c1", name: "read", arguments: "{}" }, { id: "c2", name: "rm", arguments: "{}" }]),
+        textResponse("done"),
+      ]),
+      env: (name) => (name === "LOCAL_KEY" ? "from-env" : undefined),
+      tools: [echo("read"), echo("rm"), echo("write")],
+      now: counterClock(),
+      newId: counterIds(),
+    });
+    assert.equal(seenKeys.at(-1), "from-env");
+    assert.deepEqual(harness.ctx.service("tools").schemas().map((t) => t.name), ["read", "rm"]);
+    const agent = await harness.createAgent();
+    assert.equal(agent.options.provider, "local");
+    await agent.run("go");
+    const results = agent.session.events.filter((e) => e.type === "tool/result").map((e) =>
+      e.type === "tool/result" ? e.data.error?.code ?? "ok" : ""
+    );
+    assert.deepEqual(results, ["ok", "DENIED"]);
+    await harness.dispose();
+  });
+
+  it("takes file storage from configuration", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dsh-config-"));
+    try {
+      const loaded = resolveConfig([{
+        name: "profile",
+        value: {
+          model: { provider: "local", model: "m1" },
+          adapters: { deepseek: null, local: { kind: "scripted" } },
+          storage: { kind: "file", dir },
+        },
+      }]);
+      const harness = await createHarness({ config: loaded, adapterKinds: kinds(textResponse("hi")) });
+      const agent = await harness.createAgent({ id: "stored" });
+      await agent.run("hello");
+      await harness.dispose();
+      const loadedLog = await harness.storage!.load("stored");
+      assert.equal(loadedLog.events.at(-1)?.type, "turn/end");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("explicit options win over configured values", async () => {
+    const loaded = resolveConfig([{
+      name: "p",
+      value: { model: { provider: "local", model: "m1" }, adapters: { deepseek: null, local: { kind: "scripted" } } },
+    }]);
+    const other = scriptedAdapter(textResponse("x"), { provider: "other", models: [{ id: "m2" }] });
+    const harness = await createHarness({
+      config: loaded,
+      adapterKinds: kinds(textResponse("y")),
+      adapters: [other],
+      model: { provider: "other", model: "m2" },
+    });
+    const agent = await harness.createAgent();
+    assert.equal((await agent.run("q")).text, "x");
+    await harness.dispose();
+  });
+
+  it("refuses a configured adapter kind with no factory, and an unknown enabled tool", async () => {
+    await assert.rejects(createHarness({ config: resolveConfig([]) }), { code: "CONFIG_ADAPTER_KIND" });
+    const loaded = resolveConfig([{
+      name: "p",
+      value: { adapters: { deepseek: null, local: { kind: "scripted" } }, tools: ["missing"] },
+    }]);
+    await assert.rejects(
+      createHarness({ config: loaded, adapterKinds: kinds(textResponse("y")) }),
+      { code: "CONFIG_UNKNOWN_TOOL" },
+    );
+  });
+});
