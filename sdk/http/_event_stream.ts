@@ -93,8 +93,9 @@ export function streamSessionEvents(
     });
     const unwatch = options.watchApprovals?.((pending) => queue.push({ kind: "approvals", pending }));
     const onAbort = () => queue.close();
+    // Only the response body's cancellation means the client left: Deno aborts
+    // `request.signal` as soon as a response is returned, streaming or not.
     stream.onAbort(onAbort);
-    c.req.raw.signal?.addEventListener("abort", onAbort, { once: true });
     const keepAlive = setInterval(() => {
       stream.write(": keep-alive\n\n").catch(() => queue.close());
     }, options.keepAliveMs);
@@ -139,7 +140,6 @@ export function streamSessionEvents(
       // A write to a closed connection: the client is gone; nothing to report.
     } finally {
       clearInterval(keepAlive);
-      c.req.raw.signal?.removeEventListener("abort", onAbort);
       unobserve();
       offStatus();
       offDisposed();

@@ -327,7 +327,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     const content = body.content;
     if (body.wait && body.mode === "followup") {
       const result = await agent.run(content);
-      return c.json({ mode: body.mode, status: agent.status, result });
+      return c.json({ mode: body.mode, result });
     }
     const entry = agent[body.mode](content);
     if (body.wait) {

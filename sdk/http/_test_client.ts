@@ -1,0 +1,132 @@
+// Test support (not published): an SSE client over real fetch and
+// EventSourceParserStream, and a harness + app + loopback server fixture.
+
+import { EventSourceParserStream } from "eventsource-parser/stream";
+import { createHarness, type CreateHarnessOptions, type Harness } from "../harness.ts";
+import { createHarnessApp, type HarnessAppOptions, type RequestLogRecord } from "./create_harness_app.ts";
+import { type LoopbackServer, serveOnLoopback } from "./_test_server.ts";
+
+/** One parsed SSE message; `data` is the parsed JSON. */
+export interface SseMessage {
+  readonly event: string;
+  readonly id: string | undefined;
+  // deno-lint-ignore no-explicit-any
+  readonly data: any;
+}
+
+/** An open event stream. */
+export class SseClient {
+  readonly response: Response;
+  readonly comments: string[] = [];
+  readonly #controller: AbortController;
+  readonly #reader: ReadableStreamDefaultReader<{ event?: string; id?: string; data: string }>;
+
+  private constructor(response: Response, controller: AbortController, comments: string[]) {
+    this.response = response;
+    this.#controller = controller;
+    this.comments = comments;
+    this.#reader = response.body!
+      .pipeThrough(new TextDecoderStream())
+      .pipeThrough(new EventSourceParserStream({ onComment: (c) => comments.push(c) }))
+      .getReader();
+  }
+
+  /** Open `GET <url>`; the response must be an event stream. */
+  static async open(url: string, headers: Record<string, string> = {}): Promise<SseClient> {
+    const controller = new AbortController();
+    const response = await fetch(url, {
+      headers: { accept: "text/event-stream", ...headers },
+      signal: controller.signal,
+    });
+    if (!response.ok) throw new Error(`GET ${url}: ${response.status} ${await response.text()}`);
+    return new SseClient(response, controller, []);
+  }
+
+  /** The next message, or `undefined` when the stream ended. */
+  async next(): Promise<SseMessage | undefined> {
+    const { done, value } = await this.#reader.read();
+    if (done) return undefined;
+    return {
+      event: value.event ?? "message",
+      id: value.id,
+      data: value.data === "" ? undefined : JSON.parse(value.data),
+    };
+  }
+
+  /** Read messages up to and including the first that matches (throws if the stream ends first). */
+  async until(match: (message: SseMessage) => boolean): Promise<SseMessage[]> {
+    const out: SseMessage[] = [];
+    while (true) {
+      const message = await this.next();
+      if (message === undefined) throw new Error(`Stream ended before the expected message; got ${out.length}`);
+      out.push(message);
+      if (match(message)) return out;
+    }
+  }
+
+  /** Drop the connection, as a client going away would. */
+  async close(): Promise<void> {
+    this.#controller.abort();
+    await this.#reader.cancel().catch(() => {});
+  }
+}
+
+/** The session events (`event: session`) among messages. */
+export function sessionEvents(messages: readonly SseMessage[]): SseMessage[] {
+  return messages.filter((m) => m.event === "session");
+}
+
+/** A harness served over loopback by the app. */
+export interface Served {
+  readonly harness: Harness;
+  readonly server: LoopbackServer;
+  readonly url: string;
+  readonly logs: RequestLogRecord[];
+  readonly token: string;
+  /** fetch `path` with the bearer token and a JSON body. */
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
+  /** Open the event stream of a session. */
+  events(id: string, headers?: Record<string, string>, query?: string): Promise<SseClient>;
+  close(): Promise<void>;
+}
+
+/** Start a harness, its app and a loopback server. */
+export async function serveHarness(
+  harnessOptions: CreateHarnessOptions,
+  appOptions: HarnessAppOptions = {},
+  ready?: (harness: Harness) => void,
+): Promise<Served> {
+  const harness = await createHarness({ model: { provider: "scripted", model: "scripted-model" }, ...harnessOptions });
+  ready?.(harness);
+  const token = "test-token-0123456789";
+  const logs: RequestLogRecord[] = [];
+  const app = createHarnessApp(harness, { token, log: (r) => logs.push(r), ...appOptions });
+  const server = await serveOnLoopback(app.fetch);
+  const auth = { authorization: `Bearer ${token}` };
+  return {
+    harness,
+    server,
+    url: server.url,
+    logs,
+    token,
+    call: (method, path, body, headers = {}) =>
+      fetch(server.url + path, {
+        method,
+        headers: { ...auth, ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+        body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+      }),
+    events: (id, headers = {}, query = "") =>
+      SseClient.open(`${server.url}/sessions/${id}/events${query}`, { ...auth, ...headers }),
+    close: async () => {
+      await server.close();
+      await harness.dispose();
+    },
+  };
+}
+
+/** A promise with its resolver, to hold a tool or a model call until the test lets it go. */
+export function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}

@@ -1,0 +1,307 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { z } from "zod";
+import { defineTool } from "../tools/define_tool.ts";
+import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
+import type { Harness } from "../harness.ts";
+import type { PreToolDecision } from "../tools/tool_events.ts";
+import { createHarnessApp } from "./create_harness_app.ts";
+import { gate, type Served, serveHarness, sessionEvents, type SseMessage } from "./_test_client.ts";
+
+function lookupTool(hold?: () => Promise<void>) {
+  return defineTool({
+    name: "lookup",
+    description: "Look a key up",
+    parameters: z.object({ key: z.string() }),
+    output: { schema: z.string(), render: (_args: { key: string }, value: string) => value },
+    execute: async ({ key }: { key: string }) => {
+      await hold?.();
+      return `value of ${key}`;
+    },
+  });
+}
+
+const toolTurn: ScriptEntry[] = [
+  toolCallResponse([{ id: "call-1", name: "lookup", arguments: '{"key":"a"}' }]),
+  textResponse("The value is a."),
+];
+
+function agentOf(harness: Harness, id: string) {
+  const agent = harness.ctx.service("agents").get(id);
+  assert.ok(agent, `agent ${id} is live`);
+  return agent;
+}
+
+function seqs(messages: readonly SseMessage[]): number[] {
+  return sessionEvents(messages).map((m) => Number(m.id));
+}
+
+function range(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i);
+}
+
+const isTurnEnd = (m: SseMessage) => m.event === "session" && m.data.type === "turn/end";
+
+async function withServer(served: Served, body: (s: Served) => Promise<void>): Promise<void> {
+  try {
+    await body(served);
+  } finally {
+    await served.close();
+  }
+}
+
+describe("createHarnessApp()", () => {
+  it("refuses to start without a token unless auth is explicitly disabled", async () => {
+    const served = await serveHarness({});
+    await withServer(served, async ({ harness }) => {
+      assert.throws(() => createHarnessApp(harness), { code: "INVALID_ARGS" });
+      assert.throws(() => createHarnessApp(harness, { token: "" }), { code: "INVALID_ARGS" });
+      const open = createHarnessApp(harness, { auth: false, log: false });
+      assert.equal((await open.request("/sessions")).status, 200);
+    });
+  });
+
+  it("creates a session, sends a message and streams a full turn with a tool call", async () => {
+    const served = await serveHarness({ adapters: [scriptedAdapter(toolTurn)], tools: [lookupTool()] });
+    await withServer(served, async ({ harness, call, events }) => {
+      const created = await call("POST", "/sessions", { id: "s1", tools: ["lookup"], system: "Be brief." });
+      assert.equal(created.status, 201);
+      assert.equal(created.headers.get("location"), "/sessions/s1");
+      const summary = await created.json();
+      assert.deepEqual(
+        [summary.id, summary.live, summary.status, summary.turns, summary.seq],
+        ["s1", true, "idle", 0, 0],
+      );
+
+      const stream = await events("s1");
+      assert.equal(stream.response.headers.get("content-type"), "text/event-stream");
+      const sent = await call("POST", "/sessions/s1/messages", { content: "What is a?" });
+      assert.equal(sent.status, 202);
+      assert.equal((await sent.json()).mode, "followup");
+      const messages = await stream.until(isTurnEnd);
+      await stream.close();
+
+      const log = agentOf(harness, "s1").session.events;
+      assert.deepEqual(seqs(messages), range(log.length));
+      assert.deepEqual(sessionEvents(messages).map((m) => m.data), JSON.parse(JSON.stringify(log)));
+      const types = sessionEvents(messages).map((m) => m.data.type);
+      assert.ok(types.includes("tool/call") && types.includes("tool/result"));
+      assert.deepEqual(messages.at(-1)!.data.data.reason, { kind: "completed" });
+      const deltas = messages.filter((m) => m.event === "delta");
+      assert.equal(
+        deltas.filter((d) => d.data.blockType === "text").map((d) => d.data.text).join(""),
+        "The value is a.",
+      );
+      assert.ok(deltas.some((d) => d.data.blockType === "tool-call" && d.data.name === "lookup"));
+      assert.deepEqual(messages.filter((m) => m.event === "status").map((m) => m.data.status), ["running"]);
+      const header = log.find((e) => e.type === "request/header");
+      assert.ok(header?.type === "request/header");
+      assert.match(header.data.header.system ?? "", /Be brief\./);
+      assert.deepEqual(header.data.header.tools?.map((t) => t.name), ["lookup"]);
+
+      const after = await (await call("GET", "/sessions/s1")).json();
+      assert.deepEqual([after.turns, after.seq, after.status], [1, log.length, "idle"]);
+      assert.ok(after.usage.inputTokens > 0 && after.usage.outputTokens > 0);
+    });
+  });
+
+  it("resumes a stream with Last-Event-ID after a mid-turn disconnect, without loss or duplication", async () => {
+    const toolHeld = gate();
+    const modelHeld = gate();
+    const model = scriptedAdapter(async (_request, index) => {
+      if (index === 0) return toolTurn[0];
+      await modelHeld.promise;
+      return toolTurn[1];
+    });
+    const served = await serveHarness({ adapters: [model], tools: [lookupTool(() => toolHeld.promise)] });
+    await withServer(served, async ({ harness, call, events }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      const first = await events("s1", {}, "?deltas=false");
+      await call("POST", "/sessions/s1/messages", { content: "What is a?" });
+      const before = await first.until((m) => m.event === "session" && m.data.type === "tool/call");
+      await first.close(); // the client goes away mid-turn
+      const agent = agentOf(harness, "s1");
+      const lastSeen = seqs(before).at(-1)!;
+
+      toolHeld.open(); // the turn goes on without a client: step 2 starts and waits for the model
+      while (!agent.session.events.some((e) => e.type === "step/start" && e.data.step === 2)) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      assert.equal(agent.status, "running");
+      assert.ok(agent.session.seq > lastSeen + 1, "events were committed while no client listened");
+
+      const second = await events("s1", { "last-event-id": String(lastSeen) });
+      const ready = await second.next();
+      assert.equal(ready?.event, "ready");
+      modelHeld.open();
+      const after = await second.until(isTurnEnd);
+      await second.close();
+
+      const received = [...seqs(before), ...seqs(after)];
+      assert.deepEqual(received, range(agent.session.seq));
+      assert.deepEqual(
+        [...sessionEvents(before), ...sessionEvents(after)].map((m) => m.data),
+        JSON.parse(JSON.stringify(agent.session.events)),
+      );
+      assert.deepEqual(after.at(-1)!.data.data.reason, { kind: "completed" }, "a disconnect does not cancel");
+    });
+  });
+
+  it("replays from ?from= and sends keep-alive comments while idle", async () => {
+    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] }, { keepAliveMs: 10 });
+    await withServer(served, async ({ harness, call, events }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      await (await call("POST", "/sessions/s1/messages", { content: "Hello", wait: true })).json();
+      const length = agentOf(harness, "s1").session.seq;
+      const stream = await events("s1", {}, "?from=3");
+      const messages = await stream.until((m) => m.event === "session" && Number(m.id) === length - 1);
+      assert.deepEqual(seqs(messages), range(length).slice(3));
+      const pending = stream.next().catch(() => undefined); // keeps the body flowing; an idle session sends no event
+      while (stream.comments.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      assert.equal(stream.comments[0].trim(), "keep-alive");
+      await stream.close();
+      await pending;
+    });
+  });
+
+  it("cancels a running turn only on POST /cancel", async () => {
+    const served = await serveHarness({ adapters: [scriptedAdapter({ hang: true })] });
+    await withServer(served, async ({ harness, call, events }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      const stream = await events("s1", {}, "?deltas=false");
+      await call("POST", "/sessions/s1/messages", { content: "Think forever" });
+      await stream.until((m) => m.event === "session" && m.data.type === "request/header");
+      assert.equal(agentOf(harness, "s1").status, "running");
+      const cancelled = await call("POST", "/sessions/s1/cancel");
+      assert.equal(cancelled.status, 202);
+      assert.equal((await cancelled.json()).cancelled, true);
+      const messages = await stream.until(isTurnEnd);
+      assert.deepEqual(messages.at(-1)!.data.data.reason, { kind: "aborted", reason: "user" });
+      await stream.close();
+      const summary = await (await call("GET", "/sessions/s1")).json();
+      assert.equal(summary.status, "idle");
+    });
+  });
+
+  it("forks a session into a new live agent that continues on its own", async () => {
+    const model = scriptedAdapter([textResponse("First"), textResponse("Child answer")]);
+    const served = await serveHarness({ adapters: [model] });
+    await withServer(served, async ({ harness, call }) => {
+      await call("POST", "/sessions", { id: "s1", system: "Parent prompt" });
+      await (await call("POST", "/sessions/s1/messages", { content: "One", wait: true })).json();
+      const parentLog = agentOf(harness, "s1").session.events;
+      const inside = parentLog.findIndex((e) => e.type === "step/start");
+
+      const open = await call("POST", "/sessions/s1/fork", { boundary: inside });
+      assert.equal(open.status, 409);
+      assert.equal((await open.json()).code, "OPEN_TURN");
+      const beyond = await call("POST", "/sessions/s1/fork", { boundary: 10_000 });
+      assert.equal(beyond.status, 422);
+      assert.equal((await beyond.json()).code, "INVALID_BOUNDARY");
+
+      const forked = await call("POST", "/sessions/s1/fork", { id: "s2" });
+      assert.equal(forked.status, 201);
+      const child = await forked.json();
+      assert.deepEqual([child.id, child.parentSession, child.turns, child.live], ["s2", "s1", 1, true]);
+      const reply = await (await call("POST", "/sessions/s2/messages", { content: "Two", wait: true })).json();
+      assert.equal(reply.result.text, "Child answer");
+      assert.equal(reply.result.turn, 2);
+      assert.equal(agentOf(harness, "s1").session.seq, parentLog.length, "the parent is unchanged");
+      const childLog = agentOf(harness, "s2").session.events;
+      assert.deepEqual(childLog.slice(0, parentLog.length), parentLog);
+      const childHeader = childLog.findLast((e) => e.type === "request/header");
+      assert.ok(childHeader?.type === "request/header");
+      assert.match(childHeader.data.header.system ?? "", /Parent prompt/);
+
+      const taken = await call("POST", "/sessions/s1/fork", { id: "s2" });
+      assert.equal(taken.status, 409);
+      assert.equal((await taken.json()).code, "SESSION_ALREADY_EXISTS");
+    });
+  });
+
+  it("answers a tool ask over HTTP (approval round trip)", async () => {
+    const model = scriptedAdapter([
+      toolCallResponse([{ id: "call-1", name: "lookup", arguments: '{"key":"a"}' }]),
+      textResponse("Approved."),
+      toolCallResponse([{ id: "call-2", name: "lookup", arguments: '{"key":"b"}' }]),
+      textResponse("Rejected."),
+    ]);
+    const served = await serveHarness({ adapters: [model], tools: [lookupTool()] }, {}, (harness) => {
+      harness.ctx.on(
+        "tools/pre-execute",
+        (): PreToolDecision => ({ kind: "ask", reason: "lookups need approval" }),
+      );
+    });
+    await withServer(served, async ({ harness, call, events }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      const stream = await events("s1", {}, "?deltas=false");
+      await call("POST", "/sessions/s1/messages", { content: "Look a up" });
+      const asked = await stream.until((m) => m.event === "approvals" && m.data.pending.length === 1);
+      assert.deepEqual(asked.at(-1)!.data.pending, [
+        { callId: "call-1", toolName: "lookup", args: { key: "a" }, reason: "lookups need approval" },
+      ]);
+      const listed = await (await call("GET", "/sessions/s1/approvals")).json();
+      assert.deepEqual(listed.approvals.map((a: { callId: string }) => a.callId), ["call-1"]);
+      const unknown = await call("POST", "/sessions/s1/approvals/call-9", { decision: "allow" });
+      assert.equal(unknown.status, 404);
+      assert.equal((await unknown.json()).code, "APPROVAL_NOT_FOUND");
+      const answered = await call("POST", "/sessions/s1/approvals/call-1", { decision: "allow" });
+      assert.deepEqual(await answered.json(), { callId: "call-1", outcome: "allowed-once" });
+      await stream.until(isTurnEnd);
+
+      await call("POST", "/sessions/s1/messages", { content: "Look b up" });
+      await stream.until((m) => m.event === "approvals" && m.data.pending.length === 1);
+      const rejected = await call("POST", "/sessions/s1/approvals/call-2", { decision: "reject" });
+      assert.equal((await rejected.json()).outcome, "rejected");
+      await stream.until(isTurnEnd);
+      await stream.close();
+
+      const results = agentOf(harness, "s1").session.events.filter((e) => e.type === "tool/result");
+      assert.deepEqual(results.map((e) => e.type === "tool/result" ? e.data.error?.code ?? null : "?"), [
+        null,
+        "DENIED",
+      ]);
+    });
+  });
+
+  it("lists, transcribes and deletes sessions", async () => {
+    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hello there"))] });
+    await withServer(served, async ({ harness, call }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      await call("POST", "/sessions", { id: "s2" });
+      await (await call("POST", "/sessions/s1/messages", { content: "Hi", wait: true })).json();
+      const list = await (await call("GET", "/sessions")).json();
+      assert.deepEqual(list.sessions.map((s: { id: string }) => s.id), ["s1", "s2"]);
+
+      const markdown = await call("GET", "/sessions/s1/transcript");
+      assert.match(markdown.headers.get("content-type") ?? "", /^text\/markdown/);
+      assert.match(await markdown.text(), /Hello there/);
+      const json = await (await call("GET", "/sessions/s1/transcript?format=json")).json();
+      assert.deepEqual(json.messages.map((m: { role: string }) => m.role), ["user", "assistant"]);
+      const badFormat = await call("GET", "/sessions/s1/transcript?format=pdf");
+      assert.equal(badFormat.status, 400);
+
+      const deleted = await call("DELETE", "/sessions/s2");
+      assert.equal(deleted.status, 204);
+      assert.equal(harness.ctx.service("agents").get("s2"), undefined);
+      assert.equal((await call("DELETE", "/sessions/s2")).status, 404);
+      assert.equal((await call("GET", "/sessions/s2")).status, 404);
+    });
+  });
+
+  it("tags every response and log record with a request id", async () => {
+    const served = await serveHarness({});
+    await withServer(served, async ({ call, logs }) => {
+      const given = await call("GET", "/sessions", undefined, { "x-request-id": "req-42" });
+      assert.equal(given.headers.get("x-request-id"), "req-42");
+      const generated = await call("GET", "/sessions/nope", undefined, { "x-request-id": "bad id with spaces" });
+      const id = generated.headers.get("x-request-id");
+      assert.ok(id && id !== "bad id with spaces");
+      assert.equal((await generated.json()).requestId, id);
+      assert.deepEqual(
+        logs.map((r) => [r.requestId, r.method, r.path, r.status, r.code]),
+        [["req-42", "GET", "/sessions", 200, undefined], [id, "GET", "/sessions/nope", 404, "SESSION_NOT_FOUND"]],
+      );
+    });
+  });
+});
