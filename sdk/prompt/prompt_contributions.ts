@@ -37,7 +37,11 @@ export interface PromptSection {
   readonly complete?: boolean;
 }
 
-/** Dynamic context for the model, given to the loop beside the system text (as a user-role snapshot). */
+/**
+ * Dynamic context for the model, given to the loop beside the system text
+ * (which sends it as a user-role snapshot). Its text is not interpolated;
+ * apply `renderPrompt(part.text, assembly.variables)` if it uses variables.
+ */
 export interface PromptContext {
   /** Unique within its scope; a scoped context shadows a global one of the same name. */
   readonly name: string;

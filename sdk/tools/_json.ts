@@ -52,7 +52,15 @@ function copy(value: unknown, path: string, seen: Set<object>): unknown {
         if (proto !== Object.prototype && proto !== null) throw new TypeError(`${path} is not a plain object`);
         const out: Record<string, unknown> = {};
         for (const [key, item] of Object.entries(value)) {
-          if (item !== undefined) out[key] = copy(item, `${path}.${key}`, seen);
+          // defineProperty: a "__proto__" key stays an ordinary property.
+          if (item !== undefined) {
+            Object.defineProperty(out, key, {
+              value: copy(item, `${path}.${key}`, seen),
+              enumerable: true,
+              writable: true,
+              configurable: true,
+            });
+          }
         }
         return out;
       } finally {

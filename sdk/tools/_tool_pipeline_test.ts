@@ -422,6 +422,40 @@ describe("ToolRuntime.execute() around and after the body", () => {
     assert.equal(bodySignal?.aborted, true);
   });
 
+  it("replacing the signal in a wrapper does not detach the caller's signal", async () => {
+    const { ctx, tools } = setup();
+    const started = deferred();
+    tools.register(echoTool("hang", {
+      execute: () => {
+        started.resolve();
+        return new Promise(() => {});
+      },
+    }));
+    ctx.on("tools/execute", (exec, next) => {
+      exec.signal = new AbortController().signal; // never aborts
+      return next();
+    });
+    const caller = new AbortController();
+    const pending = tools.execute(call("hang", '{"text":"x"}', { signal: caller.signal }));
+    await started.promise;
+    caller.abort();
+    assert.equal((await pending).error?.code, "ABORTED");
+  });
+
+  it("arguments are snapshotted as plain JSON: a __proto__ key stays an ordinary property", async () => {
+    const { ctx, tools } = setup();
+    tools.register(countingTool().tool);
+    let args: unknown;
+    ctx.on("tools/pre-execute", (exec, next) => {
+      args = exec.args;
+      return next();
+    });
+    await tools.execute(call("count_me", '{"__proto__":{"polluted":true}}'));
+    assert.equal(Object.getPrototypeOf(args), Object.prototype);
+    assert.deepEqual(Object.keys(args as object), ["__proto__"]);
+    assert.equal((args as { polluted?: boolean }).polluted, undefined);
+  });
+
   it("post-execute may replace the content and keep the value", async () => {
     const { ctx, tools } = setup();
     tools.register(echoTool());

@@ -55,8 +55,10 @@ function depth(scope: ScopeInfo | undefined): number {
 }
 
 /**
- * The approval service (`ctx.approvals`). Approvers are consulted from the
- * nearest scope outwards, the most recently registered first within a scope;
+ * The approval service (`ctx.approvals`). An approver registered through a
+ * scoped context answers requests of that scope and its descendants only;
+ * approvers are consulted from the nearest scope outwards, the most recently
+ * registered first within a scope;
  * the first that returns an outcome decides. With no approver, or none that
  * answers, the outcome is `unavailable`, which denies the call. An approver
  * that throws or returns something else also yields `unavailable`.

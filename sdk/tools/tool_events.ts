@@ -54,8 +54,9 @@ export interface ToolDispatchExecution extends Omit<ToolExecution, "signal"> {
  * The events of the tool pipeline, for the kernel's typed context.
  *
  * Dispatch: the three waterfalls and `tools/result` are filtered by the
- * call's scope (listeners outside every scope, and those of the call's scope
- * and its ancestors); `tools/change` is an unfiltered announcement.
+ * call's scope: listeners outside every scope, and those of the call's scope
+ * and its ancestors (a call without a scope reaches unscoped listeners only);
+ * `tools/change` is an unfiltered announcement heard by every listener.
  */
 export interface ToolEvents {
   /** Allow, deny or ask before the call runs; `next()` allows. */
