@@ -1,0 +1,88 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createHarness } from "./harness.ts";
+import { memoryStorage } from "./persistence/memory_storage.ts";
+import { scriptedAdapter, textResponse } from "../testing/scripted_adapter.ts";
+
+const userHooks = (raw: { events: { _hooks: Record<string, unknown[]> } }) =>
+  Object.entries(raw.events._hooks).filter(([name, hooks]) => !name.startsWith("internal/") && hooks.length > 0)
+    .map(([name]) => name).sort();
+
+describe("createHarness()", () => {
+  it("dispose() stops agents, unwinds scopes and plugins, and leaves no listener behind", async () => {
+    const storage = memoryStorage();
+    const harness = await createHarness({
+      adapters: [scriptedAdapter(textResponse("ok"))],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage,
+    });
+    const order: string[] = [];
+    const offs = [
+      harness.ctx.on("agent/disposed", (agent) => void order.push(`agent/disposed ${agent.id}`)),
+      harness.ctx.on("session/disposed", (session) => void order.push(`session/disposed ${session.id}`)),
+    ];
+    const a = await harness.createAgent({ id: "a" });
+    const b = await harness.createAgent({ id: "b" });
+    a.ctx.on("agent/status" as never, (() => {}) as never);
+    await a.run("hi");
+    await b.run("hi");
+    assert.equal(harness.ctx.service("agents").list().length, 2);
+    await harness.dispose();
+    assert.deepEqual(order, ["agent/disposed b", "session/disposed b", "agent/disposed a", "session/disposed a"]);
+    for (const off of offs) off(); // the test's own root listeners
+    assert.deepEqual(userHooks(harness.ctx.raw as never), []);
+    assert.equal(harness.ctx.get("agents"), undefined);
+    assert.equal(harness.ctx.get("sessions"), undefined);
+    assert.equal((await storage.load("a")).events.at(-1)?.type, "turn/end", "sessions were flushed on dispose");
+    await harness.dispose(); // idempotent
+    await assert.rejects(harness.createAgent(), { code: "HARNESS_DISPOSED" });
+  });
+
+  it("disposeAgent() tears one agent down; its scoped registrations go with it", async () => {
+    const harness = await createHarness({
+      adapters: [scriptedAdapter(textResponse("ok"))],
+      model: { provider: "scripted", model: "scripted-model" },
+    });
+    const agent = await harness.createAgent({
+      id: "x",
+      setup: (ctx) => {
+        ctx.service("systemPrompt" as never);
+      },
+    });
+    await harness.disposeAgent(agent);
+    assert.equal(harness.ctx.service("agents").get("x"), undefined);
+    assert.equal(harness.sessions.get("x"), undefined);
+    await assert.rejects(harness.disposeAgent("x"), { code: "AGENT_NOT_FOUND" });
+    await harness.dispose();
+  });
+
+  it("a failing setup rolls the creation back and pairs every announcement", async () => {
+    const harness = await createHarness({
+      adapters: [scriptedAdapter(textResponse("ok"))],
+      model: { provider: "scripted", model: "scripted-model" },
+    });
+    const seen: string[] = [];
+    harness.ctx.on("session/created", (s) => void seen.push(`created ${s.id}`));
+    harness.ctx.on("agent/created", (a) => void seen.push(`agent ${a.id}`));
+    await assert.rejects(
+      harness.createAgent({
+        id: "bad",
+        setup: () => {
+          throw new Error("setup failed");
+        },
+      }),
+      /setup failed/,
+    );
+    assert.deepEqual(seen, []);
+    assert.equal(harness.sessions.get("bad"), undefined);
+    const again = await harness.createAgent({ id: "bad" });
+    assert.equal(again.id, "bad");
+    await harness.dispose();
+  });
+
+  it("refuses an agent without a route", async () => {
+    const harness = await createHarness({ adapters: [scriptedAdapter(textResponse("ok"))] });
+    await assert.rejects(harness.createAgent(), { code: "INVALID_ARGS" });
+    await harness.dispose();
+  });
+});
