@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { defineTool } from "../tools/define_tool.ts";
+import { memoryStorage } from "../persistence/memory_storage.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
 import type { Harness } from "../harness.ts";
 import type { PreToolDecision } from "../tools/tool_events.ts";
@@ -302,6 +303,164 @@ describe("createHarnessApp()", () => {
         logs.map((r) => [r.requestId, r.method, r.path, r.status, r.code]),
         [["req-42", "GET", "/sessions", 200, undefined], [id, "GET", "/sessions/nope", 404, "SESSION_NOT_FOUND"]],
       );
+    });
+  });
+});
+
+describe("createHarnessApp() with bad input", () => {
+  async function badInputServer() {
+    const storage = memoryStorage();
+    const served = await serveHarness(
+      { adapters: [scriptedAdapter(textResponse("Hi"))], tools: [lookupTool()], storage },
+      { maxBodyBytes: 1024 },
+    );
+    await served.call("POST", "/sessions", { id: "s1" });
+    await (await served.call("POST", "/sessions/s1/messages", { content: "Hello", wait: true })).json();
+    return { served, storage };
+  }
+
+  async function expectProblem(response: Response, status: number, code: string): Promise<Record<string, unknown>> {
+    assert.equal(response.headers.get("content-type"), "application/problem+json");
+    const body = await response.json();
+    assert.deepEqual([response.status, body.code, body.status], [status, code, status], JSON.stringify(body));
+    assert.equal(body.type, `urn:dsh-harness:problem:${code}`);
+    assert.equal(typeof body.title, "string");
+    assert.equal(typeof body.detail, "string");
+    assert.equal(body.requestId, response.headers.get("x-request-id"));
+    return body;
+  }
+
+  it("answers each bad request with a problem+json and leaves the session log unchanged", async () => {
+    const { served, storage } = await badInputServer();
+    await withServer(served, async ({ harness, call, url, token }) => {
+      const session = agentOf(harness, "s1").session;
+      const seqBefore = session.seq;
+      const storedBefore = (await storage.list()).map((h) => h.id);
+      const raw = (path: string, init: RequestInit) => fetch(url + path, init);
+      const json = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+
+      // malformed JSON, wrong types, unknown fields, wrong media type
+      await expectProblem(
+        await raw("/sessions/s1/messages", { method: "POST", headers: json, body: "{not json" }),
+        400,
+        "INVALID_JSON",
+      );
+      const wrongType = await expectProblem(
+        await call("POST", "/sessions/s1/messages", { content: 42 }),
+        422,
+        "INVALID_BODY",
+      );
+      assert.deepEqual((wrongType.errors as { path: string }[]).map((e) => e.path), ["content"]);
+      await expectProblem(
+        await call("POST", "/sessions/s1/messages", { content: "x", mode: "shout" }),
+        422,
+        "INVALID_BODY",
+      );
+      await expectProblem(await call("POST", "/sessions/s1/messages", { content: "x", extra: 1 }), 422, "INVALID_BODY");
+      await expectProblem(
+        await call("POST", "/sessions/s1/messages", { content: [{ type: "tool-call" }] }),
+        422,
+        "INVALID_BODY",
+      );
+      await expectProblem(await call("POST", "/sessions", { tools: "lookup" }), 422, "INVALID_BODY");
+      await expectProblem(await call("POST", "/sessions", { tools: ["nope"] }), 422, "UNKNOWN_TOOL");
+      await expectProblem(await call("POST", "/sessions/s1/fork", { boundary: -1 }), 422, "INVALID_BODY");
+      await expectProblem(await call("POST", "/sessions/s1/approvals/c1", { decision: "maybe" }), 422, "INVALID_BODY");
+      await expectProblem(
+        await raw("/sessions/s1/messages", {
+          method: "POST",
+          headers: { ...json, "content-type": "text/plain" },
+          body: "hi",
+        }),
+        415,
+        "UNSUPPORTED_MEDIA_TYPE",
+      );
+
+      // oversized body
+      const big = JSON.stringify({ content: "x".repeat(2048) });
+      await expectProblem(await call("POST", "/sessions/s1/messages", big), 413, "BODY_TOO_LARGE");
+
+      // unknown session, unknown route
+      await expectProblem(await call("POST", "/sessions/nope/messages", { content: "x" }), 404, "SESSION_NOT_FOUND");
+      await expectProblem(await call("GET", "/sessions/nope/events"), 404, "SESSION_NOT_FOUND");
+      await expectProblem(await call("GET", "/sessions/nope"), 404, "SESSION_NOT_FOUND");
+      await expectProblem(await call("GET", "/nowhere"), 404, "NOT_FOUND");
+      await expectProblem(await call("POST", "/sessions", { id: "s1" }), 409, "SESSION_ALREADY_EXISTS");
+      await expectProblem(
+        await call("GET", "/sessions/s1/events", undefined, { "last-event-id": "x" }),
+        400,
+        "INVALID_LAST_EVENT_ID",
+      );
+
+      // missing, malformed and wrong tokens
+      const missing = await raw("/sessions/s1", {});
+      assert.equal(missing.headers.get("www-authenticate"), 'Bearer realm="dsh-harness"');
+      await expectProblem(missing, 401, "AUTH_REQUIRED");
+      await expectProblem(
+        await raw("/sessions/s1", { headers: { authorization: `Basic ${token}` } }),
+        401,
+        "AUTH_REQUIRED",
+      );
+      const wrong = await raw("/sessions/s1/messages", {
+        method: "POST",
+        headers: { ...json, authorization: `Bearer ${token}x` },
+        body: JSON.stringify({ content: "x" }),
+      });
+      assert.match(wrong.headers.get("www-authenticate") ?? "", /error="invalid_token"/);
+      await expectProblem(wrong, 401, "INVALID_TOKEN");
+      await expectProblem(
+        await raw("/sessions/s1/cancel", { method: "POST", headers: { authorization: "Bearer " } }),
+        401,
+        "AUTH_REQUIRED",
+      );
+
+      // path-like session ids never reach the harness or storage
+      for (const id of ["..%2F..%2Fetc", "..%2fs1", "a.b", "x%5Cy", "s1%00", "%2e%2e%2fs1", "-s1", "s".repeat(129)]) {
+        await expectProblem(
+          await call("POST", `/sessions/${id}/messages`, { content: "x" }),
+          400,
+          "INVALID_SESSION_ID",
+        );
+        await expectProblem(await call("GET", `/sessions/${id}`), 400, "INVALID_SESSION_ID");
+        await expectProblem(await call("DELETE", `/sessions/${id}`), 400, "INVALID_SESSION_ID");
+      }
+      const pathId = await expectProblem(await call("POST", "/sessions", { id: "../s1" }), 422, "INVALID_BODY");
+      assert.deepEqual((pathId.errors as { path: string }[]).map((e) => e.path), ["id"]);
+
+      assert.equal(session.seq, seqBefore, "the session log is unchanged");
+      assert.equal(agentOf(harness, "s1").session, session);
+      assert.deepEqual((await storage.list()).map((h) => h.id), storedBefore, "storage is unchanged");
+      assert.deepEqual(harness.ctx.service("agents").list().map((a) => a.id), ["s1"]);
+    });
+  });
+});
+
+describe("createHarnessApp() over storage", () => {
+  it("lists a stored session and resumes it on the next message", async () => {
+    const storage = memoryStorage();
+    const first = await serveHarness({ adapters: [scriptedAdapter(textResponse("One"))], storage });
+    await withServer(first, async ({ call }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      await (await call("POST", "/sessions/s1/messages", { content: "Hello", wait: true })).json();
+    });
+
+    const second = await serveHarness({ adapters: [scriptedAdapter(textResponse("Two"))], storage });
+    await withServer(second, async ({ harness, call }) => {
+      const list = await (await call("GET", "/sessions")).json();
+      assert.deepEqual(list.sessions.map((s: { id: string; status: string }) => [s.id, s.status]), [["s1", "stored"]]);
+      const stored = await (await call("GET", "/sessions/s1")).json();
+      assert.deepEqual([stored.live, stored.status, stored.turns], [false, "stored", 1]);
+      const transcript = await (await call("GET", "/sessions/s1/transcript")).text();
+      assert.match(transcript, /One/);
+      assert.equal(harness.ctx.service("agents").get("s1"), undefined, "reading does not resume");
+
+      const reply = await (await call("POST", "/sessions/s1/messages", { content: "Again", wait: true })).json();
+      assert.deepEqual([reply.result.text, reply.result.turn], ["Two", 2]);
+      const live = await (await call("GET", "/sessions/s1")).json();
+      assert.deepEqual([live.live, live.turns], [true, 2]);
+
+      assert.equal((await call("DELETE", "/sessions/s1")).status, 204);
+      assert.deepEqual(await storage.list(), []);
     });
   });
 });
