@@ -115,6 +115,7 @@ export async function* streamChatCompletion(
       signal: controller.signal,
     });
     if (!response.ok) {
+      arm();
       const text = await response.text().catch(() => "");
       disarm();
       throw httpFailure(endpoint.provider, response.status, response.headers, text);
@@ -122,7 +123,10 @@ export async function* streamChatCompletion(
     if (response.body === null) {
       throw new LlmFailure("MALFORMED_RESPONSE", `Provider "${endpoint.provider}" answered without a body`);
     }
-    events = readSse(response.body, controller.signal);
+    // Any bytes (keep-alive comments included) prove the provider is alive.
+    events = readSse(response.body, controller.signal, () => {
+      if (timer !== undefined) arm();
+    });
     const mapper = new ChatStreamMapper(endpoint.response);
     while (true) {
       arm();

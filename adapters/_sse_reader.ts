@@ -10,11 +10,13 @@ import { createParser, type EventSourceMessage } from "eventsource-parser";
  * The events of an SSE body, in order. Aborting `signal` cancels the body and
  * makes the pending read reject with the signal's reason, even on a runtime
  * whose fetch does not error the body itself. Stopping the iteration early
- * cancels the body too.
+ * cancels the body too. `onBytes` is called whenever bytes arrive, even bytes
+ * that complete no event (such as keep-alive comments).
  */
 export async function* readSse(
   body: ReadableStream<Uint8Array>,
   signal: AbortSignal,
+  onBytes?: () => void,
 ): AsyncGenerator<EventSourceMessage, void, undefined> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
@@ -38,6 +40,7 @@ export async function* readSse(
         parser.feed(decoder.decode());
         parser.reset({ consume: true });
       } else {
+        onBytes?.();
         parser.feed(decoder.decode(result.value, { stream: true }));
       }
       while (queue.length > 0) yield queue.shift()!;

@@ -385,6 +385,24 @@ describe("deepseekAdapter() failures of the connection", () => {
     }
   });
 
+  it("keep-alive comments keep the idle watchdog from firing", async () => {
+    const server = await startWireServer(async (_req, res) => {
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      for (let i = 0; i < 12; i++) {
+        res.write(": keep-alive\n\n");
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      res.end(sseText(fixturePayloads("deepseek-reasoning.chunks.jsonl")));
+    });
+    try {
+      const adapter = deepseekAdapter({ apiKey: "sk", baseURL: server.url, streamIdleTimeoutMs: 200 });
+      const chunks = await collect(adapter.stream(request(), signal()));
+      assert.deepEqual(finishOf(chunks).reason, { kind: "stop" });
+    } finally {
+      await server.close();
+    }
+  });
+
   it("a provider that never answers the request ends with TIMEOUT", async () => {
     const server = await startWireServer(() => {});
     try {

@@ -22,3 +22,4 @@ export {
   type OpenAiCompatibleAdapterOptions,
   type ReasoningTokenAccounting,
 } from "./openai_compatible_adapter.ts";
+export { adapterKinds } from "./adapter_kinds.ts";

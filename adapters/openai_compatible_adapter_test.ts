@@ -164,6 +164,36 @@ describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
     assert.equal(server.requests[before].headers["authorization"], undefined);
   });
 
+  it("shares the failure mapping: HTTP 429 with Retry-After, a torn stream", async () => {
+    const errorServer = await startWireServer((_req, res) => {
+      res.writeHead(429, { "Retry-After": "2", "x-request-id": "xr-1" });
+      res.end('{"error":{"message":"Too many requests"}}');
+    });
+    try {
+      const adapter = openaiCompatibleAdapter({
+        baseURL: errorServer.url,
+        provider: "xai",
+        models: [{ id: "grok-3-mini" }],
+      });
+      const finish = finishOf(await collect(adapter.stream(request(), new AbortController().signal)));
+      assert.deepEqual(finish.reason, {
+        kind: "error",
+        failure: {
+          code: "RATE_LIMIT",
+          message: 'Provider "xai" answered HTTP 429: Too many requests',
+          status: 429,
+          providerRetryAfterMs: 2000,
+          requestId: "xr-1",
+        },
+      });
+    } finally {
+      await errorServer.close();
+    }
+    body = sseText(fixturePayloads("openai-compatible-xai-tool-call.chunks.jsonl"), { done: false });
+    const chunks = await stream(request());
+    assert.equal((finishOf(chunks).reason as { failure?: { code: string } }).failure?.code, "STREAM_CLOSED");
+  });
+
   it("rejects malformed options at once", () => {
     assert.throws(
       () => openaiCompatibleAdapter({ baseURL: "http://x", provider: "", models: [] }),
