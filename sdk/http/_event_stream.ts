@@ -6,7 +6,8 @@
 // (`event: status`) carry no id, so they never move the resume point. A comment
 // line is written every `keepAliveMs`; `event: approvals` lists the
 // session's pending tool approvals whenever they change. The stream ends (`event: end`) when the
-// agent is disposed; a client disconnect only unsubscribes — it never cancels.
+// agent is disposed (or, with `follow: false`, right after the log); a client
+// disconnect only unsubscribes — it never cancels.
 
 import type { Context } from "hono";
 import { type SSEStreamingApi, streamSSE } from "hono/streaming";
@@ -55,6 +56,8 @@ export interface EventStreamOptions {
   readonly from: number;
   /** Send live streaming deltas. */
   readonly deltas: boolean;
+  /** Keep the stream open for live events; `false` ends it after the log (`event: end`). */
+  readonly follow: boolean;
   /** Milliseconds between keep-alive comments. */
   readonly keepAliveMs: number;
   /** Subscribe to this session's pending approvals; returns the unsubscriber. */
@@ -108,6 +111,10 @@ export function streamSessionEvents(
       });
       for (; next < snapshot.length && !stream.aborted; next++) {
         await stream.writeSSE({ event: "session", id: String(next), data: JSON.stringify(snapshot[next]) });
+      }
+      if (!options.follow && !stream.aborted) {
+        await stream.writeSSE({ event: "end", data: JSON.stringify({ id: agent.id, seq: next }) });
+        return;
       }
       while (!stream.aborted) {
         const item = await queue.next();

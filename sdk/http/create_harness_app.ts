@@ -133,7 +133,8 @@ function belongsTo(p: PendingApproval, agent: Agent): boolean {
  *   from any request, the event stream included, never cancels the agent.
  * - `GET /sessions/:id/events`: SSE. Every committed event as `event: session` with `id: <seq>`, live
  *   streaming deltas as `event: delta`, `event: status`, `event: approvals`, keep-alive comments. Resume
- *   with `Last-Event-ID: <seq>` (or `?from=<seq>` for the first seq wanted); `?deltas=false` drops deltas.
+ *   with `Last-Event-ID: <seq>` (or `?from=<seq>` for the first seq wanted); `?deltas=false` drops deltas;
+ *   `?follow=false` ends the stream after the log (`event: end`), for clients that only catch up.
  * - `GET /sessions/:id/transcript?format=markdown|json`, `POST /sessions/:id/fork` `{ boundary?, id? }`.
  * - `GET /sessions/:id/approvals`, `POST /sessions/:id/approvals/:callId` `{ decision: "allow" | "reject" }`.
  *
@@ -359,10 +360,12 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       from = Number(fromQuery);
     }
     const deltas = c.req.query("deltas") !== "false";
+    const follow = c.req.query("follow") !== "false";
     const agent = await host.agent(c.req.param("id"));
     return streamSessionEvents(c, harness.ctx, agent, {
       from,
       deltas,
+      follow,
       keepAliveMs,
       watchApprovals: (listener) => {
         const watch = (pending: readonly PendingApproval[]) =>

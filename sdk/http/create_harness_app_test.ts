@@ -148,7 +148,7 @@ describe("createHarnessApp()", () => {
     });
   });
 
-  it("replays from ?from= and sends keep-alive comments while idle", async () => {
+  it("replays from ?from=, sends keep-alive comments while idle, and ends after the log with ?follow=false", async () => {
     const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] }, { keepAliveMs: 10 });
     await withServer(served, async ({ harness, call, events }) => {
       await call("POST", "/sessions", { id: "s1" });
@@ -162,6 +162,12 @@ describe("createHarnessApp()", () => {
       assert.equal(stream.comments[0].trim(), "keep-alive");
       await stream.close();
       await pending;
+
+      const caughtUp = await events("s1", { "last-event-id": String(length - 3) }, "?follow=false");
+      const rest: SseMessage[] = [];
+      for (let m = await caughtUp.next(); m !== undefined; m = await caughtUp.next()) rest.push(m);
+      assert.deepEqual(rest.map((m) => m.event), ["ready", "session", "session", "end"]);
+      assert.deepEqual(seqs(rest), [length - 2, length - 1]);
     });
   });
 
