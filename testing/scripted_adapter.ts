@@ -210,8 +210,11 @@ export function textResponse(text: string, options: TextResponseOptions = {}): {
 
 /** A tool call for {@linkcode toolCallResponse}; `arguments` is the raw JSON string. */
 export interface ScriptedToolCall {
+  /** The call id. */
   readonly id: string;
+  /** The tool's name. */
   readonly name: string;
+  /** The raw JSON argument string. */
   readonly arguments: string;
 }
 

@@ -26,11 +26,17 @@ export interface ModelInfo {
 
 /** The call configuration recorded in the request header. */
 export interface LlmCallConfig {
+  /** The provider route, which selects the adapter. */
   readonly provider: string;
+  /** The model id, passed to the adapter. */
   readonly model: string;
+  /** The reasoning effort; the model must accept it. */
   readonly reasoningEffort?: ReasoningEffort;
+  /** The sampling temperature. */
   readonly temperature?: number;
+  /** The most output tokens to generate. */
   readonly maxTokens?: number;
+  /** Sequences that end generation. */
   readonly stop?: readonly string[];
 }
 
@@ -39,6 +45,7 @@ export type LlmCallPurpose = "turn" | "compaction" | (string & Record<never, nev
 
 /** Everything one model call needs. Requests built by the loop arrive deep-frozen. */
 export interface GenerateOptions {
+  /** The provider, model and sampling settings. */
   readonly config: LlmCallConfig;
   /** The rendered system prompt; absent when there is none. */
   readonly system?: string;

@@ -29,7 +29,9 @@ export type LlmFailureCode =
 
 /** A model-call failure as plain JSON data (what the log and finish chunks carry). */
 export interface LlmFailureData {
+  /** What failed, fact first. */
   readonly message: string;
+  /** The stable code. */
   readonly code: LlmFailureCode | (string & Record<never, never>);
   /** HTTP status, when the provider answered with one. */
   readonly status?: number;
@@ -41,9 +43,13 @@ export interface LlmFailureData {
 
 /** Options of {@linkcode LlmFailure}. */
 export interface LlmFailureOptions {
+  /** The HTTP status, when the provider answered with one. */
   status?: number;
+  /** The provider's Retry-After, in milliseconds. */
   providerRetryAfterMs?: number;
+  /** The provider's request id. */
   requestId?: string;
+  /** The error that caused this one. */
   cause?: unknown;
 }
 

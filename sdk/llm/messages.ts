@@ -7,18 +7,23 @@
 
 /** Plain text. */
 export interface TextBlock {
+  /** The block's kind. */
   readonly type: "text";
+  /** The text. */
   readonly text: string;
 }
 
 /** The model's visible reasoning ("thinking"). */
 export interface ReasoningBlock {
+  /** The block's kind. */
   readonly type: "reasoning";
+  /** The reasoning text. */
   readonly text: string;
 }
 
 /** An image, inline as base64 data or by URL. */
 export interface ImageBlock {
+  /** The block's kind. */
   readonly type: "image";
   /** IANA media type, e.g. `image/png`. */
   readonly mediaType: string;
@@ -30,16 +35,23 @@ export interface ImageBlock {
 
 /** A tool call the model made. `arguments` is the raw JSON string as streamed. */
 export interface ToolCallBlock {
+  /** The block's kind. */
   readonly type: "tool-call";
+  /** The call id the result refers to. */
   readonly id: string;
+  /** The tool's name. */
   readonly name: string;
+  /** The arguments, as the raw JSON string the model produced. */
   readonly arguments: string;
 }
 
 /** The result of a tool call, as the model sees it. */
 export interface ToolResultBlock {
+  /** The block's kind. */
   readonly type: "tool-result";
+  /** The id of the call this answers. */
   readonly toolCallId: string;
+  /** What the tool returned. */
   readonly content: readonly (TextBlock | ImageBlock)[];
   /** `true` when the tool failed; the content then describes the failure. */
   readonly isError?: boolean;
@@ -63,17 +75,25 @@ export type MessageSource =
 
 /** A message from the user side (a prompt, injected context, or a tool result). */
 export interface UserMessage {
+  /** Unique within the session. */
   readonly id: string;
+  /** The message's role. */
   readonly role: "user";
+  /** The content blocks. */
   readonly content: readonly ContentBlock[];
+  /** Who produced the message. */
   readonly source: MessageSource;
 }
 
 /** A message from the model. */
 export interface AssistantMessage {
+  /** Unique within the session. */
   readonly id: string;
+  /** The message's role. */
   readonly role: "assistant";
+  /** The content blocks, as assembled from the stream. */
   readonly content: readonly ContentBlock[];
+  /** The provider and model that produced the message. */
   readonly source: MessageSource & { readonly kind: "model" };
 }
 
@@ -82,7 +102,9 @@ export type Message = UserMessage | AssistantMessage;
 
 /** The model-facing description of a tool: nothing else of a tool ever reaches a model. */
 export interface ToolSchema {
+  /** The tool's name, unique among the tools of a request. */
   readonly name: string;
+  /** What the tool does, for the model. */
   readonly description: string;
   /** JSON Schema of the arguments object. */
   readonly parameters: Readonly<Record<string, unknown>>;
