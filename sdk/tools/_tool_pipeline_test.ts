@@ -56,6 +56,50 @@ const call = (name: string, args = "{}", extra: Partial<Parameters<ToolRuntime["
   ...extra,
 });
 
+describe("ToolRuntime.execute() stage order", () => {
+  it("runs pre-execute, guards, execute wrappers, the body, post-execute, finalizeContent, then tools/result", async () => {
+    const { ctx, tools } = setup();
+    const stages: string[] = [];
+    tools.register(echoTool("staged", {
+      execute: ({ text }: { text: string }) => {
+        stages.push("body");
+        return Promise.resolve(text);
+      },
+      finalizeContent: () => {
+        stages.push("finalizeContent");
+        return undefined;
+      },
+    }));
+    ctx.on("tools/result", () => void stages.push("tools/result"));
+    ctx.on("tools/post-execute", async (_exec, _outcome, next) => {
+      stages.push("post-execute");
+      return await next();
+    });
+    ctx.on("tools/execute", async (_exec, next) => {
+      stages.push("execute:before");
+      const outcome = await next();
+      stages.push("execute:after");
+      return outcome;
+    });
+    tools.guard(() => void stages.push("guard"));
+    ctx.on("tools/pre-execute", async (_exec, next) => {
+      stages.push("pre-execute");
+      return await next();
+    });
+    await tools.execute(call("staged", '{"text":"x"}'));
+    assert.deepEqual(stages, [
+      "pre-execute",
+      "guard",
+      "execute:before",
+      "body",
+      "execute:after",
+      "post-execute",
+      "finalizeContent",
+      "tools/result",
+    ]);
+  });
+});
+
 describe("ToolRuntime.execute() results", () => {
   it("a success is a deep-frozen user message with one tool-result block for the call, also emitted on tools/result", async () => {
     const { ctx, tools } = setup();

@@ -93,6 +93,24 @@ describe("defineTool()", () => {
     assert.equal(tool.presentCall!({} as never), undefined);
   });
 
+  it("presentResult gets the parsed arguments and the result projection", () => {
+    const tool = defineTool({
+      name: "t",
+      description: "",
+      parameters: z.object({ path: z.string() }),
+      output: { schema: z.string(), render: (_a, v) => v },
+      execute: () => "",
+      presentResult: (args, result) => ({ card: "read", title: args.path, failed: result.isError }),
+    });
+    const projection = { content: [{ type: "text" as const, text: "x" }], isError: false };
+    assert.deepEqual(tool.presentResult!({ path: "a.txt" }, projection), {
+      card: "read",
+      title: "a.txt",
+      failed: false,
+    });
+    assert.equal(tool.presentResult!({ path: 3 } as never, projection), undefined);
+  });
+
   it("rejects a bad name, a missing output and a non-positive timeout at once", () => {
     const base = {
       description: "",
