@@ -18,6 +18,7 @@ export interface UnifiedDiffOptions {
 type Op = { readonly kind: " " | "-" | "+"; readonly line: string; readonly a: number; readonly b: number };
 
 function splitLines(text: string): string[] {
+  if (text === "") return [];
   const lines = text.split("\n");
   if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
   return lines;
@@ -110,6 +111,8 @@ export function unifiedDiff(expected: string, actual: string, options: UnifiedDi
     for (const op of hunk) out.push(`${op.kind}${op.line}`);
     i = to;
   }
-  if (expected.endsWith("\n") !== actual.endsWith("\n")) out.push("\\ The texts differ in their final newline");
+  if (expected !== "" && actual !== "" && expected.endsWith("\n") !== actual.endsWith("\n")) {
+    out.push("\\ The texts differ in their final newline");
+  }
   return out.join("\n") + "\n";
 }

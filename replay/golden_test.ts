@@ -1,0 +1,110 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { HarnessError } from "../mod.ts";
+import { assertGolden, assertGoldenTranscript, normalizeText } from "./golden.ts";
+import { unifiedDiff } from "./_line_diff.ts";
+import { recordConversation } from "./_test_support.ts";
+
+async function withDir(body: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "dsh-golden-"));
+  try {
+    await body(dir);
+  } finally {
+    await rm(dir, { recursive: true });
+  }
+}
+
+describe("assertGolden()", () => {
+  it("writes the file with update, then matches it", async () => {
+    await withDir(async (dir) => {
+      const path = join(dir, "nested", "a.golden.md");
+      assert.equal(await assertGolden("one\ntwo\n", path, { update: true }), "updated");
+      assert.equal(await readFile(path, "utf8"), "one\ntwo\n");
+      assert.equal(await assertGolden("one\ntwo\n", path, { update: false }), "matched");
+    });
+  });
+
+  it("fails with a unified diff naming the golden file on mismatch", async () => {
+    await withDir(async (dir) => {
+      const path = join(dir, "a.golden.md");
+      const before = ["a", "b", "c", "d", "e", "f", "g", "h"].join("\n") + "\n";
+      await assertGolden(before, path, { update: true });
+      const after = before.replace("e\n", "E!\n");
+      await assert.rejects(assertGolden(after, path, { update: false }), (error: unknown) => {
+        assert.ok(HarnessError.isInstance(error, "GOLDEN_MISMATCH"));
+        assert.equal(
+          error.message,
+          `Output differs from golden file ${path}; review the diff and run with DSH_GOLDEN=update to accept it\n` +
+            `--- ${path} (golden)\n+++ actual\n@@ -2,7 +2,7 @@\n b\n c\n d\n-e\n+E!\n f\n g\n h\n`,
+        );
+        return true;
+      });
+      assert.equal(await readFile(path, "utf8"), before, "a mismatch leaves the golden file alone");
+    });
+  });
+
+  it("fails when the golden file is missing, telling how to create it", async () => {
+    await withDir(async (dir) => {
+      await assert.rejects(
+        assertGolden("x", join(dir, "missing.golden.md"), { update: false }),
+        (error: unknown) => HarnessError.isInstance(error, "GOLDEN_MISSING") && /DSH_GOLDEN=update/.test(error.message),
+      );
+    });
+  });
+
+  it("normalises UUIDs and timestamps before comparing, unless told not to", async () => {
+    await withDir(async (dir) => {
+      const path = join(dir, "ids.golden.md");
+      await assertGolden("id 3f0c6d6e-8a9b-4c1d-9e2f-0a1b2c3d4e5f\n", path, { update: true });
+      assert.equal(await readFile(path, "utf8"), "id <uuid-1>\n");
+      assert.equal(await assertGolden("id 11111111-2222-4333-8444-555555555555\n", path, { update: false }), "matched");
+      await assert.rejects(
+        assertGolden("id 11111111-2222-4333-8444-555555555555\n", path, { update: false, normalize: false }),
+        /GOLDEN_MISMATCH|differs/,
+      );
+    });
+  });
+
+  it("renders a session as a transcript for assertGoldenTranscript()", async () => {
+    await withDir(async (dir) => {
+      const path = join(dir, "s.golden.md");
+      const events = await recordConversation();
+      await assertGoldenTranscript(events, path, { update: true, title: "Shout" });
+      const text = await readFile(path, "utf8");
+      assert.match(text, /^# Shout\n\n## Turn 1\n\n\*\*User\*\*\n\nShout hi\n/);
+      assert.match(text, /\*\*Tool result\*\* `shout` \(`call-1`\)\n\n```\nHI!\n```/);
+      assert.equal(await assertGoldenTranscript(events, path, { update: false, title: "Shout" }), "matched");
+    });
+  });
+});
+
+describe("normalizeText()", () => {
+  it("numbers distinct UUIDs by first appearance, case-insensitively, and hides ISO times", () => {
+    const a = "3f0c6d6e-8a9b-4c1d-9e2f-0a1b2c3d4e5f";
+    const b = "11111111-2222-4333-8444-555555555555";
+    assert.equal(
+      normalizeText(`${a} ${b} ${a.toUpperCase()} at 2026-01-02T03:04:05Z\r\n`),
+      "<uuid-1> <uuid-2> <uuid-1> at <time>\n",
+    );
+  });
+});
+
+describe("unifiedDiff()", () => {
+  it("is empty for equal texts and reports insertions, deletions and the final newline", () => {
+    assert.equal(unifiedDiff("a\n", "a\n"), "");
+    assert.equal(unifiedDiff("a\nb\n", "a\nx\nb\n"), "--- expected\n+++ actual\n@@ -1,2 +1,3 @@\n a\n+x\n b\n");
+    assert.equal(unifiedDiff("a\nb\n", "b\n"), "--- expected\n+++ actual\n@@ -1,2 +1,1 @@\n-a\n b\n");
+    assert.equal(unifiedDiff("", "new\n"), "--- expected\n+++ actual\n@@ -0,0 +1,1 @@\n+new\n");
+    assert.match(unifiedDiff("a", "a\n"), /final newline/);
+  });
+
+  it("splits distant changes into separate hunks", () => {
+    const before = Array.from({ length: 20 }, (_, i) => `line ${i}`).join("\n") + "\n";
+    const after = before.replace("line 2\n", "LINE 2\n").replace("line 17\n", "LINE 17\n");
+    const hunks = unifiedDiff(before, after).split("\n").filter((l) => l.startsWith("@@"));
+    assert.deepEqual(hunks, ["@@ -1,6 +1,6 @@", "@@ -15,6 +15,6 @@"]);
+  });
+});

@@ -1,0 +1,134 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { HarnessError, type SessionEvent } from "../mod.ts";
+import { scriptedAdapter, textResponse } from "../testing/mod.ts";
+import { loadFixture } from "./fixture.ts";
+import { normalizeLog } from "./normalize_log.ts";
+import { openFixture } from "./open_fixture.ts";
+import { recordingAdapter, writeFixture } from "./recording_adapter.ts";
+import { conversation, runSession } from "./_test_support.ts";
+
+async function withDir(body: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "dsh-record-"));
+  try {
+    await body(dir);
+  } finally {
+    await rm(dir, { recursive: true });
+  }
+}
+
+describe("recordingAdapter()", () => {
+  it("passes calls through and saves the session log as a fixture that replays", async () => {
+    await withDir(async (dir) => {
+      const inner = scriptedAdapter(conversation());
+      const recorder = recordingAdapter(inner);
+      assert.equal(recorder.provider, "scripted");
+      const { session } = await runSession([recorder], { id: "rec" });
+      assert.equal(inner.calls, 3);
+      assert.deepEqual(recorder.sessionIds, ["rec"]);
+      await recorder.save(join(dir, "fx"), session);
+      const fixture = await loadFixture(join(dir, "fx"));
+      assert.deepEqual(fixture.sessions.map((s) => [s.id, s.calls.length]), [["rec", 3]]);
+      assert.deepEqual(fixture.sessions[0].events, session.events);
+    });
+  });
+
+  it("refuses to save without every session that called the model", async () => {
+    await withDir(async (dir) => {
+      const recorder = recordingAdapter(scriptedAdapter(conversation()));
+      await runSession([recorder], { id: "one" });
+      const other = await runSession([scriptedAdapter(conversation())], { id: "two" });
+      await assert.rejects(
+        recorder.save(join(dir, "fx"), other.session),
+        (error: unknown) =>
+          HarnessError.isInstance(error, "RECORD_INCOMPLETE") && /sessions one called/.test(error.message),
+      );
+    });
+  });
+
+  it("writeFixture() replaces the sessions already in the directory", async () => {
+    await withDir(async (dir) => {
+      const first = await runSession([scriptedAdapter(conversation())], { id: "old" });
+      await writeFixture(dir, [first.session]);
+      const second = await runSession([scriptedAdapter(conversation())], { id: "new" });
+      await writeFixture(dir, [second.session], { compression: "zstd" });
+      const fixture = await loadFixture(dir);
+      assert.deepEqual(fixture.sessions.map((s) => s.id), ["new"]);
+    });
+  });
+});
+
+describe("openFixture()", () => {
+  const live = () => scriptedAdapter(conversation());
+
+  it("records when the fixture is missing (record), then replays it", async () => {
+    await withDir(async (dir) => {
+      const path = join(dir, "fx");
+      const logs: SessionEvent[][] = [];
+      for (const expected of ["record", "replay"] as const) {
+        const fixture = await openFixture({ path, live, mode: "record", strict: true });
+        assert.equal(fixture.mode, expected);
+        assert.equal(fixture.replay === undefined, expected === "record");
+        const { session, results } = await runSession(fixture.adapters);
+        assert.deepEqual(results.map((r) => r.text), ["Shouted.", "Second answer."]);
+        await fixture.finish(session);
+        logs.push(session.events.slice());
+      }
+      assert.deepEqual(normalizeLog(logs[1]), normalizeLog(logs[0]));
+    });
+  });
+
+  it("re-records with refresh and fails in replay mode without a fixture", async () => {
+    await withDir(async (dir) => {
+      const path = join(dir, "fx");
+      await assert.rejects(
+        openFixture({ path, live, mode: "replay" }),
+        (e: unknown) => HarnessError.isInstance(e, "FIXTURE_NOT_FOUND"),
+      );
+      const first = await openFixture({ path, live, mode: "refresh" });
+      await first.finish((await runSession(first.adapters)).session);
+      const changed = () => scriptedAdapter([textResponse("Changed."), textResponse("Also changed.")]);
+      const refreshed = await openFixture({ path, live: changed, mode: "refresh" });
+      assert.equal(refreshed.mode, "record");
+      await refreshed.finish((await runSession(refreshed.adapters)).session);
+      const replay = await openFixture({ path, live, mode: "replay" });
+      const { results } = await runSession(replay.adapters);
+      assert.deepEqual(results.map((r) => r.text), ["Changed.", "Also changed."]);
+      await replay.finish([]);
+    });
+  });
+
+  it("reads the mode from DSH_REPLAY and rejects unknown values", async () => {
+    await withDir(async (dir) => {
+      const saved = process.env.DSH_REPLAY;
+      try {
+        process.env.DSH_REPLAY = "record";
+        const fixture = await openFixture({ path: join(dir, "fx"), live });
+        assert.equal(fixture.mode, "record");
+        process.env.DSH_REPLAY = "sometimes";
+        await assert.rejects(
+          openFixture({ path: join(dir, "fx"), live }),
+          /DSH_REPLAY must be replay, record or refresh/,
+        );
+      } finally {
+        if (saved === undefined) delete process.env.DSH_REPLAY;
+        else process.env.DSH_REPLAY = saved;
+      }
+    });
+  });
+
+  it("finish() in replay mode rejects when calls are left unplayed", async () => {
+    await withDir(async (dir) => {
+      const path = join(dir, "fx");
+      const recording = await openFixture({ path, live, mode: "record" });
+      await recording.finish((await runSession(recording.adapters)).session);
+      const replay = await openFixture({ path, live, mode: "replay" });
+      await runSession(replay.adapters, { inputs: ["Shout hi"] });
+      await assert.rejects(replay.finish([]), /played 2 of 3 calls/);
+    });
+  });
+});
