@@ -165,7 +165,7 @@ export async function* streamChatCompletion(
       yield { type: "finish", reason: { kind: "error", failure: error.toData() } };
     } else {
       const message = error instanceof Error ? error.message : String(error);
-      yield failure("TRANSPORT", `Cannot reach provider "${endpoint.provider}": ${message}`);
+      yield failure("TRANSPORT", `Connection to provider "${endpoint.provider}" failed: ${message}`);
     }
   } finally {
     disarm();

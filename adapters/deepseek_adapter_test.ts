@@ -366,6 +366,22 @@ describe("deepseekAdapter() failures of the connection", () => {
     assert.equal((finish.reason as { failure: { code: string } }).failure.code, "TRANSPORT");
   });
 
+  it("a connection reset mid-stream is TRANSPORT", async () => {
+    const server = await startWireServer((_req, res) => {
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      res.write(sseText(fixturePayloads("deepseek-text.chunks.jsonl").slice(0, 3), { done: false }));
+      setTimeout(() => res.socket?.destroy(), 20);
+    });
+    try {
+      const adapter = deepseekAdapter({ apiKey: "sk", baseURL: server.url });
+      const finish = finishOf(await collect(adapter.stream(request(), signal())));
+      assert.equal(finish.reason.kind, "error");
+      assert.equal((finish.reason as { failure: { code: string } }).failure.code, "TRANSPORT");
+    } finally {
+      await server.close();
+    }
+  });
+
   it("a provider that stalls mid-stream ends with TIMEOUT from the idle watchdog", async () => {
     const payloads = fixturePayloads("deepseek-text.chunks.jsonl").slice(0, 3);
     const server = await startWireServer((_req, res) => {
