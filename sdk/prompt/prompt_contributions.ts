@@ -73,8 +73,11 @@ export interface PromptToolProvider {
 
 /** A resolved section or context. */
 export interface PromptPart {
+  /** The contribution's name. */
   readonly name: string;
+  /** Its order. */
   readonly order: number;
+  /** Its text for this assembly (variables not yet interpolated). */
   readonly text: string;
   /** Set on a complete section. */
   readonly complete?: boolean;
@@ -82,14 +85,20 @@ export interface PromptPart {
 
 /** Everything one assembly resolved; the `system-prompt/assemble` waterfall may change it. */
 export interface PromptAssembly {
+  /** The sections, in order; only the complete section when one applies. */
   sections: PromptPart[];
+  /** The non-empty contexts, in order. */
   contexts: PromptPart[];
+  /** The defined variables. */
   variables: Record<string, string>;
+  /** The tool schemas (name, description, parameters only). */
   tools: ToolSchema[];
 }
 
-/** The rendered result of {@linkcode SystemPrompt.assemble}: empty system text and empty tools are absent. */
+/** The rendered result of `SystemPrompt.assemble()`: empty system text and empty tools are absent. */
 export interface AssembledPrompt {
+  /** The rendered system text; absent when empty. */
   readonly system?: string;
+  /** The tool schemas; absent when there are none. */
   readonly tools?: readonly ToolSchema[];
 }

@@ -11,11 +11,17 @@ import type { ApprovalOutcome, ApprovalRequest, Approver } from "./approval_serv
 
 /** A question waiting in an {@linkcode ApprovalQueue}. */
 export interface PendingApproval {
+  /** The call the question is about; answer with it. */
   readonly callId: string;
+  /** The tool being called. */
   readonly toolName: string;
+  /** The parsed arguments of the call. */
   readonly args: unknown;
+  /** Why the policy asks. */
   readonly reason?: string;
+  /** The scope (agent) the call runs for. */
   readonly scope?: ScopeInfo;
+  /** The session the call belongs to. */
   readonly sessionId?: string;
 }
 

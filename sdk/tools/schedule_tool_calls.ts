@@ -23,8 +23,11 @@ export interface ScheduleToolCallsOptions<T, R> {
 
 /** One settled item, as {@linkcode scheduleToolCalls} yields it. */
 export interface ScheduledResult<T, R> {
+  /** The item as given. */
   readonly item: T;
+  /** Its position in the input. */
   readonly index: number;
+  /** What `run` resolved to. */
   readonly result: R;
 }
 

@@ -93,8 +93,11 @@ export interface ToolResultView {
 
 /** The durable projection of a result a presenter sees. */
 export interface ToolResultProjection {
+  /** The model-facing content. */
   readonly content: readonly ToolResultContent[];
+  /** Whether the call failed. */
   readonly isError: boolean;
+  /** The presentation metadata, if any. */
   readonly meta?: Readonly<Record<string, unknown>>;
 }
 
@@ -106,18 +109,25 @@ export type ToolOutcome = ToolSuccess | ToolFailure;
 
 /** A successful outcome. */
 export interface ToolSuccess {
+  /** Always `false`. */
   readonly isError: false;
   /** The canonical value (matches `output.schema`); execution-local, never persisted. */
   readonly value: unknown;
+  /** The model-facing content (`output.render` of the value, unless replaced). */
   readonly content: readonly ToolResultContent[];
+  /** Presentation metadata (`output.meta`), JSON. */
   readonly meta?: Readonly<Record<string, unknown>>;
 }
 
 /** A failed outcome; failures never carry a value. */
 export interface ToolFailure {
+  /** Always `true`. */
   readonly isError: true;
+  /** What failed. */
   readonly error: ToolFailureInfo;
+  /** The model-facing content: the error message unless replaced. */
   readonly content: readonly ToolResultContent[];
+  /** Presentation metadata, JSON. */
   readonly meta?: Readonly<Record<string, unknown>>;
 }
 

@@ -78,7 +78,11 @@ const schemaProvider: PluginObject<number, Events, Services> = {
  * assert.deepEqual(tools?.map((t) => t.name), ["now"]);
  * ```
  */
-export const toolRuntimePlugin: PluginObject<ToolRuntimePluginOptions | void, Events, Services> = {
+export const toolRuntimePlugin: PluginObject<
+  ToolRuntimePluginOptions | void,
+  ToolEvents & SystemPromptEvents & KernelEvents,
+  ToolServices & SystemPromptServices
+> = {
   name: "tools",
   apply(ctx, options) {
     const approvals = new ApprovalService();
