@@ -99,7 +99,10 @@ describe("SessionStore lifecycle", () => {
       await new Promise<void>((resolve) => (release = resolve));
       order.push("a end");
     });
-    ctx.on("session/flush", async () => void order.push("b"));
+    ctx.on("session/flush", () => {
+      order.push("b");
+      return Promise.resolve();
+    });
     const session = store.create("f");
     const flushing = store.flush(session);
     assert.deepEqual(order, ["a start", "b"]);
