@@ -1,0 +1,63 @@
+// Golden regression tests of the demo agent, as a user of the SDK writes
+// them: each recorded scenario is replayed offline through a fresh harness
+// (strict mode: the prompt, the tool schema and the history must match the
+// recording), must reproduce the recorded log, and must render the committed
+// golden transcript. After an intended change, re-record with
+// `examples/record_fixtures.ts` and/or rewrite the transcripts with
+// `DSH_GOLDEN=update`, then review the diffs.
+
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { HarnessError, renderTranscript } from "../mod.ts";
+import { assertGolden, assertGoldenTranscript, loadFixture, normalizeLog, replayAdapter } from "../replay/mod.ts";
+import { fixtureDir, goldenFile, runScenario, SCENARIOS, WEATHER_TABLE } from "./weather_agent.ts";
+
+const RAINY = { ...WEATHER_TABLE, "san francisco": { conditions: "Heavy rain", temperatureC: 9, windKph: 40 } };
+
+for (const scenario of SCENARIOS) {
+  describe(`scenario "${scenario.name}"`, () => {
+    it("replays offline through a fresh harness, event for event except times and ids", async () => {
+      const fixture = await loadFixture(fixtureDir(scenario.name));
+      const replay = replayAdapter({ fixture, strict: true });
+      const { session, results } = await runScenario(scenario, replay.adapters);
+      replay.assertConsumed();
+      const recorded = fixture.sessions[0].events;
+      assert.deepEqual(normalizeLog(session.events), normalizeLog(recorded));
+      const recordedReasons = recorded.flatMap((e) => (e.type === "turn/end" ? [e.data.reason.kind] : []));
+      assert.deepEqual(results.map((r) => r.reason.kind), recordedReasons);
+    });
+
+    it("renders the committed golden transcript", async () => {
+      const replay = replayAdapter({ fixture: await loadFixture(fixtureDir(scenario.name)), strict: true });
+      const { session } = await runScenario(scenario, replay.adapters);
+      await assertGoldenTranscript(session.events, goldenFile(scenario.name), { title: `Scenario ${scenario.name}` });
+    });
+  });
+}
+
+describe("golden regressions", () => {
+  const [weather] = SCENARIOS;
+
+  it("a changed tool output fails the golden test with a readable diff", async () => {
+    const replay = replayAdapter({ fixture: await loadFixture(fixtureDir(weather.name)) });
+    const { session } = await runScenario(weather, replay.adapters, { table: RAINY });
+    const transcript = renderTranscript(session.events, { title: `Scenario ${weather.name}` });
+    // `update: false`: this run is wrong on purpose and must never rewrite the golden file.
+    await assert.rejects(assertGolden(transcript, goldenFile(weather.name), { update: false }), (error: unknown) => {
+      assert.ok(HarnessError.isInstance(error, "GOLDEN_MISMATCH"));
+      assert.match(error.message, /\n-San Francisco: Morning fog, clearing to sun by noon, 17 °C, wind 19 km\/h\n/);
+      assert.match(error.message, /\n\+San Francisco: Heavy rain, 9 °C, wind 40 km\/h\n/);
+      return true;
+    });
+  });
+
+  it("in strict mode a changed tool output stops the replay at the next request", async () => {
+    const replay = replayAdapter({ fixture: await loadFixture(fixtureDir(weather.name)), strict: true });
+    const { results } = await runScenario(weather, replay.adapters, { table: RAINY });
+    assert.equal(results[0].reason.kind === "error" && results[0].reason.error.code, "REPLAY_DIVERGED");
+    assert.throws(
+      () => replay.assertConsumed(),
+      /at call 2 of fixture session weather \(turn 1, step 2\): message 2 differs: user \(tool: tool-result\)/,
+    );
+  });
+});
