@@ -208,6 +208,32 @@ export class ToolRuntime {
    * @param owner The scoped context (the restriction goes away with it) or a scope label.
    * @returns A disposer that lifts the restriction.
    * @throws {HarnessError} `INVALID_ARGS` outside a scope or for an empty filter.
+   *
+   * @example A subagent sees only `read` of the global tools, plus its own `report`
+   * ```ts
+   * import { createKernel, createScope, defineTool, ToolRuntime } from "@dsh/harness";
+   * import { z } from "zod";
+   * import assert from "node:assert/strict";
+   *
+   * const tool = (name: string) =>
+   *   defineTool({
+   *     name,
+   *     description: name,
+   *     parameters: z.object({}),
+   *     output: { schema: z.null(), render: () => "ok" },
+   *     execute: () => null,
+   *   });
+   * const ctx = createKernel();
+   * const tools = new ToolRuntime(ctx);
+   * tools.register(tool("read"));
+   * tools.register(tool("write"));
+   * const sub = createScope(ctx, "subagent");
+   * tools.register(tool("report"), sub.ctx);
+   * tools.restrict({ allow: ["read"] }, sub.ctx);
+   * assert.deepEqual(tools.schemas(sub.info).map((s) => s.name), ["read", "report"]);
+   * assert.deepEqual(tools.schemas().map((s) => s.name), ["read", "write"]);
+   * await sub.dispose();
+   * ```
    */
   restrict(filter: ToolRestriction, owner: RegistrationOwner | ScopeInfo): () => void {
     const scope = isOwner(owner) ? owner.scope : owner;
@@ -247,6 +273,28 @@ export class ToolRuntime {
    * @param guard The guard.
    * @param owner The registering context; the guard goes away with it.
    * @returns A disposer that removes the guard.
+   *
+   * @example A guard's denial wins over any allow
+   * ```ts
+   * import { createKernel, defineTool, ToolRuntime, type ToolEvents } from "@dsh/harness";
+   * import { z } from "zod";
+   * import assert from "node:assert/strict";
+   *
+   * const ctx = createKernel<ToolEvents>();
+   * const tools = new ToolRuntime(ctx);
+   * tools.register(defineTool({
+   *   name: "rm",
+   *   description: "Remove a file",
+   *   parameters: z.object({ path: z.string() }),
+   *   output: { schema: z.null(), render: () => "removed" },
+   *   execute: () => null,
+   * }));
+   * tools.guard((exec) => (exec.args as { path: string }).path.startsWith("/etc") ? "system files are off limits" : undefined);
+   * ctx.on("tools/pre-execute", () => ({ kind: "allow" }));
+   * const signal = new AbortController().signal;
+   * const result = await tools.execute({ callId: "c1", name: "rm", arguments: '{"path":"/etc/passwd"}', signal });
+   * assert.equal(result.error?.code, "DENIED");
+   * ```
    */
   guard(guard: ToolGuard, owner?: RegistrationOwner): () => void {
     if (typeof guard !== "function") {
