@@ -137,7 +137,12 @@ function isSkippable(bytes: Uint8Array, at: number): boolean {
     bytes[at + 2] === 0x4d && bytes[at + 3] === 0x18;
 }
 
-/** Decode a zstd session file: a header frame, then one frame per appended batch. */
+/**
+ * Decode a zstd session file: a header frame, then one frame per appended
+ * batch. Some native encoders split one input into several frames (or add an
+ * empty one), so a batch is read as the run of frames whose content ends with
+ * a newline; a batch is all-or-nothing.
+ */
 export async function decodeZstdLog(
   bytes: Uint8Array,
   file: string,
@@ -154,55 +159,67 @@ export async function decodeZstdLog(
   };
   const headerEnd = frameEnd(bytes, 0);
   const headerText = headerEnd === -1 ? undefined : inflate(0, headerEnd);
-  const headerValue = headerText === undefined ? undefined : parseJson(headerText);
+  const headerValue = headerText === undefined ? undefined : parseJson(headerText.split("\n")[0]);
   if (headerValue === undefined) throw corrupt(file, 1, "the header frame is incomplete or not JSON");
   const header = parseHeader(headerValue, file, sessionId);
 
   const reader = new RecordReader(file, known);
   let line = 2;
-  let frame = 1;
-  for (let at = headerEnd; at < bytes.length; frame++) {
-    const end = frameEnd(bytes, at);
+  let at = headerEnd;
+  for (let batchIndex = 1; at < bytes.length; batchIndex++) {
+    const start = at;
+    let text = "";
     let defect: string | undefined;
-    if (end !== -1 && isSkippable(bytes, at)) {
+    let searchFrom = at;
+    while (defect === undefined) {
+      if (at >= bytes.length) {
+        if (text !== "") defect = "the batch does not end with a newline";
+        searchFrom = at;
+        break;
+      }
+      const end = frameEnd(bytes, at);
+      const content = end === -1 ? undefined : isSkippable(bytes, at) ? "" : inflate(at, end);
+      if (content === undefined) {
+        defect = end === -1 ? "a frame is incomplete" : "a frame does not decompress";
+        searchFrom = at + 1;
+        break;
+      }
+      text += content;
       at = end;
-      continue;
+      if (text !== "" && text.endsWith("\n")) break;
     }
-    const text = end === -1 ? undefined : inflate(at, end);
     const batch: SessionEvent[] = [];
     let lines = 0;
-    if (text === undefined) defect = end === -1 ? "the frame is incomplete" : "the frame does not decompress";
-    else if (!text.endsWith("\n")) defect = "the frame does not end with a newline";
-    else {
-      const frameLines = text.slice(0, -1).split("\n");
-      const start = reader.nextSeq;
-      for (; lines < frameLines.length; lines++) {
-        const events = reader.read(frameLines[lines], line + lines);
+    if (defect === undefined && text !== "") {
+      searchFrom = at;
+      const batchLines = text.slice(0, -1).split("\n");
+      const first = reader.nextSeq;
+      for (; lines < batchLines.length; lines++) {
+        const events = reader.read(batchLines[lines], line + lines);
         if (events === undefined) {
           defect = reader.defect;
           break;
         }
-        batch.push(...events);
+        for (const event of events) batch.push(event);
         reader.nextSeq += events.length;
       }
-      reader.nextSeq = start;
+      reader.nextSeq = first;
     }
     if (defect === undefined) {
       reader.accept(batch);
       line += lines;
-      at = end;
       continue;
     }
-    for (let next = nextMagic(bytes, at + 1); next !== -1; next = nextMagic(bytes, next + 1)) {
+    for (let next = nextMagic(bytes, searchFrom); next !== -1; next = nextMagic(bytes, next + 1)) {
       const nextEnd = frameEnd(bytes, next);
       if (nextEnd !== -1 && inflate(next, nextEnd) !== undefined) {
-        throw corrupt(file, line + lines, `frame ${frame} is defective (${defect}), and frames follow`, {
-          frame,
-          offset: at,
+        throw corrupt(file, line + lines, `batch ${batchIndex} is defective (${defect}), and frames follow`, {
+          batch: batchIndex,
+          offset: start,
         });
       }
     }
-    return { header, events: reader.events, validBytes: at, totalBytes: bytes.length, tornLine: line };
+    return { header, events: reader.events, validBytes: start, totalBytes: bytes.length, tornLine: line };
   }
   return { header, events: reader.events, validBytes: bytes.length, totalBytes: bytes.length };
 }

@@ -12,7 +12,10 @@ interface ZstdImpl {
 }
 
 type NativeZlib = {
-  zstdCompressSync?: (bytes: Uint8Array, options?: { params?: Record<number, number> }) => Uint8Array;
+  zstdCompressSync?: (
+    bytes: Uint8Array,
+    options?: { params?: Record<number, number>; pledgedSrcSize?: number },
+  ) => Uint8Array;
   zstdDecompressSync?: (bytes: Uint8Array) => Uint8Array;
   constants: Record<string, number>;
 };
@@ -32,8 +35,10 @@ function nativeImpl(): ZstdImpl | undefined {
     const checksum = z.constants.ZSTD_c_checksumFlag;
     return {
       name: "node:zlib",
+      // The pledged size puts the content size in the frame header, which the wasm decoder needs.
       compress: (bytes, lvl) =>
         compress(bytes, {
+          pledgedSrcSize: bytes.length,
           params: level === undefined || checksum === undefined ? {} : { [level]: lvl, [checksum]: 1 },
         }),
       decompress: (frame) => decompress(frame),
@@ -52,13 +57,32 @@ function nativeImpl(): ZstdImpl | undefined {
   return undefined;
 }
 
-async function wasmImpl(): Promise<ZstdImpl> {
+let wasmLoaded: Promise<ZstdImpl> | undefined;
+
+/** The wasm implementation, loaded and `init()`ed once per process. */
+function wasmImpl(): Promise<ZstdImpl> {
+  return wasmLoaded ??= loadWasm().catch((error) => {
+    wasmLoaded = undefined;
+    throw error;
+  });
+}
+
+async function loadWasm(): Promise<ZstdImpl> {
   const wasm = await import("@bokuweb/zstd-wasm");
   await wasm.init();
   return {
     name: "@bokuweb/zstd-wasm",
     compress: (bytes, lvl) => wasm.compress(bytes, lvl),
-    decompress: (frame) => wasm.decompress(frame),
+    // Frames without a content size (other encoders) need a buffer guess: grow it until the frame fits.
+    decompress: (frame) => {
+      for (let heap = 1 << 20;; heap *= 8) {
+        try {
+          return wasm.decompress(frame, { defaultHeapSize: heap });
+        } catch (error) {
+          if (heap >= 1 << 29) throw error;
+        }
+      }
+    },
   };
 }
 

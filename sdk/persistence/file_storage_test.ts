@@ -234,6 +234,29 @@ describe("fileStorage() crash repair", () => {
     });
   }
 
+  it("reads a batch that an encoder split across frames, and cuts back a torn split batch", async () => {
+    const dir = await tempDir();
+    const events = realisticLog(1);
+    const storage = fileStorage(dir, { compression: "zstd" });
+    await storage.create({ id: "s", createdAt: 0 });
+    const file = join(dir, "s", "session.jsonl.zstd");
+    const z = await zstd();
+    const enc = (text: string) => z.compress(new TextEncoder().encode(text), 3);
+    const header = new Uint8Array(await readFile(file));
+    const lines = events.map((e) => JSON.stringify(e) + "\n").join("");
+    const half = Math.floor(lines.length / 2) + 3;
+    const parts = [header, enc(lines.slice(0, half)), enc(""), enc(lines.slice(half))];
+    await writeFile(file, new Uint8Array(parts.flatMap((p) => [...p])));
+    const loaded = await fileStorage(dir).load("s");
+    assert.deepEqual(loaded.events, events);
+    assert.equal(loaded.repair.repaired, false);
+
+    await writeFile(file, new Uint8Array([...header, ...parts[1]]));
+    const torn = await fileStorage(dir).load("s");
+    assert.equal(torn.repair.tornTail?.offset, header.length);
+    assert.deepEqual(torn.events, []);
+  });
+
   it("refuses a header naming another session", async () => {
     const dir = await tempDir();
     await fileStorage(dir).create({ id: "s" });
