@@ -21,6 +21,10 @@
  * fsynced before `append` resolves; a failed write is cut back to the
  * previous length.
  *
+ * This file is a little over 400 lines because the class is the whole
+ * contract of one backend; byte-level work lives in `_file_log.ts` and
+ * decoding in `_log_decoder.ts`.
+ *
  * @module
  */
 
@@ -39,7 +43,7 @@ import {
   readTail,
   truncateTo,
 } from "./_file_log.ts";
-import { errorCode, fsOps, joinPath } from "./_fs.ts";
+import { errorCode, fsOps, joinPath, syncDir } from "./_fs.ts";
 import { escapeSessionId, makeHeader, validateSessionId } from "./_header.ts";
 import { decodePlainLog, decodeZstdLog } from "./_log_decoder.ts";
 import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "./_validate_batch.ts";
@@ -180,6 +184,7 @@ class FileSessionStorage implements SessionStorage {
       checkBatchContent(header.id, events, 0, this.#known);
       await this.#checkWriter(dir, header.id, options.writer, "create it");
       await fsOps.mkdir(dir);
+      await syncDir(this.#root);
       if (await this.#locate(dir) !== undefined) {
         throw new HarnessError("SESSION_ALREADY_EXISTS", `Session ${JSON.stringify(header.id)} already exists`, {
           details: { sessionId: header.id },
@@ -200,8 +205,15 @@ class FileSessionStorage implements SessionStorage {
     if (located === undefined) throw notFound(sessionId);
     const cached = this.#states.get(dir);
     if (cached !== undefined) {
-      const stat = await fsOps.stat(cached.file);
-      if (stat.size === cached.size) return cached;
+      const size = await fsOps.stat(cached.file).then((stat) => stat.size, (error) => {
+        if (errorCode(error) === "ENOENT") return -1;
+        throw error;
+      });
+      if (size === cached.size) return cached;
+      if (size === -1) {
+        this.#states.delete(dir);
+        throw notFound(sessionId);
+      }
     }
     const tail = await readTail(located.file, located.encoding, this.#known);
     const state = { ...located, size: tail.size, nextSeq: tail.nextSeq, torn: tail.torn };

@@ -156,13 +156,37 @@ export interface SessionStat {
  * Durable append-only storage of session logs; see the module documentation
  * for the contract and the mapping onto Redis Streams and PostgreSQL.
  *
- * Implementations: `fileStorage(dir)` and `memoryStorage()`.
+ * Implementations: `fileStorage(dir)` and `memoryStorage()`. Code written
+ * against this interface works with either (and with a remote backend).
  *
  * Error codes: `INVALID_ARGS` (bad arguments), `INVALID_SESSION_ID`,
  * `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS`, `SESSION_SEQ_MISMATCH`,
  * `SESSION_WRITER_BUSY`, `SESSION_REPAIR_REQUIRED` (append to a log with a
  * torn tail), `SESSION_FORMAT_UNSUPPORTED`, `SESSION_CORRUPT`,
- * `SESSION_UNKNOWN_EVENT_TYPE`, `SESSION_WRITE_FAILED`.
+ * `SESSION_UNKNOWN_EVENT_TYPE`, `SESSION_WRITE_FAILED`. Bad arguments
+ * (`INVALID_ARGS`, `INVALID_SESSION_ID`) throw at once; everything else
+ * rejects.
+ *
+ * @example Copying a session between storages, under writer leases
+ * ```ts
+ * import { memoryStorage, type SessionStorage } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ *
+ * async function copySession(from: SessionStorage, to: SessionStorage, id: string): Promise<number> {
+ *   const { header, events } = await from.load(id);
+ *   await using writer = await to.acquireWriter(id);
+ *   await to.create(header, { writer });
+ *   const { nextSeq } = await to.append(id, events, { expectedSeq: 0, writer });
+ *   return nextSeq;
+ * }
+ *
+ * const a = memoryStorage();
+ * await a.create({ id: "s", createdAt: 1 });
+ * await a.append("s", [{ type: "todo/write", seq: 0, time: 2, data: { todos: [] } }], { expectedSeq: 0 });
+ * const b = memoryStorage();
+ * assert.equal(await copySession(a, b, "s"), 1);
+ * assert.deepEqual((await b.load("s")).header, { version: 1, id: "s", createdAt: 1 });
+ * ```
  */
 export interface SessionStorage {
   /** A short name of the backend, e.g. `file` or `memory`. */
@@ -187,7 +211,11 @@ export interface SessionStorage {
   load(sessionId: string, options?: StorageAccessOptions): Promise<LoadedSession>;
   /** Read a session, repairing in memory only (nothing is written). */
   inspect(sessionId: string): Promise<LoadedSession>;
-  /** The headers of every stored session, oldest first. */
+  /**
+   * The headers of every stored session, oldest first (then by id). Sessions
+   * this build cannot read (a newer format, a corrupt header) are left out;
+   * `load` says why.
+   */
   list(): Promise<SessionHeader[]>;
   /** Cheap facts about one session, or `undefined` when it does not exist. */
   stat(sessionId: string): Promise<SessionStat | undefined>;
