@@ -11,9 +11,7 @@ import {
   HarnessError,
   type LlmAdapter,
   LlmFailure,
-  type Message,
   type ModelInfo,
-  type ReasoningEffort,
   type SessionEvent,
   type StreamChunk,
 } from "../mod.ts";
@@ -25,6 +23,8 @@ import {
   type RecordedRequest,
 } from "./fixture.ts";
 import { diffRequest } from "./_request_diff.ts";
+import { fillPlaceholders } from "./_placeholders.ts";
+import { recordedModels, toModelInfo } from "./_recorded_models.ts";
 
 /**
  * What the replay adapter does for one model call.
@@ -168,100 +168,6 @@ function applyOverrides(scripts: Script[], overrides: ReplayOverrides | undefine
     }
     script.entries[patch.at] = checkEntry(patch.entry, `of patch ${i}`);
   }
-}
-
-type ModelFacts = { efforts: Set<ReasoningEffort>; effort?: ReasoningEffort; maxTokens?: number; window?: number };
-
-function recordedModels(fixture: Fixture): Map<string, Map<string, ModelFacts>> {
-  const providers = new Map<string, Map<string, ModelFacts>>();
-  const facts = (provider: string, model: string): ModelFacts => {
-    let models = providers.get(provider);
-    if (models === undefined) providers.set(provider, models = new Map());
-    let entry = models.get(model);
-    if (entry === undefined) models.set(model, entry = { efforts: new Set() });
-    return entry;
-  };
-  for (const session of fixture.sessions) {
-    for (const event of session.events) {
-      if (event.type === "request/header") {
-        const { config } = event.data.header;
-        const defaults = event.data.header.adapterDefaults;
-        const entry = facts(config.provider, config.model);
-        if (config.reasoningEffort !== undefined) {
-          entry.efforts.add(config.reasoningEffort);
-          if (defaults?.reasoningEffort) entry.effort = config.reasoningEffort;
-        }
-        if (defaults?.maxTokens && config.maxTokens !== undefined) entry.maxTokens = config.maxTokens;
-      } else if (event.type === "request/context") {
-        const entry = facts(event.data.provider, event.data.model);
-        if (event.data.contextWindow !== undefined) entry.window = event.data.contextWindow;
-      }
-    }
-  }
-  return providers;
-}
-
-function toModelInfo(id: string, facts: ModelFacts): ModelInfo {
-  return {
-    id,
-    ...(facts.window !== undefined ? { contextWindow: facts.window } : {}),
-    ...(facts.efforts.size > 0 ? { reasoningEfforts: [...facts.efforts] } : {}),
-    ...(facts.effort !== undefined ? { defaultReasoningEffort: facts.effort } : {}),
-    ...(facts.maxTokens !== undefined ? { defaultMaxTokens: facts.maxTokens } : {}),
-  };
-}
-
-function messageTexts(message: Message): string[] {
-  const out: string[] = [];
-  for (const block of message.content) {
-    if (block.type === "text" || block.type === "reasoning") out.push(block.text);
-    else if (block.type === "tool-call") out.push(block.arguments);
-    else if (block.type === "tool-result") {
-      for (const inner of block.content) if (inner.type === "text") out.push(inner.text);
-    }
-  }
-  return out;
-}
-
-const PLACEHOLDER = /\{\{fromRequest:(.+?)\}\}/g;
-
-function fillPlaceholders(chunk: StreamChunk, request: GenerateOptions): StreamChunk {
-  const text = JSON.stringify(chunk);
-  if (!text.includes("{{fromRequest:")) return chunk;
-  const haystack = [...request.messages].reverse().flatMap(messageTexts);
-  if (request.system !== undefined) haystack.push(request.system);
-  const fill = (value: unknown): unknown => {
-    if (typeof value === "string") {
-      return value.replace(PLACEHOLDER, (_all, source: string) => {
-        let pattern: RegExp;
-        try {
-          pattern = new RegExp(source);
-        } catch (cause) {
-          throw new LlmFailure(
-            "REPLAY_PLACEHOLDER",
-            `Replay placeholder has an invalid regular expression: ${source}`,
-            {
-              cause,
-            },
-          );
-        }
-        for (const candidate of haystack) {
-          const match = pattern.exec(candidate);
-          if (match) return match[1] ?? match[0];
-        }
-        throw new LlmFailure(
-          "REPLAY_PLACEHOLDER",
-          `Replay placeholder /${source}/ matches nothing in the live request`,
-        );
-      });
-    }
-    if (Array.isArray(value)) return value.map(fill);
-    if (typeof value === "object" && value !== null) {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fill(v)]));
-    }
-    return value;
-  };
-  return fill(chunk) as StreamChunk;
 }
 
 function abortedFinish(): StreamChunk {
