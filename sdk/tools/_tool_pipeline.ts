@@ -129,7 +129,9 @@ export async function executeToolCall(deps: PipelineDeps): Promise<ToolExecution
       failure("HOOK_FAILED", "HarnessError", `A tools/pre-execute listener returned no decision for ${exec.name}`),
     );
   }
-  if (decision.kind === "deny") return finish(denied(exec, decision.reason));
+  if (decision.kind === "deny") {
+    return finish(denied(exec, typeof decision.reason === "string" ? decision.reason : "no reason given"));
+  }
 
   // 2. monotonic guards
   for (const guard of deps.guards(exec.scope)) {
