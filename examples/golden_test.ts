@@ -8,6 +8,9 @@
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
 import { HarnessError, renderTranscript } from "../mod.ts";
 import { assertGolden, assertGoldenTranscript, loadFixture, normalizeLog, replayAdapter } from "../replay/mod.ts";
 import { fixtureDir, goldenFile, runScenario, SCENARIOS, WEATHER_TABLE } from "./weather_agent.ts";
@@ -59,5 +62,32 @@ describe("golden regressions", () => {
       () => replay.assertConsumed(),
       /at call 2 of fixture session weather \(turn 1, step 2\): message 2 differs: user \(tool: tool-result\)/,
     );
+  });
+});
+
+describe("quickstart", () => {
+  it("runs offline from the fixture, streaming the answers and printing outcomes and usage", async () => {
+    const file = fileURLToPath(new URL("./quickstart.ts", import.meta.url));
+    const runtime = globalThis as { Deno?: unknown; Bun?: unknown };
+    const args = runtime.Deno !== undefined
+      ? ["run", "-A", file]
+      : runtime.Bun !== undefined
+      ? [file]
+      : ["--import", "tsx", file];
+    const env = { ...process.env, NO_COLOR: "1", DEEPSEEK_API_KEY: "" };
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(
+        process.execPath,
+        args,
+        { env },
+        (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)),
+      )
+    );
+    assert.match(stdout, /^Replaying examples\/fixtures\/weather\/ offline/);
+    assert.match(stdout, /\n→ weather\(\{"location": "San Francisco"\}\)\n← San Francisco: Morning fog/);
+    assert.match(stdout, /\nSan Francisco has morning fog that clears to sun by noon/);
+    assert.match(stdout, /\nturn 1: completed · 47 input \(\+704 cached\), 141 output \(60 reasoning\) tokens\n/);
+    assert.match(stdout, /\nturn 2: completed · 18 input, 219 output \(205 reasoning\) tokens\n/);
+    assert.match(stdout, /2 turns replayed from the fixture; no network was used\.\n$/);
   });
 });

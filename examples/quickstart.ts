@@ -103,6 +103,7 @@ const { results } = await runScenario(scenario, adapters, {
 if (replay !== undefined) {
   try {
     replay.assertConsumed();
+    console.log(dim(`${results.length} turns replayed from the fixture; no network was used.`));
   } catch (error) {
     console.error((error as Error).message);
     process.exitCode = 1;
