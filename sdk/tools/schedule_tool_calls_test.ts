@@ -1,5 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { createKernel, HarnessError } from "../kernel/mod.ts";
 import { scheduleToolCalls } from "./schedule_tool_calls.ts";
 import { ToolRuntime } from "./tool_runtime.ts";
@@ -207,5 +208,56 @@ describe("scheduleToolCalls()", () => {
     reads.resolve();
     await done;
     assert.deepEqual(out, ["first", "second"]);
+  });
+});
+
+describe("scheduleToolCalls() properties", () => {
+  it("for any mix of calls, cap and completion order: exclusives run alone, the cap holds, starts and results keep input order", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.boolean(), { maxLength: 14 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.scheduler(),
+        async (flags, cap, s) => {
+          const running = new Set<number>();
+          const starts: number[] = [];
+          let maxInFlight = 0;
+          const problems: string[] = [];
+          const items = flags.map((parallel, index) => ({ parallel, index }));
+          const consumed = (async () => {
+            const out: number[] = [];
+            for await (
+              const { index, result } of scheduleToolCalls(items, {
+                maxParallel: cap,
+                isParallel: (item) => item.parallel,
+                run: async (item) => {
+                  if (!item.parallel && running.size > 0) problems.push(`exclusive ${item.index} overlapped`);
+                  for (const other of running) {
+                    if (!items[other].parallel) problems.push(`${item.index} started during exclusive ${other}`);
+                  }
+                  starts.push(item.index);
+                  running.add(item.index);
+                  maxInFlight = Math.max(maxInFlight, running.size);
+                  await s.schedule(Promise.resolve(), `finish ${item.index}`);
+                  running.delete(item.index);
+                  return item.index * 10;
+                },
+              })
+            ) {
+              assert.equal(result, index * 10);
+              out.push(index);
+            }
+            return out;
+          })();
+          await s.waitFor(consumed);
+          const expected = items.map((item) => item.index);
+          assert.deepEqual(problems, []);
+          assert.ok(maxInFlight <= cap, `max in flight ${maxInFlight} > cap ${cap}`);
+          assert.deepEqual(starts, expected);
+          assert.deepEqual(await consumed, expected);
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });
