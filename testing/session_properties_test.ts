@@ -1,5 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import process from "node:process";
 import {
   checkDeriveFrozenProperty,
   checkDeriveMatchesSurfaceProperty,
@@ -19,6 +20,18 @@ describe("session property suites", () => {
   it("run at least 500 cases each by default", () => {
     assert.ok(propertyRuns() >= 500);
     assert.equal(Object.keys(sessionPropertySuites).length, 9);
+  });
+  it("DSH_PROPERTY_RUNS raises the number of runs, never lowers it", () => {
+    const saved = process.env.DSH_PROPERTY_RUNS;
+    try {
+      process.env.DSH_PROPERTY_RUNS = "2000";
+      assert.equal(propertyRuns(), 2000);
+      process.env.DSH_PROPERTY_RUNS = "10";
+      assert.equal(propertyRuns(), 500);
+    } finally {
+      if (saved === undefined) delete process.env.DSH_PROPERTY_RUNS;
+      else process.env.DSH_PROPERTY_RUNS = saved;
+    }
   });
   it("incremental SurfaceManager equals foldSurface on every prefix", () => checkIncrementalSurfaceProperty());
   it("a windowed fold equals the full fold where it is defined", () => checkWindowedSurfaceProperty());

@@ -293,6 +293,38 @@ describe("Session derived state", () => {
     assert.deepEqual(session.deriveMessages().map((m) => m.id), ["sum", "u3"]);
   });
 
+  it("deriveMessages() projects each node once and rebuilds only after a replace", () => {
+    // Restored events are frozen in place, so a getter on `data` counts every read of it.
+    let reads = 0;
+    const counted = (seq: number, id: string) => {
+      const data = user(id);
+      return {
+        type: "user/message",
+        seq,
+        time: 0,
+        surfaceOp: "append",
+        get data() {
+          reads++;
+          return data;
+        },
+      } as unknown as SessionEvent;
+    };
+    const session = Session.fromRestore("s", [counted(0, "a"), counted(1, "b"), counted(2, "c")], {});
+    reads = 0;
+    assert.equal(session.deriveMessages().length, 3);
+    assert.equal(reads, 3);
+    session.deriveMessages();
+    session.append("todo/write", { todos: [] });
+    session.deriveMessages();
+    assert.equal(reads, 3);
+    session.append("user/message", user("d"), { surfaceOp: "append" });
+    assert.equal(session.deriveMessages().length, 4);
+    assert.equal(reads, 3);
+    session.append("user/message", user("s"), { surfaceOp: { op: "replace", start: 0, end: 0 }, sourceEventSeqs: [0] });
+    assert.deepEqual(session.deriveMessages().map((m) => m.id), ["s", "b", "c", "d"]);
+    assert.equal(reads, 5);
+  });
+
   it("requestHeader() and requestContext() fold the latest records", () => {
     const session = Session.create("s");
     assert.equal(session.requestHeader(), undefined);
