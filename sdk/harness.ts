@@ -9,7 +9,13 @@ import { createKernel, type HarnessContext, type HarnessPlugin, type KernelEvent
 import { HarnessError } from "./kernel/harness_error.ts";
 import { type LlmAdapter, type LlmEvents, type LlmRuntime, llmRuntimePlugin, type RetryPolicy } from "./llm/mod.ts";
 import { type Session, type SessionEvents, type SessionStore, sessionStorePlugin } from "./session/mod.ts";
-import { type ToolDefinition, type ToolEvents, type ToolRuntime, toolRuntimePlugin } from "./tools/mod.ts";
+import {
+  type ApprovalService,
+  type ToolDefinition,
+  type ToolEvents,
+  type ToolRuntime,
+  toolRuntimePlugin,
+} from "./tools/mod.ts";
 import { type SystemPrompt, type SystemPromptEvents, systemPromptPlugin } from "./prompt/mod.ts";
 import { persistencePlugin } from "./persistence/persistence_plugin.ts";
 import {
@@ -46,6 +52,7 @@ export interface HarnessServices {
   tools: ToolRuntime;
   systemPrompt: SystemPrompt;
   agents: AgentRegistry;
+  approvals: ApprovalService;
 }
 
 /** The context of a harness. */
