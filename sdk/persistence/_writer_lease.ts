@@ -101,24 +101,42 @@ export async function readLiveLock(path: string): Promise<LockInfo | undefined> 
   try {
     info = JSON.parse(text);
   } catch {
-    // A lock file torn by a crash while it was being written: its owner never got the lease.
+    // Lock files are published whole, so this one was damaged: nobody can prove to hold it.
     return undefined;
   }
   if (typeof info?.pid === "number" && processAlive(info.pid) === false) return undefined;
   return info;
 }
 
-/** Create the lock file exclusively, taking over a stale one. `false` when a live lock exists. */
+/**
+ * Create the lock file exclusively, with its content in place from the first
+ * moment (written to a temp file, then hard-linked), taking over a stale one.
+ * `false` when a live lock exists.
+ */
 export async function createLock(path: string, info: LockInfo): Promise<boolean> {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      await fsOps.writeFile(path, JSON.stringify(info), "wx");
-      return true;
-    } catch (error) {
-      if (errorCode(error) !== "EEXIST") throw error;
+  const temp = `${path}.${info.token}.tmp`;
+  await fsOps.writeFile(temp, JSON.stringify(info), "wx");
+  try {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await fsOps.link(temp, path);
+        return true;
+      } catch (error) {
+        if (errorCode(error) !== "EEXIST") {
+          // No hard links here: fall back to an exclusive create (its content lands just after).
+          try {
+            await fsOps.writeFile(path, JSON.stringify(info), "wx");
+            return true;
+          } catch (inner) {
+            if (errorCode(inner) !== "EEXIST") throw inner;
+          }
+        }
+      }
+      if (await readLiveLock(path) !== undefined) return false;
+      await fsOps.unlink(path).catch(() => {});
     }
-    if (await readLiveLock(path) !== undefined) return false;
-    await fsOps.unlink(path).catch(() => {});
+    return false;
+  } finally {
+    await fsOps.unlink(temp).catch(() => {});
   }
-  return false;
 }

@@ -348,6 +348,12 @@ describe("fileStorage() durability", () => {
     const taken = await a.acquireWriter("s");
     assert.equal(JSON.parse(await readFile(join(dir, "s", "writer.lock"), "utf8")).token, taken.token);
     await taken.release();
+
+    // A damaged lock file proves nobody's lease.
+    await writeFile(join(dir, "s", "writer.lock"), "{");
+    const again = await a.acquireWriter("s");
+    await again.release();
+    assert.deepEqual(await readdir(join(dir, "s")), ["session.jsonl"]);
   });
 
   it("stat() reads the tail of large lines and of zstd files", async () => {
