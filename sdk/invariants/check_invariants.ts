@@ -39,6 +39,7 @@ export interface InvariantViolation {
  *   call id in the same step (allowed only with error code `TOOL_NOT_STARTED`).
  * - `EVENT_OUTSIDE_TURN`: `request/header`, `request/context`, `todo/write` or a replacing
  *   `tool/result` outside an open turn.
+ * - `INVALID_EVENT`: an entry that is not an event object with object data (it is skipped).
  */
 export const SESSION_INVARIANT_CODES: readonly string[] = Object.freeze([
   "SEQ_NOT_CONTIGUOUS",
@@ -53,6 +54,7 @@ export const SESSION_INVARIANT_CODES: readonly string[] = Object.freeze([
   "EVENT_OUTSIDE_STEP",
   "TOOL_RESULT_WITHOUT_CALL",
   "EVENT_OUTSIDE_TURN",
+  "INVALID_EVENT",
 ]);
 
 interface StepData {
@@ -103,6 +105,11 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
 
   for (let i = 0; i < events.length; i++) {
     const event = events[i];
+    if (typeof event !== "object" || event === null || typeof event.data !== "object" || event.data === null) {
+      report("INVALID_EVENT", i, `Entry ${i} is not an event with object data`);
+      surface = undefined;
+      continue;
+    }
     if (event.seq !== i) {
       report("SEQ_NOT_CONTIGUOUS", i, `Event at position ${i} has seq ${event.seq}`);
       surface = undefined;

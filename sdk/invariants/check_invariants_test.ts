@@ -112,13 +112,18 @@ describe("checkInvariants()", () => {
     for (const [events, expected] of cases) assert.deepEqual(codes(events), expected, JSON.stringify(events));
   });
 
+  it("reports entries that are not events instead of crashing on them", () => {
+    const events = [null, { type: "turn/start", seq: 1, time: 0, data: null }] as unknown as SessionEvent[];
+    assert.deepEqual(codes(events), ["0 INVALID_EVENT", "1 INVALID_EVENT"]);
+  });
+
   it("stops checking the surface after its first violation but keeps checking the rest", () => {
     const events = log({ type: "user/message", data: {} }, { type: "user/message", data: {} }, turnEnd(1));
     assert.deepEqual(codes(events), ["0 SURFACE_OP_MISSING", "2 TURN_END_MISMATCH"]);
   });
 
   it("documents every code it reports", () => {
-    assert.equal(new Set(SESSION_INVARIANT_CODES).size, 12);
+    assert.equal(new Set(SESSION_INVARIANT_CODES).size, 13);
   });
 });
 
