@@ -257,6 +257,20 @@ describe("fileStorage() crash repair", () => {
     assert.deepEqual(torn.events, []);
   });
 
+  it("refuses a repeated record followed by others (a seq defect) as corruption", async () => {
+    const events = realisticLog(1);
+    const { storage, file } = await written({ packChunks: false }, events, 100);
+    const lines = await plainLines(file);
+    lines.splice(4, 0, lines[3]);
+    await writeFile(file, lines.join("\n"));
+    await assert.rejects(storage.load("s"), (error: unknown) => {
+      assert.ok(HarnessError.isInstance(error, "SESSION_CORRUPT"));
+      assert.equal(error.details?.line, 5);
+      assert.match(error.message, /has seq 2, not 3/);
+      return true;
+    });
+  });
+
   it("refuses a header naming another session", async () => {
     const dir = await tempDir();
     await fileStorage(dir).create({ id: "s" });
