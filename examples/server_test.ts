@@ -73,6 +73,8 @@ describe("server examples", () => {
             logged.filter((e) => e.type === "user/message").map((e) => e.data.content[0].text),
             ["Hello", "Again"],
           );
+          assert.equal((await fetch(`${server.url}/sessions/demo`, { method: "DELETE", headers })).status, 204);
+          assert.deepEqual(await (await fetch(`${server.url}/sessions`, { headers })).json(), { sessions: [] });
         } finally {
           await server.close();
         }

@@ -12,7 +12,9 @@
  * - `HARNESS_TOKEN=secret HARNESS_DATA_DIR=/mnt/sessions bun run examples/serverless.ts`
  *
  * Prefer `"wait": true` on messages: the response then carries the turn's
- * outcome. Tool `ask` decisions are denied here (no one could answer them
+ * outcome. Read the log with `GET /sessions/:id/events?follow=false`, which
+ * replays it from storage and ends (a following stream ends when the request
+ * does). Tool `ask` decisions are denied here (no one could answer them
  * between requests); use a programmatic approver instead.
  *
  * @module

@@ -155,3 +155,18 @@ export function streamSessionEvents(
     }
   });
 }
+
+/** Serve a stored (not live) log as SSE, ending after it: nothing is resumed. */
+export function streamStoredEvents(c: Context, id: string, events: readonly SessionEvent[], from: number): Response {
+  return streamSSE(c, async (stream: SSEStreamingApi) => {
+    try {
+      await stream.writeSSE({ event: "ready", data: JSON.stringify({ id, seq: events.length, status: "stored" }) });
+      for (let seq = from; seq < events.length && !stream.aborted; seq++) {
+        await stream.writeSSE({ event: "session", id: String(seq), data: JSON.stringify(events[seq]) });
+      }
+      if (!stream.aborted) await stream.writeSSE({ event: "end", data: JSON.stringify({ id, seq: events.length }) });
+    } catch {
+      // The client is gone.
+    }
+  });
+}

@@ -156,8 +156,27 @@ export class SessionHost {
       existed = true;
     }
     this.#profiles.delete(id);
-    if (this.#storage !== undefined) existed = (await this.#storage.delete(id)) || existed;
+    if (this.#storage !== undefined) existed = (await this.#deleteStored(this.#storage, id)) || existed;
     return existed;
+  }
+
+  /**
+   * Delete a stored log. The persistence plugin releases a disposed session's
+   * writer lease after a last write that `disposeAgent` does not wait for, so
+   * a delete right after disposal may find the lease still held: retry for up
+   * to a second before giving up with `SESSION_WRITER_BUSY`.
+   */
+  async #deleteStored(storage: SessionStorage, id: string): Promise<boolean> {
+    for (let attempt = 0;; attempt++) {
+      try {
+        return await storage.delete(id);
+      } catch (error) {
+        if (!HarnessError.isInstance(error, "SESSION_WRITER_BUSY") || attempt >= 40 || this.live(id) !== undefined) {
+          throw error;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    }
   }
 
   /** The stored session ids that have no live agent. */

@@ -15,7 +15,7 @@ import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts"
 import type { ApprovalService } from "../tools/approval_service.ts";
 import { bearerVerifier } from "./_bearer_auth.ts";
 import { approvalBody, cancelBody, createSessionBody, forkBody, messageBody, readBody } from "./_body.ts";
-import { streamSessionEvents } from "./_event_stream.ts";
+import { streamSessionEvents, streamStoredEvents } from "./_event_stream.ts";
 import { HttpProblem, problemResponse, toProblem } from "./_problem.ts";
 import { checkSessionId } from "./_session_id.ts";
 import { SessionHost } from "./_session_host.ts";
@@ -134,7 +134,8 @@ function belongsTo(p: PendingApproval, agent: Agent): boolean {
  * - `GET /sessions/:id/events`: SSE. Every committed event as `event: session` with `id: <seq>`, live
  *   streaming deltas as `event: delta`, `event: status`, `event: approvals`, keep-alive comments. Resume
  *   with `Last-Event-ID: <seq>` (or `?from=<seq>` for the first seq wanted); `?deltas=false` drops deltas;
- *   `?follow=false` ends the stream after the log (`event: end`), for clients that only catch up.
+ *   `?follow=false` ends the stream after the log (`event: end`), for clients that only catch up (a
+ *   stored session is then read without being resumed).
  * - `GET /sessions/:id/transcript?format=markdown|json`, `POST /sessions/:id/fork` `{ boundary?, id? }`.
  * - `GET /sessions/:id/approvals`, `POST /sessions/:id/approvals/:callId` `{ decision: "allow" | "reject" }`.
  *
@@ -361,7 +362,12 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     }
     const deltas = c.req.query("deltas") !== "false";
     const follow = c.req.query("follow") !== "false";
-    const agent = await host.agent(c.req.param("id"));
+    const id = c.req.param("id");
+    if (!follow && host.live(id) === undefined) {
+      // Catching up on a stored session needs no agent: read the log without resuming it.
+      return streamStoredEvents(c, id, (await inspectStored(id)).events, from);
+    }
+    const agent = await host.agent(id);
     return streamSessionEvents(c, harness.ctx, agent, {
       from,
       deltas,
@@ -401,8 +407,10 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   });
 
   app.get("/sessions/:id/approvals", async (c) => {
-    const agent = await host.agent(c.req.param("id"));
-    return c.json({ approvals: pendingOf(agent) });
+    const id = c.req.param("id");
+    const agent = host.live(id);
+    if (agent === undefined) await inspectStored(id); // a stored session has no pending question
+    return c.json({ approvals: agent === undefined ? [] : pendingOf(agent) });
   });
 
   app.post("/sessions/:id/approvals/:callId", async (c) => {

@@ -441,6 +441,11 @@ describe("createHarnessApp() with bad input", () => {
   });
 });
 
+async function served2Events(call: Served["call"]): Promise<string[]> {
+  const text = await (await call("GET", "/sessions/s1/events?follow=false")).text();
+  return [...text.matchAll(/^event: (.+)$/gm)].map((m) => m[1]);
+}
+
 describe("createHarnessApp() over storage", () => {
   it("lists a stored session and resumes it on the next message", async () => {
     const storage = memoryStorage();
@@ -458,6 +463,10 @@ describe("createHarnessApp() over storage", () => {
       assert.deepEqual([stored.live, stored.status, stored.turns], [false, "stored", 1]);
       const transcript = await (await call("GET", "/sessions/s1/transcript")).text();
       assert.match(transcript, /One/);
+      const caughtUp = await served2Events(call);
+      assert.deepEqual(caughtUp.slice(0, 2), ["ready", "session"]);
+      assert.equal(caughtUp.at(-1), "end");
+      assert.deepEqual(await (await call("GET", "/sessions/s1/approvals")).json(), { approvals: [] });
       assert.equal(harness.ctx.service("agents").get("s1"), undefined, "reading does not resume");
 
       const reply = await (await call("POST", "/sessions/s1/messages", { content: "Again", wait: true })).json();
