@@ -36,6 +36,7 @@ export type { FileStorageOptions } from "./file_storage.ts";
 export { memoryStorage } from "./memory_storage.ts";
 export type { MemoryStorageOptions } from "./memory_storage.ts";
 export { repairSessionLog } from "./repair_session_log.ts";
+export { type PersistenceOptions, persistencePlugin } from "./persistence_plugin.ts";
 export type { RepairSessionLogOptions, RepairSessionLogResult } from "./repair_session_log.ts";
 export { expandChunkRow, isChunkRow, MIN_CHUNK_RUN, packChunkRows, unpackChunkRows } from "./chunk_rows.ts";
 export type { ChunkRow, ChunkRowType, PackChunkRowsOptions, StoredRecord } from "./chunk_rows.ts";
