@@ -25,7 +25,7 @@ export const createSessionBody = z.strictObject({
   model: z.string().min(1).max(256).optional(),
   system: z.string().max(200_000).optional(),
   tools: z.array(toolName).max(1000).optional(),
-  reasoningEffort: z.string().min(1).max(32).optional(),
+  reasoningEffort: z.enum(["minimal", "low", "medium", "high", "max"]).optional(),
   temperature: z.number().min(0).max(2).optional(),
   maxTokens: z.int().positive().optional(),
 });

@@ -104,7 +104,7 @@ export function streamSessionEvents(
     }, options.keepAliveMs);
     try {
       const snapshot = agent.session.events;
-      let next = options.from;
+      let next = Math.min(options.from, snapshot.length);
       await stream.writeSSE({
         event: "ready",
         data: JSON.stringify({ id: agent.id, seq: snapshot.length, status: agent.status }),

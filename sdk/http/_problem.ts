@@ -32,6 +32,7 @@ const STATUS_BY_CODE: Readonly<Record<string, number>> = {
   OPEN_TURN: 409,
   SESSION_WRITER_BUSY: 409,
   AGENT_DISPOSED: 410,
+  INPUT_DISCARDED: 409,
   HARNESS_DISPOSED: 503,
 };
 

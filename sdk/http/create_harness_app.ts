@@ -363,11 +363,23 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     const deltas = c.req.query("deltas") !== "false";
     const follow = c.req.query("follow") !== "false";
     const id = c.req.param("id");
+    const beyond = (length: number) => {
+      if (from > length) {
+        throw new HttpProblem(
+          400,
+          "INVALID_LAST_EVENT_ID",
+          `The stream cannot start at seq ${from}: the log of session "${id}" has ${length} events`,
+        );
+      }
+    };
     if (!follow && host.live(id) === undefined) {
       // Catching up on a stored session needs no agent: read the log without resuming it.
-      return streamStoredEvents(c, id, (await inspectStored(id)).events, from);
+      const { events } = await inspectStored(id);
+      beyond(events.length);
+      return streamStoredEvents(c, id, events, from);
     }
     const agent = await host.agent(id);
+    beyond(agent.session.seq);
     return streamSessionEvents(c, harness.ctx, agent, {
       from,
       deltas,

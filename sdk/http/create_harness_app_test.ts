@@ -397,6 +397,14 @@ describe("createHarnessApp() with bad input", () => {
         400,
         "INVALID_LAST_EVENT_ID",
       );
+      await expectProblem(
+        await call("GET", "/sessions/s1/events", undefined, { "last-event-id": String(seqBefore) }),
+        400,
+        "INVALID_LAST_EVENT_ID",
+      );
+      await expectProblem(await call("GET", `/sessions/s1/events?from=${seqBefore + 1}`), 400, "INVALID_LAST_EVENT_ID");
+      await expectProblem(await call("GET", "/sessions/s1/events?from=-1"), 400, "INVALID_QUERY");
+      await expectProblem(await call("POST", "/sessions", { reasoningEffort: "extreme" }), 422, "INVALID_BODY");
 
       // missing, malformed and wrong tokens
       const missing = await raw("/sessions/s1", {});
