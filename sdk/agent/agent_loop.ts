@@ -221,6 +221,10 @@ export class LoopAgent implements Agent {
   #idleWaiters: (() => void)[] = [];
   #firstRequestOfLoop = true;
   #turn: number;
+  /** Usage of every model call of the running turn (failed attempts included). */
+  #turnUsage: TokenUsage = ZERO_USAGE;
+  /** The text of the turn's latest assistant message that had text. */
+  #turnText = "";
   readonly #subscribers = new Set<UpdateQueue>();
   readonly #claimedBy = new Map<string, number>();
   readonly #runWaiters = new Map<string, { resolve: (r: RunResult) => void; reject: (e: unknown) => void }>();
@@ -440,6 +444,8 @@ export class LoopAgent implements Agent {
     this.#cancelCause = undefined;
     const signal = controller.signal;
     const turn = ++this.#turn;
+    this.#turnUsage = ZERO_USAGE;
+    this.#turnText = "";
     this.#wakePending = false;
     this.session.append("turn/start", { turn });
     let step = 0;
@@ -517,20 +523,7 @@ export class LoopAgent implements Agent {
   }
 
   #turnResult(turn: number, reason: TurnEndReason): RunResult {
-    let usage = ZERO_USAGE;
-    let text = "";
-    let inTurn = false;
-    for (const event of this.session.events) {
-      if (event.type === "turn/start") inTurn = event.data.turn === turn;
-      if (!inTurn) continue;
-      if (event.type === "assistant/chunk" && event.data.chunk.type === "usage") {
-        usage = addUsage(usage, event.data.chunk.usage);
-      } else if (event.type === "assistant/message") {
-        const t = event.data.message.content.filter((b) => b.type === "text").map((b) => b.text).join("");
-        if (t.length > 0) text = t;
-      }
-    }
-    return { text, reason, usage, turn };
+    return { text: this.#turnText, reason, usage: this.#turnUsage, turn };
   }
 
   async #runStep(
@@ -591,6 +584,7 @@ export class LoopAgent implements Agent {
         const event = this.session.append("assistant/chunk", { turn, step, chunk });
         chunkSeqs.push(event.seq);
         assembler.push(chunk);
+        if (chunk.type === "usage") this.#turnUsage = addUsage(this.#turnUsage, chunk.usage);
       }
       const finish = assembler.finish ?? { kind: "error", failure: { code: "STREAM_CLOSED", message: "No finish" } };
       if (signal.aborted) {
@@ -695,6 +689,8 @@ export class LoopAgent implements Agent {
     interrupted: boolean,
     replayState?: unknown,
   ): void {
+    const text = content.filter((b) => b.type === "text").map((b) => b.text).join("");
+    if (text.length > 0) this.#turnText = text;
     const message: AssistantMessage = {
       id: this.#init.newId(),
       role: "assistant",

@@ -84,7 +84,7 @@ export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, op
     t.chain = t.chain.then(async () => {
       const end = t.session.seq;
       if (end <= t.nextSeq) return;
-      const batch = t.session.events.slice(t.nextSeq, end);
+      const batch = t.session.slice(t.nextSeq, end);
       const result = await storage.append(t.session.id, batch, { expectedSeq: t.nextSeq, writer: t.writer });
       t.nextSeq = result.nextSeq;
       t.failure = undefined;

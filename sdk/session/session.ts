@@ -272,6 +272,28 @@ export class Session {
     return this.#snapshot ??= Object.freeze(this.#log.slice());
   }
 
+  /**
+   * The events with seqs from `start` (inclusive) to `end` (exclusive), without
+   * snapshotting the whole log: O(end - start).
+   *
+   * @param start The first seq.
+   * @param end One past the last seq. @default {the log's length}
+   * @returns A new array of the (frozen) events.
+   */
+  slice(start: number, end: number = this.#log.length): SessionEvent[] {
+    return this.#log.slice(start, end);
+  }
+
+  /**
+   * The event with this seq.
+   *
+   * @param seq A seq of the log.
+   * @returns The event, or `undefined` past the end.
+   */
+  at(seq: number): SessionEvent | undefined {
+    return this.#log[seq];
+  }
+
   /** The seq of the next event: the length of the log. */
   get seq(): number {
     return this.#log.length;
