@@ -22,7 +22,7 @@ import {
   sessionCounts,
   userText,
 } from "./_conversation.ts";
-import { forceGc, heapUsed, numberOption, printResult, round, runtimeVersion } from "./_stats.ts";
+import { forceGc, heapUsed, median, numberOption, printResult, round, runtimeVersion } from "./_stats.ts";
 
 const agentCount = numberOption("agents", "BENCH_AGENTS", 1000);
 const turns = numberOption("turns", "BENCH_AGENT_TURNS", 10);
@@ -61,10 +61,14 @@ const first = await harness.createAgent();
 for (let turn = 1; turn <= turns; turn++) await first.run(userText(turn));
 const before = settledHeap();
 const agents: Agent[] = [];
+/** Wall time of each agent's turns, ms: does a turn cost more when many agents are live? */
+const agentMs: number[] = [];
 const started = performance.now();
 for (let i = 0; i < agentCount; i++) {
   const agent = await harness.createAgent();
+  const t0 = performance.now();
   for (let turn = 1; turn <= turns; turn++) await agent.run(userText(turn));
+  agentMs.push(performance.now() - t0);
   // `run()` resolves with the turn's outcome a little before the status returns to idle.
   await agent.whenIdle();
   agents.push(agent);
@@ -81,12 +85,17 @@ for (const agent of agents) {
 }
 await harness.dispose();
 
+const edge = Math.min(10, agentCount);
+const firstAgentsStepUs = (median(agentMs.slice(0, edge)) * 1000) / (turns * 2);
+const lastAgentsStepUs = (median(agentMs.slice(-edge)) * 1000) / (turns * 2);
 const perAgent = heldBytes / agentCount;
 const perBare = bareBytes / agentCount;
 console.log(
   `memory — ${runtimeVersion()}: ${agentCount} idle agents with ${turns}-turn histories (${
     round(events / agentCount, 0)
-  } log events each), built in ${round(elapsedMs / 1000, 1)} s`,
+  } log events each), built in ${round(elapsedMs / 1000, 1)} s; a step cost ${
+    round(firstAgentsStepUs, 0)
+  } µs with the first ${edge} agents live and ${round(lastAgentsStepUs, 0)} µs with the last ${edge} (medians)`,
 );
 console.table({
   harness: { "KB per agent": round(perAgent / 1024, 1), "bytes per log event": round(heldBytes / events, 0) },
@@ -103,4 +112,6 @@ printResult({
   bytesPerEvent: heldBytes / events,
   bareBytesPerConversation: perBare,
   buildMs: elapsedMs,
+  firstAgentsStepUs,
+  lastAgentsStepUs,
 });

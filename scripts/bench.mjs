@@ -10,7 +10,7 @@
 // fails only when its correctness checks fail (a run that skips work).
 
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, release, tmpdir, totalmem } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -131,8 +131,31 @@ function header() {
   ].join("\n");
 }
 
+/**
+ * Write the results. With `--only`, the sections run replace the sections of
+ * the same title in the existing file (the rest of it, header included, is
+ * kept, with a note of the re-run); otherwise the file is rewritten.
+ */
 function writeResults() {
-  writeFileSync(outFile, [header(), ...sections].join("\n") + "\n");
+  if (only.size === 0 || !existsSync(outFile)) {
+    writeFileSync(outFile, [header(), ...sections].join("\n") + "\n");
+    return;
+  }
+  let text = readFileSync(outFile, "utf8");
+  for (const section of sections) {
+    const title = section.split("\n", 1)[0];
+    const note = `\n_This section was re-run alone on ${started.toISOString()} (load average ${
+      loadavg().map((x) => x.toFixed(2)).join(" / ")
+    })._\n`;
+    const start = text.indexOf(title + "\n");
+    if (start < 0) {
+      text = text.trimEnd() + "\n\n" + section + note;
+      continue;
+    }
+    const next = text.indexOf("\n## ", start + title.length);
+    text = text.slice(0, start) + section + note + (next < 0 ? "" : text.slice(next));
+  }
+  writeFileSync(outFile, text.trimEnd() + "\n");
 }
 
 // ---------------------------------------------------------------- bundle size
@@ -509,6 +532,8 @@ async function benchMemory() {
       fmt(r.bytesPerEvent, 0),
       kb(r.bareBytesPerConversation),
       fmt(r.bytesPerAgent / r.bareBytesPerConversation, 1),
+      fmt(r.firstAgentsStepUs, 0),
+      fmt(r.lastAgentsStepUs, 0),
     ]);
   }
   sections.push([
@@ -517,7 +542,9 @@ async function benchMemory() {
     `Heap per idle agent: ${SIZES.agents} agents in one harness each run a 10-turn history of the standard ` +
     "conversation and stay alive; heap after forced GC (`Bun.gc(true)`, `--expose-gc`, " +
     "`--v8-flags=--expose-gc`) minus the heap before them, divided by the number of agents. *bare* is the same " +
-    "histories as plain message arrays built by the bare loop.",
+    "histories as plain message arrays built by the bare loop. The last two columns are the median wall time " +
+    "per step of the first 10 and of the last 10 agents' turns: whether a step costs more when many agents are " +
+    "live in the harness.",
     "",
     table([
       "runtime",
@@ -527,6 +554,8 @@ async function benchMemory() {
       "bytes per log event",
       "bare KB per conversation",
       "× bare",
+      "µs/step, first 10 agents",
+      "µs/step, last 10 agents",
     ], rows),
     ...failures.map((f) => `\n${f}`),
     "",
