@@ -123,13 +123,15 @@ describe("loadFixture()", () => {
     }
   });
 
-  it("reads a zstd storage directory through fileStorage", async () => {
+  it("reads a zstd storage directory through fileStorage, with its replay.override.json", async () => {
     const dir = await tempDir();
     try {
       const events = await recordConversation();
       const storage = fileStorage(dir, { compression: "zstd" });
       await storage.create({ id: "zipped", createdAt: 1 }, { events });
+      await writeFile(join(dir, "replay.override.json"), JSON.stringify([{ hang: true }]));
       const fixture = await loadFixture(new URL(`file://${dir}/`));
+      assert.deepEqual(fixture.overrides, [{ hang: true }]);
       assert.equal(fixture.sessions.length, 1);
       assert.deepEqual(fixture.sessions[0].events, events);
       assert.equal(fixture.sessions[0].calls.length, 3);
