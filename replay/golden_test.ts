@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import process from "node:process";
 import { HarnessError } from "../mod.ts";
 import { assertGolden, assertGoldenTranscript, normalizeText } from "./golden.ts";
 import { unifiedDiff } from "./_line_diff.ts";
@@ -43,6 +44,24 @@ describe("assertGolden()", () => {
         return true;
       });
       assert.equal(await readFile(path, "utf8"), before, "a mismatch leaves the golden file alone");
+    });
+  });
+
+  it("rewrites the golden file when DSH_GOLDEN=update is set, and compares otherwise", async () => {
+    await withDir(async (dir) => {
+      const path = join(dir, "env.golden.md");
+      const saved = process.env.DSH_GOLDEN;
+      try {
+        process.env.DSH_GOLDEN = "update";
+        assert.equal(await assertGolden("old\n", path), "updated");
+        assert.equal(await assertGolden("new\n", path), "updated");
+        assert.equal(await readFile(path, "utf8"), "new\n");
+        delete process.env.DSH_GOLDEN;
+        await assert.rejects(assertGolden("old\n", path), /-new\n\+old\n/);
+      } finally {
+        if (saved === undefined) delete process.env.DSH_GOLDEN;
+        else process.env.DSH_GOLDEN = saved;
+      }
     });
   });
 
