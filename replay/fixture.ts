@@ -186,10 +186,15 @@ export function fixtureFromLogs(logs: readonly SessionEvent[] | readonly Fixture
 }
 
 /**
- * Load a fixture: a persisted session log (a file holding a session header
- * line and its events, JSONL, plain or zstd, packed chunk rows allowed;
- * several logs may follow one another in one file), a directory of such
- * files (searched recursively, files in name order), or logs in memory.
+ * Load a fixture: persisted session logs, or logs in memory.
+ *
+ * - A directory is a session storage directory as `fileStorage` writes it
+ *   (one `<id>/session.jsonl` or `session.jsonl.zstd` per session; this is
+ *   what `writeFixture` and record mode produce); every stored session is
+ *   read, crash-repaired in memory like `inspect()`.
+ * - A file is one plain `session.jsonl` (a session header line, then one
+ *   event or packed chunk row per line; several logs may follow one another).
+ *   A zstd file is read through its storage directory instead.
  *
  * A sidecar file with script overrides is read with a fixture file
  * (`weather.jsonl` → `weather.override.json`) or directory
