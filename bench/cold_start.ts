@@ -8,7 +8,8 @@
  * Usage:
  * - `… bench/cold_start.ts --record <dir>` records the fixture (one turn of the
  *   standard scripted conversation) into the directory `<dir>`;
- * - `… bench/cold_start.ts <dir>` replays it and prints its phases in ms, then a
+ * - `… bench/cold_start.ts <dir>` replays it and prints its phases in ms (import,
+ *   fixture load, tool definition, harness + agent creation, turn), then a
  *   `BENCH_RESULT` line.
  *
  * The imports are dynamic so that their cost is measured inside the process
@@ -17,10 +18,10 @@
  * @module
  */
 
-import process from "node:process";
-
 const t0 = performance.now();
-const args = process.argv.slice(2);
+// No `node:process` here: on Deno, loading a `node:` module costs start-up time of its own.
+const runtime = globalThis as { Deno?: { args: string[] }; process?: { argv: string[] } };
+const args = runtime.Deno?.args ?? runtime.process?.argv.slice(2) ?? [];
 const record = args[0] === "--record";
 const dir = record ? args[1] : args[0];
 if (dir === undefined) throw new Error("Usage: cold_start.ts [--record] <fixture directory>");
@@ -32,7 +33,10 @@ const imported = performance.now();
 
 const route = { provider: conversation.BENCH_PROVIDER, model: conversation.BENCH_MODEL };
 const adapter = record ? conversation.benchAdapter() : replayAdapter({ fixture: await loadFixture(dir) });
-const harness = await createHarness({ adapters: [adapter], model: route, tools: [conversation.addTool()] });
+const loaded = performance.now();
+const tools = [conversation.addTool()];
+const defined = performance.now();
+const harness = await createHarness({ adapters: [adapter], model: route, tools });
 const agent = await harness.createAgent({ id: "cold-start" });
 const created = performance.now();
 
@@ -53,13 +57,20 @@ const phases = {
   /** Time from process start to the first line of this module. */
   startMs: t0,
   importMs: imported - t0,
-  harnessMs: created - imported,
+  /** `loadFixture()` + `replayAdapter()`. */
+  fixtureMs: loaded - imported,
+  /** `defineTool()` of the `add` tool (zod to JSON Schema, ajv compilation). */
+  toolMs: defined - loaded,
+  /** `createHarness()` + `createAgent()`. */
+  harnessMs: created - defined,
   turnMs: answered - created,
   totalMs: answered,
 };
 console.log(
-  `cold start: start ${phases.startMs.toFixed(1)} ms, import ${phases.importMs.toFixed(1)} ms, harness ${
-    phases.harnessMs.toFixed(1)
-  } ms, turn ${phases.turnMs.toFixed(1)} ms (${phases.totalMs.toFixed(1)} ms since process start)`,
+  `cold start: start ${phases.startMs.toFixed(1)} ms, import ${phases.importMs.toFixed(1)} ms, fixture ${
+    phases.fixtureMs.toFixed(1)
+  } ms, tool ${phases.toolMs.toFixed(1)} ms, harness ${phases.harnessMs.toFixed(1)} ms, turn ${
+    phases.turnMs.toFixed(1)
+  } ms (${phases.totalMs.toFixed(1)} ms since process start)`,
 );
 console.log("BENCH_RESULT " + JSON.stringify({ bench: "cold_start", record, ...phases }));

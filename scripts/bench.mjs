@@ -326,7 +326,6 @@ async function benchColdStart() {
       target: "es2022",
       outfile,
       logLevel: "silent",
-      banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
     });
     bundled[name] = outfile;
   }
@@ -360,7 +359,7 @@ async function benchColdStart() {
     }
     if (failed) {
       failures.push(failure(label, failed));
-      rows.push([label, "—", "—", "—", "—", "—", "—", "—", "failed"]);
+      rows.push([label, "—", "—", "—", "—", "—", "—", "—", "—", "—", "failed"]);
       continue;
     }
     const over = median(cold) - median(empty);
@@ -372,6 +371,8 @@ async function benchColdStart() {
       fmt(over),
       fmt(ph("startMs")),
       fmt(ph("importMs")),
+      fmt(ph("fixtureMs")),
+      fmt(ph("toolMs")),
       fmt(ph("harnessMs")),
       fmt(ph("turnMs")),
       target ? (over <= target ? "met (≤ 60 ms)" : `missed by ${fmt(over - target)} ms`) : "—",
@@ -387,7 +388,8 @@ async function benchColdStart() {
     '"Process" is spawn-to-exit wall time seen by the driver; the phases are measured inside the process ' +
     "(`performance.now()`, whose origin is the process start): *start* = until the script's first line " +
     "(runtime boot, and for Node + tsx the loader's own start-up), *import* = dynamic import of the SDK, " +
-    "*harness* = fixture load + `createHarness()` + `createAgent()`, *turn* = the replayed turn.",
+    "*fixture* = `loadFixture()` + `replayAdapter()`, *tool* = `defineTool()` of `add` (zod to JSON Schema, " +
+    "ajv compilation), *harness* = `createHarness()` + `createAgent()`, *turn* = the replayed turn.",
     "",
     "The Node + tsx row includes tsx's transpilation of every source file on each start (tsx's start-up is " +
     "also in its empty-script time); the bundle rows run one esbuild output (`platform: node`, dependencies " +
@@ -401,6 +403,8 @@ async function benchColdStart() {
         "above empty ms",
         "start ms",
         "import ms",
+        "fixture ms",
+        "tool ms",
         "harness ms",
         "turn ms",
         "target",
