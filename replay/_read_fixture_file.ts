@@ -5,7 +5,7 @@
 // row per line; several logs may follow one another).
 
 import { readFile, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { fileStorage, HarnessError, type SessionEvent, type StoredRecord, unpackChunkRows } from "../mod.ts";
 import type { FixtureLog } from "./fixture.ts";
@@ -62,16 +62,20 @@ function parseLogText(text: string, file: string): FixtureLog[] {
 
 async function readLogFile(file: string): Promise<FixtureLog[]> {
   const bytes = await readFile(file);
-  if (ZSTD_MAGIC.every((b, i) => bytes[i] === b)) {
-    throw new HarnessError(
-      "INVALID_FIXTURE",
-      `Fixture ${file} is zstd-compressed; this build reads plain JSONL fixtures`,
-      {
-        details: { file },
-      },
-    );
-  }
-  return parseLogText(new TextDecoder().decode(bytes), file);
+  if (!ZSTD_MAGIC.every((b, i) => bytes[i] === b)) return parseLogText(new TextDecoder().decode(bytes), file);
+  // A compressed log is read through the storage directory that holds it: <root>/<id>/session.jsonl.zstd.
+  const dir = dirname(file);
+  const logs = await readStorageDir(dirname(dir));
+  const own = logs.filter((log) => log.id === basename(dir));
+  if (own.length === 1) return own;
+  if (logs.length === 1) return logs;
+  throw new HarnessError(
+    "INVALID_FIXTURE",
+    `Fixture ${file} is zstd-compressed and its session could not be told apart in ${
+      dirname(dir)
+    }; load that directory instead`,
+    { details: { file } },
+  );
 }
 
 async function readStorageDir(dir: string): Promise<FixtureLog[]> {

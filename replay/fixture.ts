@@ -194,7 +194,8 @@ export function fixtureFromLogs(logs: readonly SessionEvent[] | readonly Fixture
  *   read, crash-repaired in memory like `inspect()`.
  * - A file is one plain `session.jsonl` (a session header line, then one
  *   event or packed chunk row per line; several logs may follow one another).
- *   A zstd file is read through its storage directory instead.
+ *   A `session.jsonl.zstd` file is read through the storage directory that
+ *   holds it.
  *
  * A sidecar file with script overrides is read with a fixture file
  * (`weather.jsonl` → `weather.override.json`) or directory

@@ -132,6 +132,8 @@ describe("loadFixture()", () => {
       await writeFile(join(dir, "replay.override.json"), JSON.stringify([{ hang: true }]));
       const fixture = await loadFixture(new URL(`file://${dir}/`));
       assert.deepEqual(fixture.overrides, [{ hang: true }]);
+      const file = await loadFixture(join(dir, "zipped", "session.jsonl.zstd"));
+      assert.deepEqual(file.sessions.map((s) => [s.id, s.calls.length]), [["zipped", 3]]);
       assert.equal(fixture.sessions.length, 1);
       assert.deepEqual(fixture.sessions[0].events, events);
       assert.equal(fixture.sessions[0].calls.length, 3);
