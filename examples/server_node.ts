@@ -36,9 +36,13 @@ import {
 export async function startNodeServer(options: ServerOptions): Promise<RunningServer> {
   const { app, harness } = await createServerApp(options);
   const { server, port } = await new Promise<{ server: ReturnType<typeof serve>; port: number }>((resolve) => {
-    const server = serve({ fetch: app.fetch, port: options.port, hostname: options.hostname }, (info: AddressInfo) => {
-      resolve({ server, port: info.port });
-    });
+    // overrideGlobalObjects: false keeps the runtime's own Request and Response
+    // (the adapter would otherwise swap in its own, which other servers in the
+    // same process, e.g. Bun.serve, cannot return).
+    const server = serve(
+      { fetch: app.fetch, port: options.port, hostname: options.hostname, overrideGlobalObjects: false },
+      (info: AddressInfo) => resolve({ server, port: info.port }),
+    );
   });
   return {
     url: `http://${options.hostname}:${port}`,

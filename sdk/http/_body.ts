@@ -57,11 +57,48 @@ function pathOf(path: readonly PropertyKey[]): string {
 }
 
 /**
- * Parse and validate a JSON body. An empty body counts as `{}`, so routes whose
- * fields are all optional accept a bare POST.
+ * Read a body as text, refusing more than `maxBytes`: at once from
+ * `Content-Length`, else while streaming (the read stops at the limit).
  */
-export async function readBody<T extends z.ZodType>(request: Request, schema: T): Promise<z.output<T>> {
-  const text = await request.text();
+async function readLimited(request: Request, maxBytes: number): Promise<string> {
+  const tooLarge = () => new HttpProblem(413, "BODY_TOO_LARGE", `The request body is larger than ${maxBytes} bytes`);
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (declared > maxBytes) throw tooLarge();
+  if (request.body === null) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (let r = await reader.read(); !r.done; r = await reader.read()) {
+    size += r.value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(r.value);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch (cause) {
+    throw new HttpProblem(400, "INVALID_JSON", "The request body is not valid UTF-8", { cause });
+  }
+}
+
+/**
+ * Parse and validate a JSON body of at most `maxBytes`. An empty body counts
+ * as `{}`, so routes whose fields are all optional accept a bare POST.
+ */
+export async function readBody<T extends z.ZodType>(
+  request: Request,
+  schema: T,
+  maxBytes: number,
+): Promise<z.output<T>> {
+  const text = await readLimited(request, maxBytes);
   let value: unknown = {};
   if (text.trim() !== "") {
     const type = request.headers.get("content-type") ?? "";

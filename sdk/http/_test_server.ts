@@ -51,15 +51,18 @@ export function serveOnLoopback(fetch: Fetch): Promise<LoopbackServer> {
     });
   }
   return new Promise((resolve) => {
-    const server = serve({ fetch, hostname: "127.0.0.1", port: 0 }, (info: AddressInfo) => {
-      resolve({
-        url: `http://127.0.0.1:${info.port}`,
-        close: () =>
-          new Promise<void>((done) => {
-            (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-            server.close(() => done());
-          }),
-      });
-    });
+    const server = serve(
+      { fetch, hostname: "127.0.0.1", port: 0, overrideGlobalObjects: false },
+      (info: AddressInfo) => {
+        resolve({
+          url: `http://127.0.0.1:${info.port}`,
+          close: () =>
+            new Promise<void>((done) => {
+              (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+              server.close(() => done());
+            }),
+        });
+      },
+    );
   });
 }

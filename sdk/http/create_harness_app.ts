@@ -5,7 +5,6 @@
  */
 
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import type { Agent } from "../agent/agent.ts";
 import type { Harness } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
@@ -259,15 +258,6 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       await next();
     });
   }
-  app.use(
-    "*",
-    bodyLimit({
-      maxSize: maxBodyBytes,
-      onError: () => {
-        throw new HttpProblem(413, "BODY_TOO_LARGE", `The request body is larger than ${maxBodyBytes} bytes`);
-      },
-    }),
-  );
   app.use("/sessions/:id/*", async (c, next) => {
     checkSessionId(c.req.param("id"));
     await next();
@@ -288,7 +278,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   });
 
   app.post("/sessions", async (c) => {
-    const body = await readBody(c.req.raw, createSessionBody);
+    const body = await readBody(c.req.raw, createSessionBody, maxBodyBytes);
     const agent = await host.create(body);
     c.header("location", `/sessions/${agent.id}`);
     return c.json(summary(agent), 201);
@@ -324,7 +314,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   });
 
   app.post("/sessions/:id/messages", async (c) => {
-    const body = await readBody(c.req.raw, messageBody);
+    const body = await readBody(c.req.raw, messageBody, maxBodyBytes);
     const agent = await host.agent(c.req.param("id"));
     const content = body.content;
     if (body.wait && body.mode === "followup") {
@@ -340,7 +330,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   });
 
   app.post("/sessions/:id/cancel", async (c) => {
-    const body = await readBody(c.req.raw, cancelBody);
+    const body = await readBody(c.req.raw, cancelBody, maxBodyBytes);
     const agent = await host.agent(c.req.param("id"));
     const wasRunning = agent.status === "running";
     agent.cancel("user", { keepInbox: body.keepInbox });
@@ -411,7 +401,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   });
 
   app.post("/sessions/:id/fork", async (c) => {
-    const body = await readBody(c.req.raw, forkBody);
+    const body = await readBody(c.req.raw, forkBody, maxBodyBytes);
     const source = await host.agent(c.req.param("id"));
     const child = await host.fork(source, body.boundary, body.id);
     c.header("location", `/sessions/${child.id}`);
@@ -426,7 +416,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   });
 
   app.post("/sessions/:id/approvals/:callId", async (c) => {
-    const body = await readBody(c.req.raw, approvalBody);
+    const body = await readBody(c.req.raw, approvalBody, maxBodyBytes);
     const agent = await host.agent(c.req.param("id"));
     const callId = c.req.param("callId");
     const waiting = queue?.pending().find((p) => p.callId === callId && belongsTo(p, agent));

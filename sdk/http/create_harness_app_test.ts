@@ -385,6 +385,21 @@ describe("createHarnessApp() with bad input", () => {
       // oversized body
       const big = JSON.stringify({ content: "x".repeat(2048) });
       await expectProblem(await call("POST", "/sessions/s1/messages", big), 413, "BODY_TOO_LARGE");
+      const chunks = [`{"content":"${"x".repeat(600)}`, "x".repeat(600), '"}'];
+      const streamed = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          const next = chunks.shift();
+          if (next === undefined) controller.close();
+          else controller.enqueue(new TextEncoder().encode(next));
+        },
+      });
+      const chunked = await raw("/sessions/s1/messages", {
+        method: "POST",
+        headers: json,
+        body: streamed,
+        duplex: "half",
+      } as RequestInit);
+      await expectProblem(chunked, 413, "BODY_TOO_LARGE");
 
       // unknown session, unknown route
       await expectProblem(await call("POST", "/sessions/nope/messages", { content: "x" }), 404, "SESSION_NOT_FOUND");
