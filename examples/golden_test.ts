@@ -39,7 +39,19 @@ for (const scenario of SCENARIOS) {
 }
 
 describe("golden regressions", () => {
-  const [weather] = SCENARIOS;
+  const [weather, holiday] = SCENARIOS;
+
+  it("a recorded retry is two model calls in one step", async () => {
+    const fixture = await loadFixture(fixtureDir(holiday.name));
+    const calls = fixture.sessions[0].calls.filter((c) => c.turn === 3);
+    const finishes = calls.map((c) => {
+      const last = c.chunks.at(-1);
+      return last?.type === "finish" && last.reason.kind === "error"
+        ? `${c.step}: error ${last.reason.failure.code}`
+        : `${c.step}: ${last?.type === "finish" ? last.reason.kind : "none"}`;
+    });
+    assert.deepEqual(finishes, ["1: error SERVER", "1: max-tokens"]);
+  });
 
   it("a changed tool output fails the golden test with a readable diff", async () => {
     const replay = replayAdapter({ fixture: await loadFixture(fixtureDir(weather.name)) });

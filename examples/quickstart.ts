@@ -95,6 +95,7 @@ function showResult(result: RunResult): void {
 }
 
 const { results } = await runScenario(scenario, adapters, {
+  instantRetries: !live,
   onTurn: (input) => console.log(`${bold(">")} ${bold(input)}\n`),
   onUpdate: show,
   onResult: showResult,

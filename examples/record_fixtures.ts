@@ -3,7 +3,8 @@
  *
  * No network is needed: a local HTTP server (127.0.0.1, a free port) plays
  * recorded DeepSeek wire streams from `../shared/fixtures/wire/` as SSE,
- * one per request, in the order each scenario lists them. The adapter, the
+ * one per request, in the order each scenario lists them (`http-503` answers
+ * one request with an HTTP 503 instead, to record a retry). The adapter, the
  * loop, the tool and the persistence are all real; each run is saved as a
  * fixture directory under `examples/fixtures/<scenario>/` (the session log
  * itself). The answer after the weather tool has no captured stream, so it
@@ -79,6 +80,11 @@ async function startWireServer(
         return;
       }
       requests.push(JSON.parse(body));
+      if (name === "http-503") {
+        res.writeHead(503, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: "Server overloaded, please retry", type: "server_error" } }));
+        return;
+      }
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
       for (const payload of await wirePayloads(name)) res.write(`data: ${payload}\n\n`);
       res.end("data: [DONE]\n\n");

@@ -9,6 +9,7 @@
 import {
   type AgentUpdate,
   createHarness,
+  DEFAULT_RETRY_POLICY,
   defineTool,
   type LlmAdapter,
   type RunResult,
@@ -97,7 +98,8 @@ export const SCENARIOS: readonly Scenario[] = [
     turns: [
       { input: 'How many "r"s are in the word "strawberry"?', wire: ["deepseek-reasoning"] },
       { input: "Thanks! Is it foggy in San Francisco today?", wire: ["deepseek-tool-call", "weather-answer"] },
-      { input: "Invent a new holiday and describe its traditions.", wire: ["deepseek-text"] },
+      // The provider fails once with HTTP 503; the loop retries within the step.
+      { input: "Invent a new holiday and describe its traditions.", wire: ["http-503", "deepseek-text"] },
     ],
   },
 ];
@@ -122,6 +124,13 @@ export interface RunScenarioOptions {
   readonly onTurn?: (input: string, index: number) => void;
   /** Called after each turn with its outcome. */
   readonly onResult?: (result: RunResult) => void;
+  /**
+   * Retry at once instead of sleeping between attempts (recording and replay;
+   * the recorded delays stay in the log).
+   *
+   * @default {true}
+   */
+  readonly instantRetries?: boolean;
 }
 
 /** What {@linkcode runScenario} resolves to. */
@@ -155,6 +164,9 @@ export async function runScenario(
     system: SYSTEM_PROMPT,
     newId: () => `${scenario.name}-${++n}`,
     now: () => clock++,
+    // No jitter, so that a replayed retry records the same delay as the recording.
+    retryPolicy: { ...DEFAULT_RETRY_POLICY, jitter: 0 },
+    ...(options.instantRetries === false ? {} : { sleep: () => Promise.resolve() }),
   });
   try {
     const agent = await harness.createAgent({ id: scenario.name });
