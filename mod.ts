@@ -24,5 +24,6 @@ export * from "./sdk/persistence/mod.ts";
 export * from "./sdk/tools/mod.ts";
 export * from "./sdk/prompt/mod.ts";
 export * from "./sdk/agent/mod.ts";
+export * from "./sdk/compaction/mod.ts";
 export * from "./sdk/config/mod.ts";
 export * from "./sdk/harness.ts";
