@@ -18,7 +18,8 @@ import { createHarness, type Harness, type LlmAdapter } from "../mod.ts";
 import { fileStorage } from "../mod.ts";
 import { deepseekAdapter } from "../adapters/mod.ts";
 import { createHarnessApp, type HarnessApp, type RequestLogRecord } from "../sdk/http/mod.ts";
-import { scriptedAdapter, textResponse } from "../testing/mod.ts";
+// The scripted model alone: testing/mod.ts would also bundle the fast-check arbitraries.
+import { scriptedAdapter, textResponse } from "../testing/scripted_adapter.ts";
 
 /** How to build the app. */
 export interface ServerAppOptions {

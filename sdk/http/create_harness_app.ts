@@ -58,9 +58,10 @@ export interface HarnessAppOptions {
    */
   readonly maxBodyBytes?: number;
   /**
-   * Milliseconds between keep-alive comments on event streams.
+   * Milliseconds between keep-alive comments on event streams (below Bun's
+   * default 10 s idle timeout and common proxy timeouts).
    *
-   * @default {15000}
+   * @default {5000}
    */
   readonly keepAliveMs?: number;
   /**
@@ -188,7 +189,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     );
   }
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
-  const keepAliveMs = options.keepAliveMs ?? 15_000;
+  const keepAliveMs = options.keepAliveMs ?? 5_000;
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes <= 0) {
     throw new HarnessError("INVALID_ARGS", "maxBodyBytes must be a positive integer");
   }
