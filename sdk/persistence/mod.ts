@@ -1,7 +1,8 @@
 /**
  * Persistence: the storage seam ({@linkcode SessionStorage}), file and memory
- * storage, the stored format (JSONL, packed chunk rows, zstd frames) and
- * crash repair of interrupted turns.
+ * storage, the stored format (JSONL, packed chunk rows, zstd frames), crash
+ * repair of interrupted turns, and `persistencePlugin`, which writes live
+ * sessions through the seam.
  *
  * @example Storing and reading back a session
  * ```ts
