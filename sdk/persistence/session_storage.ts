@@ -19,6 +19,10 @@
  * - `load(id)` returns the header and the log, crash-repaired: a torn tail is
  *   dropped and an open final turn is closed (see `repairSessionLog`); the
  *   repair is written back. `inspect(id)` does the same in memory only.
+ *   Repair is for cold sessions: while a lease is held, a `load` that would
+ *   repair is refused unless it presents the lease, so a live session is
+ *   never cut or closed under its writer. (A writer that holds no lease gets
+ *   no such protection from a concurrent `load`.)
  * - A log written by a newer format version is refused before anything else
  *   (`SESSION_FORMAT_UNSUPPORTED`); a defect followed by committed records is
  *   corruption (`SESSION_CORRUPT`, naming file and line); an event type the
