@@ -47,6 +47,10 @@ interface RunFigures {
   first20Us: number;
   /** Median per-step cost over the last 20 turns, µs. */
   last20Us: number;
+  /** Median per-step CPU time over the first 20 turns, µs. */
+  first20CpuUs: number;
+  /** Median per-step CPU time over the last 20 turns, µs. */
+  last20CpuUs: number;
   /** Process CPU time (user + system) of all turns, per step, µs. */
   cpuPerStepUs: number;
   /** Heap held by the live session after GC, bytes (NaN when GC cannot be forced). */
@@ -62,7 +66,13 @@ function cpuMicros(): number {
   return user + system;
 }
 
-function figures(turns: number, times: readonly number[], cpuUs: number, heapBytes: number): RunFigures {
+function figures(
+  turns: number,
+  times: readonly number[],
+  cpuTimes: readonly number[],
+  cpuUs: number,
+  heapBytes: number,
+): RunFigures {
   const wallMs = times.reduce((a, b) => a + b, 0);
   const edge = Math.min(EDGE, turns);
   return {
@@ -71,6 +81,8 @@ function figures(turns: number, times: readonly number[], cpuUs: number, heapByt
     perChunkUs: (wallMs * 1000) / (turns * CHUNKS_PER_TURN),
     first20Us: (median(times.slice(0, edge)) * 1000) / STEPS_PER_TURN,
     last20Us: (median(times.slice(-edge)) * 1000) / STEPS_PER_TURN,
+    first20CpuUs: median(cpuTimes.slice(0, edge)) / STEPS_PER_TURN,
+    last20CpuUs: median(cpuTimes.slice(-edge)) / STEPS_PER_TURN,
     cpuPerStepUs: cpuUs / (turns * STEPS_PER_TURN),
     heapBytes,
   };
@@ -89,19 +101,22 @@ async function runBare(turns: number): Promise<RunFigures> {
   const before = heapBaseline();
   const loop = new BareLoop();
   const times: number[] = [];
+  const cpuTimes: number[] = [];
   let answers = 0;
   const cpu0 = cpuMicros();
   for (let turn = 1; turn <= turns; turn++) {
+    const c0 = cpuMicros();
     const t0 = performance.now();
     const text = await loop.turn(turn);
     times.push(performance.now() - t0);
+    cpuTimes.push(cpuMicros() - c0);
     if (text === FINAL_TEXT) answers++;
   }
   const cpu = cpuMicros() - cpu0;
   const heap = heapHeld(before);
   checkCounts("bare", turns, loop.counts());
   if (answers !== turns) throw new Error(`bare answered ${answers} of ${turns} turns with the scripted text`);
-  return figures(turns, times, cpu, heap);
+  return figures(turns, times, cpuTimes, cpu, heap);
 }
 
 interface HarnessRun {
@@ -132,12 +147,15 @@ async function runHarness(
       for await (const update of agent.subscribe()) if (update.kind === "delta") deltas++;
     })();
     const times: number[] = [];
+    const cpuTimes: number[] = [];
     let answers = 0;
     const cpu0 = cpuMicros();
     for (let turn = 1; turn <= turns; turn++) {
+      const c0 = cpuMicros();
       const t0 = performance.now();
       const result = await agent.run(userText(turn));
       times.push(performance.now() - t0);
+      cpuTimes.push(cpuMicros() - c0);
       if (result.text === FINAL_TEXT && result.reason.kind === "completed") answers++;
     }
     const cpu = cpuMicros() - cpu0;
@@ -147,7 +165,7 @@ async function runHarness(
     await updates;
     checkCounts(subject, turns, sessionCounts(session, deltas));
     if (answers !== turns) throw new Error(`${subject} completed ${answers} of ${turns} turns with the scripted text`);
-    return { figures: figures(turns, times, cpu, heap), events: session.events };
+    return { figures: figures(turns, times, cpuTimes, cpu, heap), events: session.events };
   } finally {
     await harness.dispose();
   }
@@ -165,6 +183,8 @@ function medianFigures(runs: readonly RunFigures[]): RunFigures {
     perChunkUs: pick("perChunkUs"),
     first20Us: pick("first20Us"),
     last20Us: pick("last20Us"),
+    first20CpuUs: pick("first20CpuUs"),
+    last20CpuUs: pick("last20CpuUs"),
     cpuPerStepUs: pick("cpuPerStepUs"),
     heapBytes: pick("heapBytes"),
   };
@@ -215,6 +235,7 @@ console.table(Object.fromEntries(rows.map(([name, f]) => [name, {
   "first-20 µs/step": round(f.first20Us, 1),
   "last-20 µs/step": round(f.last20Us, 1),
   "last/first": round(f.last20Us / f.first20Us),
+  "cpu last/first": round(f.last20CpuUs / f.first20CpuUs),
   "heap KB": round(f.heapBytes / 1024, 0),
 }])));
 

@@ -454,6 +454,7 @@ async function benchLoop() {
         fmt(f.first20Us, 1),
         fmt(f.last20Us, 1),
         fmt(f.last20Us / f.first20Us, 2),
+        fmt(f.last20CpuUs / f.first20CpuUs, 2),
         Number.isFinite(f.heapBytes) ? kb(f.heapBytes) : "—",
       ]);
       if (subject === "harness-scripted" || subject === "harness-replay") {
@@ -465,6 +466,7 @@ async function benchLoop() {
           verdict(ratio, 4),
           verdict(ratio, 5),
           r.turns >= 1000 ? verdict(f.last20Us / f.first20Us, 1.3) : "(T = 1000 only)",
+          r.turns >= 1000 ? verdict(f.last20CpuUs / f.first20CpuUs, 1.3) : "(T = 1000 only)",
         ]);
       }
     }
@@ -484,8 +486,9 @@ async function benchLoop() {
     "",
     "µs/chunk = wall / (100·T), µs/step = wall / (2·T) — so the ratio to bare is the same for both; " +
     "cpu µs/step uses the process's user + system CPU time instead of wall time; first-20 / last-20 are " +
-    "medians of per-turn wall time over the first and last 20 turns, per step; heap = heap held after " +
-    "forced GC with the session alive.",
+    "medians of per-turn wall time over the first and last 20 turns, per step (cpu last/first: the same " +
+    "with per-turn CPU time); heap = heap held after forced GC with the session alive (the bare history is " +
+    "small enough at T = 200 that GC noise can make it negative).",
     "",
     table(
       [
@@ -500,6 +503,7 @@ async function benchLoop() {
         "first-20 µs/step",
         "last-20 µs/step",
         "last/first",
+        "cpu last/first",
         "heap KB",
       ],
       rows,
@@ -507,7 +511,9 @@ async function benchLoop() {
     "",
     "Targets (per-chunk ≤ 4× bare, per-step ≤ 5× bare, last-20 / first-20 ≤ 1.3 at T = 1000):",
     "",
-    table(["runtime", "T", "subject", "chunk ≤ 4×", "step ≤ 5×", "growth ≤ 1.3"], targets),
+    table(["runtime", "T", "subject", "chunk ≤ 4×", "step ≤ 5×", "growth ≤ 1.3", "cpu growth ≤ 1.3"], targets),
+    "",
+    "Where the time goes, with a profile and what to change: `bench/PROFILE.md`.",
     ...failures.map((f) => `\n${f}`),
     "",
   ].join("\n"));
