@@ -12,7 +12,9 @@
  * - `HARNESS_TOKEN=secret HARNESS_DATA_DIR=/mnt/sessions bun run examples/serverless.ts`
  *
  * Prefer `"wait": true` on messages: the response then carries the turn's
- * outcome. Read the log with `GET /sessions/:id/events?follow=false`, which
+ * outcome. Input that no turn claims before the request ends (an `inject`
+ * into an idle agent) is discarded when the harness is disposed: send such
+ * context together with the next followup instead. Read the log with `GET /sessions/:id/events?follow=false`, which
  * replays it from storage and ends (a following stream ends when the request
  * does). Tool `ask` decisions are denied here (no one could answer them
  * between requests); use a programmatic approver instead.
@@ -59,7 +61,10 @@ export function createServerlessHandler(options: ServerlessOptions): (request: R
     try {
       const app = createHarnessApp(harness, { token: options.token, approvals: false });
       response = await app.fetch(request);
-      await Promise.all(harness.ctx.service("agents").list().map((agent) => agent.whenIdle()));
+      // Let running turns finish: nothing may run after the function returns. (An idle agent
+      // is left alone: an injected message waits for the next turn, in a later request.)
+      const agents = harness.ctx.service("agents").list();
+      await Promise.all(agents.map((agent) => (agent.status === "running" ? agent.whenIdle() : undefined)));
       // Read the body while the harness goes away: an event stream ends when its agent is disposed.
       body = response.body === null ? undefined : response.arrayBuffer();
     } finally {

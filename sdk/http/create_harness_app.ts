@@ -324,7 +324,9 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     }
     const entry = agent[body.mode](content);
     if (body.wait) {
-      await agent.whenIdle();
+      // Only a running agent has something to wait for: an inject never wakes one, and
+      // whenIdle() on an idle agent with queued next-step input may not settle.
+      if (agent.status === "running") await agent.whenIdle();
       return c.json({ id: entry.id, messageId: entry.message.id, mode: body.mode, status: agent.status });
     }
     return c.json({ id: entry.id, messageId: entry.message.id, mode: body.mode, status: agent.status }, 202);

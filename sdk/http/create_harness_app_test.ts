@@ -171,6 +171,36 @@ describe("createHarnessApp()", () => {
     });
   });
 
+  it("routes steer to the running turn's next step and inject to the next step without waking", async () => {
+    const toolHeld = gate();
+    const model = scriptedAdapter([toolTurn[0], textResponse("Steered."), textResponse("Done.")]);
+    const served = await serveHarness({ adapters: [model], tools: [lookupTool(() => toolHeld.promise)] });
+    await withServer(served, async ({ harness, call, events }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      const stream = await events("s1", {}, "?deltas=false");
+      await call("POST", "/sessions/s1/messages", { content: "Start" });
+      await stream.until((m) => m.event === "session" && m.data.type === "tool/call");
+      const steered = await call("POST", "/sessions/s1/messages", { mode: "steer", content: "Also this" });
+      assert.equal(steered.status, 202);
+      assert.equal((await steered.json()).mode, "steer");
+      toolHeld.open();
+      await stream.until(isTurnEnd);
+      await stream.close();
+      const texts = (i: number) =>
+        model.requests[i].messages.flatMap((m) => m.content.flatMap((b) => (b.type === "text" ? [b.text] : [])));
+      assert.ok(texts(1).includes("Also this"), "the steer reached the second step of the same turn");
+      const agent = agentOf(harness, "s1");
+
+      const injected = await call("POST", "/sessions/s1/messages", { mode: "inject", content: "A note", wait: true });
+      assert.equal(injected.status, 200);
+      assert.deepEqual([agent.status, model.calls], ["idle", 2], "inject does not wake the agent");
+      assert.equal((await (await call("GET", "/sessions/s1")).json()).turns, 1);
+      const reply = await (await call("POST", "/sessions/s1/messages", { content: "Go on", wait: true })).json();
+      assert.deepEqual([reply.result.text, reply.result.turn], ["Done.", 2]);
+      assert.ok(texts(2).includes("A note") && texts(2).includes("Go on"));
+    });
+  });
+
   it("cancels a running turn only on POST /cancel", async () => {
     const served = await serveHarness({ adapters: [scriptedAdapter({ hang: true })] });
     await withServer(served, async ({ harness, call, events }) => {
@@ -273,7 +303,7 @@ describe("createHarnessApp()", () => {
 
   it("lists, transcribes and deletes sessions", async () => {
     const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hello there"))] });
-    await withServer(served, async ({ harness, call }) => {
+    await withServer(served, async ({ harness, call, events }) => {
       await call("POST", "/sessions", { id: "s1" });
       await call("POST", "/sessions", { id: "s2" });
       await (await call("POST", "/sessions/s1/messages", { content: "Hi", wait: true })).json();
@@ -288,8 +318,16 @@ describe("createHarnessApp()", () => {
       const badFormat = await call("GET", "/sessions/s1/transcript?format=pdf");
       assert.equal(badFormat.status, 400);
 
+      const watching = await events("s2");
+      assert.equal((await watching.next())?.event, "ready");
       const deleted = await call("DELETE", "/sessions/s2");
       assert.equal(deleted.status, 204);
+      assert.deepEqual(await watching.until((m) => m.event === "end"), [{
+        event: "end",
+        id: undefined,
+        data: { id: "s2", seq: 0 },
+      }]);
+      assert.equal(await watching.next(), undefined, "the stream of a deleted session ends");
       assert.equal(harness.ctx.service("agents").get("s2"), undefined);
       assert.equal((await call("DELETE", "/sessions/s2")).status, 404);
       assert.equal((await call("GET", "/sessions/s2")).status, 404);
