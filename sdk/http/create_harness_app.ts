@@ -83,6 +83,7 @@ export interface HarnessAppOptions {
 
 /** The Hono environment of the app: `c.get("requestId")` in added routes. */
 export interface HarnessAppEnv {
+  /** The per-request variables (`c.get(name)`). */
   Variables: {
     /** The request id. */
     requestId: string;
@@ -125,8 +126,12 @@ function belongsTo(p: PendingApproval, agent: Agent): boolean {
  *
  * Routes (JSON bodies; errors are `application/problem+json` with a stable `code`):
  * - `POST /sessions` `{ id?, provider?, model?, system?, tools?, reasoningEffort?, temperature?, maxTokens? }`
- *   creates an agent (201); `tools` names registered tools the session may use.
- * - `GET /sessions`, `GET /sessions/:id` (status, turn count, usage, pending approvals), `DELETE /sessions/:id`.
+ *   creates an agent (201); `system` is added to the harness's prompt for this session, `tools` names the
+ *   registered tools it may use (both kept for forks, and in memory only: a session resumed after a
+ *   restart gets the harness's prompt and tools).
+ * - `GET /sessions` (`{ sessions }`: a summary per live session, then `{ id, live: false, status: "stored",
+ *   createdAt, parentSession? }` per session only in storage), `GET /sessions/:id` (status, turn count,
+ *   usage, pending approvals), `DELETE /sessions/:id` (stops the agent and deletes the stored log).
  * - `POST /sessions/:id/messages` `{ mode?: "followup" | "steer" | "inject", content, wait? }` queues input
  *   (202); with `wait: true` it answers once the agent is idle (200, with the turn's outcome for a followup).
  * - `POST /sessions/:id/cancel` `{ keepInbox? }`: the only way to stop a turn. A client that disconnects
@@ -136,17 +141,22 @@ function belongsTo(p: PendingApproval, agent: Agent): boolean {
  *   with `Last-Event-ID: <seq>` (or `?from=<seq>` for the first seq wanted); `?deltas=false` drops deltas;
  *   `?follow=false` ends the stream after the log (`event: end`), for clients that only catch up (a
  *   stored session is then read without being resumed).
- * - `GET /sessions/:id/transcript?format=markdown|json`, `POST /sessions/:id/fork` `{ boundary?, id? }`.
+ * - `GET /sessions/:id/transcript?format=markdown|json` (markdown by default; JSON is `{ id, seq, messages }`).
+ * - `POST /sessions/:id/fork` `{ boundary?, id? }`: a new live session seeded with the log up to `boundary`
+ *   (inclusive, a turn boundary; default the whole log), driven by its own agent (201).
  * - `GET /sessions/:id/approvals`, `POST /sessions/:id/approvals/:callId` `{ decision: "allow" | "reject" }`.
  *
  * Session ids are 1–128 letters, digits, `_` or `-` (nothing a path can be made of). Every response
  * carries `X-Request-Id`, which the log records.
  *
- * @param harness The harness to serve.
  * With `storage` set on the harness, stored sessions are listed too, resumed
  * (`harness.resumeAgent`) on first use by any route that needs an agent,
- * summarized and transcribed without resuming, and deleted by `DELETE`.
+ * summarized, transcribed and caught up on without resuming, and deleted by
+ * `DELETE`. Unless `approvals` is `false`, the app registers an approval
+ * queue with the harness's `approvals` service: it then answers every tool
+ * `ask` of the harness's agents, through the approval routes.
  *
+ * @param harness The harness to serve.
  * @param options The token (or `auth: false`), limits and logging.
  * @returns The app; serve it with `Deno.serve(app.fetch)`, `Bun.serve(app)` or `@hono/node-server`.
  * @throws {HarnessError} `INVALID_ARGS` when no token is given and auth is not explicitly disabled.
