@@ -85,8 +85,8 @@ export function streamSessionEvents(
 ): Response {
   return streamSSE(c, async (stream: SSEStreamingApi) => {
     const queue = new ItemQueue();
-    // Subscribe before taking the snapshot: every event committed after the
-    // snapshot is then in the queue, and seq tells the two apart.
+    // Subscribe before reading the backlog: every event committed after it is
+    // then in the queue, and seq tells the two apart.
     const unobserve = agent.session.observe((event) => queue.push({ kind: "event", event }));
     const offStatus = ctx.on("agent/status", (a, status) => {
       if (a === agent) queue.push({ kind: "status", status });
@@ -103,14 +103,17 @@ export function streamSessionEvents(
       stream.write(": keep-alive\n\n").catch(() => queue.close());
     }, options.keepAliveMs);
     try {
-      const snapshot = agent.session.events;
-      let next = Math.min(options.from, snapshot.length);
+      const length = agent.session.seq;
+      let next = Math.min(options.from, length);
+      const backlog = agent.session.slice(next, length);
       await stream.writeSSE({
         event: "ready",
-        data: JSON.stringify({ id: agent.id, seq: snapshot.length, status: agent.status }),
+        data: JSON.stringify({ id: agent.id, seq: length, status: agent.status }),
       });
-      for (; next < snapshot.length && !stream.aborted; next++) {
-        await stream.writeSSE({ event: "session", id: String(next), data: JSON.stringify(snapshot[next]) });
+      for (const event of backlog) {
+        if (stream.aborted) break;
+        await stream.writeSSE({ event: "session", id: String(event.seq), data: JSON.stringify(event) });
+        next = event.seq + 1;
       }
       if (!options.follow && !stream.aborted) {
         await stream.writeSSE({ event: "end", data: JSON.stringify({ id: agent.id, seq: next }) });
@@ -134,9 +137,8 @@ export function streamSessionEvents(
         const { event } = item;
         if (event.seq < next) continue;
         // Never skip a seq: fill any gap from the log (cannot happen with a synchronous observer, but costs nothing).
-        const log = agent.session.events;
-        for (; next < event.seq; next++) {
-          await stream.writeSSE({ event: "session", id: String(next), data: JSON.stringify(log[next]) });
+        for (const missed of agent.session.slice(next, event.seq)) {
+          await stream.writeSSE({ event: "session", id: String(missed.seq), data: JSON.stringify(missed) });
         }
         await stream.writeSSE({ event: "session", id: String(event.seq), data: JSON.stringify(event) });
         next = event.seq + 1;
