@@ -154,7 +154,8 @@ function belongsTo(p: PendingApproval, agent: Agent): boolean {
  * summarized, transcribed and caught up on without resuming, and deleted by
  * `DELETE`. Unless `approvals` is `false`, the app registers an approval
  * queue with the harness's `approvals` service: it then answers every tool
- * `ask` of the harness's agents, through the approval routes.
+ * `ask` of the harness's agents, through the approval routes (serve one app
+ * per harness: the queue registered last is asked first).
  *
  * @param harness The harness to serve.
  * @param options The token (or `auth: false`), limits and logging.
