@@ -5,6 +5,7 @@ import { defineTool } from "../tools/define_tool.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
 import type { Harness } from "../harness.ts";
+import type { LlmAdapter } from "../llm/llm_adapter.ts";
 import type { PreToolDecision } from "../tools/tool_events.ts";
 import { createHarnessApp } from "./create_harness_app.ts";
 import { gate, type Served, serveHarness, sessionEvents, type SseMessage } from "./_test_client.ts";
@@ -145,6 +146,76 @@ describe("createHarnessApp()", () => {
         JSON.parse(JSON.stringify(agent.session.events)),
       );
       assert.deepEqual(after.at(-1)!.data.data.reason, { kind: "completed" }, "a disconnect does not cancel");
+    });
+  });
+
+  it("loses and repeats nothing when a client reconnects every few events during a long turn", async () => {
+    const words = Array.from({ length: 150 }, (_, i) => `w${i} `);
+    const longAnswer: ScriptEntry = {
+      chunks: [
+        { type: "block-start", index: 0, blockType: "text" },
+        ...words.map((text) => ({ type: "text-delta" as const, index: 0, text })),
+        { type: "block-end", index: 0, block: { type: "text", text: words.join("") } },
+        { type: "usage", usage: { inputTokens: 5, outputTokens: 150 } },
+        { type: "finish", reason: { kind: "stop" } },
+      ],
+    };
+    const script = scriptedAdapter([
+      toolCallResponse([{ id: "call-1", name: "lookup", arguments: '{"key":"a"}' }]),
+      toolCallResponse([{ id: "call-2", name: "lookup", arguments: '{"key":"b"}' }]),
+      longAnswer,
+    ]);
+    // The model streams a text delta only when the test grants a permit, so the
+    // turn is still running whenever the client reconnects (until all 150 are granted).
+    let permits = 0;
+    let wake: (() => void) | undefined;
+    const grant = (n: number) => {
+      permits += n;
+      wake?.();
+    };
+    const paced: LlmAdapter = {
+      provider: script.provider,
+      models: script.models,
+      async *stream(options, signal) {
+        for await (const chunk of script.stream(options, signal)) {
+          if (chunk.type === "text-delta") {
+            while (permits === 0) await new Promise<void>((resolve) => (wake = resolve));
+            permits--;
+          }
+          yield chunk;
+        }
+      },
+    };
+    const served = await serveHarness({ adapters: [paced], tools: [lookupTool()] });
+    await withServer(served, async ({ harness, call, events }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      const received: SseMessage[] = [];
+      const statusAtReconnect: string[] = [];
+      let ended = false;
+      for (let round = 0; !ended; round++) {
+        const last = received.at(-1)?.id;
+        const stream = await events("s1", last === undefined ? {} : { "last-event-id": last }, "?deltas=false");
+        const ready = await stream.next();
+        if (round === 0) await call("POST", "/sessions/s1/messages", { content: "Go" });
+        else statusAtReconnect.push(ready?.data.status);
+        grant(5); // more events become available than the 3 read per round: reads never starve
+        for (let taken = 0; taken < 3;) {
+          const message = await stream.next();
+          assert.ok(message !== undefined, "the stream stays open while the agent lives");
+          if (message.event !== "session") continue;
+          received.push(message);
+          taken++;
+          if (isTurnEnd(message)) {
+            ended = true;
+            break;
+          }
+        }
+        await stream.close();
+      }
+      const log = agentOf(harness, "s1").session.events;
+      assert.deepEqual(seqs(received), range(log.length));
+      assert.deepEqual(received.map((m) => m.data), JSON.parse(JSON.stringify(log)));
+      assert.ok(statusAtReconnect.slice(0, 25).every((status) => status === "running"), "reconnects happened mid-turn");
     });
   });
 
