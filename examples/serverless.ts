@@ -23,7 +23,7 @@
  */
 
 import process from "node:process";
-import { createHarness, fileStorage, type LlmAdapter } from "../mod.ts";
+import { createHarness, fileStorage, HarnessError, type LlmAdapter } from "../mod.ts";
 import { deepseekAdapter } from "../adapters/mod.ts";
 import { createHarnessApp } from "../sdk/http/mod.ts";
 import { echoAdapter } from "./server_app.ts";
@@ -61,10 +61,20 @@ export function createServerlessHandler(options: ServerlessOptions): (request: R
     try {
       const app = createHarnessApp(harness, { token: options.token, approvals: false });
       response = await app.fetch(request);
-      // Let running turns finish: nothing may run after the function returns. (An idle agent
-      // is left alone: an injected message waits for the next turn, in a later request.)
+      // Let running turns finish: nothing may run after the function returns.
       const agents = harness.ctx.service("agents").list();
       await Promise.all(agents.map((agent) => (agent.status === "running" ? agent.whenIdle() : undefined)));
+      // Answer only once every log is durable. Another instance serving the same session at the
+      // same time holds its writer lease: resuming is then refused (409 SESSION_WRITER_BUSY), and
+      // should the lease be lost later, the writes fail and so does the request.
+      for (const agent of agents) {
+        try {
+          await harness.sessions.flush(agent.session);
+        } catch (error) {
+          response.body?.cancel().catch(() => {});
+          return notSaved(agent.id, error);
+        }
+      }
       // Read the body while the harness goes away: an event stream ends when its agent is disposed.
       body = response.body === null ? undefined : response.arrayBuffer();
     } finally {
@@ -72,6 +82,23 @@ export function createServerlessHandler(options: ServerlessOptions): (request: R
     }
     return new Response(body === undefined ? null : await body, { status: response.status, headers: response.headers });
   };
+}
+
+/** The problem+json answer when a session's log could not be written. */
+function notSaved(sessionId: string, error: unknown): Response {
+  const cause = error instanceof Error ? error.cause : undefined;
+  const busy = HarnessError.isInstance(cause, "SESSION_WRITER_BUSY");
+  const status = busy ? 409 : 500;
+  const body = {
+    type: "urn:dsh-harness:problem:SESSION_NOT_SAVED",
+    title: busy ? "Conflict" : "Internal Server Error",
+    status,
+    code: "SESSION_NOT_SAVED",
+    detail: busy
+      ? `Session "${sessionId}" is being served by another instance; nothing of this request was saved`
+      : `Session "${sessionId}" could not be saved`,
+  };
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/problem+json" } });
 }
 
 /**

@@ -4,9 +4,15 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { fileStorage } from "../mod.ts";
+import { fileStorage, type LlmAdapter } from "../mod.ts";
 import { scriptedAdapter, textResponse } from "../testing/mod.ts";
 import serverless, { createServerlessHandler, type ServerlessOptions } from "./serverless.ts";
+
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
 
 const headers = { authorization: "Bearer fn-token", "content-type": "application/json" };
 
@@ -68,6 +74,50 @@ describe("serverless example", () => {
         new Request("https://fn.example/sessions/chat"),
       );
       assert.equal(unauthorized.status, 401);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses to answer for a session that another instance is serving at the same time", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "dsh-fn-"));
+    try {
+      const options = (model: LlmAdapter): ServerlessOptions => ({
+        dataDir,
+        token: "fn-token",
+        adapters: () => [model],
+      });
+      await createServerlessHandler(options(scriptedAdapter([])))(post("/sessions", { id: "chat" }));
+
+      const reached = gate();
+      const release = gate();
+      const slow = scriptedAdapter(async () => {
+        reached.open();
+        await release.promise;
+        return textResponse("First!");
+      }, { provider: "echo", models: [{ id: "echo-1" }] });
+      const first = createServerlessHandler(options(slow))(
+        post("/sessions/chat/messages", { content: "A", wait: true }),
+      );
+      await reached.promise; // instance A is inside its turn and holds the session's writer lease
+
+      const other = scriptedAdapter(textResponse("Second!"), { provider: "echo", models: [{ id: "echo-1" }] });
+      const second = await createServerlessHandler(options(other))(
+        post("/sessions/chat/messages", { content: "B", wait: true }),
+      );
+      assert.equal(second.status, 409);
+      assert.equal(second.headers.get("content-type"), "application/problem+json");
+      assert.equal((await second.json()).code, "SESSION_WRITER_BUSY"); // resuming a log another writer holds
+
+      release.open();
+      const answered = await first;
+      assert.equal(answered.status, 200);
+      assert.equal((await answered.json()).result.text, "First!");
+      const stored = await fileStorage(dataDir).load("chat");
+      const said = stored.events.flatMap((e) =>
+        e.type === "user/message" ? e.data.content.map((b) => (b.type === "text" ? b.text : "")) : []
+      );
+      assert.deepEqual(said, ["A"], "nothing of the refused request reached storage");
     } finally {
       await rm(dataDir, { recursive: true, force: true });
     }
