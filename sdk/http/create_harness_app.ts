@@ -11,7 +11,6 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import { Session } from "../session/session.ts";
 import { renderTranscript } from "../session/transcript.ts";
 import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts";
-import type { ApprovalService } from "../tools/approval_service.ts";
 import { bearerVerifier } from "./_bearer_auth.ts";
 import { approvalBody, cancelBody, createSessionBody, forkBody, messageBody, readBody } from "./_body.ts";
 import { streamSessionEvents, streamStoredEvents } from "./_event_stream.ts";
@@ -213,9 +212,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   const approvalWatchers = new Set<(pending: readonly PendingApproval[]) => void>();
   let queue: ApprovalQueue | undefined;
   if (options.approvals !== false) {
-    const service = (harness.ctx as unknown as { get(name: string): unknown }).get("approvals") as
-      | ApprovalService
-      | undefined;
+    const service = harness.ctx.get("approvals");
     if (service !== undefined) {
       queue = new ApprovalQueue({
         onChange: (pending) => {
