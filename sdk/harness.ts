@@ -8,7 +8,14 @@
 import { createKernel, type HarnessContext, type HarnessPlugin, type KernelEvents } from "./kernel/harness_context.ts";
 import { HarnessError } from "./kernel/harness_error.ts";
 import { type LlmAdapter, type LlmEvents, type LlmRuntime, llmRuntimePlugin, type RetryPolicy } from "./llm/mod.ts";
-import { type Session, type SessionEvents, type SessionStore, sessionStorePlugin } from "./session/mod.ts";
+import {
+  forkBoundary,
+  type Session,
+  type SessionEvent,
+  type SessionEvents,
+  type SessionStore,
+  sessionStorePlugin,
+} from "./session/mod.ts";
 import {
   type ApprovalService,
   type ToolDefinition,
@@ -138,6 +145,14 @@ export interface CreateHarnessOptions {
   readonly env?: EnvReader;
 }
 
+/** Options of {@linkcode Harness.forkAgent}. */
+export interface ForkAgentOptions extends Omit<CreateAgentOptions, "id"> {
+  /** The inclusive seq the prefix ends at. @default {the source's last event} */
+  readonly boundary?: number;
+  /** The new agent's id. @default {a generated id} */
+  readonly id?: string;
+}
+
 /** Options of {@linkcode Harness.resumeAgent}: route overrides and setup. */
 export type ResumeOptions = Omit<CreateAgentOptions, "id">;
 
@@ -166,6 +181,13 @@ export interface Harness {
    * storage is set). The source may be live, or only in storage.
    */
   fork(source: Session | string, boundary?: number, childId?: string): Promise<Session>;
+  /**
+   * Fork a session (live, or only in storage) at a turn boundary into a new
+   * live agent that continues from the prefix.
+   *
+   * @throws {HarnessError} `SESSION_NOT_FOUND`, `INVALID_BOUNDARY`, `OPEN_TURN`, `SESSION_ALREADY_EXISTS`.
+   */
+  forkAgent(source: Session | string, options?: ForkAgentOptions): Promise<Agent>;
   /** Stop every agent, unwind every plugin and scope. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -254,6 +276,35 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
         sessionId,
         events: loaded.events,
         header: loaded.header as unknown as Readonly<Record<string, unknown>>,
+      });
+      handles.set(handle.agent.id, handle);
+      return handle.agent;
+    },
+    async forkAgent(source, forkOptions = {}) {
+      if (disposed) throw new HarnessError("HARNESS_DISPOSED", "Cannot fork an agent: the harness is disposed");
+      const sessions = ctx.service("sessions");
+      const sourceId = typeof source === "string" ? source : source.id;
+      let events: readonly SessionEvent[];
+      let cwd: string | undefined;
+      const live = typeof source === "string" ? sessions.get(source) : source;
+      if (live !== undefined) {
+        events = live.events;
+        cwd = live.header.cwd;
+      } else if (options.storage !== undefined) {
+        const loaded = await options.storage.inspect(sourceId);
+        events = loaded.events;
+        cwd = loaded.header.cwd;
+      } else {
+        throw new HarnessError("SESSION_NOT_FOUND", `Session "${sourceId}" is not live and the harness has no storage`);
+      }
+      const end = forkBoundary(sourceId, events, forkOptions.boundary);
+      const { boundary: _b, id, ...rest } = forkOptions;
+      const childId = id ?? newId();
+      const handle = await ctx.service("agents").resume(ctx as unknown as HarnessContext, {
+        ...rest,
+        sessionId: childId,
+        events: events.slice(0, end + 1),
+        header: { parentSession: sourceId, seedLength: end + 1, ...(cwd !== undefined ? { cwd } : {}) },
       });
       handles.set(handle.agent.id, handle);
       return handle.agent;

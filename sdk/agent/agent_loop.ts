@@ -162,37 +162,55 @@ function toolErrorMessage(id: string, callId: string, text: string): UserMessage
   };
 }
 
-/** A queue that feeds one `subscribe()` iterator. */
-class UpdateQueue {
+/**
+ * A queue that feeds one `subscribe()` iterator. Written as a plain async
+ * iterator (not a generator) so that `return()` ends it at once, even while
+ * the consumer is waiting for the next item.
+ */
+class UpdateQueue implements AsyncIterableIterator<AgentUpdate> {
   readonly #items: AgentUpdate[] = [];
-  #wake: (() => void) | undefined;
+  #waiting: ((result: IteratorResult<AgentUpdate>) => void) | undefined;
   #closed = false;
+  readonly #onClose: () => void;
+
+  constructor(onClose: () => void) {
+    this.#onClose = onClose;
+  }
 
   push(update: AgentUpdate): void {
     if (this.#closed) return;
-    this.#items.push(update);
-    this.#wake?.();
+    const waiting = this.#waiting;
+    if (waiting) {
+      this.#waiting = undefined;
+      waiting({ value: update, done: false });
+    } else {
+      this.#items.push(update);
+    }
   }
 
   close(): void {
+    if (this.#closed) return;
     this.#closed = true;
-    this.#wake?.();
+    this.#onClose();
+    const waiting = this.#waiting;
+    this.#waiting = undefined;
+    waiting?.({ value: undefined, done: true });
   }
 
-  async *iterate(onReturn: () => void): AsyncGenerator<AgentUpdate> {
-    try {
-      while (true) {
-        if (this.#items.length > 0) {
-          yield this.#items.shift()!;
-          continue;
-        }
-        if (this.#closed) return;
-        await new Promise<void>((resolve) => (this.#wake = resolve));
-        this.#wake = undefined;
-      }
-    } finally {
-      onReturn();
-    }
+  next(): Promise<IteratorResult<AgentUpdate>> {
+    if (this.#items.length > 0) return Promise.resolve({ value: this.#items.shift()!, done: false });
+    if (this.#closed) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve) => (this.#waiting = resolve));
+  }
+
+  return(): Promise<IteratorResult<AgentUpdate>> {
+    this.#items.length = 0;
+    this.close();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<AgentUpdate> {
+    return this;
   }
 }
 
@@ -330,10 +348,10 @@ export class LoopAgent implements Agent {
   }
 
   subscribe(): AsyncIterable<AgentUpdate> {
-    const queue = new UpdateQueue();
+    const queue: UpdateQueue = new UpdateQueue(() => this.#subscribers.delete(queue));
     if (this.#disposed) queue.close();
     else this.#subscribers.add(queue);
-    return { [Symbol.asyncIterator]: () => queue.iterate(() => this.#subscribers.delete(queue)) };
+    return queue;
   }
 
   /**
@@ -364,14 +382,15 @@ export class LoopAgent implements Agent {
    */
   async stop(): Promise<void> {
     if (this.#disposed) return;
-    this.cancel("disposed");
+    // Queued input stays in the (durable) inbox, so that a resumed agent finds it.
+    this.cancel("disposed", { keepInbox: true });
     this.#disposed = true;
     await this.#pumping;
     for (const [id, waiter] of this.#runWaiters) {
       waiter.reject(new HarnessError("AGENT_DISPOSED", `Agent "${this.id}" was disposed before input "${id}" ran`));
     }
     this.#runWaiters.clear();
-    for (const queue of this.#subscribers) queue.close();
+    for (const queue of [...this.#subscribers]) queue.close();
     this.#subscribers.clear();
     this.#releaseIdle();
   }
@@ -460,6 +479,8 @@ export class LoopAgent implements Agent {
       }
       const first = step === 0;
       const claimed = this.inbox.claim("next-step");
+      // The wake that steering asked for is served by this claim.
+      this.#wakePending = false;
       if (first) claimed.push(...this.inbox.claim("next-turn", 1));
       for (const entry of claimed) {
         this.#claimedBy.set(entry.id, turn);

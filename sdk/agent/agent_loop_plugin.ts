@@ -12,7 +12,7 @@ import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { createScope } from "../kernel/scope.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../llm/mod.ts";
-import type { Session, SessionStore } from "../session/mod.ts";
+import type { Session, SessionEvents, SessionStore } from "../session/mod.ts";
 import type { AgentHandle, AgentOptions } from "./agent.ts";
 import type { AgentFactory, AgentRegistry, CreateAgentOptions, ResumeAgentOptions } from "./agent_registry.ts";
 import { LoopAgent, type LoopContext } from "./agent_loop.ts";
@@ -99,8 +99,11 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
       for (const step of undo.reverse()) await step();
     };
     let agent: LoopAgent;
+    let session: Session;
+    let detachSession: () => void = () => {};
+    let detachAgent: () => void = () => {};
     try {
-      const session = makeSession(scope.ctx);
+      session = makeSession(scope.ctx);
       agent = new LoopAgent({
         ctx: scope.ctx as unknown as LoopContext,
         session,
@@ -118,16 +121,17 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
       (scope.ctx as unknown as HarnessContext<{ "session/event": (s: Session, e: unknown) => void }>).on(
         "session/event",
         (s, event) => {
-          if (s === session) a.publish(event as never);
+          if (s === a.session) a.publish(event as never);
         },
       );
       await setup?.(scope.ctx, agent);
-      const detachSession = sessions.enter(session);
+      detachSession = sessions.enter(session);
       undo.push(detachSession);
-      const detachAgent = registry.enter(agent);
+      detachAgent = registry.enter(agent);
       undo.push(detachAgent);
-      sessions.announce(session);
-      undo.push(() => ctx.emit("session/disposed" as never, session as never));
+      const s = session;
+      sessions.announce(s);
+      undo.push(() => ctx.emit("session/disposed" as never, s as never));
       (ctx as unknown as LoopContext).emit("agent/created", agent);
       undo.push(() => (ctx as unknown as LoopContext).emit("agent/disposed", a));
       (ctx as unknown as LoopContext).emit("agent/session-start", agent, origin);
@@ -135,10 +139,29 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
       await rollback();
       throw error;
     }
+    // Teardown, in order: the loop stops (closing its turn), the agent leaves the
+    // registry, durable listeners finish and release the session (persistence
+    // flushes and gives up its writer lease), the session leaves the store, and
+    // the scope unwinds every scoped registration.
+    const a = agent;
+    const s = session;
+    const teardown = async () => {
+      await a.stop();
+      detachAgent();
+      (ctx as unknown as LoopContext).emit("agent/disposed", a);
+      try {
+        await (scope.ctx as unknown as HarnessContext<SessionEvents>).parallel("session/release", s);
+      } catch (error) {
+        (ctx as unknown as LoopContext).emit("agent/error", a, error);
+      }
+      detachSession();
+      ctx.emit("session/disposed" as never, s as never);
+      await scope.dispose();
+    };
     let disposing: Promise<void> | undefined;
     return {
       agent,
-      dispose: () => (disposing ??= rollback()),
+      dispose: () => (disposing ??= teardown()),
     };
   }
 

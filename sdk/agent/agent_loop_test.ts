@@ -559,6 +559,29 @@ describe("Agent handle", () => {
     await harness.dispose();
   });
 
+  it("whenIdle() resolves for an idle agent that was steered before and then given injected context", async () => {
+    const { harness, agent } = await setup(textResponse("ok"));
+    await agent.run("one");
+    agent.steer("steered");
+    await agent.whenIdle();
+    agent.inject("context for later");
+    await agent.whenIdle();
+    assert.equal(agent.status, "idle");
+    assert.equal(agent.inbox.pending("next-step").length, 1);
+    await harness.dispose();
+  });
+
+  it("a subscription can be closed while it waits for the next update", async () => {
+    const { harness, agent } = await setup(textResponse("ok"));
+    const iterator = agent.subscribe()[Symbol.asyncIterator]();
+    const pending = iterator.next();
+    await iterator.return!();
+    assert.deepEqual(await pending, { value: undefined, done: true });
+    await agent.run("hi"); // nothing is queued for the closed subscription
+    assert.deepEqual(await iterator.next(), { value: undefined, done: true });
+    await harness.dispose();
+  });
+
   it("status changes are announced on agent/status", async () => {
     const { harness, agent } = await setup([textResponse("ok")]);
     const statuses: string[] = [];

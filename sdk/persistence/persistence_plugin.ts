@@ -144,6 +144,11 @@ export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, op
     }
   };
 
+  ctx.on("session/release", async (session) => {
+    const t = tracked.get(session);
+    if (t !== undefined) await release(t);
+  });
+
   ctx.on("session/disposed", (session) => {
     const t = tracked.get(session);
     if (t === undefined) return;

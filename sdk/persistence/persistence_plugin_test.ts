@@ -135,6 +135,72 @@ describe("fork from storage", () => {
   });
 });
 
+describe("forkAgent()", () => {
+  it("forks a live session into a new agent that continues from the prefix", async () => {
+    const storage = memoryStorage();
+    const { harness, model } = await harnessWith(storage, [
+      textResponse("one"),
+      textResponse("two"),
+      textResponse("alt"),
+    ]);
+    const source = await harness.createAgent({ id: "src" });
+    await source.run("first");
+    const boundary = source.session.seq - 1;
+    await source.run("second");
+    const child = await harness.forkAgent("src", { boundary, id: "alt" });
+    assert.equal(child.session.header.parentSession, "src");
+    const result = await child.run("another second");
+    assert.equal(result.text, "alt");
+    const texts = model.requests.at(-1)!.messages.map((m) =>
+      m.content.map((b) => (b.type === "text" ? b.text : "")).join("")
+    );
+    assert.deepEqual(texts, ["first", "one", "another second"]);
+    assert.deepEqual(checkInvariants(child.session.events), []);
+    await assert.rejects(harness.forkAgent("src", { boundary: 2 }), { code: "OPEN_TURN" });
+    await harness.dispose();
+  });
+
+  it("forks a session that is only in storage", async () => {
+    const storage = memoryStorage();
+    const first = await harnessWith(storage, [textResponse("one")]);
+    const a = await first.harness.createAgent({ id: "stored-src" });
+    await a.run("first");
+    await first.harness.dispose();
+    const second = await harnessWith(storage, [textResponse("continued")]);
+    const child = await second.harness.forkAgent("stored-src", { id: "stored-child" });
+    assert.equal((await child.run("more")).text, "continued");
+    await second.harness.dispose();
+    assert.equal((await storage.load("stored-child")).header.parentSession, "stored-src");
+  });
+
+  it("disposeAgent() resolves after the writer lease is released", async () => {
+    const storage = memoryStorage();
+    const { harness } = await harnessWith(storage, [textResponse("one")]);
+    const agent = await harness.createAgent({ id: "lease" });
+    await agent.run("hi");
+    await harness.disposeAgent(agent);
+    const writer = await storage.acquireWriter("lease");
+    await writer.release();
+    assert.equal(await storage.delete("lease"), true);
+    await harness.dispose();
+  });
+
+  it("input queued when an agent is disposed is kept for the resumed agent", async () => {
+    const storage = memoryStorage();
+    const first = await harnessWith(storage, [textResponse("one")]);
+    const a = await first.harness.createAgent({ id: "keep" });
+    a.inject("remember me");
+    await first.harness.dispose();
+    const second = await harnessWith(storage, [textResponse("two")]);
+    const b = await second.harness.resumeAgent("keep");
+    assert.deepEqual(b.inbox.pending("next-step").map((e) => e.message.content), [[{
+      type: "text",
+      text: "remember me",
+    }]]);
+    await second.harness.dispose();
+  });
+});
+
 function childCommand(script: string, dir: string): [string, string[]] {
   const g = globalThis as { Deno?: unknown; Bun?: unknown };
   if (g.Deno !== undefined) return [process.execPath, ["run", "-A", script, dir]];

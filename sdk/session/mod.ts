@@ -48,6 +48,7 @@ export { assertLosslessJson, copyLosslessJson } from "./lossless_json.ts";
 export { deepFreeze } from "./deep_freeze.ts";
 export { renderTranscript, type TranscriptOptions } from "./transcript.ts";
 export {
+  forkBoundary,
   type SessionCreateOptions,
   type SessionDispatchContext,
   type SessionEvents,

@@ -21,6 +21,12 @@ export interface SessionEvents {
   "session/event": (session: Session, event: SessionEvent) => void;
   /** A durability checkpoint was requested (parallel: every listener is awaited). */
   "session/flush": (session: Session) => Promise<void>;
+  /**
+   * A live session is about to leave this process (parallel: every listener is
+   * awaited): durable listeners write what is left and release what they hold,
+   * such as a storage writer lease. The agent factory dispatches it on dispose.
+   */
+  "session/release": (session: Session) => Promise<void>;
   /** A session created by {@linkcode SessionStore.create} left the store (emit). */
   "session/disposed": (session: Session) => void;
 }
@@ -85,6 +91,41 @@ const HEADER_KEYS = [
   "delegationDepth",
   "agentPreset",
 ];
+
+/**
+ * Check a fork boundary against a log and resolve it: the inclusive seq a
+ * fork's prefix ends at (the last event by default), which must not end inside
+ * a turn.
+ *
+ * @param sessionId The source session's id (for messages).
+ * @param events The source log.
+ * @param boundary The inclusive boundary seq. @default {the last seq}
+ * @returns The resolved boundary.
+ * @throws {HarnessError} `INVALID_BOUNDARY` or `OPEN_TURN`.
+ */
+export function forkBoundary(sessionId: string, events: readonly SessionEvent[], boundary?: number): number {
+  const last = events.length - 1;
+  const end = boundary ?? last;
+  if (!Number.isSafeInteger(end) || end < 0 || end > last) {
+    throw new HarnessError(
+      "INVALID_BOUNDARY",
+      `Cannot fork session ${sessionId}: boundary ${end} is not a seq of the log (0..${last})`,
+      { details: { sessionId, boundary: end } },
+    );
+  }
+  let openTurn: number | undefined;
+  for (let i = 0; i <= end; i++) {
+    const event = events[i];
+    if (event.type === "turn/start") openTurn = event.data.turn;
+    else if (event.type === "turn/end") openTurn = undefined;
+  }
+  if (openTurn !== undefined) {
+    throw new HarnessError("OPEN_TURN", `Cannot fork session ${sessionId}: the prefix ends inside turn ${openTurn}`, {
+      details: { sessionId, boundary: end, turn: openTurn },
+    });
+  }
+  return end;
+}
 
 /**
  * The in-memory store of live sessions, provided as `ctx.sessions` by
@@ -324,35 +365,12 @@ export class SessionStore {
       throw new HarnessError("INVALID_ARGS", "Fork source must be a session or a session id");
     }
     const events = session.events;
-    const last = events.length - 1;
-    const end = boundary ?? last;
-    if (!Number.isSafeInteger(end) || end < 0 || end > last) {
-      throw new HarnessError(
-        "INVALID_BOUNDARY",
-        `Cannot fork session ${session.id}: boundary ${end} is not a seq of the log (0..${last})`,
-        { details: { sessionId: session.id, boundary: end } },
-      );
-    }
     if (childId !== undefined && this.#live.has(childId)) {
       throw new HarnessError("SESSION_ALREADY_EXISTS", `Cannot fork into session ${childId}: it is already live`, {
         details: { sessionId: childId },
       });
     }
-    let openTurn: number | undefined;
-    for (let i = 0; i <= end; i++) {
-      const event = events[i];
-      if (event.type === "turn/start") openTurn = event.data.turn;
-      else if (event.type === "turn/end") openTurn = undefined;
-    }
-    if (openTurn !== undefined) {
-      throw new HarnessError(
-        "OPEN_TURN",
-        `Cannot fork session ${session.id}: the prefix ends inside turn ${openTurn}`,
-        {
-          details: { sessionId: session.id, boundary: end, turn: openTurn },
-        },
-      );
-    }
+    const end = forkBoundary(session.id, events, boundary);
     const options: SessionCreateOptions = {
       seed: events.slice(0, end + 1),
       parentSession: session.id,
