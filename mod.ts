@@ -25,5 +25,4 @@ export * from "./sdk/tools/mod.ts";
 export * from "./sdk/prompt/mod.ts";
 export * from "./sdk/agent/mod.ts";
 export * from "./sdk/compaction/mod.ts";
-export * from "./sdk/config/mod.ts";
 export * from "./sdk/harness.ts";

@@ -13,7 +13,8 @@ import { openaiCompatibleAdapter } from "./openai_compatible_adapter.ts";
  *
  * @example Building a harness from configuration
  * ```ts
- * import { createHarness, resolveConfig } from "@dsh/harness";
+ * import { createHarness } from "@dsh/harness";
+ * import { resolveConfig } from "@dsh/harness/config";
  * import { adapterKinds } from "@dsh/harness/adapters";
  * import assert from "node:assert/strict";
  *

@@ -29,7 +29,14 @@ const sourceFiles = files.filter((f) =>
   f.endsWith(".ts") && !f.endsWith("_test.ts") && !f.startsWith("bench/") && !f.startsWith("examples/") &&
   !f.startsWith("scripts/") && !f.includes("/_test_") && !f.includes("/testdata/")
 );
-const entryPoints = ["mod.ts", "adapters/mod.ts", "replay/mod.ts", "testing/mod.ts", "sdk/http/mod.ts"];
+const entryPoints = [
+  "mod.ts",
+  "adapters/mod.ts",
+  "replay/mod.ts",
+  "testing/mod.ts",
+  "sdk/http/mod.ts",
+  "sdk/config/mod.ts",
+];
 const checked = [
   ...entryPoints,
   ...files.filter((f) => (f.startsWith("examples/") || f.startsWith("bench/")) && f.endsWith(".ts")),

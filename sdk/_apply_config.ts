@@ -5,8 +5,11 @@
 import type { HarnessContext } from "./kernel/harness_context.ts";
 import { HarnessError } from "./kernel/harness_error.ts";
 import type { LlmAdapter } from "./llm/mod.ts";
-import type { AdapterConfig, HarnessConfig, LoadedConfig } from "./config/mod.ts";
-import { permissionFor } from "./config/mod.ts";
+// Types and the zod-free rule matcher only: the config loader (zod, jsonc-parser) is the
+// "@dsh/harness/config" subpath, so the core bundle does not carry it.
+import type { AdapterConfig, HarnessConfig } from "./config/harness_config.ts";
+import type { LoadedConfig } from "./config/resolve_config.ts";
+import { permissionFor } from "./config/permission_for.ts";
 import type { ToolDefinition, ToolEvents } from "./tools/mod.ts";
 import type { SessionStorage } from "./persistence/session_storage.ts";
 import { fileStorage } from "./persistence/file_storage.ts";

@@ -15,7 +15,7 @@ import type { HarnessConfig } from "./harness_config.ts";
  *
  * @example Reading a default
  * ```ts
- * import { DEFAULT_CONFIG } from "@dsh/harness";
+ * import { DEFAULT_CONFIG } from "@dsh/harness/config";
  * import assert from "node:assert/strict";
  *
  * assert.equal(DEFAULT_CONFIG.maxParallelToolCalls, 10);

@@ -29,7 +29,7 @@ const ALIGN_LIMIT = 60;
  *
  * @example Dumping a configuration
  * ```ts
- * import { dumpConfig, resolveConfig } from "@dsh/harness";
+ * import { dumpConfig, resolveConfig } from "@dsh/harness/config";
  * import assert from "node:assert/strict";
  *
  * const dump = dumpConfig(resolveConfig([{ name: "patch.jsonc", value: { invariants: true } }]));

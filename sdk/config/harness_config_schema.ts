@@ -60,7 +60,7 @@ const storageLayer = z.strictObject({
  *
  * @example Checking a layer
  * ```ts
- * import { harnessConfigLayerSchema } from "@dsh/harness";
+ * import { harnessConfigLayerSchema } from "@dsh/harness/config";
  * import assert from "node:assert/strict";
  *
  * assert.equal(harnessConfigLayerSchema.safeParse({ model: { temperature: null } }).success, true);
@@ -94,7 +94,7 @@ const adapter = z.strictObject({
  *
  * @example Checking an effective configuration
  * ```ts
- * import { DEFAULT_CONFIG, harnessConfigSchema } from "@dsh/harness";
+ * import { DEFAULT_CONFIG, harnessConfigSchema } from "@dsh/harness/config";
  * import assert from "node:assert/strict";
  *
  * assert.equal(harnessConfigSchema.safeParse(DEFAULT_CONFIG).success, true);

@@ -58,7 +58,7 @@ const MISSING_CODES = new Set(["ENOENT", "ENOTDIR"]);
  *
  * @example Loading a profile and a patch
  * ```ts
- * import { loadConfig } from "@dsh/harness";
+ * import { loadConfig } from "@dsh/harness/config";
  * import assert from "node:assert/strict";
  *
  * const files: Record<string, string> = {

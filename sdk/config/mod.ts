@@ -6,7 +6,7 @@
  *
  * @example Loading, inspecting and using a configuration
  * ```ts
- * import { dumpConfig, permissionFor, resolveConfig } from "@dsh/harness";
+ * import { dumpConfig, permissionFor, resolveConfig } from "@dsh/harness/config";
  * import assert from "node:assert/strict";
  *
  * const loaded = resolveConfig([

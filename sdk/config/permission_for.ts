@@ -42,7 +42,7 @@ function patternOf(glob: string): RegExp {
  *
  * @example The last matching rule wins
  * ```ts
- * import { permissionFor } from "@dsh/harness";
+ * import { permissionFor } from "@dsh/harness/config";
  * import assert from "node:assert/strict";
  *
  * const rules = [

@@ -70,7 +70,7 @@ const DEFAULT_LAYER: ConfigLayer = { name: "default", value: DEFAULT_CONFIG };
  *
  * @example Layering in memory
  * ```ts
- * import { resolveConfig } from "@dsh/harness";
+ * import { resolveConfig } from "@dsh/harness/config";
  * import assert from "node:assert/strict";
  *
  * const { config, origins } = resolveConfig([

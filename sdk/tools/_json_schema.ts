@@ -1,12 +1,14 @@
 /**
  * Internal: JSON Schema handling for tools. Parameters and outputs may be given
- * as zod v4 schemas (converted with `z.toJSONSchema`) or as raw JSON Schema
- * (draft 2020-12, compiled with ajv).
+ * as zod v4 schemas (converted with the schema's own `toJSONSchema()` and
+ * validated with its own `safeParse()`, so the SDK never loads zod itself) or
+ * as raw JSON Schema (draft 2020-12, compiled with ajv, which is created on the
+ * first raw schema only).
  *
  * @module
  */
 
-import { z } from "zod";
+import type { z } from "zod";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { HarnessError } from "../kernel/harness_error.ts";
 
@@ -16,8 +18,16 @@ export type JsonSchema = Readonly<Record<string, unknown>>;
 /** A compiled validator: `undefined` when valid, otherwise the list of problems. */
 export type Validator = (value: unknown) => string[] | undefined;
 
-const ajv = new Ajv2020({ allErrors: true, strict: false, addUsedSchema: false, validateFormats: false });
+let ajv: Ajv2020 | undefined;
 const compiled = new WeakMap<object, Validator>();
+
+/** Describe a zod schema's parse problems, or `undefined` when `value` passes. */
+export function zodValidator(schema: z.ZodType): Validator {
+  return (value) => {
+    const result = schema.safeParse(value);
+    return result.success ? undefined : zodProblems(result.error);
+  };
+}
 
 /** Whether `value` is a zod v4 schema. */
 export function isZodSchema(value: unknown): value is z.ZodType {
@@ -31,13 +41,22 @@ export function isZodSchema(value: unknown): value is z.ZodType {
  * @throws {HarnessError} `INVALID_TOOL_DEFINITION` when zod cannot represent it.
  */
 export function zodToJsonSchema(schema: z.ZodType, io: "input" | "output", what: string): JsonSchema {
+  const convert = (schema as { toJSONSchema?: (params: { io: string }) => unknown }).toJSONSchema;
+  if (typeof convert !== "function") {
+    throw new HarnessError(
+      "INVALID_TOOL_DEFINITION",
+      `The ${what} schema is a zod schema without toJSONSchema() (zod/mini?): use a zod classic schema or JSON Schema`,
+    );
+  }
   let json: Record<string, unknown>;
   try {
-    json = z.toJSONSchema(schema, { io }) as Record<string, unknown>;
+    json = { ...(convert.call(schema, { io }) as Record<string, unknown>) };
   } catch (cause) {
     throw new HarnessError("INVALID_TOOL_DEFINITION", `Cannot convert the ${what} schema to JSON Schema`, { cause });
   }
   delete json.$schema;
+  // The JSON Schema derived from a zod schema is validated by zod itself.
+  compiled.set(json, zodValidator(schema));
   return json;
 }
 
@@ -52,8 +71,9 @@ export function compileSchema(schema: JsonSchema, what: string): Validator {
   if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
     throw new HarnessError("INVALID_TOOL_DEFINITION", `The ${what} schema is not a JSON Schema object`);
   }
-  let check: ReturnType<typeof ajv.compile>;
+  let check: ReturnType<Ajv2020["compile"]>;
   try {
+    ajv ??= new Ajv2020({ allErrors: true, strict: false, addUsedSchema: false, validateFormats: false });
     check = ajv.compile(schema as Record<string, unknown>);
   } catch (cause) {
     throw new HarnessError("INVALID_TOOL_DEFINITION", `The ${what} schema is not valid JSON Schema`, { cause });
