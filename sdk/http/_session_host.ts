@@ -7,6 +7,7 @@ import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { Harness, HarnessCtx } from "../harness.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
+import { forkBoundary } from "../session/session_store.ts";
 import { HttpProblem } from "./_problem.ts";
 import type { CreateSessionBody } from "./_body.ts";
 
@@ -95,29 +96,21 @@ export class SessionHost {
   }
 
   /**
-   * Fork a live session into a new live agent. The store's `fork()` makes a
-   * session without an agent, so the prefix is checked here (same rules: a
-   * seq of the log, not inside a turn) and handed to the registry as a seed.
+   * Fork a live session into a new live agent: the prefix is checked with the
+   * store's rules (`forkBoundary`) and handed to the registry as a seed; the
+   * handle stays with this host, which owns the agents it serves.
    */
   async fork(source: Agent, boundary: number | undefined, childId: string | undefined): Promise<Agent> {
     const events = source.session.events;
-    const last = events.length - 1;
-    const end = boundary ?? last;
-    if (end > last) {
-      throw new HttpProblem(
-        422,
-        "INVALID_BOUNDARY",
-        `Cannot fork: boundary ${end} is not a seq of the log (0..${last})`,
-      );
-    }
-    let openTurn: number | undefined;
-    for (let i = 0; i <= end; i++) {
-      const event = events[i];
-      if (event.type === "turn/start") openTurn = event.data.turn;
-      else if (event.type === "turn/end") openTurn = undefined;
-    }
-    if (openTurn !== undefined) {
-      throw new HttpProblem(409, "OPEN_TURN", `Cannot fork: the prefix ends inside turn ${openTurn}`);
+    let end: number;
+    try {
+      end = forkBoundary(source.id, events, boundary);
+    } catch (error) {
+      if (HarnessError.isInstance(error, "OPEN_TURN")) throw new HttpProblem(409, "OPEN_TURN", error.message);
+      if (HarnessError.isInstance(error, "INVALID_BOUNDARY")) {
+        throw new HttpProblem(422, "INVALID_BOUNDARY", error.message);
+      }
+      throw error;
     }
     const id = childId ?? crypto.randomUUID();
     if (this.live(id) !== undefined || this.#ctx.service("sessions").get(id) !== undefined || await this.#stored(id)) {
