@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { ReasoningEffort } from "../llm/llm_adapter.ts";
+import type { LlmCallConfig, ReasoningEffort } from "../llm/llm_adapter.ts";
 
 /** What a permission rule decides for a matching tool call. */
 export type PermissionAction = "allow" | "deny" | "ask";
@@ -24,21 +24,11 @@ export interface PermissionRule {
   readonly reason?: string;
 }
 
-/** The model every agent calls unless it names another. */
-export interface ModelConfig {
-  /** The provider requests route by: a key of {@linkcode HarnessConfig.adapters} or an adapter given in code. */
-  readonly provider: string;
-  /** The model id the provider expects. */
-  readonly model: string;
-  /** The reasoning effort to request; absent lets the adapter choose. */
-  readonly reasoningEffort?: ReasoningEffort;
-  /** Sampling temperature, 0 to 2. */
-  readonly temperature?: number;
-  /** The output token limit; absent lets the adapter choose. */
-  readonly maxTokens?: number;
-  /** Stop sequences. */
-  readonly stop?: readonly string[];
-}
+/**
+ * The model every agent calls unless it names another: the same fields as a
+ * call configuration (provider route, model id, reasoning effort, sampling).
+ */
+export type ModelConfig = LlmCallConfig;
 
 /**
  * Kinds of configured adapters. `deepseek` and `openai-compatible` are the ones
