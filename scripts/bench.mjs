@@ -165,6 +165,8 @@ const BUNDLES = [
   ["replay/mod.ts", "@dsh/harness/replay"],
   ["testing/mod.ts", "@dsh/harness/testing"],
   ["sdk/http/mod.ts", "@dsh/harness/http"],
+  ["sdk/config/mod.ts", "@dsh/harness/config"],
+  ["adapters/mod.ts", "@dsh/harness/adapters"],
 ];
 /** Package name of a bare specifier (`zod/mini` → `zod`, `@a/b/c` → `@a/b`). */
 const packageName = (spec) => spec.split("/").slice(0, spec.startsWith("@") ? 2 : 1).join("/");
