@@ -48,7 +48,6 @@ import {
 } from "../llm/mod.ts";
 import {
   canonicalHeader,
-  deepFreeze,
   type EpochHeader,
   headerEquals,
   type InboxEntry,
@@ -239,6 +238,8 @@ export class LoopAgent implements Agent {
   #idleWaiters: (() => void)[] = [];
   #firstRequestOfLoop = true;
   #turn: number;
+  /** The services, resolved once per turn (a kernel lookup goes through Cordis's tracing proxies). */
+  #svc!: LoopServices;
   /** Usage of every model call of the running turn (failed attempts included). */
   #turnUsage: TokenUsage = ZERO_USAGE;
   /** The text of the turn's latest assistant message that had text. */
@@ -410,12 +411,15 @@ export class LoopAgent implements Agent {
     this.#setStatus("running");
     try {
       while (this.#hasWork()) {
+        const turnsBefore = this.#turn;
         try {
           await this.#runTurn();
         } catch (error) {
           // A defect outside model calls (a throwing listener, a broken service): report it and stop this turn.
           this.#ctx.emit("agent/error", this, error);
           this.#closeTurnAfterDefect(error);
+          // A defect before any turn could open would repeat on every try: stop until the next wake.
+          if (this.#turn === turnsBefore) break;
         }
       }
     } finally {
@@ -462,6 +466,12 @@ export class LoopAgent implements Agent {
     this.#controller = controller;
     this.#cancelCause = undefined;
     const signal = controller.signal;
+    this.#svc = {
+      sessions: this.#ctx.service("sessions"),
+      llm: this.#ctx.service("llm"),
+      tools: this.#ctx.service("tools"),
+      systemPrompt: this.#ctx.service("systemPrompt"),
+    };
     const turn = ++this.#turn;
     this.#turnUsage = ZERO_USAGE;
     this.#turnText = "";
@@ -563,7 +573,7 @@ export class LoopAgent implements Agent {
     if (signal.aborted) return { kind: "aborted" };
     let prepared;
     try {
-      prepared = this.#ctx.service("llm").prepareCall(config);
+      prepared = this.#svc.llm.prepareCall(config);
     } catch (error) {
       const failure: LlmFailureData = error instanceof LlmFailure ? error.toData() : {
         code: HarnessError.isInstance(error) ? error.code : "UNKNOWN",
@@ -572,7 +582,7 @@ export class LoopAgent implements Agent {
       return { kind: "error", failure };
     }
     const scope: ScopeInfo | undefined = this.#ctx.scope;
-    const assembly = await this.#ctx.service("systemPrompt").assemble({ scope, signal });
+    const assembly = await this.#svc.systemPrompt.assemble({ scope, signal });
     if (signal.aborted) return { kind: "aborted" };
 
     for (const message of entered) this.session.append("user/message", message, { surfaceOp: "append" });
@@ -580,10 +590,13 @@ export class LoopAgent implements Agent {
 
     const buildRequest = (): GenerateOptions => {
       const header = this.session.requestHeader()!;
-      const built: GenerateOptions = deepFreeze({
+      // Shallow freezes suffice: the messages, config and tools come from the
+      // log, where every event is deep-frozen on append. Deep-freezing here
+      // would walk the whole history on every request.
+      const built: GenerateOptions = Object.freeze({
         config: header.config,
         ...(header.system !== undefined ? { system: header.system } : {}),
-        messages: this.session.deriveMessages(),
+        messages: Object.freeze(this.session.deriveMessages()),
         ...(header.tools !== undefined ? { tools: header.tools } : {}),
         purpose: "turn",
         sessionId: this.id,
@@ -663,7 +676,7 @@ export class LoopAgent implements Agent {
    * the loop goes on. A failed checkpoint fails the turn (fail closed).
    */
   async #checkpoint(): Promise<void> {
-    await this.#ctx.service("sessions").flush(this.session);
+    await this.#svc.sessions.flush(this.session);
   }
 
   #recordHeader(
@@ -737,7 +750,7 @@ export class LoopAgent implements Agent {
   }
 
   async #runTools(turn: number, step: number, calls: ToolCallBlock[], signal: AbortSignal): Promise<boolean> {
-    const tools = this.#ctx.service("tools");
+    const tools = this.#svc.tools;
     const scope = this.#ctx.scope;
     const callSeqs = new Map<string, number>();
     let concluded = false;

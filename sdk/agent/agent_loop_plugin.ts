@@ -118,12 +118,9 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
       });
       const a = agent;
       undo.push(() => a.stop());
-      (scope.ctx as unknown as HarnessContext<{ "session/event": (s: Session, e: unknown) => void }>).on(
-        "session/event",
-        (s, event) => {
-          if (s === a.session) a.publish(event as never);
-        },
-      );
+      // The agent hears its own session directly: a kernel listener per agent
+      // would make every appended event cost O(live agents).
+      session.observe((event) => a.publish(event));
       await setup?.(scope.ctx, agent);
       detachSession = sessions.enter(session);
       undo.push(detachSession);

@@ -199,10 +199,18 @@ function toCordisPlugin(
 class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> {
   readonly raw: Context;
   readonly #dispatcher: object;
+  // Read once: every property read on a Cordis context goes through its
+  // tracing proxy, which allocates; dispatch is on the hot path of the loop.
+  readonly #events: Context["events"];
 
   constructor(raw: Context) {
     this.raw = raw;
     this.#dispatcher = dispatcherOf(this.scope);
+    this.#events = raw.events;
+  }
+
+  #idle(name: string): boolean {
+    return !(this.#events._hooks[name]?.length);
   }
 
   get scope(): ScopeInfo | undefined {
@@ -217,7 +225,8 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
   emit<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): void {
     // Cordis's own emit stops at the first listener that throws; observers
     // must not be able to break the emitter, so each call is contained.
-    const callbacks = this.raw.events.dispatch("emit", [this.#dispatcher, name, ...args]);
+    if (this.#idle(name)) return;
+    const callbacks = this.#events.dispatch("emit", [this.#dispatcher, name, ...args]);
     for (const callback of callbacks) {
       try {
         callback(...args);
@@ -229,7 +238,7 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
 
   #reportListenerError(name: string, error: unknown): void {
     if (name !== "kernel/listener-error") {
-      const hooks = this.raw.events._hooks["kernel/listener-error"];
+      const hooks = this.#events._hooks["kernel/listener-error"];
       if (hooks?.length) {
         for (const hook of [...hooks]) {
           try {
@@ -243,18 +252,21 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
   }
 
   parallel<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): Promise<void> {
-    return this.raw.events.parallel(this.#dispatcher, name, ...args);
+    if (this.#idle(name)) return Promise.resolve();
+    return this.#events.parallel(this.#dispatcher, name, ...args);
   }
 
   serial<K extends EventName<E>>(
     name: K,
     ...args: EventArgs<E, K>
   ): Promise<Awaited<EventResult<E, K>> | undefined> {
-    return this.raw.events.serial(this.#dispatcher, name, ...args);
+    if (this.#idle(name)) return Promise.resolve(undefined);
+    return this.#events.serial(this.#dispatcher, name, ...args);
   }
 
   waterfall<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): EventResult<E, K> {
-    return this.raw.events.waterfall(this.#dispatcher, name, ...args);
+    if (this.#idle(name)) return (args[args.length - 1] as () => EventResult<E, K>)();
+    return this.#events.waterfall(this.#dispatcher, name, ...args);
   }
 
   effect(execute: () => () => void | Promise<void>, label?: string): () => Promise<void> {
