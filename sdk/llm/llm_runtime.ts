@@ -277,8 +277,22 @@ export class LlmRuntime {
         return adapter.stream(this.#withReplayState(effective, adapter), signal);
       }, signal);
     const dispatcher = streamOptions.context ?? this.#ctx;
-    if (dispatcher === undefined) return guardStream(terminal, signal);
-    return guardStream(() => dispatcher.waterfall("llm/stream", options, terminal), signal);
+    if (dispatcher === undefined) return terminal();
+    // The waterfall runs now (the caller iterates at once). When its result is
+    // the terminal's own guarded stream (no listener, or listeners that pass it
+    // through), it already keeps the contract and needs no second guard: each
+    // guard layer costs an async-generator hop and a race per chunk.
+    let inner: AsyncIterable<StreamChunk> | undefined;
+    let result: AsyncIterable<StreamChunk>;
+    try {
+      result = dispatcher.waterfall("llm/stream", options, () => (inner = terminal()));
+    } catch (error) {
+      return guardStream(() => {
+        throw error;
+      }, signal);
+    }
+    if (result === inner) return result;
+    return guardStream(() => result, signal);
   }
 
   #resolve(provider: string, model: string): { adapter: LlmAdapter; modelInfo: ModelInfo } {

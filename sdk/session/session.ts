@@ -7,6 +7,7 @@
 
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { Message } from "../llm/messages.ts";
+import { copyChunkData } from "./_copy_chunk_data.ts";
 import { assertLosslessJson, copyLosslessJson } from "./lossless_json.ts";
 import { deepFreeze } from "./deep_freeze.ts";
 import { deriveEventMessage } from "./derive_event_message.ts";
@@ -372,7 +373,8 @@ export class Session {
     if (typeof time !== "number" || !Number.isFinite(time)) {
       throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a finite number`);
     }
-    const event: Record<string, unknown> = { type, seq: this.#log.length, time, data: copyLosslessJson(data, "data") };
+    const copied = (type === "assistant/chunk" ? copyChunkData(data) : undefined) ?? copyLosslessJson(data, "data");
+    const event: Record<string, unknown> = { type, seq: this.#log.length, time, data: copied };
     if (intent !== undefined) {
       const op = intent.surfaceOp;
       if (op !== undefined) event.surfaceOp = copyLosslessJson(op, "surfaceOp");

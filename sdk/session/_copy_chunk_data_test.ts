@@ -1,0 +1,50 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { copyChunkData } from "./_copy_chunk_data.ts";
+import { copyLosslessJson } from "./lossless_json.ts";
+import { Session } from "./session.ts";
+
+describe("copyChunkData()", () => {
+  it("copies delta and block-start payloads exactly as the generic copy does, frozen", () => {
+    const payloads = [
+      { turn: 1, step: 2, chunk: { type: "text-delta", index: 0, text: "Hi" } },
+      { turn: 1, step: 1, chunk: { type: "reasoning-delta", index: 3, text: "" } },
+      { turn: 4, step: 1, chunk: { type: "block-start", index: 1, blockType: "tool-call" } },
+      { turn: 1, step: 1, chunk: { type: "tool-call-delta", index: 1, id: "c", argumentsDelta: "{" } },
+      { turn: 1, step: 1, chunk: { type: "tool-call-delta", index: 1, id: "c", name: "add", argumentsDelta: "" } },
+    ];
+    for (const payload of payloads) {
+      const copy = copyChunkData(payload)!;
+      assert.deepEqual(copy, copyLosslessJson(payload, "data"));
+      assert.notEqual(copy, payload);
+      assert.ok(Object.isFrozen(copy) && Object.isFrozen(copy.chunk));
+    }
+  });
+
+  it("leaves anything unusual to the generic walk", () => {
+    const odd: unknown[] = [
+      { turn: 1, step: 1, chunk: { type: "usage", usage: { inputTokens: 1, outputTokens: 1 } } },
+      { turn: 1, step: 1, chunk: { type: "text-delta", index: 0, text: "x", extra: 1 } },
+      { turn: 1, step: 1, chunk: { type: "text-delta", index: -0, text: "x" } },
+      { turn: 1, step: 1, chunk: { type: "text-delta", index: 0.5, text: "x" } },
+      { turn: 1, step: 1, chunk: { type: "text-delta", index: 0, text: 5 } },
+      { turn: 1, step: 1, chunk: { type: "text-delta", index: 0, text: "x", [Symbol("s")]: 1 } },
+      { turn: 1, step: 1, chunk: new Map() },
+      { turn: 1, step: 1, chunk: { type: "text-delta", index: 0, text: "x" }, more: true },
+      { turn: -0, step: 1, chunk: { type: "text-delta", index: 0, text: "x" } },
+    ];
+    for (const payload of odd) assert.equal(copyChunkData(payload), undefined);
+  });
+
+  it("an append that takes the generic path still rejects what is not lossless JSON", () => {
+    const session = Session.create("s");
+    session.append("turn/start", { turn: 1 });
+    session.append("step/start", { turn: 1, step: 1 });
+    assert.throws(
+      () =>
+        session.append("assistant/chunk", { turn: 1, step: 1, chunk: { type: "text-delta", index: -0, text: "x" } }),
+      { code: "NOT_LOSSLESS_JSON" },
+    );
+    assert.equal(session.seq, 2);
+  });
+});
