@@ -110,6 +110,10 @@ function isOwner(value: unknown): value is RegistrationOwner {
  * ```
  */
 export class ToolRuntime {
+  #version = 0;
+  // Weak per scope, so a disposed agent's scope does not keep its schemas alive.
+  readonly #schemaCache = new WeakMap<object, { version: number; schemas: ToolSchema[] }>();
+  readonly #globalKey = {};
   readonly #host: ServiceHost;
   readonly #options: ToolRuntimeOptions;
   readonly #layers = new Map<ScopeInfo | undefined, Map<string, AnyToolDefinition>>();
@@ -184,6 +188,10 @@ export class ToolRuntime {
    * @returns The schemas.
    */
   schemas(scope?: ScopeInfo): ToolSchema[] {
+    // Every registration and restriction change bumps the version, so the
+    // frozen schemas of a scope are built once per change, not once per request.
+    const cached = this.#schemaCache.get(scope ?? this.#globalKey);
+    if (cached !== undefined && cached.version === this.#version) return [...cached.schemas];
     const names = new Set<string>(this.#layers.get(undefined)?.keys());
     for (let s = scope; s !== undefined; s = s.parent) {
       for (const name of this.#layers.get(s)?.keys() ?? []) names.add(name);
@@ -198,7 +206,8 @@ export class ToolRuntime {
         parameters: structuredClone(definition.parameters) as Record<string, unknown>,
       }));
     }
-    return out;
+    this.#schemaCache.set(scope ?? this.#globalKey, { version: this.#version, schemas: out });
+    return [...out];
   }
 
   /**
@@ -361,6 +370,7 @@ export class ToolRuntime {
   }
 
   #changed(): void {
+    this.#version++;
     announce(this.#host, "tools/change");
   }
 }
