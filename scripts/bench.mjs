@@ -103,6 +103,10 @@ function version(cmd, args) {
 
 const sections = [];
 const started = new Date();
+const commitAtStart = version("git", ["-C", root, "rev-parse", "--short", "HEAD"]);
+const dirtyAtStart =
+  spawnSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: root, encoding: "utf8" })
+    .stdout.trim() !== "";
 const loadStart = loadavg();
 
 function header() {
@@ -127,6 +131,9 @@ function header() {
       version(process.execPath, [join(root, "node_modules/tsx/dist/cli.mjs"), "--version"])
     })`,
     `- esbuild ${esbuild.version}`,
+    `- Code: commit ${commitAtStart}${
+      dirtyAtStart ? " plus uncommitted changes in the checkout" : ""
+    } at the start of the run (other work may land while it runs; \`--only\` re-runs say when they ran)`,
     "",
   ].join("\n");
 }
