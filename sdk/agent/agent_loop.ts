@@ -343,9 +343,14 @@ export class LoopAgent implements Agent {
     }
   }
 
-  run(input: AgentInput): Promise<RunResult> {
+  async run(input: AgentInput): Promise<RunResult> {
     const entry = this.followup(input);
-    return new Promise<RunResult>((resolve, reject) => this.#runWaiters.set(entry.id, { resolve, reject }));
+    const result = await new Promise<RunResult>((resolve, reject) =>
+      this.#runWaiters.set(entry.id, { resolve, reject })
+    );
+    // As documented: the promise settles once the agent is idle again (after any work queued meanwhile).
+    await this.whenIdle();
+    return result;
   }
 
   subscribe(): AsyncIterable<AgentUpdate> {

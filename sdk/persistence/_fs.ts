@@ -1,8 +1,12 @@
 // The file-system seam of fileStorage: `node:fs/promises`, which Deno, Bun and
 // Node all implement. `fsOps` is a mutable object so that tests can make one
-// operation fail (rollback tests); nothing else replaces it.
+// operation fail (rollback tests); nothing else replaces it. The module is
+// imported on first use, not at load: importing `@dsh/harness` should not pay
+// for a file system it may never touch (it costs ~200 ms at start on Deno).
 
-import * as fs from "node:fs/promises";
+type Fs = typeof import("node:fs/promises");
+let loading: Promise<Fs> | undefined;
+const nodeFs = (): Promise<Fs> => (loading ??= import("node:fs/promises"));
 
 /** An open file, as far as fileStorage uses it. */
 export interface FileHandleLike {
@@ -15,18 +19,20 @@ export interface FileHandleLike {
 }
 
 export const fsOps = {
-  open: (path: string, flags: string): Promise<FileHandleLike> => fs.open(path, flags),
-  readFile: (path: string): Promise<Uint8Array> => fs.readFile(path),
-  writeFile: (path: string, data: string, flag: string): Promise<void> => fs.writeFile(path, data, { flag }),
-  link: (from: string, to: string): Promise<void> => fs.link(from, to),
-  unlink: (path: string): Promise<void> => fs.unlink(path),
-  rename: (from: string, to: string): Promise<void> => fs.rename(from, to),
+  open: async (path: string, flags: string): Promise<FileHandleLike> => (await nodeFs()).open(path, flags),
+  readFile: async (path: string): Promise<Uint8Array> => (await nodeFs()).readFile(path),
+  writeFile: async (path: string, data: string, flag: string): Promise<void> =>
+    (await nodeFs()).writeFile(path, data, { flag }),
+  link: async (from: string, to: string): Promise<void> => (await nodeFs()).link(from, to),
+  unlink: async (path: string): Promise<void> => (await nodeFs()).unlink(path),
+  rename: async (from: string, to: string): Promise<void> => (await nodeFs()).rename(from, to),
   mkdir: async (path: string): Promise<void> => {
-    await fs.mkdir(path, { recursive: true });
+    await (await nodeFs()).mkdir(path, { recursive: true });
   },
-  readdir: (path: string): Promise<string[]> => fs.readdir(path),
-  stat: (path: string): Promise<{ size: number; mtimeMs: number; isDirectory(): boolean }> => fs.stat(path),
-  rm: (path: string): Promise<void> => fs.rm(path, { recursive: true, force: true }),
+  readdir: async (path: string): Promise<string[]> => (await nodeFs()).readdir(path),
+  stat: async (path: string): Promise<{ size: number; mtimeMs: number; isDirectory(): boolean }> =>
+    (await nodeFs()).stat(path),
+  rm: async (path: string): Promise<void> => (await nodeFs()).rm(path, { recursive: true, force: true }),
 };
 
 /** The error code of a failed file operation (`ENOENT`, `EEXIST`, …), if any. */

@@ -3,8 +3,6 @@
 // and initialised once on first use. This file and `_fs.ts` are the only
 // places in sdk/ that reach `node:` built-ins.
 
-import * as zlib from "node:zlib";
-
 interface ZstdImpl {
   readonly name: string;
   compress(bytes: Uint8Array, level: number): Uint8Array;
@@ -26,9 +24,11 @@ type BunZstd = {
 
 let impl: Promise<ZstdImpl> | undefined;
 
-function nativeImpl(): ZstdImpl | undefined {
-  const z = zlib as unknown as NativeZlib;
-  if (typeof z.zstdCompressSync === "function" && typeof z.zstdDecompressSync === "function") {
+// `node:zlib` is imported on first use (a static import costs start-up time on
+// every process that never compresses anything).
+async function nativeImpl(): Promise<ZstdImpl | undefined> {
+  const z = (await import("node:zlib").catch(() => undefined)) as unknown as NativeZlib | undefined;
+  if (z !== undefined && typeof z.zstdCompressSync === "function" && typeof z.zstdDecompressSync === "function") {
     const compress = z.zstdCompressSync;
     const decompress = z.zstdDecompressSync;
     const level = z.constants.ZSTD_c_compressionLevel;
@@ -88,7 +88,7 @@ async function loadWasm(): Promise<ZstdImpl> {
 
 /** The zstd implementation of this runtime, ready to use. */
 export function zstd(): Promise<ZstdImpl> {
-  return impl ??= Promise.resolve(nativeImpl() ?? wasmImpl()).catch((error) => {
+  return impl ??= nativeImpl().then((native) => native ?? wasmImpl()).catch((error) => {
     impl = undefined;
     throw error;
   });
