@@ -44,67 +44,127 @@ const CLOSED: StreamChunk = {
   },
 };
 
+const DONE: IteratorResult<StreamChunk> = Object.freeze({ value: undefined, done: true });
+
 /**
  * Run `open()` and pass its chunks through, so that the result never throws,
  * ends with exactly one `finish`, and stops promptly when `signal` fires even
  * if the producer ignores it.
+ *
+ * Written as a plain iterator rather than an async generator: it sits on the
+ * per-chunk path of every model call, and a generator costs an extra hop and a
+ * `Promise.race` per chunk. The abort listener answers the pending pull itself.
  */
-export async function* guardStream(
+export function guardStream(
   open: () => AsyncIterable<StreamChunk>,
   signal: AbortSignal,
-): AsyncGenerator<StreamChunk, void, undefined> {
-  if (signal.aborted) {
-    yield abortedFinish(signal);
-    return;
+): AsyncIterableIterator<StreamChunk> {
+  return new GuardedStream(open, signal);
+}
+
+class GuardedStream implements AsyncIterableIterator<StreamChunk> {
+  readonly #open: () => AsyncIterable<StreamChunk>;
+  readonly #signal: AbortSignal;
+  #state: "fresh" | "open" | "final" | "done" = "fresh";
+  #iterator: AsyncIterator<StreamChunk> | undefined;
+  #waiting: ((result: IteratorResult<StreamChunk>) => void) | undefined;
+  readonly #onAbort = (): void => this.#abort();
+
+  constructor(open: () => AsyncIterable<StreamChunk>, signal: AbortSignal) {
+    this.#open = open;
+    this.#signal = signal;
   }
-  let iterator: AsyncIterator<StreamChunk> | undefined;
-  let finished = false;
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<"aborted">((resolve) => {
-    onAbort = () => resolve("aborted");
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-  try {
-    iterator = open()[Symbol.asyncIterator]();
-    while (true) {
-      const next = iterator.next();
-      // If the abort wins the race, a later rejection of `next` must not go unhandled.
-      next.catch(() => {});
-      const step = await Promise.race([next, aborted]);
-      if (step === "aborted") {
-        finished = true;
-        const pending = iterator;
-        iterator = undefined;
-        // The producer ignored the signal: ask it to stop, without waiting for it.
-        Promise.resolve().then(() => pending.return?.()).catch(() => {});
-        yield abortedFinish(signal);
-        return;
-      }
-      if (step.done) break;
-      const chunk = step.value;
-      if (chunk?.type === "finish") {
-        finished = true;
-        yield chunk;
-        return;
-      }
-      yield chunk;
-    }
-  } catch (error) {
-    if (!finished) {
-      finished = true;
-      iterator = undefined;
-      yield thrownFinish(error, signal);
-    }
-    return;
-  } finally {
-    signal.removeEventListener("abort", onAbort!);
-    if (iterator !== undefined) {
-      const open = iterator;
-      iterator = undefined;
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<StreamChunk> {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<StreamChunk>> {
+    if (this.#state === "done") return Promise.resolve(DONE);
+    if (this.#state === "final") return this.#close().then(() => DONE);
+    if (this.#state === "fresh") {
+      if (this.#signal.aborted) return Promise.resolve(this.#final(abortedFinish(this.#signal)));
       try {
-        await open.return?.();
-      } catch { /* the stream is over; a failing cleanup changes nothing */ }
+        this.#iterator = this.#open()[Symbol.asyncIterator]();
+      } catch (error) {
+        return Promise.resolve(this.#final(thrownFinish(error, this.#signal), false));
+      }
+      this.#state = "open";
+      this.#signal.addEventListener("abort", this.#onAbort, { once: true });
+    } else if (this.#signal.aborted) {
+      return Promise.resolve(this.#abortResult());
     }
+    return new Promise((resolve) => {
+      this.#waiting = resolve;
+      let next: Promise<IteratorResult<StreamChunk>>;
+      try {
+        next = this.#iterator!.next();
+      } catch (error) {
+        next = Promise.reject(error);
+      }
+      next.then(
+        (step) => {
+          if (this.#waiting !== resolve) return; // the abort answered this pull already
+          this.#waiting = undefined;
+          if (step.done) {
+            this.#iterator = undefined;
+            resolve(this.#final(this.#signal.aborted ? abortedFinish(this.#signal) : CLOSED));
+          } else if (step.value?.type === "finish") {
+            resolve(this.#final(step.value));
+          } else {
+            resolve({ value: step.value, done: false });
+          }
+        },
+        (error) => {
+          if (this.#waiting !== resolve) return;
+          this.#waiting = undefined;
+          this.#iterator = undefined; // a producer that threw is over: nothing to close
+          resolve(this.#final(thrownFinish(error, this.#signal)));
+        },
+      );
+    });
   }
-  if (!finished) yield signal.aborted ? abortedFinish(signal) : CLOSED;
+
+  async return(): Promise<IteratorResult<StreamChunk>> {
+    const waiting = this.#waiting;
+    this.#waiting = undefined;
+    waiting?.(DONE);
+    // With a pull still pending, the producer is busy: ask it to stop without waiting for it.
+    await this.#close(waiting === undefined);
+    return DONE;
+  }
+
+  /** Deliver the terminal chunk; the pull after it closes the producer and ends the stream. */
+  #final(chunk: StreamChunk, listening = true): IteratorResult<StreamChunk> {
+    this.#state = "final";
+    if (listening) this.#signal.removeEventListener("abort", this.#onAbort);
+    return { value: chunk, done: false };
+  }
+
+  #abortResult(): IteratorResult<StreamChunk> {
+    const pending = this.#iterator;
+    this.#iterator = undefined;
+    // The producer may ignore the signal: ask it to stop, without waiting for it.
+    if (pending !== undefined) Promise.resolve().then(() => pending.return?.()).catch(() => {});
+    return this.#final(abortedFinish(this.#signal));
+  }
+
+  #abort(): void {
+    const waiting = this.#waiting;
+    if (waiting === undefined) return; // the next pull sees the signal
+    this.#waiting = undefined;
+    waiting(this.#abortResult());
+  }
+
+  async #close(wait = true): Promise<void> {
+    this.#state = "done";
+    this.#signal.removeEventListener("abort", this.#onAbort);
+    const iterator = this.#iterator;
+    this.#iterator = undefined;
+    if (iterator === undefined) return;
+    const closing = Promise.resolve().then(() => iterator.return?.()).catch(() => {
+      /* the stream is over; a failing cleanup changes nothing */
+    });
+    if (wait) await closing;
+  }
 }

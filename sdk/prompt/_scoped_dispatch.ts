@@ -40,11 +40,14 @@ export function appliesTo(owner: ScopeInfo | undefined, target: ScopeInfo | unde
  * in registration order; `"all"` admits every listener (an announcement).
  */
 export function admittedListeners(ctx: RawLike, scope: ScopeInfo | undefined | "all", name: string): AnyFunction[] {
+  const events = ctx.raw.events;
+  // No listener at all (the common case on the hot path): skip the filter and bind work.
+  if (!(events._hooks[name]?.length)) return [];
   const thisArg = {
     [Context.filter]: (hookCtx: Context) => scope === "all" || appliesTo(scopeOfRaw(hookCtx), scope),
   };
   // `dispatch` resolves and binds the admitted callbacks without calling them.
-  return ctx.raw.events.dispatch("waterfall", [thisArg, name]) as AnyFunction[];
+  return events.dispatch("waterfall", [thisArg, name]) as AnyFunction[];
 }
 
 /**

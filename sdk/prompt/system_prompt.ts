@@ -67,8 +67,21 @@ function projectSchema(schema: ToolSchema): ToolSchema {
   return {
     name: schema.name,
     description: schema.description,
-    parameters: structuredClone(schema.parameters) as Record<string, unknown>,
+    // Deep-frozen parameters (the tool runtime's) cannot change under us: share them instead of cloning per request.
+    parameters: isDeepFrozen(schema.parameters)
+      ? schema.parameters
+      : structuredClone(schema.parameters) as Record<string, unknown>,
   };
+}
+
+const deepFrozen = new WeakSet<object>();
+
+function isDeepFrozen(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return true;
+  if (deepFrozen.has(value)) return true;
+  if (!Object.isFrozen(value) || !Object.values(value).every(isDeepFrozen)) return false;
+  deepFrozen.add(value);
+  return true;
 }
 
 /**
