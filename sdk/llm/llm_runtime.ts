@@ -97,6 +97,11 @@ export interface PreparedCall {
  */
 export class LlmRuntime {
   readonly #routes = new Map<string, Registration>();
+  #routesVersion = 0;
+  readonly #cleanPrefix = new WeakMap<
+    LlmAdapter,
+    { routes: number; index: number; first: Message; message: Message }
+  >();
   readonly #ctx: HarnessContext<LlmEvents, LlmServices> | undefined;
 
   /**
@@ -138,6 +143,7 @@ export class LlmRuntime {
     }
     const registrations = list.map((adapter) => [adapter.provider, { adapter }] as const);
     for (const [provider, registration] of registrations) this.#routes.set(provider, registration);
+    this.#routesVersion++;
     this.#changed();
     let released = false;
     return () => {
@@ -145,6 +151,7 @@ export class LlmRuntime {
       released = true;
       for (const [provider, registration] of registrations) {
         if (this.#routes.get(provider) === registration) this.#routes.delete(provider);
+        this.#routesVersion++;
       }
       this.#changed();
     };
@@ -315,10 +322,39 @@ export class LlmRuntime {
     const foreign = (m: Message) =>
       m.source.kind === "model" && m.source.replayState !== undefined &&
       this.#routes.get(m.source.provider)?.adapter !== adapter;
-    if (!options.messages.some(foreign)) return options;
+    // Requests of one conversation share their message objects in order, so the
+    // prefix found clean for this adapter last time (same routes) is not scanned
+    // again: O(new messages) per call instead of O(history).
+    const messages = options.messages;
+    const clean = this.#cleanPrefix.get(adapter);
+    let from = 0;
+    if (
+      clean !== undefined && clean.routes === this.#routesVersion && messages[0] === clean.first &&
+      messages[clean.index] === clean.message
+    ) {
+      from = clean.index + 1;
+    }
+    let dirty = false;
+    for (let i = from; i < messages.length; i++) {
+      if (foreign(messages[i])) {
+        dirty = true;
+        break;
+      }
+    }
+    if (!dirty) {
+      if (messages.length > 0) {
+        this.#cleanPrefix.set(adapter, {
+          routes: this.#routesVersion,
+          index: messages.length - 1,
+          first: messages[0],
+          message: messages[messages.length - 1],
+        });
+      }
+      return options;
+    }
     return {
       ...options,
-      messages: options.messages.map((m) => {
+      messages: messages.map((m) => {
         if (!foreign(m) || m.source.kind !== "model") return m;
         const { replayState: _dropped, ...source } = m.source;
         return { ...m, source } as Message;

@@ -364,6 +364,45 @@ describe("LlmRuntime.stream()", () => {
       { kind: "model", provider: "b", model: "m" },
     ]);
   });
+
+  it("re-checks replay state when routes change, even over a history it found clean before", async () => {
+    const a = fake("a");
+    const b = fake("b");
+    const llm = new LlmRuntime();
+    const releaseB = llm.registerAdapter(b);
+    llm.registerAdapter(a);
+    const fromB: Message = {
+      id: "m1",
+      role: "assistant",
+      content: [{ type: "text", text: "hi" }],
+      source: { kind: "model", provider: "b", model: "m", replayState: { sig: "b" } },
+    };
+    const fromA: Message = {
+      ...fromB,
+      id: "m2",
+      source: { kind: "model", provider: "a", model: "m", replayState: { sig: "a" } },
+    };
+    // The history [fromA] is clean for a; then [fromA, fromB] must strip b's state for a.
+    await collect(llm.stream(request("a", "m", [fromA]), signal()));
+    await collect(llm.stream(request("a", "m", [fromA, fromB]), signal()));
+    assert.deepEqual(
+      a.seen[1].messages.map((m) => m.source.kind === "model" ? m.source.replayState ?? "stripped" : "?"),
+      [
+        { sig: "a" },
+        "stripped",
+      ],
+    );
+    // b is released: its message is foreign for every adapter from now on, including to a prefix seen before.
+    releaseB();
+    await collect(llm.stream(request("a", "m", [fromA, fromB]), signal()));
+    assert.deepEqual(
+      a.seen[2].messages.map((m) => m.source.kind === "model" ? m.source.replayState ?? "stripped" : "?"),
+      [
+        { sig: "a" },
+        "stripped",
+      ],
+    );
+  });
 });
 
 describe("llm/stream waterfall and llmRuntimePlugin", () => {

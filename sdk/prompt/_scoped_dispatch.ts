@@ -35,12 +35,16 @@ export function appliesTo(owner: ScopeInfo | undefined, target: ScopeInfo | unde
   return owner === undefined || (target !== undefined && admits(owner, target));
 }
 
+const eventsOf = new WeakMap<object, Context["events"]>();
+
 /**
  * The listeners of `name` for a call from `scope` (see {@linkcode appliesTo}),
  * in registration order; `"all"` admits every listener (an announcement).
  */
 export function admittedListeners(ctx: RawLike, scope: ScopeInfo | undefined | "all", name: string): AnyFunction[] {
-  const events = ctx.raw.events;
+  let events = eventsOf.get(ctx);
+  // Read once per host: a property read on a Cordis context goes through its tracing proxy.
+  if (events === undefined) eventsOf.set(ctx, events = ctx.raw.events);
   // No listener at all (the common case on the hot path): skip the filter and bind work.
   if (!(events._hooks[name]?.length)) return [];
   const thisArg = {
