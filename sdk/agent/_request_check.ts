@@ -6,44 +6,85 @@
  */
 
 import { HarnessError } from "../kernel/harness_error.ts";
-import type { GenerateOptions } from "../llm/llm_adapter.ts";
-import { deriveEventMessage, type EpochHeader, foldSurface, type SessionEvent } from "../session/mod.ts";
-
-function isDeepFrozen(value: unknown): boolean {
-  if (typeof value !== "object" || value === null) return true;
-  if (!Object.isFrozen(value)) return false;
-  return Object.values(value).every(isDeepFrozen);
-}
+import type { GenerateOptions, Message } from "../llm/mod.ts";
+import { deriveEventMessage, type EpochHeader, type Session, SurfaceManager } from "../session/mod.ts";
 
 function same(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
 /**
- * Check that `request` equals what the log derives: messages through an
- * independent full surface fold, and config, system prompt and tools from the
- * last `request/header`. The request must be deep-frozen.
+ * Checks each request against its own fold of the log, kept incrementally:
+ * a separate `SurfaceManager` fed with the events appended since the last
+ * check, its derived messages extended by the new nodes (rebuilt after a
+ * replace), and the last `request/header` tracked as it goes. A check costs
+ * O(new events) to fold plus O(history) pointer comparisons, instead of a full
+ * fold and a JSON comparison of the whole history per request.
  *
- * @param events The log at send time.
- * @param request The request about to be sent.
- * @throws {HarnessError} `INVARIANT_REQUEST_RECONSTRUCTION` naming the first difference.
+ * The messages of a request must be the log's own message objects (the log
+ * deep-freezes them on append), in the derived order; the request and its
+ * messages array must be frozen; config, system prompt and tools must equal the
+ * last `request/header`.
  */
-export function checkRequestReconstruction(events: readonly SessionEvent[], request: GenerateOptions): void {
-  const fail = (what: string) => {
-    throw new HarnessError(
-      "INVARIANT_REQUEST_RECONSTRUCTION",
-      `Request differs from the log's derivation: ${what}`,
-      { details: { seq: events.length } },
-    );
-  };
-  if (!isDeepFrozen(request)) fail("the request is not deep-frozen");
-  const bySeq = events;
-  const derived = foldSurface(events).nodes.map((seq) => deriveEventMessage(bySeq[seq])).filter((m) => m !== null);
-  if (!same(derived, request.messages)) fail("messages");
-  let header: EpochHeader | undefined;
-  for (const event of events) if (event.type === "request/header") header = event.data.header;
-  if (header === undefined) return fail("no request/header precedes the request");
-  if (!same(header.config, request.config)) fail("config");
-  if ((header.system ?? undefined) !== (request.system ?? undefined)) fail("system prompt");
-  if (!same(header.tools ?? [], request.tools ?? [])) fail("tools");
+export class RequestChecker {
+  readonly #session: Session;
+  readonly #surface = new SurfaceManager();
+  #fed = 0;
+  #derived: Message[] = [];
+  #derivedNodes = 0;
+  #generation = 0;
+  #header: EpochHeader | undefined;
+
+  /**
+   * Check the requests of one session.
+   *
+   * @param session The session whose log the requests must match.
+   */
+  constructor(session: Session) {
+    this.#session = session;
+  }
+
+  /**
+   * Check one request against the log at this moment.
+   *
+   * @param request The request about to be sent.
+   * @throws {HarnessError} `INVARIANT_REQUEST_RECONSTRUCTION` naming the first difference.
+   */
+  check(request: GenerateOptions): void {
+    const seq = this.#session.seq;
+    const fail = (what: string): never => {
+      throw new HarnessError("INVARIANT_REQUEST_RECONSTRUCTION", `Request differs from the log's derivation: ${what}`, {
+        details: { seq },
+      });
+    };
+    for (const event of this.#session.slice(this.#fed)) {
+      this.#surface.commit(event);
+      if (event.type === "request/header") this.#header = event.data.header;
+    }
+    this.#fed = seq;
+    if (this.#surface.replaceGeneration !== this.#generation) {
+      this.#generation = this.#surface.replaceGeneration;
+      this.#derived = [];
+      this.#derivedNodes = 0;
+    }
+    for (let i = this.#derivedNodes; i < this.#surface.size; i++) {
+      const message = deriveEventMessage(this.#session.at(this.#surface.nodeAt(i)!)!);
+      if (message !== null) this.#derived.push(message);
+    }
+    this.#derivedNodes = this.#surface.size;
+
+    if (!Object.isFrozen(request) || !Object.isFrozen(request.messages)) fail("the request is not frozen");
+    const messages = request.messages;
+    if (messages.length !== this.#derived.length) {
+      fail(`messages: ${messages.length} sent, ${this.#derived.length} derived`);
+    }
+    for (let i = 0; i < messages.length; i++) {
+      if (messages[i] !== this.#derived[i]) fail(`message ${i} is not the log's message`);
+    }
+    const header = this.#header;
+    if (header === undefined) return fail("no request/header precedes the request");
+    if (!same(header.config, request.config)) fail("config");
+    if ((header.system ?? undefined) !== (request.system ?? undefined)) fail("system prompt");
+    if (!same(header.tools ?? [], request.tools ?? [])) fail("tools");
+  }
 }

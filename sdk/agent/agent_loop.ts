@@ -63,7 +63,7 @@ import type { SystemPrompt } from "../prompt/mod.ts";
 import type { Agent, AgentInput, AgentOptions, AgentStatus, AgentUpdate, CancelOptions, RunResult } from "./agent.ts";
 import type { AgentEvents, PreStepDecision, RequestErrorAction } from "./agent_events.ts";
 import { Inbox } from "./inbox.ts";
-import { checkRequestReconstruction } from "./_request_check.ts";
+import { RequestChecker } from "./_request_check.ts";
 
 /** Services and events the loop uses. */
 export interface LoopServices {
@@ -238,6 +238,8 @@ export class LoopAgent implements Agent {
   #idleWaiters: (() => void)[] = [];
   #firstRequestOfLoop = true;
   #turn: number;
+  /** The request-reconstruction invariant, when invariants are on. */
+  #checker: RequestChecker | undefined;
   /** The services, resolved once per turn (a kernel lookup goes through Cordis's tracing proxies). */
   #svc!: LoopServices;
   /** Usage of every model call of the running turn (failed attempts included). */
@@ -606,7 +608,7 @@ export class LoopAgent implements Agent {
         purpose: "turn",
         sessionId: this.id,
       });
-      if (this.#init.invariants) checkRequestReconstruction(this.session.events, built);
+      if (this.#init.invariants) (this.#checker ??= new RequestChecker(this.session)).check(built);
       return built;
     };
     let request = buildRequest();
