@@ -7,11 +7,14 @@
 
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { GenerateOptions, Message } from "../llm/mod.ts";
-import { deriveEventMessage, type EpochHeader, type Session, SurfaceManager } from "../session/mod.ts";
-
-function same(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
-}
+import {
+  canonicalHeader,
+  deriveEventMessage,
+  type EpochHeader,
+  headerEquals,
+  type Session,
+  SurfaceManager,
+} from "../session/mod.ts";
 
 /**
  * Checks each request against its own fold of the log, kept incrementally:
@@ -83,8 +86,21 @@ export class RequestChecker {
     }
     const header = this.#header;
     if (header === undefined) return fail("no request/header precedes the request");
-    if (!same(header.config, request.config)) fail("config");
-    if ((header.system ?? undefined) !== (request.system ?? undefined)) fail("system prompt");
-    if (!same(header.tools ?? [], request.tools ?? [])) fail("tools");
+    // The session's own header comparison, on the request's envelope in canonical form.
+    const sent = canonicalHeader({
+      config: request.config,
+      adapterDefaults: header.adapterDefaults,
+      system: request.system,
+      tools: request.tools,
+    });
+    if (!headerEquals(header, sent)) {
+      fail(
+        header.system !== sent.system
+          ? "system prompt"
+          : !headerEquals({ config: header.config }, { config: sent.config })
+          ? "config"
+          : "tools",
+      );
+    }
   }
 }

@@ -405,8 +405,8 @@ export class LoopAgent implements Agent {
 
   #hasWork(): boolean {
     if (this.#disposed) return false;
-    return this.inbox.pending("next-turn").length > 0 ||
-      (this.#wakePending && this.inbox.pending("next-step").length > 0);
+    return this.inbox.count("next-turn") > 0 ||
+      (this.#wakePending && this.inbox.count("next-step") > 0);
   }
 
   #schedule(): void {
@@ -538,10 +538,10 @@ export class LoopAgent implements Agent {
         reason = { kind: "completed" };
         break;
       }
-      if (owesRequest || this.inbox.pending("next-step").length > 0) continue;
+      if (owesRequest || this.inbox.count("next-step") > 0) continue;
       await this.#ctx.serial("agent/turn-stopping", this, turn);
       if (signal.aborted) reason = aborted();
-      else if (this.inbox.pending("next-step").length === 0) reason = { kind: "completed" };
+      else if (this.inbox.count("next-step") === 0) reason = { kind: "completed" };
     }
     this.#endTurn(turn, reason ?? { kind: "completed" });
   }

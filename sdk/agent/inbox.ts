@@ -56,6 +56,16 @@ export class Inbox {
     return [...this.#queues[target]];
   }
 
+  /**
+   * How many entries wait in `target`, without copying the queue.
+   *
+   * @param target Which queue.
+   * @returns The number of entries.
+   */
+  count(target: InboxTarget): number {
+    return this.#queues[target].length;
+  }
+
   /** The number of entries waiting in both queues. */
   get size(): number {
     return this.#queues["next-turn"].length + this.#queues["next-step"].length;

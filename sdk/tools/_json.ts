@@ -6,14 +6,10 @@
  * @module
  */
 
-/** Deep-freeze a value in place and return it. Objects already frozen are skipped. */
-export function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
-  }
-  return value;
-}
+import { deepFreeze } from "../session/deep_freeze.ts";
+
+// The tool pipeline freezes with the session log's own deepFreeze.
+export { deepFreeze };
 
 /**
  * Copy `value` as plain JSON (objects, arrays, strings, finite numbers,
