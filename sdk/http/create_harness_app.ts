@@ -1,6 +1,10 @@
 /**
  * `createHarnessApp()`: a harness as a Hono microservice (REST + SSE).
  *
+ * Longer than the house limit on purpose: it is the route table of the service, and reading every
+ * route with its validation and status codes side by side is the point; bodies, problems, auth,
+ * SSE and the session host are in their own files.
+ *
  * @module
  */
 

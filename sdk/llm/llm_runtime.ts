@@ -3,6 +3,10 @@
  * resolution, call preparation, and the one streaming entry point wrapped in
  * the `llm/stream` waterfall.
  *
+ * Longer than the house limit on purpose: `PreparedCall` and `LlmRuntime` share the registration
+ * and dispatch state (a prepared call streams through the runtime's private dispatch), so they
+ * stay in one file; the stream guard, events and retry policy live apart.
+ *
  * @module
  */
 

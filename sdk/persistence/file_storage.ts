@@ -25,6 +25,10 @@
  * contract of one backend; byte-level work lives in `_file_log.ts` and
  * decoding in `_log_decoder.ts`.
  *
+ * Longer than the house limit on purpose: the storage class keeps the write protocol (first
+ * publish, expected-seq append, fsync, rollback, lease checks) in one place, where its ordering
+ * can be read top to bottom; the codecs, lock, header and repair already live in their own files.
+ *
  * @module
  */
 

@@ -2,6 +2,10 @@
  * `Session`: the append-only, typed event log of one agent, and the history,
  * request header and route derived from it.
  *
+ * Longer than the house limit on purpose: `Session` is one class whose append path (checks, copy,
+ * freeze, surface commit, observers) and derivation cache must be read together; validation,
+ * surface folding, lossless copying and header rules already live in their own files.
+ *
  * @module
  */
 

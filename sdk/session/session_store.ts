@@ -12,6 +12,9 @@ import type { HarnessContext, HarnessPlugin } from "../kernel/harness_context.ts
 import { HarnessError } from "../kernel/harness_error.ts";
 import { Session, type SessionHeader, type SessionHeaderInit } from "./session.ts";
 import type { SessionEvent } from "./session_events.ts";
+import { forkBoundary } from "./fork_boundary.ts";
+
+export { forkBoundary };
 
 /** The events of the session domain (all dispatched from the session's context, so scope-filtered). */
 export interface SessionEvents {
@@ -91,41 +94,6 @@ const HEADER_KEYS = [
   "delegationDepth",
   "agentPreset",
 ];
-
-/**
- * Check a fork boundary against a log and resolve it: the inclusive seq a
- * fork's prefix ends at (the last event by default), which must not end inside
- * a turn.
- *
- * @param sessionId The source session's id (for messages).
- * @param events The source log.
- * @param boundary The inclusive boundary seq. @default {the last seq}
- * @returns The resolved boundary.
- * @throws {HarnessError} `INVALID_BOUNDARY` or `OPEN_TURN`.
- */
-export function forkBoundary(sessionId: string, events: readonly SessionEvent[], boundary?: number): number {
-  const last = events.length - 1;
-  const end = boundary ?? last;
-  if (!Number.isSafeInteger(end) || end < 0 || end > last) {
-    throw new HarnessError(
-      "INVALID_BOUNDARY",
-      `Cannot fork session ${sessionId}: boundary ${end} is not a seq of the log (0..${last})`,
-      { details: { sessionId, boundary: end } },
-    );
-  }
-  let openTurn: number | undefined;
-  for (let i = 0; i <= end; i++) {
-    const event = events[i];
-    if (event.type === "turn/start") openTurn = event.data.turn;
-    else if (event.type === "turn/end") openTurn = undefined;
-  }
-  if (openTurn !== undefined) {
-    throw new HarnessError("OPEN_TURN", `Cannot fork session ${sessionId}: the prefix ends inside turn ${openTurn}`, {
-      details: { sessionId, boundary: end, turn: openTurn },
-    });
-  }
-  return end;
-}
 
 /**
  * The in-memory store of live sessions, provided as `ctx.sessions` by
