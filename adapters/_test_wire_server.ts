@@ -25,6 +25,9 @@ export interface WireServer {
   /** The base URL, e.g. `http://127.0.0.1:41234`. */
   readonly url: string;
   readonly requests: RecordedRequest[];
+  /** Errors thrown by the handler, in order; `close()` rethrows the first. */
+  readonly errors: Error[];
+  /** Stop the server; rejects with the handler's first error, if it threw. */
   close(): Promise<void>;
 }
 
@@ -34,6 +37,7 @@ export type WireHandler = (request: RecordedRequest, response: ServerResponse) =
 /** Start a server on 127.0.0.1, on a free port. */
 export async function startWireServer(handler: WireHandler): Promise<WireServer> {
   const requests: RecordedRequest[] = [];
+  const errors: Error[] = [];
   const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
     let body = "";
@@ -52,8 +56,14 @@ export async function startWireServer(handler: WireHandler): Promise<WireServer>
         json,
       };
       requests.push(recorded);
-      Promise.resolve(handler(recorded, res)).catch((error) => {
-        res.destroy(error instanceof Error ? error : new Error(String(error)));
+      // A handler that throws (synchronously or not) answers 500 at once with
+      // its message, so the adapter under test fails now instead of waiting for
+      // its idle timeout; close() then rethrows the error to fail the test.
+      (async () => handler(recorded, res))().catch((thrown) => {
+        const error = thrown instanceof Error ? thrown : new Error(String(thrown));
+        errors.push(error);
+        if (res.headersSent) res.destroy(error);
+        else res.writeHead(500, { "Content-Type": "text/plain" }).end(`wire server handler failed: ${error.message}`);
       });
     });
   });
@@ -67,17 +77,18 @@ export async function startWireServer(handler: WireHandler): Promise<WireServer>
   return {
     url: `http://127.0.0.1:${address.port}`,
     requests,
+    errors,
     close: () =>
-      new Promise<void>((resolve) => {
+      new Promise<void>((resolve, reject) => {
         for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
+        server.close(() => (errors.length ? reject(errors[0]) : resolve()));
       }),
   };
 }
 
 /** The SSE payloads of a recorded fixture (one JSON document per line). */
 export function fixturePayloads(name: string): string[] {
-  const text = readFileSync(new URL(`../../shared/fixtures/wire/${name}`, import.meta.url), "utf8");
+  const text = readFileSync(new URL(`./testdata/wire/${name}`, import.meta.url), "utf8");
   return text.split("\n").filter((line) => line.trim() !== "");
 }
 

@@ -356,6 +356,21 @@ describe("deepseekAdapter() over HTTP on recorded streams", () => {
 });
 
 describe("deepseekAdapter() failures of the connection", () => {
+  it("a test-server handler that throws fails the request at once, and close() rethrows its error", async () => {
+    const server = await startWireServer(() => {
+      throw new Error("fixture missing: nope.jsonl");
+    });
+    // An idle timeout of 20 s would fail the 30 s test budget's spirit; the
+    // answer must be the handler's 500, not the watchdog.
+    const adapter = deepseekAdapter({ apiKey: "sk", baseURL: server.url, streamIdleTimeoutMs: 20_000 });
+    const finish = finishOf(await collect(adapter.stream(request(), signal())));
+    assert.equal(finish.reason.kind, "error");
+    const failure = (finish.reason as { failure: { code: string; message: string; status?: number } }).failure;
+    assert.notEqual(failure.code, "STREAM_IDLE_TIMEOUT");
+    assert.match(JSON.stringify(failure), /500|fixture missing/);
+    await assert.rejects(server.close(), /fixture missing: nope\.jsonl/);
+  });
+
   it("a refused connection is TRANSPORT", async () => {
     const server = await startWireServer(() => {});
     const url = server.url;

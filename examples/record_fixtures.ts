@@ -2,7 +2,7 @@
  * Record the demo fixtures with the real DeepSeek adapter.
  *
  * No network is needed: a local HTTP server (127.0.0.1, a free port) plays
- * recorded DeepSeek wire streams from `../shared/fixtures/wire/` as SSE,
+ * recorded DeepSeek wire streams from `adapters/testdata/wire/` as SSE,
  * one per request, in the order each scenario lists them (`http-503` answers
  * one request with an HTTP 503 instead, to record a retry). The adapter, the
  * loop, the tool and the persistence are all real; each run is saved as a
@@ -21,11 +21,12 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import process from "node:process";
+import { fileURLToPath } from "node:url";
 import { deepseekAdapter } from "../adapters/mod.ts";
 import { recordingAdapter } from "../replay/mod.ts";
 import { fixtureDir, runScenario, type Scenario, SCENARIOS } from "./weather_agent.ts";
 
-const WIRE_DIR = process.argv[2] ?? new URL("../../shared/fixtures/wire/", import.meta.url).pathname;
+const WIRE_DIR = process.argv[2] ?? fileURLToPath(new URL("../adapters/testdata/wire/", import.meta.url));
 
 /** A DeepSeek stream, as `data:` payloads, for the answer after the weather tool. */
 function weatherAnswerWire(): string[] {

@@ -43,13 +43,24 @@ const checked = [
 ];
 
 const steps = [
+  { name: "paths", cmd: process.execPath, args: [join(root, "scripts", "check_paths.mjs")] },
   { name: "check", cmd: bin("deno"), args: ["check", ...checked] },
   { name: "lint", cmd: bin("deno"), args: ["lint"] },
   { name: "fmt", cmd: bin("deno"), args: ["fmt", "--check"] },
   { name: "publish", cmd: bin("deno"), args: ["publish", "--dry-run", "--allow-dirty"] },
   { name: "deno", cmd: bin("deno"), args: ["test", "-A", "--no-check", ...testFiles], summary: denoSummary },
-  { name: "bun", cmd: bin("bun"), args: ["test", ...testFiles.map((f) => `./${f}`)], summary: bunSummary },
-  { name: "node", cmd: process.execPath, args: ["--import", "tsx", "--test", ...testFiles], summary: nodeSummary },
+  {
+    name: "bun",
+    cmd: bin("bun"),
+    args: ["test", "--timeout", "30000", ...testFiles.map((f) => `./${f}`)],
+    summary: bunSummary,
+  },
+  {
+    name: "node",
+    cmd: process.execPath,
+    args: ["--import", "tsx", "--test", "--test-timeout=30000", ...testFiles],
+    summary: nodeSummary,
+  },
   { name: "doc", cmd: bin("deno"), args: ["test", "-A", "--doc", ...sourceFiles], summary: denoSummary },
 ];
 
