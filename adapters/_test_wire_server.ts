@@ -59,7 +59,7 @@ export async function startWireServer(handler: WireHandler): Promise<WireServer>
       // A handler that throws (synchronously or not) answers 500 at once with
       // its message, so the adapter under test fails now instead of waiting for
       // its idle timeout; close() then rethrows the error to fail the test.
-      (async () => handler(recorded, res))().catch((thrown) => {
+      Promise.resolve().then(() => handler(recorded, res)).catch((thrown) => {
         const error = thrown instanceof Error ? thrown : new Error(String(thrown));
         errors.push(error);
         if (res.headersSent) res.destroy(error);

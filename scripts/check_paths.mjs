@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Fails when a tracked file (docs excepted) refers to a path outside the
-// repository: a sibling folder reached with `../shared`-style escapes from the
-// root, or an absolute path of one machine (`/work/…`, `/home/<user>/…`,
-// `/root/…`, `/Users/…`, `C:\…`). The repository must stand alone: a clone with
-// nothing beside it passes its own tests.
+// repository: a relative path that climbs above the repository root, or an
+// absolute path that exists on one machine only (a home, the root user's
+// folder, a work folder, a Windows user folder; see MACHINE_PATH). The
+// repository must stand alone: a clone with nothing beside it passes its own
+// tests. A line that must name such a path says `check_paths: allow`.
 
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
