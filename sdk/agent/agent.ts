@@ -77,6 +77,8 @@ export type AgentUpdate =
  * `followup` queues a message that gets a turn of its own and wakes the agent;
  * `steer` queues a message for the next step boundary (starting a turn when
  * idle); `inject` queues model-facing context for the next step without waking.
+ * The three commit the input to the log at once; with storage, `await
+ * agent.flushed()` afterwards is the point from which it survives a crash.
  */
 export interface Agent {
   /** The agent's id, shared with its session. */
@@ -105,7 +107,17 @@ export interface Agent {
   whenIdle(): Promise<void>;
   /** Run `task` from a true idle phase: no turn starts until it settles. */
   runMaintenance<T>(task: () => Promise<T> | T): Promise<T>;
-  /** Queue a followup, wait for idle, and resolve to that turn's outcome. */
+  /**
+   * A durability barrier: resolves once every event committed before the call
+   * (queued input included) is on storage, at once when the harness has no
+   * storage. It waits for the current write batch instead of writing per
+   * event. Rejects with `SESSION_FLUSH_FAILED` when the write failed.
+   */
+  flushed(): Promise<void>;
+  /**
+   * Queue a followup, wait for idle, and resolve to that turn's outcome once
+   * its `turn/end` is durable (with storage).
+   */
   run(input: AgentInput): Promise<RunResult>;
   /** Live committed events, streaming deltas and status changes; ends on dispose. */
   subscribe(): AsyncIterable<AgentUpdate>;

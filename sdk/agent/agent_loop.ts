@@ -350,9 +350,15 @@ export class LoopAgent implements Agent {
     const result = await new Promise<RunResult>((resolve, reject) =>
       this.#runWaiters.set(entry.id, { resolve, reject })
     );
-    // As documented: the promise settles once the agent is idle again (after any work queued meanwhile).
+    // As documented: the promise settles once the agent is idle again (after any work queued meanwhile)
+    // and the turn's end is durable.
     await this.whenIdle();
+    await this.flushed();
     return result;
+  }
+
+  async flushed(): Promise<void> {
+    await this.#ctx.service("sessions").flush(this.session);
   }
 
   subscribe(): AsyncIterable<AgentUpdate> {

@@ -137,6 +137,7 @@ function belongsTo(p: PendingApproval, agent: Agent): boolean {
  *   usage, pending approvals), `DELETE /sessions/:id` (stops the agent and deletes the stored log).
  * - `POST /sessions/:id/messages` `{ mode?: "followup" | "steer" | "inject", content, wait? }` queues input
  *   (202); with `wait: true` it answers once the agent is idle (200, with the turn's outcome for a followup).
+ *   With storage, the answer comes only once the input (and, with `wait: true`, the turn's end) is on storage.
  * - `POST /sessions/:id/cancel` `{ keepInbox? }`: the only way to stop a turn. A client that disconnects
  *   from any request, the event stream included, never cancels the agent.
  * - `GET /sessions/:id/events`: SSE. Every committed event as `event: session` with `id: <seq>`, live
@@ -339,9 +340,13 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       // Only a running agent has something to wait for: an inject never wakes one, and
       // whenIdle() on an idle agent with queued next-step input may not settle.
       if (agent.status === "running") await agent.whenIdle();
+      await agent.flushed();
       return c.json({ id: entry.id, messageId: entry.message.id, mode: body.mode, status: agent.status });
     }
-    return c.json({ id: entry.id, messageId: entry.message.id, mode: body.mode, status: agent.status }, 202);
+    // Acknowledged means durable: the answer waits for the batch holding the inbox splice.
+    const status = agent.status;
+    await agent.flushed();
+    return c.json({ id: entry.id, messageId: entry.message.id, mode: body.mode, status }, 202);
   });
 
   app.post("/sessions/:id/cancel", async (c) => {

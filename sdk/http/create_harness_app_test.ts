@@ -610,4 +610,25 @@ describe("createHarnessApp() over storage", () => {
       assert.deepEqual(await storage.list(), []);
     });
   });
+
+  it("answers a message only once its inbox splice is stored, and wait: true once turn/end is", async () => {
+    const storage = memoryStorage();
+    const served = await serveHarness({
+      adapters: [scriptedAdapter([textResponse("One")])],
+      storage,
+      batchWindowMs: 60_000,
+    });
+    await withServer(served, async ({ harness, call }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      const injected = await call("POST", "/sessions/s1/messages", { mode: "inject", content: "Note" });
+      assert.equal(injected.status, 202);
+      const stored = await storage.inspect("s1");
+      assert.equal(stored.events.at(-1)?.type, "agent/inbox/spliced");
+      const reply = await call("POST", "/sessions/s1/messages", { content: "Hello", wait: true });
+      assert.equal((await reply.json()).result.reason.kind, "completed");
+      const after = await storage.inspect("s1");
+      assert.equal(after.events.at(-1)?.type, "turn/end");
+      assert.equal(after.events.length, agentOf(harness, "s1").session.seq);
+    });
+  });
 });

@@ -35,9 +35,13 @@ interface Tracked {
   readonly session: Session;
   writer: SessionWriter | undefined;
   nextSeq: number;
+  /** The lease and the first write; a failure here fails every later write (never write without the lease). */
+  ready: Promise<void>;
+  /** Writes in order; never rejects. */
   chain: Promise<void>;
+  /** A write that is queued and has not started yet: later flushes join it (one batch, one barrier). */
+  queued: Promise<void> | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
-  failure: unknown;
 }
 
 function storedHeader(session: Session): NewSessionHeader {
@@ -81,19 +85,21 @@ export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, op
       clearTimeout(t.timer);
       t.timer = undefined;
     }
-    t.chain = t.chain.then(async () => {
+    if (t.queued !== undefined) return t.queued;
+    const attempt = t.chain.then(async () => {
+      // Started: what is committed from now on needs a write of its own.
+      t.queued = undefined;
+      await t.ready;
       const end = t.session.seq;
       if (end <= t.nextSeq) return;
       const batch = t.session.slice(t.nextSeq, end);
       const result = await storage.append(t.session.id, batch, { expectedSeq: t.nextSeq, writer: t.writer });
       t.nextSeq = result.nextSeq;
-      t.failure = undefined;
-    }).catch((error) => {
-      t.failure = error;
+      ctx.emit("session/durable", t.session, t.nextSeq);
     });
-    return t.chain.then(() => {
-      if (t.failure !== undefined) throw t.failure;
-    });
+    t.queued = attempt;
+    t.chain = attempt.catch(() => {/* the caller of this write (or of the next flush) reports it */});
+    return attempt;
   };
 
   ctx.on("session/created", (session) => {
@@ -101,12 +107,13 @@ export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, op
       session,
       writer: undefined,
       nextSeq: 0,
+      ready: Promise.resolve(),
       chain: Promise.resolve(),
+      queued: undefined,
       timer: undefined,
-      failure: undefined,
     };
     tracked.set(session, t);
-    t.chain = (async () => {
+    t.ready = (async () => {
       t.writer = await storage.acquireWriter(session.id);
       const stat = await storage.stat(session.id);
       if (stat === undefined) {
@@ -116,9 +123,10 @@ export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, op
       } else {
         t.nextSeq = stat.nextSeq;
       }
-    })().catch((error) => {
-      t.failure = error;
-    });
+      if (t.nextSeq > 0) ctx.emit("session/durable", session, t.nextSeq);
+    })();
+    t.ready.catch(() => {/* every write awaits it and reports it */});
+    t.chain = t.ready.catch(() => {});
   });
 
   ctx.on("session/event", (session) => {

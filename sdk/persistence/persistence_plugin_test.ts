@@ -43,6 +43,54 @@ describe("persistence plugin", () => {
     assert.equal(loaded.repair.repaired, false);
   });
 
+  it("acknowledged means durable: run() settles with turn/end stored, flushed() covers queued input", async () => {
+    const storage = memoryStorage();
+    // A window longer than the test: only barriers write.
+    const { harness } = await harnessWith(storage, [textResponse("one"), textResponse("two")], {
+      batchWindowMs: 60_000,
+    });
+    const agent = await harness.createAgent({ id: "ack" });
+    const result = await agent.run("first");
+    assert.equal(result.reason.kind, "completed");
+    const afterRun = await storage.inspect("ack");
+    assert.equal(afterRun.events.at(-1)?.type, "turn/end");
+    assert.equal(afterRun.events.length, agent.session.seq, "everything committed is stored");
+    agent.inject("context for later");
+    const spliced = agent.session.seq;
+    assert.equal((await storage.stat("ack"))?.nextSeq, spliced - 1, "the splice waits in the batch");
+    await agent.flushed();
+    assert.equal((await storage.stat("ack"))?.nextSeq, spliced);
+    await harness.dispose();
+  });
+
+  it("flushes asked for together share one write", async () => {
+    const storage = memoryStorage();
+    const appends: number[] = [];
+    const counting: SessionStorage = {
+      ...storage,
+      kind: "counting",
+      create: (h, o) => storage.create(h, o),
+      acquireWriter: (id) => storage.acquireWriter(id),
+      stat: (id) => storage.stat(id),
+      append: (id, events, o) => {
+        appends.push(events.length);
+        return storage.append(id, events, o);
+      },
+    };
+    const { harness } = await harnessWith(counting, [], { batchWindowMs: 60_000 });
+    const agent = await harness.createAgent({ id: "batch" });
+    await agent.flushed();
+    appends.length = 0;
+    const pending: Promise<void>[] = [];
+    for (let i = 0; i < 10; i++) {
+      agent.inject(`note ${i}`);
+      pending.push(agent.flushed());
+    }
+    await Promise.all(pending);
+    assert.deepEqual(appends, [10], "one batch for ten barriers");
+    await harness.dispose();
+  });
+
   it("a checkpoint that cannot write fails the turn closed", async () => {
     const storage = memoryStorage();
     const failing: SessionStorage = {
@@ -57,8 +105,10 @@ describe("persistence plugin", () => {
     const agent = await harness.createAgent({ id: "p2" });
     const errors: unknown[] = [];
     harness.ctx.on("agent/error", (_a, error) => void errors.push(error));
-    const result = await agent.run("hi");
-    assert.equal(result.reason.kind, "error");
+    // The turn cannot be made durable, so run() refuses to report it.
+    await assert.rejects(agent.run("hi"), { code: "SESSION_FLUSH_FAILED" });
+    const end = agent.session.events.at(-1);
+    assert.equal(end?.type === "turn/end" && end.data.reason.kind, "error");
     assert.equal(model.requests.length, 0, "no model call is made past a failed checkpoint");
     assert.equal(errors.length, 1);
     await harness.dispose();

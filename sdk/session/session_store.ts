@@ -22,6 +22,12 @@ export interface SessionEvents {
   "session/created": (session: Session) => void;
   /** An event was committed to a live session (emit, after commit; observer failures are contained). */
   "session/event": (session: Session, event: SessionEvent) => void;
+  /**
+   * Events up to (not including) `nextSeq` are now on storage (emit, by the
+   * persistence plugin, after each write). Without storage it never fires:
+   * every committed event counts as acknowledged.
+   */
+  "session/durable": (session: Session, nextSeq: number) => void;
   /** A durability checkpoint was requested (parallel: every listener is awaited). */
   "session/flush": (session: Session) => Promise<void>;
   /**

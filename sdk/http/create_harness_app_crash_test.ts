@@ -1,0 +1,125 @@
+// The HTTP service under SIGKILL: a child server on fileStorage is killed right
+// after an answer; what it acknowledged must be in the repaired log.
+//
+// Each run is one child process and one kill point (the kill follows the last
+// answer of the run, which rotates between a 202 followup, a 202 inject and a
+// `wait: true` turn). The default suite runs 4 per runtime to stay fast;
+// DSH_CRASH_RUNS=30 runs the issue's 30.
+
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { checkInvariants } from "../invariants/mod.ts";
+import { fileStorage } from "../persistence/file_storage.ts";
+import type { SessionEvent } from "../session/mod.ts";
+
+const RUNS = Number(process.env.DSH_CRASH_RUNS ?? 4);
+
+function childCommand(script: string, dir: string): [string, string[]] {
+  const g = globalThis as { Deno?: unknown; Bun?: unknown };
+  if (g.Deno !== undefined) return [process.execPath, ["run", "-A", script, dir]];
+  if (g.Bun !== undefined) return [process.execPath, [script, dir]];
+  return [process.execPath, ["--import", "tsx", script, dir]];
+}
+
+interface Child {
+  readonly url: string;
+  kill(): Promise<void>;
+}
+
+async function startChild(dir: string): Promise<Child> {
+  const script = fileURLToPath(new URL("./_test_crash_server.ts", import.meta.url));
+  const [cmd, args] = childCommand(script, dir);
+  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (d) => {
+      out += d;
+      const m = out.match(/URL (\S+)\n/);
+      if (m) resolve(m[1]);
+    });
+    child.on("exit", (code) => reject(new Error(`child exited early (${code}): ${stderr}`)));
+  });
+  return {
+    url,
+    kill: async () => {
+      child.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
+
+function post(url: string, path: string, body: unknown): Promise<Response> {
+  return fetch(url + path, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+}
+
+/** The message ids the log holds as queued or entered input. */
+function messageIds(events: readonly SessionEvent[]): Set<string> {
+  const ids = new Set<string>();
+  for (const e of events) {
+    if (e.type === "agent/inbox/spliced") { for (const entry of e.data.inserted) ids.add(entry.message.id); }
+    if (e.type === "user/message") ids.add(e.data.id);
+  }
+  return ids;
+}
+
+describe("createHarnessApp() under SIGKILL", () => {
+  it(`loses no acknowledged message and no completed turn (${RUNS} kills)`, async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dsh-http-crash-"));
+    const acked: string[] = [];
+    const completed: number[] = [];
+    try {
+      for (let run = 0; run < RUNS; run++) {
+        const child = await startChild(dir);
+        try {
+          if (run === 0) assert.equal((await post(child.url, "/sessions", { id: "c" })).status, 201);
+          const requests = [
+            async () => {
+              const res = await post(child.url, "/sessions/c/messages", { content: `follow ${run}` });
+              assert.equal(res.status, 202);
+              acked.push((await res.json()).messageId);
+            },
+            async () => {
+              const res = await post(child.url, "/sessions/c/messages", { mode: "inject", content: `note ${run}` });
+              assert.equal(res.status, 202);
+              acked.push((await res.json()).messageId);
+            },
+            async () => {
+              const res = await post(child.url, "/sessions/c/messages", { content: `wait ${run}`, wait: true });
+              assert.equal(res.status, 200);
+              const { result } = await res.json();
+              assert.equal(result.reason.kind, "completed");
+              completed.push(result.turn);
+            },
+          ];
+          // Rotate which answer the kill follows.
+          for (let i = 0; i < requests.length; i++) await requests[(run + i) % requests.length]();
+        } finally {
+          await child.kill();
+        }
+        const loaded = await fileStorage(dir).load("c");
+        assert.deepEqual(checkInvariants(loaded.events), [], `run ${run}: the repaired log is valid`);
+        const held = messageIds(loaded.events);
+        for (const id of acked) assert.ok(held.has(id), `run ${run}: acknowledged message ${id} is stored`);
+        for (const turn of completed) {
+          const end = loaded.events.find((e) => e.type === "turn/end" && e.data.turn === turn);
+          assert.equal(end?.type === "turn/end" && end.data.reason.kind, "completed", `run ${run}: turn ${turn}`);
+        }
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
