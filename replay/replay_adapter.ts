@@ -93,6 +93,15 @@ export interface ReplayAdapterOptions {
    * @default {false}
    */
   readonly strict?: boolean;
+  /**
+   * How many of the latest requests `requests` keeps. Each request holds the
+   * whole history as it stood, so keeping every request of a long replay costs
+   * O(turns²) message slots; strict mode compares each request as it arrives
+   * and needs none of them afterwards. Pass `Infinity` to keep them all.
+   *
+   * @default {64}
+   */
+  readonly keepRequests?: number;
   /** Changes to the recorded scripts, applied after the fixture's own sidecar overrides. */
   readonly overrides?: ReplayOverrides;
 }
@@ -101,8 +110,10 @@ export interface ReplayAdapterOptions {
 export interface ReplayAdapter extends LlmAdapter {
   /** One adapter per provider route, this one first; they share their scripts and cursors. */
   readonly adapters: readonly LlmAdapter[];
-  /** Every request received, in call order. */
+  /** The latest requests received (at most `keepRequests` of them), in call order. */
   readonly requests: readonly GenerateOptions[];
+  /** How many requests were received in all (`requests` may hold fewer). */
+  readonly requestCount: number;
   /** The failures raised so far (divergences, runs past the end), in order. */
   readonly failures: readonly LlmFailure[];
   /**
@@ -254,6 +265,11 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
   const strict = options.strict ?? false;
   const bindings = new Map<string, Binding>();
   const requests: GenerateOptions[] = [];
+  const keep = options.keepRequests ?? 64;
+  if (!(keep >= 0) || (keep !== Infinity && !Number.isSafeInteger(keep))) {
+    throw new HarnessError("INVALID_ARGS", `keepRequests must be a non-negative integer or Infinity, got ${keep}`);
+  }
+  let requestCount = 0;
   const failures: LlmFailure[] = [];
   let nextScript = 0;
 
@@ -329,7 +345,12 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
   }
 
   const stream = (request: GenerateOptions, signal: AbortSignal): AsyncIterable<StreamChunk> => {
-    requests.push(request);
+    requestCount++;
+    if (keep > 0) {
+      // Drop in halves, so trimming is amortised O(1) per request.
+      if (requests.length >= keep * 2) requests.splice(0, requests.length - keep);
+      requests.push(request);
+    }
     return play(request, signal);
   };
 
@@ -363,7 +384,12 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
       get adapters() {
         return adapters;
       },
-      requests,
+      get requests() {
+        return requests.length > keep ? requests.slice(-keep) : requests;
+      },
+      get requestCount() {
+        return requestCount;
+      },
       failures,
       assertConsumed,
       stream,

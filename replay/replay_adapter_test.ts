@@ -289,3 +289,18 @@ describe("replayAdapter() scripts and cursors", () => {
     );
   });
 });
+
+describe("replayAdapter() request retention", () => {
+  it("keeps only the latest keepRequests requests, and counts them all", async () => {
+    const fixture = await recordConversation({ idPrefix: "rec", clock: 1_000 });
+    const replay = replayAdapter({ fixture, keepRequests: 1 });
+    await runSession(replay.adapters, { idPrefix: "keep", clock: 9_000_000 });
+    assert.ok(replay.requestCount >= 2, "the fixture makes several calls");
+    assert.equal(replay.requests.length, 1);
+    assert.throws(() => replayAdapter({ fixture, keepRequests: -1 }), { code: "INVALID_ARGS" });
+    assert.throws(() => replayAdapter({ fixture, keepRequests: 1.5 }), { code: "INVALID_ARGS" });
+    const all = replayAdapter({ fixture, keepRequests: Infinity });
+    await runSession(all.adapters, { idPrefix: "all", clock: 9_000_000 });
+    assert.equal(all.requests.length, all.requestCount);
+  });
+});
