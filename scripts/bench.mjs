@@ -173,6 +173,7 @@ const BUNDLES = [
   ["testing/mod.ts", "@dsh/harness/testing"],
   ["sdk/http/mod.ts", "@dsh/harness/http"],
   ["sdk/config/mod.ts", "@dsh/harness/config"],
+  ["sdk/capabilities/mod.ts", "@dsh/harness/tools"],
   ["adapters/mod.ts", "@dsh/harness/adapters"],
 ];
 /** Package name of a bare specifier (`zod/mini` → `zod`, `@a/b/c` → `@a/b`). */

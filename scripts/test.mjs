@@ -36,6 +36,7 @@ const entryPoints = [
   "testing/mod.ts",
   "sdk/http/mod.ts",
   "sdk/config/mod.ts",
+  "sdk/capabilities/mod.ts",
 ];
 const checked = [
   ...entryPoints,

@@ -38,6 +38,7 @@ import {
   storageFromConfig,
 } from "./_apply_config.ts";
 import type { SessionStorage } from "./persistence/session_storage.ts";
+import type { CapabilityServices } from "./capabilities/capabilities_plugin.ts";
 import {
   type Agent,
   type AgentEvents,
@@ -52,8 +53,12 @@ import {
 export interface HarnessEvents
   extends KernelEvents, SessionEvents, LlmEvents, ToolEvents, SystemPromptEvents, AgentEvents {}
 
-/** Every service of a harness, readable as `ctx.<name>`. Applications may augment it. */
-export interface HarnessServices {
+/**
+ * Every service of a harness, readable as `ctx.<name>`. The capability services
+ * (`ctx.subprocess`, …) are present once `capabilitiesPlugin` from
+ * `@dsh/harness/tools` provides them. Applications may augment it.
+ */
+export interface HarnessServices extends Partial<CapabilityServices> {
   sessions: SessionStore;
   llm: LlmRuntime;
   tools: ToolRuntime;

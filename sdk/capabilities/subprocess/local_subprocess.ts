@@ -1,0 +1,210 @@
+/**
+ * `localSubprocess()`: the subprocess seam on the host machine, through
+ * `node:child_process`, which Deno, Bun and Node all implement.
+ *
+ * @module
+ */
+
+import type { ChildProcess } from "node:child_process";
+import process from "node:process";
+import { HarnessError } from "../../kernel/harness_error.ts";
+import { CappedBuffer } from "./_utf8_prefix.ts";
+import type { RunOptions, RunResult, SubprocessService } from "./subprocess_service.ts";
+
+type ChildProcessModule = typeof import("node:child_process");
+let loading: Promise<ChildProcessModule> | undefined;
+// Loaded on first use: importing the package should not pay for child_process.
+const childProcess = (): Promise<ChildProcessModule> => (loading ??= import("node:child_process"));
+
+type Env = Record<string, string | undefined>;
+const hostEnv = (): Env => (globalThis as { process?: { env?: Env } }).process?.env ?? {};
+const isWindows = (): boolean => (globalThis as { process?: { platform?: string } }).process?.platform === "win32";
+
+/** Options of {@linkcode localSubprocess}. */
+export interface LocalSubprocessOptions {
+  /**
+   * How long a stopped process group has between `SIGTERM` and `SIGKILL`, in milliseconds.
+   *
+   * @default {200}
+   */
+  readonly killGraceMs?: number;
+  /** The default `maxOutputBytes` of every run. @default {1048576} */
+  readonly maxOutputBytes?: number;
+}
+
+const DEFAULT_MAX_OUTPUT = 1_048_576;
+
+/**
+ * A {@linkcode SubprocessService} that runs programs on this machine.
+ *
+ * Each run starts a new process group (`detached`); when the run ends — the
+ * leader exits, `timeoutMs` elapses or `signal` aborts — the group receives
+ * `SIGTERM`, then `SIGKILL` after `killGraceMs`, so background children of the
+ * program do not survive the call. (On Windows only the leader is stopped.)
+ *
+ * @param options The kill grace period and the default output cap.
+ * @returns The service.
+ *
+ * @example Running a program
+ * ```ts
+ * import { localSubprocess } from "@dsh/harness/tools";
+ * import assert from "node:assert/strict";
+ *
+ * const subprocess = localSubprocess();
+ * const result = await subprocess.run(["sh", "-c", "echo hello; exit 3"]);
+ * assert.equal(result.exitCode, 3);
+ * assert.equal(result.stdout, "hello\n");
+ * ```
+ */
+export function localSubprocess(options: LocalSubprocessOptions = {}): SubprocessService {
+  const graceMs = options.killGraceMs ?? 200;
+  const defaultCap = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
+  return {
+    run: (argv, runOptions = {}) => runLocal(argv, runOptions, graceMs, defaultCap),
+  };
+}
+
+function checkArgs(argv: readonly string[], options: RunOptions): void {
+  const bad = (problem: string): never => {
+    throw new HarnessError("INVALID_ARGS", `Cannot run a program: ${problem}`);
+  };
+  if (!Array.isArray(argv) || argv.length === 0) bad("argv must be a non-empty array");
+  for (const arg of argv) if (typeof arg !== "string") bad("every argv entry must be a string");
+  if (argv[0] === "") bad("the program name is empty");
+  const { timeoutMs, maxOutputBytes } = options;
+  if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && timeoutMs > 0)) {
+    bad("timeoutMs must be a positive number");
+  }
+  if (maxOutputBytes !== undefined && !(Number.isInteger(maxOutputBytes) && maxOutputBytes >= 0)) {
+    bad("maxOutputBytes must be a non-negative integer");
+  }
+}
+
+function childEnv(options: RunOptions): Env {
+  const base: Env = options.inheritEnv === false ? {} : { ...hostEnv() };
+  return { ...base, ...options.env };
+}
+
+async function runLocal(
+  argv: readonly string[],
+  options: RunOptions,
+  graceMs: number,
+  defaultCap: number,
+): Promise<RunResult> {
+  checkArgs(argv, options);
+  const cap = options.maxOutputBytes ?? defaultCap;
+  const stdout = new CappedBuffer(cap);
+  const stderr = new CappedBuffer(cap);
+  const signal = options.signal;
+  const result = (exitCode: number | null, sig: string | null, timedOut: boolean, aborted: boolean): RunResult => ({
+    exitCode,
+    signal: sig,
+    stdout: stdout.text(),
+    stderr: stderr.text(),
+    stdoutTruncated: stdout.truncated,
+    stderrTruncated: stderr.truncated,
+    stdoutBytes: stdout.total,
+    stderrBytes: stderr.total,
+    timedOut,
+    aborted,
+  });
+  if (signal?.aborted) return result(null, null, false, true);
+
+  const { spawn } = await childProcess();
+  let child: ChildProcess;
+  try {
+    child = spawn(argv[0], argv.slice(1), {
+      cwd: options.cwd,
+      env: childEnv(options),
+      stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+      detached: !isWindows(),
+      windowsHide: true,
+    });
+  } catch (cause) {
+    throw spawnFailed(argv, options, cause);
+  }
+
+  return await new Promise<RunResult>((resolve, reject) => {
+    let timedOut = false;
+    let aborted = false;
+    let exited: { code: number | null; signal: string | null } | undefined;
+    let settled = false;
+    let killTimer: ReturnType<typeof setTimeout> | undefined;
+    let drainTimer: ReturnType<typeof setTimeout> | undefined;
+
+    const killGroup = (sig: "SIGTERM" | "SIGKILL") => {
+      const pid = child.pid;
+      if (pid === undefined) return;
+      try {
+        if (isWindows()) child.kill(sig);
+        else process.kill(-pid, sig);
+      } catch { /* the group is already gone */ }
+    };
+    const stop = () => {
+      killGroup("SIGTERM");
+      killTimer ??= setTimeout(() => killGroup("SIGKILL"), graceMs);
+    };
+    const onAbort = () => {
+      if (exited !== undefined || settled) return;
+      aborted = true;
+      stop();
+    };
+    const timeout = options.timeoutMs === undefined ? undefined : setTimeout(() => {
+      if (exited !== undefined || settled) return;
+      timedOut = true;
+      stop();
+    }, options.timeoutMs);
+    signal?.addEventListener("abort", onAbort, { once: true });
+
+    const cleanup = () => {
+      settled = true;
+      if (timeout !== undefined) clearTimeout(timeout);
+      if (drainTimer !== undefined) clearTimeout(drainTimer);
+      signal?.removeEventListener("abort", onAbort);
+    };
+    const finish = () => {
+      if (settled || exited === undefined) return;
+      cleanup();
+      // Whatever the leader left behind in its group goes with it.
+      killGroup("SIGKILL");
+      if (killTimer !== undefined) clearTimeout(killTimer);
+      resolve(result(exited.code, exited.signal, timedOut, aborted));
+    };
+
+    child.stdout?.on("data", (chunk: Uint8Array) => stdout.push(chunk));
+    child.stderr?.on("data", (chunk: Uint8Array) => stderr.push(chunk));
+    child.on("error", (cause) => {
+      if (settled) return;
+      if (child.pid === undefined || exited === undefined) {
+        cleanup();
+        if (killTimer !== undefined) clearTimeout(killTimer);
+        reject(spawnFailed(argv, options, cause));
+      }
+    });
+    child.on("exit", (code, sig) => {
+      exited = { code, signal: sig };
+      // Descendants may hold the pipes open: stop them so the streams end,
+      // and do not wait for the streams forever.
+      killGroup("SIGKILL");
+      drainTimer = setTimeout(finish, 500);
+    });
+    child.on("close", (code, sig) => {
+      exited ??= { code, signal: sig };
+      finish();
+    });
+
+    if (options.stdin !== undefined && child.stdin) {
+      child.stdin.on("error", () => {/* the program did not read its input */});
+      child.stdin.end(options.stdin);
+    }
+  });
+}
+
+function spawnFailed(argv: readonly string[], options: RunOptions, cause: unknown): HarnessError {
+  const code = (cause as { code?: unknown } | null)?.code;
+  return new HarnessError(
+    "SPAWN_FAILED",
+    `Cannot start "${argv[0]}": ${cause instanceof Error ? cause.message : String(cause)}`,
+    { cause, details: { program: argv[0], cwd: options.cwd, errno: typeof code === "string" ? code : undefined } },
+  );
+}
