@@ -55,8 +55,8 @@ function failure(code: string, message: string): StreamChunk {
 export async function* streamChatCompletion(
   endpoint: ChatEndpoint,
   options: GenerateOptions,
-  signal: AbortSignal,
 ): AsyncGenerator<StreamChunk, void, undefined> {
+  const signal = options.signal ?? new AbortController().signal;
   const aborted = (): StreamChunk => ({
     type: "finish",
     reason: { kind: "aborted", failure: { code: "ABORTED", message: `Call to "${endpoint.provider}" was aborted` } },

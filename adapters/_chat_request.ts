@@ -30,7 +30,7 @@ export type WireMessage = Record<string, unknown>;
 
 /** The JSON body of a streaming chat completions request. */
 export function chatRequestBody(options: GenerateOptions, dialect: ChatRequestDialect): Record<string, unknown> {
-  const { config } = options;
+  const config = options;
   const messages: WireMessage[] = [];
   if (options.system !== undefined && options.system !== "") messages.push({ role: "system", content: options.system });
   for (const message of options.messages) messages.push(...wireMessages(message, dialect));

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { LlmAdapter, ModelInfo } from "../sdk/llm/mod.ts";
+import { type LlmAdapter, LlmFailure, type ModelInfo, type ReasoningEffort } from "../sdk/llm/mod.ts";
 import { HarnessError } from "../sdk/kernel/mod.ts";
 import { type ChatEndpoint, checkBaseURL, checkTimeout, streamChatCompletion } from "./_chat_completions.ts";
 
@@ -47,10 +47,18 @@ export interface DeepSeekAdapterOptions {
   readonly streamIdleTimeoutMs?: number;
 }
 
+/**
+ * The reasoning efforts the DeepSeek request mapping sends (as
+ * `thinking: {type: "enabled"}` with `reasoning_effort`); the default
+ * catalogue offers exactly these on every model, and the mapping refuses any
+ * other with `UNSUPPORTED_FEATURE`.
+ */
+export const DEEPSEEK_REASONING_EFFORTS: readonly ReasoningEffort[] = Object.freeze(["high", "max"] as const);
+
 /** The default DeepSeek catalogue. */
 export const DEEPSEEK_MODELS: readonly ModelInfo[] = Object.freeze([
-  Object.freeze({ id: "deepseek-chat", contextWindow: 131_072 }),
-  Object.freeze({ id: "deepseek-reasoner", contextWindow: 131_072 }),
+  Object.freeze({ id: "deepseek-chat", contextWindow: 131_072, reasoningEfforts: DEEPSEEK_REASONING_EFFORTS }),
+  Object.freeze({ id: "deepseek-reasoner", contextWindow: 131_072, reasoningEfforts: DEEPSEEK_REASONING_EFFORTS }),
 ]);
 
 /**
@@ -105,6 +113,12 @@ export function deepseekAdapter(options: DeepSeekAdapterOptions): LlmAdapter {
       sendReasoningContent: true,
       images: false,
       reasoning: (body, effort) => {
+        if (!(DEEPSEEK_REASONING_EFFORTS as readonly string[]).includes(effort)) {
+          throw new LlmFailure(
+            "UNSUPPORTED_FEATURE",
+            `Provider "${provider}" does not accept reasoning effort "${effort}"`,
+          );
+        }
         body.thinking = { type: "enabled" };
         body.reasoning_effort = effort;
       },
@@ -114,6 +128,6 @@ export function deepseekAdapter(options: DeepSeekAdapterOptions): LlmAdapter {
   return {
     provider,
     models: Object.freeze([...(options.models ?? DEEPSEEK_MODELS)]),
-    stream: (request, signal) => streamChatCompletion(endpoint, request, signal),
+    stream: (request) => streamChatCompletion(endpoint, request),
   };
 }

@@ -9,7 +9,7 @@ import {
   type Message,
   type StreamChunk,
 } from "../sdk/llm/mod.ts";
-import { deepseekAdapter } from "./mod.ts";
+import { DEEPSEEK_MODELS, DEEPSEEK_REASONING_EFFORTS, deepseekAdapter } from "./mod.ts";
 import { USER_AGENT, VERSION } from "./_version.ts";
 import {
   collect,
@@ -24,12 +24,11 @@ import {
 } from "./_test_wire_server.ts";
 
 const request = (model = "deepseek-chat", extra: Partial<GenerateOptions> = {}): GenerateOptions => ({
-  config: { provider: "deepseek", model },
+  provider: "deepseek",
+  model,
   messages: [{ id: "u1", role: "user", content: [{ type: "text", text: "Hi" }], source: { kind: "user" } }],
   ...extra,
 });
-
-const signal = () => new AbortController().signal;
 
 /** An independent oracle: the concatenated deltas of a fixture. */
 function concatenated(name: string, field: "content" | "reasoning_content"): string {
@@ -76,7 +75,7 @@ describe("deepseekAdapter() over HTTP on recorded streams", () => {
         models: [{ id: "deepseek-chat" }, { id: "deepseek-reasoner", reasoningEfforts: ["high", "max"] }],
       }),
     );
-    return await collect(llm.stream(options, signal()));
+    return await collect(llm.stream(options));
   };
 
   it("assembles deepseek-text.chunks.jsonl: text, max-tokens, usage", async () => {
@@ -143,14 +142,12 @@ describe("deepseekAdapter() over HTTP on recorded streams", () => {
     play = () => ({ body: sseText(fixturePayloads("deepseek-reasoning.chunks.jsonl")) });
     const before = server.requests.length;
     await stream({
-      config: {
-        provider: "deepseek",
-        model: "deepseek-reasoner",
-        reasoningEffort: "high",
-        temperature: 0.2,
-        maxTokens: 512,
-        stop: ["END"],
-      },
+      provider: "deepseek",
+      model: "deepseek-reasoner",
+      reasoningEffort: "high",
+      temperature: 0.2,
+      maxTokens: 512,
+      stop: ["END"],
       system: "Be brief",
       messages: request().messages,
       tools: [{ name: "weather", description: "Weather of a place", parameters: { type: "object" } }],
@@ -176,6 +173,34 @@ describe("deepseekAdapter() over HTTP on recorded streams", () => {
       max_tokens: 512,
       stop: ["END"],
     });
+  });
+
+  it("the default catalogue accepts every reasoning effort the request mapping sends, and only those", async () => {
+    const llm = new LlmRuntime();
+    llm.registerAdapter(deepseekAdapter({ apiKey: "sk-test", baseURL: server.url }));
+    assert.deepEqual([...DEEPSEEK_REASONING_EFFORTS], ["high", "max"]);
+    for (const model of DEEPSEEK_MODELS) {
+      for (const effort of DEEPSEEK_REASONING_EFFORTS) {
+        play = () => ({ body: sseText(fixturePayloads("deepseek-reasoning.chunks.jsonl")) });
+        const before = server.requests.length;
+        const chunks = await collect(llm.stream({ ...request(model.id), reasoningEffort: effort }));
+        assert.equal(finishOf(chunks).reason.kind, "stop", `${model.id} with effort ${effort}`);
+        const sent = server.requests[before].json as Record<string, unknown>;
+        assert.equal(sent.reasoning_effort, effort);
+        assert.deepEqual(sent.thinking, { type: "enabled" });
+      }
+      const refused = finishOf(await collect(llm.stream({ ...request(model.id), reasoningEffort: "low" })));
+      assert.equal((refused.reason as { failure: { code: string } }).failure.code, "UNSUPPORTED_FEATURE");
+    }
+    // The mapping itself refuses an effort outside its set, whatever a custom catalogue says.
+    const custom = new LlmRuntime();
+    custom.registerAdapter(
+      deepseekAdapter({ apiKey: "sk-test", baseURL: server.url, models: [{ id: "x", reasoningEfforts: ["low"] }] }),
+    );
+    const before = server.requests.length;
+    const mapped = finishOf(await collect(custom.stream({ ...request("x"), reasoningEffort: "low" })));
+    assert.equal((mapped.reason as { failure: { code: string } }).failure.code, "UNSUPPORTED_FEATURE");
+    assert.equal(server.requests.length, before, "nothing is sent");
   });
 
   it("the SDK version in the User-Agent is the package version", () => {
@@ -363,7 +388,7 @@ describe("deepseekAdapter() failures of the connection", () => {
     // An idle timeout of 20 s would fail the 30 s test budget's spirit; the
     // answer must be the handler's 500, not the watchdog.
     const adapter = deepseekAdapter({ apiKey: "sk", baseURL: server.url, streamIdleTimeoutMs: 20_000 });
-    const finish = finishOf(await collect(adapter.stream(request(), signal())));
+    const finish = finishOf(await collect(adapter.stream(request())));
     assert.equal(finish.reason.kind, "error");
     const failure = (finish.reason as { failure: { code: string; message: string; status?: number } }).failure;
     assert.notEqual(failure.code, "STREAM_IDLE_TIMEOUT");
@@ -376,7 +401,7 @@ describe("deepseekAdapter() failures of the connection", () => {
     const url = server.url;
     await server.close();
     const adapter = deepseekAdapter({ apiKey: "sk", baseURL: url });
-    const finish = finishOf(await collect(adapter.stream(request(), signal())));
+    const finish = finishOf(await collect(adapter.stream(request())));
     assert.equal(finish.reason.kind, "error");
     assert.equal((finish.reason as { failure: { code: string } }).failure.code, "TRANSPORT");
   });
@@ -389,7 +414,7 @@ describe("deepseekAdapter() failures of the connection", () => {
     });
     try {
       const adapter = deepseekAdapter({ apiKey: "sk", baseURL: server.url });
-      const finish = finishOf(await collect(adapter.stream(request(), signal())));
+      const finish = finishOf(await collect(adapter.stream(request())));
       assert.equal(finish.reason.kind, "error");
       assert.equal((finish.reason as { failure: { code: string } }).failure.code, "TRANSPORT");
     } finally {
@@ -405,7 +430,7 @@ describe("deepseekAdapter() failures of the connection", () => {
     });
     try {
       const adapter = deepseekAdapter({ apiKey: "sk", baseURL: server.url, streamIdleTimeoutMs: 50 });
-      const chunks = await collect(adapter.stream(request(), signal()));
+      const chunks = await collect(adapter.stream(request()));
       assert.deepEqual(chunks.slice(0, 3).map((c) => c.type), ["block-start", "text-delta", "text-delta"]);
       assert.deepEqual(finishOf(chunks).reason, {
         kind: "error",
@@ -427,7 +452,7 @@ describe("deepseekAdapter() failures of the connection", () => {
     });
     try {
       const adapter = deepseekAdapter({ apiKey: "sk", baseURL: server.url, streamIdleTimeoutMs: 200 });
-      const chunks = await collect(adapter.stream(request(), signal()));
+      const chunks = await collect(adapter.stream(request()));
       assert.deepEqual(finishOf(chunks).reason, { kind: "stop" });
     } finally {
       await server.close();
@@ -438,7 +463,7 @@ describe("deepseekAdapter() failures of the connection", () => {
     const server = await startWireServer(() => {});
     try {
       const adapter = deepseekAdapter({ apiKey: "sk", baseURL: server.url, streamIdleTimeoutMs: 50 });
-      const finish = finishOf(await collect(adapter.stream(request(), signal())));
+      const finish = finishOf(await collect(adapter.stream(request())));
       assert.equal((finish.reason as { failure: { code: string } }).failure.code, "TIMEOUT");
     } finally {
       await server.close();
@@ -455,7 +480,7 @@ describe("deepseekAdapter() failures of the connection", () => {
       const controller = new AbortController();
       const adapter = deepseekAdapter({ apiKey: "sk", baseURL: server.url });
       const chunks: StreamChunk[] = [];
-      for await (const chunk of adapter.stream(request(), controller.signal)) {
+      for await (const chunk of adapter.stream({ ...request(), signal: controller.signal })) {
         chunks.push(chunk);
         if (chunk.type === "text-delta") controller.abort();
       }
@@ -475,7 +500,7 @@ describe("deepseekAdapter() failures of the connection", () => {
       const controller = new AbortController();
       controller.abort();
       const adapter = deepseekAdapter({ apiKey: "sk", baseURL: server.url });
-      const finish = finishOf(await collect(adapter.stream(request(), controller.signal)));
+      const finish = finishOf(await collect(adapter.stream({ ...request(), signal: controller.signal })));
       assert.equal(finish.reason.kind, "aborted");
       assert.equal(server.requests.length, 0);
     } finally {

@@ -15,15 +15,18 @@ describe("deepseekAdapter() against the live API", () => {
     llm.registerAdapter(deepseekAdapter({ apiKey, baseURL: process.env.DEEPSEEK_BASE_URL }));
     const chunks: StreamChunk[] = [];
     const options = {
-      config: { provider: "deepseek", model: "deepseek-chat", maxTokens: 16 },
+      provider: "deepseek",
+      model: "deepseek-chat",
+      maxTokens: 16,
       messages: [{
         id: "u1",
         role: "user" as const,
         content: [{ type: "text" as const, text: "Reply with the single word: pong" }],
         source: { kind: "user" as const },
       }],
+      signal: AbortSignal.timeout(60_000),
     };
-    for await (const chunk of llm.stream(options, AbortSignal.timeout(60_000))) chunks.push(chunk);
+    for await (const chunk of llm.stream(options)) chunks.push(chunk);
     assert.deepEqual(checkStreamGrammar(chunks), []);
     const assembler = new BlockAssembler();
     for (const chunk of chunks) assembler.push(chunk);

@@ -16,7 +16,12 @@
  * @module
  */
 
-export { DEEPSEEK_MODELS, deepseekAdapter, type DeepSeekAdapterOptions } from "./deepseek_adapter.ts";
+export {
+  DEEPSEEK_MODELS,
+  DEEPSEEK_REASONING_EFFORTS,
+  deepseekAdapter,
+  type DeepSeekAdapterOptions,
+} from "./deepseek_adapter.ts";
 export {
   openaiCompatibleAdapter,
   type OpenAiCompatibleAdapterOptions,

@@ -120,6 +120,6 @@ export function openaiCompatibleAdapter(options: OpenAiCompatibleAdapterOptions)
   return {
     provider,
     models: Object.freeze([...options.models]),
-    stream: (request, signal) => streamChatCompletion(endpoint, request, signal),
+    stream: (request) => streamChatCompletion(endpoint, request),
   };
 }

@@ -20,7 +20,8 @@ import {
 } from "./_test_wire_server.ts";
 
 const request = (extra: Partial<GenerateOptions> = {}): GenerateOptions => ({
-  config: { provider: "xai", model: "grok-3-mini" },
+  provider: "xai",
+  model: "grok-3-mini",
   messages: [{
     id: "u1",
     role: "user",
@@ -63,7 +64,7 @@ describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
       models: [{ id: "grok-3-mini", reasoningEfforts: ["low", "high"] }],
       ...extra,
     }));
-    return await collect(llm.stream(options, new AbortController().signal));
+    return await collect(llm.stream(options));
   };
 
   it("assembles openai-compatible-xai-text: usage in a last chunk with empty choices, reasoning counted apart", async () => {
@@ -118,7 +119,9 @@ describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
     body = sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl"));
     const before = server.requests.length;
     await stream({
-      config: { provider: "xai", model: "grok-3-mini", reasoningEffort: "low" },
+      provider: "xai",
+      model: "grok-3-mini",
+      reasoningEffort: "low",
       messages: [
         {
           id: "u1",
@@ -175,7 +178,7 @@ describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
         provider: "xai",
         models: [{ id: "grok-3-mini" }],
       });
-      const finish = finishOf(await collect(adapter.stream(request(), new AbortController().signal)));
+      const finish = finishOf(await collect(adapter.stream(request())));
       assert.deepEqual(finish.reason, {
         kind: "error",
         failure: {

@@ -1,7 +1,7 @@
 // Strict replay: the first difference between a live request and the request
 // recorded in the fixture, as a readable report (which field, and a line diff).
 
-import { canonicalHeader, type GenerateOptions, type Message, type ToolSchema } from "../mod.ts";
+import { callConfigOf, canonicalHeader, type GenerateOptions, type Message, type ToolSchema } from "../mod.ts";
 import type { RecordedRequest } from "./fixture.ts";
 import { unifiedDiff } from "./_line_diff.ts";
 
@@ -97,7 +97,7 @@ function compareMessages(expected: readonly Message[], actual: readonly Message[
 export function diffRequest(recorded: RecordedRequest, live: GenerateOptions): RequestDivergence | undefined {
   if (recorded.header !== undefined) {
     const header = canonicalHeader(recorded.header);
-    const config = canonicalHeader({ config: live.config }).config;
+    const config = canonicalHeader({ config: callConfigOf(live) }).config;
     if (json(header.config) !== json(config)) {
       const keys = new Set([...Object.keys(header.config), ...Object.keys(config)]);
       const fields = [...keys].filter((k) =>

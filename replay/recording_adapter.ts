@@ -74,11 +74,11 @@ export function recordingAdapter(inner: LlmAdapter): RecordingAdapter {
     models: inner.models,
     inner,
     sessionIds,
-    stream(request: GenerateOptions, signal: AbortSignal): AsyncIterable<StreamChunk> {
+    stream(request: GenerateOptions): AsyncIterable<StreamChunk> {
       if (request.sessionId !== undefined && !sessionIds.includes(request.sessionId)) {
         sessionIds.push(request.sessionId);
       }
-      return inner.stream(request, signal);
+      return inner.stream(request);
     },
     async save(
       dir: string | URL,

@@ -318,7 +318,8 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     return script.entries[index];
   };
 
-  async function* play(request: GenerateOptions, signal: AbortSignal): AsyncGenerator<StreamChunk, void, undefined> {
+  async function* play(request: GenerateOptions): AsyncGenerator<StreamChunk, void, undefined> {
+    const signal = request.signal ?? new AbortController().signal;
     const entry = entryFor(request);
     const chunks = "throw" in entry ? entry.throw.chunks ?? [] : entry.chunks ?? [];
     for (const chunk of chunks) {
@@ -344,14 +345,14 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     }
   }
 
-  const stream = (request: GenerateOptions, signal: AbortSignal): AsyncIterable<StreamChunk> => {
+  const stream = (request: GenerateOptions): AsyncIterable<StreamChunk> => {
     requestCount++;
     if (keep > 0) {
       // Drop in halves, so trimming is amortised O(1) per request.
       if (requests.length >= keep * 2) requests.splice(0, requests.length - keep);
       requests.push(request);
     }
-    return play(request, signal);
+    return play(request);
   };
 
   const assertConsumed = (): void => {

@@ -35,8 +35,8 @@ function runtimeFor(options: Omit<ReplayAdapterOptions, "providers" | "models">)
     signal = new AbortController().signal,
   ): Promise<StreamChunk[]> => {
     const chunks: StreamChunk[] = [];
-    const options = { config: { provider: "replay", model: "m" }, messages: [], sessionId, ...request };
-    for await (const c of llm.stream(options, signal)) chunks.push(c);
+    const options = { provider: "replay", model: "m", messages: [], sessionId, signal, ...request };
+    for await (const c of llm.stream(options)) chunks.push(c);
     return chunks;
   };
   const textOf = (chunks: StreamChunk[]) => chunks.map((c) => (c.type === "text-delta" ? c.text : "")).join("");

@@ -111,4 +111,25 @@ describe("createHarness({ config })", () => {
       { code: "CONFIG_UNKNOWN_TOOL" },
     );
   });
+
+  it("runs the invariants by default when built from a configuration, and a configuration may turn them off", async () => {
+    const value = {
+      model: { provider: "local", model: "m1" },
+      adapters: { deepseek: null, local: { kind: "scripted" } },
+    };
+    const outcome = async (config: ReturnType<typeof resolveConfig>) => {
+      const harness = await createHarness({ config, adapterKinds: kinds(textResponse("ok")) });
+      const agent = await harness.createAgent();
+      // A history that drifts from the log: the request-reconstruction invariant must catch it.
+      agent.session.deriveMessages = () => [];
+      const result = await agent.run("q");
+      await harness.dispose();
+      return result.reason.kind === "error" ? result.reason.error.code : result.reason.kind;
+    };
+    const defaults = resolveConfig([{ name: "p", value }]);
+    assert.equal(defaults.config.invariants, true);
+    assert.equal(await outcome(defaults), "INVARIANT_REQUEST_RECONSTRUCTION");
+    const off = resolveConfig([{ name: "p", value: { ...value, invariants: false } }]);
+    assert.equal(await outcome(off), "completed");
+  });
 });

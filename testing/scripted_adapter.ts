@@ -86,10 +86,10 @@ export interface ScriptedAdapter extends LlmAdapter {
  * ]);
  * const llm = new LlmRuntime();
  * llm.registerAdapter(model);
- * const request = { config: { provider: "scripted", model: "scripted-model" }, messages: [] };
+ * const request = { provider: "scripted", model: "scripted-model", messages: [] };
  * const kinds: string[] = [];
  * for (let i = 0; i < 2; i++) {
- *   for await (const chunk of llm.stream(request, new AbortController().signal)) {
+ *   for await (const chunk of llm.stream(request)) {
  *     if (chunk.type === "finish") kinds.push(chunk.reason.kind);
  *   }
  * }
@@ -136,10 +136,10 @@ export function scriptedAdapter(script: Script, options: ScriptedAdapterOptions 
         );
       }
     },
-    stream(request: GenerateOptions, signal: AbortSignal): AsyncIterable<StreamChunk> {
+    stream(request: GenerateOptions): AsyncIterable<StreamChunk> {
       const callIndex = requests.length;
       requests.push(request);
-      return play(() => entryFor(request, callIndex), signal);
+      return play(() => entryFor(request, callIndex), request.signal ?? new AbortController().signal);
     },
   };
 }

@@ -12,7 +12,8 @@ import {
 import { scriptedAdapter, textResponse, toolCallResponse } from "./scripted_adapter.ts";
 
 const request = (text = "hi"): GenerateOptions => ({
-  config: { provider: "scripted", model: "scripted-model" },
+  provider: "scripted",
+  model: "scripted-model",
   messages: [{ id: text, role: "user", content: [{ type: "text", text }], source: { kind: "user" } }],
 });
 
@@ -22,8 +23,6 @@ async function collect(stream: AsyncIterable<StreamChunk>): Promise<StreamChunk[
   return out;
 }
 
-const signal = () => new AbortController().signal;
-
 describe("scriptedAdapter()", () => {
   it("plays one entry per call, records every request, and fails clearly past the end", async () => {
     const model = scriptedAdapter([textResponse("one"), textResponse("two")]);
@@ -32,7 +31,7 @@ describe("scriptedAdapter()", () => {
     const texts: string[] = [];
     for (const prompt of ["a", "b", "c"]) {
       const assembler = new BlockAssembler();
-      for await (const chunk of llm.stream(request(prompt), signal())) assembler.push(chunk);
+      for await (const chunk of llm.stream(request(prompt))) assembler.push(chunk);
       texts.push(
         assembler.finish.kind === "error" ? assembler.finish.failure.code : JSON.stringify(assembler.blocks()),
       );
@@ -46,31 +45,31 @@ describe("scriptedAdapter()", () => {
   it("throws SCRIPT_EXHAUSTED from the stream itself when used without the runtime", async () => {
     const model = scriptedAdapter([]);
     await assert.rejects(
-      collect(model.stream(request(), signal())),
+      collect(model.stream(request())),
       (e) => HarnessError.isInstance(e, "SCRIPT_EXHAUSTED"),
     );
   });
 
   it("assertConsumed() fails while array entries are left", async () => {
     const model = scriptedAdapter([textResponse("one"), textResponse("two")]);
-    await collect(model.stream(request(), signal()));
+    await collect(model.stream(request()));
     assert.throws(() => model.assertConsumed(), (e) => HarnessError.isInstance(e, "SCRIPT_NOT_CONSUMED"));
-    await collect(model.stream(request(), signal()));
+    await collect(model.stream(request()));
     model.assertConsumed();
   });
 
   it("uses a single value for every call", async () => {
     const model = scriptedAdapter(textResponse("same"));
-    const a = await collect(model.stream(request(), signal()));
-    const b = await collect(model.stream(request(), signal()));
+    const a = await collect(model.stream(request()));
+    const b = await collect(model.stream(request()));
     assert.deepEqual(a, b);
     model.assertConsumed();
   });
 
   it("calls a function with the request and the call index", async () => {
     const model = scriptedAdapter((req, i) => textResponse(`${i}:${req.messages[0].id}`));
-    await collect(model.stream(request("x"), signal()));
-    const chunks = await collect(model.stream(request("y"), signal()));
+    await collect(model.stream(request("x")));
+    const chunks = await collect(model.stream(request("y")));
     assert.deepEqual(chunks[1], { type: "text-delta", index: 0, text: "1:y" });
   });
 
@@ -81,7 +80,7 @@ describe("scriptedAdapter()", () => {
     });
     const llm = new LlmRuntime();
     llm.registerAdapter(model);
-    const chunks = await collect(llm.stream(request(), signal()));
+    const chunks = await collect(llm.stream(request()));
     assert.deepEqual(chunks, [
       { type: "text-delta", index: 0, text: "par" },
       { type: "finish", reason: { kind: "error", failure: { code: "SERVER", message: "Bad gateway", status: 502 } } },
@@ -92,7 +91,7 @@ describe("scriptedAdapter()", () => {
     const model = scriptedAdapter({ hang: true, chunks: [{ type: "reasoning-delta", index: 0, text: "hmm" }] });
     const controller = new AbortController();
     const chunks: StreamChunk[] = [];
-    for await (const chunk of model.stream(request(), controller.signal)) {
+    for await (const chunk of model.stream({ ...request(), signal: controller.signal })) {
       chunks.push(chunk);
       if (chunk.type === "reasoning-delta") controller.abort();
     }

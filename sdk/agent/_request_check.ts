@@ -6,7 +6,7 @@
  */
 
 import { HarnessError } from "../kernel/harness_error.ts";
-import type { GenerateOptions, Message } from "../llm/mod.ts";
+import { callConfigOf, type GenerateOptions, type Message } from "../llm/mod.ts";
 import {
   canonicalHeader,
   deriveEventMessage,
@@ -88,7 +88,7 @@ export class RequestChecker {
     if (header === undefined) return fail("no request/header precedes the request");
     // The session's own header comparison, on the request's envelope in canonical form.
     const sent = canonicalHeader({
-      config: request.config,
+      config: callConfigOf(request),
       adapterDefaults: header.adapterDefaults,
       system: request.system,
       tools: request.tools,

@@ -23,7 +23,8 @@ function open(session: Session) {
 
 const request = (session: Session, patch: Partial<GenerateOptions> = {}): GenerateOptions =>
   Object.freeze({
-    config: { provider: "p", model: "m" },
+    provider: "p",
+    model: "m",
     system: "S",
     messages: Object.freeze(session.deriveMessages()),
     ...patch,
@@ -57,7 +58,8 @@ describe("RequestChecker", () => {
     fails(request(session, { messages: Object.freeze([]) }), /messages: 0 sent, 1 derived/);
     fails(request(session, { messages: Object.freeze([user("u1", "hi")]) }), /message 0 is not the log's message/);
     fails(request(session, { system: "other" }), /system prompt/);
-    fails(request(session, { config: { provider: "p", model: "x" } }), /config/);
+    fails(request(session, { model: "x" }), /config/);
+    fails(request(session, { temperature: 0.5 }), /config/);
     fails({ ...request(session) }, /not frozen/);
   });
 
@@ -67,7 +69,7 @@ describe("RequestChecker", () => {
     assert.throws(
       () =>
         new RequestChecker(session).check(
-          Object.freeze({ config: { provider: "p", model: "m" }, messages: Object.freeze([]) }),
+          Object.freeze({ provider: "p", model: "m", messages: Object.freeze([]) }),
         ),
       /no request\/header/,
     );

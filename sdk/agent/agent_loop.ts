@@ -607,11 +607,11 @@ export class LoopAgent implements Agent {
       // log, where every event is deep-frozen on append. Deep-freezing here
       // would walk the whole history on every request.
       const built: GenerateOptions = Object.freeze({
-        config: header.config,
-        ...(header.system !== undefined ? { system: header.system } : {}),
+        ...header.config,
         messages: Object.freeze(this.session.deriveMessages()),
+        ...(header.system !== undefined ? { system: header.system } : {}),
         ...(header.tools !== undefined ? { tools: header.tools } : {}),
-        purpose: "turn",
+        signal,
         sessionId: this.id,
       });
       if (this.#init.invariants) (this.#checker ??= new RequestChecker(this.session)).check(built);
@@ -627,7 +627,7 @@ export class LoopAgent implements Agent {
       assembler = new BlockAssembler();
       chunkSeqs = [];
       await this.#checkpoint();
-      for await (const chunk of prepared.stream(request, signal, { context: this.#ctx as never })) {
+      for await (const chunk of prepared.stream(request, { context: this.#ctx as never })) {
         const event = this.session.append("assistant/chunk", { turn, step, chunk });
         chunkSeqs.push(event.seq);
         assembler.push(chunk);

@@ -87,6 +87,13 @@ describe("agent loop event sequences", () => {
     assert.deepEqual(request.tools?.map((t) => t.name), ["add"]);
     assert.deepEqual(request.messages, agent.session.deriveMessages().slice(0, 1));
     assert.ok(Object.isFrozen(request) && Object.isFrozen(request.messages));
+    // Flat options (seed 000 §4.4.4): route fields at the top, the turn's signal inside, no purpose on a turn.
+    assert.equal(request.provider, "scripted");
+    assert.equal(request.model, "scripted-model");
+    assert.equal(request.sessionId, agent.id);
+    assert.ok(request.signal instanceof AbortSignal && !request.signal.aborted);
+    assert.equal(request.purpose, undefined);
+    assert.equal("config" in request, false);
     assertValidLog(agent.session.events);
     await harness.dispose();
   });

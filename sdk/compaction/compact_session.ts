@@ -14,7 +14,15 @@
  */
 
 import { HarnessError } from "../kernel/harness_error.ts";
-import { BlockAssembler, type LlmCallConfig, type LlmRuntime, type Message, type UserMessage } from "../llm/mod.ts";
+import {
+  BlockAssembler,
+  callConfigOf,
+  type GenerateOptions,
+  type LlmCallConfig,
+  type LlmRuntime,
+  type Message,
+  type UserMessage,
+} from "../llm/mod.ts";
 import { deriveEventMessage, type Session } from "../session/mod.ts";
 
 /** The default instruction given to the summarising model. */
@@ -95,12 +103,14 @@ export async function compactSession(session: Session, options: CompactSessionOp
     source: { kind: "plugin", plugin: "compaction", form: "instruction" },
   });
   const assembler = new BlockAssembler();
-  const signal = options.signal ?? new AbortController().signal;
-  for await (
-    const chunk of options.llm.stream({ config, messages, purpose: "compaction", sessionId: session.id }, signal)
-  ) {
-    assembler.push(chunk);
-  }
+  const request: GenerateOptions = {
+    ...callConfigOf(config),
+    messages,
+    purpose: "compaction",
+    sessionId: session.id,
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+  };
+  for await (const chunk of options.llm.stream(request)) assembler.push(chunk);
   const finish = assembler.finish;
   const summary = assembler.blocks().filter((b) => b.type === "text").map((b) => b.text).join("").trim();
   if (finish.kind === "error" || finish.kind === "aborted" || summary === "") {

@@ -31,5 +31,5 @@ export const DEFAULT_CONFIG: HarnessConfig = Object.freeze({
   storage: Object.freeze({ kind: "memory" as const }),
   plugins: Object.freeze([]),
   maxParallelToolCalls: 10,
-  invariants: false,
+  invariants: true,
 });

@@ -32,8 +32,8 @@ const ALIGN_LIMIT = 60;
  * import { dumpConfig, resolveConfig } from "@dsh/harness/config";
  * import assert from "node:assert/strict";
  *
- * const dump = dumpConfig(resolveConfig([{ name: "patch.jsonc", value: { invariants: true } }]));
- * assert.match(dump, /^invariants = true +# from patch\.jsonc$/m);
+ * const dump = dumpConfig(resolveConfig([{ name: "patch.jsonc", value: { invariants: false } }]));
+ * assert.match(dump, /^invariants = false +# from patch\.jsonc$/m);
  * assert.match(dump, /^model\.provider = "deepseek" +# from default$/m);
  * ```
  */

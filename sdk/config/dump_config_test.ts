@@ -14,7 +14,7 @@ describe("dumpConfig()", () => {
           storage: { kind: "file", dir: ".dsh/sessions" },
         },
       },
-      { name: "overrides", value: { invariants: true, adapters: { "my.proxy": { kind: "deepseek" } } } },
+      { name: "overrides", value: { invariants: false, adapters: { "my.proxy": { kind: "deepseek" } } } },
     ]);
     assert.deepEqual(dumpConfig(loaded).split("\n"), [
       'model.provider = "deepseek"              # from default',
@@ -25,7 +25,7 @@ describe("dumpConfig()", () => {
       'storage.dir = ".dsh/sessions"            # from profiles/base.jsonc',
       "plugins = []                             # from default",
       "maxParallelToolCalls = 10                # from default",
-      "invariants = true                        # from overrides",
+      "invariants = false                       # from overrides",
       'tools = ["add","read_file"]              # from profiles/base.jsonc',
     ]);
   });

@@ -96,7 +96,7 @@ export interface HarnessConfig {
   readonly plugins: readonly string[];
   /** How many concurrency-safe tool calls run at once. */
   readonly maxParallelToolCalls: number;
-  /** Whether the harness checks its invariants live (slower; for development and tests). */
+  /** Whether the harness checks its invariants live (on by default, like the loop; turn off to save the cost). */
   readonly invariants: boolean;
 }
 

@@ -163,8 +163,8 @@ describe("loadConfig()", () => {
   });
 
   it("with no files gives the defaults plus overrides", async () => {
-    const { config, origins } = await loadConfig({}, { invariants: true });
-    assert.equal(config.invariants, true);
+    const { config, origins } = await loadConfig({}, { invariants: false });
+    assert.equal(config.invariants, false);
     assert.equal(origins["invariants"], "overrides");
     assert.equal(origins["model.provider"], "default");
   });

@@ -39,7 +39,7 @@ describe("resolveConfig()", () => {
     const { config, origins } = resolveConfig([
       {
         name: "profiles/base.jsonc",
-        value: { model: { model: "deepseek-reasoner", temperature: 0.2 }, invariants: true },
+        value: { model: { model: "deepseek-reasoner", temperature: 0.2 }, invariants: false },
       },
       { name: "profiles/web.jsonc", value: { model: { temperature: 0.7, maxTokens: 4096 } } },
       { name: "patch.jsonc", value: { model: { maxTokens: 8192 }, maxParallelToolCalls: 3 } },
@@ -52,7 +52,7 @@ describe("resolveConfig()", () => {
       maxTokens: 8192,
     });
     assert.equal(config.maxParallelToolCalls, 1);
-    assert.equal(config.invariants, true);
+    assert.equal(config.invariants, false);
     assert.equal(origins["model.provider"], "default");
     assert.equal(origins["model.model"], "profiles/base.jsonc");
     assert.equal(origins["model.temperature"], "profiles/web.jsonc");
@@ -291,7 +291,7 @@ describe("resolveConfig()", () => {
 
   it("treats undefined fields of a programmatic layer as not set", () => {
     const { config, origins } = resolveConfig([{ name: "o", value: { invariants: undefined } }]);
-    assert.equal(config.invariants, false);
+    assert.equal(config.invariants, true);
     assert.equal(origins["invariants"], "default");
   });
 });

@@ -176,8 +176,8 @@ describe("createHarnessApp()", () => {
     const paced: LlmAdapter = {
       provider: script.provider,
       models: script.models,
-      async *stream(options, signal) {
-        for await (const chunk of script.stream(options, signal)) {
+      async *stream(options) {
+        for await (const chunk of script.stream(options)) {
           if (chunk.type === "text-delta") {
             while (permits === 0) await new Promise<void>((resolve) => (wake = resolve));
             permits--;

@@ -14,7 +14,13 @@ import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { LlmCallConfigAdapterDefaults } from "../session/session_events.ts";
 import { guardStream } from "./_guard_stream.ts";
-import type { GenerateOptions, LlmAdapter, LlmCallConfig, ModelInfo } from "./llm_adapter.ts";
+import {
+  callConfigOf,
+  type GenerateOptions,
+  type LlmAdapter,
+  type LlmCallConfig,
+  type ModelInfo,
+} from "./llm_adapter.ts";
 import type { LlmEvents, LlmServices } from "./llm_events.ts";
 import { LlmFailure } from "./llm_failure.ts";
 import type { Message } from "./messages.ts";
@@ -63,21 +69,21 @@ export interface PreparedCall {
   readonly adapter: LlmAdapter;
   /**
    * Stream the call through the `llm/stream` waterfall to the bound adapter.
-   * The adapter receives the effective `config` (defaults filled in).
+   * The adapter receives the request with the effective `config` (defaults
+   * filled in) in place of the request's own call fields.
    *
    * The stream never throws: an adapter or listener throw becomes a final
-   * `finish` chunk (`aborted` with `ABORTED` when `signal` fired, else `error`
-   * with the failure's code, `UNKNOWN` for anything but an `LlmFailure`), and a
-   * stream that ends without `finish` gets one (`error`, `STREAM_CLOSED`).
-   * It may be called again, e.g. to retry.
+   * `finish` chunk (`aborted` with `ABORTED` when `options.signal` fired, else
+   * `error` with the failure's code, `UNKNOWN` for anything but an
+   * `LlmFailure`), and a stream that ends without `finish` gets one (`error`,
+   * `STREAM_CLOSED`). It may be called again, e.g. to retry.
    *
-   * @param options The request; its `config` must name this call's provider and model.
-   * @param signal Aborts the call.
+   * @param options The request; it must name this call's provider and model.
    * @param streamOptions Where to dispatch the waterfall from.
    * @returns The chunks, ending with exactly one `finish`.
-   * @throws {HarnessError} `INVALID_ARGS` when `options.config` names another provider or model.
+   * @throws {HarnessError} `INVALID_ARGS` when `options` names another provider or model.
    */
-  stream(options: GenerateOptions, signal: AbortSignal, streamOptions?: LlmStreamOptions): AsyncIterable<StreamChunk>;
+  stream(options: GenerateOptions, streamOptions?: LlmStreamOptions): AsyncIterable<StreamChunk>;
 }
 
 /**
@@ -92,8 +98,8 @@ export interface PreparedCall {
  * const llm = new LlmRuntime();
  * const release = llm.registerAdapter(scriptedAdapter(textResponse("Hello")));
  * const assembler = new BlockAssembler();
- * const options = { config: { provider: "scripted", model: "scripted-model" }, messages: [] };
- * for await (const chunk of llm.stream(options, new AbortController().signal)) assembler.push(chunk);
+ * const options = { provider: "scripted", model: "scripted-model", messages: [] };
+ * for await (const chunk of llm.stream(options)) assembler.push(chunk);
  * assert.deepEqual(assembler.blocks(), [{ type: "text", text: "Hello" }]);
  * release();
  * assert.deepEqual(llm.listProviders(), []);
@@ -236,15 +242,15 @@ export class LlmRuntime {
       modelInfo,
       contextWindow: modelInfo.contextWindow,
       adapter,
-      stream: (options: GenerateOptions, signal: AbortSignal, streamOptions: LlmStreamOptions = {}) => {
-        checkOptions(options, signal);
-        if (options.config.provider !== prepared.provider || options.config.model !== prepared.model) {
+      stream: (options: GenerateOptions, streamOptions: LlmStreamOptions = {}) => {
+        checkOptions(options);
+        if (options.provider !== prepared.provider || options.model !== prepared.model) {
           throw new HarnessError(
             "INVALID_ARGS",
-            `Cannot stream a call prepared for ${prepared.provider}/${prepared.model} with ${options.config.provider}/${options.config.model}`,
+            `Cannot stream a call prepared for ${prepared.provider}/${prepared.model} with ${options.provider}/${options.model}`,
           );
         }
-        return this.#dispatch(options, signal, streamOptions, () => ({ adapter, config: prepared }));
+        return this.#dispatch(options, streamOptions, () => ({ adapter, config: prepared }));
       },
     });
   }
@@ -254,22 +260,17 @@ export class LlmRuntime {
    * {@linkcode PreparedCall.stream}. Resolution failures (`NO_ADAPTER`, …)
    * arrive as the stream's `error` finish, like every other failure.
    *
-   * @param options The request.
-   * @param signal Aborts the call.
+   * @param options The request; `options.signal` aborts the call.
    * @param streamOptions Where to dispatch the waterfall from.
    * @returns The chunks, ending with exactly one `finish`; the stream never throws.
-   * @throws {HarnessError} `INVALID_ARGS` at once when `options` or `signal` is malformed.
+   * @throws {HarnessError} `INVALID_ARGS` at once when `options` (its signal included) is malformed.
    */
-  stream(
-    options: GenerateOptions,
-    signal: AbortSignal,
-    streamOptions: LlmStreamOptions = {},
-  ): AsyncIterable<StreamChunk> {
-    checkOptions(options, signal);
+  stream(options: GenerateOptions, streamOptions: LlmStreamOptions = {}): AsyncIterable<StreamChunk> {
+    checkOptions(options);
     // Lookup happens at the waterfall's terminal continuation, so a listener
     // may short-circuit the call (replay) or reroute a one-shot request first.
-    return this.#dispatch(options, signal, streamOptions, (current) => {
-      const { adapter, config } = this.prepareCall(current.config);
+    return this.#dispatch(options, streamOptions, (current) => {
+      const { adapter, config } = this.prepareCall(callConfigOf(current));
       return { adapter, config };
     });
   }
@@ -277,15 +278,15 @@ export class LlmRuntime {
   /** Run the waterfall around the adapter (and effective config) chosen by `route`. */
   #dispatch(
     options: GenerateOptions,
-    signal: AbortSignal,
     streamOptions: LlmStreamOptions,
     route: (options: GenerateOptions) => { adapter: LlmAdapter; config: LlmCallConfig },
   ): AsyncIterable<StreamChunk> {
+    const signal = options.signal ?? NEVER_ABORTED;
     const terminal = () =>
       guardStream(() => {
         const { adapter, config } = route(options);
-        const effective = sameConfig(options.config, config) ? options : { ...options, config };
-        return adapter.stream(this.#withReplayState(effective, adapter), signal);
+        const effective = sameConfig(options, config) ? options : withConfig(options, config);
+        return adapter.stream(this.#withReplayState(effective, adapter));
       }, signal);
     const dispatcher = streamOptions.context ?? this.#ctx;
     if (dispatcher === undefined) return terminal();
@@ -371,6 +372,23 @@ export class LlmRuntime {
   }
 }
 
+/** The signal of a call made without one: it never fires. */
+const NEVER_ABORTED: AbortSignal = new AbortController().signal;
+
+/** The request with its call fields replaced by `config`'s. */
+function withConfig(options: GenerateOptions, config: LlmCallConfig): GenerateOptions {
+  const {
+    provider: _provider,
+    model: _model,
+    reasoningEffort: _reasoningEffort,
+    temperature: _temperature,
+    maxTokens: _maxTokens,
+    stop: _stop,
+    ...rest
+  } = options;
+  return { ...rest, ...config };
+}
+
 function sameConfig(a: LlmCallConfig, b: LlmCallConfig): boolean {
   if (a === b) return true;
   const stopA = a.stop ?? [];
@@ -390,13 +408,14 @@ function checkConfig(config: LlmCallConfig): void {
   }
 }
 
-function checkOptions(options: GenerateOptions, signal: AbortSignal): void {
+function checkOptions(options: GenerateOptions): void {
   if (typeof options !== "object" || options === null || !Array.isArray(options.messages)) {
     throw new HarnessError("INVALID_ARGS", "Generate options must carry a messages array");
   }
-  checkConfig(options.config);
-  if (typeof signal !== "object" || signal === null || typeof signal.aborted !== "boolean") {
-    throw new HarnessError("INVALID_ARGS", "Model calls need an AbortSignal");
+  checkConfig(options);
+  const signal = options.signal;
+  if (signal !== undefined && (typeof signal !== "object" || signal === null || typeof signal.aborted !== "boolean")) {
+    throw new HarnessError("INVALID_ARGS", "Option signal must be an AbortSignal");
   }
 }
 

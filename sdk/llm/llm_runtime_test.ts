@@ -28,7 +28,7 @@ interface FakeAdapter extends LlmAdapter {
 
 function fake(
   provider: string,
-  play: (options: GenerateOptions, signal: AbortSignal) => AsyncIterable<StreamChunk> = () => fromArray(hello),
+  play: (options: GenerateOptions) => AsyncIterable<StreamChunk> = () => fromArray(hello),
   models: ModelInfo[] = [{ id: "m" }],
 ): FakeAdapter {
   const seen: GenerateOptions[] = [];
@@ -36,9 +36,9 @@ function fake(
     provider,
     models,
     seen,
-    stream(options, signal) {
+    stream(options) {
       seen.push(options);
-      return play(options, signal);
+      return play(options);
     },
   };
 }
@@ -54,10 +54,15 @@ async function collect(stream: AsyncIterable<StreamChunk>): Promise<StreamChunk[
 }
 
 const request = (provider = "p", model = "m", messages: Message[] = []): GenerateOptions => ({
-  config: { provider, model },
+  provider,
+  model,
   messages,
 });
 const signal = () => new AbortController().signal;
+const callFields = (o: GenerateOptions) => {
+  const { messages: _messages, signal: _signal, sessionId: _sessionId, purpose: _purpose, ...config } = o;
+  return config;
+};
 const failureOf = (chunks: StreamChunk[]) => {
   const last = chunks.at(-1);
   assert.equal(last?.type, "finish");
@@ -191,7 +196,7 @@ describe("LlmRuntime.prepareCall()", () => {
     release();
     const second = fake("p");
     llm.registerAdapter(second);
-    const chunks = await collect(call.stream(request(), signal()));
+    const chunks = await collect(call.stream(request()));
     assert.deepEqual(chunks, hello);
     assert.equal(first.seen.length, 1);
     assert.equal(second.seen.length, 0);
@@ -202,16 +207,11 @@ describe("LlmRuntime.prepareCall()", () => {
     const adapter = fake("p", undefined, models);
     llm.registerAdapter(adapter);
     const call = llm.prepareCall({ provider: "p", model: "r" });
-    await collect(call.stream(request("p", "r"), signal()));
-    await collect(llm.stream(request("p", "r"), signal()));
+    await collect(call.stream(request("p", "r")));
+    await collect(llm.stream(request("p", "r")));
     const effective = { provider: "p", model: "r", reasoningEffort: "high", maxTokens: 4096 };
-    assert.deepEqual(adapter.seen.map((o) => o.config), [effective, effective]);
-    const rejected = await collect(
-      llm.stream(
-        { ...request("p", "plain"), config: { provider: "p", model: "plain", reasoningEffort: "low" } },
-        signal(),
-      ),
-    );
+    assert.deepEqual(adapter.seen.map(callFields), [effective, effective]);
+    const rejected = await collect(llm.stream({ ...request("p", "plain"), reasoningEffort: "low" }));
     assert.equal((failureOf(rejected).reason as { failure: { code: string } }).failure.code, "UNSUPPORTED_FEATURE");
   });
 
@@ -220,7 +220,7 @@ describe("LlmRuntime.prepareCall()", () => {
     llm.registerAdapter(fake("p"));
     const call = llm.prepareCall({ provider: "p", model: "m" });
     assert.throws(
-      () => call.stream(request("p", "other"), signal()),
+      () => call.stream(request("p", "other")),
       (e) => HarnessError.isInstance(e, "INVALID_ARGS"),
     );
   });
@@ -230,7 +230,7 @@ describe("LlmRuntime.stream()", () => {
   const run = async (adapter: LlmAdapter, abortSignal = signal(), options = request()) => {
     const llm = new LlmRuntime();
     llm.registerAdapter(adapter);
-    return await collect(llm.stream(options, abortSignal));
+    return await collect(llm.stream({ ...options, signal: abortSignal }));
   };
 
   it("passes a well-formed stream through unchanged", async () => {
@@ -315,6 +315,34 @@ describe("LlmRuntime.stream()", () => {
     assert.equal(returned, true);
   });
 
+  it("the adapter receives one flat options object carrying the signal (seed 000 §4.4.4)", async () => {
+    const controller = new AbortController();
+    const adapter = fake("p");
+    assert.equal(adapter.stream.length, 1, "stream(options) takes one parameter");
+    await run(adapter, controller.signal, {
+      ...request(),
+      temperature: 0.5,
+      sessionId: "s1",
+      purpose: "session-title",
+    });
+    const seen = adapter.seen[0];
+    assert.equal(seen.signal, controller.signal);
+    assert.equal(seen.provider, "p");
+    assert.equal(seen.model, "m");
+    assert.equal(seen.temperature, 0.5);
+    assert.equal(seen.sessionId, "s1");
+    assert.equal(seen.purpose, "session-title");
+    assert.equal("config" in seen, false);
+  });
+
+  it("a call without a signal streams, and the adapter sees no signal", async () => {
+    const adapter = fake("p");
+    const llm = new LlmRuntime();
+    llm.registerAdapter(adapter);
+    assert.deepEqual(await collect(llm.stream(request())), hello);
+    assert.equal(adapter.seen[0].signal, undefined);
+  });
+
   it("an already-aborted signal never reaches the adapter", async () => {
     const controller = new AbortController();
     controller.abort();
@@ -326,23 +354,23 @@ describe("LlmRuntime.stream()", () => {
 
   it("resolution failures arrive as the stream's error finish", async () => {
     const llm = new LlmRuntime();
-    const chunks = await collect(llm.stream(request("nobody"), signal()));
+    const chunks = await collect(llm.stream(request("nobody")));
     assert.equal((failureOf(chunks).reason as { failure: { code: string } }).failure.code, "NO_ADAPTER");
   });
 
   it("bad arguments throw at once", () => {
     const llm = new LlmRuntime();
-    assert.throws(() => llm.stream({ config: { provider: "p", model: "m" } } as GenerateOptions, signal()), /messages/);
-    assert.throws(() => llm.stream(request(), undefined as unknown as AbortSignal), /AbortSignal/);
+    assert.throws(() => llm.stream({ provider: "p", model: "m" } as GenerateOptions), /messages/);
+    assert.throws(() => llm.stream({ ...request(), signal: {} as AbortSignal }), /AbortSignal/);
+    assert.throws(() => llm.stream({ ...request(), model: "" }), /provider and a model/);
   });
 
   it("accepts a deep-frozen request", async () => {
-    const options = Object.freeze({
-      config: Object.freeze({ provider: "p", model: "m" }),
-      messages: Object.freeze([]),
-    });
+    const options = Object.freeze({ provider: "p", model: "m", messages: Object.freeze([]), signal: signal() });
     const adapter = fake("p");
-    assert.deepEqual(await run(adapter, signal(), options), hello);
+    const llm = new LlmRuntime();
+    llm.registerAdapter(adapter);
+    assert.deepEqual(await collect(llm.stream(options)), hello);
     assert.equal(adapter.seen[0], options);
   });
 
@@ -357,7 +385,7 @@ describe("LlmRuntime.stream()", () => {
       content: [{ type: "text", text: "hi" }],
       source: { kind: "model", provider, model: "m", replayState: { sig: provider } },
     });
-    await collect(llm.stream(request("a", "m", [message("a"), message("b")]), signal()));
+    await collect(llm.stream(request("a", "m", [message("a"), message("b")])));
     const sources = shared.seen[0].messages.map((m) => m.source);
     assert.deepEqual(sources, [
       { kind: "model", provider: "a", model: "m", replayState: { sig: "a" } },
@@ -383,8 +411,8 @@ describe("LlmRuntime.stream()", () => {
       source: { kind: "model", provider: "a", model: "m", replayState: { sig: "a" } },
     };
     // The history [fromA] is clean for a; then [fromA, fromB] must strip b's state for a.
-    await collect(llm.stream(request("a", "m", [fromA]), signal()));
-    await collect(llm.stream(request("a", "m", [fromA, fromB]), signal()));
+    await collect(llm.stream(request("a", "m", [fromA])));
+    await collect(llm.stream(request("a", "m", [fromA, fromB])));
     assert.deepEqual(
       a.seen[1].messages.map((m) => m.source.kind === "model" ? m.source.replayState ?? "stripped" : "?"),
       [
@@ -394,7 +422,7 @@ describe("LlmRuntime.stream()", () => {
     );
     // b is released: its message is foreign for every adapter from now on, including to a prefix seen before.
     releaseB();
-    await collect(llm.stream(request("a", "m", [fromA, fromB]), signal()));
+    await collect(llm.stream(request("a", "m", [fromA, fromB])));
     assert.deepEqual(
       a.seen[2].messages.map((m) => m.source.kind === "model" ? m.source.replayState ?? "stripped" : "?"),
       [
@@ -417,17 +445,17 @@ describe("llm/stream waterfall and llmRuntimePlugin", () => {
     llm.registerAdapter(fake("p"));
     const seen: string[] = [];
     ctx.on("llm/stream", (options, next) => {
-      seen.push(options.config.model);
+      seen.push(options.model);
       return (async function* () {
         for await (const chunk of next()) {
           yield chunk.type === "text-delta" ? { ...chunk, text: chunk.text.toUpperCase() } : chunk;
         }
       })();
     });
-    const chunks = await collect(llm.stream(request(), signal()));
+    const chunks = await collect(llm.stream(request()));
     assert.deepEqual(seen, ["m"]);
     assert.deepEqual(chunks[1], { type: "text-delta", index: 0, text: "HELLO" });
-    const prepared = await collect(llm.prepareCall({ provider: "p", model: "m" }).stream(request(), signal()));
+    const prepared = await collect(llm.prepareCall({ provider: "p", model: "m" }).stream(request()));
     assert.deepEqual(seen, ["m", "m"]);
     assert.equal(prepared.length, hello.length);
   });
@@ -436,7 +464,7 @@ describe("llm/stream waterfall and llmRuntimePlugin", () => {
     const ctx = createKernel<Events, LlmServices>();
     await ctx.plugin(llmRuntimePlugin).ready;
     ctx.on("llm/stream", () => fromArray(hello));
-    const chunks = await collect(ctx.llm!.stream(request("unregistered"), signal()));
+    const chunks = await collect(ctx.llm!.stream(request("unregistered")));
     assert.deepEqual(chunks, hello);
   });
 
@@ -447,7 +475,7 @@ describe("llm/stream waterfall and llmRuntimePlugin", () => {
     ctx.on("llm/stream", () => {
       throw new LlmFailure("TRANSPORT", "Proxy down");
     });
-    const chunks = await collect(ctx.llm!.stream(request(), signal()));
+    const chunks = await collect(ctx.llm!.stream(request()));
     assert.deepEqual(chunks, [{
       type: "finish",
       reason: { kind: "error", failure: { code: "TRANSPORT", message: "Proxy down" } },
@@ -463,7 +491,7 @@ describe("llm/stream waterfall and llmRuntimePlugin", () => {
     const heard: string[] = [];
     a.ctx.on("llm/stream", (_o, next) => (heard.push("a"), next()));
     b.ctx.on("llm/stream", (_o, next) => (heard.push("b"), next()));
-    await collect(ctx.llm!.stream(request(), signal(), { context: a.ctx }));
+    await collect(ctx.llm!.stream(request(), { context: a.ctx }));
     assert.deepEqual(heard, ["a"]);
     await a.dispose();
     await b.dispose();

@@ -21,13 +21,14 @@ export type {
 } from "./messages.ts";
 export type { BlockType, FinishReason, StreamChunk, TokenUsage } from "./stream_chunk.ts";
 export { LlmFailure, type LlmFailureCode, type LlmFailureData, type LlmFailureOptions } from "./llm_failure.ts";
-export type {
-  GenerateOptions,
-  LlmAdapter,
-  LlmCallConfig,
-  LlmCallPurpose,
-  ModelInfo,
-  ReasoningEffort,
+export {
+  callConfigOf,
+  type GenerateOptions,
+  type LlmAdapter,
+  type LlmCallConfig,
+  type LlmCallPurpose,
+  type ModelInfo,
+  type ReasoningEffort,
 } from "./llm_adapter.ts";
 export { BlockAssembler } from "./block_assembler.ts";
 export { checkStreamGrammar, type GrammarRule, type GrammarViolation, StreamGrammarChecker } from "./stream_grammar.ts";
