@@ -66,7 +66,7 @@ describe("serverless example", () => {
       assert.equal(events.headers.get("content-type"), "text/event-stream");
       const text = await events.text();
       assert.match(text, /event: end/);
-      const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+      const ids = [...text.matchAll(/^id: [0-9a-z]+:(\d+)$/gm)].map((m) => Number(m[1]));
       assert.deepEqual(ids, ids.map((_, i) => i));
       assert.equal(ids.length, stored.events.length, "catching up reads the log without resuming it");
 

@@ -47,6 +47,19 @@ export interface CancelOptions {
   keepInbox?: boolean;
 }
 
+/** Options of {@linkcode Agent.subscribe}. */
+export interface SubscribeOptions {
+  /**
+   * The most updates buffered for a consumer that does not keep up. Past it
+   * the subscription is dropped: its next read rejects with
+   * `SUBSCRIBER_OVERFLOW` (the log is intact; resume from
+   * `agent.session.slice(lastSeq + 1)`), so a slow consumer never slows the agent.
+   *
+   * @default {10000}
+   */
+  readonly maxBuffered?: number;
+}
+
 /** What {@linkcode Agent.run} resolves to. */
 export interface RunResult {
   /** The final assistant text of the turn (text blocks of the last assistant message). */
@@ -119,8 +132,12 @@ export interface Agent {
    * its `turn/end` is durable (with storage).
    */
   run(input: AgentInput): Promise<RunResult>;
-  /** Live committed events, streaming deltas and status changes; ends on dispose. */
-  subscribe(): AsyncIterable<AgentUpdate>;
+  /**
+   * Live committed events, streaming deltas and status changes; ends on
+   * dispose. A consumer more than `maxBuffered` updates behind is dropped with
+   * `SUBSCRIBER_OVERFLOW`.
+   */
+  subscribe(options?: SubscribeOptions): AsyncIterable<AgentUpdate>;
 }
 
 /** A created agent plus the capability to dispose it. */

@@ -60,7 +60,16 @@ import {
 } from "../session/mod.ts";
 import { scheduleToolCalls, type ToolRuntime } from "../tools/mod.ts";
 import type { SystemPrompt } from "../prompt/mod.ts";
-import type { Agent, AgentInput, AgentOptions, AgentStatus, AgentUpdate, CancelOptions, RunResult } from "./agent.ts";
+import type {
+  Agent,
+  AgentInput,
+  AgentOptions,
+  AgentStatus,
+  AgentUpdate,
+  CancelOptions,
+  RunResult,
+  SubscribeOptions,
+} from "./agent.ts";
 import type { AgentEvents, PreStepDecision, RequestErrorAction } from "./agent_events.ts";
 import { Inbox } from "./inbox.ts";
 import { RequestChecker } from "./_request_check.ts";
@@ -170,10 +179,13 @@ class UpdateQueue implements AsyncIterableIterator<AgentUpdate> {
   readonly #items: AgentUpdate[] = [];
   #waiting: ((result: IteratorResult<AgentUpdate>) => void) | undefined;
   #closed = false;
+  #overflow: HarnessError | undefined;
   readonly #onClose: () => void;
+  readonly #max: number;
 
-  constructor(onClose: () => void) {
+  constructor(onClose: () => void, max: number) {
     this.#onClose = onClose;
+    this.#max = max;
   }
 
   push(update: AgentUpdate): void {
@@ -182,6 +194,14 @@ class UpdateQueue implements AsyncIterableIterator<AgentUpdate> {
     if (waiting) {
       this.#waiting = undefined;
       waiting({ value: update, done: false });
+    } else if (this.#items.length >= this.#max) {
+      // A consumer this far behind is dropped rather than buffered without bound.
+      this.#items.length = 0;
+      this.#overflow = new HarnessError(
+        "SUBSCRIBER_OVERFLOW",
+        `The subscriber fell more than ${this.#max} updates behind and was dropped; resume from the session log`,
+      );
+      this.close();
     } else {
       this.#items.push(update);
     }
@@ -198,6 +218,11 @@ class UpdateQueue implements AsyncIterableIterator<AgentUpdate> {
 
   next(): Promise<IteratorResult<AgentUpdate>> {
     if (this.#items.length > 0) return Promise.resolve({ value: this.#items.shift()!, done: false });
+    if (this.#overflow !== undefined) {
+      const error = this.#overflow;
+      this.#overflow = undefined;
+      return Promise.reject(error);
+    }
     if (this.#closed) return Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve) => (this.#waiting = resolve));
   }
@@ -361,8 +386,12 @@ export class LoopAgent implements Agent {
     await this.#ctx.service("sessions").flush(this.session);
   }
 
-  subscribe(): AsyncIterable<AgentUpdate> {
-    const queue: UpdateQueue = new UpdateQueue(() => this.#subscribers.delete(queue));
+  subscribe(options: SubscribeOptions = {}): AsyncIterable<AgentUpdate> {
+    const max = options.maxBuffered ?? 10_000;
+    if (!Number.isInteger(max) || max <= 0) {
+      throw new HarnessError("INVALID_ARGS", "maxBuffered must be a positive integer");
+    }
+    const queue: UpdateQueue = new UpdateQueue(() => this.#subscribers.delete(queue), max);
     if (this.#disposed) queue.close();
     else this.#subscribers.add(queue);
     return queue;

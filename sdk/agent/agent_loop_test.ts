@@ -589,6 +589,22 @@ describe("Agent handle", () => {
     await harness.dispose();
   });
 
+  it("a subscriber that falls behind is dropped with SUBSCRIBER_OVERFLOW; the agent goes on", async () => {
+    const { harness, agent } = await setup([textResponse("one"), textResponse("two")]);
+    const stalled = agent.subscribe({ maxBuffered: 5 })[Symbol.asyncIterator]();
+    const reading = agent.subscribe()[Symbol.asyncIterator]();
+    await agent.run("first");
+    await agent.run("second");
+    await assert.rejects(stalled.next(), { code: "SUBSCRIBER_OVERFLOW" });
+    assert.deepEqual(await stalled.next(), { value: undefined, done: true });
+    // A consumer within its bound gets everything.
+    const first = await reading.next();
+    assert.equal(first.value?.kind === "event" && first.value.event.type, "agent/inbox/spliced");
+    await reading.return!();
+    assert.throws(() => agent.subscribe({ maxBuffered: 0 }), { code: "INVALID_ARGS" });
+    await harness.dispose();
+  });
+
   it("status changes are announced on agent/status", async () => {
     const { harness, agent } = await setup([textResponse("ok")]);
     const statuses: string[] = [];

@@ -14,6 +14,7 @@ export type {
   AgentUpdate,
   CancelOptions,
   RunResult,
+  SubscribeOptions,
 } from "./agent.ts";
 export type {
   AgentEvents,

@@ -1,67 +1,141 @@
 // Internal: GET /sessions/:id/events — the session log as a resumable SSE stream.
 //
-// Contract: every committed event is sent once, in seq order, as `event: session`
-// with `id: <seq>`; a client that reconnects with `Last-Event-ID: n` gets seq n+1
-// onwards. Live streaming deltas (`event: delta`) and status changes
-// (`event: status`) carry no id, so they never move the resume point. A comment
-// line is written every `keepAliveMs`; `event: approvals` lists the
-// session's pending tool approvals whenever they change. The stream ends (`event: end`) when the
-// agent is disposed (or, with `follow: false`, right after the log); a client
-// disconnect only unsubscribes — it never cancels.
+// Contract: every event is sent once, in seq order, as `event: session` with
+// `id: <incarnation>:<seq>`; a client that reconnects with that id as
+// `Last-Event-ID` gets seq+1 onwards. With storage, only events already on
+// storage are sent (the stream follows the persistence plugin's
+// `session/durable` announcements), so a client never holds an event that a
+// restarted server lacks. The incarnation names one life of the log (its
+// header's `createdAt`): a `Last-Event-ID` of another incarnation (the session
+// was deleted and created again), or one beyond the log, gets `event: reset`
+// and the log from seq 0, never a silent gap. Live streaming deltas
+// (`event: delta`, not yet durable), status changes (`event: status`) and
+// `event: approvals` carry no id, so they never move the resume point. A
+// comment line is written every `keepAliveMs`. The stream ends (`event: end`)
+// when the agent is disposed (or, with `follow: false`, right after the log).
+// A client disconnect only unsubscribes — it never cancels.
+//
+// A session that is only in storage is read with `inspect()` (its stored
+// records, without in-memory repair events) and tailed by polling `stat()`:
+// reading takes no writer lease and resumes no agent. When an agent for it
+// goes live in this harness, the stream carries on from the live session.
+//
+// Each stream buffers at most `maxBuffered` items; a reader that falls that
+// far behind is dropped (the response ends without `event: end`) and resumes
+// with its `Last-Event-ID`, so a stalled client costs the agent nothing.
 
 import type { Context } from "hono";
 import { type SSEStreamingApi, streamSSE } from "hono/streaming";
 import type { Agent, AgentStatus } from "../agent/agent.ts";
 import type { HarnessCtx } from "../harness.ts";
+import type { SessionStorage } from "../persistence/session_storage.ts";
+import type { SessionHeader } from "../session/session.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 
 type Item =
   | { readonly kind: "event"; readonly event: SessionEvent }
+  | { readonly kind: "durable"; readonly nextSeq: number }
   | { readonly kind: "status"; readonly status: AgentStatus }
   | { readonly kind: "approvals"; readonly pending: readonly unknown[] }
+  | { readonly kind: "wake" }
   | { readonly kind: "end" };
 
-/** A push queue read by one consumer; `close()` wakes a pending read at once. */
+/** A bounded push queue read by one consumer; `close()` wakes a pending read at once. */
 class ItemQueue {
   readonly #items: Item[] = [];
+  readonly #max: number;
+  readonly #onOverflow: () => void;
   #wake: (() => void) | undefined;
   #closed = false;
+  /** Why the queue closed early, if it did. */
+  reason: "slow-reader" | undefined;
+
+  constructor(max: number, onOverflow: () => void) {
+    this.#max = max;
+    this.#onOverflow = onOverflow;
+  }
 
   push(item: Item): void {
     if (this.#closed) return;
+    if (this.#items.length >= this.#max) {
+      this.reason = "slow-reader";
+      this.close();
+      this.#onOverflow();
+      return;
+    }
     this.#items.push(item);
     this.#wake?.();
   }
 
   close(): void {
     this.#closed = true;
+    this.#items.length = 0;
     this.#wake?.();
   }
 
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   /** The next item, or `undefined` once closed (pending items are dropped on close). */
-  async next(): Promise<Item | undefined> {
+  async next(timeoutMs?: number): Promise<Item | undefined> {
     while (!this.#closed) {
       const item = this.#items.shift();
       if (item !== undefined) return item;
-      await new Promise<void>((resolve) => (this.#wake = resolve));
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+        if (timeoutMs !== undefined) timer = setTimeout(resolve, timeoutMs);
+      });
+      clearTimeout(timer);
       this.#wake = undefined;
+      if (timeoutMs !== undefined && this.#items.length === 0 && !this.#closed) return { kind: "wake" };
     }
     return undefined;
   }
 }
 
-/** Options of {@linkcode streamSessionEvents}. */
+/** The incarnation of a log: one life of a session id (its header's creation time). */
+export function incarnationOf(header: Pick<SessionHeader, "createdAt">): string {
+  return Math.trunc(header.createdAt).toString(36);
+}
+
+/** A parsed `Last-Event-ID`: a seq, with the incarnation it came from (absent in the bare legacy form). */
+export interface LastEventId {
+  readonly incarnation?: string;
+  readonly seq: number;
+}
+
+/** Parse `<incarnation>:<seq>` or a bare `<seq>`; `undefined` when malformed. */
+export function parseLastEventId(text: string): LastEventId | undefined {
+  const m = /^(?:([0-9a-z]{1,16}):)?(\d{1,15})$/.exec(text.trim());
+  if (m === null) return undefined;
+  return { ...(m[1] !== undefined ? { incarnation: m[1] } : {}), seq: Number(m[2]) };
+}
+
+/** Why a stream starts over from seq 0. */
+export type ResetReason = "incarnation" | "ahead";
+
+/** Options of {@linkcode streamSessionEvents} and {@linkcode streamStoredEvents}. */
 export interface EventStreamOptions {
   /** The first seq to send. */
   readonly from: number;
+  /** Start with `event: reset` (then the log from `from`, which is 0). */
+  readonly reset?: ResetReason;
   /** Send live streaming deltas. */
   readonly deltas: boolean;
   /** Keep the stream open for live events; `false` ends it after the log (`event: end`). */
   readonly follow: boolean;
   /** Milliseconds between keep-alive comments. */
   readonly keepAliveMs: number;
+  /** The most items buffered for a reader before it is dropped. */
+  readonly maxBuffered: number;
+  /** Send only events on storage: set when the harness has storage. */
+  readonly storage?: SessionStorage;
+  /** Milliseconds between checks of a stored session for growth, while tailing it. */
+  readonly pollMs: number;
   /** Subscribe to this session's pending approvals; returns the unsubscriber. */
-  readonly watchApprovals?: (listener: (pending: readonly unknown[]) => void) => () => void;
+  readonly watchApprovals?: (agent: Agent, listener: (pending: readonly unknown[]) => void) => () => void;
 }
 
 function deltaOf(event: SessionEvent): Record<string, unknown> | undefined {
@@ -76,99 +150,220 @@ function deltaOf(event: SessionEvent): Record<string, unknown> | undefined {
   return undefined;
 }
 
-/** Serve a session's log, then its live events, as SSE. */
+/** One open stream: where it is in the log, and how to write to it. */
+class Writer {
+  next: number;
+  readonly queue: ItemQueue;
+  readonly #stream: SSEStreamingApi;
+  readonly #incarnation: string;
+
+  constructor(stream: SSEStreamingApi, incarnation: string, from: number, maxBuffered: number) {
+    this.#stream = stream;
+    this.#incarnation = incarnation;
+    this.next = from;
+    // A stalled reader blocks the pending write; aborting the response releases it.
+    this.queue = new ItemQueue(maxBuffered, () => stream.abort());
+  }
+
+  get gone(): boolean {
+    return this.#stream.aborted || this.queue.closed;
+  }
+
+  async events(events: readonly SessionEvent[]): Promise<void> {
+    for (const event of events) {
+      if (this.gone) return;
+      if (event.seq !== this.next) continue;
+      await this.#stream.writeSSE({
+        event: "session",
+        id: `${this.#incarnation}:${event.seq}`,
+        data: JSON.stringify(event),
+      });
+      this.next = event.seq + 1;
+    }
+  }
+
+  async send(event: string, data: unknown): Promise<void> {
+    if (!this.gone) await this.#stream.writeSSE({ event, data: JSON.stringify(data) });
+  }
+}
+
+function open(
+  c: Context,
+  incarnation: string,
+  options: EventStreamOptions,
+  body: (w: Writer, stream: SSEStreamingApi) => Promise<void>,
+): Response {
+  return streamSSE(c, async (stream: SSEStreamingApi) => {
+    const w = new Writer(stream, incarnation, options.from, options.maxBuffered);
+    // Only the response body's cancellation means the client left: Deno aborts
+    // `request.signal` as soon as a response is returned, streaming or not.
+    stream.onAbort(() => w.queue.close());
+    const keepAlive = setInterval(() => {
+      stream.write(": keep-alive\n\n").catch(() => w.queue.close());
+    }, options.keepAliveMs);
+    try {
+      await body(w, stream);
+    } catch {
+      // A write to a closed connection: the client is gone; nothing to report.
+    } finally {
+      clearInterval(keepAlive);
+      w.queue.close();
+    }
+  });
+}
+
+async function ready(
+  w: Writer,
+  id: string,
+  incarnation: string,
+  seq: number,
+  status: string,
+  options: EventStreamOptions,
+) {
+  await w.send("ready", { id, seq, status, incarnation });
+  if (options.reset !== undefined) await w.send("reset", { id, incarnation, seq: 0, reason: options.reset });
+}
+
+/** Follow a live agent from `w.next` until it is disposed or the reader leaves. */
+async function followLive(w: Writer, ctx: HarnessCtx, agent: Agent, options: EventStreamOptions): Promise<void> {
+  const queue = w.queue;
+  const durable = options.storage !== undefined;
+  const session = agent.session;
+  const unobserve = !durable || options.deltas
+    ? session.observe((event) => queue.push({ kind: "event", event }))
+    : () => {};
+  const offDurable = durable
+    ? ctx.on("session/durable", (s, nextSeq) => {
+      if (s === session) queue.push({ kind: "durable", nextSeq });
+    })
+    : () => {};
+  const offStatus = ctx.on("agent/status", (a, status) => {
+    if (a === agent) queue.push({ kind: "status", status });
+  });
+  // With storage the stream ends once the released session's last batch is written.
+  const offDisposed = durable
+    ? ctx.on("session/disposed", (s) => {
+      if (s === session) queue.push({ kind: "end" });
+    })
+    : ctx.on("agent/disposed", (a) => {
+      if (a === agent) queue.push({ kind: "end" });
+    });
+  const unwatch = options.watchApprovals?.(agent, (pending) => queue.push({ kind: "approvals", pending }));
+  try {
+    let limit = session.seq;
+    if (durable) {
+      // Everything committed so far is durable once this barrier passes.
+      try {
+        await agent.flushed();
+      } catch {
+        limit = (await options.storage!.stat(agent.id))?.nextSeq ?? 0;
+      }
+    }
+    await w.events(session.slice(w.next, limit));
+    if (!options.follow) {
+      await w.send("end", { id: agent.id, seq: w.next });
+      return;
+    }
+    while (!w.gone) {
+      const item = await queue.next();
+      if (item === undefined) break;
+      if (item.kind === "end") {
+        if (durable) await w.events(session.slice(w.next, (await options.storage!.stat(agent.id))?.nextSeq ?? 0));
+        await w.send("end", { id: agent.id, seq: w.next });
+        break;
+      }
+      if (item.kind === "approvals") await w.send("approvals", { pending: item.pending });
+      else if (item.kind === "status") await w.send("status", { status: item.status });
+      else if (item.kind === "durable") await w.events(session.slice(w.next, item.nextSeq));
+      else if (item.kind === "event") {
+        const { event } = item;
+        // Without storage a committed event is acknowledged: send it, filling any gap from the log.
+        if (!durable) await w.events(session.slice(w.next, event.seq + 1));
+        const delta = options.deltas ? deltaOf(event) : undefined;
+        if (delta !== undefined) await w.send("delta", delta);
+      }
+    }
+  } finally {
+    unobserve();
+    offDurable();
+    offStatus();
+    offDisposed();
+    unwatch?.();
+  }
+}
+
+/** Serve a live agent's log, then its live events, as SSE. */
 export function streamSessionEvents(
   c: Context,
   ctx: HarnessCtx,
   agent: Agent,
   options: EventStreamOptions,
 ): Response {
-  return streamSSE(c, async (stream: SSEStreamingApi) => {
-    const queue = new ItemQueue();
-    // Subscribe before reading the backlog: every event committed after it is
-    // then in the queue, and seq tells the two apart.
-    const unobserve = agent.session.observe((event) => queue.push({ kind: "event", event }));
-    const offStatus = ctx.on("agent/status", (a, status) => {
-      if (a === agent) queue.push({ kind: "status", status });
-    });
-    const offDisposed = ctx.on("agent/disposed", (a) => {
-      if (a === agent) queue.push({ kind: "end" });
-    });
-    const unwatch = options.watchApprovals?.((pending) => queue.push({ kind: "approvals", pending }));
-    const onAbort = () => queue.close();
-    // Only the response body's cancellation means the client left: Deno aborts
-    // `request.signal` as soon as a response is returned, streaming or not.
-    stream.onAbort(onAbort);
-    const keepAlive = setInterval(() => {
-      stream.write(": keep-alive\n\n").catch(() => queue.close());
-    }, options.keepAliveMs);
-    try {
-      const length = agent.session.seq;
-      let next = Math.min(options.from, length);
-      const backlog = agent.session.slice(next, length);
-      await stream.writeSSE({
-        event: "ready",
-        data: JSON.stringify({ id: agent.id, seq: length, status: agent.status }),
-      });
-      for (const event of backlog) {
-        if (stream.aborted) break;
-        await stream.writeSSE({ event: "session", id: String(event.seq), data: JSON.stringify(event) });
-        next = event.seq + 1;
-      }
-      if (!options.follow && !stream.aborted) {
-        await stream.writeSSE({ event: "end", data: JSON.stringify({ id: agent.id, seq: next }) });
-        return;
-      }
-      while (!stream.aborted) {
-        const item = await queue.next();
-        if (item === undefined) break;
-        if (item.kind === "end") {
-          await stream.writeSSE({ event: "end", data: JSON.stringify({ id: agent.id, seq: next }) });
-          break;
-        }
-        if (item.kind === "approvals") {
-          await stream.writeSSE({ event: "approvals", data: JSON.stringify({ pending: item.pending }) });
-          continue;
-        }
-        if (item.kind === "status") {
-          await stream.writeSSE({ event: "status", data: JSON.stringify({ status: item.status }) });
-          continue;
-        }
-        const { event } = item;
-        if (event.seq < next) continue;
-        // Never skip a seq: fill any gap from the log (cannot happen with a synchronous observer, but costs nothing).
-        for (const missed of agent.session.slice(next, event.seq)) {
-          await stream.writeSSE({ event: "session", id: String(missed.seq), data: JSON.stringify(missed) });
-        }
-        await stream.writeSSE({ event: "session", id: String(event.seq), data: JSON.stringify(event) });
-        next = event.seq + 1;
-        const delta = options.deltas ? deltaOf(event) : undefined;
-        if (delta !== undefined) await stream.writeSSE({ event: "delta", data: JSON.stringify(delta) });
-      }
-    } catch {
-      // A write to a closed connection: the client is gone; nothing to report.
-    } finally {
-      clearInterval(keepAlive);
-      unobserve();
-      offStatus();
-      offDisposed();
-      unwatch?.();
-      queue.close();
-    }
+  const incarnation = incarnationOf(agent.session.header);
+  return open(c, incarnation, options, async (w) => {
+    await ready(w, agent.id, incarnation, agent.session.seq, agent.status, options);
+    await followLive(w, ctx, agent, options);
   });
 }
 
-/** Serve a stored (not live) log as SSE, ending after it: nothing is resumed. */
-export function streamStoredEvents(c: Context, id: string, events: readonly SessionEvent[], from: number): Response {
-  return streamSSE(c, async (stream: SSEStreamingApi) => {
+/** What a stream over a stored (not live) session needs. */
+export interface StoredSource {
+  readonly id: string;
+  readonly header: SessionHeader;
+  /** The stored records (no in-memory repair events). */
+  readonly events: readonly SessionEvent[];
+  readonly storage: SessionStorage;
+  readonly ctx: HarnessCtx;
+  /** The live agent of the id, once there is one. */
+  live(): Agent | undefined;
+}
+
+function storedRecords(loaded: { events: readonly SessionEvent[]; repair: { syntheticEvents: readonly unknown[] } }) {
+  return loaded.events.slice(0, loaded.events.length - loaded.repair.syntheticEvents.length);
+}
+
+/** The stored records of a session, as `inspect()` reads them without its in-memory repair. */
+export async function readStored(storage: SessionStorage, id: string): Promise<
+  { header: SessionHeader; events: readonly SessionEvent[] }
+> {
+  const loaded = await storage.inspect(id);
+  return { header: loaded.header, events: storedRecords(loaded) };
+}
+
+/**
+ * Serve a stored session: its records, then (with `follow`) whatever is
+ * appended to storage, polled without any lease; when an agent for it goes
+ * live here, the stream follows the live session.
+ */
+export function streamStoredEvents(c: Context, source: StoredSource, options: EventStreamOptions): Response {
+  const incarnation = incarnationOf(source.header);
+  return open(c, incarnation, options, async (w) => {
+    const { id, storage, ctx } = source;
+    await ready(w, id, incarnation, source.events.length, "stored", options);
+    await w.events(source.events.slice(w.next));
+    if (!options.follow) {
+      await w.send("end", { id, seq: w.next });
+      return;
+    }
+    const offCreated = ctx.on("agent/created", (agent) => {
+      if (agent.id === id) w.queue.push({ kind: "wake" });
+    });
     try {
-      await stream.writeSSE({ event: "ready", data: JSON.stringify({ id, seq: events.length, status: "stored" }) });
-      for (let seq = from; seq < events.length && !stream.aborted; seq++) {
-        await stream.writeSSE({ event: "session", id: String(seq), data: JSON.stringify(events[seq]) });
+      while (!w.gone) {
+        const live = source.live();
+        if (live !== undefined) return await followLive(w, ctx, live, options);
+        const stat = await storage.stat(id);
+        if (stat === undefined || incarnationOf(stat.header) !== incarnation) {
+          // Deleted (or deleted and created again): this life of the log is over.
+          await w.send("end", { id, seq: w.next });
+          return;
+        }
+        if (stat.nextSeq > w.next) await w.events((await readStored(storage, id)).events.slice(w.next));
+        const item = await w.queue.next(options.pollMs);
+        if (item === undefined) return;
       }
-      if (!stream.aborted) await stream.writeSSE({ event: "end", data: JSON.stringify({ id, seq: events.length }) });
-    } catch {
-      // The client is gone.
+    } finally {
+      offCreated();
     }
   });
 }

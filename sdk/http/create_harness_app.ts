@@ -17,7 +17,15 @@ import { renderTranscript } from "../session/transcript.ts";
 import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts";
 import { bearerVerifier } from "./_bearer_auth.ts";
 import { approvalBody, cancelBody, createSessionBody, forkBody, messageBody, readBody } from "./_body.ts";
-import { streamSessionEvents, streamStoredEvents } from "./_event_stream.ts";
+import {
+  incarnationOf,
+  type LastEventId,
+  parseLastEventId,
+  readStored,
+  type ResetReason,
+  streamSessionEvents,
+  streamStoredEvents,
+} from "./_event_stream.ts";
 import { HttpProblem, problemResponse, toProblem } from "./_problem.ts";
 import { checkSessionId } from "./_session_id.ts";
 import { SessionHost } from "./_session_host.ts";
@@ -80,6 +88,21 @@ export interface HarnessAppOptions {
    * @default {one JSON line per request on the console}
    */
   readonly log?: ((record: RequestLogRecord) => void) | false;
+  /**
+   * The most items (events, deltas, status changes) an event stream buffers
+   * for a reader that does not keep up; past it the reader is dropped and
+   * resumes with its `Last-Event-ID`, so a stalled client never slows an agent.
+   *
+   * @default {4096}
+   */
+  readonly maxBufferedEvents?: number;
+  /**
+   * Milliseconds between checks for new records while tailing a session that is
+   * only in storage (written by another process).
+   *
+   * @default {1000}
+   */
+  readonly tailPollMs?: number;
   /** Generates request ids. @default {crypto.randomUUID} */
   readonly newRequestId?: () => string;
 }
@@ -140,11 +163,13 @@ function belongsTo(p: PendingApproval, agent: Agent): boolean {
  *   With storage, the answer comes only once the input (and, with `wait: true`, the turn's end) is on storage.
  * - `POST /sessions/:id/cancel` `{ keepInbox? }`: the only way to stop a turn. A client that disconnects
  *   from any request, the event stream included, never cancels the agent.
- * - `GET /sessions/:id/events`: SSE. Every committed event as `event: session` with `id: <seq>`, live
- *   streaming deltas as `event: delta`, `event: status`, `event: approvals`, keep-alive comments. Resume
- *   with `Last-Event-ID: <seq>` (or `?from=<seq>` for the first seq wanted); `?deltas=false` drops deltas;
- *   `?follow=false` ends the stream after the log (`event: end`), for clients that only catch up (a
- *   stored session is then read without being resumed).
+ * - `GET /sessions/:id/events`: SSE. Every event as `event: session` with `id: <incarnation>:<seq>` (with
+ *   storage, only events already on storage), live streaming deltas as `event: delta`, `event: status`,
+ *   `event: approvals`, keep-alive comments. Resume with `Last-Event-ID` (or `?from=<seq>` for the first seq
+ *   wanted); an id of another incarnation of the log (deleted and created again) or beyond it gets
+ *   `event: reset` and the log from seq 0. `?deltas=false` drops deltas; `?follow=false` ends the stream
+ *   after the log (`event: end`). A session only in storage is read and tailed without being resumed and
+ *   without its writer lease. A reader more than `maxBufferedEvents` behind is dropped.
  * - `GET /sessions/:id/transcript?format=markdown|json` (markdown by default; JSON is `{ id, seq, messages }`).
  * - `POST /sessions/:id/fork` `{ boundary?, id? }`: a new live session seeded with the log up to `boundary`
  *   (inclusive, a turn boundary; default the whole log), driven by its own agent (201).
@@ -208,6 +233,12 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes <= 0) {
     throw new HarnessError("INVALID_ARGS", "maxBodyBytes must be a positive integer");
   }
+  const maxBuffered = options.maxBufferedEvents ?? 4096;
+  const tailPollMs = options.tailPollMs ?? 1000;
+  if (!Number.isInteger(maxBuffered) || maxBuffered <= 0) {
+    throw new HarnessError("INVALID_ARGS", "maxBufferedEvents must be a positive integer");
+  }
+  if (!(tailPollMs > 0)) throw new HarnessError("INVALID_ARGS", "tailPollMs must be a positive number");
   if (!(keepAliveMs > 0)) throw new HarnessError("INVALID_ARGS", "keepAliveMs must be a positive number");
   const log = options.log === false ? undefined : options.log ?? defaultLog;
   const newRequestId = options.newRequestId ?? (() => crypto.randomUUID());
@@ -361,46 +392,66 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     const lastEventId = c.req.header("last-event-id");
     const fromQuery = c.req.query("from");
     let from = 0;
+    let claimed: LastEventId | undefined;
     if (lastEventId !== undefined && lastEventId.trim() !== "") {
-      if (!/^\d{1,15}$/.test(lastEventId.trim())) {
-        throw new HttpProblem(400, "INVALID_LAST_EVENT_ID", "Last-Event-ID must be the seq of an event");
+      claimed = parseLastEventId(lastEventId);
+      if (claimed === undefined) {
+        throw new HttpProblem(400, "INVALID_LAST_EVENT_ID", "Last-Event-ID must be the id of an event");
       }
-      from = Number(lastEventId.trim()) + 1;
+      from = claimed.seq + 1;
     } else if (fromQuery !== undefined) {
       if (!/^\d{1,15}$/.test(fromQuery)) throw new HttpProblem(400, "INVALID_QUERY", "from must be a seq");
       from = Number(fromQuery);
     }
-    const deltas = c.req.query("deltas") !== "false";
-    const follow = c.req.query("follow") !== "false";
     const id = c.req.param("id");
-    const beyond = (length: number) => {
-      if (from > length) {
-        throw new HttpProblem(
-          400,
-          "INVALID_LAST_EVENT_ID",
-          `The stream cannot start at seq ${from}: the log of session "${id}" has ${length} events`,
-        );
+    // Where the stream starts: a Last-Event-ID of another life of the log, or
+    // beyond it, restarts from seq 0 with `event: reset`; `?from=` beyond the log is refused.
+    const start = (incarnation: string, length: number): { from: number; reset?: ResetReason } => {
+      if (claimed?.incarnation !== undefined && claimed.incarnation !== incarnation) {
+        return { from: 0, reset: "incarnation" };
       }
+      if (from <= length) return { from };
+      if (claimed !== undefined) return { from: 0, reset: "ahead" };
+      throw new HttpProblem(
+        400,
+        "INVALID_LAST_EVENT_ID",
+        `The stream cannot start at seq ${from}: the log of session "${id}" has ${length} events`,
+      );
     };
-    if (!follow && host.live(id) === undefined) {
-      // Catching up on a stored session needs no agent: read the log without resuming it.
-      const { events } = await inspectStored(id);
-      beyond(events.length);
-      return streamStoredEvents(c, id, events, from);
-    }
-    const agent = await host.agent(id);
-    beyond(agent.session.seq);
-    return streamSessionEvents(c, harness.ctx, agent, {
-      from,
-      deltas,
-      follow,
+    const streamOptions = {
+      deltas: c.req.query("deltas") !== "false",
+      follow: c.req.query("follow") !== "false",
       keepAliveMs,
-      watchApprovals: (listener) => {
+      maxBuffered,
+      pollMs: tailPollMs,
+      storage: harness.storage,
+      watchApprovals: (agent: Agent, listener: (pending: readonly unknown[]) => void) => {
         const watch = (pending: readonly PendingApproval[]) =>
           listener(pending.filter((p) => belongsTo(p, agent)).map(toPending));
         approvalWatchers.add(watch);
         return () => approvalWatchers.delete(watch);
       },
+    };
+    const agent = host.live(id);
+    if (agent === undefined) {
+      // Reading or tailing a stored session resumes nothing and takes no lease.
+      const stored = await readStoredSession(id);
+      return streamStoredEvents(
+        c,
+        {
+          id,
+          header: stored.header,
+          events: stored.events,
+          storage: harness.storage!,
+          ctx: harness.ctx,
+          live: () => host.live(id),
+        },
+        { ...streamOptions, ...start(incarnationOf(stored.header), stored.events.length) },
+      );
+    }
+    return streamSessionEvents(c, harness.ctx, agent, {
+      ...streamOptions,
+      ...start(incarnationOf(agent.session.header), agent.session.seq),
     });
   });
 
@@ -445,6 +496,19 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     }
     return c.json({ callId, outcome: body.decision === "allow" ? "allowed-once" : "rejected" });
   });
+
+  async function readStoredSession(id: string) {
+    const storage = harness.storage;
+    if (storage === undefined) throw new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
+    try {
+      return await readStored(storage, id);
+    } catch (error) {
+      if (HarnessError.isInstance(error, "SESSION_NOT_FOUND")) {
+        throw new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
+      }
+      throw error;
+    }
+  }
 
   async function inspectStored(id: string) {
     const storage = harness.storage;

@@ -4,7 +4,9 @@
 // Each run is one child process and one kill point (the kill follows the last
 // answer of the run, which rotates between a 202 followup, a 202 inject and a
 // `wait: true` turn). The default suite runs 4 per runtime to stay fast;
-// DSH_CRASH_RUNS=30 runs the issue's 30.
+// DSH_CRASH_RUNS=30 runs the issue's 30. An SSE client reads the session's
+// stream during each run: every event it holds at the kill must be in the
+// restarted server's log, with the same incarnation.
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -17,6 +19,8 @@ import { fileURLToPath } from "node:url";
 import { checkInvariants } from "../invariants/mod.ts";
 import { fileStorage } from "../persistence/file_storage.ts";
 import type { SessionEvent } from "../session/mod.ts";
+import { incarnationOf } from "./_event_stream.ts";
+import { SseClient, type SseMessage } from "./_test_client.ts";
 
 const RUNS = Number(process.env.DSH_CRASH_RUNS ?? 4);
 
@@ -80,11 +84,24 @@ describe("createHarnessApp() under SIGKILL", () => {
     const dir = await mkdtemp(join(tmpdir(), "dsh-http-crash-"));
     const acked: string[] = [];
     const completed: number[] = [];
+    const held: SseMessage[] = [];
     try {
       for (let run = 0; run < RUNS; run++) {
         const child = await startChild(dir);
+        let reading: Promise<void> = Promise.resolve();
         try {
           if (run === 0) assert.equal((await post(child.url, "/sessions", { id: "c" })).status, 201);
+          const from = held.at(-1)?.id;
+          const stream = await SseClient.open(
+            `${child.url}/sessions/c/events?deltas=false`,
+            from === undefined ? {} : { "last-event-id": from },
+          );
+          reading = (async () => {
+            for (let m = await stream.next(); m !== undefined; m = await stream.next()) {
+              if (m.event === "session") held.push(m);
+              if (m.event === "reset") held.length = 0;
+            }
+          })().catch(() => {/* the server was killed */});
           const requests = [
             async () => {
               const res = await post(child.url, "/sessions/c/messages", { content: `follow ${run}` });
@@ -109,15 +126,23 @@ describe("createHarnessApp() under SIGKILL", () => {
         } finally {
           await child.kill();
         }
+        await reading;
         const loaded = await fileStorage(dir).load("c");
         assert.deepEqual(checkInvariants(loaded.events), [], `run ${run}: the repaired log is valid`);
-        const held = messageIds(loaded.events);
-        for (const id of acked) assert.ok(held.has(id), `run ${run}: acknowledged message ${id} is stored`);
+        const stored = messageIds(loaded.events);
+        for (const id of acked) assert.ok(stored.has(id), `run ${run}: acknowledged message ${id} is stored`);
+        const incarnation = incarnationOf(loaded.header);
+        for (const m of held) {
+          const [inc, seq] = m.id!.split(":");
+          assert.equal(inc, incarnation);
+          assert.deepEqual(JSON.parse(JSON.stringify(loaded.events[Number(seq)])), m.data, `run ${run}: event ${seq}`);
+        }
         for (const turn of completed) {
           const end = loaded.events.find((e) => e.type === "turn/end" && e.data.turn === turn);
           assert.equal(end?.type === "turn/end" && end.data.reason.kind, "completed", `run ${run}: turn ${turn}`);
         }
       }
+      assert.ok(held.length > 0, "the client held events");
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -35,7 +35,7 @@ function agentOf(harness: Harness, id: string) {
 }
 
 function seqs(messages: readonly SseMessage[]): number[] {
-  return sessionEvents(messages).map((m) => Number(m.id));
+  return sessionEvents(messages).map((m) => Number(m.id?.split(":").at(-1)));
 }
 
 function range(n: number): number[] {
@@ -226,7 +226,7 @@ describe("createHarnessApp()", () => {
       await (await call("POST", "/sessions/s1/messages", { content: "Hello", wait: true })).json();
       const length = agentOf(harness, "s1").session.seq;
       const stream = await events("s1", {}, "?from=3");
-      const messages = await stream.until((m) => m.event === "session" && Number(m.id) === length - 1);
+      const messages = await stream.until((m) => m.event === "session" && m.data.seq === length - 1);
       assert.deepEqual(seqs(messages), range(length).slice(3));
       const pending = stream.next().catch(() => undefined); // keeps the body flowing; an idle session sends no event
       while (stream.comments.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
@@ -518,11 +518,6 @@ describe("createHarnessApp() with bad input", () => {
       await expectProblem(await call("POST", "/sessions", { id: "s1" }), 409, "SESSION_ALREADY_EXISTS");
       await expectProblem(
         await call("GET", "/sessions/s1/events", undefined, { "last-event-id": "x" }),
-        400,
-        "INVALID_LAST_EVENT_ID",
-      );
-      await expectProblem(
-        await call("GET", "/sessions/s1/events", undefined, { "last-event-id": String(seqBefore) }),
         400,
         "INVALID_LAST_EVENT_ID",
       );

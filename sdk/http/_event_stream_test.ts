@@ -1,0 +1,200 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { counterClock } from "../agent/_test_support.ts";
+import { fileStorage } from "../persistence/file_storage.ts";
+import { memoryStorage } from "../persistence/memory_storage.ts";
+import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
+import { type Served, serveHarness, type SseClient, type SseMessage } from "./_test_client.ts";
+
+async function withServer(served: Served, body: (s: Served) => Promise<void>): Promise<void> {
+  try {
+    await body(served);
+  } finally {
+    await served.close();
+  }
+}
+
+/** The next message, or `undefined` when none comes within `ms` (the read stays pending for the next call). */
+function nextWithin(stream: SseClient, pending: { read?: Promise<SseMessage | undefined> }, ms: number) {
+  pending.read ??= stream.next();
+  const read = pending.read;
+  return Promise.race([
+    read.then((m) => {
+      pending.read = undefined;
+      return m;
+    }),
+    new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms)),
+  ]);
+}
+
+const seqOf = (m: SseMessage) => Number(m.id!.split(":")[1]);
+
+describe("event stream with storage", () => {
+  it("carries only events that are on storage", async () => {
+    const storage = memoryStorage();
+    const served = await serveHarness({
+      adapters: [scriptedAdapter(textResponse("One"))],
+      storage,
+      batchWindowMs: 60_000, // only barriers write
+    });
+    await withServer(served, async ({ harness, call, events }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      const agent = harness.ctx.service("agents").get("s1")!;
+      const stream = await events("s1", {}, "?deltas=false");
+      const pending: { read?: Promise<SseMessage | undefined> } = {};
+      agent.followup("Hello");
+      await agent.whenIdle();
+      assert.equal(agent.session.events.at(-1)?.type, "turn/end");
+      const stored = () => storage.stat("s1").then((s) => s!.nextSeq);
+      assert.ok((await stored()) < agent.session.seq, "the turn's end waits in the batch");
+      const seen: number[] = [];
+      for (
+        let m = await nextWithin(stream, pending, 100);
+        m !== undefined;
+        m = await nextWithin(stream, pending, 100)
+      ) {
+        if (m.event !== "session") continue;
+        assert.ok(seqOf(m) < (await stored()), `event ${seqOf(m)} was sent before it was stored`);
+        seen.push(seqOf(m));
+      }
+      assert.ok(!seen.includes(agent.session.seq - 1), "turn/end is not sent before it is durable");
+      await agent.flushed();
+      const rest = await stream.until((m) => m.event === "session" && m.data.type === "turn/end");
+      assert.equal(seqOf(rest.at(-1)!), agent.session.seq - 1);
+      await stream.close();
+    });
+  });
+
+  it("sends event: reset to a Last-Event-ID of another incarnation or beyond the log", async () => {
+    const served = await serveHarness({
+      adapters: [scriptedAdapter((_r, n) => textResponse(`Answer ${n}`))],
+      storage: memoryStorage(),
+      now: counterClock(),
+    });
+    await withServer(served, async ({ call, events }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      await (await call("POST", "/sessions/s1/messages", { content: "Hello", wait: true })).json();
+      await (await call("POST", "/sessions/s1/messages", { content: "Again", wait: true })).json();
+      const first = await events("s1", {}, "?follow=false");
+      const old = (await first.until((m) => m.event === "end")).filter((m) => m.event === "session");
+      const lastId = old.at(-1)!.id!;
+
+      assert.equal((await call("DELETE", "/sessions/s1")).status, 204);
+      await call("POST", "/sessions", { id: "s1" });
+      await (await call("POST", "/sessions/s1/messages", { content: "New life", wait: true })).json();
+      const resumed = await events("s1", { "last-event-id": lastId }, "?follow=false");
+      const got = await resumed.until((m) => m.event === "end");
+      assert.deepEqual(got.slice(0, 2).map((m) => m.event), ["ready", "reset"]);
+      assert.equal(got[1].data.reason, "incarnation");
+      const sent = got.filter((m) => m.event === "session");
+      assert.equal(seqOf(sent[0]), 0, "the new log from its first event");
+      assert.notEqual(sent[0].id!.split(":")[0], lastId.split(":")[0]);
+
+      const ahead = await events("s1", { "last-event-id": `${sent[0].id!.split(":")[0]}:999` }, "?follow=false");
+      const aheadGot = await ahead.until((m) => m.event === "end");
+      assert.equal(aheadGot[1].event, "reset");
+      assert.equal(aheadGot[1].data.reason, "ahead");
+      assert.equal(seqOf(aheadGot[2]), 0);
+    });
+  });
+
+  it("reads and tails a stored session without resuming it or taking its writer lease", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dsh-tail-"));
+    try {
+      const storage = fileStorage(dir);
+      const first = await serveHarness({ adapters: [scriptedAdapter(textResponse("One"))], storage });
+      await withServer(first, async ({ call }) => {
+        await call("POST", "/sessions", { id: "s1" });
+        await (await call("POST", "/sessions/s1/messages", { content: "Hello", wait: true })).json();
+      });
+      const second = await serveHarness({ adapters: [], storage }, { tailPollMs: 10 });
+      await withServer(second, async ({ harness, events }) => {
+        const streams = await Promise.all(Array.from({ length: 5 }, () => events("s1", {}, "?deltas=false")));
+        for (const s of streams) await s.until((m) => m.event === "session" && m.data.type === "turn/end");
+        assert.equal(harness.ctx.service("agents").list().length, 0, "no agent was resumed");
+        // Another process writes, under its own lease: the tails see it.
+        const writer = await storage.acquireWriter("s1");
+        const { nextSeq } = (await storage.stat("s1"))!;
+        await storage.append("s1", [{ type: "todo/write", seq: nextSeq, time: 1, data: { todos: [] } }], {
+          expectedSeq: nextSeq,
+          writer,
+        });
+        for (const s of streams) {
+          const got = await s.until((m) => m.event === "session" && m.data.type === "todo/write");
+          assert.equal(seqOf(got.at(-1)!), nextSeq);
+        }
+        await writer.release();
+        for (const s of streams) await s.close();
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a tail of a stored session follows the agent once it is resumed", async () => {
+    const storage = memoryStorage();
+    const first = await serveHarness({ adapters: [scriptedAdapter(textResponse("One"))], storage });
+    await withServer(first, async ({ call }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      await (await call("POST", "/sessions/s1/messages", { content: "Hello", wait: true })).json();
+    });
+    const second = await serveHarness({ adapters: [scriptedAdapter(textResponse("Two"))], storage });
+    await withServer(second, async ({ call, events }) => {
+      const stream = await events("s1", {}, "?deltas=false");
+      const before = await stream.until((m) => m.event === "session" && m.data.type === "turn/end");
+      const reply = await (await call("POST", "/sessions/s1/messages", { content: "Again", wait: true })).json();
+      assert.equal(reply.result.turn, 2);
+      const after = await stream.until((m) => m.event === "session" && m.data.type === "turn/end");
+      const seqs = [...before, ...after].filter((m) => m.event === "session").map(seqOf);
+      assert.deepEqual(seqs, seqs.map((_, i) => i), "no loss, no duplicate across the hand-over");
+      await stream.close();
+    });
+  });
+});
+
+describe("event stream readers that stop reading", () => {
+  it("40 stalled readers are dropped by their bounded buffers; turns complete; a dropped reader resumes", async () => {
+    const served = await serveHarness({
+      adapters: [scriptedAdapter((_r, n) => ({
+        chunks: [
+          { type: "block-start", index: 0, blockType: "text" },
+          ...Array.from({ length: 40 }, (_, i) => ({ type: "text-delta" as const, index: 0, text: `${n}.${i} ` })),
+          { type: "block-end", index: 0, block: { type: "text", text: "" } },
+          { type: "finish", reason: { kind: "stop" } },
+        ],
+      }))],
+      storage: memoryStorage(),
+    }, { maxBufferedEvents: 32 });
+    await withServer(served, async ({ harness, call }) => {
+      const app = (await import("./create_harness_app.ts")).createHarnessApp(harness, {
+        auth: false,
+        log: false,
+        approvals: false,
+        maxBufferedEvents: 32,
+      });
+      await call("POST", "/sessions", { id: "s1" });
+      // In-process requests whose bodies nobody reads: no socket buffers, the writes block at once.
+      const stalled = await Promise.all(Array.from({ length: 40 }, () => app.request("/sessions/s1/events")));
+      for (let turn = 0; turn < 60; turn++) {
+        const reply = await (await call("POST", "/sessions/s1/messages", { content: `go ${turn}`, wait: true })).json();
+        assert.equal(reply.result.reason.kind, "completed");
+      }
+      const length = harness.ctx.service("agents").get("s1")!.session.seq;
+      for (const response of stalled) {
+        // The server dropped it: the body ends, short of the log and without `event: end`.
+        const text = await response.text();
+        assert.doesNotMatch(text, /event: end/);
+        const ids = [...text.matchAll(/^id: [0-9a-z]+:(\d+)$/gm)].map((m) => Number(m[1]));
+        assert.ok(ids.length < length, "the reader was dropped before the log's end");
+        assert.deepEqual(ids, ids.map((_, i) => i));
+      }
+      // Resuming with the last id it holds loses nothing.
+      const resumed = await app.request("/sessions/s1/events?follow=false", { headers: { "last-event-id": "0" } });
+      const rest = [...(await resumed.text()).matchAll(/^id: [0-9a-z]+:(\d+)$/gm)].map((m) => Number(m[1]));
+      assert.deepEqual(rest, Array.from({ length: length - 1 }, (_, i) => i + 1));
+    });
+  });
+});
