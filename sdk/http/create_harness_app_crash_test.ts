@@ -1,14 +1,15 @@
 // The HTTP service under SIGKILL: a child server on fileStorage is killed right
 // after an answer; what it acknowledged must be in the repaired log.
 //
-// Each run is one child process and one kill point (the kill follows the last
-// answer of the run, which rotates between a 202 followup, a 202 inject and a
-// `wait: true` turn). The default suite runs 4 per runtime to stay fast;
-// DSH_CRASH_RUNS=30 runs the issue's 30. An SSE client reads the session's
-// stream during each run: every event it holds at the kill must be in the
-// restarted server's log, with the same incarnation.
+// Each run is one test: one child process, one kill point. The kill follows
+// the last answer of the run, which rotates between a 202 followup, a 202
+// inject and a `wait: true` turn; the runs share one storage directory. The
+// default suite runs 4 per runtime to stay fast; DSH_CRASH_RUNS=30 runs the
+// issue's 30. An SSE client reads the session's stream during each run:
+// every event it holds at the kill must be in the restarted server's log,
+// with the same incarnation.
 
-import { describe, it } from "node:test";
+import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -79,72 +80,75 @@ function messageIds(events: readonly SessionEvent[]): Set<string> {
   return ids;
 }
 
-describe("createHarnessApp() under SIGKILL", () => {
-  it(`loses no acknowledged message and no completed turn (${RUNS} kills)`, async () => {
-    const dir = await mkdtemp(join(tmpdir(), "dsh-http-crash-"));
-    const acked: string[] = [];
-    const completed: number[] = [];
-    const held: SseMessage[] = [];
-    try {
-      for (let run = 0; run < RUNS; run++) {
-        const child = await startChild(dir);
-        let reading: Promise<void> = Promise.resolve();
-        try {
-          if (run === 0) assert.equal((await post(child.url, "/sessions", { id: "c" })).status, 201);
-          const from = held.at(-1)?.id;
-          const stream = await SseClient.open(
-            `${child.url}/sessions/c/events?deltas=false`,
-            from === undefined ? {} : { "last-event-id": from },
-          );
-          reading = (async () => {
-            for (let m = await stream.next(); m !== undefined; m = await stream.next()) {
-              if (m.event === "session") held.push(m);
-              if (m.event === "reset") held.length = 0;
-            }
-          })().catch(() => {/* the server was killed */});
-          const requests = [
-            async () => {
-              const res = await post(child.url, "/sessions/c/messages", { content: `follow ${run}` });
-              assert.equal(res.status, 202);
-              acked.push((await res.json()).messageId);
-            },
-            async () => {
-              const res = await post(child.url, "/sessions/c/messages", { mode: "inject", content: `note ${run}` });
-              assert.equal(res.status, 202);
-              acked.push((await res.json()).messageId);
-            },
-            async () => {
-              const res = await post(child.url, "/sessions/c/messages", { content: `wait ${run}`, wait: true });
-              assert.equal(res.status, 200);
-              const { result } = await res.json();
-              assert.equal(result.reason.kind, "completed");
-              completed.push(result.turn);
-            },
-          ];
-          // Rotate which answer the kill follows.
-          for (let i = 0; i < requests.length; i++) await requests[(run + i) % requests.length]();
-        } finally {
-          await child.kill();
-        }
-        await reading;
-        const loaded = await fileStorage(dir).load("c");
-        assert.deepEqual(checkInvariants(loaded.events), [], `run ${run}: the repaired log is valid`);
-        const stored = messageIds(loaded.events);
-        for (const id of acked) assert.ok(stored.has(id), `run ${run}: acknowledged message ${id} is stored`);
-        const incarnation = incarnationOf(loaded.header);
-        for (const m of held) {
-          const [inc, seq] = m.id!.split(":");
-          assert.equal(inc, incarnation);
-          assert.deepEqual(JSON.parse(JSON.stringify(loaded.events[Number(seq)])), m.data, `run ${run}: event ${seq}`);
-        }
-        for (const turn of completed) {
-          const end = loaded.events.find((e) => e.type === "turn/end" && e.data.turn === turn);
-          assert.equal(end?.type === "turn/end" && end.data.reason.kind, "completed", `run ${run}: turn ${turn}`);
-        }
-      }
-      assert.ok(held.length > 0, "the client held events");
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+describe(`createHarnessApp() under SIGKILL (${RUNS} kills, one test each)`, () => {
+  let dir = "";
+  const acked: string[] = [];
+  const completed: number[] = [];
+  const held: SseMessage[] = [];
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), "dsh-http-crash-"));
   });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  for (let run = 0; run < RUNS; run++) {
+    it(`kill ${run + 1}: no acknowledged message, completed turn or streamed event is lost`, async () => {
+      const child = await startChild(dir);
+      let reading: Promise<void> = Promise.resolve();
+      try {
+        if (run === 0) assert.equal((await post(child.url, "/sessions", { id: "c" })).status, 201);
+        const from = held.at(-1)?.id;
+        const stream = await SseClient.open(
+          `${child.url}/sessions/c/events?deltas=false`,
+          from === undefined ? {} : { "last-event-id": from },
+        );
+        reading = (async () => {
+          for (let m = await stream.next(); m !== undefined; m = await stream.next()) {
+            if (m.event === "session") held.push(m);
+            if (m.event === "reset") held.length = 0;
+          }
+        })().catch(() => {/* the server was killed */});
+        const requests = [
+          async () => {
+            const res = await post(child.url, "/sessions/c/messages", { content: `follow ${run}` });
+            assert.equal(res.status, 202);
+            acked.push((await res.json()).messageId);
+          },
+          async () => {
+            const res = await post(child.url, "/sessions/c/messages", { mode: "inject", content: `note ${run}` });
+            assert.equal(res.status, 202);
+            acked.push((await res.json()).messageId);
+          },
+          async () => {
+            const res = await post(child.url, "/sessions/c/messages", { content: `wait ${run}`, wait: true });
+            assert.equal(res.status, 200);
+            const { result } = await res.json();
+            assert.equal(result.reason.kind, "completed");
+            completed.push(result.turn);
+          },
+        ];
+        // Rotate which answer the kill follows.
+        for (let i = 0; i < requests.length; i++) await requests[(run + i) % requests.length]();
+      } finally {
+        await child.kill();
+      }
+      await reading;
+      const loaded = await fileStorage(dir).load("c");
+      assert.deepEqual(checkInvariants(loaded.events), [], "the repaired log is valid");
+      const stored = messageIds(loaded.events);
+      for (const id of acked) assert.ok(stored.has(id), `acknowledged message ${id} is stored`);
+      for (const turn of completed) {
+        const end = loaded.events.find((e) => e.type === "turn/end" && e.data.turn === turn);
+        assert.equal(end?.type === "turn/end" && end.data.reason.kind, "completed", `turn ${turn}`);
+      }
+      const incarnation = incarnationOf(loaded.header);
+      assert.ok(held.length > 0, "the client holds events");
+      for (const m of held) {
+        const [inc, seq] = m.id!.split(":");
+        assert.equal(inc, incarnation);
+        assert.deepEqual(JSON.parse(JSON.stringify(loaded.events[Number(seq)])), m.data, `event ${seq}`);
+      }
+    });
+  }
 });
