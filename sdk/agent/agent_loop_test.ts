@@ -86,7 +86,10 @@ describe("agent loop event sequences", () => {
     assert.equal(request.system, "You are a careful assistant.");
     assert.deepEqual(request.tools?.map((t) => t.name), ["add"]);
     assert.deepEqual(request.messages, agent.session.deriveMessages().slice(0, 1));
-    assert.ok(Object.isFrozen(request) && Object.isFrozen(request.messages));
+    assert.ok(Object.isFrozen(request) && request.messages.every((m) => Object.isFrozen(m)));
+    // The array is the request's own copy: changing it does not reach the log.
+    (request.messages as unknown[]).length = 0;
+    assert.equal(agent.session.deriveMessages().length > 0, true);
     // Flat options (seed 000 §4.4.4): route fields at the top, the turn's signal inside, no purpose on a turn.
     assert.equal(request.provider, "scripted");
     assert.equal(request.model, "scripted-model");
