@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The whole check, as `npm test` runs it: type check, lint, format, publish
-// dry run, the test suite on Deno, Bun and Node (tsx), and the JSDoc examples.
+// dry run, the test suite on Deno, Bun and Node (tsx), the JSDoc examples, and
+// the packed npm tarball installed into consumer projects (scripts/pack_check.mjs).
 // Every step runs even when an earlier one fails; the exit code is non-zero if
 // any failed. Pass step names to run only those, e.g. `node scripts/test.mjs node bun`.
 
@@ -11,7 +12,7 @@ import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const bin = (name) => join(root, "node_modules", ".bin", name);
-const SKIP_DIRS = new Set(["node_modules", ".git", ".tmp", "testdata"]);
+const SKIP_DIRS = new Set(["node_modules", ".git", ".tmp", "dist", "testdata"]);
 
 function walk(dir, out = []) {
   for (const name of readdirSync(dir)) {
@@ -63,6 +64,7 @@ const steps = [
     summary: nodeSummary,
   },
   { name: "doc", cmd: bin("deno"), args: ["test", "-A", "--doc", ...sourceFiles], summary: denoSummary },
+  { name: "pack", cmd: process.execPath, args: [join(root, "scripts", "pack_check.mjs")] },
 ];
 
 function denoSummary(text) {

@@ -47,7 +47,13 @@ class RecordReader {
   nextSeq = 0;
   defect = "";
 
-  constructor(readonly file: string, readonly known: ReadonlySet<string>) {}
+  readonly file: string;
+  readonly known: ReadonlySet<string>;
+
+  constructor(file: string, known: ReadonlySet<string>) {
+    this.file = file;
+    this.known = known;
+  }
 
   /** The events of one line, or `undefined` (with `defect` set) when the line is defective. */
   read(text: string, line: number): SessionEvent[] | undefined {

@@ -12,7 +12,12 @@ import { HarnessError } from "../kernel/harness_error.ts";
 class Walk {
   readonly keys: (string | number)[] = [];
   readonly ancestors: object[] = [];
-  constructor(readonly root: string, readonly copy: boolean) {}
+  readonly root: string;
+  readonly copy: boolean;
+  constructor(root: string, copy: boolean) {
+    this.root = root;
+    this.copy = copy;
+  }
 
   reject(what: string): never {
     let path = this.root;

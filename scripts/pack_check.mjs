@@ -1,0 +1,139 @@
+#!/usr/bin/env node
+// The package as its users meet it (the `pack` step of `npm test`):
+// package.json exports mirror deno.json's, `npm pack` (which builds dist/
+// through prepack) yields a tarball without tests or fixtures, publint and
+// arethetypeswrong find nothing, and the tarball installed offline (from the
+// npm cache) into fresh projects in a temporary folder outside the repository
+// runs a first agent under plain Node, Bun and Deno, and type-checks under
+// Deno against the shipped .d.ts files.
+
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const bin = (name) => join(root, "node_modules", ".bin", name);
+const read = (path) => JSON.parse(readFileSync(join(root, path), "utf8"));
+const pkg = read("package.json");
+const deno = read("deno.json");
+
+function step(title, fn) {
+  const started = Date.now();
+  fn();
+  console.log(`ok ${title} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+}
+function fail(message) {
+  console.error(`FAIL ${message}`);
+  process.exit(1);
+}
+function run(cmd, args, cwd, env = {}) {
+  try {
+    return execFileSync(cmd, args, { cwd, encoding: "utf8", env: { ...process.env, NO_COLOR: "1", ...env } });
+  } catch (error) {
+    fail(`${cmd} ${args.join(" ")} in ${cwd}\n${error.stdout ?? ""}${error.stderr ?? ""}`);
+  }
+}
+
+step("package.json exports mirror deno.json exports", () => {
+  const expected = Object.entries(deno.exports).map(([name, path]) => {
+    const base = path.replace(/^\.\//, "./dist/").replace(/\.ts$/, "");
+    return [name, { types: `${base}.d.ts`, default: `${base}.js` }];
+  });
+  const actual = Object.entries(pkg.exports).filter(([name]) => name !== "./package.json");
+  if (JSON.stringify(actual) !== JSON.stringify(expected)) {
+    fail(`package.json exports differ from deno.json:\n${JSON.stringify(Object.fromEntries(expected), null, 2)}`);
+  }
+});
+
+const work = mkdtempSync(join(tmpdir(), "dsh-pack-"));
+let tarball = "";
+try {
+  step("npm pack (prepack builds dist/)", () => {
+    const out = run("npm", ["pack", "--json", "--pack-destination", work], root);
+    const [info] = JSON.parse(out.slice(out.indexOf("[")));
+    tarball = join(work, info.filename);
+    const paths = info.files.map((f) => f.path);
+    const stray = paths.filter((p) => /_test\b|_test_|testdata|fixtures|\.golden\.|(^|\/)bench\//.test(p));
+    if (stray.length) fail(`the tarball holds test files: ${stray.join(", ")}`);
+    for (const entry of Object.values(pkg.exports)) {
+      for (const file of typeof entry === "string" ? [entry] : Object.values(entry)) {
+        if (!paths.includes(file.replace(/^\.\//, ""))) fail(`the tarball lacks ${file}`);
+      }
+    }
+    console.log(`   ${info.filename}: ${paths.length} files, ${(info.size / 1024).toFixed(0)} KB packed`);
+  });
+
+  step("publint", () => {
+    const out = run(bin("publint"), ["run", tarball, "--strict"], root);
+    if (!/All good/i.test(out)) fail(`publint:\n${out}`);
+  });
+
+  step("arethetypeswrong (ESM only)", () => {
+    run(bin("attw"), [tarball, "--profile", "esm-only", "--format", "table-flipped"], root);
+  });
+
+  const program = readFileSync(join(root, "scripts", "pack_first_agent.mjs"), "utf8");
+  const subpaths = Object.keys(pkg.exports).filter((name) => name !== "./package.json");
+  const importAll = `for (const sub of ${JSON.stringify(subpaths)}) {\n` +
+    `  const mod = await import(sub === "." ? "@dsh/harness" : "@dsh/harness" + sub.slice(1));\n` +
+    `  if (Object.keys(mod).length === 0) throw new Error("empty entry " + sub);\n}\n`;
+
+  // Tests use no network, and the npm cache may lack the registry documents
+  // that resolving a dependency range needs: each project starts with the
+  // package's runtime dependencies (their closure in package-lock.json) copied
+  // from this repository's node_modules, as a previous install would have left
+  // them; `npm install --offline <tarball>` then keeps them and adds the package.
+  const lock = read("package-lock.json");
+  const seeded = new Set();
+  const todo = Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies });
+  while (todo.length) {
+    const name = todo.pop();
+    if (seeded.has(name)) continue;
+    const entry = lock.packages[`node_modules/${name}`];
+    if (!entry) fail(`${name} is not in package-lock.json`);
+    seeded.add(name);
+    todo.push(...Object.keys({ ...entry.dependencies, ...entry.optionalDependencies }));
+  }
+
+  const project = (name, files) => {
+    const dir = join(work, name);
+    mkdirSync(dir);
+    const zod = lock.packages["node_modules/zod"].version;
+    writeFileSync(
+      join(dir, "package.json"),
+      JSON.stringify({ name: `consumer-${name}`, private: true, type: "module", dependencies: { zod } }),
+    );
+    for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
+    for (const dep of seeded) {
+      cpSync(join(root, "node_modules", dep), join(dir, "node_modules", dep), { recursive: true });
+    }
+    run("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball], dir);
+    return dir;
+  };
+
+  step("Node 20 project, plain node", () => {
+    const dir = project("node", { "main.mjs": program + importAll });
+    const out = run(process.execPath, ["main.mjs"], dir);
+    if (!out.includes("first agent: 2 + 3 is 5.")) fail(`node printed:\n${out}`);
+  });
+
+  step("Bun project", () => {
+    const dir = project("bun", { "main.ts": program + importAll });
+    const out = run(bin("bun"), ["run", "main.ts"], dir);
+    if (!out.includes("first agent: 2 + 3 is 5.")) fail(`bun printed:\n${out}`);
+  });
+
+  step("Deno project (deno check, then deno run)", () => {
+    const dir = project("deno", {
+      "main.ts": program + importAll,
+      "deno.json": JSON.stringify({ nodeModulesDir: "manual" }),
+    });
+    run(bin("deno"), ["check", "main.ts"], dir);
+    const out = run(bin("deno"), ["run", "-A", "main.ts"], dir);
+    if (!out.includes("first agent: 2 + 3 is 5.")) fail(`deno printed:\n${out}`);
+  });
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
