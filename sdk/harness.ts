@@ -120,7 +120,7 @@ export interface CreateHarnessOptions {
   readonly retryPolicy?: RetryPolicy;
   /** The clock of every log entry. @default {Date.now} */
   readonly now?: () => number;
-  /** Id generator for sessions, messages and inbox entries. @default {crypto.randomUUID} */
+  /** Id generator for sessions, messages, inbox entries and tool results. @default {crypto.randomUUID} */
   readonly newId?: () => string;
   /** Sleep between retries. @default {a timer that honours the signal} */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
@@ -212,10 +212,10 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
   let disposed = false;
 
   const core = ctx.plugin((pctx: HarnessCtx) => {
-    pctx.plugin(sessionStorePlugin as never, { now } as never);
+    pctx.plugin(sessionStorePlugin as never, { now, newId } as never);
     pctx.plugin(llmRuntimePlugin as never);
     pctx.plugin(systemPromptPlugin as never);
-    pctx.plugin(toolRuntimePlugin as never);
+    pctx.plugin(toolRuntimePlugin as never, { newId } as never);
     pctx.provide("agents", new AgentRegistry());
     if (options.storage) {
       pctx.plugin(

@@ -86,3 +86,40 @@ describe("createHarness()", () => {
     await harness.dispose();
   });
 });
+
+describe("createHarness({ newId })", () => {
+  it("reaches the tool runtime: two identically seeded runs write identical logs", async () => {
+    const { z } = await import("zod");
+    const { defineTool } = await import("./tools/define_tool.ts");
+    const { toolCallResponse } = await import("../testing/scripted_adapter.ts");
+    const run = async () => {
+      let n = 0;
+      let t = 0;
+      const harness = await createHarness({
+        adapters: [scriptedAdapter([
+          toolCallResponse([{ id: "call-1", name: "echo", arguments: '{"text":"hi"}' }]),
+          textResponse("done"),
+        ])],
+        model: { provider: "scripted", model: "scripted-model" },
+        tools: [defineTool({
+          name: "echo",
+          description: "Echo",
+          parameters: z.object({ text: z.string() }),
+          output: { schema: z.string(), render: (_args, text) => text },
+          execute: ({ text }) => text,
+        })],
+        now: () => ++t,
+        newId: () => `id-${++n}`,
+      });
+      const agent = await harness.createAgent({ id: "same" });
+      await agent.run("Echo hi");
+      const events = JSON.parse(JSON.stringify(agent.session.events));
+      await harness.dispose();
+      return events;
+    };
+    const first = await run();
+    const result = first.find((e: { type: string }) => e.type === "tool/result");
+    assert.match(result.data.message.id, /^id-\d+$/, "the tool result's id comes from newId");
+    assert.deepEqual(await run(), first);
+  });
+});

@@ -9,7 +9,8 @@ const imageBlock = z.strictObject({
   type: z.literal("image"),
   mediaType: z.string().regex(/^image\/[\w.+-]+$/),
   data: z.string().optional(),
-  url: z.url().optional(),
+  // Only web URLs and inline data: never a local file (a file: URL would be logged and sent on as is).
+  url: z.url({ protocol: /^(https?|data)$/, error: "Image URLs must be https:, http: or data: URLs" }).optional(),
 }).refine((b) => (b.data === undefined) !== (b.url === undefined), { message: "Give exactly one of data and url" });
 
 const content = z.union([z.string().min(1), z.array(z.union([textBlock, imageBlock])).min(1)]);

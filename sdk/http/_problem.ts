@@ -15,6 +15,7 @@ const TITLES: Readonly<Record<number, string>> = {
   415: "Unsupported Media Type",
   422: "Unprocessable Content",
   500: "Internal Server Error",
+  501: "Not Implemented",
   503: "Service Unavailable",
 };
 
@@ -34,6 +35,15 @@ const STATUS_BY_CODE: Readonly<Record<string, number>> = {
   AGENT_DISPOSED: 410,
   INPUT_DISCARDED: 409,
   HARNESS_DISPOSED: 503,
+  // Storage: a stored log this server cannot use, a write that did not happen.
+  SESSION_CORRUPT: 500,
+  SESSION_FORMAT_UNSUPPORTED: 500,
+  SESSION_UNKNOWN_EVENT_TYPE: 500,
+  SESSION_REPAIR_REQUIRED: 409,
+  SESSION_SEQ_MISMATCH: 409,
+  SESSION_WRITE_FAILED: 503,
+  SESSION_FLUSH_FAILED: 503,
+  INVALID_EVENT: 422,
 };
 
 /** An error a route throws on purpose; `onError` turns it into a problem response. */

@@ -89,7 +89,11 @@ export class SessionHost {
     const agent = await this.#harness.createAgent({
       ...(id !== undefined ? { id } : {}),
       ...(route as Partial<AgentOptions>),
-      setup: (ctx) => this.#applyProfile(ctx, undefined, profile),
+      setup: (ctx, made) => {
+        // Before the session is announced: a refused route leaves nothing behind, in memory or in storage.
+        this.#checkRoute(made.options);
+        this.#applyProfile(ctx, undefined, profile);
+      },
     });
     if (system !== undefined || toolNames !== undefined) this.#profiles.set(agent.id, profile);
     return agent;
@@ -185,6 +189,26 @@ export class SessionHost {
 
   async #stored(id: string): Promise<boolean> {
     return this.#storage !== undefined && (await this.#storage.stat(id)) !== undefined;
+  }
+
+  /** Refuse a provider no adapter serves, or a model its adapter does not list (422). */
+  #checkRoute(route: AgentOptions): void {
+    try {
+      this.#ctx.service("llm").resolveModelInfo(route.provider, route.model);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code === "NO_ADAPTER") {
+        throw new HttpProblem(422, "UNKNOWN_PROVIDER", `No adapter serves provider "${route.provider}"`);
+      }
+      if (code === "UNSUPPORTED_MODEL") {
+        throw new HttpProblem(
+          422,
+          "UNKNOWN_MODEL",
+          `Provider "${route.provider}" does not serve model "${route.model}"`,
+        );
+      }
+      throw error;
+    }
   }
 
   #applyProfile(ctx: HarnessContext, id: string | undefined, given?: SessionProfile): void {

@@ -9,6 +9,7 @@
  */
 
 import { Hono } from "hono";
+import { cors } from "hono/cors";
 import type { Agent } from "../agent/agent.ts";
 import type { Harness } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
@@ -47,6 +48,24 @@ export interface RequestLogRecord {
   readonly code?: string;
   /** The error behind a 5xx response. */
   readonly error?: unknown;
+}
+
+/** Cross-origin access for browser clients (the `cors` option of {@linkcode createHarnessApp}). */
+export interface HarnessCorsOptions {
+  /** The origins allowed to call the service, e.g. `https://app.example.com`. */
+  readonly origin: string | readonly string[];
+  /**
+   * Let browsers send credentials (cookies, HTTP auth) cross-origin.
+   *
+   * @default {false}
+   */
+  readonly credentials?: boolean;
+  /**
+   * Seconds a browser may cache a preflight answer.
+   *
+   * @default {600}
+   */
+  readonly maxAge?: number;
 }
 
 /** Options of {@linkcode createHarnessApp}. */
@@ -103,6 +122,12 @@ export interface HarnessAppOptions {
    * @default {1000}
    */
   readonly tailPollMs?: number;
+  /**
+   * Answer cross-origin requests from these origins (Hono's `cors` middleware:
+   * preflights, `Authorization`, `Content-Type`, `Last-Event-ID` and
+   * `X-Request-Id` allowed, `X-Request-Id` and `Location` exposed). Off unless given.
+   */
+  readonly cors?: HarnessCorsOptions;
   /** Generates request ids. @default {crypto.randomUUID} */
   readonly newRequestId?: () => string;
 }
@@ -124,6 +149,19 @@ export interface HarnessAppEnv {
 export type HarnessApp = Hono<HarnessAppEnv>;
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** The methods of each route, for `405` answers (`Allow`). */
+const ROUTES: readonly (readonly [RegExp, readonly string[]])[] = [
+  [/^\/sessions\/?$/, ["GET", "POST"]],
+  [/^\/sessions\/[^/]+\/?$/, ["GET", "DELETE"]],
+  [/^\/sessions\/[^/]+\/(messages|cancel|fork)\/?$/, ["POST"]],
+  [/^\/sessions\/[^/]+\/(events|transcript|approvals)\/?$/, ["GET"]],
+  [/^\/sessions\/[^/]+\/approvals\/[^/]+\/?$/, ["POST"]],
+];
+
+function allowedMethods(path: string): readonly string[] | undefined {
+  return ROUTES.find(([pattern]) => pattern.test(path))?.[1];
+}
 
 function defaultLog(record: RequestLogRecord): void {
   const { error, ...rest } = record;
@@ -287,6 +325,8 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       c.res = new Response(c.res.body, c.res);
       c.res.headers.set("x-request-id", requestId);
     }
+    // Every body is what its Content-Type says: browsers must not sniff another type.
+    c.res.headers.set("x-content-type-options", "nosniff");
     log?.({
       requestId,
       method: c.req.method,
@@ -297,6 +337,19 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       ...(c.get("fault") !== undefined ? { error: c.get("fault") } : {}),
     });
   });
+  if (options.cors !== undefined) {
+    app.use(
+      "*",
+      cors({
+        origin: typeof options.cors.origin === "string" ? options.cors.origin : [...options.cors.origin],
+        allowMethods: ["GET", "POST", "DELETE"],
+        allowHeaders: ["Authorization", "Content-Type", "Last-Event-ID", "X-Request-Id"],
+        exposeHeaders: ["X-Request-Id", "Location"],
+        credentials: options.cors.credentials ?? false,
+        maxAge: options.cors.maxAge ?? 600,
+      }),
+    );
+  }
   if (verify !== undefined) {
     app.use("*", async (c, next) => {
       await verify(c.req.header("authorization"));
@@ -319,6 +372,12 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     return problemResponse(body, headers);
   });
   app.notFound((c) => {
+    const allowed = allowedMethods(c.req.path);
+    if (allowed !== undefined) {
+      throw new HttpProblem(405, "METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${c.req.path}`, {
+        headers: { allow: allowed.join(", ") },
+      });
+    }
     throw new HttpProblem(404, "NOT_FOUND", `No route matches ${c.req.method} ${c.req.path}`);
   });
 

@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { defineTool } from "../tools/define_tool.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
 import type { Harness } from "../harness.ts";
@@ -624,6 +625,116 @@ describe("createHarnessApp() over storage", () => {
       const after = await storage.inspect("s1");
       assert.equal(after.events.at(-1)?.type, "turn/end");
       assert.equal(after.events.length, agentOf(harness, "s1").session.seq);
+    });
+  });
+});
+
+describe("createHarnessApp() edges", () => {
+  it("maps storage errors to statuses with their codes", async () => {
+    const storage = memoryStorage();
+    const broken = {
+      ...storage,
+      kind: "broken",
+      list: () => storage.list(),
+      stat: (id: string) => storage.stat(id),
+      inspect: () =>
+        Promise.reject(new HarnessError("SESSION_CORRUPT", "Session log x is corrupt at line 3: the line is not JSON")),
+    };
+    await storage.create({ id: "s1", createdAt: 1 });
+    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))], storage: broken });
+    await withServer(served, async ({ call }) => {
+      const res = await call("GET", "/sessions/s1");
+      assert.equal(res.status, 500);
+      assert.equal((await res.json()).code, "SESSION_CORRUPT");
+    });
+  });
+
+  it("refuses an unknown provider or model at once, leaving nothing stored", async () => {
+    const storage = memoryStorage();
+    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))], storage });
+    await withServer(served, async ({ harness, call }) => {
+      const provider = await call("POST", "/sessions", { id: "p", provider: "nowhere" });
+      assert.equal(provider.status, 422);
+      assert.equal((await provider.json()).code, "UNKNOWN_PROVIDER");
+      const model = await call("POST", "/sessions", { id: "m", model: "no-such-model" });
+      assert.equal(model.status, 422);
+      assert.equal((await model.json()).code, "UNKNOWN_MODEL");
+      assert.deepEqual(await storage.list(), []);
+      assert.deepEqual(harness.ctx.service("agents").list(), []);
+      assert.equal((await call("POST", "/sessions", { id: "ok" })).status, 201);
+    });
+  });
+
+  it("answers a known path with a wrong method 405 with Allow; every answer says nosniff", async () => {
+    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] });
+    await withServer(served, async ({ call }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      const cases: [string, string, string][] = [
+        ["PUT", "/sessions", "GET, POST"],
+        ["POST", "/sessions/s1", "GET, DELETE"],
+        ["GET", "/sessions/s1/messages", "POST"],
+        ["DELETE", "/sessions/s1/events", "GET"],
+        ["GET", "/sessions/s1/approvals/c1", "POST"],
+      ];
+      for (const [method, path, allow] of cases) {
+        const res = await call(method, path);
+        assert.equal(res.status, 405, `${method} ${path}`);
+        assert.equal(res.headers.get("allow"), allow);
+        assert.equal((await res.json()).code, "METHOD_NOT_ALLOWED");
+      }
+      const ok = await call("GET", "/sessions");
+      assert.equal(ok.headers.get("x-content-type-options"), "nosniff");
+      await ok.body?.cancel();
+      const missing = await call("GET", "/nowhere");
+      assert.equal(missing.status, 404);
+      assert.equal(missing.headers.get("x-content-type-options"), "nosniff");
+      await missing.body?.cancel();
+    });
+  });
+
+  it("answers cross-origin requests only when cors is given", async () => {
+    const preflight = {
+      origin: "https://app.example",
+      "access-control-request-method": "POST",
+      "access-control-request-headers": "authorization, content-type",
+    };
+    const off = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] });
+    await withServer(off, async ({ url }) => {
+      const res = await fetch(`${url}/sessions`, { method: "OPTIONS", headers: preflight });
+      assert.equal(res.headers.get("access-control-allow-origin"), null);
+      await res.body?.cancel();
+    });
+    const on = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] }, {
+      cors: { origin: "https://app.example" },
+    });
+    await withServer(on, async ({ url, call }) => {
+      const res = await fetch(`${url}/sessions`, { method: "OPTIONS", headers: preflight });
+      assert.equal(res.status, 204);
+      assert.equal(res.headers.get("access-control-allow-origin"), "https://app.example");
+      assert.match(res.headers.get("access-control-allow-headers") ?? "", /authorization/i);
+      await res.body?.cancel();
+      const listed = await call("GET", "/sessions", undefined, { origin: "https://app.example" });
+      assert.equal(listed.headers.get("access-control-allow-origin"), "https://app.example");
+      await listed.body?.cancel();
+    });
+  });
+
+  it("accepts image blocks only with https:, http: or data: URLs", async () => {
+    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] });
+    await withServer(served, async ({ call }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      const image = (url: string) => ({
+        mode: "inject",
+        content: [{ type: "image", mediaType: "image/png", url }],
+      });
+      for (const url of ["file:///etc/passwd", "javascript:alert(1)", "ftp://host/x.png"]) {
+        const res = await call("POST", "/sessions/s1/messages", image(url));
+        assert.equal(res.status, 422, url);
+        assert.equal((await res.json()).code, "INVALID_BODY");
+      }
+      for (const url of ["https://example.com/x.png", "data:image/png;base64,AAAA"]) {
+        assert.equal((await call("POST", "/sessions/s1/messages", image(url))).status, 202, url);
+      }
     });
   });
 });

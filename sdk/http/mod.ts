@@ -26,6 +26,7 @@ export {
   type HarnessApp,
   type HarnessAppEnv,
   type HarnessAppOptions,
+  type HarnessCorsOptions,
   type RequestLogRecord,
 } from "./create_harness_app.ts";
 export type { ProblemDetails, ProblemFieldError } from "./problem_details.ts";
