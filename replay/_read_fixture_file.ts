@@ -25,7 +25,8 @@ function parseLogText(text: string, file: string): FixtureLog[] {
   const logs: { id?: string; createdAt?: number; parentSession?: string; records: StoredRecord[] }[] = [];
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i].trim();
+    // fileStorage writes `<json>\t<checksum>` lines (older logs have no checksum); the JSON is what counts here.
+    const raw = lines[i].trim().replace(/\t[0-9a-f]{8}$/, "");
     if (raw === "") continue;
     let record: Record<string, unknown>;
     try {

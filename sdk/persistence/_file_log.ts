@@ -11,6 +11,7 @@ import { errorCode, type FileHandleLike, fsOps, joinPath, syncDir } from "./_fs.
 import { headerRecord } from "./_header.ts";
 import type { SessionHeader } from "./session_storage.ts";
 import { frameEnd, zstd } from "./_zstd.ts";
+import { openLine, sealLine } from "./_record_checksum.ts";
 
 export type Encoding = "plain" | "zstd";
 
@@ -28,11 +29,11 @@ export interface EncodeOptions {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The lines of a batch (rows packed when asked), newline-terminated. */
+/** The lines of a batch (rows packed when asked), each with its checksum, newline-terminated. */
 export function batchText(events: readonly SessionEvent[], packChunks: boolean): string {
   const records = packChunks ? packChunkRows(events) : events;
   let text = "";
-  for (const record of records) text += JSON.stringify(record) + "\n";
+  for (const record of records) text += sealLine(JSON.stringify(record)) + "\n";
   return text;
 }
 
@@ -48,7 +49,7 @@ export async function encodeNewFile(
   events: readonly SessionEvent[],
   options: EncodeOptions,
 ): Promise<Uint8Array> {
-  const head = encoder.encode(JSON.stringify(headerRecord(header)) + "\n");
+  const head = encoder.encode(sealLine(JSON.stringify(headerRecord(header))) + "\n");
   if (options.encoding === "plain") {
     return concat(head, encoder.encode(batchText(events, options.packChunks)));
   }
@@ -216,7 +217,9 @@ export interface TailState {
   readonly torn: boolean;
 }
 
-function recordEnd(text: string): number | undefined {
+function recordEnd(line: string): number | undefined {
+  const { json: text, verified } = openLine(line);
+  if (verified === false) return undefined;
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -6,8 +6,15 @@
 //   file and the 1-based logical line, the header being line 1);
 // - a defect followed by nothing is a torn tail: decoding stops before it and
 //   reports where it began;
-// - a complete record whose type is unknown and not ignorable is refused.
+// - a complete record whose type is unknown and not ignorable is refused;
+// - every event is checked with the validator `Session.append()` uses (the
+//   envelope, then the payload of the core types): a whole record that parses
+//   but fails it is corruption wherever it is (a torn write leaves an
+//   incomplete line, not a wrong one).
 // A zstd frame is all-or-nothing: a frame with any defect is torn as a whole.
+// Lines carry checksums (see _record_checksum.ts); a line that fails its
+// checksum is a defect. A plain file's last record that is complete and
+// checks out is kept even when its newline is missing.
 
 import type { SessionEvent } from "../session/session_events.ts";
 import { type ChunkRow, expandChunkRow, isChunkRow } from "./chunk_rows.ts";
@@ -15,6 +22,8 @@ import { corrupt, unknownEventType } from "./_errors.ts";
 import { parseHeader } from "./_header.ts";
 import type { SessionHeader } from "./session_storage.ts";
 import { frameEnd, nextMagic, zstd } from "./_zstd.ts";
+import { validateEnvelope, validateEventData } from "../session/_validate_event.ts";
+import { openLine } from "./_record_checksum.ts";
 
 export interface DecodedLog {
   readonly header: SessionHeader;
@@ -24,6 +33,8 @@ export interface DecodedLog {
   readonly totalBytes: number;
   /** The 1-based logical line where a torn tail began, if any. */
   readonly tornLine?: number;
+  /** The last record is complete and checks out but lacks its newline (a plain file; repair adds it). */
+  readonly missingNewline?: boolean;
 }
 
 const decoder = new TextDecoder();
@@ -41,11 +52,19 @@ function looksLikeRecord(value: unknown): boolean {
     typeof (value as { type?: unknown }).type === "string";
 }
 
+/** Whether a line after a defect is a committed record (then the defect is corruption, not a torn tail). */
+function followsAsRecord(line: string): boolean {
+  const { json, verified } = openLine(line);
+  return verified !== false && looksLikeRecord(parseJson(json));
+}
+
 /** Turns record lines into events, tracking the next seq. */
 class RecordReader {
   readonly events: SessionEvent[] = [];
   nextSeq = 0;
   defect = "";
+  /** The last defect was a whole record that parses but fails validation: corruption, never a torn write. */
+  invalid = false;
 
   readonly file: string;
   readonly known: ReadonlySet<string>;
@@ -57,7 +76,10 @@ class RecordReader {
 
   /** The events of one line, or `undefined` (with `defect` set) when the line is defective. */
   read(text: string, line: number): SessionEvent[] | undefined {
-    const value = parseJson(text);
+    this.invalid = false;
+    const { json, verified } = openLine(text);
+    if (verified === false) return this.#fail("the line fails its checksum");
+    const value = parseJson(json);
     if (!looksLikeRecord(value)) {
       this.defect = value === undefined ? "the line is not JSON" : "the line is not a record";
       return undefined;
@@ -69,14 +91,30 @@ class RecordReader {
       if (events[0].seq !== this.nextSeq) {
         return this.#fail(`the row starts at seq ${events[0].seq}, not ${this.nextSeq}`);
       }
-      return events;
+      return this.#valid(events) ? events : undefined;
     }
     if (record.seq !== this.nextSeq) return this.#fail(`the event has seq ${record.seq}, not ${this.nextSeq}`);
     if (!Number.isFinite(record.time) || !("data" in record)) return this.#fail("the event has no time or data");
     if (!this.known.has(record.type) && record.ignorable !== true) {
       throw unknownEventType(this.file, line, record.type);
     }
-    return [record as unknown as SessionEvent];
+    const event = record as unknown as SessionEvent;
+    return this.#valid([event]) ? [event] : undefined;
+  }
+
+  /** Check events with the append validator; `false` (with `defect` set) when one fails. */
+  #valid(events: readonly SessionEvent[]): boolean {
+    for (const event of events) {
+      try {
+        validateEnvelope(event, event.seq);
+        validateEventData(event.type, event.data, event.seq);
+      } catch (error) {
+        this.defect = error instanceof Error ? error.message : String(error);
+        this.invalid = true;
+        return false;
+      }
+    }
+    return true;
   }
 
   accept(events: readonly SessionEvent[]): void {
@@ -105,7 +143,9 @@ export function decodePlainLog(
 ): DecodedLog {
   const text = decoder.decode(bytes);
   const lines = text.split("\n");
-  const headerValue = parseJson(lines[0]);
+  const headerLine = openLine(lines[0]);
+  if (headerLine.verified === false && lines.length > 1) throw corrupt(file, 1, "the header line fails its checksum");
+  const headerValue = parseJson(headerLine.json);
   if (headerValue === undefined) {
     // A header that does not parse cannot be version-checked; a published file always has a whole one.
     throw corrupt(file, 1, lines.length === 1 ? "the header line is incomplete" : "the header line is not JSON");
@@ -116,14 +156,30 @@ export function decodePlainLog(
   const last = lines.length - 1;
   for (let i = 1; i <= last; i++) {
     if (i === last && lines[i] === "") break;
+    if (i === last && openLine(lines[i]).verified === true) {
+      // Complete and checked, only its newline was lost: keep it (repair writes the newline).
+      const events = reader.read(lines[i], i + 1);
+      if (events !== undefined) {
+        reader.accept(events);
+        return {
+          header,
+          events: reader.events,
+          validBytes: bytes.length,
+          totalBytes: bytes.length,
+          missingNewline: true,
+        };
+      }
+      if (reader.invalid) throw corrupt(file, i + 1, reader.defect);
+    }
     const events = i < last ? reader.read(lines[i], i + 1) : undefined;
     if (events !== undefined) {
       reader.accept(events);
       continue;
     }
+    if (i < last && reader.invalid) throw corrupt(file, i + 1, reader.defect);
     const defect = i < last ? reader.defect : "the line is incomplete";
     for (let j = i + 1; j <= last; j++) {
-      if (lines[j] !== "" && looksLikeRecord(parseJson(lines[j]))) {
+      if (lines[j] !== "" && followsAsRecord(lines[j])) {
         throw corrupt(file, i + 1, `${defect}, and records follow`, { nextRecordLine: j + 1 });
       }
     }
@@ -165,7 +221,10 @@ export async function decodeZstdLog(
   };
   const headerEnd = frameEnd(bytes, 0);
   const headerText = headerEnd === -1 ? undefined : inflate(0, headerEnd);
-  const headerValue = headerText === undefined ? undefined : parseJson(headerText.split("\n")[0]);
+  const headerLine = headerText === undefined ? undefined : openLine(headerText.split("\n")[0]);
+  const headerValue = headerLine === undefined || headerLine.verified === false
+    ? undefined
+    : parseJson(headerLine.json);
   if (headerValue === undefined) throw corrupt(file, 1, "the header frame is incomplete or not JSON");
   const header = parseHeader(headerValue, file, sessionId);
 
@@ -203,6 +262,8 @@ export async function decodeZstdLog(
       for (; lines < batchLines.length; lines++) {
         const events = reader.read(batchLines[lines], line + lines);
         if (events === undefined) {
+          // The frame checked out (zstd content checksum), so a bad record in it was written so.
+          if (reader.invalid) throw corrupt(file, line + lines, reader.defect);
           defect = reader.defect;
           break;
         }

@@ -115,6 +115,30 @@ export function storageContract(target: ContractTarget): void {
     );
 
     it(
+      "append() and create() refuse a record that no load would accept, and write nothing",
+      withStorage(async (storage) => {
+        await storage.create({ id: "s" });
+        const bad = [
+          { type: "assistant/message", seq: 0, time: 1, data: {} },
+          { type: "turn/start", seq: 0, time: 1, data: { turn: 0 } },
+          { type: "todo/write", seq: 0, time: 1, data: { todos: [] }, extra: 1 },
+        ] as unknown as SessionEvent[];
+        for (const event of bad) {
+          await assert.rejects(
+            async () => await storage.append("s", [event], { expectedSeq: 0 }),
+            code("INVALID_EVENT"),
+          );
+          await assert.rejects(
+            async () => await storage.create({ id: `c${bad.indexOf(event)}` }, { events: [event] }),
+            code("INVALID_EVENT"),
+          );
+        }
+        assert.equal((await storage.stat("s"))?.nextSeq, 0);
+        assert.deepEqual((await storage.list()).map((h) => h.id), ["s"]);
+      }),
+    );
+
+    it(
       "refuses path-like ids",
       withStorage(async (storage) => {
         assert.deepEqual(await storage.list(), []);

@@ -3,6 +3,7 @@
 import type { SessionEvent } from "../session/session_events.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { invalidArgs } from "./_errors.ts";
+import { validateEnvelope, validateEventData } from "../session/_validate_event.ts";
 
 /**
  * Check the shape of a batch (bad arguments, thrown at once): an array of
@@ -21,8 +22,9 @@ export function validateBatchShape(events: readonly SessionEvent[]): void {
 
 /**
  * Check that a well-shaped batch is contiguous from `firstSeq` and that its
- * types are known (or ignorable). Throws `SESSION_SEQ_MISMATCH` or
- * `SESSION_UNKNOWN_EVENT_TYPE`.
+ * types are known (or ignorable), and check each event with the session's
+ * validator. Throws `SESSION_SEQ_MISMATCH`, `SESSION_UNKNOWN_EVENT_TYPE` or
+ * `INVALID_EVENT`.
  */
 export function checkBatchContent(
   sessionId: string,
@@ -46,6 +48,9 @@ export function checkBatchContent(
         { details: { sessionId, seq: event.seq, type: event.type } },
       );
     }
+    // The validator Session.append() and every load use: a record no load would accept is never written.
+    validateEnvelope(event, event.seq);
+    validateEventData(event.type, event.data, event.seq);
   }
 }
 

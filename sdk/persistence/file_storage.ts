@@ -274,11 +274,12 @@ class FileSessionStorage implements SessionStorage {
       : await decodeZstdLog(bytes, located.file, sessionId, this.#known);
     const repaired = repairSessionLog(decoded.events, { newId: this.#newId });
     const truncatedBytes = decoded.totalBytes - decoded.validBytes;
-    const needsRepair = truncatedBytes > 0 || repaired.syntheticEvents.length > 0;
+    const needsRepair = truncatedBytes > 0 || repaired.syntheticEvents.length > 0 || decoded.missingNewline === true;
     let size = decoded.validBytes;
     if (commit && needsRepair) {
       await this.#checkWriter(dir, sessionId, writer, "repair it");
       if (truncatedBytes > 0) await truncateTo(located.file, decoded.validBytes);
+      if (decoded.missingNewline === true) size = await appendAt(located.file, new TextEncoder().encode("\n"), size);
       if (repaired.syntheticEvents.length > 0) {
         const batch = await encodeBatch(repaired.syntheticEvents, this.#encodeOptions(located.encoding));
         size = await appendAt(located.file, batch, size);

@@ -10,6 +10,14 @@ import { fsOps } from "./_fs.ts";
 import { frameEnd, zstd } from "./_zstd.ts";
 import { storageContract } from "./_test_storage_contract.ts";
 import { LogBuilder } from "./_test_log.ts";
+import { openLine, sealLine } from "./_record_checksum.ts";
+
+/** The record of a stored line (its checksum checked). */
+function recordOf(line: string) {
+  const { json, verified } = openLine(line);
+  assert.equal(verified, true, `the line checks out: ${line}`);
+  return JSON.parse(json);
+}
 
 const dirs: string[] = [];
 after(async () => {
@@ -61,9 +69,9 @@ describe("fileStorage() format", () => {
     const events = realisticLog(2);
     const { file, storage } = await written({}, events, 1000);
     const lines = await plainLines(file);
-    assert.deepEqual(JSON.parse(lines[0]), { type: "session", version: 1, id: "s", createdAt: 5 });
+    assert.deepEqual(recordOf(lines[0]), { type: "session", version: 1, id: "s", createdAt: 5 });
     assert.equal(lines[lines.length - 1], "");
-    const types = lines.slice(1, -1).map((line) => JSON.parse(line).type);
+    const types = lines.slice(1, -1).map((line) => recordOf(line).type);
     assert.ok(
       types.includes("text-chunks") && types.includes("reasoning-chunks") && types.includes("tool-call-chunks"),
     );
@@ -123,6 +131,39 @@ describe("fileStorage() format", () => {
     const { dir } = await written({}, realisticLog(1));
     assert.deepEqual(await readdir(join(dir, "s")), ["session.jsonl"]);
   });
+});
+
+describe("fileStorage() validates every record on load", () => {
+  for (const where of ["middle", "end"] as const) {
+    it(`a malformed record (${where}) is SESSION_CORRUPT naming file and line; the file is unchanged`, async () => {
+      const events = realisticLog(1);
+      const { storage, file, dir } = await written({ compression: "none" }, events, 5);
+      const lines = await plainLines(file);
+      // Line 1 is the header; event seq n is on line n + 2 (this log has no packed rows at its ends).
+      const target = where === "middle" ? 2 : lines.length - 2;
+      const record = recordOf(lines[target]);
+      // Sealed with a good checksum: only the append validator can tell it is wrong.
+      lines[target] = sealLine(
+        JSON.stringify({ type: "assistant/message", seq: record.seq, time: record.time, data: {} }),
+      );
+      await writeFile(file, lines.join("\n"));
+      const before = await readFile(file);
+      for (
+        const read of [
+          () => fileStorage(dir).load("s"),
+          () => storage.inspect("s"),
+        ]
+      ) {
+        await assert.rejects(read(), (error: unknown) => {
+          assert.ok(HarnessError.isInstance(error, "SESSION_CORRUPT"), String(error));
+          assert.equal(error.details?.file, file);
+          assert.equal(error.details?.line, target + 1);
+          return true;
+        });
+      }
+      assert.deepEqual(await readFile(file), before, "a failed load changes nothing");
+    });
+  }
 });
 
 describe("fileStorage() crash repair", () => {
