@@ -166,6 +166,48 @@ describe("fileStorage() validates every record on load", () => {
   }
 });
 
+describe("fileStorage() checksums", () => {
+  it("keeps a last record that is complete and checks out but lost its newline; load writes the newline", async () => {
+    const events = realisticLog(1);
+    const { storage, file, dir } = await written({ compression: "none" }, events, 5);
+    const bytes = await readFile(file);
+    await writeFile(file, bytes.subarray(0, bytes.length - 1));
+    assert.deepEqual((await storage.inspect("s")).events, events);
+    const loaded = await fileStorage(dir).load("s");
+    assert.deepEqual(loaded.events, events);
+    assert.equal(loaded.repair.repaired, true);
+    assert.deepEqual(await readFile(file), bytes, "the newline is back");
+    const next = { type: "todo/write", seq: events.length, time: 1, data: { todos: [] } } as SessionEvent;
+    const again = fileStorage(dir);
+    await again.append("s", [next], { expectedSeq: events.length });
+    assert.deepEqual((await fileStorage(dir).load("s")).events, [...events, next]);
+  });
+
+  it("reads a log written before checksums (lines without them) as before", async () => {
+    const events = realisticLog(1);
+    const { file, dir } = await written({ compression: "none" }, events, 5);
+    const legacy = (await plainLines(file)).map((line) => line.replace(/\t[0-9a-f]{8}$/, "")).join("\n");
+    await writeFile(file, legacy);
+    assert.deepEqual((await fileStorage(dir).load("s")).events, events);
+  });
+
+  it("a flipped byte inside a JSON string is caught by the line's checksum", async () => {
+    const events = realisticLog(2);
+    const { file, dir } = await written({ compression: "none" }, events, 5);
+    const lines = await plainLines(file);
+    const at = lines[3].indexOf('"text"');
+    lines[3] = lines[3].slice(0, at + 9) + "X" + lines[3].slice(at + 10);
+    assert.equal(openLine(lines[3]).verified, false);
+    await writeFile(file, lines.join("\n"));
+    await assert.rejects(fileStorage(dir).load("s"), (error: unknown) => {
+      assert.ok(HarnessError.isInstance(error, "SESSION_CORRUPT"));
+      assert.equal(error.details?.line, 4);
+      assert.match(error.message, /checksum/);
+      return true;
+    });
+  });
+});
+
 describe("fileStorage() crash repair", () => {
   for (const compression of ["none", "zstd"] as const) {
     it(`truncates a torn tail and closes the open turn (${compression})`, async () => {
