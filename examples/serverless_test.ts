@@ -87,7 +87,9 @@ describe("serverless example", () => {
         token: "fn-token",
         adapters: () => [model],
       });
-      await createServerlessHandler(options(scriptedAdapter([])))(post("/sessions", { id: "chat" }));
+      // The route must be one the instance serves: POST /sessions refuses an unknown provider or model.
+      const idle = scriptedAdapter([], { provider: "echo", models: [{ id: "echo-1" }] });
+      assert.equal((await createServerlessHandler(options(idle))(post("/sessions", { id: "chat" }))).status, 201);
 
       const reached = gate();
       const release = gate();
