@@ -25,4 +25,5 @@ export * from "./sdk/tools/mod.ts";
 export * from "./sdk/prompt/mod.ts";
 export * from "./sdk/agent/mod.ts";
 export * from "./sdk/compaction/mod.ts";
+export * from "./sdk/projections/mod.ts";
 export * from "./sdk/harness.ts";

@@ -25,6 +25,7 @@ import {
 } from "./tools/mod.ts";
 import { type SystemPrompt, type SystemPromptEvents, systemPromptPlugin } from "./prompt/mod.ts";
 import { persistencePlugin } from "./persistence/persistence_plugin.ts";
+import { type SessionProjections, sessionProjectionsPlugin } from "./projections/mod.ts";
 import {
   type AdapterFactory,
   adaptersFromConfig,
@@ -65,6 +66,7 @@ export interface HarnessServices extends Partial<CapabilityServices> {
   systemPrompt: SystemPrompt;
   agents: AgentRegistry;
   approvals: ApprovalService;
+  sessionProjections: SessionProjections;
 }
 
 /** The context of a harness. */
@@ -216,6 +218,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     pctx.plugin(llmRuntimePlugin as never);
     pctx.plugin(systemPromptPlugin as never);
     pctx.plugin(toolRuntimePlugin as never, { newId } as never);
+    pctx.plugin(sessionProjectionsPlugin as never);
     pctx.provide("agents", new AgentRegistry());
     if (options.storage) {
       pctx.plugin(
@@ -235,7 +238,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     sleep: options.sleep,
   } as never);
   await loop.ready;
-  for (const name of ["sessions", "llm", "tools", "systemPrompt", "agents"] as const) {
+  for (const name of ["sessions", "llm", "tools", "systemPrompt", "agents", "sessionProjections"] as const) {
     if (ctx.get(name) === undefined) throw new HarnessError("KERNEL", `Default service "${name}" did not start`);
   }
   if (options.adapters?.length) ctx.service("llm").registerAdapter([...options.adapters]);

@@ -34,6 +34,8 @@ interface StepPlan {
   header: number;
   todo: boolean;
   retry: boolean;
+  usageChunk: boolean;
+  spawn: boolean;
   resultReplace: number | null;
 }
 
@@ -63,6 +65,8 @@ function stepPlan(): Arbitrary<StepPlan> {
     header: fc.nat({ max: 3 }),
     todo: fc.boolean(),
     retry: fc.boolean(),
+    usageChunk: fc.boolean(),
+    spawn: fc.boolean(),
     resultReplace: fc.option(fc.nat(), { nil: null }),
   });
 }
@@ -148,6 +152,13 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
         chunkSeqs.push(session.seq);
         session.append("assistant/chunk", { ...at, chunk: { type: "text-delta", index: 0, text: `t${c}` } });
       }
+      if (step.usageChunk) {
+        chunkSeqs.push(session.seq);
+        session.append("assistant/chunk", {
+          ...at,
+          chunk: { type: "usage", usage: { inputTokens: 5, outputTokens: 1 } },
+        });
+      }
       const content: ContentBlock[] = step.text ? [{ type: "text", text: "answer" }] : [];
       const callIds: string[] = [];
       for (let c = 0; c < step.calls; c++) {
@@ -163,6 +174,15 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
       for (const callId of callIds) {
         const callSeq = session.seq;
         session.append("tool/call", { ...at, callId, name: "add", arguments: "{}" });
+        if (step.spawn) {
+          session.append("subagent/spawned", {
+            ...at,
+            callId,
+            session: `child-${callId}`,
+            mode: "in-process",
+            agent: "w",
+          });
+        }
         session.append("tool/result", { ...at, message: toolResultMessage(next("m"), callId, "3") }, {
           surfaceOp: "append",
           sourceEventSeqs: [callSeq],
@@ -192,7 +212,9 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
           });
         }
       }
-      if (step.todo) session.append("todo/write", { todos: [{ content: "Write tests", status: "in_progress" }] });
+      if (step.todo) {
+        session.append("todo/write", { todos: [{ id: next("todo_"), content: "Write tests", status: "in_progress" }] });
+      }
       session.append("step/end", at);
     });
     session.append("turn/end", { turn, reason: REASONS[plan.end] });
@@ -204,7 +226,7 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
  * An arbitrary of valid session logs: complete turns with steps, user
  * messages, streamed chunks, assistant messages (some usage-only), tool calls
  * and results (and results without a call marked `TOOL_NOT_STARTED`),
- * request headers and contexts, todo writes and retries, interleaved
+ * request headers and contexts, todo writes, usage chunks, spawned subagents and retries, interleaved
  * non-surface events between turns, compaction replaces of random surface
  * ranges, and tool-result content replaces. Every generated log passes
  * `checkInvariants` and is built through `Session.append`, so it is also

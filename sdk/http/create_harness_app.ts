@@ -282,6 +282,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   const newRequestId = options.newRequestId ?? (() => crypto.randomUUID());
   const verify = auth === false ? undefined : bearerVerifier(options.token!);
   const host = new SessionHost(harness);
+  const projections = harness.ctx.service("sessionProjections");
 
   const approvalWatchers = new Set<(pending: readonly PendingApproval[]) => void>();
   let queue: ApprovalQueue | undefined;
@@ -305,7 +306,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     status: agent.status,
     provider: agent.options.provider,
     model: agent.options.model,
-    ...summarizeLog(agent.session.events),
+    ...summarizeLog(agent.session, projections),
     createdAt: agent.session.header.createdAt,
     ...(agent.session.header.parentSession !== undefined ? { parentSession: agent.session.header.parentSession } : {}),
     pendingApprovals: pendingOf(agent),
@@ -403,7 +404,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       id,
       live: false,
       status: "stored",
-      ...summarizeLog(loaded.events),
+      ...summarizeLog(loaded.events, projections),
       createdAt: loaded.header.createdAt,
       ...(loaded.header.parentSession !== undefined ? { parentSession: loaded.header.parentSession } : {}),
       pendingApprovals: [],

@@ -6,6 +6,8 @@
 
 import type { TokenUsage } from "../llm/stream_chunk.ts";
 import type { SessionEvent } from "../session/session_events.ts";
+import type { Session } from "../session/session.ts";
+import { type SessionProjections, turnBoundary, usageTotals } from "../projections/mod.ts";
 
 /** A tool call waiting for an answer at `POST /sessions/:id/approvals/:callId`. */
 export interface HttpPendingApproval {
@@ -45,26 +47,13 @@ export interface HttpSessionSummary {
   readonly pendingApprovals: readonly HttpPendingApproval[];
 }
 
-/** The counters of a summary, folded from a log. */
-export function summarizeLog(events: readonly SessionEvent[]): { turns: number; seq: number; usage: TokenUsage } {
-  let turns = 0;
-  const usage = { inputTokens: 0, outputTokens: 0 } as {
-    inputTokens: number;
-    outputTokens: number;
-    cacheReadTokens?: number;
-    cacheWriteTokens?: number;
-    reasoningTokens?: number;
-  };
-  for (const event of events) {
-    if (event.type === "turn/start") turns = Math.max(turns, event.data.turn);
-    else if (event.type === "assistant/message" && event.data.usage !== undefined) {
-      const u = event.data.usage;
-      usage.inputTokens += u.inputTokens;
-      usage.outputTokens += u.outputTokens;
-      for (const key of ["cacheReadTokens", "cacheWriteTokens", "reasoningTokens"] as const) {
-        if (u[key] !== undefined) usage[key] = (usage[key] ?? 0) + u[key];
-      }
-    }
-  }
-  return { turns, seq: events.length, usage };
+/** The counters of a summary, from the log's projections (`turnBoundary`, `usageTotals`). */
+export function summarizeLog(
+  source: Session | readonly SessionEvent[],
+  projections: SessionProjections,
+): { turns: number; seq: number; usage: TokenUsage } {
+  const boundary = projections.stateOf(source, turnBoundary);
+  const usage = projections.stateOf(source, usageTotals).total;
+  const seq = Array.isArray(source) ? source.length : (source as Session).seq;
+  return { turns: boundary.turns, seq, usage };
 }

@@ -37,7 +37,7 @@ export interface InvariantViolation {
  *   appended `tool/result` that does not name the open turn and step.
  * - `TOOL_RESULT_WITHOUT_CALL`: an appended `tool/result` with no earlier `tool/call` of its
  *   call id in the same step (allowed only with error code `TOOL_NOT_STARTED`).
- * - `EVENT_OUTSIDE_TURN`: `request/header`, `request/context`, `todo/write` or a replacing
+ * - `EVENT_OUTSIDE_TURN`: `request/header`, `request/context`, `todo/write`, `hook/*`, `subagent/spawned` or a replacing
  *   `tool/result` outside an open turn.
  * - `INVALID_EVENT`: an entry that is not an event object with object data (it is skipped).
  */
@@ -211,6 +211,9 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
       case "request/header":
       case "request/context":
       case "todo/write":
+      case "hook/invoked":
+      case "hook/result":
+      case "subagent/spawned":
         if (openTurn === undefined) report("EVENT_OUTSIDE_TURN", i, `${event.type} sits outside a turn`);
         break;
     }

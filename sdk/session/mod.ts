@@ -10,6 +10,8 @@
 export type {
   DerivedMessage,
   EpochHeader,
+  HookEventName,
+  HookOutcome,
   InboxEntry,
   InboxTarget,
   LlmCallConfigAdapterDefaults,

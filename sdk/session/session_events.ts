@@ -56,6 +56,9 @@ export interface ToolResultError {
 
 /** A todo list item. */
 export interface TodoItem {
+  /** A stable id the model gives the item, so that a UI can follow it across writes. */
+  readonly id?: string;
+  /** One imperative line. */
   readonly content: string;
   readonly status: "pending" | "in_progress" | "completed";
 }
@@ -69,6 +72,27 @@ export interface InboxEntry {
   readonly id: string;
   readonly message: UserMessage;
 }
+
+/** The hook events of the hook bridge (Claude Code's names). */
+export type HookEventName = "PreToolUse" | "PostToolUse" | "UserPromptSubmit" | "Stop" | "SessionStart";
+
+/**
+ * How a hook invocation ended: `continue` (nothing to do), `block` (exit 2 or
+ * a blocking decision), `allow` / `deny` / `ask` (a tool decision), `context`
+ * (context added), `rewrite` (tool input rewritten), `continue-turn` (a Stop
+ * hook asked the agent to go on), or `error` with a code (`HOOK_TIMEOUT`,
+ * `HOOK_FAILED`, `HOOK_BAD_OUTPUT`, `HOOK_SPAWN_FAILED`).
+ */
+export type HookOutcome =
+  | "continue"
+  | "block"
+  | "allow"
+  | "deny"
+  | "ask"
+  | "context"
+  | "rewrite"
+  | "continue-turn"
+  | "error";
 
 /** The core event vocabulary: event type → payload. */
 export interface SessionEventMap {
@@ -101,6 +125,47 @@ export interface SessionEventMap {
     readonly meta?: Readonly<Record<string, unknown>>;
   };
   "todo/write": { readonly todos: readonly TodoItem[] };
+  /** A hook of the hook bridge was started (log-only; inside the open turn). */
+  "hook/invoked": {
+    /** Joins the invocation to its `hook/result`. */
+    readonly handlerId: string;
+    readonly event: HookEventName;
+    /** The configured hook: its command, or the name of an in-process function. */
+    readonly hook: string;
+    /** The tool the hook runs for (tool events). */
+    readonly toolName?: string;
+    /** The tool call the hook runs for (tool events). */
+    readonly callId?: string;
+  };
+  /** A hook of the hook bridge ended (log-only; inside the open turn). */
+  "hook/result": {
+    readonly handlerId: string;
+    readonly outcome: HookOutcome;
+    /** The error code when `outcome` is `error`. */
+    readonly code?: string;
+    /** The process's exit code, for command hooks. */
+    readonly exitCode?: number;
+    /** The block or deny reason, or the error message. */
+    readonly reason?: string;
+    /** Context the hook added. */
+    readonly additionalContext?: string;
+    /** The rewritten tool input, as JSON. */
+    readonly updatedInput?: unknown;
+    readonly durationMs?: number;
+  };
+  /** A subagent started over a child session (log-only; inside the open turn). */
+  "subagent/spawned": {
+    readonly turn: number;
+    readonly step: number;
+    /** The tool call that delegates to the child. */
+    readonly callId: string;
+    /** The child session's id. */
+    readonly session: string;
+    /** `in-process`: a fresh child; `fork`: the child starts from the parent's completed prefix. */
+    readonly mode: "in-process" | "fork";
+    /** The subagent definition's name. */
+    readonly agent: string;
+  };
   "request/header": { readonly header: EpochHeader; readonly reason: "initial" | "resume" | "change" };
   "request/context": RequestContext;
   "session/end-seed": Record<string, never>;

@@ -8,6 +8,8 @@
 import type { ContentBlock, Message } from "../llm/messages.ts";
 import type { TokenUsage } from "../llm/stream_chunk.ts";
 import type { EpochHeader, SessionEvent, TurnEndReason } from "./session_events.ts";
+import { usageTotals, type UsageTotalsState } from "../projections/usage_totals.ts";
+import { renderTodoList } from "../projections/todos.ts";
 
 /** Options of {@linkcode renderTranscript}. */
 export interface TranscriptOptions {
@@ -95,10 +97,15 @@ export function renderTranscript(events: readonly SessionEvent[], options: Trans
   const showSystem = options.system ?? false;
   const parts: string[] = [];
   const toolNames = new Map<string, string>();
+  // Turn usage is the usageTotals projection's, folded along: the same accounting as the HTTP summary.
+  let usage: UsageTotalsState = usageTotals.initial();
   let turnUsage: TokenUsage | undefined;
 
   if (options.title !== undefined) parts.push(`# ${options.title}`);
   for (const event of events) {
+    const next = usageTotals.fold(usage, event);
+    if (next.turn !== usage.turn && event.type !== "turn/start") turnUsage = next.turn;
+    usage = next;
     switch (event.type) {
       case "turn/start":
         turnUsage = undefined;
@@ -112,8 +119,7 @@ export function renderTranscript(events: readonly SessionEvent[], options: Trans
         parts.push(...renderUserMessage(event.data));
         break;
       case "assistant/message": {
-        const { message, usage, interrupted } = event.data;
-        if (usage !== undefined) turnUsage = addUsage(turnUsage, usage);
+        const { message, interrupted } = event.data;
         for (const block of message.content) if (block.type === "tool-call") toolNames.set(block.id, block.name);
         if (message.content.length === 0) break;
         parts.push(`**Assistant**${interrupted ? " (interrupted)" : ""}`);
@@ -155,7 +161,7 @@ export function renderTranscript(events: readonly SessionEvent[], options: Trans
         break;
       case "todo/write":
         parts.push("**Todos**");
-        parts.push(event.data.todos.map((t) => `- [${t.status === "completed" ? "x" : " "}] ${t.content}`).join("\n"));
+        parts.push(renderTodoList(event.data.todos));
         break;
       default:
         break;
@@ -231,18 +237,6 @@ function describeTotal(usage: TokenUsage | undefined): string {
   const input = `${usage.inputTokens} input${usage.cacheReadTokens ? ` (+${usage.cacheReadTokens} cache read)` : ""}`;
   const output = `${usage.outputTokens} output${usage.reasoningTokens ? ` (${usage.reasoningTokens} reasoning)` : ""}`;
   return ` · usage: ${input}, ${output}`;
-}
-
-function addUsage(total: TokenUsage | undefined, usage: TokenUsage): TokenUsage {
-  if (total === undefined) return usage;
-  const sum = (a?: number, b?: number) => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0));
-  return {
-    inputTokens: total.inputTokens + usage.inputTokens,
-    outputTokens: total.outputTokens + usage.outputTokens,
-    cacheReadTokens: sum(total.cacheReadTokens, usage.cacheReadTokens),
-    cacheWriteTokens: sum(total.cacheWriteTokens, usage.cacheWriteTokens),
-    reasoningTokens: sum(total.reasoningTokens, usage.reasoningTokens),
-  };
 }
 
 function contentText(content: readonly ContentBlock[]): string {

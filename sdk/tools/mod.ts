@@ -51,3 +51,4 @@ export {
 } from "./approval_service.ts";
 export { ApprovalQueue, type ApprovalQueueOptions, type PendingApproval } from "./approval_queue.ts";
 export { type ScheduledResult, scheduleToolCalls, type ScheduleToolCallsOptions } from "./schedule_tool_calls.ts";
+export { type TodoWriteArgs, todoWritePlugin, todoWriteTool, type TodoWriteToolOptions } from "./todo_write_tool.ts";

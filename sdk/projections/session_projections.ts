@@ -1,0 +1,181 @@
+/**
+ * `SessionProjections` (`ctx.sessionProjections`): registered projection units
+ * folded incrementally over each session's committed events.
+ *
+ * @module
+ */
+
+import type { HarnessContext } from "../kernel/harness_context.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { Session } from "../session/session.ts";
+import type { SessionEvent } from "../session/session_events.ts";
+import { type AnyProjectionUnit, defineProjection, foldProjection, type ProjectionUnit } from "./projection_unit.ts";
+import { childSessions } from "./child_sessions.ts";
+import { todos } from "./todos.ts";
+import { turnBoundary } from "./turn_boundary.ts";
+import { usageTotals } from "./usage_totals.ts";
+
+/** A live session, or a log (a stored one, say) folded from scratch on each read. */
+export type ProjectionSource = Session | readonly SessionEvent[];
+
+/** Options of {@linkcode SessionProjections.snapshot}. */
+export interface SnapshotOptions {
+  /** Only these units, by name. @default {every registered unit} */
+  readonly units?: readonly string[];
+}
+
+interface Folded {
+  state: unknown;
+  seq: number;
+}
+
+/** The units every harness registers: `turnBoundary`, `todos`, `usageTotals`, `childSessions`. */
+export const SHIPPED_PROJECTIONS: readonly AnyProjectionUnit[] = Object.freeze([
+  turnBoundary,
+  todos,
+  usageTotals,
+  childSessions,
+]);
+
+/**
+ * The projection service. A unit is folded per live session lazily and
+ * incrementally: a read folds only the events committed since the previous
+ * read of that unit on that session (O(new events), never the whole log).
+ * Reading a unit that is not registered fails (`PROJECTION_NOT_REGISTERED`)
+ * rather than quietly folding something no host declared.
+ *
+ * @example
+ * ```ts
+ * import { Session, SessionProjections, todos } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ *
+ * const projections = new SessionProjections();
+ * projections.register(todos);
+ * const session = Session.create("s1");
+ * session.append("turn/start", { turn: 1 });
+ * session.append("todo/write", { todos: [{ id: "1", content: "Ship it", status: "in_progress" }] });
+ * assert.equal(projections.stateOf(session, todos)[0].content, "Ship it");
+ * assert.deepEqual(Object.keys(projections.snapshot(session)), ["todos"]);
+ * ```
+ */
+export class SessionProjections {
+  readonly #units = new Map<string, AnyProjectionUnit>();
+  readonly #folded = new WeakMap<Session, Map<AnyProjectionUnit, Folded>>();
+
+  /**
+   * Register a unit.
+   *
+   * @param unit The unit (checked by {@linkcode defineProjection}).
+   * @returns A function that unregisters it.
+   * @throws {HarnessError} `PROJECTION_ALREADY_REGISTERED` when a unit of that name is registered.
+   */
+  register(unit: AnyProjectionUnit): () => void {
+    const checked = Object.isFrozen(unit) ? unit : defineProjection(unit);
+    if (this.#units.has(checked.name)) {
+      throw new HarnessError("PROJECTION_ALREADY_REGISTERED", `A projection named "${checked.name}" is registered`, {
+        details: { name: checked.name },
+      });
+    }
+    this.#units.set(checked.name, checked);
+    return () => {
+      if (this.#units.get(checked.name) === checked) this.#units.delete(checked.name);
+    };
+  }
+
+  /**
+   * The names of the registered units, in registration order.
+   *
+   * @returns A new array.
+   */
+  names(): string[] {
+    return [...this.#units.keys()];
+  }
+
+  /**
+   * The state of one registered unit over a session's committed events.
+   *
+   * @param source A live session, or a log.
+   * @param unit A registered unit.
+   * @returns The unit's state (shared: do not mutate it).
+   * @throws {HarnessError} `PROJECTION_NOT_REGISTERED`.
+   */
+  stateOf<S>(source: ProjectionSource, unit: ProjectionUnit<S, unknown>): S {
+    this.#require(unit);
+    if (Array.isArray(source)) return foldProjection(unit, source as readonly SessionEvent[]);
+    const session = source as Session;
+    let perUnit = this.#folded.get(session);
+    if (perUnit === undefined) this.#folded.set(session, perUnit = new Map());
+    let folded = perUnit.get(unit);
+    if (folded === undefined) perUnit.set(unit, folded = { state: unit.initial(), seq: 0 });
+    if (folded.seq < session.seq) {
+      let state = folded.state as S;
+      for (const event of session.slice(folded.seq)) state = unit.fold(state, event);
+      folded.state = state;
+      folded.seq = session.seq;
+    }
+    return folded.state as S;
+  }
+
+  /**
+   * The client view of every registered unit (or of the named ones), keyed by unit name.
+   *
+   * @param source A live session, or a log.
+   * @param options Which units.
+   * @returns A new object: `{ [name]: view(state) }`.
+   * @throws {HarnessError} `PROJECTION_NOT_REGISTERED` for a name that is not registered.
+   */
+  snapshot(source: ProjectionSource, options: SnapshotOptions = {}): Record<string, unknown> {
+    const names = options.units ?? this.names();
+    const out: Record<string, unknown> = {};
+    for (const name of names) {
+      const unit = this.#units.get(name);
+      if (unit === undefined) throw notRegistered(name);
+      const state = this.stateOf(source, unit);
+      out[name] = unit.view ? unit.view(state) : state;
+    }
+    return out;
+  }
+
+  #require(unit: AnyProjectionUnit): void {
+    const registered = this.#units.get(unit?.name);
+    if (registered === undefined || (registered !== unit && registered.fold !== unit.fold)) {
+      throw notRegistered(unit?.name);
+    }
+  }
+}
+
+function notRegistered(name: unknown): HarnessError {
+  return new HarnessError("PROJECTION_NOT_REGISTERED", `No projection named "${String(name)}" is registered`, {
+    details: { name },
+  });
+}
+
+/** Options of {@linkcode sessionProjectionsPlugin}. */
+export interface SessionProjectionsOptions {
+  /** Units to register besides (or instead of) the shipped ones. */
+  readonly units?: readonly AnyProjectionUnit[];
+  /**
+   * Register {@linkcode SHIPPED_PROJECTIONS}.
+   *
+   * @default {true}
+   */
+  readonly shipped?: boolean;
+}
+
+/**
+ * The plugin that provides `ctx.sessionProjections` with the shipped units
+ * (and `units`) registered.
+ *
+ * @param ctx The plugin context.
+ * @param options Extra units.
+ */
+export function sessionProjectionsPlugin(ctx: HarnessContext, options: SessionProjectionsOptions = {}): void {
+  const service = new SessionProjections();
+  for (const unit of [...(options.shipped === false ? [] : SHIPPED_PROJECTIONS), ...(options.units ?? [])]) {
+    service.register(unit);
+  }
+  (ctx as unknown as HarnessContext<object, { sessionProjections: SessionProjections }>).provide(
+    "sessionProjections",
+    service,
+  );
+}

@@ -1,0 +1,127 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import {
+  childSessions,
+  defineProjection,
+  foldProjection,
+  Session,
+  SessionProjections,
+  SHIPPED_PROJECTIONS,
+  todos,
+  turnBoundary,
+  usageTotals,
+} from "../../mod.ts";
+import { arbSessionLog, propertyRuns, replayLog } from "../../testing/mod.ts";
+
+describe("SessionProjections", () => {
+  it("folding incrementally equals folding the whole log from scratch, for every shipped unit", () => {
+    fc.assert(
+      fc.property(arbSessionLog({ maxTurns: 4, maxSteps: 3 }), fc.array(fc.nat(), { maxLength: 6 }), (log, cuts) => {
+        const projections = new SessionProjections();
+        for (const unit of SHIPPED_PROJECTIONS) projections.register(unit);
+        const session = Session.create("live", undefined, { now: () => 0 });
+        // Read every unit at random points while the log grows: each read folds only what is new.
+        const readAt = new Set(cuts.map((c) => c % (log.length + 1)));
+        let count = 0;
+        replayLog(session, log, () => {
+          count++;
+          if (readAt.has(count)) { for (const unit of SHIPPED_PROJECTIONS) projections.stateOf(session, unit); }
+        });
+        for (const unit of SHIPPED_PROJECTIONS) {
+          assert.deepEqual(projections.stateOf(session, unit), foldProjection(unit, session.events), unit.name);
+          assert.deepEqual(projections.stateOf(session.events, unit), foldProjection(unit, log), unit.name);
+        }
+      }),
+      { numRuns: Math.min(propertyRuns(), 300) },
+    );
+  });
+
+  it("the shipped units see what the generated logs hold", () => {
+    // Guards the property above against folding nothing: some generated logs carry each kind of event.
+    const seen = { todos: false, children: false, chunkUsage: false, open: false };
+    fc.assert(
+      fc.property(arbSessionLog(), (log) => {
+        if (foldProjection(todos, log).length > 0) seen.todos = true;
+        if (foldProjection(childSessions, log).length > 0) seen.children = true;
+        if (log.some((e) => e.type === "assistant/chunk" && e.data.chunk.type === "usage")) seen.chunkUsage = true;
+        const cut = log.findIndex((e) => e.type === "step/start");
+        if (cut >= 0 && foldProjection(turnBoundary, log.slice(0, cut + 1)).open?.step === 1) seen.open = true;
+      }),
+      { numRuns: 200, seed: 7 },
+    );
+    assert.deepEqual(seen, { todos: true, children: true, chunkUsage: true, open: true });
+  });
+
+  it("turnBoundary tracks the open turn, its step and the completed prefix", () => {
+    const session = Session.create("s", undefined, { now: () => 0 });
+    session.append("turn/start", { turn: 1 });
+    session.append("step/start", { turn: 1, step: 1 });
+    const projections = new SessionProjections();
+    projections.register(turnBoundary);
+    assert.deepEqual(projections.stateOf(session, turnBoundary), {
+      turns: 1,
+      open: { turn: 1, startSeq: 0, step: 1 },
+      completedPrefix: 0,
+    });
+    session.append("step/end", { turn: 1, step: 1 });
+    session.append("turn/end", { turn: 1, reason: { kind: "completed" } });
+    session.append("compaction/start", { reason: "manual" });
+    assert.deepEqual(projections.stateOf(session, turnBoundary), {
+      turns: 1,
+      lastEnd: { turn: 1, reason: { kind: "completed" }, seq: 3 },
+      completedPrefix: 5,
+    });
+  });
+
+  it("usageTotals counts usage chunks, and a message's usage only when its step streamed none", () => {
+    const session = Session.create("s", undefined, { now: () => 0 });
+    const message = (turn: number, id: string) => ({
+      turn,
+      step: 1,
+      message: {
+        id,
+        role: "assistant" as const,
+        content: [],
+        source: { kind: "model" as const, provider: "p", model: "m" },
+      },
+      usage: { inputTokens: 10, outputTokens: 10 },
+    });
+    session.append("turn/start", { turn: 1 });
+    const c = session.append("assistant/chunk", {
+      turn: 1,
+      step: 1,
+      chunk: { type: "usage", usage: { inputTokens: 10, outputTokens: 10, reasoningTokens: 4 } },
+    });
+    session.append("assistant/message", message(1, "a1"), { surfaceOp: "append", sourceEventSeqs: [c.seq] });
+    session.append("turn/end", { turn: 1, reason: { kind: "completed" } });
+    session.append("turn/start", { turn: 2 });
+    session.append("assistant/message", message(2, "a2"), { surfaceOp: "append", sourceEventSeqs: [] });
+    const state = foldProjection(usageTotals, session.events);
+    assert.deepEqual(state.total, { inputTokens: 20, outputTokens: 20, reasoningTokens: 4 });
+    assert.deepEqual(state.turn, { inputTokens: 10, outputTokens: 10 });
+  });
+
+  it("reading or snapshotting an unregistered unit fails with PROJECTION_NOT_REGISTERED", () => {
+    const projections = new SessionProjections();
+    projections.register(todos);
+    const session = Session.create("s");
+    assert.throws(() => projections.stateOf(session, usageTotals), { code: "PROJECTION_NOT_REGISTERED" });
+    assert.throws(() => projections.snapshot(session, { units: ["usageTotals"] }), {
+      code: "PROJECTION_NOT_REGISTERED",
+    });
+    assert.throws(() => projections.register(todos), { code: "PROJECTION_ALREADY_REGISTERED" });
+    assert.throws(() => defineProjection({ name: "", initial: () => 0, fold: (s) => s }), { code: "INVALID_ARGS" });
+  });
+
+  it("snapshot() gives each unit's client view", () => {
+    const projections = new SessionProjections();
+    for (const unit of SHIPPED_PROJECTIONS) projections.register(unit);
+    const session = Session.create("s", undefined, { now: () => 0 });
+    session.append("turn/start", { turn: 1 });
+    const snap = projections.snapshot(session);
+    assert.deepEqual(Object.keys(snap), ["turnBoundary", "todos", "usageTotals", "childSessions"]);
+    assert.deepEqual(snap.usageTotals, { inputTokens: 0, outputTokens: 0 });
+    assert.deepEqual(snap.todos, []);
+  });
+});

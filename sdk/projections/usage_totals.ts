@@ -1,0 +1,79 @@
+/**
+ * `usageTotals`: token usage summed over a log, per session and per turn.
+ *
+ * @module
+ */
+
+import type { TokenUsage } from "../llm/stream_chunk.ts";
+import { defineProjection, type ProjectionUnit } from "./projection_unit.ts";
+
+/** The state of {@linkcode usageTotals}. */
+export interface UsageTotalsState {
+  /** Usage of every model call of the log, failed attempts included. */
+  readonly total: TokenUsage;
+  /** Usage of the latest turn (open or ended). */
+  readonly turn: TokenUsage;
+  /** `turn.step` of the latest step whose usage came in `usage` chunks. */
+  readonly chunkStep?: string;
+}
+
+const ZERO: TokenUsage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
+
+/** Sum two usages; optional counters stay absent until one side has them. */
+function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
+  const sum: { -readonly [K in keyof TokenUsage]: TokenUsage[K] } = {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+  };
+  for (const key of ["cacheReadTokens", "cacheWriteTokens", "reasoningTokens"] as const) {
+    if (a[key] !== undefined || b[key] !== undefined) sum[key] = (a[key] ?? 0) + (b[key] ?? 0);
+  }
+  return sum;
+}
+
+/**
+ * Token accounting from the log: each `usage` chunk of `assistant/chunk`
+ * counts (so failed attempts count too); a step whose stream carried no
+ * usage chunk counts its `assistant/message.usage` instead.
+ *
+ * @example
+ * ```ts
+ * import { foldProjection, usageTotals } from "@dsh/harness";
+ * import assert from "node:assert/strict";
+ *
+ * const state = foldProjection(usageTotals, [
+ *   { type: "turn/start", seq: 0, time: 0, data: { turn: 1 } },
+ *   { type: "assistant/chunk", seq: 1, time: 0, data: { turn: 1, step: 1, chunk: { type: "usage", usage: { inputTokens: 3, outputTokens: 2 } } } },
+ * ]);
+ * assert.deepEqual(state.total, { inputTokens: 3, outputTokens: 2 });
+ * ```
+ */
+export const usageTotals: ProjectionUnit<UsageTotalsState, TokenUsage> = defineProjection<
+  UsageTotalsState,
+  TokenUsage
+>({
+  name: "usageTotals",
+  initial: () => Object.freeze({ total: ZERO, turn: ZERO }),
+  fold(state, event) {
+    switch (event.type) {
+      case "turn/start":
+        return { total: state.total, turn: ZERO };
+      case "assistant/chunk": {
+        const { chunk, turn, step } = event.data;
+        if (chunk.type !== "usage") return state;
+        return {
+          total: addUsage(state.total, chunk.usage),
+          turn: addUsage(state.turn, chunk.usage),
+          chunkStep: `${turn}.${step}`,
+        };
+      }
+      case "assistant/message": {
+        const { usage, turn, step } = event.data;
+        if (usage === undefined || state.chunkStep === `${turn}.${step}`) return state;
+        return { ...state, total: addUsage(state.total, usage), turn: addUsage(state.turn, usage) };
+      }
+    }
+    return state;
+  },
+  view: (state) => state.total,
+});
