@@ -51,12 +51,12 @@ export interface TodoWriteToolOptions {
  *
  * @example
  * ```ts
- * import { Session, todoWriteTool, ToolRuntime } from "@dsh/harness";
+ * import { createKernel, Session, todoWriteTool, ToolRuntime } from "@dsh/harness";
  * import assert from "node:assert/strict";
  *
  * const session = Session.create("s1");
  * session.append("turn/start", { turn: 1 });
- * const tools = new ToolRuntime();
+ * const tools = new ToolRuntime(createKernel());
  * tools.register(todoWriteTool({ session: (id) => (id === "s1" ? session : undefined) }));
  * const result = await tools.execute({
  *   callId: "c1",
