@@ -38,6 +38,7 @@ const entryPoints = [
   "sdk/http/mod.ts",
   "sdk/config/mod.ts",
   "sdk/capabilities/mod.ts",
+  "sdk/subagents/mod.ts",
 ];
 const checked = [
   ...entryPoints,

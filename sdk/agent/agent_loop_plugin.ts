@@ -170,7 +170,12 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
         ownerCtx,
         id,
         route,
-        (scopeCtx) => services.service("sessions").prepare(id, { ctx: scopeCtx, now }),
+        (scopeCtx) =>
+          services.service("sessions").prepare(id, {
+            ctx: scopeCtx,
+            now,
+            ...(createOptions.header !== undefined ? { header: createOptions.header } : {}),
+          }),
         "create",
         createOptions.setup,
       );

@@ -20,6 +20,11 @@ export interface CreateAgentOptions extends Partial<AgentOptions> {
    */
   readonly id?: string;
   /**
+   * Header fields of the new session (lineage of a child session: `parentSession`,
+   * `origin`, `delegationDepth`, `agentPreset`, `cwd`).
+   */
+  readonly header?: Readonly<Record<string, unknown>>;
+  /**
    * Runs inside the creation transaction with the agent's scoped context:
    * register scoped tools, prompt sections and listeners here. A throw rolls
    * the creation back.

@@ -1,0 +1,239 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  checkInvariants,
+  childSessions,
+  fileStorage,
+  type GenerateOptions,
+  type Session,
+  type SessionEvent,
+} from "../../mod.ts";
+import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/mod.ts";
+import { loadFixture, replayAdapter } from "../../replay/mod.ts";
+import { scenarioHarness } from "./_test_scenario.ts";
+
+const delegate = toolCallResponse([
+  {
+    id: "call_a",
+    name: "task",
+    arguments: JSON.stringify({ agent: "worker", description: "First task", prompt: "Define alpha" }),
+  },
+  {
+    id: "call_b",
+    name: "task",
+    arguments: JSON.stringify({ agent: "worker", description: "Second task", prompt: "Define beta" }),
+  },
+]);
+
+function toolResultTexts(request: GenerateOptions | undefined): string[] {
+  const out: string[] = [];
+  for (const message of request?.messages ?? []) {
+    for (const block of message.content) {
+      if (block.type !== "tool-result") continue;
+      for (const inner of block.content) if (inner.type === "text") out.push(inner.text);
+    }
+  }
+  return out;
+}
+
+function turnEnds(events: readonly SessionEvent[]): unknown[] {
+  return events.filter((e) => e.type === "turn/end").map((e) => e.type === "turn/end" && e.data.reason);
+}
+
+/** The parent delegates two tasks; child A answers only once child B's request has arrived. */
+function parallelModel() {
+  let releaseB: () => void = () => {};
+  const bArrived = new Promise<void>((resolve) => (releaseB = resolve));
+  const state = { overlapped: false };
+  const model = scriptedAdapter(async (request): Promise<ScriptEntry> => {
+    const id = request.sessionId;
+    if (id === "parent") {
+      return request.messages.some((m) => m.role === "assistant") ? textResponse("Both are defined.") : delegate;
+    }
+    if (id === "parent.call_b") {
+      releaseB();
+      return textResponse("Beta is the second letter.");
+    }
+    // Child A waits for child B: only children that run at the same time get past this.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, 5000)));
+    await Promise.race([bArrived.then(() => (state.overlapped = true)), timeout]);
+    clearTimeout(timer);
+    return textResponse("Alpha is the first letter.");
+  });
+  return { model, state };
+}
+
+describe("inProcessSubagents", () => {
+  it("runs two delegations in parallel, answers in model order, persists, resumes in a new process and replays strictly", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dsh-subagents-"));
+    try {
+      const { model, state } = parallelModel();
+      const harness = await scenarioHarness(model, { storage: fileStorage(dir) });
+      const parent = await harness.createAgent({ id: "parent" });
+      const result = await parent.run("Define alpha and beta");
+      assert.equal(result.text, "Both are defined.");
+      assert.equal(state.overlapped, true, "the two children ran at the same time");
+      const last = model.requests.filter((r) => r.sessionId === "parent").at(-1);
+      assert.deepEqual(toolResultTexts(last), ["Alpha is the first letter.", "Beta is the second letter."]);
+
+      const children = harness.ctx.service("sessionProjections").stateOf(parent.session, childSessions);
+      assert.deepEqual(children.map((c) => [c.session, c.callId, c.mode, c.agent]), [
+        ["parent.call_a", "call_a", "in-process", "worker"],
+        ["parent.call_b", "call_b", "in-process", "worker"],
+      ]);
+      // The child's own prompt and restricted tools: no "secret", and no "task" at the depth limit.
+      const childRequest = model.requests.find((r) => r.sessionId === "parent.call_a")!;
+      assert.equal(childRequest.system, "You are a worker. Answer in one line.");
+      assert.deepEqual(childRequest.tools?.map((t) => t.name), ["lookup"]);
+      assert.deepEqual(model.requests.find((r) => r.sessionId === "parent")?.tools?.map((t) => t.name), [
+        "lookup",
+        "secret",
+        "task",
+      ]);
+      await harness.dispose();
+
+      // Persisted: three logs, each valid, the children naming their parent.
+      const storage = fileStorage(dir);
+      const logs = new Map<string, readonly SessionEvent[]>();
+      for (const id of ["parent", "parent.call_a", "parent.call_b"]) {
+        const loaded = await storage.load(id);
+        assert.deepEqual(checkInvariants(loaded.events), [], id);
+        if (id !== "parent") {
+          assert.equal(loaded.header.parentSession, "parent");
+          assert.equal(loaded.header.delegationDepth, 1);
+        }
+        logs.set(id, loaded.events);
+      }
+      assert.deepEqual(turnEnds(logs.get("parent.call_a")!), [{ kind: "completed" }]);
+
+      // Strict replay of the whole tree from the storage directory.
+      const fixture = await loadFixture(dir);
+      assert.deepEqual(fixture.sessions.map((s) => s.id), ["parent", "parent.call_a", "parent.call_b"]);
+      const replay = replayAdapter({ fixture, strict: true });
+      const replayed = await scenarioHarness(replay);
+      const again = await replayed.createAgent({ id: "parent" });
+      const replayResult = await again.run("Define alpha and beta");
+      assert.equal(replayResult.text, "Both are defined.");
+      replay.assertConsumed();
+      await replayed.dispose();
+
+      // Resumed in a new process: the parent finds its children through the projection.
+      const script = fileURLToPath(new URL("./_test_resume_tree.ts", import.meta.url));
+      const out = await runChild(script, dir);
+      assert.deepEqual(out, {
+        children: ["parent.call_a", "parent.call_b"],
+        childParent: "parent",
+        childOrigin: "subagent",
+        parentText: "Parent again",
+        childText: "Child parent.call_a again",
+        childSystem: "You are a worker. Answer in one line.",
+        violations: [],
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("cancelling the parent mid-child aborts both children with cause parent", async () => {
+    let started = 0;
+    let bothStarted: () => void = () => {};
+    const ready = new Promise<void>((resolve) => (bothStarted = resolve));
+    const model = scriptedAdapter((request): ScriptEntry => {
+      if (request.sessionId === "parent") return delegate;
+      if (++started === 2) bothStarted();
+      return { hang: true, chunks: [{ type: "block-start", index: 0, blockType: "text" }] };
+    });
+    const harness = await scenarioHarness(model);
+    const sessions: Session[] = [];
+    harness.ctx.on("session/created", (s) => void sessions.push(s));
+    const parent = await harness.createAgent({ id: "parent" });
+    const run = parent.run("Define alpha and beta");
+    await ready;
+    parent.cancel("user");
+    const result = await run;
+    assert.deepEqual(result.reason, { kind: "aborted", reason: "user" });
+    const children = sessions.filter((s) => s.header.parentSession === "parent");
+    assert.equal(children.length, 2);
+    for (const child of children) {
+      assert.deepEqual(turnEnds(child.events), [{ kind: "aborted", reason: "parent" }]);
+      assert.deepEqual(checkInvariants(child.events), []);
+    }
+    assert.deepEqual(checkInvariants(parent.session.events), []);
+    const results = parent.session.events.filter((e) => e.type === "tool/result");
+    assert.deepEqual(results.map((e) => e.type === "tool/result" && e.data.error?.code), ["ABORTED", "ABORTED"]);
+    await harness.dispose();
+  });
+
+  it("a fork child starts from the parent's completed prefix and answers only its task", async () => {
+    const model = scriptedAdapter((request): ScriptEntry => {
+      if (request.sessionId === "parent") {
+        const turn2 = request.messages.filter((m) => m.role === "user" && m.source.kind === "user").length === 2;
+        if (!turn2) return textResponse("Noted: the codeword is plum.");
+        return request.messages.some((m) => m.content.some((b) => b.type === "tool-result"))
+          ? textResponse("Done.")
+          : toolCallResponse([{
+            id: "call_f",
+            name: "task",
+            arguments: JSON.stringify({ agent: "worker", description: "Recall", prompt: "What is the codeword?" }),
+          }]);
+      }
+      return textResponse("plum");
+    });
+    const harness = await scenarioHarness(model, { mode: "fork" });
+    const parent = await harness.createAgent({ id: "parent" });
+    await parent.run("The codeword is plum.");
+    await parent.run("Ask a fork for the codeword");
+    const child = model.requests.find((r) => r.sessionId === "parent.call_f")!;
+    const texts = child.messages.map((m) => m.content.map((b) => (b.type === "text" ? b.text : b.type)).join(""));
+    // The first turn (completed), then the task: not the open turn's prompt.
+    assert.deepEqual(texts, ["The codeword is plum.", "Noted: the codeword is plum.", "What is the codeword?"]);
+    const last = model.requests.filter((r) => r.sessionId === "parent").at(-1);
+    assert.deepEqual(toolResultTexts(last), ["plum"]);
+    await harness.dispose();
+  });
+
+  it("an unknown subagent and a bad call become tool errors without breaking the turn", async () => {
+    const model = scriptedAdapter([
+      toolCallResponse([
+        { id: "c1", name: "task", arguments: JSON.stringify({ agent: "nobody", description: "x", prompt: "y" }) },
+      ]),
+      textResponse("ok"),
+    ]);
+    const harness = await scenarioHarness(model);
+    const parent = await harness.createAgent({ id: "parent" });
+    const result = await parent.run("go");
+    assert.equal(result.reason.kind, "completed");
+    const error = parent.session.events.find((e) => e.type === "tool/result");
+    assert.equal(error?.type === "tool/result" && error.data.error?.code, "SUBAGENT_NOT_FOUND");
+    await harness.dispose();
+  });
+});
+
+function childCommand(script: string, dir: string): [string, string[]] {
+  const g = globalThis as { Deno?: unknown; Bun?: unknown };
+  if (g.Deno !== undefined) return [process.execPath, ["run", "-A", script, dir]];
+  if (g.Bun !== undefined) return [process.execPath, [script, dir]];
+  return [process.execPath, ["--import", "tsx", script, dir]];
+}
+
+function runChild(script: string, dir: string): Promise<unknown> {
+  const [cmd, args] = childCommand(script, dir);
+  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (d) => (out += d));
+  child.stderr.on("data", (d) => (err += d));
+  return new Promise((resolve, reject) => {
+    child.on("exit", (code) => {
+      const line = out.split("\n").find((l) => l.startsWith("RESULT "));
+      if (code === 0 && line) resolve(JSON.parse(line.slice(7)));
+      else reject(new Error(`resume process exited ${code}: ${err}${out}`));
+    });
+  });
+}

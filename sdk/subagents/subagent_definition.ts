@@ -1,0 +1,79 @@
+/**
+ * What a subagent is: its definition, the request to run one, its result, and
+ * the provider seam that runs it.
+ *
+ * @module
+ */
+
+import type { HarnessContext } from "../kernel/harness_context.ts";
+import type { TokenUsage } from "../llm/stream_chunk.ts";
+import type { TurnEndReason } from "../session/session_events.ts";
+import type { ToolRestriction } from "../tools/tool_runtime.ts";
+import type { Agent, AgentOptions } from "../agent/agent.ts";
+
+/** A kind of child agent the parent may delegate to. */
+export interface SubagentDefinition {
+  /** The name the model picks it by (letters, digits, `_` and `-`). */
+  readonly name: string;
+  /** What it is good at, for the model (listed in the `task` tool's description). */
+  readonly description: string;
+  /**
+   * The child's own system prompt: a complete section in the child's scope,
+   * so that none of the parent's sections apply. Without it the child
+   * assembles the prompt its scope inherits (a fork keeps the parent's).
+   */
+  readonly system?: string;
+  /** Which inherited tools the child sees (`restrict({ allow, deny })`); its own registrations stay. */
+  readonly tools?: ToolRestriction;
+  /**
+   * `in-process`: a fresh child session; `fork`: the child starts from the
+   * parent's completed prefix (everything before the open turn).
+   *
+   * @default {"in-process"}
+   */
+  readonly mode?: SubagentMode;
+  /** Route overrides; by default the child uses the parent's route. */
+  readonly model?: Partial<AgentOptions>;
+  /**
+   * Whether two delegations may run at once (the `task` tool's concurrency classification).
+   *
+   * @default {true}
+   */
+  readonly concurrencySafe?: boolean;
+  /** Register the child's own tools, prompt sections and listeners (in its scope). */
+  readonly setup?: (ctx: HarnessContext, agent: Agent) => void | Promise<void>;
+}
+
+/** How a child session starts. */
+export type SubagentMode = "in-process" | "fork";
+
+/** One delegation. */
+export interface SubagentRequest {
+  /** The definition's name. */
+  readonly agent: string;
+  /** The task, as the child's first user message. */
+  readonly prompt: string;
+  /** The parent session (and agent) id. */
+  readonly parent: string;
+  /** The delegating tool call; names the child (`<parent>.<callId>` unless `childId`). */
+  readonly callId: string;
+  /** The parent's turn and step, recorded on `subagent/spawned`. */
+  readonly turn: number;
+  readonly step: number;
+  /** Cancelling it cancels the child with cause `parent`. */
+  readonly signal?: AbortSignal;
+  /** The child session id. @default {`<parent>.<callId>`} */
+  readonly childId?: string;
+}
+
+/** What a finished child reports. */
+export interface SubagentResult {
+  /** The child session id. */
+  readonly session: string;
+  /** The child's final answer (the text of its last assistant message with text). */
+  readonly text: string;
+  /** Why the child's turn ended. */
+  readonly reason: TurnEndReason;
+  /** The child turn's usage. */
+  readonly usage: TokenUsage;
+}

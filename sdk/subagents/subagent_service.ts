@@ -1,0 +1,257 @@
+/**
+ * `SubagentService` (`ctx.subagents`): subagent definitions, and the run of a
+ * delegation as a child agent over a child session.
+ *
+ * @module
+ */
+
+import type { HarnessContext } from "../kernel/harness_context.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { Session } from "../session/session.ts";
+import type { SessionStore } from "../session/session_store.ts";
+import type { SystemPrompt } from "../prompt/system_prompt.ts";
+import type { ToolRuntime } from "../tools/tool_runtime.ts";
+import type { AgentRegistry } from "../agent/agent_registry.ts";
+import type { Agent, AgentHandle, AgentOptions } from "../agent/agent.ts";
+import { type SessionProjections, turnBoundary } from "../projections/mod.ts";
+import type { SubagentDefinition, SubagentMode, SubagentRequest, SubagentResult } from "./subagent_definition.ts";
+
+const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+interface Services {
+  agents: AgentRegistry;
+  sessions: SessionStore;
+  tools: ToolRuntime;
+  systemPrompt: SystemPrompt;
+  sessionProjections: SessionProjections;
+}
+
+/** Options of {@linkcode SubagentService}. */
+export interface SubagentServiceOptions {
+  /**
+   * How deep delegations may nest: a child at this depth does not see the delegation tool.
+   *
+   * @default {1}
+   */
+  readonly maxDepth?: number;
+  /** The delegation tool's name, denied to children at `maxDepth`. @default {"task"} */
+  readonly toolName?: string;
+}
+
+/**
+ * The subagent service. `run()` starts a child agent over a child session
+ * (its header names `parentSession`, `origin: "subagent"`, the delegation
+ * depth and the definition), in a scope nested in the parent's, with the
+ * definition's system prompt and tool restriction; it records
+ * `subagent/spawned` in the parent's open turn, sends the prompt, waits for
+ * the child's final answer, and disposes the child (its log stays in storage,
+ * so it can be resumed). Aborting the request's signal cancels the child with
+ * cause `parent`.
+ *
+ * @example Defining subagents
+ * ```ts
+ * import { createHarness } from "@dsh/harness";
+ * import { inProcessSubagents } from "@dsh/harness/subagents";
+ * import assert from "node:assert/strict";
+ *
+ * const harness = await createHarness({
+ *   plugins: [inProcessSubagents({ agents: [{ name: "researcher", description: "Finds facts" }] })],
+ * });
+ * const subagents = harness.ctx.get("subagents" as never) as unknown as { list(): { name: string }[] };
+ * assert.deepEqual(subagents.list().map((d) => d.name), ["researcher"]);
+ * await harness.dispose();
+ * ```
+ */
+export class SubagentService {
+  readonly #ctx: HarnessContext<object, Services>;
+  readonly #definitions = new Map<string, SubagentDefinition>();
+  readonly #maxDepth: number;
+  readonly #toolName: string;
+  readonly #creating = new Set<string>();
+
+  /**
+   * Create the service over a harness context (needs `agents`, `sessions`, `tools`, `systemPrompt`, `sessionProjections`).
+   *
+   * @param ctx The context children are made from.
+   * @param options Depth limit and tool name.
+   */
+  constructor(ctx: HarnessContext, options: SubagentServiceOptions = {}) {
+    this.#ctx = ctx as unknown as HarnessContext<object, Services>;
+    this.#maxDepth = options.maxDepth ?? 1;
+    this.#toolName = options.toolName ?? "task";
+  }
+
+  /**
+   * Add a definition.
+   *
+   * @param definition The definition.
+   * @returns A function that removes it.
+   * @throws {HarnessError} `INVALID_ARGS` for a bad name or mode; `SUBAGENT_EXISTS` for a taken name.
+   */
+  define(definition: SubagentDefinition): () => void {
+    if (typeof definition?.name !== "string" || !NAME.test(definition.name)) {
+      throw new HarnessError("INVALID_ARGS", `Subagent name ${JSON.stringify(definition?.name)} is not valid`);
+    }
+    if (typeof definition.description !== "string") {
+      throw new HarnessError("INVALID_ARGS", `Subagent "${definition.name}" needs a description`);
+    }
+    if (definition.mode !== undefined && definition.mode !== "in-process" && definition.mode !== "fork") {
+      throw new HarnessError("INVALID_ARGS", `Subagent "${definition.name}" has an unknown mode "${definition.mode}"`);
+    }
+    if (this.#definitions.has(definition.name)) {
+      throw new HarnessError("SUBAGENT_EXISTS", `A subagent named "${definition.name}" is defined`);
+    }
+    const frozen = Object.freeze({ ...definition });
+    this.#definitions.set(definition.name, frozen);
+    return () => {
+      if (this.#definitions.get(frozen.name) === frozen) this.#definitions.delete(frozen.name);
+    };
+  }
+
+  /**
+   * A definition by name.
+   *
+   * @param name The name.
+   * @returns The definition, or `undefined`.
+   */
+  get(name: string): SubagentDefinition | undefined {
+    return this.#definitions.get(name);
+  }
+
+  /**
+   * The definitions, in definition order.
+   *
+   * @returns A new array.
+   */
+  list(): SubagentDefinition[] {
+    return [...this.#definitions.values()];
+  }
+
+  /**
+   * Run one delegation to its end.
+   *
+   * @param request The definition name, prompt, parent, call and signal.
+   * @returns The child's answer, turn-end reason and usage.
+   * @throws {HarnessError} `SUBAGENT_NOT_FOUND`, `SESSION_NOT_FOUND` (no live parent),
+   *   `SUBAGENT_DEPTH` (nesting beyond `maxDepth`), `ABORTED` (signal aborted before start).
+   */
+  async run(request: SubagentRequest): Promise<SubagentResult> {
+    const definition = this.#definitions.get(request.agent);
+    if (definition === undefined) {
+      throw new HarnessError("SUBAGENT_NOT_FOUND", `No subagent named "${request.agent}" is defined`, {
+        details: { agent: request.agent, known: [...this.#definitions.keys()] },
+      });
+    }
+    const parent = this.#ctx.service("agents").get(request.parent);
+    const parentSession: Session | undefined = parent?.session ?? this.#ctx.service("sessions").get(request.parent);
+    if (parentSession === undefined) {
+      throw new HarnessError("SESSION_NOT_FOUND", `Cannot delegate: session "${request.parent}" is not live`);
+    }
+    const depth = (parentSession.header.delegationDepth ?? 0) + 1;
+    if (depth > this.#maxDepth) {
+      throw new HarnessError("SUBAGENT_DEPTH", `Cannot delegate beyond depth ${this.#maxDepth}`, {
+        details: { depth },
+      });
+    }
+    if (request.signal?.aborted) throw new HarnessError("ABORTED", "The delegation was cancelled before it started");
+    const mode = definition.mode ?? "in-process";
+    const childId = request.childId ?? `${request.parent}.${request.callId}`;
+    const header = {
+      parentSession: parentSession.id,
+      origin: "subagent",
+      delegationDepth: depth,
+      agentPreset: definition.name,
+      ...(parentSession.header.cwd !== undefined ? { cwd: parentSession.header.cwd } : {}),
+    };
+    const route = { ...(parent?.options ?? {}), ...(definition.model ?? {}) };
+    const owner = parent?.ctx ?? (this.#ctx as unknown as HarnessContext);
+    const setup = async (ctx: HarnessContext, agent: Agent) => {
+      // A fork's seed may hold input the parent had queued: the child answers only its task.
+      if (mode === "fork") agent.inbox.clear();
+      this.#apply(definition, ctx, depth);
+      await definition.setup?.(ctx, agent);
+    };
+    let handle: AgentHandle;
+    this.#creating.add(childId);
+    try {
+      handle = await this.#start(mode, { childId, parentSession, route, owner, header, setup });
+    } finally {
+      this.#creating.delete(childId);
+    }
+    const child = handle.agent;
+    parentSession.append("subagent/spawned", {
+      turn: request.turn,
+      step: request.step,
+      callId: request.callId,
+      session: childId,
+      mode,
+      agent: definition.name,
+    });
+    const cancel = () => child.cancel("parent");
+    request.signal?.addEventListener("abort", cancel, { once: true });
+    try {
+      const running = child.run(request.prompt);
+      if (request.signal?.aborted) cancel();
+      const result = await running;
+      return { session: childId, text: result.text, reason: result.reason, usage: result.usage };
+    } finally {
+      request.signal?.removeEventListener("abort", cancel);
+      await handle.dispose();
+    }
+  }
+
+  /**
+   * Give a child agent its definition's prompt and tool restriction. The
+   * subagents plugin calls it for every session resumed by other means
+   * (`harness.resumeAgent`); it recognises a child by its header
+   * (`origin: "subagent"` and `agentPreset` naming a definition).
+   *
+   * @param agent The resumed agent.
+   * @returns `true` when the agent is a child of a known definition and was set up.
+   */
+  adopt(agent: Agent): boolean {
+    const header = agent.session.header;
+    if (header.origin !== "subagent" || header.agentPreset === undefined || this.#creating.has(agent.id)) return false;
+    const definition = this.#definitions.get(header.agentPreset);
+    if (definition === undefined) return false;
+    this.#apply(definition, agent.ctx, header.delegationDepth ?? 1);
+    return true;
+  }
+
+  #start(
+    mode: SubagentMode,
+    o: {
+      childId: string;
+      parentSession: Session;
+      route: Partial<AgentOptions>;
+      owner: HarnessContext;
+      header: Readonly<Record<string, unknown>>;
+      setup: (ctx: HarnessContext, agent: Agent) => Promise<void>;
+    },
+  ): Promise<AgentHandle> {
+    const agents = this.#ctx.service("agents");
+    if (mode === "fork") {
+      const prefix = this.#ctx.service("sessionProjections").stateOf(o.parentSession, turnBoundary).completedPrefix;
+      return agents.resume(o.owner, {
+        ...o.route,
+        sessionId: o.childId,
+        events: o.parentSession.slice(0, prefix),
+        header: { ...o.header, seedLength: prefix },
+        setup: o.setup,
+      });
+    }
+    return agents.create(o.owner, { ...o.route, id: o.childId, header: o.header, setup: o.setup });
+  }
+
+  #apply(definition: SubagentDefinition, ctx: HarnessContext, depth: number): void {
+    if (definition.system !== undefined) {
+      this.#ctx.service("systemPrompt").section(
+        { name: "subagent", text: definition.system, order: 0, complete: true },
+        ctx,
+      );
+    }
+    const tools = this.#ctx.service("tools");
+    if (definition.tools !== undefined) tools.restrict(definition.tools, ctx);
+    if (depth >= this.#maxDepth) tools.restrict({ deny: [this.#toolName] }, ctx);
+  }
+}
