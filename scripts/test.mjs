@@ -39,6 +39,7 @@ const entryPoints = [
   "sdk/config/mod.ts",
   "sdk/capabilities/mod.ts",
   "sdk/subagents/mod.ts",
+  "sdk/hooks/mod.ts",
 ];
 const checked = [
   ...entryPoints,

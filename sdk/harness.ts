@@ -256,7 +256,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     await handle.ready;
   }
 
-  return {
+  const harness: Harness = {
     ctx,
     get sessions() {
       return ctx.service("sessions");
@@ -355,6 +355,17 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       await core.dispose();
     },
   };
+  const hooks = options.config === undefined ? undefined : effectiveConfig(options.config).hooks;
+  if (
+    hooks !== undefined && Object.values(hooks).some((list) => (list?.length ?? 0) > 0) && !ctx.get("hooks" as never)
+  ) {
+    await harness.dispose();
+    throw new HarnessError(
+      "HOOKS_NOT_INSTALLED",
+      'The configuration has hooks but nothing runs them: add hookBridge({ hooks: config.hooks }) from "@dsh/harness/hooks" to the plugins',
+    );
+  }
+  return harness;
 }
 
 type PluginHandle = ReturnType<HarnessCtx["plugin"]>;

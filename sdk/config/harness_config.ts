@@ -5,6 +5,7 @@
  */
 
 import type { LlmCallConfig, ReasoningEffort } from "../llm/llm_adapter.ts";
+import type { HookEventName } from "../session/session_events.ts";
 
 /** What a permission rule decides for a matching tool call. */
 export type PermissionAction = "allow" | "deny" | "ask";
@@ -76,6 +77,34 @@ export interface FileStorageConfig {
 /** Where session logs are stored. */
 export type StorageConfig = MemoryStorageConfig | FileStorageConfig;
 
+/** A hook run as a shell command (`sh -c`), Claude Code's protocol: the event as JSON on stdin. */
+export interface HookCommandConfig {
+  /** Discriminator. */
+  readonly type: "command";
+  /** The command line, run by `sh -c` through `ctx.subprocess`. */
+  readonly command: string;
+  /**
+   * Seconds before the hook is killed (its outcome is then `HOOK_TIMEOUT` and the turn goes on).
+   *
+   * @default {60}
+   */
+  readonly timeout?: number;
+}
+
+/** The hooks of one event that apply when `matcher` matches (the tool name, for tool events). */
+export interface HookMatcherConfig {
+  /**
+   * A regular expression the whole tool name must match (`Edit|Write`, `mcp__.*`); empty or `*` matches all.
+   * For `SessionStart` it matches the source (`startup` or `resume`); other events ignore it.
+   */
+  readonly matcher?: string;
+  /** The hooks to run, in order. */
+  readonly hooks: readonly HookCommandConfig[];
+}
+
+/** Hooks by event name (`PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `Stop`, `SessionStart`). */
+export type HooksConfig = { readonly [K in HookEventName]?: readonly HookMatcherConfig[] };
+
 /**
  * The effective configuration: every layer applied over {@linkcode DEFAULT_CONFIG}.
  *
@@ -98,6 +127,8 @@ export interface HarnessConfig {
   readonly maxParallelToolCalls: number;
   /** Whether the harness checks its invariants live (on by default, like the loop; turn off to save the cost). */
   readonly invariants: boolean;
+  /** Hooks run by the hook bridge (`hookBridge()` of `@dsh/harness/hooks`); absent means none. */
+  readonly hooks?: HooksConfig;
 }
 
 /** One layer's view of {@linkcode ModelConfig}: every field optional, `null` removes it. */
@@ -162,4 +193,6 @@ export interface HarnessConfigLayer {
   readonly maxParallelToolCalls?: number | null;
   /** See {@linkcode HarnessConfig.invariants}. */
   readonly invariants?: boolean | null;
+  /** See {@linkcode HarnessConfig.hooks}; each event's list replaces the inherited one, `null` removes it. */
+  readonly hooks?: { readonly [K in HookEventName]?: readonly HookMatcherConfig[] | null } | null;
 }

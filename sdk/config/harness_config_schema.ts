@@ -31,6 +31,28 @@ const permissionRule = z.strictObject({
   reason: z.string().optional(),
 });
 
+const hookCommand = z.strictObject({
+  type: z.literal("command"),
+  command: name,
+  timeout: z.number().positive().max(3600).optional(),
+});
+const hookMatcher = z.strictObject({ matcher: z.string().optional(), hooks: z.array(hookCommand) });
+const hookList = z.array(hookMatcher);
+const hooksLayer = z.strictObject({
+  PreToolUse: hookList.nullish(),
+  PostToolUse: hookList.nullish(),
+  UserPromptSubmit: hookList.nullish(),
+  Stop: hookList.nullish(),
+  SessionStart: hookList.nullish(),
+});
+const hooks = z.strictObject({
+  PreToolUse: hookList.optional(),
+  PostToolUse: hookList.optional(),
+  UserPromptSubmit: hookList.optional(),
+  Stop: hookList.optional(),
+  SessionStart: hookList.optional(),
+});
+
 const modelLayer = z.strictObject({
   provider: name.nullish(),
   model: name.nullish(),
@@ -76,6 +98,7 @@ export const harnessConfigLayerSchema: z.ZodType<HarnessConfigLayer> = z.strictO
   plugins: names.nullish(),
   maxParallelToolCalls: positiveInt.nullish(),
   invariants: z.boolean().nullish(),
+  hooks: hooksLayer.nullish(),
 });
 
 const adapter = z.strictObject({
@@ -120,4 +143,5 @@ export const harnessConfigSchema: z.ZodType<HarnessConfig> = z.strictObject({
   plugins: names,
   maxParallelToolCalls: positiveInt,
   invariants: z.boolean(),
+  hooks: hooks.optional(),
 });

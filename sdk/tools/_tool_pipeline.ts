@@ -68,7 +68,7 @@ export async function executeToolCall(deps: PipelineDeps): Promise<ToolExecution
   } catch (error) {
     argsProblem = messageOf(error);
   }
-  const exec: ToolExecution = Object.freeze({
+  let exec: ToolExecution = Object.freeze({
     callId: input.callId,
     name: input.name,
     arguments: input.arguments,
@@ -131,6 +131,15 @@ export async function executeToolCall(deps: PipelineDeps): Promise<ToolExecution
   }
   if (decision.kind === "deny") {
     return finish(denied(exec, typeof decision.reason === "string" ? decision.reason : "no reason given"));
+  }
+  if (decision.input !== undefined) {
+    try {
+      exec = Object.freeze({ ...exec, args: frozenJson(decision.input), arguments: JSON.stringify(decision.input) });
+    } catch (error) {
+      return finish(
+        failure("HOOK_FAILED", "HarnessError", `A rewritten input of ${exec.name} is not JSON: ${messageOf(error)}`),
+      );
+    }
   }
 
   // 2. monotonic guards

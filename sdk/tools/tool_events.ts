@@ -11,13 +11,15 @@ import type { ToolExecutionResult } from "./tool_execution_result.ts";
 /**
  * A `tools/pre-execute` decision. `allow` runs the call; `deny` turns it into
  * an error result (`DENIED`); `ask` runs it only when the approval service
- * answers `allowed-once`. Arguments cannot be rewritten: they are already
- * logged and shown.
+ * answers `allowed-once`. `allow` and `ask` may carry a rewritten `input`
+ * (the arguments as JSON): the guards, the approval and the body then see it,
+ * while the logged `tool/call` keeps what the model produced, so whoever
+ * rewrites records the rewrite (the hook bridge does, on `hook/result`).
  */
 export type PreToolDecision =
-  | { readonly kind: "allow" }
+  | { readonly kind: "allow"; readonly input?: unknown }
   | { readonly kind: "deny"; readonly reason: string }
-  | { readonly kind: "ask"; readonly reason?: string };
+  | { readonly kind: "ask"; readonly reason?: string; readonly input?: unknown };
 
 /**
  * A `tools/post-execute` decision. `accept` keeps the outcome, optionally

@@ -1,0 +1,328 @@
+/**
+ * `hookBridge()`: runs hooks written for Claude Code's protocol at the
+ * harness's extension points.
+ *
+ * @module
+ */
+
+import type { HarnessContext, HarnessPlugin } from "../kernel/harness_context.ts";
+import type { UserMessage } from "../llm/messages.ts";
+import type { HookEventName } from "../session/session_events.ts";
+import type { Session } from "../session/session.ts";
+import type { SessionStore } from "../session/session_store.ts";
+import type { ToolEvents } from "../tools/tool_events.ts";
+import type { AgentEvents } from "../agent/agent_events.ts";
+import type { Agent } from "../agent/agent.ts";
+import type { SubprocessService } from "../capabilities/subprocess/subprocess_service.ts";
+import type { HooksConfig } from "../config/harness_config.ts";
+import type { HookInput, HookTable, HookVerdict } from "./hook_definition.ts";
+import { hookLabel, runHook } from "./_run_hook.ts";
+
+/** One finished hook invocation, as `hooks/result` reports it. */
+export interface HookResultInfo {
+  readonly event: HookEventName;
+  /** The session the hook ran for. */
+  readonly sessionId: string;
+  /** Joins the `hook/invoked` and `hook/result` events (absent for SessionStart, which logs nothing). */
+  readonly handlerId?: string;
+  /** The hook's command, or `function:<name>`. */
+  readonly hook: string;
+  readonly verdict: HookVerdict;
+}
+
+/** The events of the hook bridge. */
+export interface HookEvents {
+  /** A hook finished (every invocation, SessionStart included). */
+  "hooks/result": (info: HookResultInfo) => void;
+}
+
+/** Options of {@linkcode hookBridge}. */
+export interface HookBridgeOptions {
+  /** The hooks: a configuration's `hooks` (commands), possibly with function hooks. */
+  readonly hooks?: HooksConfig | HookTable;
+  /**
+   * How many times Stop hooks may keep one turn going.
+   *
+   * @default {8}
+   */
+  readonly maxStopContinuations?: number;
+}
+
+/** The service the hook bridge provides as `ctx.hooks`. */
+export interface HookBridgeService {
+  /** The events that have at least one hook. */
+  events(): HookEventName[];
+}
+
+interface Services {
+  sessions: SessionStore;
+  subprocess: SubprocessService;
+  hooks: HookBridgeService;
+}
+
+type Ctx = HarnessContext<ToolEvents & AgentEvents & HookEvents, Services>;
+
+function matches(matcher: string | undefined, subject: string | undefined): boolean {
+  if (matcher === undefined || matcher === "" || matcher === "*") return true;
+  if (subject === undefined) return true;
+  try {
+    return new RegExp(`^(?:${matcher})$`).test(subject);
+  } catch {
+    return matcher === subject;
+  }
+}
+
+function textOf(message: UserMessage): string {
+  return message.content.map((b) => (b.type === "text" ? b.text : "")).join("");
+}
+
+/** A hook's context for the model: a plugin-sourced message, so that it is logged and derived like any input. */
+function contextMessage(id: string, text: string, event: HookEventName): UserMessage {
+  return {
+    id,
+    role: "user",
+    content: [{ type: "text", text }],
+    source: { kind: "plugin", plugin: `hooks:${event}`, form: "notice" },
+  };
+}
+
+/**
+ * The hook bridge plugin. Hooks are configured per event with a matcher and a
+ * command (run by `sh -c` through `ctx.subprocess`, the event as JSON on
+ * stdin) or an in-process function. The protocol is Claude Code's: exit 0
+ * goes on (JSON on stdout may decide `allow` / `deny` / `ask`, add
+ * `additionalContext`, or rewrite the tool input with `updatedInput`), exit 2
+ * blocks with stderr as the reason, any other exit is a logged error.
+ *
+ * Mapping: PreToolUse → `tools/pre-execute`; PostToolUse → `tools/post-execute`
+ * (block, or context for the next step); UserPromptSubmit → `agent/pre-step`
+ * (block the turn, or add context to the step); Stop → `agent/turn-stopping`
+ * (block = keep the turn going with the reason as input); SessionStart → its
+ * context waits in the inbox for the first turn. `continue: false` cancels the
+ * turn with cause `hook`. Each invocation inside a turn logs `hook/invoked`
+ * and `hook/result` (joined by `handlerId`); timeouts (`HOOK_TIMEOUT`), failing
+ * hooks (`HOOK_FAILED`), malformed output (`HOOK_BAD_OUTPUT`) and unstartable
+ * commands (`HOOK_SPAWN_FAILED`) are logged outcomes that never break the turn.
+ *
+ * @param options The hooks (e.g. `config.hooks`) and the Stop limit.
+ * @returns The plugin.
+ *
+ * @example A function hook that denies a tool
+ * ```ts
+ * import { createHarness, defineTool } from "@dsh/harness";
+ * import { hookBridge } from "@dsh/harness/hooks";
+ * import assert from "node:assert/strict";
+ *
+ * const rm = defineTool({
+ *   name: "rm",
+ *   description: "Remove a file",
+ *   parameters: { type: "object" },
+ *   output: { schema: { type: "string" }, render: (_args, value) => String(value) },
+ *   execute: () => "removed",
+ * });
+ * const guard = { type: "function" as const, name: "guard", run: () => ({ decision: "block" as const, reason: "not here" }) };
+ * const harness = await createHarness({
+ *   tools: [rm],
+ *   plugins: [hookBridge({ hooks: { PreToolUse: [{ matcher: "rm|shell", hooks: [guard] }] } })],
+ * });
+ * const signal = new AbortController().signal;
+ * const result = await harness.ctx.service("tools").execute({ callId: "c1", name: "rm", arguments: "{}", signal });
+ * assert.equal(result.error?.code, "DENIED");
+ * await harness.dispose();
+ * ```
+ */
+export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void> {
+  const table = (options.hooks ?? {}) as HookTable;
+  const maxStop = options.maxStopContinuations ?? 8;
+  const plugin = (raw: HarnessContext) => {
+    const ctx = raw as unknown as Ctx;
+    const has = (event: HookEventName) => (table[event] ?? []).some((m) => m.hooks.length > 0);
+    ctx.provide("hooks", { events: () => (Object.keys(table) as HookEventName[]).filter(has) });
+
+    /** Run the matching hooks of `event` in order; a blocking verdict ends the run. */
+    const invoke = async (
+      event: HookEventName,
+      input: HookInput,
+      o: { session: Session | undefined; subject?: string; callId?: string; signal?: AbortSignal; log: boolean },
+    ): Promise<{ verdict: HookVerdict; handlerId: string }[]> => {
+      const out: { verdict: HookVerdict; handlerId: string }[] = [];
+      const signal = o.signal ?? new AbortController().signal;
+      for (const matcher of table[event] ?? []) {
+        if (!matches(matcher.matcher, o.subject)) continue;
+        for (const handler of matcher.hooks) {
+          const hook = hookLabel(handler);
+          let handlerId = "";
+          if (o.log && o.session !== undefined) {
+            handlerId = `hook-${o.session.seq}`;
+            o.session.append("hook/invoked", {
+              handlerId,
+              event,
+              hook,
+              ...(event === "PreToolUse" || event === "PostToolUse" ? { toolName: o.subject } : {}),
+              ...(o.callId !== undefined ? { callId: o.callId } : {}),
+            } as never);
+          }
+          const verdict = await runHook(handler, input, {
+            subprocess: ctx.get("subprocess"),
+            signal,
+            ...(o.session?.header.cwd !== undefined ? { cwd: o.session.header.cwd } : {}),
+          });
+          const logged = event === "Stop" && verdict.outcome === "block" && verdict.stop !== true
+            ? { ...verdict, outcome: "continue-turn" as const }
+            : verdict;
+          if (o.log && o.session !== undefined) {
+            const { stop: _stop, ...fields } = logged;
+            o.session.append("hook/result", { handlerId, ...fields });
+          }
+          ctx.emit("hooks/result", {
+            event,
+            sessionId: input.session_id,
+            ...(handlerId !== "" ? { handlerId } : {}),
+            hook,
+            verdict: logged,
+          });
+          out.push({ verdict, handlerId });
+          if (verdict.stop || verdict.outcome === "block" || verdict.outcome === "deny") return out;
+        }
+      }
+      return out;
+    };
+    const sessionOf = (id: string | undefined) => (id === undefined ? undefined : ctx.service("sessions").get(id));
+    const agentOf = (id: string | undefined) =>
+      id === undefined ? undefined : (ctx.get("agents" as never) as { get(id: string): Agent | undefined } | undefined)
+        ?.get(id);
+    const baseInput = (session: Session | undefined, id: string, event: HookEventName) => ({
+      session_id: id,
+      hook_event_name: event,
+      ...(session?.header.cwd !== undefined ? { cwd: session.header.cwd } : {}),
+    });
+
+    if (has("PreToolUse")) {
+      ctx.on("tools/pre-execute", async (exec, next) => {
+        const id = exec.sessionId ?? "";
+        const session = sessionOf(exec.sessionId);
+        const results = await invoke("PreToolUse", {
+          ...baseInput(session, id, "PreToolUse"),
+          tool_name: exec.name,
+          tool_input: exec.args,
+          tool_use_id: exec.callId,
+        }, { session, subject: exec.name, callId: exec.callId, signal: exec.signal, log: true });
+        let input: unknown;
+        let ask: HookVerdict | undefined;
+        let allow = false;
+        for (const { verdict } of results) {
+          if (verdict.stop) {
+            agentOf(exec.sessionId)?.cancel("hook", { keepInbox: true });
+            return { kind: "deny", reason: verdict.reason ?? "stopped by a hook" };
+          }
+          if (verdict.outcome === "deny" || verdict.outcome === "block") {
+            return { kind: "deny", reason: verdict.reason ?? "denied by a hook" };
+          }
+          if (verdict.updatedInput !== undefined) input = verdict.updatedInput;
+          if (verdict.outcome === "ask") ask = verdict;
+          if (verdict.outcome === "allow") allow = true;
+        }
+        const rewrite = input !== undefined ? { input } : {};
+        if (ask !== undefined) return { kind: "ask", ...(ask.reason ? { reason: ask.reason } : {}), ...rewrite };
+        if (allow) return { kind: "allow", ...rewrite };
+        const decision = await next();
+        return input !== undefined && decision.kind !== "deny" ? { ...decision, input } : decision;
+      });
+    }
+
+    if (has("PostToolUse")) {
+      ctx.on("tools/post-execute", async (exec, outcome, next) => {
+        const id = exec.sessionId ?? "";
+        const session = sessionOf(exec.sessionId);
+        const results = await invoke("PostToolUse", {
+          ...baseInput(session, id, "PostToolUse"),
+          tool_name: exec.name,
+          tool_input: exec.args,
+          tool_use_id: exec.callId,
+          tool_response: {
+            content: outcome.content,
+            isError: outcome.isError,
+            ...(outcome.isError ? { error: outcome.error } : {}),
+          },
+        }, { session, subject: exec.name, callId: exec.callId, signal: exec.signal, log: true });
+        const contexts = results.filter((r) => r.verdict.additionalContext !== undefined)
+          .map((r) => contextMessage(`${id}:${r.handlerId}`, r.verdict.additionalContext!, "PostToolUse"));
+        const blocked = results.find((r) => r.verdict.outcome === "block");
+        if (blocked?.verdict.stop) agentOf(exec.sessionId)?.cancel("hook", { keepInbox: true });
+        if (blocked !== undefined) {
+          return { kind: "block", feedback: blocked.verdict.reason ?? "blocked by a hook", contexts };
+        }
+        const decision = await next();
+        return contexts.length === 0
+          ? decision
+          : { ...decision, contexts: [...(decision.contexts ?? []), ...contexts] };
+      });
+    }
+
+    if (has("UserPromptSubmit")) {
+      ctx.on("agent/pre-step", async (agent, proposal, next) => {
+        const prompts = proposal.messages.filter((m) => m.source.kind === "user");
+        const contexts: UserMessage[] = [];
+        for (const prompt of prompts) {
+          const results = await invoke("UserPromptSubmit", {
+            ...baseInput(agent.session, agent.id, "UserPromptSubmit"),
+            prompt: textOf(prompt),
+          }, { session: agent.session, log: true });
+          for (const { verdict, handlerId } of results) {
+            if (verdict.stop) {
+              agent.cancel("hook", { keepInbox: true });
+              return { kind: "reject", reason: verdict.reason };
+            }
+            if (verdict.outcome === "block") return { kind: "reject", reason: verdict.reason };
+            if (verdict.additionalContext !== undefined) {
+              contexts.push(
+                contextMessage(`${agent.id}:${handlerId}`, verdict.additionalContext, "UserPromptSubmit"),
+              );
+            }
+          }
+        }
+        const decision = await next();
+        if (decision.kind !== "enter" || contexts.length === 0) return decision;
+        return { kind: "enter", messages: [...decision.messages, ...contexts] };
+      });
+    }
+
+    if (has("Stop")) {
+      const continued = new WeakMap<Agent, { turn: number; count: number }>();
+      ctx.on("agent/turn-stopping", async (agent, turn) => {
+        const seen = continued.get(agent);
+        const count = seen?.turn === turn ? seen.count : 0;
+        const results = await invoke("Stop", {
+          ...baseInput(agent.session, agent.id, "Stop"),
+          stop_hook_active: count > 0,
+        }, { session: agent.session, log: true });
+        const blocked = results.find((r) => r.verdict.outcome === "block" && r.verdict.stop !== true);
+        if (blocked === undefined || count >= maxStop) return;
+        continued.set(agent, { turn, count: count + 1 });
+        const reason = blocked.verdict.reason ?? "A Stop hook asked to go on";
+        agent.send(contextMessage(`${agent.id}:${blocked.handlerId}`, reason, "Stop"), "next-step", false);
+      });
+    }
+
+    if (has("SessionStart")) {
+      ctx.on("agent/session-start", (agent, reason) => {
+        // Subagents are started by their parent's task, not by a person: no SessionStart for them.
+        if (agent.session.header.origin === "subagent") return;
+        const source = reason === "create" ? "startup" : "resume";
+        agent.runMaintenance(async () => {
+          const results = await invoke("SessionStart", {
+            ...baseInput(agent.session, agent.id, "SessionStart"),
+            source,
+          }, { session: agent.session, subject: source, log: false });
+          let n = 0;
+          for (const { verdict } of results) {
+            if (verdict.additionalContext === undefined) continue;
+            agent.inject(contextMessage(`${agent.id}:session-start-${++n}`, verdict.additionalContext, "SessionStart"));
+          }
+        }).catch((error) => ctx.emit("agent/error", agent, error));
+      });
+    }
+  };
+  plugin.pluginName = "hook-bridge";
+  return plugin;
+}

@@ -1,0 +1,422 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  type Agent,
+  checkInvariants,
+  createHarness,
+  defineTool,
+  type GenerateOptions,
+  type Harness,
+  programmaticApprover,
+  type SessionEvent,
+} from "../../mod.ts";
+import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../../testing/mod.ts";
+import { capabilitiesPlugin, localSubprocess } from "../capabilities/mod.ts";
+import { loadConfig } from "../config/mod.ts";
+import { writeFile } from "node:fs/promises";
+import { hookBridge, type HookResultInfo, type HookTable } from "./mod.ts";
+
+const scripts = fileURLToPath(new URL("./testdata/", import.meta.url));
+const cmd = (name: string, timeout?: number) => ({
+  type: "command" as const,
+  command: `bash '${join(scripts, name)}'`,
+  ...(timeout !== undefined ? { timeout } : {}),
+});
+
+const seenWords: string[] = [];
+const lookup = defineTool({
+  name: "lookup",
+  description: "Look a word up",
+  parameters: { type: "object", properties: { word: { type: "string" } }, required: ["word"] },
+  output: { schema: { type: "string" }, render: (_a, v) => String(v) },
+  execute: (args) => {
+    const { word } = args as { word: string };
+    seenWords.push(word);
+    return `definition of ${word}`;
+  },
+});
+
+const callLookup = (word: string, id = "call_1") =>
+  toolCallResponse([{ id, name: "lookup", arguments: JSON.stringify({ word }) }]);
+
+interface Setup {
+  harness: Harness;
+  agent: Agent;
+  requests: GenerateOptions[];
+  outcomes: HookResultInfo[];
+}
+
+async function setup(hooks: HookTable, script: Script, options: { subprocess?: boolean } = {}): Promise<Setup> {
+  const model = scriptedAdapter(script);
+  const outcomes: HookResultInfo[] = [];
+  const harness = await createHarness({
+    adapters: [model],
+    model: { provider: "scripted", model: "scripted-model" },
+    tools: [lookup],
+    plugins: [
+      ...(options.subprocess === false ? [] : [[capabilitiesPlugin, { subprocess: localSubprocess() }] as const]),
+      hookBridge({ hooks }),
+    ],
+  });
+  harness.ctx.on("hooks/result" as never, ((info: HookResultInfo) => void outcomes.push(info)) as never);
+  const agent = await harness.createAgent({ id: "hooked" });
+  return { harness, agent, requests: model.requests, outcomes };
+}
+
+/** The hook/result records, joined with their hook/invoked, as [event, outcome, code]. */
+function hookLog(events: readonly SessionEvent[]): [string, string, string | undefined][] {
+  const invoked = new Map<string, string>();
+  const out: [string, string, string | undefined][] = [];
+  for (const e of events) {
+    if (e.type === "hook/invoked") invoked.set(e.data.handlerId, e.data.event);
+    if (e.type === "hook/result") {
+      const event = invoked.get(e.data.handlerId);
+      assert.ok(event !== undefined, `hook/result ${e.data.handlerId} has its hook/invoked`);
+      out.push([event, e.data.outcome, e.data.code]);
+    }
+  }
+  return out;
+}
+
+function toolResult(events: readonly SessionEvent[], n = 0) {
+  const e = events.filter((x) => x.type === "tool/result")[n];
+  assert.ok(e?.type === "tool/result");
+  const block = e.data.message.content[0];
+  const text = block.type === "tool-result" ? block.content.map((c) => (c.type === "text" ? c.text : "")).join("") : "";
+  return { code: e.data.error?.code, text };
+}
+
+function texts(request: GenerateOptions | undefined): string[] {
+  return (request?.messages ?? []).flatMap((m) =>
+    m.content.flatMap((b) =>
+      b.type === "text"
+        ? [b.text]
+        : b.type === "tool-result"
+        ? b.content.map((c) => (c.type === "text" ? c.text : ""))
+        : []
+    )
+  );
+}
+
+async function done(s: Setup): Promise<readonly SessionEvent[]> {
+  const events = s.agent.session.events;
+  assert.deepEqual(checkInvariants(events), []);
+  await s.harness.dispose();
+  return events;
+}
+
+describe("hookBridge: PreToolUse", () => {
+  it("exit 0 with permissionDecision allow runs the call", async () => {
+    const s = await setup({ PreToolUse: [{ matcher: "lookup", hooks: [cmd("allow.sh")] }] }, [
+      callLookup("alpha"),
+      textResponse("ok"),
+    ]);
+    await s.agent.run("go");
+    const events = await done(s);
+    assert.deepEqual(toolResult(events), { code: undefined, text: "definition of alpha" });
+    assert.deepEqual(hookLog(events), [["PreToolUse", "allow", undefined]]);
+  });
+
+  it("exit 2 denies the call with stderr as the reason; exit 0 without output goes on", async () => {
+    const s = await setup({ PreToolUse: [{ matcher: "look.*", hooks: [cmd("deny_exit2.sh")] }] }, [
+      toolCallResponse([
+        { id: "c1", name: "lookup", arguments: '{"word":"secret"}' },
+        { id: "c2", name: "lookup", arguments: '{"word":"plain"}' },
+      ]),
+      textResponse("ok"),
+    ]);
+    await s.agent.run("go");
+    const events = await done(s);
+    assert.equal(toolResult(events, 0).code, "DENIED");
+    assert.match(toolResult(events, 0).text, /lookups of secrets are not allowed/);
+    assert.deepEqual(toolResult(events, 1), { code: undefined, text: "definition of plain" });
+    assert.deepEqual(hookLog(events), [["PreToolUse", "block", undefined], ["PreToolUse", "continue", undefined]]);
+    const result = events.find((e) => e.type === "hook/result");
+    assert.equal(result?.type === "hook/result" && result.data.exitCode, 2);
+  });
+
+  it("a JSON deny denies; a matcher that does not match runs nothing", async () => {
+    const s = await setup({
+      PreToolUse: [
+        { matcher: "lookup", hooks: [cmd("deny_json.sh")] },
+        { matcher: "other", hooks: [cmd("crash.sh")] },
+      ],
+    }, [callLookup("alpha"), textResponse("ok")]);
+    await s.agent.run("go");
+    const events = await done(s);
+    assert.equal(toolResult(events).code, "DENIED");
+    assert.match(toolResult(events).text, /policy says no/);
+    assert.deepEqual(hookLog(events), [["PreToolUse", "deny", undefined]]);
+  });
+
+  it("ask goes to the approval service", async () => {
+    const s = await setup({ PreToolUse: [{ hooks: [cmd("ask.sh")] }] }, [
+      toolCallResponse([
+        { id: "c1", name: "lookup", arguments: '{"word":"yes"}' },
+        { id: "c2", name: "lookup", arguments: '{"word":"no"}' },
+      ]),
+      textResponse("ok"),
+    ]);
+    const asked: string[] = [];
+    s.harness.ctx.service("approvals").register(programmaticApprover((req) => {
+      asked.push(`${(req.args as { word: string }).word}: ${req.reason}`);
+      return (req.args as { word: string }).word === "yes";
+    }));
+    await s.agent.run("go");
+    const events = await done(s);
+    assert.deepEqual(asked, ["yes: check with a human", "no: check with a human"]);
+    assert.equal(toolResult(events, 0).code, undefined);
+    assert.equal(toolResult(events, 1).code, "DENIED");
+    assert.deepEqual(hookLog(events).map((h) => h[1]), ["ask", "ask"]);
+  });
+
+  it("updatedInput rewrites the arguments the tool runs with; the log keeps both", async () => {
+    const s = await setup({ PreToolUse: [{ hooks: [cmd("rewrite.sh")] }] }, [
+      callLookup("original"),
+      textResponse("ok"),
+    ]);
+    await s.agent.run("go");
+    const events = await done(s);
+    assert.deepEqual(toolResult(events), { code: undefined, text: "definition of rewritten" });
+    const call = events.find((e) => e.type === "tool/call");
+    assert.equal(call?.type === "tool/call" && call.data.arguments, '{"word":"original"}');
+    const result = events.find((e) => e.type === "hook/result");
+    assert.deepEqual(result?.type === "hook/result" && result.data.updatedInput, { word: "rewritten" });
+  });
+
+  it("gets Claude Code's input on stdin", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dsh-hook-"));
+    try {
+      const file = join(dir, "input.json");
+      const s = await setup({
+        PreToolUse: [{ hooks: [{ type: "command", command: `bash '${join(scripts, "record.sh")}' '${file}'` }] }],
+      }, [callLookup("alpha", "call_7"), textResponse("ok")]);
+      await s.agent.run("go");
+      await done(s);
+      assert.deepEqual(JSON.parse(await readFile(file, "utf8")), {
+        session_id: "hooked",
+        hook_event_name: "PreToolUse",
+        tool_name: "lookup",
+        tool_input: { word: "alpha" },
+        tool_use_id: "call_7",
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("hookBridge: PostToolUse", () => {
+  it("a block decision turns the result into BLOCKED with the reason", async () => {
+    const s = await setup({ PostToolUse: [{ matcher: "lookup", hooks: [cmd("post_block.sh")] }] }, [
+      callLookup("alpha"),
+      textResponse("ok"),
+    ]);
+    await s.agent.run("go");
+    const events = await done(s);
+    assert.deepEqual(toolResult(events), { code: "BLOCKED", text: "the output leaks a secret" });
+    assert.deepEqual(hookLog(events), [["PostToolUse", "block", undefined]]);
+  });
+
+  it("additionalContext reaches the model in the next step", async () => {
+    const s = await setup({ PostToolUse: [{ hooks: [cmd("post_context.sh")] }] }, [
+      callLookup("alpha"),
+      textResponse("ok"),
+    ]);
+    await s.agent.run("go");
+    const events = await done(s);
+    assert.deepEqual(texts(s.requests[1]).slice(-2), ["definition of alpha", "Lookups are cached for a day"]);
+    assert.deepEqual(hookLog(events), [["PostToolUse", "context", undefined]]);
+  });
+});
+
+describe("hookBridge: UserPromptSubmit, Stop, SessionStart", () => {
+  it("UserPromptSubmit exit 2 blocks the turn before any model call", async () => {
+    const s = await setup({ UserPromptSubmit: [{ hooks: [cmd("prompt_block.sh")] }] }, [textResponse("ok")]);
+    const result = await s.agent.run("my password is hunter2");
+    const events = await done(s);
+    assert.deepEqual(result.reason, { kind: "blocked" });
+    assert.equal(s.requests.length, 0);
+    assert.deepEqual(hookLog(events), [["UserPromptSubmit", "block", undefined]]);
+  });
+
+  it("UserPromptSubmit plain stdout is context entered with the prompt", async () => {
+    const s = await setup({ UserPromptSubmit: [{ hooks: [cmd("prompt_context.sh")] }] }, [textResponse("ok")]);
+    await s.agent.run("What day is it?");
+    const events = await done(s);
+    assert.deepEqual(texts(s.requests[0]), ["What day is it?", "Today is Monday"]);
+    assert.deepEqual(hookLog(events), [["UserPromptSubmit", "context", undefined]]);
+    // The hook pair sits inside the turn, before the step's messages.
+    const types = events.map((e) => e.type);
+    assert.ok(types.indexOf("turn/start") < types.indexOf("hook/invoked"));
+    assert.ok(types.indexOf("hook/result") < types.indexOf("step/start"));
+  });
+
+  it("a Stop hook keeps the turn going once, then lets it stop", async () => {
+    const s = await setup({ Stop: [{ hooks: [cmd("stop_continue.sh")] }] }, [
+      textResponse("Done."),
+      textResponse("Tests pass."),
+    ]);
+    const result = await s.agent.run("Fix it");
+    const events = await done(s);
+    assert.equal(result.text, "Tests pass.");
+    assert.equal(result.turn, 1);
+    assert.deepEqual(texts(s.requests[1]).slice(-1), ["Also run the tests"]);
+    assert.deepEqual(hookLog(events), [["Stop", "continue-turn", undefined], ["Stop", "continue", undefined]]);
+  });
+
+  it("SessionStart context waits in the inbox for the first turn and logs no hook events", async () => {
+    const s = await setup({ SessionStart: [{ matcher: "startup", hooks: [cmd("session_start.sh")] }] }, [
+      textResponse("ok"),
+    ]);
+    await s.agent.run("Hello");
+    const events = await done(s);
+    assert.deepEqual(texts(s.requests[0]), ["The project uses Deno", "Hello"]);
+    assert.deepEqual(hookLog(events), []);
+    assert.equal(events[0].type, "agent/inbox/spliced");
+    assert.deepEqual(s.outcomes.map((o) => [o.event, o.verdict.outcome]), [["SessionStart", "context"]]);
+  });
+
+  it("continue: false cancels the turn with cause hook", async () => {
+    const s = await setup({ PreToolUse: [{ hooks: [cmd("stop_agent.sh")] }] }, [
+      callLookup("alpha"),
+      textResponse("x"),
+    ]);
+    const result = await s.agent.run("go");
+    const events = await done(s);
+    assert.deepEqual(result.reason, { kind: "aborted", reason: "hook" });
+    assert.equal(toolResult(events).code, "DENIED");
+  });
+});
+
+describe("hookBridge: failures never break the turn", () => {
+  it("a hanging hook is killed at its timeout, logged HOOK_TIMEOUT, and the call runs", async () => {
+    const s = await setup({ PreToolUse: [{ hooks: [cmd("hang.sh", 0.5)] }] }, [
+      callLookup("alpha"),
+      textResponse("ok"),
+    ]);
+    const result = await s.agent.run("go");
+    const events = await done(s);
+    assert.equal(result.reason.kind, "completed");
+    assert.deepEqual(toolResult(events), { code: undefined, text: "definition of alpha" });
+    assert.deepEqual(hookLog(events), [["PreToolUse", "error", "HOOK_TIMEOUT"]]);
+  });
+
+  it("a crashing hook is HOOK_FAILED with its exit code and stderr", async () => {
+    const s = await setup({ PostToolUse: [{ hooks: [cmd("crash.sh")] }] }, [callLookup("alpha"), textResponse("ok")]);
+    const result = await s.agent.run("go");
+    const events = await done(s);
+    assert.equal(result.reason.kind, "completed");
+    assert.deepEqual(toolResult(events), { code: undefined, text: "definition of alpha" });
+    const record = events.find((e) => e.type === "hook/result");
+    assert.ok(record?.type === "hook/result");
+    assert.deepEqual([record.data.outcome, record.data.code, record.data.exitCode], ["error", "HOOK_FAILED", 3]);
+    assert.match(record.data.reason ?? "", /boom/);
+  });
+
+  it("malformed JSON is HOOK_BAD_OUTPUT and the prompt goes on", async () => {
+    const s = await setup({ UserPromptSubmit: [{ hooks: [cmd("malformed.sh")] }] }, [textResponse("ok")]);
+    const result = await s.agent.run("go");
+    const events = await done(s);
+    assert.equal(result.reason.kind, "completed");
+    assert.deepEqual(hookLog(events), [["UserPromptSubmit", "error", "HOOK_BAD_OUTPUT"]]);
+  });
+
+  it("without ctx.subprocess a command hook is HOOK_NO_SUBPROCESS", async () => {
+    const s = await setup({ Stop: [{ hooks: [cmd("stop_continue.sh")] }] }, [textResponse("ok")], {
+      subprocess: false,
+    });
+    const result = await s.agent.run("go");
+    const events = await done(s);
+    assert.equal(result.reason.kind, "completed");
+    assert.deepEqual(hookLog(events), [["Stop", "error", "HOOK_NO_SUBPROCESS"]]);
+  });
+
+  it("function hooks: a decision, a throw (HOOK_FAILED) and a hang (HOOK_TIMEOUT)", async () => {
+    const s = await setup({
+      PreToolUse: [{
+        hooks: [
+          { type: "function", name: "throws", run: () => Promise.reject(new Error("nope")) },
+          {
+            type: "function",
+            name: "slow",
+            timeout: 0.05,
+            run: (_input, { signal }) => new Promise((resolve) => signal.addEventListener("abort", () => resolve())),
+          },
+          {
+            type: "function",
+            name: "deny-beta",
+            run: (input) =>
+              (input.tool_input as { word: string }).word === "beta"
+                ? { decision: "block", reason: "no beta" }
+                : undefined,
+          },
+        ],
+      }],
+    }, [
+      toolCallResponse([
+        { id: "c1", name: "lookup", arguments: '{"word":"alpha"}' },
+        { id: "c2", name: "lookup", arguments: '{"word":"beta"}' },
+      ]),
+      textResponse("ok"),
+    ]);
+    await s.agent.run("go");
+    const events = await done(s);
+    assert.equal(toolResult(events, 0).code, undefined);
+    assert.equal(toolResult(events, 1).code, "DENIED");
+    assert.deepEqual(hookLog(events), [
+      ["PreToolUse", "error", "HOOK_FAILED"],
+      ["PreToolUse", "error", "HOOK_TIMEOUT"],
+      ["PreToolUse", "continue", undefined],
+      ["PreToolUse", "error", "HOOK_FAILED"],
+      ["PreToolUse", "error", "HOOK_TIMEOUT"],
+      ["PreToolUse", "deny", undefined],
+    ]);
+  });
+});
+
+describe("hookBridge: configuration", () => {
+  it("runs the hooks of a JSONC configuration file", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dsh-hook-config-"));
+    try {
+      const file = join(dir, "profile.jsonc");
+      await writeFile(
+        file,
+        `{
+  // Claude Code's shape: per event, matchers with command hooks (timeout in seconds)
+  "model": { "provider": "scripted", "model": "scripted-model" },
+  "adapters": { "deepseek": null },
+  "hooks": {
+    "PreToolUse": [{ "matcher": "lookup", "hooks": [{ "type": "command", "command": ${
+          JSON.stringify(cmd("deny_exit2.sh").command)
+        }, "timeout": 5 }] }],
+  },
+}`,
+      );
+      const loaded = await loadConfig({ profiles: [file] });
+      assert.equal(loaded.config.hooks?.PreToolUse?.[0].hooks[0].timeout, 5);
+      const model = scriptedAdapter([callLookup("secret"), textResponse("ok")]);
+      const harness = await createHarness({
+        config: loaded,
+        adapters: [model],
+        tools: [lookup],
+        plugins: [[capabilitiesPlugin, { subprocess: localSubprocess() }], hookBridge({ hooks: loaded.config.hooks })],
+      });
+      const agent = await harness.createAgent();
+      await agent.run("go");
+      assert.equal(toolResult(agent.session.events).code, "DENIED");
+      await harness.dispose();
+
+      // Hooks in the configuration with no bridge to run them fail at creation.
+      await assert.rejects(createHarness({ config: loaded, adapters: [scriptedAdapter([])] }), {
+        code: "HOOKS_NOT_INSTALLED",
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
