@@ -174,6 +174,8 @@ const BUNDLES = [
   ["sdk/http/mod.ts", "@dsh/harness/http"],
   ["sdk/config/mod.ts", "@dsh/harness/config"],
   ["sdk/capabilities/mod.ts", "@dsh/harness/tools"],
+  ["sdk/subagents/mod.ts", "@dsh/harness/subagents"],
+  ["sdk/hooks/mod.ts", "@dsh/harness/hooks"],
   ["adapters/mod.ts", "@dsh/harness/adapters"],
 ];
 /** Package name of a bare specifier (`zod/mini` → `zod`, `@a/b/c` → `@a/b`). */
