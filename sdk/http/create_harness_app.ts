@@ -209,6 +209,8 @@ function belongsTo(p: PendingApproval, agent: Agent): boolean {
  *   after the log (`event: end`). A session only in storage is read and tailed without being resumed and
  *   without its writer lease. A reader more than `maxBufferedEvents` behind is dropped.
  * - `GET /sessions/:id/transcript?format=markdown|json` (markdown by default; JSON is `{ id, seq, messages }`).
+ * - `GET /sessions/:id/projections`: `{ id, seq, projections }`, the client view of every registered projection unit
+ *   (`turnBoundary`, `todos`, `usageTotals`, `childSessions`, …), live or stored.
  * - `POST /sessions/:id/fork` `{ boundary?, id? }`: a new live session seeded with the log up to `boundary`
  *   (inclusive, a turn boundary; default the whole log), driven by its own agent (201).
  * - `GET /sessions/:id/approvals`, `POST /sessions/:id/approvals/:callId` `{ decision: "allow" | "reject" }`.
@@ -529,6 +531,14 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     }
     const session = agent?.session ?? Session.create(id, events);
     return c.json({ id, seq: events.length, messages: session.deriveMessages() });
+  });
+
+  app.get("/sessions/:id/projections", async (c) => {
+    const id = c.req.param("id");
+    const agent = host.live(id);
+    const source = agent !== undefined ? agent.session : (await inspectStored(id)).events;
+    const seq = agent !== undefined ? agent.session.seq : (source as readonly unknown[]).length;
+    return c.json({ id, seq, projections: projections.snapshot(source) });
   });
 
   app.post("/sessions/:id/fork", async (c) => {

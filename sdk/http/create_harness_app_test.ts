@@ -389,6 +389,10 @@ describe("createHarnessApp()", () => {
       assert.deepEqual(json.messages.map((m: { role: string }) => m.role), ["user", "assistant"]);
       const badFormat = await call("GET", "/sessions/s1/transcript?format=pdf");
       assert.equal(badFormat.status, 400);
+      const projections = await (await call("GET", "/sessions/s1/projections")).json();
+      assert.deepEqual(Object.keys(projections.projections), ["turnBoundary", "todos", "usageTotals", "childSessions"]);
+      assert.equal(projections.projections.turnBoundary.turns, 1);
+      assert.equal(projections.seq, agentOf(harness, "s1").session.seq);
 
       const watching = await events("s2");
       assert.equal((await watching.next())?.event, "ready");
@@ -591,6 +595,8 @@ describe("createHarnessApp() over storage", () => {
       assert.deepEqual([stored.live, stored.status, stored.turns], [false, "stored", 1]);
       const transcript = await (await call("GET", "/sessions/s1/transcript")).text();
       assert.match(transcript, /One/);
+      const projected = await (await call("GET", "/sessions/s1/projections")).json();
+      assert.deepEqual([projected.projections.turnBoundary.turns, projected.projections.todos], [1, []]);
       const caughtUp = await served2Events(call);
       assert.deepEqual(caughtUp.slice(0, 2), ["ready", "session"]);
       assert.equal(caughtUp.at(-1), "end");

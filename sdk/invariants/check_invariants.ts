@@ -39,6 +39,7 @@ export interface InvariantViolation {
  *   call id in the same step (allowed only with error code `TOOL_NOT_STARTED`).
  * - `EVENT_OUTSIDE_TURN`: `request/header`, `request/context`, `todo/write`, `hook/*`, `subagent/spawned` or a replacing
  *   `tool/result` outside an open turn.
+ * - `HOOK_RESULT_WITHOUT_INVOKE`: a `hook/result` whose `handlerId` no earlier `hook/invoked` of the same turn has.
  * - `INVALID_EVENT`: an entry that is not an event object with object data (it is skipped).
  */
 export const SESSION_INVARIANT_CODES: readonly string[] = Object.freeze([
@@ -54,6 +55,7 @@ export const SESSION_INVARIANT_CODES: readonly string[] = Object.freeze([
   "EVENT_OUTSIDE_STEP",
   "TOOL_RESULT_WITHOUT_CALL",
   "EVENT_OUTSIDE_TURN",
+  "HOOK_RESULT_WITHOUT_INVOKE",
   "INVALID_EVENT",
 ]);
 
@@ -99,6 +101,7 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
   let openStep: number | undefined;
   let lastStep = 0;
   let calls = new Set<string>();
+  let hooks = new Set<string>();
 
   const namesOpenStep = (data: StepData): boolean =>
     openTurn !== undefined && openStep !== undefined && data.turn === openTurn && data.step === openStep;
@@ -134,6 +137,7 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         openStep = undefined;
         lastStep = 0;
         calls = new Set();
+        hooks = new Set();
         break;
       }
       case "turn/end": {
@@ -215,6 +219,14 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
       case "hook/result":
       case "subagent/spawned":
         if (openTurn === undefined) report("EVENT_OUTSIDE_TURN", i, `${event.type} sits outside a turn`);
+        if (event.type === "hook/invoked") hooks.add(event.data.handlerId);
+        else if (event.type === "hook/result" && openTurn !== undefined && !hooks.has(event.data.handlerId)) {
+          report(
+            "HOOK_RESULT_WITHOUT_INVOKE",
+            i,
+            `hook/result ${event.data.handlerId} has no hook/invoked in its turn`,
+          );
+        }
         break;
     }
   }

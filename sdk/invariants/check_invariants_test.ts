@@ -122,8 +122,32 @@ describe("checkInvariants()", () => {
     assert.deepEqual(codes(events), ["0 SURFACE_OP_MISSING", "2 TURN_END_MISMATCH"]);
   });
 
+  it("joins hook/result to a hook/invoked of the same turn, and keeps hook events inside turns", () => {
+    const invoked = (id: string): Raw => ({
+      type: "hook/invoked",
+      data: { handlerId: id, event: "Stop", hook: "./stop.sh" },
+    });
+    const result = (id: string): Raw => ({ type: "hook/result", data: { handlerId: id, outcome: "continue" } });
+    const events = log(
+      turnStart(1),
+      invoked("h1"),
+      result("h1"),
+      result("h2"),
+      turnEnd(1),
+      turnStart(2),
+      result("h1"),
+      turnEnd(2),
+      invoked("h3"),
+    );
+    assert.deepEqual(codes(events), [
+      "3 HOOK_RESULT_WITHOUT_INVOKE",
+      "6 HOOK_RESULT_WITHOUT_INVOKE",
+      "8 EVENT_OUTSIDE_TURN",
+    ]);
+  });
+
   it("documents every code it reports", () => {
-    assert.equal(new Set(SESSION_INVARIANT_CODES).size, 13);
+    assert.equal(new Set(SESSION_INVARIANT_CODES).size, 14);
   });
 });
 

@@ -16,6 +16,7 @@ import {
 import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/mod.ts";
 import { loadFixture, replayAdapter } from "../../replay/mod.ts";
 import { scenarioHarness } from "./_test_scenario.ts";
+import type { SubagentService } from "./mod.ts";
 
 const delegate = toolCallResponse([
   {
@@ -237,3 +238,31 @@ function runChild(script: string, dir: string): Promise<unknown> {
     });
   });
 }
+
+describe("SubagentService.run() outside a turn", () => {
+  it("runs the child and records no subagent/spawned in the idle parent", async () => {
+    const model = scriptedAdapter((request) => textResponse(`answer for ${request.sessionId}`));
+    const harness = await scenarioHarness(model);
+    const parent = await harness.createAgent({ id: "parent" });
+    const subagents = harness.ctx.get("subagents" as never) as unknown as SubagentService;
+    const result = await subagents.run({
+      agent: "worker",
+      prompt: "Do it",
+      parent: "parent",
+      callId: "direct",
+      turn: 0,
+      step: 0,
+    });
+    assert.equal(result.text, "answer for parent.direct");
+    assert.equal(result.session, "parent.direct");
+    assert.deepEqual(parent.session.events.filter((e) => e.type === "subagent/spawned"), []);
+    assert.deepEqual(checkInvariants(parent.session.events), []);
+    await assert.rejects(
+      subagents.run({ agent: "worker", prompt: "x", parent: "nobody", callId: "c", turn: 0, step: 0 }),
+      {
+        code: "SESSION_NOT_FOUND",
+      },
+    );
+    await harness.dispose();
+  });
+});

@@ -179,14 +179,18 @@ export class SubagentService {
       this.#creating.delete(childId);
     }
     const child = handle.agent;
-    parentSession.append("subagent/spawned", {
-      turn: request.turn,
-      step: request.step,
-      callId: request.callId,
-      session: childId,
-      mode,
-      agent: definition.name,
-    });
+    // The link is a log-only event of the parent's open turn (a delegation made outside any turn is
+    // still found through the child's header, `parentSession`).
+    if (this.#ctx.service("sessionProjections").stateOf(parentSession, turnBoundary).open !== undefined) {
+      parentSession.append("subagent/spawned", {
+        turn: request.turn,
+        step: request.step,
+        callId: request.callId,
+        session: childId,
+        mode,
+        agent: definition.name,
+      });
+    }
     const cancel = () => child.cancel("parent");
     request.signal?.addEventListener("abort", cancel, { once: true });
     try {
