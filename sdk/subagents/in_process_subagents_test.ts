@@ -10,6 +10,7 @@ import {
   childSessions,
   fileStorage,
   type GenerateOptions,
+  memoryStorage,
   type Session,
   type SessionEvent,
 } from "../../mod.ts";
@@ -186,7 +187,8 @@ describe("inProcessSubagents", () => {
       }
       return textResponse("plum");
     });
-    const harness = await scenarioHarness(model, { mode: "fork" });
+    const storage = memoryStorage();
+    const harness = await scenarioHarness(model, { mode: "fork", storage });
     const parent = await harness.createAgent({ id: "parent" });
     await parent.run("The codeword is plum.");
     await parent.run("Ask a fork for the codeword");
@@ -197,6 +199,29 @@ describe("inProcessSubagents", () => {
     const last = model.requests.filter((r) => r.sessionId === "parent").at(-1);
     assert.deepEqual(toolResultTexts(last), ["plum"]);
     await harness.dispose();
+
+    // The fork child's log: the parent's first turn as its seed, then its own turn; the pair replays strictly.
+    const logs = await Promise.all(["parent", "parent.call_f"].map(async (id) => {
+      const loaded = await storage.load(id);
+      assert.deepEqual(checkInvariants(loaded.events), [], id);
+      return {
+        id,
+        createdAt: loaded.header.createdAt,
+        parentSession: loaded.header.parentSession,
+        events: loaded.events,
+      };
+    }));
+    const childLog = await storage.load("parent.call_f");
+    const openTurnStart = logs[0].events.findIndex((e) => e.type === "turn/start" && e.data.turn === 2);
+    assert.equal(childLog.header.seedLength, openTurnStart);
+    assert.deepEqual(turnEnds(childLog.events), [{ kind: "completed" }, { kind: "completed" }]);
+    const replay = replayAdapter({ fixture: await loadFixture(logs), strict: true });
+    const replayed = await scenarioHarness(replay, { mode: "fork" });
+    const again = await replayed.createAgent({ id: "parent" });
+    await again.run("The codeword is plum.");
+    assert.equal((await again.run("Ask a fork for the codeword")).text, "Done.");
+    replay.assertConsumed();
+    await replayed.dispose();
   });
 
   it("an unknown subagent and a bad call become tool errors without breaking the turn", async () => {
