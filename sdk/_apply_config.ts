@@ -10,7 +10,8 @@ import type { LlmAdapter } from "./llm/mod.ts";
 import type { AdapterConfig, HarnessConfig } from "./config/harness_config.ts";
 import type { LoadedConfig } from "./config/resolve_config.ts";
 import { permissionFor } from "./config/permission_for.ts";
-import type { ToolDefinition, ToolEvents } from "./tools/mod.ts";
+import type { ToolDefinition, ToolEvents, ToolRuntime } from "./tools/mod.ts";
+import { isDefaultAsk } from "./tools/_default_decision.ts";
 import type { SessionStorage } from "./persistence/session_storage.ts";
 import { fileStorage } from "./persistence/file_storage.ts";
 import { memoryStorage } from "./persistence/memory_storage.ts";
@@ -87,8 +88,20 @@ export function installPermissions(ctx: HarnessContext, config: HarnessConfig): 
   if (config.permissions.length === 0) return;
   const typed = ctx as unknown as HarnessContext<ToolEvents, object>;
   typed.on("tools/pre-execute", async (exec, next) => {
-    const verdict = permissionFor(config.permissions, exec.name);
-    if (verdict === undefined || verdict.action === "allow") return await next();
+    const definition = (ctx.get("tools" as never) as ToolRuntime | undefined)?.get(exec.name, exec.scope);
+    let subject: string | undefined;
+    try {
+      subject = definition?.permissionSubject?.(exec.args);
+    } catch {
+      subject = undefined;
+    }
+    const verdict = permissionFor(config.permissions, exec.name, typeof subject === "string" ? subject : undefined);
+    if (verdict === undefined) return await next();
+    if (verdict.action === "allow") {
+      // An allowing rule overrides the tool's default ask, not another listener's decision.
+      const decision = await next();
+      return isDefaultAsk(decision) ? { kind: "allow" } : decision;
+    }
     if (verdict.action === "deny") {
       return { kind: "deny", reason: verdict.reason ?? `Tool "${exec.name}" is denied by configuration` };
     }

@@ -61,6 +61,52 @@ describe("createHarness({ config })", () => {
     await harness.dispose();
   });
 
+  it("asks for write tools by default; an allowing rule overrides that default but not a listener's decision", async () => {
+    const writer = (name: string) =>
+      defineTool({
+        name,
+        description: name,
+        parameters: z.object({ path: z.string() }),
+        output: { schema: z.string(), render: (_a, v) => v },
+        access: "write",
+        permissionSubject: (args) => args.path,
+        execute: ({ path }) => path,
+      });
+    const calls = [
+      { id: "c1", name: "w", arguments: '{"path":"src/a.ts"}' },
+      { id: "c2", name: "w", arguments: '{"path":"secret/b"}' },
+      { id: "c3", name: "v", arguments: '{"path":"src/c.ts"}' },
+    ];
+    const run = async (permissions: { tool: string; action: "allow" | "deny" | "ask" }[], vetoV: boolean) => {
+      const harness = await createHarness({
+        config: resolveConfig([{
+          name: "p",
+          value: {
+            model: { provider: "local", model: "m1" },
+            adapters: { deepseek: null, local: { kind: "scripted" } },
+            permissions,
+          },
+        }]),
+        adapterKinds: kinds([toolCallResponse(calls), textResponse("done")]),
+        tools: [writer("w"), writer("v")],
+        plugins: [(ctx) => {
+          ctx.on("tools/pre-execute", (exec, next) => vetoV && exec.name === "v" ? { kind: "ask" } : next());
+        }],
+        now: counterClock(),
+        newId: counterIds(),
+      });
+      const agent = await harness.createAgent();
+      await agent.run("go");
+      const codes = agent.session.events.flatMap((e) => e.type === "tool/result" ? [e.data.error?.code ?? "ok"] : []);
+      await harness.dispose();
+      return codes;
+    };
+    // No approver: every ask is denied.
+    assert.deepEqual(await run([], false), ["DENIED", "DENIED", "DENIED"]);
+    assert.deepEqual(await run([{ tool: "*(src/*)", action: "allow" }], false), ["ok", "DENIED", "ok"]);
+    assert.deepEqual(await run([{ tool: "*(src/*)", action: "allow" }], true), ["ok", "DENIED", "DENIED"]);
+  });
+
   it("takes file storage from configuration", async () => {
     const dir = await mkdtemp(join(tmpdir(), "dsh-config-"));
     try {

@@ -17,7 +17,7 @@ export type PermissionAction = "allow" | "deny" | "ask";
  * characters (`fs_*`, `*`). See {@linkcode permissionFor} for how rules combine.
  */
 export interface PermissionRule {
-  /** The tool name or pattern (`*` is the only wildcard). */
+  /** The tool name or pattern (`*` is the only wildcard), optionally with an argument pattern: `bash(git *)`. */
   readonly tool: string;
   /** What the rule decides. */
   readonly action: PermissionAction;

@@ -27,17 +27,29 @@ function patternOf(glob: string): RegExp {
   return pattern;
 }
 
+const WITH_ARGUMENT = /^([^()]*)\((.*)\)$/s;
+
+function matches(rule: PermissionRule, toolName: string, subject: string | undefined): boolean {
+  const split = WITH_ARGUMENT.exec(rule.tool);
+  if (split === null) return patternOf(rule.tool).test(toolName);
+  return subject !== undefined && patternOf(split[1]).test(toolName) && patternOf(split[2]).test(subject);
+}
+
 /**
- * Decide the permission of a tool from `rules`.
+ * Decide the permission of a tool call from `rules`.
  *
  * A rule matches when its `tool` pattern matches the whole tool name; `*`
  * matches any run of characters (including none) and every other character
- * matches itself, case-sensitively. **The last matching rule wins**, so put
- * broad rules first and exceptions after them. No matching rule gives
- * `undefined`: the caller applies its own default.
+ * matches itself, case-sensitively. A rule written `tool(pattern)`, such as
+ * `bash(git *)` or `write_file(src/*)`, also requires `pattern` to match the
+ * call's subject — the argument the tool names for permissions (the command,
+ * the path) — and never matches a call without one. **The last matching rule
+ * wins**, so put broad rules first and exceptions after them. No matching rule
+ * gives `undefined`: the caller applies its own default.
  *
  * @param rules The rules, in configuration order.
  * @param toolName The name of the tool being called.
+ * @param subject The call's permission subject (see `ToolDefinition.permissionSubject`), if any.
  * @returns The deciding rule's action and reason, or `undefined` when no rule matches.
  *
  * @example The last matching rule wins
@@ -55,11 +67,26 @@ function patternOf(glob: string): RegExp {
  * assert.deepEqual(permissionFor(rules, "rm"), { action: "deny", reason: "Deleting files is not allowed here" });
  * assert.equal(permissionFor(rules, "add"), undefined);
  * ```
+ *
+ * @example Argument patterns
+ * ```ts
+ * import { permissionFor } from "@dsh/harness/config";
+ * import assert from "node:assert/strict";
+ *
+ * const rules = [{ tool: "bash", action: "ask" as const }, { tool: "bash(git *)", action: "allow" as const }];
+ * assert.deepEqual(permissionFor(rules, "bash", "git status"), { action: "allow" });
+ * assert.deepEqual(permissionFor(rules, "bash", "rm -rf /"), { action: "ask" });
+ * assert.deepEqual(permissionFor(rules, "bash"), { action: "ask" });
+ * ```
  */
-export function permissionFor(rules: readonly PermissionRule[], toolName: string): PermissionVerdict | undefined {
+export function permissionFor(
+  rules: readonly PermissionRule[],
+  toolName: string,
+  subject?: string,
+): PermissionVerdict | undefined {
   for (let i = rules.length - 1; i >= 0; i--) {
     const rule = rules[i];
-    if (!patternOf(rule.tool).test(toolName)) continue;
+    if (!matches(rule, toolName, subject)) continue;
     return rule.reason === undefined ? { action: rule.action } : { action: rule.action, reason: rule.reason };
   }
   return undefined;

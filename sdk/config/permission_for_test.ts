@@ -39,4 +39,21 @@ describe("permissionFor()", () => {
   it("gives undefined when no rule matches", () => {
     assert.equal(permissionFor([], "add"), undefined);
   });
+
+  it("matches tool(pattern) rules against the call's subject only", () => {
+    const rules: PermissionRule[] = [
+      { tool: "bash", action: "ask" },
+      { tool: "bash(git *)", action: "allow" },
+      { tool: "bash(git push*)", action: "deny", reason: "no pushing" },
+      { tool: "*_file(secrets/*)", action: "deny" },
+    ];
+    assert.deepEqual(permissionFor(rules, "bash", "git status"), { action: "allow" });
+    assert.deepEqual(permissionFor(rules, "bash", "git push origin"), { action: "deny", reason: "no pushing" });
+    assert.deepEqual(permissionFor(rules, "bash", "ls"), { action: "ask" });
+    assert.deepEqual(permissionFor(rules, "bash"), { action: "ask" });
+    assert.deepEqual(permissionFor(rules, "write_file", "secrets/key"), { action: "deny" });
+    assert.equal(permissionFor(rules, "write_file", "src/a.ts"), undefined);
+    assert.equal(permissionFor(rules, "write_file"), undefined);
+    assert.equal(permissionFor(rules, "bashful", "git status"), undefined);
+  });
 });

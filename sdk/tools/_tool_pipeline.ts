@@ -22,6 +22,7 @@ import type { PostToolDecision, PreToolDecision, ToolDispatchExecution } from ".
 import type { ToolExecutionInput, ToolExecutionResult } from "./tool_execution_result.ts";
 import type { ServiceHost } from "../prompt/registration_owner.ts";
 import type { ToolGuard } from "./tool_runtime.ts";
+import { defaultDecision } from "./_default_decision.ts";
 
 /** What the pipeline needs from the runtime. */
 export interface PipelineDeps {
@@ -119,7 +120,7 @@ export async function executeToolCall(deps: PipelineDeps): Promise<ToolExecution
     decision = await runWaterfall(
       admittedListeners(host, exec.scope, "tools/pre-execute"),
       [exec],
-      () => Promise.resolve<PreToolDecision>({ kind: "allow" }),
+      () => Promise.resolve<PreToolDecision>(defaultDecision(definition)),
     );
   } catch (error) {
     return finish(failureFrom(error, "HOOK_FAILED"));

@@ -37,6 +37,9 @@ export function validateToolShape(definition: AnyToolDefinition): void {
   ) {
     fail("timeoutMs must be a positive finite number");
   }
+  if (definition.access !== undefined && definition.access !== "read" && definition.access !== "write") {
+    fail('access must be "read" or "write"');
+  }
   compileSchema(definition.parameters, "parameters");
   compileSchema(definition.output.schema, "output");
 }

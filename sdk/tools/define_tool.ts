@@ -11,6 +11,7 @@ import { validateToolShape } from "./_validate_definition.ts";
 import { ToolArgsError } from "./tool_errors.ts";
 import type {
   JsonSchema,
+  ToolAccess,
   ToolCallView,
   ToolContentInput,
   ToolDefinition,
@@ -52,6 +53,10 @@ export interface DefineToolOptions<P extends ToolSchemaInput, O extends ToolSche
   readonly timeoutMs?: number;
   /** Whether a call may overlap its siblings; only `true` counts, invalid arguments are exclusive. */
   isConcurrencySafe?(args: InferToolArgs<P>): boolean;
+  /** `read` runs by default, `write` asks for approval by default. @default {undefined (runs)} */
+  readonly access?: ToolAccess;
+  /** The argument a permission rule's `tool(pattern)` matches; not called for invalid arguments. */
+  permissionSubject?(args: InferToolArgs<P>): string | undefined;
   /** How a UI may show the pending call; not called for invalid arguments. */
   presentCall?(args: InferToolArgs<P>): ToolCallView | undefined;
   /** How a UI may show the completed call; not called for invalid arguments. */
@@ -164,6 +169,15 @@ export function defineTool<P extends ToolSchemaInput, O extends ToolSchemaInput>
         isConcurrencySafe: (args: A) => {
           const result = parsed(args);
           return result.ok ? source.isConcurrencySafe!(result.value as A) === true : false;
+        },
+      }
+      : {}),
+    ...(source.access !== undefined ? { access: source.access } : {}),
+    ...(source.permissionSubject
+      ? {
+        permissionSubject: (args: A) => {
+          const result = parsed(args);
+          return result.ok ? source.permissionSubject!(result.value as A) : undefined;
         },
       }
       : {}),

@@ -9,6 +9,7 @@
 export {
   type AnyToolDefinition,
   type JsonSchema,
+  type ToolAccess,
   type ToolCallView,
   type ToolContentInput,
   type ToolDefinition,

@@ -11,6 +11,9 @@ import type { ScopeInfo } from "../kernel/harness_context.ts";
 /** A raw JSON Schema object (draft 2020-12). */
 export type JsonSchema = Readonly<Record<string, unknown>>;
 
+/** Whether a tool only reads or also changes the world (files, processes, remote state). */
+export type ToolAccess = "read" | "write";
+
 /** A content block a tool result may carry. */
 export type ToolResultContent = TextBlock | ImageBlock;
 
@@ -164,6 +167,18 @@ export interface ToolDefinition<A = unknown, V = unknown> extends ToolSchema {
   readonly timeoutMs?: number;
   /** Whether a call may overlap its siblings; only an exact `true` counts. Never sent to the model. */
   isConcurrencySafe?(args: A): boolean;
+  /**
+   * What the tool does to the world, for permissions: a `write` call asks
+   * for approval unless a `tools/pre-execute` listener or a permission rule
+   * decides otherwise; `read` (and no declaration) runs. Never sent to the model.
+   */
+  readonly access?: ToolAccess;
+  /**
+   * The argument a permission rule's pattern is matched against, as in
+   * `bash(git *)` or `write_file(src/*)`: the command, the path, the URL.
+   * Never sent to the model.
+   */
+  permissionSubject?(args: A): string | undefined;
   /** How a UI may show the pending call. */
   presentCall?(args: A): ToolCallView | undefined;
   /** How a UI may show the completed call. */

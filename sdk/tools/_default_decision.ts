@@ -1,0 +1,23 @@
+// Internal: the decision `tools/pre-execute` ends with when no listener decides.
+// A `write` tool asks; everything else runs. The ask is one frozen object, so a
+// permission rule that allows the call can tell "nobody decided" (this object,
+// passed through unchanged) from a listener's own ask.
+
+import type { AnyToolDefinition } from "./tool_definition.ts";
+import type { PreToolDecision } from "./tool_events.ts";
+
+const ALLOW: PreToolDecision = Object.freeze({ kind: "allow" });
+const DEFAULT_ASK: PreToolDecision = Object.freeze({
+  kind: "ask",
+  reason: "the tool changes files or runs commands, which asks for approval by default",
+});
+
+/** The decision for a call no listener decided. */
+export function defaultDecision(definition: AnyToolDefinition): PreToolDecision {
+  return definition.access === "write" ? DEFAULT_ASK : ALLOW;
+}
+
+/** Whether `decision` is the default ask, untouched by any listener. */
+export function isDefaultAsk(decision: PreToolDecision): boolean {
+  return decision === DEFAULT_ASK;
+}
