@@ -1,45 +1,88 @@
 /**
  * `capabilitiesPlugin`: provides the capability services on the harness
- * context (`ctx.subprocess`, …).
+ * context (`ctx.fs`, `ctx.subprocess`, `ctx.shell`) and registers the tools
+ * built on them.
  *
  * @module
  */
 
-import type { KernelEvents, PluginObject } from "../kernel/harness_context.ts";
+import type { HarnessContext, KernelEvents, PluginObject } from "../kernel/harness_context.ts";
+import type { ToolServices } from "../tools/tool_runtime_plugin.ts";
+import type { FsService } from "./fs/fs_service.ts";
+import { fsTools, type FsToolsOptions } from "./fs/fs_tools.ts";
+import type { ShellService } from "./shell/shell_service.ts";
+import { bashTool, type BashToolOptions } from "./shell/bash_tool.ts";
 import type { SubprocessService } from "./subprocess/subprocess_service.ts";
 
 /** The capability services, readable as `ctx.<name>` once provided. */
 export interface CapabilityServices {
+  /** Files, confined to a root. */
+  fs: FsService;
   /** Runs programs. */
   subprocess: SubprocessService;
+  /** Runs command lines with a per-session working directory. */
+  shell: ShellService;
 }
 
 /** Options of {@linkcode capabilitiesPlugin}: the providers to install; absent ones are left out. */
 export interface CapabilitiesOptions {
+  /** The provider of `ctx.fs`, e.g. `localFs({ root })`; brings the file tools. */
+  readonly fs?: FsService;
   /** The provider of `ctx.subprocess`, e.g. `localSubprocess()`. */
   readonly subprocess?: SubprocessService;
+  /** The provider of `ctx.shell`, e.g. `bashShell({ subprocess: () => ctx.service("subprocess"), cwd })`; brings `bash`. */
+  readonly shell?: ShellService;
+  /**
+   * Register the tools of the provided seams on `ctx.tools`.
+   *
+   * @default {true}
+   */
+  readonly tools?: boolean;
+  /** Options of the file tools. */
+  readonly fsTools?: FsToolsOptions;
+  /** Options of the `bash` tool. */
+  readonly bashTool?: BashToolOptions;
 }
+
+type Services = CapabilityServices & Partial<ToolServices>;
 
 /**
  * Provides each given capability service under its name for as long as the
- * plugin lives. Swapping a provider (say, a remote sandbox for
- * `localSubprocess()`) moves everything built on the seam with it.
+ * plugin lives, and registers the tools built on it (`read_file`,
+ * `write_file`, `edit_file`, `list_dir`, `glob`, `grep` for `fs`; `bash` for
+ * `shell`). The tools read the service from the context at every call, so a
+ * provider swapped later (say, a remote sandbox for the local one) moves them
+ * too. Every call goes through the tool pipeline: reads are allowed and run
+ * in parallel; writes and `bash` ask for approval by default and run alone.
  *
- * @example Providing `ctx.subprocess`
+ * @example Providing `ctx.subprocess` and `ctx.fs`
  * ```ts
  * import { createHarness } from "@dsh/harness";
- * import { capabilitiesPlugin, localSubprocess } from "@dsh/harness/tools";
+ * import { capabilitiesPlugin, localSubprocess, memoryFs } from "@dsh/harness/tools";
  * import assert from "node:assert/strict";
  *
- * const harness = await createHarness({ plugins: [[capabilitiesPlugin, { subprocess: localSubprocess() }]] });
+ * const harness = await createHarness({
+ *   plugins: [[capabilitiesPlugin, { subprocess: localSubprocess(), fs: memoryFs() }]],
+ * });
  * const result = await harness.ctx.subprocess!.run(["echo", "hi"]);
  * assert.equal(result.stdout, "hi\n");
+ * assert.ok(harness.ctx.tools!.schemas().some((tool) => tool.name === "read_file"));
  * await harness.dispose();
  * ```
  */
-export const capabilitiesPlugin: PluginObject<CapabilitiesOptions, KernelEvents, CapabilityServices> = {
+export const capabilitiesPlugin: PluginObject<CapabilitiesOptions, KernelEvents, Services> = {
   name: "capabilities",
-  apply(ctx, options) {
-    if (options?.subprocess !== undefined) ctx.provide("subprocess", options.subprocess);
+  apply(ctx, options = {}) {
+    if (options.subprocess !== undefined) ctx.provide("subprocess", options.subprocess);
+    if (options.fs !== undefined) ctx.provide("fs", options.fs);
+    if (options.shell !== undefined) ctx.provide("shell", options.shell);
+    if (options.tools === false) return;
+    const tools = ctx.get("tools");
+    if (tools === undefined) return;
+    const typed = ctx as HarnessContext<KernelEvents, Services>;
+    if (options.fs !== undefined) {
+      for (const tool of fsTools(() => typed.service("fs"), options.fsTools)) tools.register(tool, ctx);
+    }
+    if (options.shell !== undefined) tools.register(bashTool(() => typed.service("shell"), options.bashTool), ctx);
   },
 };

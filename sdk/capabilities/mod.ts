@@ -2,7 +2,12 @@
  * `@dsh/harness/tools`: capability seams — each a service definition on the
  * harness context, providers, and the model-facing tools built on it.
  *
- * - `ctx.subprocess`: {@linkcode SubprocessService}, provider {@linkcode localSubprocess}.
+ * - `ctx.fs`: {@linkcode FsService}; providers {@linkcode localFs} and {@linkcode memoryFs};
+ *   tools {@linkcode fsTools} (`read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep`).
+ * - `ctx.subprocess`: {@linkcode SubprocessService}; provider {@linkcode localSubprocess}.
+ * - `ctx.shell`: {@linkcode ShellService}; provider {@linkcode bashShell}; tool {@linkcode bashTool}.
+ *
+ * {@linkcode capabilitiesPlugin} provides the services and registers the tools.
  *
  * @example Running a program through the seam
  * ```ts
@@ -17,4 +22,7 @@
  */
 
 export * from "./subprocess/mod.ts";
+export * from "./fs/mod.ts";
+export * from "./shell/mod.ts";
 export { type CapabilitiesOptions, capabilitiesPlugin, type CapabilityServices } from "./capabilities_plugin.ts";
+export type { ServiceSource } from "./service_source.ts";

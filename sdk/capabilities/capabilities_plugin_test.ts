@@ -1,0 +1,120 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createHarness } from "../harness.ts";
+import { programmaticApprover } from "../tools/mod.ts";
+import { resolveConfig } from "../config/mod.ts";
+import { scriptedAdapter, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
+import { counterClock, counterIds } from "../agent/_test_support.ts";
+import { capabilitiesPlugin } from "./capabilities_plugin.ts";
+import { memoryFs } from "./fs/memory_fs.ts";
+import { localSubprocess } from "./subprocess/local_subprocess.ts";
+import { bashShell } from "./shell/bash_shell.ts";
+import type { SessionEvent } from "../session/mod.ts";
+
+const resultsOf = (events: readonly SessionEvent[]) =>
+  events.flatMap((e) => {
+    if (e.type !== "tool/result") return [];
+    const block = e.data.message.content[0];
+    const text = block.type === "tool-result" && block.content[0]?.type === "text" ? block.content[0].text : "";
+    return [{ code: e.data.error?.code ?? "ok", text }];
+  });
+
+const calls = [
+  { id: "c1", name: "read_file", arguments: '{"path":"a.txt"}' },
+  { id: "c2", name: "write_file", arguments: '{"path":"b.txt","content":"new"}' },
+  { id: "c3", name: "bash", arguments: '{"command":"echo hi"}' },
+  { id: "c4", name: "bash", arguments: '{"command":"git --version >/dev/null; echo git"}' },
+];
+
+async function run(options: { approve?: boolean; permissions?: { tool: string; action: "allow" | "deny" | "ask" }[] }) {
+  const fs = memoryFs({ files: { "a.txt": "alpha\n" } });
+  const model = scriptedAdapter([toolCallResponse(calls), textResponse("done")], { provider: "local" });
+  const harness = await createHarness({
+    adapters: [model],
+    model: { provider: "local", model: "scripted-model" },
+    ...(options.permissions
+      ? {
+        config: resolveConfig([{
+          name: "p",
+          value: {
+            model: { provider: "local", model: "scripted-model" },
+            adapters: { deepseek: null },
+            permissions: options.permissions,
+          },
+        }]),
+      }
+      : {}),
+    plugins: [[capabilitiesPlugin, {
+      fs,
+      subprocess: localSubprocess(),
+      shell: bashShell({ subprocess: localSubprocess(), cwd: "/" }),
+    }]],
+    now: counterClock(),
+    newId: counterIds(),
+  });
+  if (options.approve) harness.ctx.service("approvals").register(programmaticApprover(() => true));
+  const agent = await harness.createAgent();
+  await agent.run("go");
+  const events = agent.session.events;
+  const b = await fs.stat("b.txt").then(() => true, () => false);
+  await harness.dispose();
+  return { results: resultsOf(events), events, wroteB: b };
+}
+
+describe("capabilitiesPlugin", () => {
+  it("provides the services and registers the tools, with their access and scheduling", async () => {
+    const fs = memoryFs();
+    const harness = await createHarness({
+      plugins: [[capabilitiesPlugin, { fs, shell: bashShell({ subprocess: localSubprocess(), cwd: "/" }) }]],
+    });
+    assert.equal(harness.ctx.fs, fs);
+    const tools = harness.ctx.service("tools");
+    const names = tools.schemas().map((t) => t.name);
+    assert.deepEqual([...names].sort(), ["bash", "edit_file", "glob", "grep", "list_dir", "read_file", "write_file"]);
+    const access = Object.fromEntries(names.map((n) => [n, tools.get(n)!.access]));
+    assert.deepEqual(access, {
+      read_file: "read",
+      write_file: "write",
+      edit_file: "write",
+      list_dir: "read",
+      glob: "read",
+      grep: "read",
+      bash: "write",
+    });
+    const safe = (n: string, args: object) => tools.get(n)!.isConcurrencySafe?.(args) === true;
+    assert.equal(safe("read_file", { path: "a" }), true);
+    assert.equal(safe("grep", { pattern: "a" }), true);
+    assert.equal(safe("write_file", { path: "a", content: "" }), false);
+    assert.equal(safe("bash", { command: "ls" }), false);
+    await harness.dispose();
+    assert.equal(harness.ctx.fs, undefined);
+  });
+
+  it("allows reads and asks for writes and shell by default; every call lands in the log", async () => {
+    const denied = await run({});
+    assert.deepEqual(denied.results.map((r) => r.code), ["ok", "DENIED", "DENIED", "DENIED"]);
+    assert.equal(denied.results[0].text, "     1\talpha");
+    assert.equal(denied.wroteB, false);
+    assert.equal(denied.events.filter((e) => e.type === "tool/call").length, 4);
+
+    const approved = await run({ approve: true });
+    assert.deepEqual(approved.results.map((r) => r.text), [
+      "     1\talpha",
+      "Wrote 3 bytes to b.txt",
+      "hi",
+      "git",
+    ]);
+    assert.equal(approved.wroteB, true);
+  });
+
+  it("lets configured rules decide per tool and per argument pattern", async () => {
+    const r = await run({
+      permissions: [
+        { tool: "bash(echo *)", action: "allow" },
+        { tool: "read_file", action: "deny" },
+      ],
+    });
+    assert.deepEqual(r.results.map((x) => x.code), ["DENIED", "DENIED", "ok", "DENIED"]);
+    assert.equal(r.results[2].text, "hi");
+  });
+});

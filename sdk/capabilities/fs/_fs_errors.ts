@@ -1,0 +1,117 @@
+// Internal: the coded errors of the file-system seam and shared path helpers.
+
+import { HarnessError } from "../../kernel/harness_error.ts";
+
+/** A coded file-system error naming the path. */
+export function fsError(code: string, message: string, path: string, cause?: unknown): HarnessError {
+  return new HarnessError(code, message, { details: { path }, ...(cause !== undefined ? { cause } : {}) });
+}
+
+export const outside = (path: string): HarnessError =>
+  fsError("PATH_OUTSIDE_ROOT", `Path "${path}" is outside the root`, path);
+export const notFound = (path: string, cause?: unknown): HarnessError =>
+  fsError("FILE_NOT_FOUND", `No file or directory at "${path}"`, path, cause);
+export const notDirectory = (path: string): HarnessError =>
+  fsError("NOT_A_DIRECTORY", `Path "${path}" is not a directory`, path);
+export const isDirectory = (path: string): HarnessError =>
+  fsError("IS_A_DIRECTORY", `Path "${path}" is a directory`, path);
+export const notRegular = (path: string): HarnessError =>
+  fsError("NOT_A_REGULAR_FILE", `Path "${path}" is not a regular file`, path);
+
+/**
+ * Split a path into its normal segments relative to the root, or throw
+ * `INVALID_PATH` / `PATH_OUTSIDE_ROOT`. `rootAbs` is the root's absolute
+ * path, for absolute inputs (`/` for a virtual file system).
+ */
+export function segmentsOf(path: string, rootAbs: string): string[] {
+  if (typeof path !== "string" || path === "") throw fsError("INVALID_PATH", "The path is empty", String(path));
+  if (path.includes("\0")) throw fsError("INVALID_PATH", "The path contains a NUL byte", path);
+  let rest = path.replaceAll("\\", "/");
+  if (rest.startsWith("/")) {
+    const root = rootAbs.replace(/\/+$/, "");
+    if (root !== "" && rest !== root && !rest.startsWith(root + "/")) throw outside(path);
+    rest = rest.slice(root.length);
+  }
+  const out: string[] = [];
+  for (const part of rest.split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") {
+      if (out.length === 0) throw outside(path);
+      out.pop();
+    } else out.push(part);
+  }
+  return out;
+}
+
+/** Split text into lines as the seam counts them. */
+export function selectLines(text: string, startLine = 1, lineCount?: number): {
+  text: string;
+  startLine: number;
+  endLine: number;
+  totalLines: number;
+} {
+  if (!Number.isInteger(startLine) || startLine < 1) {
+    throw new HarnessError("INVALID_ARGS", "startLine must be an integer of at least 1");
+  }
+  if (lineCount !== undefined && (!Number.isInteger(lineCount) || lineCount < 0)) {
+    throw new HarnessError("INVALID_ARGS", "lineCount must be a non-negative integer");
+  }
+  const lines = text === "" ? [] : text.split("\n");
+  const endsWithNewline = text.endsWith("\n");
+  if (endsWithNewline) lines.pop();
+  const total = lines.length;
+  const from = Math.min(startLine, total + 1);
+  const to = lineCount === undefined ? total : Math.min(total, from - 1 + lineCount);
+  const picked = lines.slice(from - 1, to);
+  const newline = picked.length > 0 && (to < total || endsWithNewline) ? "\n" : "";
+  return { text: picked.join("\n") + newline, startLine: from, endLine: to, totalLines: total };
+}
+
+/** Apply an exact replacement, or throw `EDIT_NO_MATCH` / `EDIT_NOT_UNIQUE`. */
+export function replaceExact(
+  path: string,
+  text: string,
+  oldText: string,
+  newText: string,
+  replaceAll: boolean,
+): { text: string; count: number } {
+  if (typeof oldText !== "string" || oldText === "") {
+    throw new HarnessError("INVALID_ARGS", "The text to replace must be a non-empty string");
+  }
+  const count = text.split(oldText).length - 1;
+  if (count === 0) throw fsError("EDIT_NO_MATCH", `The text to replace does not occur in "${path}"`, path);
+  if (count > 1 && !replaceAll) {
+    throw new HarnessError(
+      "EDIT_NOT_UNIQUE",
+      `The text to replace occurs ${count} times in "${path}"; give more context or replace all`,
+      { details: { path, occurrences: count } },
+    );
+  }
+  return { text: replaceAll ? text.split(oldText).join(newText) : text.replace(oldText, () => newText), count };
+}
+
+const BY_ERRNO: Readonly<Record<string, [string, string]>> = {
+  ENOENT: ["FILE_NOT_FOUND", "No file or directory at"],
+  ENOTDIR: ["NOT_A_DIRECTORY", "A component is not a directory in"],
+  EISDIR: ["IS_A_DIRECTORY", "Is a directory:"],
+  ELOOP: ["PATH_OUTSIDE_ROOT", "Too many symbolic links, or a link where none may be, in"],
+  EEXIST: ["FILE_EXISTS", "Something already exists at"],
+  ENOTEMPTY: ["DIRECTORY_NOT_EMPTY", "Directory is not empty:"],
+  EACCES: ["PERMISSION_DENIED", "Permission denied for"],
+  EPERM: ["PERMISSION_DENIED", "Operation not permitted on"],
+  ENXIO: ["NOT_A_REGULAR_FILE", "Not a regular file:"],
+};
+
+/** A coded error for any failure of an operation on `path`: harness errors pass, errno errors map. */
+export function toFsError(error: unknown, path: string): HarnessError {
+  if (HarnessError.isInstance(error)) return error;
+  const errno = (error as { code?: unknown } | null)?.code;
+  const known = typeof errno === "string" ? BY_ERRNO[errno] : undefined;
+  if (known) return fsError(known[0], `${known[1]} "${path}"`, path, error);
+  return fsError(
+    "FS_ERROR",
+    `File operation on "${path}" failed: ${(error as Error)?.message ?? String(error)}`,
+    path,
+    error,
+  );
+}

@@ -1,0 +1,153 @@
+// The FsService contract, as one suite every provider runs.
+
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { HarnessError } from "../../kernel/harness_error.ts";
+import type { FsService } from "./fs_service.ts";
+
+export interface FsTarget {
+  readonly name: string;
+  /** A fresh, empty file system; `after` cleans up. */
+  make(): Promise<{ fs: FsService; after(): Promise<void> }>;
+}
+
+const code = (c: string) => (error: unknown) => {
+  if (HarnessError.isInstance(error, c)) return true;
+  throw new Error(`expected ${c}, got ${(error as { code?: string })?.code}: ${(error as Error)?.message}`);
+};
+
+export function fsContract(target: FsTarget): void {
+  const withFs = (fn: (fs: FsService) => Promise<void>) => async () => {
+    const { fs, after } = await target.make();
+    try {
+      await fn(fs);
+    } finally {
+      await after();
+    }
+  };
+
+  describe(`${target.name} (fs contract)`, () => {
+    it(
+      "writes and reads bytes and text, creating parents",
+      withFs(async (fs) => {
+        await fs.writeFile("a/b/c.txt", "hello\n");
+        assert.deepEqual(await fs.readText("a/b/c.txt"), { text: "hello\n", startLine: 1, endLine: 1, totalLines: 1 });
+        await fs.writeFile("bin", new Uint8Array([0, 255, 1]));
+        assert.deepEqual([...await fs.readBytes("bin")], [0, 255, 1]);
+        await fs.writeFile("a/b/c.txt", "replaced");
+        assert.equal((await fs.readText("./a//b/../b/c.txt")).text, "replaced");
+        await assert.rejects(fs.writeFile("x/y.txt", "no", { createParents: false }), code("FILE_NOT_FOUND"));
+      }),
+    );
+
+    it(
+      "reads line ranges",
+      withFs(async (fs) => {
+        await fs.writeFile("l.txt", "1\n2\n3\n4\n5\n");
+        assert.deepEqual(await fs.readText("l.txt", { startLine: 2, lineCount: 2 }), {
+          text: "2\n3\n",
+          startLine: 2,
+          endLine: 3,
+          totalLines: 5,
+        });
+        assert.deepEqual(await fs.readText("l.txt", { startLine: 5 }), {
+          text: "5\n",
+          startLine: 5,
+          endLine: 5,
+          totalLines: 5,
+        });
+        assert.deepEqual(await fs.readText("l.txt", { startLine: 9 }), {
+          text: "",
+          startLine: 6,
+          endLine: 5,
+          totalLines: 5,
+        });
+        await fs.writeFile("n.txt", "a\nb");
+        assert.deepEqual(await fs.readText("n.txt", { startLine: 1, lineCount: 1 }), {
+          text: "a\n",
+          startLine: 1,
+          endLine: 1,
+          totalLines: 2,
+        });
+        assert.equal((await fs.readText("n.txt", { startLine: 2 })).text, "b");
+        await fs.writeFile("e.txt", "");
+        assert.deepEqual(await fs.readText("e.txt"), { text: "", startLine: 1, endLine: 0, totalLines: 0 });
+        await assert.rejects(fs.readText("l.txt", { startLine: 0 }), code("INVALID_ARGS"));
+      }),
+    );
+
+    it(
+      "edits by exact unique replacement",
+      withFs(async (fs) => {
+        await fs.writeFile("e.ts", "const a = 1;\nconst b = 1;\n");
+        assert.equal(await fs.edit("e.ts", "a = 1", "a = 2"), 1);
+        assert.equal((await fs.readText("e.ts")).text, "const a = 2;\nconst b = 1;\n");
+        await assert.rejects(fs.edit("e.ts", "nowhere", "x"), code("EDIT_NO_MATCH"));
+        await assert.rejects(fs.edit("e.ts", "const", "let"), code("EDIT_NOT_UNIQUE"));
+        assert.equal((await fs.readText("e.ts")).text, "const a = 2;\nconst b = 1;\n");
+        assert.equal(await fs.edit("e.ts", "const", "let", { replaceAll: true }), 2);
+        assert.equal(await fs.edit("e.ts", "b = 1", "b = $&$1"), 1);
+        assert.equal((await fs.readText("e.ts")).text, "let a = 2;\nlet b = $&$1;\n");
+        await assert.rejects(fs.edit("e.ts", "", "x"), code("INVALID_ARGS"));
+        await assert.rejects(fs.edit("missing.ts", "a", "b"), code("FILE_NOT_FOUND"));
+      }),
+    );
+
+    it(
+      "lists, stats, makes and removes directories",
+      withFs(async (fs) => {
+        await fs.mkdir("d");
+        await fs.writeFile("d/z.txt", "zz");
+        await fs.mkdir("d/a/b", { recursive: true });
+        await fs.mkdir("d/a/b", { recursive: true });
+        await assert.rejects(fs.mkdir("d"), code("FILE_EXISTS"));
+        await assert.rejects(fs.mkdir("q/r"), code("FILE_NOT_FOUND"));
+        assert.deepEqual(await fs.list("d"), [{ name: "a", kind: "directory" }, { name: "z.txt", kind: "file" }]);
+        const file = await fs.stat("d/z.txt");
+        assert.equal(file.kind, "file");
+        assert.equal(file.size, 2);
+        assert.equal(typeof file.mtimeMs, "number");
+        assert.equal((await fs.stat("d")).kind, "directory");
+        assert.equal((await fs.stat(".")).kind, "directory");
+        await assert.rejects(fs.stat("nope"), code("FILE_NOT_FOUND"));
+        await assert.rejects(fs.list("d/z.txt"), code("NOT_A_DIRECTORY"));
+        await assert.rejects(fs.readText("d"), code("IS_A_DIRECTORY"));
+        await assert.rejects(fs.writeFile("d", "x"), code("IS_A_DIRECTORY"));
+        await assert.rejects(fs.remove("d"), code("DIRECTORY_NOT_EMPTY"));
+        await fs.remove("d/z.txt");
+        await assert.rejects(fs.remove("d/z.txt"), code("FILE_NOT_FOUND"));
+        await fs.remove("d", { recursive: true });
+        assert.deepEqual(await fs.list("."), []);
+        await assert.rejects(fs.remove("."), code("INVALID_PATH"));
+      }),
+    );
+
+    it(
+      "globs files relative to the root, sorted",
+      withFs(async (fs) => {
+        for (const p of ["src/a.ts", "src/b.js", "src/lib/c.ts", "src/lib/deep/d.ts", "README.md", "test/a_test.ts"]) {
+          await fs.writeFile(p, p);
+        }
+        assert.deepEqual(await fs.glob("**/*.ts"), ["src/a.ts", "src/lib/c.ts", "src/lib/deep/d.ts", "test/a_test.ts"]);
+        assert.deepEqual(await fs.glob("src/*.{ts,js}"), ["src/a.ts", "src/b.js"]);
+        assert.deepEqual(await fs.glob("*.md"), ["README.md"]);
+        assert.deepEqual(await fs.glob("src/**"), ["src/a.ts", "src/b.js", "src/lib/c.ts", "src/lib/deep/d.ts"]);
+        assert.deepEqual(await fs.glob("?rc/[ab].ts"), ["src/a.ts"]);
+        assert.deepEqual(await fs.glob("*.ts", { cwd: "src/lib" }), ["src/lib/c.ts"]);
+        assert.deepEqual(await fs.glob("**/*.ts", { limit: 2 }), ["src/a.ts", "src/lib/c.ts"]);
+      }),
+    );
+
+    it(
+      "refuses paths that leave the root or are malformed",
+      withFs(async (fs) => {
+        await assert.rejects(fs.readText("../x"), code("PATH_OUTSIDE_ROOT"));
+        await assert.rejects(fs.writeFile("a/../../x", "no"), code("PATH_OUTSIDE_ROOT"));
+        await assert.rejects(fs.list(".."), code("PATH_OUTSIDE_ROOT"));
+        await assert.rejects(fs.readText(""), code("INVALID_PATH"));
+        await assert.rejects(fs.readText("a\0b"), code("INVALID_PATH"));
+        await assert.rejects(fs.glob("*", { cwd: "../.." }), code("PATH_OUTSIDE_ROOT"));
+      }),
+    );
+  });
+}

@@ -1,0 +1,253 @@
+/**
+ * The file tools: `read_file`, `write_file`, `edit_file`, `list_dir`, `glob`
+ * and `grep`, each a thin model-facing consumer of `ctx.fs`.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { HarnessError } from "../../kernel/harness_error.ts";
+import { defineTool } from "../../tools/define_tool.ts";
+import type { AnyToolDefinition } from "../../tools/tool_definition.ts";
+import { capText, serviceOf, type ServiceSource } from "../_cap_text.ts";
+import type { FsService } from "./fs_service.ts";
+
+/** Options of {@linkcode fsTools}. */
+export interface FsToolsOptions {
+  /**
+   * The most characters of one tool result the model sees; the rest is cut with a note.
+   *
+   * @default {30000}
+   */
+  readonly maxOutputChars?: number;
+  /** The most lines `read_file` returns when the model names no limit. @default {2000} */
+  readonly defaultReadLines?: number;
+  /** The longest line `read_file` and `grep` show before cutting it. @default {2000} */
+  readonly maxLineChars?: number;
+}
+
+const cutLine = (line: string, max: number): string => (line.length > max ? `${line.slice(0, max)}… [line cut]` : line);
+
+/**
+ * The six file tools over a file system. Reads (`read_file`, `list_dir`,
+ * `glob`, `grep`) declare `access: "read"` and may run in parallel; writes
+ * (`write_file`, `edit_file`) declare `access: "write"`, run alone and ask
+ * for approval by default. Each names its path as the permission subject, so
+ * a rule such as `{ tool: "write_file(src/*)", action: "allow" }` applies.
+ *
+ * @param fs The file system, or a function returning it at call time.
+ * @param options Output caps.
+ * @returns The tool definitions, to register on `ctx.tools`.
+ *
+ * @example Reading a file with line numbers
+ * ```ts
+ * import { fsTools, memoryFs } from "@dsh/harness/tools";
+ * import assert from "node:assert/strict";
+ *
+ * const [readFile] = fsTools(memoryFs({ files: { "a.txt": "one\ntwo\n" } }));
+ * const controller = new AbortController();
+ * const value = await readFile.execute({ path: "a.txt" }, { signal: controller.signal } as never);
+ * assert.equal(readFile.output.render({ path: "a.txt" }, value), "     1\tone\n     2\ttwo");
+ * ```
+ */
+export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = {}): AnyToolDefinition[] {
+  const maxChars = options.maxOutputChars ?? 30_000;
+  const defaultLines = options.defaultReadLines ?? 2000;
+  const maxLine = options.maxLineChars ?? 2000;
+  const path = z.string().min(1).describe("A path relative to the project root");
+
+  const readFile = defineTool({
+    name: "read_file",
+    description:
+      `Read a text file. Lines come numbered ("    12\\tcode"). At most ${defaultLines} lines are returned ` +
+      "unless you pass limit; use offset (1-based line) and limit to read a part of a long file.",
+    parameters: z.object({
+      path,
+      offset: z.number().int().min(1).optional().describe("The first line to read, counting from 1"),
+      limit: z.number().int().min(1).optional().describe("How many lines to read"),
+    }),
+    output: {
+      schema: z.object({
+        path: z.string(),
+        text: z.string(),
+        startLine: z.number(),
+        endLine: z.number(),
+        totalLines: z.number(),
+        binary: z.boolean(),
+      }),
+      render: (args, v) => {
+        if (v.binary) return `(${v.path} is a binary file; it is not shown)`;
+        if (v.totalLines === 0) return `(${v.path} is empty)`;
+        if (v.endLine < v.startLine) {
+          return `(${v.path} has ${v.totalLines} lines; nothing at line ${args.offset ?? v.startLine})`;
+        }
+        const lines = v.text.replace(/\n$/, "").split("\n");
+        const body = lines.map((line, i) => `${String(v.startLine + i).padStart(6)}\t${cutLine(line, maxLine)}`)
+          .join("\n");
+        const more = v.endLine < v.totalLines
+          ? `\n[showing lines ${v.startLine}-${v.endLine} of ${v.totalLines}; read on with offset ${v.endLine + 1}]`
+          : "";
+        return capText(body, maxChars) + more;
+      },
+    },
+    access: "read",
+    isConcurrencySafe: () => true,
+    permissionSubject: (args) => args.path,
+    presentCall: (args) => ({ card: "file", title: `Read ${args.path}`, path: args.path }),
+    execute: async (args) => {
+      const read = await serviceOf(fs).readText(args.path, {
+        startLine: args.offset ?? 1,
+        lineCount: args.limit ?? defaultLines,
+      });
+      return { path: args.path, ...read, binary: read.text.includes("\u0000") };
+    },
+  });
+
+  const writeFile = defineTool({
+    name: "write_file",
+    description: "Create or overwrite a file with the given content; missing parent directories are created.",
+    parameters: z.object({ path, content: z.string().describe("The whole new content of the file") }),
+    output: {
+      schema: z.object({ path: z.string(), bytes: z.number() }),
+      render: (_args, v) => `Wrote ${v.bytes} bytes to ${v.path}`,
+    },
+    access: "write",
+    permissionSubject: (args) => args.path,
+    presentCall: (args) => ({ card: "file", title: `Write ${args.path}`, path: args.path }),
+    execute: async (args) => {
+      await serviceOf(fs).writeFile(args.path, args.content);
+      return { path: args.path, bytes: new TextEncoder().encode(args.content).length };
+    },
+  });
+
+  const editFile = defineTool({
+    name: "edit_file",
+    description: "Replace an exact piece of text in a file. old_string must occur exactly once (include enough " +
+      "surrounding lines to make it unique) unless replace_all is true. Read the file first.",
+    parameters: z.object({
+      path,
+      old_string: z.string().min(1).describe("The exact text to replace"),
+      new_string: z.string().describe("The replacement"),
+      replace_all: z.boolean().optional().describe("Replace every occurrence"),
+    }),
+    output: {
+      schema: z.object({ path: z.string(), replacements: z.number() }),
+      render: (_args, v) => `Edited ${v.path}: ${v.replacements} replacement${v.replacements === 1 ? "" : "s"}`,
+    },
+    access: "write",
+    permissionSubject: (args) => args.path,
+    presentCall: (args) => ({ card: "diff", title: `Edit ${args.path}`, path: args.path }),
+    execute: async (args) => {
+      const replacements = await serviceOf(fs).edit(args.path, args.old_string, args.new_string, {
+        replaceAll: args.replace_all ?? false,
+      });
+      return { path: args.path, replacements };
+    },
+  });
+
+  const listDir = defineTool({
+    name: "list_dir",
+    description: "List a directory: directories end with /, symbolic links with @.",
+    parameters: z.object({ path: path.optional().describe("The directory, relative to the project root; default .") }),
+    output: {
+      schema: z.object({ path: z.string(), entries: z.array(z.object({ name: z.string(), kind: z.string() })) }),
+      render: (_args, v) => {
+        if (v.entries.length === 0) return `(${v.path} is empty)`;
+        const marks: Record<string, string> = { directory: "/", symlink: "@", file: "", other: "" };
+        return capText(v.entries.map((e) => e.name + (marks[e.kind] ?? "")).join("\n"), maxChars);
+      },
+    },
+    access: "read",
+    isConcurrencySafe: () => true,
+    permissionSubject: (args) => args.path ?? ".",
+    execute: async (args) => ({ path: args.path ?? ".", entries: await serviceOf(fs).list(args.path ?? ".") }),
+  });
+
+  const globLimit = 1000;
+  const glob = defineTool({
+    name: "glob",
+    description: `Find files by glob pattern (*, **, ?, [abc], {a,b}), e.g. "src/**/*.ts". At most ${globLimit} ` +
+      "paths, sorted.",
+    parameters: z.object({
+      pattern: z.string().min(1),
+      path: path.optional().describe("The directory to search in; default the project root"),
+    }),
+    output: {
+      schema: z.object({ paths: z.array(z.string()), truncated: z.boolean() }),
+      render: (args, v) => {
+        if (v.paths.length === 0) return `No files match ${args.pattern}`;
+        const note = v.truncated ? `\n[only the first ${globLimit} paths are shown; narrow the pattern]` : "";
+        return capText(v.paths.join("\n"), maxChars) + note;
+      },
+    },
+    access: "read",
+    isConcurrencySafe: () => true,
+    permissionSubject: (args) => args.path ?? ".",
+    execute: async (args) => {
+      const paths = await serviceOf(fs).glob(args.pattern, { cwd: args.path ?? ".", limit: globLimit + 1 });
+      return { paths: paths.slice(0, globLimit), truncated: paths.length > globLimit };
+    },
+  });
+
+  const grep = defineTool({
+    name: "grep",
+    description: "Search file contents with a JavaScript regular expression. Prints path:line: text for each " +
+      "matching line. Narrow with path (a directory) and glob (which files, default **).",
+    parameters: z.object({
+      pattern: z.string().min(1).describe("A JavaScript regular expression"),
+      path: path.optional().describe("The directory to search in; default the project root"),
+      glob: z.string().optional().describe('Which files, e.g. "**/*.ts"; default every file'),
+      ignore_case: z.boolean().optional(),
+      max_matches: z.number().int().min(1).max(5000).optional().describe("Stop after this many matches; default 200"),
+    }),
+    output: {
+      schema: z.object({
+        matches: z.array(z.object({ path: z.string(), line: z.number(), text: z.string() })),
+        filesSearched: z.number(),
+        truncated: z.boolean(),
+      }),
+      render: (args, v) => {
+        if (v.matches.length === 0) return `No matches for /${args.pattern}/ in ${v.filesSearched} files`;
+        const body = v.matches.map((m) => `${m.path}:${m.line}: ${cutLine(m.text, maxLine)}`).join("\n");
+        const note = v.truncated ? `\n[stopped after ${v.matches.length} matches; narrow the search]` : "";
+        return capText(body, maxChars) + note;
+      },
+    },
+    access: "read",
+    isConcurrencySafe: () => true,
+    permissionSubject: (args) => args.path ?? ".",
+    execute: async (args, exec) => {
+      let regex: RegExp;
+      try {
+        regex = new RegExp(args.pattern, args.ignore_case ? "i" : "");
+      } catch (cause) {
+        throw new HarnessError("INVALID_ARGS", `Invalid regular expression: ${(cause as Error).message}`, { cause });
+      }
+      const service = serviceOf(fs);
+      const max = args.max_matches ?? 200;
+      const files = await service.glob(args.glob ?? "**", { cwd: args.path ?? ".", limit: 100_000 });
+      const matches: { path: string; line: number; text: string }[] = [];
+      let searched = 0;
+      for (const file of files) {
+        if (exec.signal.aborted) break;
+        let text: string;
+        try {
+          text = (await service.readText(file)).text;
+        } catch {
+          continue; // unreadable (a FIFO, a link out of the root, gone): skip it
+        }
+        searched++;
+        if (text.includes("\u0000")) continue;
+        const lines = text.split("\n");
+        for (let i = 0; i < lines.length; i++) {
+          if (!regex.test(lines[i])) continue;
+          if (matches.length === max) return { matches, filesSearched: searched, truncated: true };
+          matches.push({ path: file, line: i + 1, text: lines[i] });
+        }
+      }
+      return { matches, filesSearched: searched, truncated: false };
+    },
+  });
+
+  return [readFile, writeFile, editFile, listDir, glob, grep] as AnyToolDefinition[];
+}

@@ -1,0 +1,104 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createKernel } from "../../kernel/harness_context.ts";
+import { ToolRuntime } from "../../tools/tool_runtime.ts";
+import type { ToolEvents } from "../../tools/tool_events.ts";
+import { memoryFs } from "./memory_fs.ts";
+import { fsTools, type FsToolsOptions } from "./fs_tools.ts";
+import type { FsService } from "./fs_service.ts";
+
+function setup(fs: FsService, options?: FsToolsOptions) {
+  const ctx = createKernel<ToolEvents, object>();
+  ctx.on("tools/pre-execute", () => ({ kind: "allow" }));
+  const runtime = new ToolRuntime(ctx);
+  for (const tool of fsTools(fs, options)) runtime.register(tool);
+  let n = 0;
+  return async (name: string, args: object) => {
+    const result = await runtime.execute({
+      callId: `c${++n}`,
+      name,
+      arguments: JSON.stringify(args),
+      signal: new AbortController().signal,
+    });
+    const block = result.message.content[0];
+    const text = block.type === "tool-result" && block.content[0]?.type === "text" ? block.content[0].text : "";
+    return { text, code: result.error?.code };
+  };
+}
+
+describe("fsTools()", () => {
+  it("read_file numbers lines, reads ranges and says how to read on", async () => {
+    const call = setup(memoryFs({ files: { "a.txt": "l1\nl2\nl3\nl4\n", "e.txt": "", "b.bin": "a\u0000b" } }), {
+      defaultReadLines: 2,
+    });
+    assert.deepEqual(await call("read_file", { path: "a.txt" }), {
+      text: "     1\tl1\n     2\tl2\n[showing lines 1-2 of 4; read on with offset 3]",
+      code: undefined,
+    });
+    assert.equal((await call("read_file", { path: "a.txt", offset: 3, limit: 5 })).text, "     3\tl3\n     4\tl4");
+    assert.equal((await call("read_file", { path: "e.txt" })).text, "(e.txt is empty)");
+    assert.equal(
+      (await call("read_file", { path: "a.txt", offset: 9 })).text,
+      "(a.txt has 4 lines; nothing at line 9)",
+    );
+    assert.equal((await call("read_file", { path: "b.bin" })).text, "(b.bin is a binary file; it is not shown)");
+    assert.deepEqual(await call("read_file", { path: "nope.txt" }), {
+      text: 'No file or directory at "nope.txt"',
+      code: "FILE_NOT_FOUND",
+    });
+    assert.equal((await call("read_file", { path: "../x" })).code, "PATH_OUTSIDE_ROOT");
+  });
+
+  it("caps output with an explicit note and cuts long lines", async () => {
+    const long = Array.from({ length: 100 }, (_, i) => `line ${i}`).join("\n");
+    const call = setup(memoryFs({ files: { "long.txt": long, "wide.txt": "x".repeat(50) } }), {
+      maxOutputChars: 60,
+      maxLineChars: 10,
+    });
+    const r = await call("read_file", { path: "long.txt" });
+    assert.ok(r.text.endsWith("\n[output truncated: showing 60 of 1489 characters]"), r.text);
+    assert.equal((await call("read_file", { path: "wide.txt" })).text, "     1\txxxxxxxxxx… [line cut]");
+  });
+
+  it("write_file and edit_file change files; a missing or repeated match is a coded error", async () => {
+    const fs = memoryFs();
+    const call = setup(fs);
+    assert.equal(
+      (await call("write_file", { path: "src/x.ts", content: "a = 1;\na = 1;\n" })).text,
+      "Wrote 14 bytes to src/x.ts",
+    );
+    assert.deepEqual(await call("edit_file", { path: "src/x.ts", old_string: "a = 2", new_string: "b" }), {
+      text: 'The text to replace does not occur in "src/x.ts"',
+      code: "EDIT_NO_MATCH",
+    });
+    assert.equal(
+      (await call("edit_file", { path: "src/x.ts", old_string: "a = 1", new_string: "b" })).code,
+      "EDIT_NOT_UNIQUE",
+    );
+    assert.equal(
+      (await call("edit_file", { path: "src/x.ts", old_string: "a = 1", new_string: "b", replace_all: true })).text,
+      "Edited src/x.ts: 2 replacements",
+    );
+    assert.equal((await fs.readText("src/x.ts")).text, "b;\nb;\n");
+    assert.equal((await call("edit_file", { path: "src/x.ts", old_string: "", new_string: "b" })).code, "INVALID_ARGS");
+  });
+
+  it("list_dir, glob and grep find things", async () => {
+    const call = setup(
+      memoryFs({ files: { "src/a.ts": "const x = 1;\nTODO: y\n", "src/b.ts": "todo z\n", "README.md": "TODO\n" } }),
+    );
+    assert.equal((await call("list_dir", {})).text, "README.md\nsrc/");
+    assert.equal((await call("glob", { pattern: "**/*.ts" })).text, "src/a.ts\nsrc/b.ts");
+    assert.equal((await call("glob", { pattern: "*.py" })).text, "No files match *.py");
+    assert.equal((await call("grep", { pattern: "TODO" })).text, "README.md:1: TODO\nsrc/a.ts:2: TODO: y");
+    assert.equal(
+      (await call("grep", { pattern: "todo", ignore_case: true, glob: "**/*.ts" })).text,
+      "src/a.ts:2: TODO: y\nsrc/b.ts:1: todo z",
+    );
+    assert.equal(
+      (await call("grep", { pattern: "o", max_matches: 1 })).text,
+      "src/a.ts:1: const x = 1;\n[stopped after 1 matches; narrow the search]",
+    );
+    assert.equal((await call("grep", { pattern: "(" })).code, "INVALID_ARGS");
+  });
+});

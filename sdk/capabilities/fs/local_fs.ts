@@ -1,0 +1,368 @@
+/**
+ * `localFs({ root })`: the file-system seam on the host's disk, confined to
+ * one directory.
+ *
+ * How confinement works: a path is normalised lexically (no `..` above the
+ * root, absolute paths only inside it), then resolved with `realpath` (the
+ * deepest existing ancestor for a new path) and checked again, so a symbolic
+ * link that leads out is refused. Files are opened with `O_NOFOLLOW` and
+ * `O_NONBLOCK`, checked with `fstat` to be regular files, and — on Linux —
+ * the opened descriptor's real path (`/proc/self/fd/N`) is checked against the
+ * root, which closes the race of a directory swapped for a link between the
+ * check and the open. Elsewhere the parent's `realpath` is checked again after
+ * the open (best effort). `mkdir` and `remove` check the real parent just
+ * before acting; a swap inside that window is not detected.
+ *
+ * @module
+ */
+
+import type { FileHandle } from "node:fs/promises";
+import { HarnessError } from "../../kernel/harness_error.ts";
+import { globToRegExp } from "./_glob.ts";
+import {
+  fsError,
+  isDirectory,
+  notDirectory,
+  notFound,
+  notRegular,
+  outside,
+  replaceExact,
+  segmentsOf,
+  selectLines,
+  toFsError,
+} from "./_fs_errors.ts";
+import type { FsEntry, FsEntryKind, FsService, FsStat } from "./fs_service.ts";
+
+type NodeFs = typeof import("node:fs/promises");
+type NodeFsConstants = typeof import("node:fs").constants;
+let loading: Promise<{ fs: NodeFs; constants: NodeFsConstants; linux: boolean }> | undefined;
+const host = () =>
+  loading ??= Promise.all([import("node:fs/promises"), import("node:fs"), import("node:process")]).then((
+    [fs, fsSync, proc],
+  ) => ({ fs, constants: fsSync.constants, linux: proc.default.platform === "linux" }));
+
+/** Options of {@linkcode localFs}. */
+export interface LocalFsOptions {
+  /** The directory every path is confined to; it must exist. */
+  readonly root: string;
+}
+
+const errno = (error: unknown): string | undefined => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+};
+
+const decoder = new TextDecoder();
+
+/**
+ * An {@linkcode FsService} over a directory of the host's disk. Nothing
+ * outside `root` can be read, written, listed or removed through it (see the
+ * module notes for how, and what remains best effort).
+ *
+ * @param options The root directory.
+ * @returns The service.
+ *
+ * @example Confined to a folder
+ * ```ts
+ * import { localFs } from "@dsh/harness/tools";
+ * import { mkdtemp, rm } from "node:fs/promises";
+ * import { tmpdir } from "node:os";
+ * import { join } from "node:path";
+ * import assert from "node:assert/strict";
+ *
+ * const dir = await mkdtemp(join(tmpdir(), "dsh-doc-"));
+ * const fs = localFs({ root: dir });
+ * await fs.writeFile("notes/a.txt", "one\ntwo\n");
+ * assert.deepEqual(await fs.readText("notes/a.txt", { startLine: 2 }), {
+ *   text: "two\n", startLine: 2, endLine: 2, totalLines: 2,
+ * });
+ * await assert.rejects(fs.readText("../../etc/passwd"), { code: "PATH_OUTSIDE_ROOT" });
+ * await rm(dir, { recursive: true });
+ * ```
+ */
+export function localFs(options: LocalFsOptions): FsService {
+  if (typeof options?.root !== "string" || options.root === "") {
+    throw new HarnessError("INVALID_ARGS", "localFs needs a root directory");
+  }
+  let rootReal: Promise<{ real: string; given: string }> | undefined;
+  const roots = () =>
+    rootReal ??= host().then(async ({ fs }) => {
+      const { resolve } = await import("node:path");
+      const given = resolve(options.root);
+      let real: string;
+      try {
+        real = await fs.realpath(given);
+      } catch (cause) {
+        throw fsError("FILE_NOT_FOUND", `The root "${options.root}" does not exist`, options.root, cause);
+      }
+      if (!(await fs.stat(real)).isDirectory()) throw notDirectory(options.root);
+      return { real, given };
+    });
+
+  const inside = (real: string, path: string, abs: string): void => {
+    if (abs !== real && !abs.startsWith(real === "/" ? "/" : real + "/")) throw outside(path);
+  };
+
+  /** Normal segments of `path` relative to the root. */
+  const segments = async (path: string): Promise<string[]> => {
+    const { real, given } = await roots();
+    try {
+      return segmentsOf(path, given);
+    } catch (error) {
+      if (HarnessError.isInstance(error, "PATH_OUTSIDE_ROOT") && path.startsWith("/") && given !== real) {
+        return segmentsOf(path, real);
+      }
+      throw error;
+    }
+  };
+
+  /**
+   * The real absolute path of `path`: every existing component resolved,
+   * checked inside the root; missing components appended as they are.
+   */
+  const resolvePath = async (path: string): Promise<{ abs: string; exists: boolean }> => {
+    const { fs } = await host();
+    const { real } = await roots();
+    const parts = await segments(path);
+    for (let keep = parts.length; keep >= 0; keep--) {
+      const candidate = [real === "/" ? "" : real, ...parts.slice(0, keep)].join("/") || "/";
+      let resolved: string;
+      try {
+        resolved = await fs.realpath(candidate);
+      } catch (error) {
+        const code = errno(error);
+        if (code === "ENOENT" && keep > 0) continue;
+        if (code === "ENOTDIR") throw notDirectory(path);
+        if (code === "ELOOP") throw outside(path);
+        throw notFound(path, error);
+      }
+      inside(real, path, resolved);
+      if (keep < parts.length) {
+        // A dangling link leads nowhere we can check: refuse it.
+        const tail = parts.slice(keep);
+        try {
+          const st = await fs.lstat(`${resolved}/${tail[0]}`);
+          if (st.isSymbolicLink()) throw outside(path);
+        } catch (error) {
+          if (HarnessError.isInstance(error)) throw error;
+        }
+        return { abs: [resolved === "/" ? "" : resolved, ...tail].join("/"), exists: false };
+      }
+      return { abs: resolved, exists: true };
+    }
+    throw outside(path);
+  };
+
+  /** Where an open descriptor really is (Linux), or where its path now leads. */
+  const openedAt = async (handle: FileHandle, abs: string): Promise<{ file: string; dir: boolean }> => {
+    const { fs, linux } = await host();
+    if (linux) {
+      try {
+        return { file: await fs.readlink(`/proc/self/fd/${handle.fd}`), dir: false };
+      } catch { /* no /proc: fall back to the parent */ }
+    }
+    const slash = abs.lastIndexOf("/");
+    return { file: await fs.realpath(abs.slice(0, slash) || "/"), dir: true };
+  };
+
+  const openFile = async (path: string, write: boolean): Promise<{ handle: FileHandle; abs: string }> => {
+    const { fs, constants } = await host();
+    const { abs, exists } = await resolvePath(path);
+    if (!exists && !write) throw notFound(path);
+    if (exists) {
+      const st = await fs.stat(abs);
+      if (st.isDirectory()) throw isDirectory(path);
+      if (!st.isFile()) throw notRegular(path);
+    }
+    const nofollow = (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
+    const flags = write
+      ? constants.O_WRONLY | nofollow | (exists ? 0 : constants.O_CREAT | constants.O_EXCL)
+      : constants.O_RDONLY | nofollow;
+    let handle: FileHandle;
+    try {
+      handle = await fs.open(abs, flags, 0o666);
+    } catch (error) {
+      const code = errno(error);
+      if (code === "ELOOP" || code === "EMLINK") throw outside(path);
+      if (code === "ENOENT") throw notFound(path, error);
+      if (code === "EEXIST") throw fsError("FILE_EXISTS", `Path "${path}" appeared while it was written`, path, error);
+      if (code === "EISDIR") throw isDirectory(path);
+      if (code === "ENXIO") throw notRegular(path);
+      if (code === "ENOTDIR") throw notDirectory(path);
+      throw error;
+    }
+    try {
+      const at = await openedAt(handle, abs);
+      const { real } = await roots();
+      if (at.file !== real && !at.file.startsWith(real + "/")) {
+        // A file this call created where it must not be is taken back.
+        if (write && !exists) await fs.unlink(at.dir ? abs : at.file).catch(() => {});
+        throw outside(path);
+      }
+      const st = await handle.stat();
+      if (st.isDirectory()) throw isDirectory(path);
+      if (!st.isFile()) throw notRegular(path);
+    } catch (error) {
+      await handle.close().catch(() => {});
+      throw error;
+    }
+    return { handle, abs };
+  };
+
+  const readBytes = async (path: string): Promise<Uint8Array> => {
+    const { handle } = await openFile(path, false);
+    try {
+      return new Uint8Array(await handle.readFile());
+    } finally {
+      await handle.close();
+    }
+  };
+
+  const ensureDir = async (path: string, parts: string[], recursive: boolean): Promise<void> => {
+    const { fs } = await host();
+    for (let i = recursive ? 1 : parts.length; i <= parts.length; i++) {
+      const sub = parts.slice(0, i).join("/");
+      const { abs, exists } = await resolvePath(sub);
+      if (exists) {
+        if (!(await fs.stat(abs)).isDirectory()) throw notDirectory(sub);
+        if (i === parts.length && !recursive) throw fsError("FILE_EXISTS", `Path "${path}" already exists`, path);
+        continue;
+      }
+      try {
+        await fs.mkdir(abs);
+      } catch (error) {
+        if (errno(error) === "EEXIST" && recursive) continue;
+        if (errno(error) === "ENOENT") throw notFound(path, error);
+        throw error;
+      }
+      const { real } = await roots();
+      try {
+        inside(real, path, await fs.realpath(abs));
+      } catch (error) {
+        await fs.rmdir(abs).catch(() => {});
+        throw error;
+      }
+    }
+  };
+
+  const writeFile = async (path: string, data: string | Uint8Array, createParents: boolean): Promise<void> => {
+    const parts = await segments(path);
+    if (parts.length === 0) throw isDirectory(path);
+    if (createParents && parts.length > 1) await ensureDir(path, parts.slice(0, -1), true);
+    const { handle } = await openFile(path, true);
+    try {
+      await handle.truncate(0);
+      await handle.writeFile(typeof data === "string" ? data : data);
+    } finally {
+      await handle.close();
+    }
+  };
+
+  const kindOf = (d: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): FsEntryKind =>
+    d.isSymbolicLink() ? "symlink" : d.isFile() ? "file" : d.isDirectory() ? "directory" : "other";
+
+  const service: FsService = {
+    readBytes,
+    readText: async (path, read = {}) =>
+      selectLines(decoder.decode(await readBytes(path)), read.startLine, read.lineCount),
+    writeFile: (path, data, write = {}) => writeFile(path, data, write.createParents ?? true),
+    edit: async (path, oldText, newText, edit = {}) => {
+      const before = decoder.decode(await readBytes(path));
+      const { text, count } = replaceExact(path, before, oldText, newText, edit.replaceAll ?? false);
+      await writeFile(path, text, false);
+      return count;
+    },
+    list: async (path) => {
+      const { fs } = await host();
+      const { abs, exists } = await resolvePath(path);
+      if (!exists) throw notFound(path);
+      if (!(await fs.stat(abs)).isDirectory()) throw notDirectory(path);
+      const entries = await fs.readdir(abs, { withFileTypes: true });
+      return entries.map((d): FsEntry => ({ name: d.name, kind: kindOf(d) }))
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    },
+    glob: async (pattern, glob = {}) => {
+      const { fs } = await host();
+      const { real } = await roots();
+      const matcher = globToRegExp(pattern);
+      const limit = glob.limit ?? 1000;
+      const base = await segments(glob.cwd ?? ".");
+      const { abs: start, exists } = await resolvePath(glob.cwd ?? ".");
+      if (!exists) throw notFound(glob.cwd ?? ".");
+      if (!(await fs.stat(start)).isDirectory()) throw notDirectory(glob.cwd ?? ".");
+      const out: string[] = [];
+      const visit = async (dir: string, rel: string): Promise<void> => {
+        const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
+        for (const d of entries) {
+          const path = rel === "" ? d.name : `${rel}/${d.name}`;
+          if (d.isDirectory()) await visit(`${dir}/${d.name}`, path);
+          else if (matcher.test(path)) {
+            if (d.isSymbolicLink()) {
+              const target = await fs.realpath(`${dir}/${d.name}`).catch(() => undefined);
+              if (target === undefined || (target !== real && !target.startsWith(real + "/"))) continue;
+            }
+            out.push(path);
+          }
+        }
+      };
+      await visit(start, "");
+      const prefix = base.join("/");
+      return out.sort().slice(0, limit).map((p) => (prefix === "" ? p : `${prefix}/${p}`));
+    },
+    stat: async (path): Promise<FsStat> => {
+      const { fs } = await host();
+      const { abs, exists } = await resolvePath(path);
+      if (!exists) throw notFound(path);
+      const st = await fs.stat(abs);
+      const kind: FsEntryKind = st.isFile() ? "file" : st.isDirectory() ? "directory" : "other";
+      return { kind, size: st.isDirectory() ? 0 : st.size, mtimeMs: st.mtimeMs };
+    },
+    mkdir: async (path, mkdir = {}) => {
+      const parts = await segments(path);
+      if (parts.length === 0) {
+        if (mkdir.recursive) return;
+        throw fsError("FILE_EXISTS", `Path "${path}" already exists`, path);
+      }
+      await ensureDir(path, parts, mkdir.recursive ?? false);
+    },
+    remove: async (path, remove = {}) => {
+      const { fs } = await host();
+      const { real } = await roots();
+      const parts = await segments(path);
+      if (parts.length === 0) throw new HarnessError("INVALID_PATH", "Cannot remove the root");
+      // The entry itself is removed, not what a link points to: resolve the parent only.
+      const parent = await resolvePath(parts.slice(0, -1).join("/") || ".");
+      if (!parent.exists) throw notFound(path);
+      const abs = `${parent.abs === "/" ? "" : parent.abs}/${parts[parts.length - 1]}`;
+      let st;
+      try {
+        st = await fs.lstat(abs);
+      } catch (error) {
+        if (errno(error) === "ENOTDIR") throw notDirectory(path);
+        throw notFound(path, error);
+      }
+      inside(real, path, await fs.realpath(parent.abs));
+      if (st.isDirectory()) {
+        if (!remove.recursive) {
+          try {
+            await fs.rmdir(abs);
+          } catch (error) {
+            if (errno(error) === "ENOTEMPTY" || errno(error) === "EEXIST") {
+              throw fsError("DIRECTORY_NOT_EMPTY", `Directory "${path}" is not empty`, path);
+            }
+            throw error;
+          }
+        } else await fs.rm(abs, { recursive: true });
+      } else await fs.unlink(abs);
+    },
+  };
+  // Every failure leaves as a coded error, whatever step it came from.
+  const coded = {} as Record<string, unknown>;
+  for (const [name, method] of Object.entries(service)) {
+    coded[name] = (path: string, ...rest: unknown[]) =>
+      (method as (...args: unknown[]) => Promise<unknown>)(path, ...rest).catch((error: unknown) => {
+        throw toFsError(error, name === "glob" ? String((rest[0] as { cwd?: string } | undefined)?.cwd ?? ".") : path);
+      });
+  }
+  return coded as unknown as FsService;
+}

@@ -1,0 +1,89 @@
+/**
+ * `bashShell()`: the shell seam as `bash -c` over a subprocess service.
+ *
+ * @module
+ */
+
+import { HarnessError } from "../../kernel/harness_error.ts";
+import { serviceOf, type ServiceSource } from "../_cap_text.ts";
+import type { SubprocessService } from "../subprocess/subprocess_service.ts";
+import type { ShellResult, ShellService } from "./shell_service.ts";
+
+/** Options of {@linkcode bashShell}. */
+export interface BashShellOptions {
+  /** Where commands run: a service, or a function returning it at call time (`() => ctx.service("subprocess")`). */
+  readonly subprocess: ServiceSource<SubprocessService>;
+  /** The initial working directory of every session (absolute, in the subprocess's world). */
+  readonly cwd: string;
+  /** The shell program. @default {"bash"} */
+  readonly shell?: string;
+}
+
+/**
+ * A {@linkcode ShellService} that runs each command as `bash -c` in the
+ * session's working directory through a subprocess service, so it lives in
+ * the same execution world (swap the subprocess provider and the shell
+ * follows). After the command, the shell prints its `$PWD` behind a per-service
+ * marker on stdout and stderr; the marker is stripped and the directory kept
+ * for the session's next call. (When both streams are cut by the output cap the
+ * directory cannot be read and stays as it was.)
+ *
+ * @param options The subprocess service, the initial directory and the shell.
+ * @returns The service.
+ *
+ * @example A `cd` that persists
+ * ```ts
+ * import { bashShell, localSubprocess } from "@dsh/harness/tools";
+ * import assert from "node:assert/strict";
+ *
+ * const shell = bashShell({ subprocess: localSubprocess(), cwd: "/" });
+ * await shell.exec("cd /tmp", { sessionId: "s1" });
+ * const result = await shell.exec("pwd", { sessionId: "s1" });
+ * assert.equal(result.stdout.trim(), "/tmp");
+ * assert.equal(shell.cwd("s2"), "/");
+ * ```
+ */
+export function bashShell(options: BashShellOptions): ShellService {
+  if (typeof options?.cwd !== "string" || options.cwd === "") {
+    throw new HarnessError("INVALID_ARGS", "bashShell needs an initial working directory");
+  }
+  const shell = options.shell ?? "bash";
+  const cwds = new Map<string, string>();
+  const marker = `__DSH_CWD_${crypto.randomUUID().replaceAll("-", "")}__`;
+  // $1 the directory, $2 the command, $3 the marker.
+  const script = 'cd -- "$1" || exit 126\n' +
+    'eval "$2"\n' +
+    "__dsh_status=$?\n" +
+    'printf "\\n%s%s\\n" "$3" "$PWD"; printf "\\n%s%s\\n" "$3" "$PWD" >&2\n' +
+    "exit $__dsh_status";
+
+  const strip = (text: string, truncated: boolean): { text: string; cwd: string | undefined } => {
+    const at = text.lastIndexOf(`\n${marker}`);
+    if (at === -1 || truncated && !text.endsWith("\n")) return { text, cwd: undefined };
+    const line = text.slice(at + 1 + marker.length).replace(/\n$/, "");
+    return { text: text.slice(0, at), cwd: line === "" ? undefined : line };
+  };
+
+  return {
+    cwd: (sessionId = "default") => cwds.get(sessionId) ?? options.cwd,
+    async exec(command, exec = {}): Promise<ShellResult> {
+      if (typeof command !== "string" || command.trim() === "") {
+        throw new HarnessError("INVALID_ARGS", "The command is empty");
+      }
+      const sessionId = exec.sessionId ?? "default";
+      const cwd = cwds.get(sessionId) ?? options.cwd;
+      // The directory is entered by the script, so a directory that vanished is an exit code, not a spawn failure.
+      const result = await serviceOf(options.subprocess).run([shell, "-c", script, "dsh-shell", cwd, command, marker], {
+        ...(exec.env !== undefined ? { env: exec.env } : {}),
+        ...(exec.timeoutMs !== undefined ? { timeoutMs: exec.timeoutMs } : {}),
+        ...(exec.signal !== undefined ? { signal: exec.signal } : {}),
+        ...(exec.maxOutputBytes !== undefined ? { maxOutputBytes: exec.maxOutputBytes } : {}),
+      });
+      const out = strip(result.stdout, result.stdoutTruncated);
+      const err = strip(result.stderr, result.stderrTruncated);
+      const next = out.cwd ?? err.cwd ?? cwd;
+      cwds.set(sessionId, next);
+      return { ...result, stdout: out.text, stderr: err.text, cwd: next };
+    },
+  };
+}

@@ -1,0 +1,117 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ToolRuntime } from "../../tools/tool_runtime.ts";
+import { createKernel } from "../../kernel/harness_context.ts";
+import type { ToolEvents } from "../../tools/tool_events.ts";
+import { localSubprocess } from "../subprocess/local_subprocess.ts";
+import { survivors } from "../subprocess/_test_subprocess_contract.ts";
+import { bashShell } from "./bash_shell.ts";
+import { bashTool } from "./bash_tool.ts";
+
+async function withTool(
+  fn: (
+    run: (command: string, extra?: object) => Promise<{ text: string; meta: unknown; code?: string }>,
+    dir: string,
+  ) => Promise<void>,
+  options: Parameters<typeof bashTool>[1] = {},
+  signal?: AbortSignal,
+) {
+  const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-bash-")));
+  const ctx = createKernel<ToolEvents, object>();
+  // bash asks by default; these tests approve every call.
+  ctx.on("tools/pre-execute", () => ({ kind: "allow" }));
+  const runtime = new ToolRuntime(ctx);
+  runtime.register(bashTool(bashShell({ subprocess: localSubprocess(), cwd: dir }), options));
+  let n = 0;
+  const run = async (command: string, extra: object = {}) => {
+    const result = await runtime.execute({
+      callId: `c${++n}`,
+      name: "bash",
+      arguments: JSON.stringify({ command, ...extra }),
+      signal: signal ?? new AbortController().signal,
+      sessionId: "s1",
+    });
+    const content = result.message.content[0];
+    const text = content.type === "tool-result" && content.content[0]?.type === "text" ? content.content[0].text : "";
+    return { text, meta: result.meta, code: result.error?.code };
+  };
+  try {
+    await fn(run, dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+describe("bash tool", () => {
+  it("shows stdout, stderr and a non-zero exit code as a result, not an error", async () => {
+    await withTool(async (run) => {
+      assert.deepEqual(await run("echo out; echo err >&2; exit 4"), {
+        text: "out\n[stderr]\nerr\n[exit code 4]",
+        meta: { exitCode: 4, cwd: (await run("pwd")).text },
+        code: undefined,
+      });
+      assert.equal((await run("true")).text, "(no output)");
+      assert.equal((await run("printf 'no newline'")).text, "no newline");
+    });
+  });
+
+  it("keeps the working directory of the session across calls", async () => {
+    await withTool(async (run, dir) => {
+      await run("mkdir -p a/b && cd a/b && export X=1");
+      assert.equal((await run("pwd")).text, `${dir}/a/b`);
+      assert.equal((await run('echo "[$X]"')).text, "[]");
+      await run("cd ..");
+      assert.equal((await run("pwd")).text, `${dir}/a`);
+      await run("cd /nonexistent-dsh || true");
+      assert.equal((await run("pwd")).text, `${dir}/a`);
+    });
+  });
+
+  it("stops a command at its timeout and says so", async () => {
+    await withTool(async (run) => {
+      const started = Date.now();
+      const r = await run("echo begun; sleep 20", { timeout_ms: 300 });
+      assert.equal(r.text, "begun\n[timed out after 300 ms; the command was stopped]");
+      assert.ok(Date.now() - started < 5000);
+    });
+  });
+
+  it("cancels mid-run: the process group is gone within a second", async () => {
+    const controller = new AbortController();
+    await withTool(
+      async (run, dir) => {
+        const file = join(dir, "pids");
+        const running = run(`sleep 30 & echo $! >> ${file}; echo $$ >> ${file}; wait`);
+        let pids: number[] = [];
+        for (let i = 0; i < 250 && pids.length < 2; i++) {
+          await new Promise((r) => setTimeout(r, 20));
+          pids = (await readFile(file, "utf8").catch(() => "")).split("\n").filter(Boolean).map(Number);
+        }
+        assert.equal(pids.length, 2);
+        const at = Date.now();
+        controller.abort();
+        const r = await running;
+        assert.equal(r.code, "ABORTED");
+        assert.deepEqual(await survivors(pids, 1000 - (Date.now() - at)), []);
+      },
+      {},
+      controller.signal,
+    );
+  });
+
+  it("caps the output with an explicit note", async () => {
+    await withTool(async (run) => {
+      const r = await run("yes 0123456789 | head -c 100000; echo tail >&2", {});
+      assert.ok(r.text.endsWith("[output truncated: showing 2000 of 100014 characters]"), r.text.slice(-120));
+      const bytes = await run("head -c 5000 /dev/zero | tr '\\0' x");
+      assert.ok(bytes.text.startsWith("x".repeat(100)));
+    }, { maxOutputChars: 2000 });
+    await withTool(async (run) => {
+      const r = await run("head -c 5000 /dev/zero | tr '\\0' x; exit 2");
+      assert.equal(r.text, `${"x".repeat(1000)}\n[stdout truncated]\n[exit code 2]`);
+    }, { maxOutputBytes: 1000 });
+  });
+});
