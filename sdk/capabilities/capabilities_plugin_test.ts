@@ -9,6 +9,7 @@ import { capabilitiesPlugin } from "./capabilities_plugin.ts";
 import { memoryFs } from "./fs/memory_fs.ts";
 import { localSubprocess } from "./subprocess/local_subprocess.ts";
 import { bashShell } from "./shell/bash_shell.ts";
+import { httpWeb } from "./web/http_web.ts";
 import type { SessionEvent } from "../session/mod.ts";
 
 const resultsOf = (events: readonly SessionEvent[]) =>
@@ -65,12 +66,27 @@ describe("capabilitiesPlugin", () => {
   it("provides the services and registers the tools, with their access and scheduling", async () => {
     const fs = memoryFs();
     const harness = await createHarness({
-      plugins: [[capabilitiesPlugin, { fs, shell: bashShell({ subprocess: localSubprocess(), cwd: "/" }) }]],
+      plugins: [[capabilitiesPlugin, {
+        fs,
+        shell: bashShell({ subprocess: localSubprocess(), cwd: "/" }),
+        web: httpWeb(),
+        webSearch: { search: () => Promise.resolve([]) },
+      }]],
     });
     assert.equal(harness.ctx.fs, fs);
     const tools = harness.ctx.service("tools");
     const names = tools.schemas().map((t) => t.name);
-    assert.deepEqual([...names].sort(), ["bash", "edit_file", "glob", "grep", "list_dir", "read_file", "write_file"]);
+    assert.deepEqual([...names].sort(), [
+      "bash",
+      "edit_file",
+      "glob",
+      "grep",
+      "list_dir",
+      "read_file",
+      "web_fetch",
+      "web_search",
+      "write_file",
+    ]);
     const access = Object.fromEntries(names.map((n) => [n, tools.get(n)!.access]));
     assert.deepEqual(access, {
       read_file: "read",
@@ -80,6 +96,8 @@ describe("capabilitiesPlugin", () => {
       glob: "read",
       grep: "read",
       bash: "write",
+      web_fetch: "read",
+      web_search: "read",
     });
     const safe = (n: string, args: object) => tools.get(n)!.isConcurrencySafe?.(args) === true;
     assert.equal(safe("read_file", { path: "a" }), true);

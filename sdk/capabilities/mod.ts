@@ -6,6 +6,8 @@
  *   tools {@linkcode fsTools} (`read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep`).
  * - `ctx.subprocess`: {@linkcode SubprocessService}; provider {@linkcode localSubprocess}.
  * - `ctx.shell`: {@linkcode ShellService}; provider {@linkcode bashShell}; tool {@linkcode bashTool}.
+ * - `ctx.web`: {@linkcode WebService}; provider {@linkcode httpWeb}; tool {@linkcode webFetchTool}.
+ * - `ctx.webSearch`: {@linkcode WebSearchService} (bring your own provider); tool {@linkcode webSearchTool}.
  *
  * {@linkcode capabilitiesPlugin} provides the services and registers the tools.
  *
@@ -24,5 +26,6 @@
 export * from "./subprocess/mod.ts";
 export * from "./fs/mod.ts";
 export * from "./shell/mod.ts";
+export * from "./web/mod.ts";
 export { type CapabilitiesOptions, capabilitiesPlugin, type CapabilityServices } from "./capabilities_plugin.ts";
 export type { ServiceSource } from "./service_source.ts";

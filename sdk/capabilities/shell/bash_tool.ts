@@ -85,7 +85,7 @@ export function bashTool(shell: ServiceSource<ShellService>, options: BashToolOp
         }
         return capText(parts.length === 0 ? "(no output)" : parts.join("\n"), maxChars);
       },
-      meta: (_args, v) => ({ exitCode: v.exitCode, cwd: v.cwd }),
+      meta: (_args, v) => ({ exitCode: v.exitCode }),
     },
     access: "write",
     permissionSubject: (args) => args.command,

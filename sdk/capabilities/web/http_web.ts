@@ -1,0 +1,200 @@
+/**
+ * `httpWeb()`: the `ctx.web` provider over `fetch`, with host lists, size and
+ * time caps, bounded redirects, and HTML turned into markdown.
+ *
+ * @module
+ */
+
+import { NodeHtmlMarkdown } from "node-html-markdown";
+import { HarnessError } from "../../kernel/harness_error.ts";
+import { refusal } from "./_host_policy.ts";
+import type { WebPage, WebService } from "./web_service.ts";
+
+/** Options of {@linkcode httpWeb}. */
+export interface HttpWebOptions {
+  /**
+   * Hosts that may be fetched (`example.com`, `*.example.com`); absent allows
+   * every public host. Local and private addresses (`localhost`, `127.0.0.1`,
+   * `10.x`, `192.168.x`, `169.254.x`, `::1`, …) are refused unless an entry
+   * here names them.
+   */
+  readonly allowHosts?: readonly string[];
+  /** Hosts that may never be fetched; they win over `allowHosts`. @default {[]} */
+  readonly denyHosts?: readonly string[];
+  /** The most bytes of a body read; the rest is dropped and the page marked truncated. @default {2000000} */
+  readonly maxBytes?: number;
+  /** The time budget of one fetch, redirects included, in milliseconds. @default {30000} */
+  readonly timeoutMs?: number;
+  /** The most redirects followed. @default {5} */
+  readonly maxRedirects?: number;
+  /** The fetch function. @default {globalThis.fetch} */
+  readonly fetch?: typeof fetch;
+  /** The User-Agent header. @default {"dsh-harness web_fetch"} */
+  readonly userAgent?: string;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * A {@linkcode WebService} that fetches over HTTP(S). Every hop of a redirect
+ * chain is checked against the host lists, so a public page cannot redirect
+ * the fetch to a private address. HTML is converted to markdown with
+ * `node-html-markdown` (scripts and styles dropped); other text types are
+ * returned as they are, binary types as a one-line note.
+ *
+ * Host names are checked as written: a public name whose DNS answer is a
+ * private address is not detected (put such names on `denyHosts`).
+ *
+ * @param options Host lists and caps.
+ * @returns The service.
+ *
+ * @example A local page, allowed explicitly
+ * ```ts
+ * import { httpWeb } from "@dsh/harness/tools";
+ * import assert from "node:assert/strict";
+ *
+ * const web = httpWeb({ allowHosts: ["example.test"], fetch: () => Promise.resolve(new Response("<h1>Hi</h1>", {
+ *   headers: { "content-type": "text/html" },
+ * })) });
+ * const page = await web.fetch("http://example.test/");
+ * assert.equal(page.text, "# Hi");
+ * await assert.rejects(web.fetch("http://127.0.0.1/"), { code: "WEB_HOST_DENIED" });
+ * ```
+ */
+export function httpWeb(options: HttpWebOptions = {}): WebService {
+  const deny = options.denyHosts ?? [];
+  const maxBytes = options.maxBytes ?? 2_000_000;
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const maxRedirects = options.maxRedirects ?? 5;
+  const userAgent = options.userAgent ?? "dsh-harness web_fetch";
+
+  const check = (raw: string): URL => {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw new HarnessError("WEB_INVALID_URL", `Cannot fetch "${raw}": it is not a URL`, { details: { url: raw } });
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      throw new HarnessError("WEB_INVALID_URL", `Cannot fetch "${raw}": only http and https are fetched`, {
+        details: { url: raw },
+      });
+    }
+    const why = refusal(url.hostname, options.allowHosts, deny);
+    if (why !== undefined) {
+      throw new HarnessError("WEB_HOST_DENIED", `Cannot fetch from ${url.hostname}: ${why}`, {
+        details: { url: url.href, host: url.hostname },
+      });
+    }
+    return url;
+  };
+
+  return {
+    async fetch(raw, fetchOptions = {}): Promise<WebPage> {
+      let url = check(raw);
+      const doFetch = options.fetch ?? globalThis.fetch;
+      const timeout = new AbortController();
+      const timer = setTimeout(() => timeout.abort(), timeoutMs);
+      const signals = [timeout.signal, ...(fetchOptions.signal ? [fetchOptions.signal] : [])];
+      const signal = AbortSignal.any(signals);
+      const fail = (cause: unknown): never => {
+        if (fetchOptions.signal?.aborted) throw new HarnessError("WEB_ABORTED", `Fetching ${url.href} was aborted`);
+        if (timeout.signal.aborted) {
+          throw new HarnessError("WEB_TIMEOUT", `Fetching ${url.href} took longer than ${timeoutMs} ms`, {
+            details: { url: url.href, timeoutMs },
+          });
+        }
+        if (HarnessError.isInstance(cause)) throw cause;
+        throw new HarnessError("WEB_FETCH_FAILED", `Cannot fetch ${url.href}: ${(cause as Error)?.message ?? cause}`, {
+          cause,
+          details: { url: url.href },
+        });
+      };
+      try {
+        let response: Response;
+        let redirects = 0;
+        for (;;) {
+          response = await doFetch(url.href, {
+            redirect: "manual",
+            signal,
+            headers: { "user-agent": userAgent, accept: "text/html, text/*;q=0.9, */*;q=0.5" },
+          }).catch(fail);
+          const location = response.headers.get("location");
+          if (!REDIRECTS.has(response.status) || location === null) break;
+          await response.body?.cancel().catch(() => {});
+          if (redirects === maxRedirects) {
+            throw new HarnessError("WEB_REDIRECT_LIMIT", `Fetching ${raw} redirected more than ${maxRedirects} times`, {
+              details: { url: raw, last: url.href },
+            });
+          }
+          redirects++;
+          url = check(new URL(location, url).href);
+        }
+        const { bytes, truncated, total } = await readCapped(response, maxBytes).catch(fail);
+        const contentType = (response.headers.get("content-type") ?? "application/octet-stream").split(";")[0]
+          .trim().toLowerCase();
+        const page = toText(bytes, contentType, truncated);
+        return {
+          url: raw,
+          finalUrl: url.href,
+          status: response.status,
+          contentType,
+          ...(page.title !== undefined ? { title: page.title } : {}),
+          text: page.text,
+          truncated,
+          bytes: total,
+          redirects,
+        };
+      } catch (error) {
+        return fail(error);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+async function readCapped(
+  response: Response,
+  maxBytes: number,
+): Promise<{ bytes: Uint8Array; truncated: boolean; total: number }> {
+  const out = new Uint8Array(Math.min(maxBytes, 65536));
+  let buffer = out;
+  let length = 0;
+  let truncated = false;
+  const reader = response.body?.getReader();
+  if (reader === undefined) return { bytes: new Uint8Array(0), truncated: false, total: 0 };
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    const room = maxBytes - length;
+    const part = value.length <= room ? value : value.subarray(0, room);
+    if (length + part.length > buffer.length) {
+      const grown = new Uint8Array(Math.min(maxBytes, Math.max(buffer.length * 2, length + part.length)));
+      grown.set(buffer.subarray(0, length));
+      buffer = grown;
+    }
+    buffer.set(part, length);
+    length += part.length;
+    if (part.length < value.length) {
+      truncated = true;
+      await reader.cancel().catch(() => {});
+      break;
+    }
+  }
+  return { bytes: buffer.subarray(0, length), truncated, total: length };
+}
+
+const TEXT_TYPES = /^(text\/|application\/(json|xml|javascript|x-ndjson|ld\+json)|[^/]+\/[^;]*\+(json|xml))/;
+
+function toText(bytes: Uint8Array, contentType: string, truncated: boolean): { text: string; title?: string } {
+  if (!TEXT_TYPES.test(contentType)) return { text: `(binary content of type ${contentType}, ${bytes.length} bytes)` };
+  const text = new TextDecoder().decode(bytes, { stream: truncated });
+  if (contentType !== "text/html" && contentType !== "application/xhtml+xml") return { text };
+  const titleMatch = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(text);
+  const title = titleMatch ? NodeHtmlMarkdown.translate(titleMatch[1]).trim() : undefined;
+  const body = text.replace(/<(script|style|noscript|template)\b[\s\S]*?<\/\1\s*>/gi, "")
+    .replace(/<head\b[\s\S]*?<\/head\s*>/i, "");
+  const markdown = NodeHtmlMarkdown.translate(body).trim();
+  return title ? { text: markdown, title } : { text: markdown };
+}

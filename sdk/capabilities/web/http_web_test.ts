@@ -1,0 +1,157 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { HarnessError } from "../../kernel/harness_error.ts";
+import { serveOnLoopback } from "../../http/_test_server.ts";
+import { httpWeb, type HttpWebOptions } from "./http_web.ts";
+import { isPrivateHost, refusal } from "./_host_policy.ts";
+
+const code = (c: string) => (error: unknown) => {
+  if (HarnessError.isInstance(error, c)) return true;
+  throw new Error(`expected ${c}, got ${(error as { code?: string })?.code}: ${(error as Error)?.message}`);
+};
+
+const PAGE = `<!doctype html><html><head><title>The &amp; page</title><style>p { color: red }</style>
+<script>alert("x")</script></head><body><h1>Heading</h1><p>Some <b>bold</b> and <a href="/next">a link</a>.</p>
+<ul><li>one</li><li>two</li></ul><script>tracker()</script></body></html>`;
+
+async function withServer(
+  fn: (base: string, web: (o?: HttpWebOptions) => ReturnType<typeof httpWeb>) => Promise<void>,
+) {
+  const server = await serveOnLoopback(async (request) => {
+    const url = new URL(request.url);
+    switch (url.pathname) {
+      case "/page":
+        return new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8" } });
+      case "/plain":
+        return new Response("just text", { headers: { "content-type": "text/plain" } });
+      case "/big":
+        return new Response("x".repeat(200_000), { headers: { "content-type": "text/plain" } });
+      case "/bin":
+        return new Response(new Uint8Array([1, 2, 3]), { headers: { "content-type": "image/png" } });
+      case "/missing":
+        return new Response("<p>not here</p>", { status: 404, headers: { "content-type": "text/html" } });
+      case "/loop":
+        return new Response(null, { status: 302, headers: { location: "/loop2" } });
+      case "/loop2":
+        return new Response(null, { status: 302, headers: { location: "/loop" } });
+      case "/hop":
+        return new Response(null, { status: 301, headers: { location: "/page" } });
+      case "/away":
+        return new Response(null, { status: 302, headers: { location: "http://169.254.169.254/latest/meta-data" } });
+      case "/slow":
+        await new Promise((r) => setTimeout(r, 3000));
+        return new Response("late");
+      default:
+        return new Response("?", { status: 500 });
+    }
+  });
+  try {
+    await fn(server.url, (o = {}) => httpWeb({ allowHosts: ["127.0.0.1"], ...o }));
+  } finally {
+    await server.close();
+  }
+}
+
+describe("httpWeb()", () => {
+  it("turns HTML into markdown with its title, without scripts or styles", async () => {
+    await withServer(async (base, web) => {
+      const page = await web().fetch(`${base}/page`);
+      assert.equal(page.status, 200);
+      assert.equal(page.contentType, "text/html");
+      assert.equal(page.title, "The & page");
+      assert.equal(page.text, "# Heading\n\nSome **bold** and [a link](/next).\n\n* one\n* two");
+      assert.equal(page.truncated, false);
+      assert.equal(page.redirects, 0);
+      assert.equal((await web().fetch(`${base}/plain`)).text, "just text");
+      assert.equal((await web().fetch(`${base}/bin`)).text, "(binary content of type image/png, 3 bytes)");
+      const missing = await web().fetch(`${base}/missing`);
+      assert.equal(missing.status, 404);
+      assert.equal(missing.text, "not here");
+    });
+  });
+
+  it("cuts a body at the size cap", async () => {
+    await withServer(async (base, web) => {
+      const page = await web({ maxBytes: 1000 }).fetch(`${base}/big`);
+      assert.equal(page.truncated, true);
+      assert.equal(page.bytes, 1000);
+      assert.equal(page.text, "x".repeat(1000));
+    });
+  });
+
+  it("follows redirects up to the limit and refuses a loop", async () => {
+    await withServer(async (base, web) => {
+      const page = await web().fetch(`${base}/hop`);
+      assert.equal(page.finalUrl, `${base}/page`);
+      assert.equal(page.redirects, 1);
+      await assert.rejects(web({ maxRedirects: 3 }).fetch(`${base}/loop`), code("WEB_REDIRECT_LIMIT"));
+      await assert.rejects(web({ maxRedirects: 0 }).fetch(`${base}/hop`), code("WEB_REDIRECT_LIMIT"));
+    });
+  });
+
+  it("refuses denied hosts, private addresses by default, and redirects to them", async () => {
+    await withServer(async (base, web) => {
+      await assert.rejects(httpWeb().fetch(`${base}/page`), code("WEB_HOST_DENIED"));
+      await assert.rejects(web({ denyHosts: ["127.0.0.1"] }).fetch(`${base}/page`), code("WEB_HOST_DENIED"));
+      await assert.rejects(web().fetch(`${base}/away`), code("WEB_HOST_DENIED"));
+      await assert.rejects(web().fetch("file:///etc/passwd"), code("WEB_INVALID_URL"));
+      await assert.rejects(web().fetch("not a url"), code("WEB_INVALID_URL"));
+    });
+  });
+
+  it("stops at the time cap and on abort", async () => {
+    await withServer(async (base, web) => {
+      const started = Date.now();
+      await assert.rejects(web({ timeoutMs: 200 }).fetch(`${base}/slow`), code("WEB_TIMEOUT"));
+      assert.ok(Date.now() - started < 2500);
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 100);
+      await assert.rejects(web().fetch(`${base}/slow`, { signal: controller.signal }), code("WEB_ABORTED"));
+    });
+  });
+
+  it("reports a network failure", async () => {
+    await assert.rejects(httpWeb({ allowHosts: ["127.0.0.1"] }).fetch("http://127.0.0.1:1/"), code("WEB_FETCH_FAILED"));
+  });
+});
+
+describe("host policy", () => {
+  it("knows local and private addresses", () => {
+    for (
+      const h of [
+        "localhost",
+        "a.localhost",
+        "127.0.0.1",
+        "127.9.9.9",
+        "10.1.2.3",
+        "172.16.0.1",
+        "172.31.255.255",
+        "192.168.1.1",
+        "169.254.169.254",
+        "0.0.0.0",
+        "::1",
+        "[::1]",
+        "::",
+        "fd00::1",
+        "fe80::1",
+        "::ffff:127.0.0.1",
+        "100.64.0.1",
+      ]
+    ) {
+      assert.equal(isPrivateHost(h), true, h);
+    }
+    for (const h of ["example.com", "8.8.8.8", "172.32.0.1", "192.169.0.1", "2001:db8::1", "1.2.3.4"]) {
+      assert.equal(isPrivateHost(h), false, h);
+    }
+  });
+
+  it("lets deny entries win and allow entries admit private hosts", () => {
+    assert.equal(refusal("docs.example.com", ["*.example.com"], []), undefined);
+    assert.equal(refusal("example.com", ["*.example.com"], []), "it is not on the allow list");
+    assert.equal(refusal("a.example.com", undefined, ["*.example.com"]), "it is on the deny list");
+    assert.equal(refusal("a.example.com", ["a.example.com"], ["*.example.com"]), "it is on the deny list");
+    assert.match(refusal("localhost", undefined, []) ?? "", /private/);
+    assert.equal(refusal("localhost", ["localhost"], []), undefined);
+    assert.equal(refusal("example.org", undefined, []), undefined);
+  });
+});

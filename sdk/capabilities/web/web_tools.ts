@@ -1,0 +1,126 @@
+/**
+ * The web tools: `web_fetch` over `ctx.web` and `web_search` over `ctx.webSearch`.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { defineTool } from "../../tools/define_tool.ts";
+import type { AnyToolDefinition } from "../../tools/tool_definition.ts";
+import { capText, serviceOf, type ServiceSource } from "../_cap_text.ts";
+import type { WebSearchService, WebService } from "./web_service.ts";
+
+/** Options of {@linkcode webFetchTool} and {@linkcode webSearchTool}. */
+export interface WebToolOptions {
+  /** The most characters of a result the model sees. @default {30000} */
+  readonly maxOutputChars?: number;
+}
+
+/**
+ * The `web_fetch` tool: fetch a URL and read it as markdown. It reads
+ * (`access: "read"`, runs in parallel) and names the URL as its permission
+ * subject, so rules such as `web_fetch(https://docs.example.com/*)` apply;
+ * the provider's host lists apply in any case.
+ *
+ * @param web The web service, or a function returning it at call time.
+ * @param options The output cap.
+ * @returns The tool definition.
+ *
+ * @example
+ * ```ts
+ * import { httpWeb, webFetchTool } from "@dsh/harness/tools";
+ * import assert from "node:assert/strict";
+ *
+ * const tool = webFetchTool(httpWeb());
+ * assert.equal(tool.name, "web_fetch");
+ * assert.equal(tool.access, "read");
+ * ```
+ */
+export function webFetchTool(web: ServiceSource<WebService>, options: WebToolOptions = {}): AnyToolDefinition {
+  const maxChars = options.maxOutputChars ?? 30_000;
+  return defineTool({
+    name: "web_fetch",
+    description: "Fetch a web page (http or https) and read it as markdown.",
+    parameters: z.object({ url: z.string().min(1).describe("The URL to fetch") }),
+    output: {
+      schema: z.object({
+        url: z.string(),
+        finalUrl: z.string(),
+        status: z.number(),
+        contentType: z.string(),
+        title: z.string().optional(),
+        text: z.string(),
+        truncated: z.boolean(),
+        bytes: z.number(),
+        redirects: z.number(),
+      }),
+      render: (_args, v) => {
+        const head = [
+          ...(v.title !== undefined ? [`Title: ${v.title}`] : []),
+          `URL: ${v.finalUrl}`,
+          ...(v.status >= 400 ? [`HTTP status: ${v.status}`] : []),
+        ].join("\n");
+        const note = v.truncated ? `\n[the page was cut at ${v.bytes} bytes]` : "";
+        return `${head}\n\n${capText(v.text === "" ? "(no content)" : v.text, maxChars)}${note}`;
+      },
+    },
+    access: "read",
+    isConcurrencySafe: () => true,
+    permissionSubject: (args) => args.url,
+    execute: async (args, exec) => ({ ...await serviceOf(web).fetch(args.url, { signal: exec.signal }) }),
+  }) as AnyToolDefinition;
+}
+
+/**
+ * The `web_search` tool over a search provider you supply (none ships: each
+ * needs a key). It reads and runs in parallel; its permission subject is the
+ * query.
+ *
+ * @param search The search service, or a function returning it at call time.
+ * @param options The output cap.
+ * @returns The tool definition.
+ *
+ * @example A provider written for a test
+ * ```ts
+ * import { webSearchTool, type WebSearchService } from "@dsh/harness/tools";
+ * import assert from "node:assert/strict";
+ *
+ * const search: WebSearchService = {
+ *   search: (query) => Promise.resolve([{ title: "Deno", url: "https://deno.com", snippet: `about ${query}` }]),
+ * };
+ * const tool = webSearchTool(search);
+ * const value = await tool.execute({ query: "deno" }, { signal: new AbortController().signal } as never);
+ * assert.equal(tool.output.render({ query: "deno" }, value), "1. Deno\n   https://deno.com\n   about deno");
+ * ```
+ */
+export function webSearchTool(
+  search: ServiceSource<WebSearchService>,
+  options: WebToolOptions = {},
+): AnyToolDefinition {
+  const maxChars = options.maxOutputChars ?? 30_000;
+  return defineTool({
+    name: "web_search",
+    description: "Search the web. Returns titles, URLs and snippets; read a page with web_fetch.",
+    parameters: z.object({
+      query: z.string().min(1),
+      limit: z.number().int().min(1).max(50).optional().describe("How many results; default 10"),
+    }),
+    output: {
+      schema: z.object({
+        results: z.array(z.object({ title: z.string(), url: z.string(), snippet: z.string() })),
+      }),
+      render: (args, v) =>
+        v.results.length === 0
+          ? `No results for "${args.query}"`
+          : capText(v.results.map((r, i) => `${i + 1}. ${r.title}\n   ${r.url}\n   ${r.snippet}`).join("\n"), maxChars),
+    },
+    access: "read",
+    isConcurrencySafe: () => true,
+    permissionSubject: (args) => args.query,
+    execute: async (args, exec) => {
+      const limit = args.limit ?? 10;
+      const results = await serviceOf(search).search(args.query, { limit, signal: exec.signal });
+      return { results: results.slice(0, limit).map((r) => ({ title: r.title, url: r.url, snippet: r.snippet })) };
+    },
+  }) as AnyToolDefinition;
+}

@@ -1,0 +1,84 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createKernel } from "../../kernel/harness_context.ts";
+import { HarnessError } from "../../kernel/harness_error.ts";
+import { ToolRuntime } from "../../tools/tool_runtime.ts";
+import type { ToolEvents } from "../../tools/tool_events.ts";
+import { webFetchTool, webSearchTool } from "./web_tools.ts";
+import type { WebPage, WebSearchResult, WebSearchService, WebService } from "./web_service.ts";
+
+/** A search double: answers from a table, records the queries, fails on "fail". */
+function tableSearch(table: Record<string, WebSearchResult[]>): WebSearchService & { queries: string[] } {
+  const queries: string[] = [];
+  return {
+    queries,
+    search: (query, options = {}) => {
+      queries.push(query);
+      if (query === "fail") return Promise.reject(new HarnessError("WEB_SEARCH_FAILED", "The search provider failed"));
+      return Promise.resolve((table[query] ?? []).slice(0, options.limit ?? 10));
+    },
+  };
+}
+
+function runner(...tools: ReturnType<typeof webFetchTool>[]) {
+  const runtime = new ToolRuntime(createKernel<ToolEvents, object>());
+  for (const tool of tools) runtime.register(tool);
+  let n = 0;
+  return async (name: string, args: object) => {
+    const result = await runtime.execute({
+      callId: `c${++n}`,
+      name,
+      arguments: JSON.stringify(args),
+      signal: new AbortController().signal,
+    });
+    const block = result.message.content[0];
+    const text = block.type === "tool-result" && block.content[0]?.type === "text" ? block.content[0].text : "";
+    return { text, code: result.error?.code };
+  };
+}
+
+describe("web tools", () => {
+  it("web_search renders the provider's results and passes its failures on", async () => {
+    const search = tableSearch({
+      deno: [
+        { title: "Deno", url: "https://deno.com", snippet: "A runtime" },
+        { title: "Deno std", url: "https://jsr.io/@std", snippet: "The standard library" },
+      ],
+    });
+    const call = runner(webSearchTool(search));
+    assert.deepEqual(await call("web_search", { query: "deno", limit: 1 }), {
+      text: "1. Deno\n   https://deno.com\n   A runtime",
+      code: undefined,
+    });
+    assert.equal((await call("web_search", { query: "nothing" })).text, 'No results for "nothing"');
+    assert.equal((await call("web_search", { query: "fail" })).code, "WEB_SEARCH_FAILED");
+    assert.deepEqual(search.queries, ["deno", "nothing", "fail"]);
+  });
+
+  it("web_fetch renders title, URL, status and the truncation note; reads run without asking", async () => {
+    const page: WebPage = {
+      url: "https://a.test/x",
+      finalUrl: "https://a.test/y",
+      status: 404,
+      contentType: "text/html",
+      title: "Gone",
+      text: "Not here",
+      truncated: true,
+      bytes: 10,
+      redirects: 1,
+    };
+    const web: WebService = { fetch: () => Promise.resolve(page) };
+    const call = runner(webFetchTool(web));
+    assert.deepEqual(await call("web_fetch", { url: "https://a.test/x" }), {
+      text: "Title: Gone\nURL: https://a.test/y\nHTTP status: 404\n\nNot here\n[the page was cut at 10 bytes]",
+      code: undefined,
+    });
+    const failing: WebService = {
+      fetch: () => Promise.reject(new HarnessError("WEB_HOST_DENIED", "Cannot fetch from 10.0.0.1")),
+    };
+    assert.equal(
+      (await runner(webFetchTool(failing))("web_fetch", { url: "http://10.0.0.1" })).code,
+      "WEB_HOST_DENIED",
+    );
+  });
+});
