@@ -135,4 +135,24 @@ describe("capabilitiesPlugin", () => {
     assert.deepEqual(r.results.map((x) => x.code), ["DENIED", "DENIED", "ok", "DENIED"]);
     assert.equal(r.results[2].text, "hi");
   });
+
+  it("gives permission rules normalised paths and simple commands only", async () => {
+    const harness = await createHarness({
+      plugins: [[capabilitiesPlugin, {
+        fs: memoryFs(),
+        shell: bashShell({ subprocess: localSubprocess(), cwd: "/" }),
+      }]],
+    });
+    const tools = harness.ctx.service("tools");
+    const subject = (name: string, args: object) => tools.get(name)!.permissionSubject?.(args);
+    assert.equal(subject("edit_file", { path: "src/../secrets/key", old_string: "a", new_string: "b" }), "secrets/key");
+    assert.equal(subject("write_file", { path: "./src//a.ts", content: "" }), "src/a.ts");
+    assert.equal(subject("read_file", { path: "../x" }), "../x");
+    assert.equal(subject("list_dir", {}), ".");
+    assert.equal(subject("bash", { command: " git status " }), "git status");
+    for (const command of ["git status; rm -rf x", "git log | sh", "git x && y", "git $(rm x)", "git `x`", "git > f"]) {
+      assert.equal(subject("bash", { command }), undefined, command);
+    }
+    await harness.dispose();
+  });
 });

@@ -26,6 +26,22 @@ export interface FsToolsOptions {
   readonly maxLineChars?: number;
 }
 
+/**
+ * A path as permission rules see it: lexically normalised, so that
+ * `src/../secrets/key` is matched as `secrets/key`, not as something under `src/`.
+ */
+function subjectOf(path: string): string {
+  const absolute = path.startsWith("/");
+  const out: string[] = [];
+  for (const part of path.replaceAll("\\", "/").split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === ".." && out.length > 0 && out[out.length - 1] !== "..") out.pop();
+    else out.push(part);
+  }
+  const joined = out.join("/");
+  return absolute ? `/${joined}` : joined === "" ? "." : joined;
+}
+
 const cutLine = (line: string, max: number): string => (line.length > max ? `${line.slice(0, max)}… [line cut]` : line);
 
 /**
@@ -92,7 +108,7 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     },
     access: "read",
     isConcurrencySafe: () => true,
-    permissionSubject: (args) => args.path,
+    permissionSubject: (args) => subjectOf(args.path),
     presentCall: (args) => ({ card: "file", title: `Read ${args.path}`, path: args.path }),
     execute: async (args) => {
       const read = await serviceOf(fs).readText(args.path, {
@@ -112,7 +128,7 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
       render: (_args, v) => `Wrote ${v.bytes} bytes to ${v.path}`,
     },
     access: "write",
-    permissionSubject: (args) => args.path,
+    permissionSubject: (args) => subjectOf(args.path),
     presentCall: (args) => ({ card: "file", title: `Write ${args.path}`, path: args.path }),
     execute: async (args) => {
       await serviceOf(fs).writeFile(args.path, args.content);
@@ -135,7 +151,7 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
       render: (_args, v) => `Edited ${v.path}: ${v.replacements} replacement${v.replacements === 1 ? "" : "s"}`,
     },
     access: "write",
-    permissionSubject: (args) => args.path,
+    permissionSubject: (args) => subjectOf(args.path),
     presentCall: (args) => ({ card: "diff", title: `Edit ${args.path}`, path: args.path }),
     execute: async (args) => {
       const replacements = await serviceOf(fs).edit(args.path, args.old_string, args.new_string, {
@@ -159,7 +175,7 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     },
     access: "read",
     isConcurrencySafe: () => true,
-    permissionSubject: (args) => args.path ?? ".",
+    permissionSubject: (args) => subjectOf(args.path ?? "."),
     execute: async (args) => ({ path: args.path ?? ".", entries: await serviceOf(fs).list(args.path ?? ".") }),
   });
 
@@ -182,7 +198,7 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     },
     access: "read",
     isConcurrencySafe: () => true,
-    permissionSubject: (args) => args.path ?? ".",
+    permissionSubject: (args) => subjectOf(args.path ?? "."),
     execute: async (args) => {
       const paths = await serviceOf(fs).glob(args.pattern, { cwd: args.path ?? ".", limit: globLimit + 1 });
       return { paths: paths.slice(0, globLimit), truncated: paths.length > globLimit };
@@ -215,7 +231,7 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     },
     access: "read",
     isConcurrencySafe: () => true,
-    permissionSubject: (args) => args.path ?? ".",
+    permissionSubject: (args) => subjectOf(args.path ?? "."),
     execute: async (args, exec) => {
       let regex: RegExp;
       try {

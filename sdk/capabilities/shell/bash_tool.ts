@@ -10,6 +10,8 @@ import type { AnyToolDefinition } from "../../tools/tool_definition.ts";
 import { capText, serviceOf, type ServiceSource } from "../_cap_text.ts";
 import type { ShellService } from "./shell_service.ts";
 
+const COMPOUND = /[;&|`<>\n\r]|\$\(/;
+
 /** Options of {@linkcode bashTool}. */
 export interface BashToolOptions {
   /** The time budget of a command when the model names none, in milliseconds. @default {120000} */
@@ -27,9 +29,12 @@ export interface BashToolOptions {
  * session's working directory (a `cd` persists to the next call). A non-zero
  * exit code, a timeout or a cancellation is a result the model sees, with the
  * output so far; the process group is stopped on timeout and cancel. It
- * declares `access: "write"` (so it asks by default and runs alone) and the
- * command as its permission subject, so `{ tool: "bash(git *)", action:
- * "allow" }` lets git commands through.
+ * declares `access: "write"` (so it asks by default and runs alone) and a
+ * simple command as its permission subject, so `{ tool: "bash(git *)", action:
+ * "allow" }` lets git commands through. A command line with `;`, `&`, `|`,
+ * a redirection, backquotes, `$(` or a newline has no subject: argument
+ * patterns never match it (allowing or denying), and plain `bash` rules or
+ * the default ask decide.
  *
  * @param shell The shell service, or a function returning it at call time.
  * @param options Time budgets and output caps.
@@ -88,7 +93,8 @@ export function bashTool(shell: ServiceSource<ShellService>, options: BashToolOp
       meta: (_args, v) => ({ exitCode: v.exitCode }),
     },
     access: "write",
-    permissionSubject: (args) => args.command,
+    // Only a simple command is a subject: `git status; rm -rf x` must not pass as `bash(git *)`.
+    permissionSubject: (args) => (COMPOUND.test(args.command) ? undefined : args.command.trim()),
     presentCall: (args) => ({ card: "terminal", title: args.command, command: args.command }),
     execute: async (args, exec) => {
       const timeoutMs = args.timeout_ms ?? defaultTimeout;
