@@ -10,6 +10,7 @@ import type { UserMessage } from "../llm/messages.ts";
 import type { HookEventName } from "../session/session_events.ts";
 import type { Session } from "../session/session.ts";
 import type { SessionStore } from "../session/session_store.ts";
+import { type SessionProjections, turnBoundary } from "../projections/mod.ts";
 import type { ToolEvents } from "../tools/tool_events.ts";
 import type { AgentEvents } from "../agent/agent_events.ts";
 import type { Agent } from "../agent/agent.ts";
@@ -56,6 +57,7 @@ export interface HookBridgeService {
 
 interface Services {
   sessions: SessionStore;
+  sessionProjections: SessionProjections;
   subprocess: SubprocessService;
   hooks: HookBridgeService;
 }
@@ -74,6 +76,11 @@ function matches(matcher: string | undefined, subject: string | undefined): bool
 
 function textOf(message: UserMessage): string {
   return message.content.map((b) => (b.type === "text" ? b.text : "")).join("");
+}
+
+/** A context message id: the session and the handler (unlogged invocations have no handler id). */
+function contextId(sessionId: string, handlerId: string): string {
+  return `${sessionId}:${handlerId === "" ? crypto.randomUUID() : handlerId}`;
 }
 
 /** A hook's context for the model: a plugin-sourced message, so that it is logged and derived like any input. */
@@ -147,14 +154,19 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
     ): Promise<{ verdict: HookVerdict; handlerId: string }[]> => {
       const out: { verdict: HookVerdict; handlerId: string }[] = [];
       const signal = o.signal ?? new AbortController().signal;
+      // Records belong to an open turn: a tool executed directly (not by the loop) logs nothing.
+      const session = o.log && o.session !== undefined &&
+          ctx.service("sessionProjections").stateOf(o.session, turnBoundary).open !== undefined
+        ? o.session
+        : undefined;
       for (const matcher of table[event] ?? []) {
         if (!matches(matcher.matcher, o.subject)) continue;
         for (const handler of matcher.hooks) {
           const hook = hookLabel(handler);
           let handlerId = "";
-          if (o.log && o.session !== undefined) {
-            handlerId = `hook-${o.session.seq}`;
-            o.session.append("hook/invoked", {
+          if (session !== undefined) {
+            handlerId = `hook-${session.seq}`;
+            session.append("hook/invoked", {
               handlerId,
               event,
               hook,
@@ -170,9 +182,9 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
           const logged = event === "Stop" && verdict.outcome === "block" && verdict.stop !== true
             ? { ...verdict, outcome: "continue-turn" as const }
             : verdict;
-          if (o.log && o.session !== undefined) {
+          if (session !== undefined) {
             const { stop: _stop, ...fields } = logged;
-            o.session.append("hook/result", { handlerId, ...fields });
+            session.append("hook/result", { handlerId, ...fields });
           }
           ctx.emit("hooks/result", {
             event,
@@ -246,7 +258,7 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
           },
         }, { session, subject: exec.name, callId: exec.callId, signal: exec.signal, log: true });
         const contexts = results.filter((r) => r.verdict.additionalContext !== undefined)
-          .map((r) => contextMessage(`${id}:${r.handlerId}`, r.verdict.additionalContext!, "PostToolUse"));
+          .map((r) => contextMessage(contextId(id, r.handlerId), r.verdict.additionalContext!, "PostToolUse"));
         const blocked = results.find((r) => r.verdict.outcome === "block");
         if (blocked?.verdict.stop) agentOf(exec.sessionId)?.cancel("hook", { keepInbox: true });
         if (blocked !== undefined) {
@@ -276,7 +288,7 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
             if (verdict.outcome === "block") return { kind: "reject", reason: verdict.reason };
             if (verdict.additionalContext !== undefined) {
               contexts.push(
-                contextMessage(`${agent.id}:${handlerId}`, verdict.additionalContext, "UserPromptSubmit"),
+                contextMessage(contextId(agent.id, handlerId), verdict.additionalContext, "UserPromptSubmit"),
               );
             }
           }
@@ -300,7 +312,7 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
         if (blocked === undefined || count >= maxStop) return;
         continued.set(agent, { turn, count: count + 1 });
         const reason = blocked.verdict.reason ?? "A Stop hook asked to go on";
-        agent.send(contextMessage(`${agent.id}:${blocked.handlerId}`, reason, "Stop"), "next-step", false);
+        agent.send(contextMessage(contextId(agent.id, blocked.handlerId), reason, "Stop"), "next-step", false);
       });
     }
 

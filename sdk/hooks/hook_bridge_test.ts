@@ -210,6 +210,27 @@ describe("hookBridge: PreToolUse", () => {
   });
 });
 
+describe("hookBridge: outside a turn", () => {
+  it("a tool executed directly runs its hooks but logs nothing in the idle session", async () => {
+    const s = await setup({ PreToolUse: [{ hooks: [cmd("deny_json.sh")] }] }, [textResponse("unused")]);
+    const result = await s.harness.ctx.service("tools").execute({
+      callId: "direct",
+      name: "lookup",
+      arguments: '{"word":"alpha"}',
+      signal: new AbortController().signal,
+      sessionId: "hooked",
+    });
+    assert.equal(result.error?.code, "DENIED");
+    assert.deepEqual(s.outcomes.map((o) => [o.event, o.verdict.outcome, o.handlerId]), [[
+      "PreToolUse",
+      "deny",
+      undefined,
+    ]]);
+    const events = await done(s);
+    assert.deepEqual(hookLog(events), []);
+  });
+});
+
 describe("hookBridge: PostToolUse", () => {
   it("a block decision turns the result into BLOCKED with the reason", async () => {
     const s = await setup({ PostToolUse: [{ matcher: "lookup", hooks: [cmd("post_block.sh")] }] }, [
