@@ -77,6 +77,11 @@ class ItemQueue {
     return this.#closed;
   }
 
+  /** Items waiting to be read. */
+  get size(): number {
+    return this.#items.length;
+  }
+
   /** The next item, or `undefined` once closed (pending items are dropped on close). */
   async next(timeoutMs?: number): Promise<Item | undefined> {
     while (!this.#closed) {
@@ -150,6 +155,32 @@ function deltaOf(event: SessionEvent): Record<string, unknown> | undefined {
   return undefined;
 }
 
+// Every stream of a session sends the same bytes for an event: encode each
+// frame once (events are frozen, so their identity keys the cache) instead
+// of once per reader. JSON.stringify escapes newlines, so data is one line.
+const encoder = new TextEncoder();
+const sessionFrames = new WeakMap<SessionEvent, Uint8Array>();
+const deltaFrames = new WeakMap<SessionEvent, Uint8Array | null>();
+
+function sessionFrame(event: SessionEvent, incarnation: string): Uint8Array {
+  let frame = sessionFrames.get(event);
+  if (frame === undefined) {
+    frame = encoder.encode(`event: session\ndata: ${JSON.stringify(event)}\nid: ${incarnation}:${event.seq}\n\n`);
+    sessionFrames.set(event, frame);
+  }
+  return frame;
+}
+
+function deltaFrame(event: SessionEvent): Uint8Array | undefined {
+  let frame = deltaFrames.get(event);
+  if (frame === undefined) {
+    const delta = deltaOf(event);
+    frame = delta === undefined ? null : encoder.encode(`event: delta\ndata: ${JSON.stringify(delta)}\n\n`);
+    deltaFrames.set(event, frame);
+  }
+  return frame ?? undefined;
+}
+
 /** One open stream: where it is in the log, and how to write to it. */
 class Writer {
   next: number;
@@ -169,21 +200,53 @@ class Writer {
     return this.#stream.aborted || this.queue.closed;
   }
 
+  // Frames wait here and go out as one write when the reader's queue is drained
+  // (or past 64 KB): one write per burst instead of one per event and reader.
+  readonly #pending: Uint8Array[] = [];
+  #pendingBytes = 0;
+
+  #add(frame: Uint8Array): void {
+    this.#pending.push(frame);
+    this.#pendingBytes += frame.length;
+  }
+
+  /** Write what is pending, as one chunk. */
+  async flush(): Promise<void> {
+    if (this.#pending.length === 0) return;
+    const parts = this.#pending.splice(0);
+    const size = this.#pendingBytes;
+    this.#pendingBytes = 0;
+    if (this.gone) return;
+    let out = parts[0];
+    if (parts.length > 1) {
+      out = new Uint8Array(size);
+      let at = 0;
+      for (const part of parts) {
+        out.set(part, at);
+        at += part.length;
+      }
+    }
+    await this.#stream.write(out);
+  }
+
   async events(events: readonly SessionEvent[]): Promise<void> {
     for (const event of events) {
       if (this.gone) return;
       if (event.seq !== this.next) continue;
-      await this.#stream.writeSSE({
-        event: "session",
-        id: `${this.#incarnation}:${event.seq}`,
-        data: JSON.stringify(event),
-      });
+      this.#add(sessionFrame(event, this.#incarnation));
       this.next = event.seq + 1;
+      if (this.#pendingBytes >= 65536) await this.flush();
     }
   }
 
+  delta(event: SessionEvent): void {
+    const frame = deltaFrame(event);
+    if (frame !== undefined) this.#add(frame);
+  }
+
   async send(event: string, data: unknown): Promise<void> {
-    if (!this.gone) await this.#stream.writeSSE({ event, data: JSON.stringify(data) });
+    this.#add(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
+    if (this.#pendingBytes >= 65536) await this.flush();
   }
 }
 
@@ -203,6 +266,7 @@ function open(
     }, options.keepAliveMs);
     try {
       await body(w, stream);
+      await w.flush();
     } catch {
       // A write to a closed connection: the client is gone; nothing to report.
     } finally {
@@ -265,6 +329,7 @@ async function followLive(w: Writer, ctx: HarnessCtx, agent: Agent, options: Eve
       return;
     }
     while (!w.gone) {
+      if (queue.size === 0) await w.flush();
       const item = await queue.next();
       if (item === undefined) break;
       if (item.kind === "end") {
@@ -279,8 +344,7 @@ async function followLive(w: Writer, ctx: HarnessCtx, agent: Agent, options: Eve
         const { event } = item;
         // Without storage a committed event is acknowledged: send it, filling any gap from the log.
         if (!durable) await w.events(session.slice(w.next, event.seq + 1));
-        const delta = options.deltas ? deltaOf(event) : undefined;
-        if (delta !== undefined) await w.send("delta", delta);
+        if (options.deltas) w.delta(event);
       }
     }
   } finally {
@@ -359,6 +423,7 @@ export function streamStoredEvents(c: Context, source: StoredSource, options: Ev
           return;
         }
         if (stat.nextSeq > w.next) await w.events((await readStored(storage, id)).events.slice(w.next));
+        await w.flush();
         const item = await w.queue.next(options.pollMs);
         if (item === undefined) return;
       }
