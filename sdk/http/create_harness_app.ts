@@ -155,7 +155,7 @@ const ROUTES: readonly (readonly [RegExp, readonly string[]])[] = [
   [/^\/sessions\/?$/, ["GET", "POST"]],
   [/^\/sessions\/[^/]+\/?$/, ["GET", "DELETE"]],
   [/^\/sessions\/[^/]+\/(messages|cancel|fork)\/?$/, ["POST"]],
-  [/^\/sessions\/[^/]+\/(events|transcript|approvals)\/?$/, ["GET"]],
+  [/^\/sessions\/[^/]+\/(events|transcript|projections|approvals)\/?$/, ["GET"]],
   [/^\/sessions\/[^/]+\/approvals\/[^/]+\/?$/, ["POST"]],
 ];
 

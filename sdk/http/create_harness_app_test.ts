@@ -680,6 +680,7 @@ describe("createHarnessApp() edges", () => {
         ["POST", "/sessions/s1", "GET, DELETE"],
         ["GET", "/sessions/s1/messages", "POST"],
         ["DELETE", "/sessions/s1/events", "GET"],
+        ["POST", "/sessions/s1/projections", "GET"],
         ["GET", "/sessions/s1/approvals/c1", "POST"],
       ];
       for (const [method, path, allow] of cases) {
