@@ -26,6 +26,8 @@ function walk(dir, out = []) {
 
 const files = walk(root).sort();
 const testFiles = files.filter((f) => f.endsWith("_test.ts"));
+// Browser tests (playwright-core driving Chromium) run on Node only; see sdk/http/view/view_browser_test.ts.
+const runtimeTestFiles = testFiles.filter((f) => !f.endsWith("_browser_test.ts"));
 const sourceFiles = files.filter((f) =>
   f.endsWith(".ts") && !f.endsWith("_test.ts") && !f.startsWith("bench/") && !f.startsWith("examples/") &&
   !f.startsWith("scripts/") && !f.includes("/_test_") && !f.includes("/testdata/")
@@ -52,11 +54,11 @@ const steps = [
   { name: "lint", cmd: bin("deno"), args: ["lint"] },
   { name: "fmt", cmd: bin("deno"), args: ["fmt", "--check"] },
   { name: "publish", cmd: bin("deno"), args: ["publish", "--dry-run", "--allow-dirty"] },
-  { name: "deno", cmd: bin("deno"), args: ["test", "-A", "--no-check", ...testFiles], summary: denoSummary },
+  { name: "deno", cmd: bin("deno"), args: ["test", "-A", "--no-check", ...runtimeTestFiles], summary: denoSummary },
   {
     name: "bun",
     cmd: bin("bun"),
-    args: ["test", "--timeout", "30000", ...testFiles.map((f) => `./${f}`)],
+    args: ["test", "--timeout", "30000", ...runtimeTestFiles.map((f) => `./${f}`)],
     summary: bunSummary,
   },
   {

@@ -31,6 +31,7 @@ import { HttpProblem, problemResponse, toProblem } from "./_problem.ts";
 import { checkSessionId } from "./_session_id.ts";
 import { SessionHost } from "./_session_host.ts";
 import { type HttpPendingApproval, type HttpSessionSummary, summarizeLog } from "./session_summary.ts";
+import { mountViewData, mountViewPages } from "./view/_view_routes.ts";
 
 /** One line of the request log. */
 export interface RequestLogRecord {
@@ -130,6 +131,14 @@ export interface HarnessAppOptions {
   readonly cors?: HarnessCorsOptions;
   /** Generates request ids. @default {crypto.randomUUID} */
   readonly newRequestId?: () => string;
+  /**
+   * Serve the session timeline: the pages `/view`, `/sessions/:id/view` and
+   * `/view/compare` (no data in them, so no token: the page asks for it) and
+   * their data routes `/sessions/:id/log` and `/sessions/:id/surface` (token required).
+   *
+   * @default {true}
+   */
+  readonly view?: boolean;
 }
 
 /** The Hono environment of the app: `c.get("requestId")` in added routes. */
@@ -353,6 +362,8 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       }),
     );
   }
+  // The timeline's pages hold no data: a browser navigates to them without the token.
+  if (options.view !== false) mountViewPages(app);
   if (verify !== undefined) {
     app.use("*", async (c, next) => {
       await verify(c.req.header("authorization"));
@@ -566,6 +577,17 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     }
     return c.json({ callId, outcome: body.decision === "allow" ? "allowed-once" : "rejected" });
   });
+
+  if (options.view !== false) {
+    mountViewData(app, async (id) => {
+      const agent = host.live(id);
+      if (agent !== undefined) {
+        return { events: agent.session.events, header: agent.session.header, live: true, status: agent.status };
+      }
+      const { events, header } = await inspectStored(id);
+      return { events, header, live: false, status: "stored" };
+    });
+  }
 
   async function readStoredSession(id: string) {
     const storage = harness.storage;

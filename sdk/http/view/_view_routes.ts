@@ -1,0 +1,72 @@
+// Internal: the routes of the session timeline.
+//
+// The pages and the client script carry no session data and are served
+// without the bearer token (a browser cannot add a header to a navigation);
+// `mountViewPages` must therefore be mounted before the auth middleware. The
+// data they read — the log, the derived history at a seq — goes through
+// `mountViewData`, mounted after it like every other route.
+
+import type { Context, Hono } from "hono";
+import type { SessionHeader } from "../../session/session.ts";
+import type { SessionEvent } from "../../session/session_events.ts";
+import { HttpProblem } from "../_problem.ts";
+import { checkSessionId } from "../_session_id.ts";
+import { VIEW_CLIENT_SCRIPT } from "./_view_client_script.ts";
+import { viewPage } from "./_view_page.ts";
+import { surfaceAt } from "./_surface_at.ts";
+
+/** A session's log and header, live or stored. */
+export type LogReader = (id: string) => Promise<{
+  events: readonly SessionEvent[];
+  header: SessionHeader;
+  /** An agent drives the session in this process. */
+  live: boolean;
+  status: string;
+}>;
+
+const SEQ = /^\d{1,15}$/;
+
+/** The path the app is mounted at: the request path without its known suffix. */
+function baseOf(c: Context, suffix: string): string {
+  const path = c.req.path;
+  return path.endsWith(suffix) ? path.slice(0, path.length - suffix.length) : "";
+}
+
+// deno-lint-ignore no-explicit-any
+type AnyHono = Hono<any, any, any>;
+
+/** `GET /view`, `/view/compare`, `/view/client.js` and `/sessions/:id/view`: no auth, no data. */
+export function mountViewPages(app: AnyHono): void {
+  const noStore = { "cache-control": "no-store" };
+  app.get("/view", (c) => c.html(viewPage("index", baseOf(c, "/view")), 200, noStore));
+  app.get("/view/compare", (c) => c.html(viewPage("compare", baseOf(c, "/view/compare")), 200, noStore));
+  app.get(
+    "/view/client.js",
+    (c) => c.body(VIEW_CLIENT_SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8", ...noStore }),
+  );
+  app.get("/sessions/:id/view", (c) => {
+    const id = checkSessionId(c.req.param("id"));
+    return c.html(viewPage("session", baseOf(c, `/sessions/${id}/view`), id), 200, noStore);
+  });
+}
+
+/**
+ * `GET /sessions/:id/log?from=<seq>` (`{ id, header, live, status, seq, events }`) and
+ * `GET /sessions/:id/surface?at=<seq>` (the derived history of the events before `at`).
+ */
+export function mountViewData(app: AnyHono, read: LogReader): void {
+  app.get("/sessions/:id/log", async (c) => {
+    const id = c.req.param("id");
+    const from = c.req.query("from") ?? "0";
+    if (!SEQ.test(from)) throw new HttpProblem(400, "INVALID_QUERY", "from must be a seq");
+    const { events, header, live, status } = await read(id);
+    return c.json({ id, header, live, status, seq: events.length, events: events.slice(Number(from)) });
+  });
+  app.get("/sessions/:id/surface", async (c) => {
+    const id = c.req.param("id");
+    const at = c.req.query("at");
+    if (at !== undefined && !SEQ.test(at)) throw new HttpProblem(400, "INVALID_QUERY", "at must be a seq");
+    const { events } = await read(id);
+    return c.json({ id, ...surfaceAt(events, at === undefined ? events.length : Number(at)) });
+  });
+}

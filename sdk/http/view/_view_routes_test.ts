@@ -1,0 +1,183 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createHarness } from "../../harness.ts";
+import { memoryStorage } from "../../persistence/memory_storage.ts";
+import { Session } from "../../session/session.ts";
+import type { SessionEvent } from "../../session/session_events.ts";
+import { createHarnessApp } from "../create_harness_app.ts";
+import { VIEW_CLIENT_SCRIPT } from "./_view_client_script.ts";
+import { makeViewSessions } from "./_test_view_sessions.ts";
+
+// deno-lint-ignore no-explicit-any
+type Core = any;
+/** The pure part of the client script, evaluated without a DOM. */
+const core: Core = new Function("return " + VIEW_CLIENT_SCRIPT.trim())();
+
+async function stored() {
+  const storage = memoryStorage();
+  const made = await makeViewSessions(storage, 0);
+  const main = made.main.session.events;
+  const fork = made.fork.session.events;
+  await made.harness.dispose();
+  const harness = await createHarness({ storage });
+  const app = createHarnessApp(harness, { token: "t0ken", log: false });
+  const auth = { authorization: "Bearer t0ken" };
+  return { harness, app, auth, main, fork, requests: made.requests };
+}
+
+describe("timeline routes", () => {
+  it("serves the pages and the script without the token, with no session data in them", async () => {
+    const { harness, app } = await stored();
+    try {
+      for (const path of ["/view", "/sessions/main/view", "/view/compare?a=main&b=main-fork"]) {
+        const response = await app.request(path);
+        assert.equal(response.status, 200, path);
+        assert.match(response.headers.get("content-type") ?? "", /text\/html/);
+        const text = await response.text();
+        assert.match(text, /<script src="\/view\/client.js" defer>/);
+        assert.doesNotMatch(text, /Paris/);
+      }
+      const script = await app.request("/view/client.js");
+      assert.match(script.headers.get("content-type") ?? "", /javascript/);
+      assert.equal(await script.text(), VIEW_CLIENT_SCRIPT);
+      assert.equal((await app.request("/sessions/bad.id/view")).status, 400);
+    } finally {
+      await harness.dispose();
+    }
+  });
+
+  it("keeps the log and the derived history behind the token", async () => {
+    const { harness, app, auth, main } = await stored();
+    try {
+      assert.equal((await app.request("/sessions/main/log")).status, 401);
+      assert.equal((await app.request("/sessions/main/surface?at=3")).status, 401);
+      const log = await (await app.request("/sessions/main/log", { headers: auth })).json();
+      assert.deepEqual([log.id, log.live, log.status, log.seq], ["main", false, "stored", main.length]);
+      assert.deepEqual(log.events, JSON.parse(JSON.stringify(main)));
+      assert.equal(log.header.id, "main");
+      const tail = await (await app.request("/sessions/main/log?from=10", { headers: auth })).json();
+      assert.deepEqual(tail.events.map((e: SessionEvent) => e.seq), main.slice(10).map((e) => e.seq));
+      assert.equal((await app.request("/sessions/main/surface?at=x", { headers: auth })).status, 400);
+      assert.equal((await app.request("/sessions/nope/log", { headers: auth })).status, 404);
+    } finally {
+      await harness.dispose();
+    }
+  });
+
+  it("GET /sessions/:id/surface is deriveMessages() of the log before the request, with compaction marked", async () => {
+    const { harness, app, auth, main, requests } = await stored();
+    try {
+      const model = core.buildModel(main);
+      const steps = model.turns.flatMap((t: Core) => t.steps);
+      const sent = requests.main;
+      assert.equal(steps.length, sent.length);
+      for (const [i, step] of steps.entries()) {
+        const at = core.requestSeqOf(model, step);
+        const view = await (await app.request(`/sessions/main/surface?at=${at}`, { headers: auth })).json();
+        const derived = Session.create("probe", main.slice(0, at)).deriveMessages();
+        assert.deepEqual(view.messages.map((m: Core) => m.message), JSON.parse(JSON.stringify(derived)), `step ${i}`);
+        assert.deepEqual(
+          view.messages.map((m: Core) => m.message.id),
+          sent[i].messages.map((m) => m.id),
+          `request ${i}`,
+        );
+      }
+      const last = await (await app.request("/sessions/main/surface", { headers: auth })).json();
+      assert.equal(last.at, main.length);
+      assert.equal(last.replacements.length, 1);
+      const [r] = last.replacements;
+      const summary = last.messages.find((m: Core) => m.seq === r.seq);
+      assert.deepEqual(summary.replaces, { start: r.start, end: r.end });
+      const shadowed = last.log.filter((row: Core) => row.shadowedBy === r.seq).map((row: Core) => row.seq);
+      assert.deepEqual(shadowed, r.shadowedSeqs);
+      assert.ok(shadowed.length >= 6);
+    } finally {
+      await harness.dispose();
+    }
+  });
+
+  it("view: false serves none of it", async () => {
+    const harness = await createHarness();
+    try {
+      const app = createHarnessApp(harness, { auth: false, log: false, view: false });
+      assert.equal((await app.request("/view")).status, 404);
+      assert.equal((await app.request("/sessions/x/log")).status, 404);
+    } finally {
+      await harness.dispose();
+    }
+  });
+});
+
+describe("the client's log fold (evaluated without a DOM)", () => {
+  it("folds turns, steps, tools, the cancelled turn, approvals, the header change and the compaction", async () => {
+    const { harness, main } = await stored();
+    await harness.dispose();
+    const m = core.buildModel(main);
+    assert.equal(m.dupes + m.gaps, 0);
+    assert.deepEqual(m.turns.map((t: Core) => core.reasonText(t.reason)), [
+      "completed",
+      "aborted (user)",
+      "completed",
+      "completed",
+      "completed",
+    ]);
+    const [one, two, three, four] = m.turns;
+    assert.deepEqual(one.steps[0].inputs.map((i: Core) => [i.kind, i.text]), [[
+      "user",
+      "What is the weather in Paris?",
+    ]]);
+    const tools = one.steps[0].tools.map((t: Core) => [t.name, t.isError, t.error?.code ?? null, t.result]);
+    assert.deepEqual(tools, [
+      ["lookup", false, null, "Paris: sunny, 21 °C"],
+      ["forecast", true, "TOOL_FAILED", "The forecast service has no data for Paris"],
+    ]);
+    assert.equal(one.steps[0].headers[0].reason, "initial");
+    assert.deepEqual(one.usage, { input: 440, cache: 264, output: 66, reasoning: 18 });
+    assert.equal(two.steps[0].messages[0].interrupted, true);
+    assert.match(two.steps[0].attempts[0].text, /Roses are red/);
+    assert.equal(three.steps[0].tools[0].approval, "rejected");
+    const change = four.steps[0].headers[0];
+    assert.equal(change.reason, "change");
+    const diff = core.headerDiff(change.prev, change.header);
+    const added = diff.system.filter((l: Core) => l.op === "add").map((l: Core) => l.text);
+    assert.ok(added.includes("Answer in one sentence.") && added.includes("Be cheerful."), added.join("|"));
+    assert.equal(diff.system.filter((l: Core) => l.op === "del").length, 0);
+    assert.deepEqual([diff.config, diff.toolsAdded, diff.toolsRemoved], [[], [], []]);
+    const band = m.blocks.find((b: Core) => b.kind === "band");
+    const compaction = band.items.find((i: Core) => i.kind === "compaction");
+    assert.deepEqual([compaction.reason, compaction.outcome], ["manual", "completed"]);
+    assert.ok(compaction.summarySeq > compaction.seq);
+    assert.deepEqual(m.blocks.map((b: Core) => b.kind), ["turn", "turn", "turn", "turn", "band", "turn"]);
+    const timing = core.stepTiming(m, one.steps[0]);
+    assert.equal(timing.chunks, one.steps[0].attempts[0].chunks);
+    assert.ok(timing.tools >= 0 && timing.total >= timing.tools);
+  });
+
+  it("counts a repeated or a missing seq instead of folding it twice", () => {
+    const m = core.newModel();
+    const ev = (seq: number) => ({ type: "turn/start", seq, time: 0, data: { turn: seq + 1 } });
+    assert.equal(core.pushEvent(m, ev(0)), true);
+    assert.equal(core.pushEvent(m, ev(0)), false);
+    assert.equal(core.pushEvent(m, ev(3)), true);
+    assert.deepEqual([m.dupes, m.gaps, m.turns.length], [1, 2, 2]);
+  });
+
+  it("aligns a fork with its parent by turn and step and finds the first divergence", async () => {
+    const { harness, main, fork } = await stored();
+    await harness.dispose();
+    const a = core.buildModel(main);
+    const b = core.buildModel(fork);
+    assert.equal(b.turns[0].inherited, true);
+    assert.ok(b.seedEnd > 0);
+    const { rows, first } = core.alignSessions(a, b);
+    assert.deepEqual(rows.slice(0, 4).map((r: Core) => r.differs), [[], [], [], []]);
+    assert.deepEqual([rows[first].kind, rows[first].turn, rows[first].step], ["step", 2, 1]);
+    assert.ok(rows[first].differs.includes("input"));
+    assert.deepEqual(core.alignSessions(a, core.buildModel(main)).first, -1);
+  });
+
+  it("lineDiff keeps common lines and marks the changed ones", () => {
+    const ops = core.lineDiff("a\nb\nc\nd", "a\nB\nc\nd\ne").map((l: Core) => l.op + l.text);
+    assert.deepEqual(ops, ["samea", "delb", "addB", "samec", "samed", "adde"]);
+  });
+});
