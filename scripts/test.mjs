@@ -42,6 +42,7 @@ const entryPoints = [
   "sdk/capabilities/mod.ts",
   "sdk/subagents/mod.ts",
   "sdk/hooks/mod.ts",
+  "view/mod.ts",
 ];
 const checked = [
   ...entryPoints,

@@ -199,3 +199,25 @@ export function streamedText(text: string, options: { reasoning?: string; usage?
   chunks.push({ type: "finish", reason: { kind: "stop" } });
   return { chunks };
 }
+
+/** A stored session of at least `size` events, made by the agent loop (the benchmark conversation's turn shape). */
+export async function bigSession(storage: SessionStorage, size: number, id = "big"): Promise<number> {
+  const model = scriptedAdapter((_request, index) =>
+    index % 2 === 0
+      ? toolCallResponse([{ id: `call_${index}`, name: "lookup", arguments: `{"city":"c${index}"}` }], {
+        reasoning: "r ".repeat(20),
+      })
+      : streamedText(Array.from({ length: 40 }, (_, i) => `w${i}`).join(" "))
+  );
+  const harness = await createHarness({
+    adapters: [model],
+    model: { provider: "scripted", model: "scripted-model" },
+    tools: [lookupTool],
+    storage,
+  });
+  const agent = await harness.createAgent({ id });
+  while (agent.session.seq < size) await agent.run(`question ${agent.session.seq}`);
+  const n = agent.session.seq;
+  await harness.dispose();
+  return n;
+}

@@ -21,7 +21,7 @@ import { fixtureDir, runScenario, SCENARIOS, WEATHER_TABLE } from "../../../exam
 import { createHarnessApp } from "../create_harness_app.ts";
 import { type LoopbackServer, serveOnLoopback } from "../_test_server.ts";
 import { launchBrowser, missingBrowser, SCREENSHOT_DIR, type TestBrowser } from "./_test_browser.ts";
-import { lookupTool, makeViewSessions, pacedAdapter, streamedText } from "./_test_view_sessions.ts";
+import { bigSession, lookupTool, makeViewSessions, pacedAdapter, streamedText } from "./_test_view_sessions.ts";
 
 const TOKEN = "view-token-42";
 const missing = missingBrowser();
@@ -338,26 +338,4 @@ function firstDivergence(a: readonly SessionEvent[], b: readonly SessionEvent[])
   const i = ra.findIndex((r, k) => rb[k] === undefined || r.text !== rb[k].text);
   assert.ok(i >= 0, "the replay diverges");
   return ra[i].at as [string, string];
-}
-
-/** A stored session of at least `size` events, made by the agent loop (the benchmark conversation's turn shape). */
-export async function bigSession(storage: SessionStorage, size: number): Promise<number> {
-  const model = scriptedAdapter((_request, index) =>
-    index % 2 === 0
-      ? toolCallResponse([{ id: `call_${index}`, name: "lookup", arguments: `{"city":"c${index}"}` }], {
-        reasoning: "r ".repeat(20),
-      })
-      : streamedText(Array.from({ length: 40 }, (_, i) => `w${i}`).join(" "))
-  );
-  const harness = await createHarness({
-    adapters: [model],
-    model: { provider: "scripted", model: "scripted-model" },
-    tools: [lookupTool],
-    storage,
-  });
-  const agent = await harness.createAgent({ id: "big" });
-  while (agent.session.seq < size) await agent.run(`question ${agent.session.seq}`);
-  const n = agent.session.seq;
-  await harness.dispose();
-  return n;
 }

@@ -1,0 +1,67 @@
+// Internal: serve a fetch handler with the runtime's own server — Deno.serve,
+// Bun.serve, or @hono/node-server on Node (imported only there).
+
+import type { AddressInfo } from "node:net";
+
+type Fetch = (request: Request) => Response | Promise<Response>;
+
+/** A listening server. */
+export interface Listening {
+  /** `http://host:port`. */
+  readonly origin: string;
+  close(): Promise<void>;
+}
+
+interface DenoLike {
+  serve(
+    options: { hostname: string; port: number; signal: AbortSignal; onListen?: (addr: unknown) => void },
+    handler: Fetch,
+  ): { addr: { port: number }; finished: Promise<void> };
+}
+interface BunLike {
+  serve(options: { hostname: string; port: number; fetch: Fetch; idleTimeout?: number }): {
+    port: number;
+    stop(closeActive?: boolean): void | Promise<void>;
+  };
+}
+
+/** Listen on `hostname:port` (port 0: any free port). */
+export async function listen(fetch: Fetch, hostname: string, port: number): Promise<Listening> {
+  const g = globalThis as { Deno?: DenoLike; Bun?: BunLike };
+  const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+  if (g.Deno !== undefined) {
+    const controller = new AbortController();
+    const server = g.Deno.serve({ hostname, port, signal: controller.signal, onListen() {} }, fetch);
+    return {
+      origin: `http://${host}:${server.addr.port}`,
+      close: async () => {
+        controller.abort();
+        await server.finished;
+      },
+    };
+  }
+  if (g.Bun !== undefined) {
+    // idleTimeout 0: event streams stay open between keep-alive comments.
+    const server = g.Bun.serve({ hostname, port, fetch, idleTimeout: 0 });
+    return {
+      origin: `http://${host}:${server.port}`,
+      close: async () => {
+        await server.stop(true);
+      },
+    };
+  }
+  const { serve } = await import("@hono/node-server");
+  return await new Promise((resolve, reject) => {
+    const server = serve({ fetch, hostname, port, overrideGlobalObjects: false }, (info: AddressInfo) => {
+      resolve({
+        origin: `http://${host}:${info.port}`,
+        close: () =>
+          new Promise<void>((done) => {
+            (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+            server.close(() => done());
+          }),
+      });
+    });
+    server.once("error", reject);
+  });
+}

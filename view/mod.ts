@@ -1,0 +1,120 @@
+/**
+ * `@dsh/harness/view`: the session timeline over a folder of stored sessions,
+ * with no server to write. Run it as a program to print the URL:
+ *
+ * ```sh
+ * deno run -A jsr:@dsh/harness/view ./sessions [--port 8788] [--host 127.0.0.1] [--token T | --no-auth]
+ * npx dsh-view ./sessions        # inside a checkout of this package (Node, through tsx)
+ * ```
+ *
+ * To add the timeline to your own service, use `createHarnessApp()` from
+ * `@dsh/harness/http`: it serves the same pages.
+ *
+ * @example
+ * ```ts
+ * import { parseViewArgs } from "@dsh/harness/view";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(parseViewArgs(["./sessions", "--port", "9000", "--no-auth"]), {
+ *   dir: "./sessions",
+ *   options: { port: 9000, token: false },
+ * });
+ * ```
+ *
+ * @module
+ */
+
+import { HarnessError } from "../sdk/kernel/harness_error.ts";
+import { serveView, type ServeViewOptions, type ViewServer } from "./serve_view.ts";
+
+export { serveView, type ServeViewOptions, type ViewServer } from "./serve_view.ts";
+
+/** The parsed command line of the view program. */
+export interface ViewArgs {
+  /** The folder of stored sessions. */
+  readonly dir: string;
+  /** Where to listen and the token. */
+  readonly options: ServeViewOptions;
+}
+
+/**
+ * Parse `dir [--port N] [--host H] [--token T] [--no-auth]`.
+ *
+ * @param args The arguments after the program name.
+ * @returns The folder and the options.
+ * @throws {HarnessError} `INVALID_ARGS` on an unknown flag, a missing value or no folder.
+ *
+ * @example
+ * ```ts
+ * import { parseViewArgs } from "@dsh/harness/view";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(parseViewArgs(["data", "--host", "0.0.0.0", "--token", "s3cret"]), {
+ *   dir: "data",
+ *   options: { hostname: "0.0.0.0", token: "s3cret" },
+ * });
+ * assert.throws(() => parseViewArgs([]), { code: "INVALID_ARGS" });
+ * ```
+ */
+export function parseViewArgs(args: readonly string[]): ViewArgs {
+  let dir: string | undefined;
+  const options: { port?: number; hostname?: string; token?: string | false } = {};
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    const value = () => {
+      const v = args[++i];
+      if (v === undefined) throw new HarnessError("INVALID_ARGS", `${arg} needs a value`);
+      return v;
+    };
+    if (arg === "--port") options.port = Number(value());
+    else if (arg === "--host") options.hostname = value();
+    else if (arg === "--token") options.token = value();
+    else if (arg === "--no-auth") options.token = false;
+    else if (arg.startsWith("-")) {
+      throw new HarnessError(
+        "INVALID_ARGS",
+        `Unknown option ${arg}; usage: view <dir> [--port N] [--host H] [--token T | --no-auth]`,
+      );
+    } else if (dir === undefined) dir = arg;
+    else throw new HarnessError("INVALID_ARGS", `One folder only; got ${dir} and ${arg}`);
+  }
+  if (dir === undefined) {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      "Name the folder of stored sessions: view <dir> [--port N] [--host H] [--token T | --no-auth]",
+    );
+  }
+  return { dir, options };
+}
+
+/**
+ * Run the view program: parse the arguments, serve, print the URL, and stop on SIGINT or SIGTERM.
+ *
+ * @param args The arguments after the program name.
+ * @param print Where the URL goes.
+ * @returns The running server.
+ */
+export async function runView(
+  args: readonly string[],
+  print: (line: string) => void = console.log,
+): Promise<ViewServer> {
+  const { dir, options } = parseViewArgs(args);
+  const server = await serveView(dir, options);
+  print(`Timeline of ${dir}: ${server.url}`);
+  return server;
+}
+
+if ((import.meta as { main?: boolean }).main === true) {
+  const g = globalThis as { Deno?: { args: string[] } };
+  const { default: process } = await import("node:process");
+  const args = g.Deno !== undefined ? g.Deno.args : process.argv.slice(2);
+  try {
+    const server = await runView(args);
+    const stop = () => void server.close().then(() => process.exit(0));
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(2);
+  }
+}
