@@ -23,8 +23,8 @@ export function pacedAdapter(inner: LlmAdapter, delayMs: number): LlmAdapter {
   return {
     provider: inner.provider,
     models: inner.models,
-    async *stream(options: GenerateOptions, signal: AbortSignal): AsyncIterable<StreamChunk> {
-      for await (const chunk of inner.stream(options, signal)) {
+    async *stream(options: GenerateOptions): AsyncIterable<StreamChunk> {
+      for await (const chunk of inner.stream(options)) {
         if (delayMs > 0 && chunk.type !== "finish") await new Promise((resolve) => setTimeout(resolve, delayMs));
         yield chunk;
       }
