@@ -1,19 +1,18 @@
 #!/usr/bin/env node
-// `npx dsh-view <dir>` (Node): the timeline of a folder of stored sessions. An installed
-// package runs its built dist/view/mod.js; a checkout (no dist/) loads view/mod.ts through
-// tsx. Deno and Bun run view/mod.ts directly.
+// `npx dsh-view <dir>` (Node): the timeline of a folder of stored sessions. A checkout
+// (view/mod.ts beside this file) loads the source through tsx; an installed package (which
+// ships dist/ and this file only) runs its built dist/view/mod.js. Deno and Bun run
+// view/mod.ts directly.
 
 import { existsSync } from "node:fs";
 import process from "node:process";
 
-const built = new URL("../dist/view/mod.js", import.meta.url);
 let runView;
-if (existsSync(built)) ({ runView } = await import(built.href));
-else {
+if (existsSync(new URL("./mod.ts", import.meta.url))) {
   const { register } = await import("tsx/esm/api");
   register();
   ({ runView } = await import("./mod.ts"));
-}
+} else ({ runView } = await import(new URL("../dist/view/mod.js", import.meta.url).href));
 try {
   const server = await runView(process.argv.slice(2));
   const stop = () => void server.close().then(() => process.exit(0));
