@@ -258,6 +258,15 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         else if (tool.error && tool.error.code === "DENIED") tool.approval = "denied";
         break;
       }
+      case "subagent/spawned": {
+        // The delegating tool call's child session, known as soon as the child starts.
+        var owner = m.step;
+        if (!owner || !d.callId) break;
+        var delegated = toolOf(owner, d.callId);
+        delegated.child = d.session;
+        delegated.subagent = { agent: d.agent, mode: d.mode };
+        break;
+      }
       case "session/end-seed":
         m.seedEnd = e.seq;
         for (var k = 0; k < m.turns.length; k++) m.turns[k].inherited = true, m.turns[k].v++;
@@ -819,7 +828,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       h("div", { class: "k" }, tool.isError ? "error" : "result"), h("pre", { class: "tool-result" }, tool.done ? (tool.result || "(no output)") : "…"),
       tool.error ? [h("div", { class: "k" }, "code"), h("div", { class: "mono" }, tool.error.name + " · " + tool.error.code)] : null,
       tool.approval ? [h("div", { class: "k" }, "approval"), h("div", null, tool.approval)] : null,
-      tool.child ? [h("div", { class: "k" }, "subagent"), h("a", { href: viewUrl(tool.child), class: "child-link" }, "child session " + tool.child)] : null,
+      tool.child ? [h("div", { class: "k" }, "subagent"), h("a", { href: viewUrl(tool.child), class: "child-link" }, "child session " + tool.child +
+        (tool.subagent ? " (" + tool.subagent.agent + ", " + tool.subagent.mode + ")" : ""))] : null,
       tool.meta && !tool.child ? [h("div", { class: "k" }, "meta"), h("pre", null, JSON.stringify(tool.meta, null, 2))] : null,
       h("div", { class: "k" }, "log"), h("div", { class: "mono small" },
         (tool.callSeq >= 0 ? "call #" + tool.callSeq : "no tool/call") + (tool.resultSeq >= 0 ? " → result #" + tool.resultSeq : "")));

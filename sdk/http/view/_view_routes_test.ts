@@ -176,6 +176,48 @@ describe("the client's log fold (evaluated without a DOM)", () => {
     assert.deepEqual(core.alignSessions(a, core.buildModel(main)).first, -1);
   });
 
+  it("links a delegating tool call to its child session from subagent/spawned and from the result's meta", () => {
+    const m = core.newModel();
+    const call = (seq: number, id: string) => ({
+      type: "tool/call",
+      seq,
+      time: seq,
+      data: { turn: 1, step: 1, callId: id, name: "task", arguments: "{}" },
+    });
+    const log = [
+      { type: "turn/start", seq: 0, time: 0, data: { turn: 1 } },
+      { type: "step/start", seq: 1, time: 0, data: { turn: 1, step: 1 } },
+      call(2, "c1"),
+      {
+        type: "subagent/spawned",
+        seq: 3,
+        time: 3,
+        data: { turn: 1, step: 1, callId: "c1", session: "child-1", mode: "in-process", agent: "researcher" },
+      },
+      call(4, "c2"),
+      {
+        type: "tool/result",
+        seq: 5,
+        time: 5,
+        data: {
+          turn: 1,
+          step: 1,
+          message: {
+            id: "r2",
+            role: "user",
+            content: [{ type: "tool-result", toolCallId: "c2", content: [{ type: "text", text: "done" }] }],
+            source: { kind: "tool", callId: "c2" },
+          },
+          meta: { childSession: "child-2" },
+        },
+      },
+    ];
+    for (const e of log) core.pushEvent(m, e);
+    const tools = m.turns[0].steps[0].tools;
+    assert.deepEqual(tools.map((t: Core) => [t.callId, t.child]), [["c1", "child-1"], ["c2", "child-2"]]);
+    assert.deepEqual(tools[0].subagent, { agent: "researcher", mode: "in-process" });
+  });
+
   it("lineDiff keeps common lines and marks the changed ones", () => {
     const ops = core.lineDiff("a\nb\nc\nd", "a\nB\nc\nd\ne").map((l: Core) => l.op + l.text);
     assert.deepEqual(ops, ["samea", "delb", "addB", "samec", "samed", "adde"]);
