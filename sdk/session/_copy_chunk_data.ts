@@ -18,9 +18,10 @@ function count(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 && !Object.is(value, -0);
 }
 
+// Exactly these own properties, all enumerable (plain() rules out symbols).
 function hasExactly(value: Record<string, unknown>, keys: readonly string[]): boolean {
-  const own = Object.keys(value);
-  if (own.length !== keys.length) return false;
+  if (Object.keys(value).length !== keys.length) return false;
+  if (Object.getOwnPropertyNames(value).length !== keys.length) return false;
   for (const key of keys) if (!Object.prototype.hasOwnProperty.call(value, key)) return false;
   return true;
 }

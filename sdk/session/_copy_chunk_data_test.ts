@@ -32,6 +32,8 @@ describe("copyChunkData()", () => {
       { turn: 1, step: 1, chunk: new Map() },
       { turn: 1, step: 1, chunk: { type: "text-delta", index: 0, text: "x" }, more: true },
       { turn: -0, step: 1, chunk: { type: "text-delta", index: 0, text: "x" } },
+      { turn: 1, step: 1, chunk: Object.defineProperty({ type: "text-delta", index: 0, text: "x" }, "hidden", {}) },
+      Object.defineProperty({ turn: 1, step: 1, chunk: { type: "text-delta", index: 0, text: "x" } }, "hidden", {}),
     ];
     for (const payload of odd) assert.equal(copyChunkData(payload), undefined);
   });

@@ -7,21 +7,50 @@
 
 import { HarnessError } from "../kernel/harness_error.ts";
 
-// The walk keeps the keys leading to the current value on a stack and builds
-// the path string only when it rejects, so the hot path allocates no strings.
+// The walk recurses for the first RECURSION_LIMIT levels (the session log's
+// payloads are shallow, and recursion is the fastest walk for them), then
+// continues iteratively with explicit frames, so nesting is bounded by memory,
+// not by the call stack.
+const RECURSION_LIMIT = 64;
+
+const hasOwn = Object.prototype.hasOwnProperty;
+const functionToString = Function.prototype.toString;
+
+// The keys leading to the current value stay on stacks; the path string is
+// built only when the walk rejects, so the hot path allocates no strings.
 class Walk {
-  readonly keys: (string | number)[] = [];
-  readonly ancestors: object[] = [];
-  readonly root: string;
-  readonly copy: boolean;
+  readonly #root: string;
+  readonly #copy: boolean;
+  // Recursive part: the open containers and the key leading to each child.
+  readonly #ancestors: object[] = [];
+  readonly #path: (string | number)[] = [];
+  // Iterative part: one frame per open container, on parallel stacks: its
+  // source, its copy, its keys (`undefined` for an array), its length and the
+  // position of the next child.
+  readonly #sources: object[] = [];
+  readonly #targets: (unknown[] | Record<string, unknown> | undefined)[] = [];
+  readonly #keys: (string[] | undefined)[] = [];
+  readonly #lengths: number[] = [];
+  readonly #next: number[] = [];
+  #seen: Set<object> | undefined;
+  // The length of the container `check()` accepted last.
+  #length = 0;
+
   constructor(root: string, copy: boolean) {
-    this.root = root;
-    this.copy = copy;
+    this.#root = root;
+    this.#copy = copy;
   }
 
-  reject(what: string): never {
-    let path = this.root;
-    for (const key of this.keys) path += typeof key === "number" ? `[${key}]` : `.${key}`;
+  reject(what: string, index?: number): never {
+    let path = this.#root;
+    for (const key of this.#path) path += typeof key === "number" ? `[${key}]` : `.${key}`;
+    const keys = this.#keys;
+    for (let f = 0; f < this.#sources.length; f++) {
+      const at = this.#next[f] - 1;
+      const list = keys[f];
+      path += list === undefined ? `[${at}]` : `.${list[at]}`;
+    }
+    if (index !== undefined) path += `[${index}]`;
     throw new HarnessError("NOT_LOSSLESS_JSON", `Value at ${path} is not lossless JSON: ${what}`, {
       details: { path },
     });
@@ -45,50 +74,188 @@ class Walk {
     }
   }
 
+  // Checks that `value` is a plain array or object that JSON carries whole,
+  // and returns its keys (`undefined` for an array); `#length` is set.
+  check(value: object): string[] | undefined {
+    let array: boolean;
+    let proto: unknown;
+    try {
+      array = Array.isArray(value);
+      proto = Object.getPrototypeOf(value);
+    } catch {
+      return this.reject("a revoked proxy");
+    }
+    if (array) {
+      if (proto !== Array.prototype && !isForeignArrayPrototype(proto)) this.reject(describe(value));
+      const length = (value as unknown[]).length;
+      // A dense array owns its indices and `length`, nothing else (JSON drops
+      // any other property, enumerable or not, string- or symbol-keyed).
+      // Indices come first and in order, so this one check covers both.
+      const own = Reflect.ownKeys(value);
+      if (own.length !== length + 1 || own[length] !== "length") this.rejectArray(value, length);
+      this.#length = length;
+      return undefined;
+    }
+    if (proto !== Object.prototype && proto !== null && !isForeignObjectPrototype(proto)) {
+      this.reject(describe(value));
+    }
+    // JSON drops symbol-keyed and non-enumerable properties.
+    if (Object.getOwnPropertySymbols(value).length > 0) this.reject("an object with symbol keys");
+    const keys = Object.keys(value);
+    if (Object.getOwnPropertyNames(value).length !== keys.length) {
+      this.reject("an object with non-enumerable properties");
+    }
+    this.#length = keys.length;
+    return keys;
+  }
+
+  rejectArray(value: object, length: number): never {
+    for (let i = 0; i < length; i++) if (!hasOwn.call(value, i)) this.reject("a hole in a sparse array", i);
+    for (const key of Reflect.ownKeys(value)) {
+      if (typeof key === "symbol") this.reject("an array with a symbol-keyed property");
+      if (key !== "length" && !(String(Number(key)) === key && Number(key) < length)) {
+        this.reject(`an array with an extra property "${key}"`);
+      }
+    }
+    return this.reject("an array with extra properties");
+  }
+
   object(value: object): unknown {
-    const ancestors = this.ancestors;
+    const ancestors = this.#ancestors;
+    if (ancestors.length === RECURSION_LIMIT) return this.iterate(value);
     if (ancestors.length > 0 && ancestors.includes(value)) this.reject("a circular reference");
+    const keys = this.check(value);
+    const length = this.#length;
+    const path = this.#path;
+    const copy = this.#copy;
     ancestors.push(value);
-    const keys = this.keys;
     let out: unknown;
-    if (Array.isArray(value)) {
-      if (Object.getPrototypeOf(value) !== Array.prototype) this.reject(describe(value));
-      const length = value.length;
-      const result: unknown[] | undefined = this.copy ? new Array(length) : undefined;
+    if (keys === undefined) {
+      const result: unknown[] | undefined = copy ? new Array(length) : undefined;
       for (let i = 0; i < length; i++) {
-        keys.push(i);
-        if (!(i in value)) this.reject("a hole in a sparse array");
-        const item = this.value(value[i]);
+        path.push(i);
+        const item = this.value((value as unknown[])[i]);
         if (result) result[i] = item;
-        keys.pop();
+        path.pop();
       }
       out = result ? Object.freeze(result) : value;
     } else {
-      const proto = Object.getPrototypeOf(value);
-      if (proto !== Object.prototype && proto !== null) this.reject(describe(value));
-      if (Object.getOwnPropertySymbols(value).length > 0) this.reject("an object with symbol keys");
-      const result: Record<string, unknown> | undefined = this.copy ? {} : undefined;
-      for (const key of Object.keys(value)) {
-        keys.push(key);
+      const result: Record<string, unknown> | undefined = copy ? {} : undefined;
+      for (const key of keys) {
+        path.push(key);
         const item = this.value((value as Record<string, unknown>)[key]);
         if (result) {
           // defineProperty keeps a key named "__proto__" an own data property.
           if (key === "__proto__") Object.defineProperty(result, key, { value: item, enumerable: true });
           else result[key] = item;
         }
-        keys.pop();
+        path.pop();
       }
       out = result ? Object.freeze(result) : value;
     }
     ancestors.pop();
     return out;
   }
+
+  // The walk below RECURSION_LIMIT levels.
+  iterate(value: object): unknown {
+    const seen = new Set(this.#ancestors);
+    const sources = this.#sources, targets = this.#targets, keyLists = this.#keys;
+    const lengths = this.#lengths, next = this.#next;
+    const open = (container: object): unknown => {
+      if (seen.has(container)) this.reject("a circular reference");
+      const keys = this.check(container);
+      const target = this.#copy ? (keys === undefined ? new Array(this.#length) : {}) : undefined;
+      seen.add(container);
+      sources.push(container);
+      targets.push(target);
+      keyLists.push(keys);
+      lengths.push(this.#length);
+      next.push(0);
+      return target ?? container;
+    };
+    const root = open(value);
+    while (sources.length > 0) {
+      const top = sources.length - 1;
+      const source = sources[top] as Record<string | number, unknown>;
+      const target = targets[top];
+      const keys = keyLists[top];
+      const length = lengths[top];
+      let descended = false;
+      // Scalars are handled in this inner loop; the first container child
+      // pushes its frame and the outer loop continues with it.
+      for (let i = next[top]; i < length; i++) {
+        const key = keys === undefined ? i : keys[i];
+        const item = source[key];
+        next[top] = i + 1;
+        let out: unknown;
+        if (typeof item === "object" && item !== null) {
+          out = open(item);
+          descended = true;
+        } else {
+          out = this.value(item);
+        }
+        if (target !== undefined) {
+          if (key === "__proto__") Object.defineProperty(target, key, { value: out, enumerable: true });
+          else (target as Record<string | number, unknown>)[key] = out;
+        }
+        if (descended) break;
+      }
+      if (descended) continue;
+      seen.delete(source);
+      sources.pop();
+      targets.pop();
+      if (target !== undefined) Object.freeze(target);
+      keyLists.pop();
+      lengths.pop();
+      next.pop();
+    }
+    return root;
+  }
+}
+
+// Whether `proto` is the intrinsic `Object.prototype` of some realm (a
+// `node:vm` context, an iframe, a worker): its own `constructor` is that
+// realm's native `Object`. A forged prototype fails the native-code check; a
+// revoked proxy in the way makes this false, never a throw.
+function isForeignObjectPrototype(proto: unknown): boolean {
+  if (typeof proto !== "object" || proto === null) return false;
+  try {
+    return Object.getPrototypeOf(proto) === null && hasNativeConstructor(proto, "Object");
+  } catch {
+    return false;
+  }
+}
+
+function isForeignArrayPrototype(proto: unknown): boolean {
+  try {
+    return Array.isArray(proto) && hasNativeConstructor(proto, "Array") &&
+      isForeignObjectPrototype(Object.getPrototypeOf(proto));
+  } catch {
+    return false;
+  }
+}
+
+// V8 prints `function Object() { [native code] }`; JavaScriptCore breaks the line.
+const NATIVE = {
+  Object: /^function Object\(\) \{\s*\[native code\]\s*\}$/,
+  Array: /^function Array\(\) \{\s*\[native code\]\s*\}$/,
+} as const;
+
+function hasNativeConstructor(proto: object, name: "Object" | "Array"): boolean {
+  const ctor: unknown = Object.getOwnPropertyDescriptor(proto, "constructor")?.value;
+  return typeof ctor === "function" && ctor.name === name && ctor.prototype === proto &&
+    NATIVE[name].test(functionToString.call(ctor));
 }
 
 function describe(value: unknown): string {
   if (typeof value === "object" && value !== null) {
-    const name = (Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null)?.constructor?.name;
-    return `an instance of ${name || "an exotic class"}`;
+    try {
+      const name = (Object.getPrototypeOf(value) as { constructor?: { name?: unknown } } | null)?.constructor?.name;
+      return `an instance of ${typeof name === "string" && name !== "" ? name : "an exotic class"}`;
+    } catch {
+      return "an instance of an exotic class";
+    }
   }
   return typeof value === "bigint" ? "a BigInt" : `a ${typeof value}`;
 }
@@ -97,8 +264,15 @@ function describe(value: unknown): string {
  * Throw unless `value` is lossless JSON: `null`, booleans, strings, finite
  * numbers other than `-0`, dense plain arrays and plain objects of such
  * values, without cycles. `undefined` (also as a property value), BigInt,
- * functions, symbols, `NaN`, `±Infinity`, sparse arrays, and instances of
- * classes (`Map`, `Date`, …) are rejected.
+ * functions, symbols, `NaN`, `±Infinity`, sparse arrays, instances of classes
+ * (`Map`, `Date`, …), arrays with any property besides their indices and
+ * `length`, and objects with symbol-keyed or non-enumerable properties are
+ * rejected: JSON would drop or change each of them. Plain objects (also with
+ * a `null` prototype) and arrays from another realm (`node:vm`, an iframe, a
+ * worker) are plain JSON and accepted. The walk is iterative below a few
+ * dozen levels, so any depth that fits in memory is checked without
+ * overflowing the call stack. Getters run (once each); what they throw
+ * propagates.
  *
  * @param value The value to check.
  * @param path How to name the value in the error message.
@@ -112,6 +286,7 @@ function describe(value: unknown): string {
  * assertLosslessJson({ a: [1, "two", null] });
  * assert.throws(() => assertLosslessJson({ when: new Date(0) }), (e) => HarnessError.isInstance(e, "NOT_LOSSLESS_JSON"));
  * assert.throws(() => assertLosslessJson([1, , 3]), /sparse/);
+ * assert.throws(() => assertLosslessJson(Object.assign([1], { note: "dropped by JSON" })), /extra property/);
  * ```
  */
 export function assertLosslessJson(value: unknown, path: string = "value"): void {

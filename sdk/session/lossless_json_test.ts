@@ -1,5 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { runInNewContext } from "node:vm";
+import fc from "fast-check";
 import { assertLosslessJson, copyLosslessJson } from "./lossless_json.ts";
 import { deepFreeze } from "./deep_freeze.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
@@ -68,6 +70,243 @@ describe("copyLosslessJson()", () => {
     const copy = copyLosslessJson(input);
     assert.equal(Object.getPrototypeOf(copy), Object.prototype);
     assert.equal(JSON.stringify(copy), '{"__proto__":{"x":1}}');
+  });
+});
+
+// Nests `leaf` `depth` levels deep, alternating arrays and objects.
+function nest(leaf: unknown, depth: number, kinds: readonly ("array" | "object")[] = ["array", "object"]): unknown {
+  let value = leaf;
+  for (let d = 0; d < depth; d++) value = kinds[d % kinds.length] === "array" ? [value] : { k: value };
+  return value;
+}
+
+// Whether `a` and `b` are the same JSON, walked iteratively (JSON.stringify
+// overflows Node's stack on such depths): same primitives (`Object.is`), same
+// container kinds, the same own keys in the same order (symbols and
+// non-enumerable ones included) and plain prototypes (`Object.prototype`,
+// `null`, `Array.prototype`, or another realm's). A getter is read once, here.
+function sameJson(a: unknown, b: unknown): boolean {
+  const stack: [unknown, unknown][] = [[a, b]];
+  const plain = (x: object) => {
+    const proto = Object.getPrototypeOf(x);
+    if (proto === null || proto === Object.prototype || proto === Array.prototype) return true;
+    const ctor = Object.getOwnPropertyDescriptor(proto, "constructor")?.value;
+    return typeof ctor === "function" && (ctor.name === "Object" || ctor.name === "Array") &&
+      /\[native code\]/.test(Function.prototype.toString.call(ctor)) && ctor.prototype === proto;
+  };
+  while (stack.length > 0) {
+    const [x, y] = stack.pop()!;
+    if (typeof x !== "object" || x === null || typeof y !== "object" || y === null) {
+      if (!Object.is(x, y)) return false;
+      continue;
+    }
+    if (Array.isArray(x) !== Array.isArray(y) || !plain(x) || !plain(y)) return false;
+    const xk = Reflect.ownKeys(x), yk = Reflect.ownKeys(y);
+    if (xk.length !== yk.length || xk.some((k, i) => k !== yk[i])) return false;
+    for (const k of xk) {
+      const dx = Object.getOwnPropertyDescriptor(x, k)!, dy = Object.getOwnPropertyDescriptor(y, k)!;
+      if (dx.enumerable !== dy.enumerable) return false;
+      if (k !== "length" || !Array.isArray(x)) {
+        stack.push([(x as Record<PropertyKey, unknown>)[k], (y as Record<PropertyKey, unknown>)[k]]);
+      } else if (dx.value !== dy.value) return false;
+    }
+  }
+  return true;
+}
+
+// Whether JSON.stringify / JSON.parse gives `value` back unchanged.
+function jsonKeeps(value: unknown): boolean {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    return false; // a cycle or a BigInt
+  }
+  return text !== undefined && sameJson(JSON.parse(text), value);
+}
+
+describe("copyLosslessJson() on deep data", () => {
+  it("copies and checks 20,000-deep arrays, objects and mixes without overflowing the stack", () => {
+    for (const kinds of [["array"], ["object"], ["array", "object"]] as const) {
+      const value = nest({ leaf: [1, "x", null] }, 20_000, kinds);
+      assertLosslessJson(value);
+      const copy = copyLosslessJson(value);
+      assert.ok(sameJson(copy, value));
+      let cursor: unknown = copy;
+      for (let d = 0; d < 20_000; d++) {
+        assert.ok(Object.isFrozen(cursor));
+        cursor = Array.isArray(cursor) ? cursor[0] : (cursor as { k: unknown }).k;
+      }
+      assert.ok(Object.isFrozen(cursor) && Object.isFrozen((cursor as { leaf: unknown }).leaf));
+    }
+  });
+
+  it("refuses a bad value or a cycle 20,000 levels down with a coded error naming its path", () => {
+    const caught = (fn: () => unknown): { code?: string; message: string; path?: string } => {
+      try {
+        fn();
+      } catch (e) {
+        const error = e as HarnessError;
+        return { code: error.code, message: error.message, path: (error.details as { path?: string })?.path };
+      }
+      return { message: "no error" };
+    };
+    const bad = caught(() => copyLosslessJson(nest({ bad: undefined }, 20_000, ["array"]), "data"));
+    assert.equal(bad.code, "NOT_LOSSLESS_JSON");
+    assert.equal(bad.path, "data" + "[0]".repeat(20_000) + ".bad");
+    const ring: Record<string, unknown> = {};
+    ring.next = nest(ring, 20_000, ["object"]);
+    const cycle = caught(() => assertLosslessJson(ring));
+    assert.equal(cycle.code, "NOT_LOSSLESS_JSON");
+    assert.match(cycle.message.slice(-40), /circular/);
+    // A value that repeats (without a cycle) at depth is fine.
+    const shared = [1];
+    assert.deepEqual(copyLosslessJson(nest([shared, shared], 100, ["array"])), nest([[1], [1]], 100, ["array"]));
+  });
+});
+
+describe("copyLosslessJson() refuses what JSON would drop", () => {
+  it("refuses arrays with extra properties, enumerable or not, string- or symbol-keyed", () => {
+    const enumerable = Object.assign([1, 2], { note: "x" });
+    const hidden = Object.defineProperty([1], "note", { value: "x" });
+    const symbolic = Object.defineProperty([1], Symbol("s"), { value: "x", enumerable: true });
+    // A hole "paid for" by an extra property: as many own keys as a dense array.
+    const compensated = Object.defineProperty(new Array(2), "x", { value: 1 });
+    compensated[0] = 1;
+    rejects({ list: enumerable }, /data\.list .*extra property "note"/);
+    rejects(hidden, /extra property "note"/);
+    rejects(symbolic, /symbol-keyed/);
+    rejects({ a: compensated }, /data\.a\[1\].*sparse/);
+    for (const value of [enumerable, hidden, symbolic, compensated]) {
+      assert.throws(() => assertLosslessJson(value), { code: "NOT_LOSSLESS_JSON" });
+    }
+  });
+
+  it("refuses objects with non-enumerable properties", () => {
+    const hidden = Object.defineProperty({ shown: 1 }, "hidden", { value: 2 });
+    rejects({ a: [hidden] }, /data\.a\[0\] .*non-enumerable/);
+    assert.throws(() => assertLosslessJson(hidden), { code: "NOT_LOSSLESS_JSON" });
+  });
+
+  it("accepts plain objects and arrays from another realm, and copies them into this one", () => {
+    const foreign = runInNewContext(
+      "({ object: { nested: [1] }, array: [2, { ok: true }], bare: Object.create(null) })",
+    );
+    assert.notEqual(Object.getPrototypeOf(foreign), Object.prototype);
+    assertLosslessJson(foreign);
+    const copy = copyLosslessJson(foreign) as { object: { nested: number[] }; array: unknown[] };
+    assert.deepEqual(copy, { object: { nested: [1] }, array: [2, { ok: true }], bare: {} });
+    assert.equal(Object.getPrototypeOf(copy.object), Object.prototype);
+    assert.equal(Object.getPrototypeOf(copy.array), Array.prototype);
+  });
+
+  it("still refuses another realm's class instances, array subclasses and decorated arrays", () => {
+    const [box, list, decorated] = runInNewContext(`(() => {
+      class Box { constructor() { this.value = 1 } }
+      class List extends Array {}
+      return [new Box(), List.from([1]), Object.assign([1], { extra: 1 })];
+    })()`);
+    rejects(box, /Box/);
+    rejects(list, /List/);
+    rejects(decorated, /extra property/);
+  });
+
+  it("refuses forged prototypes that only pose as Object.prototype", () => {
+    const forged = (ctor: unknown) => {
+      const proto = Object.create(null);
+      Object.defineProperty(proto, "constructor", { value: ctor });
+      return Object.assign(Object.create(proto), { value: 1 });
+    };
+    function Object_() {}
+    Object.defineProperty(Object_, "name", { value: "Object" });
+    rejects(forged(Object_), /not lossless JSON/);
+    // Pointing at this realm's Object is not enough either: its prototype is not `proto`.
+    rejects(forged(Object), /not lossless JSON/);
+  });
+
+  it("answers a revoked proxy, as a value or as a constructor, with a coded error", () => {
+    const proxy = Proxy.revocable({}, {});
+    proxy.revoke();
+    rejects({ p: proxy.proxy }, /data\.p .*revoked proxy/);
+    const ctor = Proxy.revocable(function Object() {}, {});
+    ctor.revoke();
+    const proto = Object.create(null);
+    Object.defineProperty(proto, "constructor", { value: ctor.proxy });
+    rejects(Object.assign(Object.create(proto), { value: 1 }), /exotic class/);
+  });
+});
+
+describe("copyLosslessJson() properties", () => {
+  it("round-trips arbitrary JSON nested up to 20,000 levels deep", () => {
+    const arbDeep = fc.record({
+      leaf: fc.jsonValue({ maxDepth: 4 }),
+      depth: fc.oneof(fc.nat(50), fc.integer({ min: 0, max: 20_000 })),
+      kinds: fc.array(fc.constantFrom("array" as const, "object" as const), { minLength: 1, maxLength: 5 }),
+    });
+    fc.assert(
+      fc.property(arbDeep, ({ leaf, depth, kinds }) => {
+        const value = nest(leaf, depth, kinds);
+        const copy = copyLosslessJson(value);
+        assert.ok(sameJson(copy, value));
+        if (depth <= 50) assert.equal(JSON.stringify(copy), JSON.stringify(value));
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("refuses exactly the values JSON.stringify / JSON.parse would change", () => {
+    class Point {
+      x = 1;
+    }
+    const odd = fc.oneof(
+      fc.constantFrom<unknown>(undefined, NaN, Infinity, -Infinity, -0, 1n, Symbol("s"), () => 1, new Date(0)),
+      fc.constant(null).map(() => new Point()),
+      fc.constant(null).map(() => Object.assign([1], { extra: true })),
+      fc.constant(null).map(() => Object.defineProperty([1], "hidden", { value: 1 })),
+      fc.constant(null).map(() => Object.defineProperty({ a: 1 }, "hidden", { value: 1 })),
+      fc.constant(null).map(() => ({ [Symbol("k")]: 1 })),
+      fc.constant(null).map(() => [1, , 3]),
+      fc.constant(null).map(() => runInNewContext("({ nested: [1, { ok: true }] })")),
+    );
+    const anything = fc.anything({
+      maxDepth: 3,
+      withBigInt: true,
+      withBoxedValues: true,
+      withDate: true,
+      withMap: true,
+      withSet: true,
+      withNullPrototype: true,
+      withObjectString: true,
+      withSparseArray: true,
+      withTypedArray: true,
+    });
+    const arbValue = fc.oneof(
+      anything,
+      fc.jsonValue({ maxDepth: 3 }),
+      fc.tuple(fc.jsonValue({ maxDepth: 2 }), odd, fc.nat(30)).map(([json, bad, depth]) => nest({ json, bad }, depth)),
+    );
+    fc.assert(
+      fc.property(arbValue, (value) => {
+        let copy: unknown;
+        let accepted = true;
+        try {
+          copy = copyLosslessJson(value);
+        } catch (e) {
+          assert.ok(HarnessError.isInstance(e, "NOT_LOSSLESS_JSON"), String(e));
+          accepted = false;
+        }
+        assert.equal(accepted, jsonKeeps(value));
+        if (accepted) assert.ok(sameJson(copy, value));
+        let checked = true;
+        try {
+          assertLosslessJson(value);
+        } catch {
+          checked = false;
+        }
+        assert.equal(checked, accepted);
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 
