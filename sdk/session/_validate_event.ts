@@ -14,6 +14,10 @@ function invalid(seq: number, type: string, what: string): never {
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 const isText = (v: unknown): v is string => typeof v === "string" && v.length > 0;
 const isCount = (v: unknown): boolean => typeof v === "number" && Number.isSafeInteger(v) && v >= 1;
+/** Whether `v` can be an event `time` or a header `createdAt`: a non-negative safe integer (milliseconds). */
+export const isTime = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+
+const ADAPTER_DEFAULT_KEYS: ReadonlySet<string> = new Set(["reasoningEffort", "maxTokens"]);
 
 /** Check an envelope read from a seed or from storage (the keys and scalar fields). */
 export function validateEnvelope(event: unknown, index: number): void {
@@ -21,7 +25,7 @@ export function validateEnvelope(event: unknown, index: number): void {
   const type = event.type;
   if (!isText(type)) invalid(index, String(type), "no type");
   for (const key of Object.keys(event)) if (!ENVELOPE_KEYS.has(key)) invalid(index, type, `unknown key ${key}`);
-  if (typeof event.time !== "number" || !Number.isFinite(event.time)) invalid(index, type, "time is not a number");
+  if (!isTime(event.time)) invalid(index, type, "time is not a non-negative safe integer");
   if (event.ignorable !== undefined && event.ignorable !== true) invalid(index, type, "ignorable must be true");
   if (!("data" in event)) invalid(index, type, "no data");
 }
@@ -128,6 +132,23 @@ export function validateEventData(type: string, data: unknown, seq: number): voi
         !isObject(header) || !isObject(header.config) || !isText(header.config.provider) || !isText(header.config.model)
       ) {
         invalid(seq, type, "the header needs config.provider and config.model");
+      }
+      const config = header.config;
+      if (config.reasoningEffort !== undefined && !isText(config.reasoningEffort)) {
+        invalid(seq, type, "config.reasoningEffort must be a non-empty string");
+      }
+      // adapterDefaults marks the config fields the adapter filled in: each
+      // marker is `true` and its field is present in the config.
+      const defaults = header.adapterDefaults;
+      if (defaults !== undefined) {
+        if (!isObject(defaults)) invalid(seq, type, "adapterDefaults must be an object");
+        for (const key of Object.keys(defaults)) {
+          if (!ADAPTER_DEFAULT_KEYS.has(key)) invalid(seq, type, `adapterDefaults has an unknown key ${key}`);
+          if (defaults[key] !== true) invalid(seq, type, `adapterDefaults.${key} must be true`);
+          if (config[key] === undefined) {
+            invalid(seq, type, `adapterDefaults.${key} marks a config field that is absent`);
+          }
+        }
       }
       return;
     }

@@ -26,7 +26,7 @@ import type {
   SurfaceIntent,
 } from "./session_events.ts";
 import { isSurfaceEventType, type SessionSurface, SurfaceManager } from "./surface_manager.ts";
-import { validateEnvelope, validateEventData } from "./_validate_event.ts";
+import { isTime, validateEnvelope, validateEventData } from "./_validate_event.ts";
 
 /** The format version stamped on new session headers. */
 export const SESSION_FORMAT_VERSION: number = 1;
@@ -114,6 +114,47 @@ const HEADER_FIELDS = [
   "agentPreset",
 ] as const;
 
+function invalidHeader(what: string): never {
+  throw new HarnessError("INVALID_ARGS", `Session header ${what}`);
+}
+
+// A POSIX path from "/", a Windows path from a drive ("C:\", "C:/") or a UNC share ("\\host").
+const ABSOLUTE_PATH = /^(?:\/|[A-Za-z]:[\\/]|\\\\)/;
+
+const isNonNegativeInteger = (v: unknown): boolean => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+
+// Checks the header fields' types and returns their values, each read once.
+function headerFields(init: SessionHeaderInit): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const key of HEADER_FIELDS) {
+    const value = init[key];
+    if (value === undefined) continue;
+    switch (key) {
+      case "cwd":
+        if (typeof value !== "string") invalidHeader("cwd must be a string");
+        if (!ABSOLUTE_PATH.test(value)) invalidHeader(`cwd must be an absolute path, not ${JSON.stringify(value)}`);
+        break;
+      case "parentSession":
+      case "origin":
+      case "agentPreset":
+        if (typeof value !== "string" || value === "") invalidHeader(`${key} must be a non-empty string`);
+        break;
+      case "seedLength":
+      case "delegationDepth":
+        if (!isNonNegativeInteger(value)) invalidHeader(`${key} must be a non-negative safe integer`);
+        break;
+    }
+    fields[key] = value;
+  }
+  return fields;
+}
+
+function checkInit(init: unknown): void {
+  if (typeof init !== "object" || init === null || Array.isArray(init)) invalidHeader("is not a plain object");
+  const proto = Object.getPrototypeOf(init);
+  if (proto !== Object.prototype && proto !== null) invalidHeader("is not a plain object");
+}
+
 function buildHeader(id: string, init: SessionHeaderInit, now: () => number): SessionHeader {
   if (init.id !== undefined && init.id !== id) {
     throw new HarnessError("INVALID_ARGS", `Session header id ${init.id} does not match session id ${id}`);
@@ -126,8 +167,9 @@ function buildHeader(id: string, init: SessionHeaderInit, now: () => number): Se
       { details: { version } },
     );
   }
-  const header: Record<string, unknown> = { version, id, createdAt: init.createdAt ?? now() };
-  for (const key of HEADER_FIELDS) if (init[key] !== undefined) header[key] = init[key];
+  const createdAt = init.createdAt ?? now();
+  if (!isTime(createdAt)) invalidHeader(`createdAt must be a non-negative safe integer, not ${String(createdAt)}`);
+  const header: Record<string, unknown> = { version, id, createdAt, ...headerFields(init) };
   return copyLosslessJson(header as unknown as SessionHeader, "header");
 }
 
@@ -146,6 +188,21 @@ function buildHeader(id: string, init: SessionHeaderInit, now: () => number): Se
  *   given that does not already end with one; it sits at `firstLiveSeq`.
  * - Observers run synchronously after commit; their failures are contained;
  *   an append from inside an observer is rejected with `APPEND_REENTERED`.
+ * - Seeds and restored logs are validated like appends: envelope `time` is a
+ *   non-negative safe integer (so is the clock's), a `request/header` holds a
+ *   non-empty `reasoningEffort` if any and `adapterDefaults` markers that are
+ *   `true` for config fields present; header fields are typed (`createdAt` a
+ *   non-negative safe integer, `cwd` an absolute path, …); each seed entry,
+ *   and each of its properties, is read once.
+ *
+ * Kept on purpose, where the reference implementation differs: a
+ * `user/message` without an `id` is refused at append (the surface and
+ * derivation key messages by id, so an id-less message could never be pruned
+ * or replaced); a `todo/write` whose `todos` is not an array is refused (the
+ * todo projection could not fold it); observer errors are contained rather
+ * than vetoing an append (the event is already committed when observers run,
+ * so a veto could not undo it, and one faulty listener must not stop the
+ * agent).
  *
  * The clock: `time` comes from the `now` option (default `Date.now`).
  *
@@ -196,6 +253,7 @@ export class Session {
     if (seed !== undefined && !Array.isArray(seed)) {
       throw new HarnessError("INVALID_ARGS", "Session seed must be an array");
     }
+    checkInit(init);
     if (init.now !== undefined && typeof init.now !== "function") {
       throw new HarnessError("INVALID_ARGS", "Session option now must be a function");
     }
@@ -203,22 +261,27 @@ export class Session {
     this.header = buildHeader(id, init, this.#now);
     this.#surface = new SurfaceManager();
     if (seed !== undefined) {
+      // Each entry is read once (a getter cannot show the check one event and
+      // the log another), and so is each of its properties: the copy is read,
+      // not the caller's object.
       for (let i = 0; i < seed.length; i++) {
-        const raw = seed[i];
-        validateEnvelope(raw, i);
+        const raw: unknown = seed[i];
         let event: SessionEvent;
         if (restore) {
+          // Storage's own freshly parsed objects: checked and frozen in place.
+          validateEnvelope(raw, i);
           assertLosslessJson(raw, `seed[${i}]`);
-          event = deepFreeze(raw);
+          event = deepFreeze(raw as SessionEvent);
         } else {
-          event = copyLosslessJson(raw, `seed[${i}]`);
+          event = copyLosslessJson(raw as SessionEvent, `seed[${i}]`);
+          validateEnvelope(event, i);
         }
         validateEventData(event.type, event.data, i);
         this.#commit(event);
       }
     }
     this.firstLiveSeq = this.#log.length;
-    if (seed !== undefined && (seed.length === 0 || seed[seed.length - 1].type !== "session/end-seed")) {
+    if (seed !== undefined && this.#log.at(-1)?.type !== "session/end-seed") {
       this.#commit(this.#envelope("session/end-seed", {}, undefined));
     }
     if (init.onCommit !== undefined) this.#observers.push(init.onCommit);
@@ -249,7 +312,7 @@ export class Session {
    * ```
    */
   static create(id: string, seed?: readonly SessionEvent[], header?: SessionHeaderInit): Session {
-    return new Session(id, seed, header ?? {}, false);
+    return new Session(id, seed, header === undefined ? {} : header, false);
   }
 
   /**
@@ -264,7 +327,7 @@ export class Session {
    */
   static fromRestore(id: string, seed: readonly SessionEvent[], header: SessionHeaderInit): Session {
     if (!Array.isArray(seed)) throw new HarnessError("INVALID_ARGS", "Restored session events must be an array");
-    return new Session(id, seed, header ?? {}, true);
+    return new Session(id, seed, header === undefined ? {} : header, true);
   }
 
   /** The session id. */
@@ -374,8 +437,8 @@ export class Session {
 
   #envelope(type: string, data: unknown, intent: SurfaceIntent | undefined): SessionEvent {
     const time = this.#now();
-    if (typeof time !== "number" || !Number.isFinite(time)) {
-      throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a finite number`);
+    if (!isTime(time)) {
+      throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a non-negative safe integer`);
     }
     const copied = (type === "assistant/chunk" ? copyChunkData(data) : undefined) ?? copyLosslessJson(data, "data");
     const event: Record<string, unknown> = { type, seq: this.#log.length, time, data: copied };

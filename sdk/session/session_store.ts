@@ -101,6 +101,9 @@ const HEADER_KEYS = [
   "agentPreset",
 ];
 
+// Every session object that is in some store: one object is in one store at a time.
+const attached = new WeakSet<Session>();
+
 /**
  * The in-memory store of live sessions, provided as `ctx.sessions` by
  * {@linkcode sessionStorePlugin}.
@@ -182,10 +185,16 @@ export class SessionStore {
    *
    * @param session The session.
    * @returns A disposer that detaches it again (idempotent; emits nothing).
-   * @throws {HarnessError} `SESSION_ALREADY_EXISTS` when a live session has the same id.
+   * @throws {HarnessError} `SESSION_ALREADY_EXISTS` when a live session has the same id,
+   *   `SESSION_ALREADY_ATTACHED` when this session object is in a store (this one or another) already.
    */
   enter(session: Session): () => void {
     if (!(session instanceof Session)) throw new HarnessError("INVALID_ARGS", "Only a Session can enter the store");
+    if (attached.has(session)) {
+      throw new HarnessError("SESSION_ALREADY_ATTACHED", `Session ${session.id} is already in a store`, {
+        details: { sessionId: session.id },
+      });
+    }
     if (this.#live.has(session.id)) {
       throw new HarnessError("SESSION_ALREADY_EXISTS", `Session ${session.id} is already live`, {
         details: { sessionId: session.id },
@@ -195,22 +204,31 @@ export class SessionStore {
     const unobserve = session.observe((event, s) => ctx.emit("session/event", s, event));
     const entry: Entry = { session, unobserve };
     this.#live.set(session.id, entry);
+    attached.add(session);
     let done = false;
     return () => {
       if (done) return;
       done = true;
+      attached.delete(session);
       unobserve();
       if (this.#live.get(session.id) === entry) this.#live.delete(session.id);
     };
   }
 
   /**
-   * Emit `session/created` for a session, once: later calls do nothing.
+   * Emit `session/created` for a session, once. A second call, also one made
+   * from a `session/created` listener, throws: `session/created` and
+   * `session/disposed` come in one pair per session.
    *
    * @param session The session.
+   * @throws {HarnessError} `SESSION_ALREADY_ANNOUNCED` when the session was announced before.
    */
   announce(session: Session): void {
-    if (this.#announced.has(session)) return;
+    if (this.#announced.has(session)) {
+      throw new HarnessError("SESSION_ALREADY_ANNOUNCED", `Session ${session.id} was already announced`, {
+        details: { sessionId: session.id },
+      });
+    }
     this.#announced.add(session);
     this.#contextOf(session).emit("session/created", session);
   }
@@ -296,8 +314,8 @@ export class SessionStore {
    * @param boundary The last seq to copy. @default {the source's last seq}
    * @param childId The child's id. @default {a new id}
    * @returns The child session.
-   * @throws {HarnessError} `SESSION_NOT_FOUND` (unknown id), `SESSION_NOT_LIVE` (a session object
-   *   that is not the live one), `SESSION_ALREADY_EXISTS` (child id taken), `INVALID_BOUNDARY`
+   * @throws {HarnessError} `SESSION_NOT_FOUND` (no live session has the id, also for a detached
+   *   session object), `SESSION_NOT_LIVE` (a session object whose id is live with another object), `SESSION_ALREADY_EXISTS` (child id taken), `INVALID_BOUNDARY`
    *   (not a seq of the source), `OPEN_TURN` (the prefix ends inside a turn).
    *
    * @example
@@ -329,8 +347,14 @@ export class SessionStore {
       }
       session = found.session;
     } else if (source instanceof Session) {
-      if (this.#live.get(source.id)?.session !== source) {
-        throw new HarnessError("SESSION_NOT_LIVE", `Cannot fork session ${source.id}: it is not in the store`, {
+      const live = this.#live.get(source.id);
+      if (live === undefined) {
+        throw new HarnessError("SESSION_NOT_FOUND", `Cannot fork session ${source.id}: it is not live`, {
+          details: { sessionId: source.id },
+        });
+      }
+      if (live.session !== source) {
+        throw new HarnessError("SESSION_NOT_LIVE", `Cannot fork session ${source.id}: another object is the live one`, {
           details: { sessionId: source.id },
         });
       }

@@ -25,7 +25,7 @@ function closedTurn(session: Session, turn: number): void {
 }
 
 describe("SessionStore lifecycle", () => {
-  it("create() enters, announces once, and publishes committed events after commit", async () => {
+  it("create() enters, announces once (a second announce() throws), and publishes committed events after commit", async () => {
     const { ctx, store } = await setup();
     const log: string[] = [];
     ctx.on("session/created", (s) => void log.push(`created ${s.id}`));
@@ -34,11 +34,46 @@ describe("SessionStore lifecycle", () => {
     assert.equal(session.id, "id1");
     assert.equal(session.header.createdAt, 5);
     session.append("turn/start", { turn: 1 });
-    store.announce(session);
+    assert.throws(() => store.announce(session), code("SESSION_ALREADY_ANNOUNCED"));
     assert.deepEqual(log, ["created id1", "event 0 len 1"]);
     assert.equal(store.get("id1"), session);
     assert.deepEqual(store.list(), [session]);
     assert.throws(() => store.create("id1"), code("SESSION_ALREADY_EXISTS"));
+  });
+
+  it("one session object is in one store at a time", async () => {
+    const first = await setup();
+    const second = await setup();
+    const session = Session.create("owned");
+    const detachFirst = first.store.enter(session);
+    assert.throws(() => second.store.enter(session), code("SESSION_ALREADY_ATTACHED"));
+    assert.throws(() => first.store.enter(session), code("SESSION_ALREADY_ATTACHED"));
+    assert.equal(second.store.get("owned"), undefined);
+    detachFirst();
+    const detachSecond = second.store.enter(session);
+    assert.equal(second.store.get("owned"), session);
+    detachSecond();
+  });
+
+  it("announce() emits session/created once; a repeat, also from a listener, throws", async () => {
+    const { ctx, store } = await setup();
+    let created = 0;
+    let reentrant: unknown;
+    ctx.on("session/created", (s) => {
+      created++;
+      try {
+        store.announce(s);
+      } catch (error) {
+        reentrant = error;
+      }
+    });
+    const session = store.prepare("once");
+    const detach = store.enter(session);
+    store.announce(session);
+    assert.ok(code("SESSION_ALREADY_ANNOUNCED")(reentrant));
+    assert.throws(() => store.announce(session), code("SESSION_ALREADY_ANNOUNCED"));
+    assert.equal(created, 1);
+    detach();
   });
 
   it("a failing session/event listener is contained; an append from a listener is rejected", async () => {
@@ -188,12 +223,13 @@ describe("SessionStore.fork()", () => {
   it("rejects unknown, non-live and taken sessions, bad boundaries and open turns", async () => {
     const { store } = await setup();
     const parent = store.create("parent");
-    assert.throws(() => store.fork(parent), code("INVALID_BOUNDARY"));
+    assert.throws(() => store.fork(parent, 0), code("INVALID_BOUNDARY"));
     closedTurn(parent, 1);
     parent.append("turn/start", { turn: 2 });
     store.create("taken");
     assert.throws(() => store.fork("nobody"), code("SESSION_NOT_FOUND"));
     assert.throws(() => store.fork(Session.create("parent")), code("SESSION_NOT_LIVE"));
+    assert.throws(() => store.fork(Session.create("detached")), code("SESSION_NOT_FOUND"));
     assert.throws(() => store.fork(parent, 1, "taken"), code("SESSION_ALREADY_EXISTS"));
     for (const boundary of [-1, 3, 1.5, NaN]) {
       assert.throws(() => store.fork(parent, boundary), code("INVALID_BOUNDARY"), String(boundary));
@@ -201,6 +237,18 @@ describe("SessionStore.fork()", () => {
     assert.throws(() => store.fork(parent), (e) => code("OPEN_TURN")(e) && /inside turn 2/.test((e as Error).message));
     assert.throws(() => store.fork(parent, 0), code("OPEN_TURN"));
     assert.equal(store.fork(parent, 1).seq, 3);
+  });
+
+  it("forks an empty session (default boundary) into an empty child with its lineage", async () => {
+    const { store } = await setup();
+    const parent = store.create("empty-parent", { cwd: "/workspace" });
+    const child = store.fork(parent, undefined, "empty-child");
+    assert.deepEqual(child.events.map((e) => e.type), ["session/end-seed"]);
+    assert.equal(child.firstLiveSeq, 0);
+    assert.equal(child.header.parentSession, "empty-parent");
+    assert.equal(child.header.seedLength, 0);
+    assert.equal(child.header.cwd, "/workspace");
+    assert.equal(store.get("empty-child"), child);
   });
 
   it("does not publish the child's seed or end-seed on session/event", async () => {

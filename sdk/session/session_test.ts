@@ -238,6 +238,109 @@ describe("Session seeds and session/end-seed", () => {
   });
 });
 
+describe("Session validation of what is seeded or restored", () => {
+  const header = (config: Record<string, unknown>, adapterDefaults?: unknown) => ({
+    type: "request/header",
+    seq: 0,
+    time: 1,
+    data: {
+      header: {
+        config: { provider: "p", model: "m", ...config },
+        ...(adapterDefaults === undefined ? {} : { adapterDefaults }),
+      },
+      reason: "initial",
+    },
+  });
+
+  it("a seeded request/header keeps a non-empty reasoningEffort and refuses any other", () => {
+    const valid = header({ reasoningEffort: "high" });
+    assert.deepEqual(Session.create("s", [valid as SessionEvent]).events[0], valid);
+    for (const reasoningEffort of ["", 1, null]) {
+      const seed = [header({ reasoningEffort })];
+      assert.throws(() => Session.create("s", seed as never), code("INVALID_EVENT"), String(reasoningEffort));
+    }
+  });
+
+  it("a seeded request/header's adapterDefaults marks present config fields with true, nothing else", () => {
+    const valid = header({ maxTokens: 256_000, reasoningEffort: "high" }, { maxTokens: true, reasoningEffort: true });
+    assert.deepEqual(Session.create("s", [valid as SessionEvent]).events[0], valid);
+    for (const adapterDefaults of [null, [], "yes", { unknown: true }, { maxTokens: false }, { maxTokens: 1 }]) {
+      const seed = [header({ maxTokens: 256_000 }, adapterDefaults)];
+      assert.throws(() => Session.create("s", seed as never), code("INVALID_EVENT"), JSON.stringify(adapterDefaults));
+    }
+    // A marker for a field the config does not hold.
+    assert.throws(() => Session.create("s", [header({}, { reasoningEffort: true })] as never), code("INVALID_EVENT"));
+  });
+
+  it("an envelope time must be a non-negative safe integer, in a seed and from the clock", () => {
+    for (const time of [0.5, -1, "1", 2 ** 53]) {
+      const seed = [{ type: "turn/start", seq: 0, time, data: { turn: 1 } }];
+      assert.throws(() => Session.create("s", seed as never), code("INVALID_EVENT"), String(time));
+      assert.throws(() => Session.fromRestore("s", seed as never, {}), code("INVALID_EVENT"), String(time));
+    }
+    const session = Session.create("s", undefined, { createdAt: 0, now: () => 0.5 });
+    assert.throws(() => session.append("turn/start", { turn: 1 }), code("INVALID_ARGS"));
+    assert.equal(session.seq, 0);
+  });
+
+  it("reads each seed entry once, and each of its properties once", () => {
+    const accepted = { type: "turn/start", seq: 0, time: 1, data: { turn: 1 } };
+    let reads = 0;
+    const seed = new Array(1);
+    Object.defineProperty(seed, 0, {
+      enumerable: true,
+      get: () => (++reads === 1 ? accepted : { ...accepted, seq: 99, data: { turn: 1n } }),
+    });
+    const session = Session.create("s", seed);
+    assert.equal(reads, 1);
+    assert.deepEqual(session.events[0], accepted);
+    let timeReads = 0;
+    const shifty = Object.defineProperty({ type: "turn/start", seq: 0, data: { turn: 1 } }, "time", {
+      enumerable: true,
+      get: () => (++timeReads === 1 ? 1 : 0.5),
+    });
+    assert.equal(Session.create("s", [shifty as never]).events[0].time, 1);
+    assert.equal(timeReads, 1);
+  });
+
+  it("validates session headers: a plain object with typed fields", () => {
+    const base = { version: SESSION_FORMAT_VERSION, id: "s", createdAt: 123 };
+    const cases: unknown[] = [
+      { ...base, createdAt: "123" },
+      { ...base, createdAt: 0.5 },
+      { ...base, createdAt: -1 },
+      { ...base, cwd: 1 },
+      { ...base, cwd: "relative/dir" },
+      { ...base, cwd: "" },
+      { ...base, parentSession: 1 },
+      { ...base, parentSession: "" },
+      { ...base, seedLength: "1" },
+      { ...base, seedLength: 0.5 },
+      { ...base, seedLength: -1 },
+      { ...base, delegationDepth: -1 },
+      { ...base, origin: 2 },
+      new (class Header {
+        version = SESSION_FORMAT_VERSION;
+        id = "s";
+        createdAt = 123;
+      })(),
+    ];
+    for (const header of cases) {
+      assert.throws(() => Session.create("s", undefined, header as never), code("INVALID_ARGS"), String(header));
+      assert.throws(() => Session.fromRestore("s", [], header as never), code("INVALID_ARGS"), String(header));
+    }
+    for (const header of [null, 1, [], "header"]) {
+      assert.throws(() => Session.create("s", undefined, header as never), code("INVALID_ARGS"), String(header));
+      assert.throws(() => Session.fromRestore("s", [], header as never), code("INVALID_ARGS"), String(header));
+    }
+    for (const cwd of ["/work", "C:\\work", "D:/work", "\\\\host\\share"]) {
+      assert.equal(Session.create("s", undefined, { ...base, cwd }).header.cwd, cwd);
+    }
+    const full = { ...base, cwd: "/w", parentSession: "p", seedLength: 0, origin: "cli", delegationDepth: 0 };
+    assert.deepEqual(Session.fromRestore("s", [], full).header, full);
+  });
+});
+
 describe("Session.fromRestore()", () => {
   it("takes ownership: validates, then freezes the given events in place", () => {
     const events = [{ type: "turn/start", seq: 0, time: 5, data: { turn: 1 } }] as SessionEvent[];
