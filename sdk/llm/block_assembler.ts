@@ -34,11 +34,20 @@ const STOP: FinishReason = Object.freeze({ kind: "stop" });
  *   of another type than the block's, are ignored;
  * - the first `usage` wins; nothing after `finish` counts;
  * - without a `finish` chunk, {@linkcode BlockAssembler.finish} is `stop`;
+ * - a tool call whose deltas carry no id gets `call-<index>`, so that its
+ *   result can still be matched to it;
+ * - when the replay state is an object with a `blocks` array, that array must
+ *   hold one entry per assembled block (in first-seen order); if it does not,
+ *   the replay state is dropped (`undefined`), since it cannot be matched to
+ *   the blocks it describes;
  * - a `max-tokens` finish drops every tool-call block (a truncated call must
- *   not run) and, when the replay state is an object whose `blocks` array holds
- *   one entry per stream index, the entries of those blocks too.
+ *   not run) and the replay state's entries of those blocks too.
  *
- * `push()` never throws, whatever it is given.
+ * Kept on purpose, though stricter or more tolerant than the reference: `push()`
+ * never throws, whatever it is given (the assembler runs inside the loop's
+ * stream consumer, where a throw would lose the whole call; grammar errors are
+ * the {@linkcode StreamGrammarChecker}'s job), and the first `finish` wins
+ * (later chunks cannot rewrite a call that has ended).
  *
  * @example Folding a stream
  * ```ts
@@ -128,14 +137,17 @@ export class BlockAssembler {
 
   /**
    * The adapter's replay state from the `finish` chunk, pruned of the entries
-   * of dropped tool calls on `max-tokens` (see the class rules).
+   * of dropped tool calls on `max-tokens`, or `undefined` when its per-block
+   * entries do not line up with the blocks (see the class rules).
    */
   get replayState(): unknown {
     const state = this.#replayState;
-    if (this.#finish?.kind !== "max-tokens" || !isBlockReplayState(state)) return state;
-    const dropped = new Set([...this.#blocks.values()].filter((b) => b.type === "tool-call").map((b) => b.index));
-    if (dropped.size === 0) return state;
-    return { ...state, blocks: state.blocks.filter((_, i) => !dropped.has(i)) };
+    if (!isBlockReplayState(state)) return state;
+    if (state.blocks.length !== this.#blocks.size) return undefined;
+    if (this.#finish?.kind !== "max-tokens") return state;
+    const kept: boolean[] = [...this.#blocks.values()].map((b) => b.type !== "tool-call");
+    if (kept.every(Boolean)) return state;
+    return { ...state, blocks: state.blocks.filter((_, i) => kept[i]) };
   }
 
   /**
@@ -202,7 +214,7 @@ function assemble(block: PartialBlock): ContentBlock {
     case "reasoning":
       return { type: "reasoning", text: block.text };
     case "tool-call":
-      return { type: "tool-call", id: block.id, name: block.name, arguments: block.text };
+      return { type: "tool-call", id: block.id || `call-${block.index}`, name: block.name, arguments: block.text };
   }
 }
 

@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { BlockAssembler, type StreamChunk } from "./mod.ts";
-import { arbValidStream } from "./_test_stream_arbitrary.ts";
+import { arbAssemblableStream } from "./_test_stream_arbitrary.ts";
 
 function assemble(chunks: readonly StreamChunk[]): BlockAssembler {
   const assembler = new BlockAssembler();
@@ -127,7 +127,7 @@ describe("BlockAssembler", () => {
 
   it("property: on valid streams it reproduces the blocks, and is deterministic and idempotent", () => {
     fc.assert(
-      fc.property(arbValidStream, ({ chunks, blocks, finish }) => {
+      fc.property(arbAssemblableStream, ({ chunks, blocks, finish }) => {
         const a = assemble(chunks);
         const b = assemble(chunks);
         const expected = finish.kind === "max-tokens" ? blocks.filter((x) => x.type !== "tool-call") : blocks;
@@ -176,6 +176,48 @@ describe("BlockAssembler", () => {
         void assembler.replayState;
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe("BlockAssembler ids and replay metadata", () => {
+  it("gives a streamed tool call with no id the id call-<index>", () => {
+    const assembler = assemble([
+      { type: "text-delta", index: 0, text: "x" },
+      { type: "tool-call-delta", index: 1, argumentsDelta: "{}" } as unknown as StreamChunk,
+      { type: "tool-call-delta", index: 2, id: "", name: "read", argumentsDelta: "{}" },
+      { type: "finish", reason: { kind: "tool-calls" } },
+    ]);
+    assert.deepEqual(assembler.toolCalls().map((c) => c.id), ["call-1", "call-2"]);
+  });
+
+  it("drops replay metadata whose per-block entries do not line up with the blocks", () => {
+    const response = { responseId: "r" };
+    const twoBlocks: StreamChunk[] = [
+      { type: "block-end", index: 0, block: { type: "text", text: "one" } },
+      { type: "block-end", index: 1, block: { type: "text", text: "two" } },
+    ];
+    const short = assemble([...twoBlocks, {
+      type: "finish",
+      reason: { kind: "stop" },
+      replayState: { response, blocks: ["m0"] },
+    }]);
+    assert.equal(short.blocks().length, 2);
+    assert.equal(short.replayState, undefined);
+    const long = assemble([
+      ...twoBlocks,
+      { type: "finish", reason: { kind: "max-tokens" }, replayState: { response, blocks: ["m0", "m1", "m2"] } },
+    ]);
+    assert.equal(long.replayState, undefined);
+    const aligned = { response, blocks: ["m0", "m1"] };
+    assert.equal(
+      assemble([...twoBlocks, { type: "finish", reason: { kind: "stop" }, replayState: aligned }]).replayState,
+      aligned,
+    );
+    const noBlocks = { response };
+    assert.equal(
+      assemble([...twoBlocks, { type: "finish", reason: { kind: "stop" }, replayState: noBlocks }]).replayState,
+      noBlocks,
     );
   });
 });

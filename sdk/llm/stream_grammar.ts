@@ -3,11 +3,15 @@
  *
  * The rules (see {@linkcode StreamChunk}): a new block takes the next index
  * (0, 1, 2, … in first-seen order); a delta targets an open block of its own
- * type; a block ends at most once, with a block of its own type; `usage` comes
- * at most once and before `finish`; `finish` is last and present; a `finish`
- * other than `error` / `aborted` leaves no block open. A delta-only block
- * (deltas with no `block-start`) is allowed, but must still be ended before a
- * successful `finish`.
+ * type, opened by its `block-start`; a block ends at most once, with a block
+ * of its own type, after its `block-start`; `usage` comes at most once and
+ * before `finish`; `finish` is last and present; a `finish` other than
+ * `error` / `aborted` leaves no block open. A delta or a `block-end` with no
+ * `block-start` is reported at its own position (`delta-without-block-start`,
+ * `block-end-without-block-start`); the checker then treats the block as
+ * opened there, so that the rest of the stream is still checked. (The
+ * {@linkcode BlockAssembler} stays tolerant of such streams; the checker does
+ * not.)
  *
  * @module
  */
@@ -19,6 +23,8 @@ export type GrammarRule =
   | "malformed-chunk"
   | "index-order"
   | "duplicate-block-start"
+  | "delta-without-block-start"
+  | "block-end-without-block-start"
   | "delta-type-mismatch"
   | "delta-after-block-end"
   | "tool-call-id-changed"
@@ -63,6 +69,7 @@ const BLOCK_TYPES: ReadonlySet<string> = new Set(["text", "reasoning", "tool-cal
  * import assert from "node:assert/strict";
  *
  * const checker = new StreamGrammarChecker();
+ * checker.push({ type: "block-start", index: 0, blockType: "text" });
  * checker.push({ type: "text-delta", index: 0, text: "Hi" });
  * checker.push({ type: "finish", reason: { kind: "stop" } });
  * checker.push({ type: "usage", usage: { inputTokens: 1, outputTokens: 1 } });
@@ -131,7 +138,13 @@ export class StreamGrammarChecker {
           break;
         }
         let block = this.#blocks.get(chunk.index);
-        if (block === undefined) block = this.#open(chunk.index, type, report);
+        if (block === undefined) {
+          report(
+            "delta-without-block-start",
+            `Chunk "${chunk.type}" targets block ${chunk.index}, which was not started`,
+          );
+          block = this.#open(chunk.index, type, report);
+        }
         if (block.type !== type) {
           report("delta-type-mismatch", `Chunk "${chunk.type}" targets ${block.type} block ${chunk.index}`);
         } else if (!block.open) {
@@ -154,7 +167,10 @@ export class StreamGrammarChecker {
           break;
         }
         let block = this.#blocks.get(chunk.index);
-        if (block === undefined) block = this.#open(chunk.index, blockType as BlockType, report);
+        if (block === undefined) {
+          report("block-end-without-block-start", `Block-end ${chunk.index} ends a block that was not started`);
+          block = this.#open(chunk.index, blockType as BlockType, report);
+        }
         if (!block.open) {
           report("duplicate-block-end", `Block ${chunk.index} was already ended`);
           break;
@@ -250,7 +266,7 @@ export class StreamGrammarChecker {
  * ]);
  * assert.deepEqual(ok, []);
  * const bad = checkStreamGrammar([{ type: "text-delta", index: 0, text: "cut" }]);
- * assert.deepEqual(bad.map((v) => v.rule), ["missing-finish"]);
+ * assert.deepEqual(bad.map((v) => [v.rule, v.position]), [["delta-without-block-start", 0], ["missing-finish", 1]]);
  * ```
  */
 export function checkStreamGrammar(chunks: Iterable<StreamChunk>): GrammarViolation[] {

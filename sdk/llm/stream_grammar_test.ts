@@ -8,16 +8,29 @@ const rules = (chunks: StreamChunk[]): GrammarRule[] => checkStreamGrammar(chunk
 const stop: StreamChunk = { type: "finish", reason: { kind: "stop" } };
 const usage: StreamChunk = { type: "usage", usage: { inputTokens: 1, outputTokens: 1 } };
 const text = (index: number, t = "x"): StreamChunk => ({ type: "text-delta", index, text: t });
+const start = (index: number): StreamChunk => ({ type: "block-start", index, blockType: "text" });
 const end = (index: number, t = "x"): StreamChunk => ({ type: "block-end", index, block: { type: "text", text: t } });
 
 describe("checkStreamGrammar()", () => {
-  it("accepts a complete stream and a delta-only stream whose blocks end before finish", () => {
-    assert.deepEqual(rules([{ type: "block-start", index: 0, blockType: "text" }, text(0), end(0), usage, stop]), []);
-    assert.deepEqual(rules([text(0), end(0), stop]), []);
+  it("accepts a complete stream, and an error finish that leaves a block open", () => {
+    assert.deepEqual(rules([start(0), text(0), end(0), usage, stop]), []);
     assert.deepEqual(
-      rules([text(0), { type: "finish", reason: { kind: "error", failure: { code: "X", message: "m" } } }]),
+      rules([start(0), text(0), { type: "finish", reason: { kind: "error", failure: { code: "X", message: "m" } } }]),
       [],
     );
+  });
+
+  it("reports a delta with no block-start and a block-end with no open block at their own positions", () => {
+    assert.deepEqual(checkStreamGrammar([text(0), end(0), stop]).map((v) => [v.rule, v.position]), [[
+      "delta-without-block-start",
+      0,
+    ]]);
+    assert.deepEqual(checkStreamGrammar([start(0), end(0), end(1), stop]).map((v) => [v.rule, v.position]), [[
+      "block-end-without-block-start",
+      2,
+    ]]);
+    // The block then counts as opened there: a second end is a duplicate, not a second missing start.
+    assert.deepEqual(rules([end(0), end(0), stop]), ["block-end-without-block-start", "duplicate-block-end"]);
   });
 
   const cases: [string, StreamChunk[], GrammarRule][] = [
@@ -64,15 +77,16 @@ describe("checkStreamGrammar()", () => {
   }
 
   it("reports the position of the offending chunk", () => {
-    assert.deepEqual(checkStreamGrammar([text(0), end(0), stop, usage]), [
+    assert.deepEqual(checkStreamGrammar([start(0), end(0), stop, usage]), [
       { rule: "chunk-after-finish", position: 3, message: 'Chunk "usage" follows the finish chunk' },
     ]);
   });
 
   it("StreamGrammarChecker reports violations as chunks arrive", () => {
     const checker = new StreamGrammarChecker();
+    assert.deepEqual(checker.push(start(0)), []);
     assert.deepEqual(checker.push(text(0)), []);
-    assert.deepEqual(checker.push(text(2)).map((v) => v.rule), ["index-order"]);
+    assert.deepEqual(checker.push(start(2)).map((v) => v.rule), ["index-order"]);
     assert.equal(checker.finished, false);
     checker.push({ type: "finish", reason: { kind: "aborted", failure: { code: "ABORTED", message: "m" } } });
     assert.equal(checker.finished, true);

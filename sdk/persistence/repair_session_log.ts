@@ -36,8 +36,12 @@ interface PendingCall {
   resulted: boolean;
 }
 
-const NOT_STARTED_TEXT = "The tool call was not started: the session was interrupted before it ran";
-const OUTCOME_UNKNOWN_TEXT = "The outcome of the tool call is unknown: the session was interrupted while it ran";
+// What the model reads in place of a result: what happened, then what to do.
+const NOT_STARTED_TEXT =
+  "The tool call was interrupted before the harness recorded it as started. Retry it if it is still needed.";
+const OUTCOME_UNKNOWN_TEXT = "The tool call was interrupted while it ran and no result was recorded: its outcome " +
+  "is unknown. Retry it only if it is read-only or idempotent; if it may have changed something, check the " +
+  "current state (or ask the user) before retrying.";
 
 function resultCallId(message: UserMessage): string | undefined {
   if (message.source.kind === "tool") return message.source.callId;
@@ -49,11 +53,16 @@ function resultCallId(message: UserMessage): string | undefined {
  * Close an interrupted final turn, as a cold reload after a crash must.
  *
  * When the last `turn/start` has no `turn/end`, the log is extended, in this
- * order, with: an error `tool/result` for every tool call of the open step
- * that has none — code `TOOL_NOT_STARTED` when no `tool/call` was logged (its
- * `sourceEventSeqs` names the `assistant/message`), `TOOL_OUTCOME_UNKNOWN`
- * when it was (naming the `tool/call`) — in the model's call order; then
+ * order, with: an error `tool/result` for every tool call of the open step's
+ * `assistant/message` that has none — error `ToolNotStartedError` / code
+ * `TOOL_NOT_STARTED` when no `tool/call` was logged (its `sourceEventSeqs`
+ * names the `assistant/message`), `ToolOutcomeUnknownError` /
+ * `TOOL_OUTCOME_UNKNOWN` when it was (naming the `tool/call`) — in the
+ * model's call order, each telling the model whether to retry; then
  * `step/end` if a step is open; then `turn/end` with reason `interrupted`.
+ * A `tool/call` that no `assistant/message` names gets no result: the model's
+ * history has no call for it to answer, and providers reject a tool result
+ * without its call.
  * Synthetic events reuse the last event's time. A balanced log is returned
  * unchanged. Torn bytes are the storage's business, not this function's.
  *
@@ -145,7 +154,7 @@ export function repairSessionLog(
   if (openStep !== undefined) {
     const { turn, step } = openStep;
     for (const call of calls.values()) {
-      if (call.resulted) continue;
+      if (call.resulted || call.assistantSeq === undefined) continue;
       const started = call.callSeq !== undefined;
       const code = started ? "TOOL_OUTCOME_UNKNOWN" : "TOOL_NOT_STARTED";
       const message: UserMessage = {
@@ -163,7 +172,12 @@ export function repairSessionLog(
         type: "tool/result",
         seq: seq++,
         time,
-        data: { turn, step, message, error: { name: "ToolInterrupted", code } },
+        data: {
+          turn,
+          step,
+          message,
+          error: { name: started ? "ToolOutcomeUnknownError" : "ToolNotStartedError", code },
+        },
         surfaceOp: "append",
         sourceEventSeqs: [(started ? call.callSeq : call.assistantSeq) as number],
       });

@@ -63,7 +63,14 @@ describe("repairSessionLog()", () => {
     const call2 = log.toolCall(2, 1, "k2");
     const last = log.events[log.events.length - 1];
     const { syntheticEvents } = repairSessionLog(log.events, { newId: ids() });
-    const expectedResult = (seq: number, callId: string, code: string, source: number, text: string, id: string) => ({
+    const expectedResult = (
+      seq: number,
+      callId: string,
+      [name, code]: [string, string],
+      source: number,
+      text: string,
+      id: string,
+    ) => ({
       type: "tool/result",
       seq,
       time: last.time,
@@ -76,7 +83,7 @@ describe("repairSessionLog()", () => {
           content: [{ type: "tool-result", toolCallId: callId, content: [{ type: "text", text }], isError: true }],
           source: { kind: "tool", callId },
         },
-        error: { name: "ToolInterrupted", code },
+        error: { name, code },
       },
       surfaceOp: "append",
       sourceEventSeqs: [source],
@@ -86,22 +93,33 @@ describe("repairSessionLog()", () => {
       expectedResult(
         n,
         "k2",
-        "TOOL_OUTCOME_UNKNOWN",
+        ["ToolOutcomeUnknownError", "TOOL_OUTCOME_UNKNOWN"],
         call2.seq,
-        "The outcome of the tool call is unknown: the session was interrupted while it ran",
+        "The tool call was interrupted while it ran and no result was recorded: its outcome is unknown. Retry it " +
+          "only if it is read-only or idempotent; if it may have changed something, check the current state (or " +
+          "ask the user) before retrying.",
         "id1",
       ),
       expectedResult(
         n + 1,
         "k3",
-        "TOOL_NOT_STARTED",
+        ["ToolNotStartedError", "TOOL_NOT_STARTED"],
         message.seq,
-        "The tool call was not started: the session was interrupted before it ran",
+        "The tool call was interrupted before the harness recorded it as started. Retry it if it is still needed.",
         "id2",
       ),
       { type: "step/end", seq: n + 2, time: last.time, data: { turn: 2, step: 1 } },
       { type: "turn/end", seq: n + 3, time: last.time, data: { turn: 2, reason: { kind: "interrupted" } } },
     ] as unknown as SessionEvent[]);
+  });
+
+  it("gives a tool/call that no assistant/message names no result: it only closes the step and the turn", () => {
+    const log = new LogBuilder();
+    log.push({ type: "turn/start", data: { turn: 1 } });
+    log.push({ type: "step/start", data: { turn: 1, step: 1 } });
+    log.toolCall(1, 1, "orphan");
+    const { syntheticEvents } = repairSessionLog(log.events);
+    assert.deepEqual(syntheticEvents.map((e) => e.type), ["step/end", "turn/end"]);
   });
 
   it("only repairs the open step: calls of closed steps are left alone", () => {
