@@ -57,8 +57,28 @@ export interface ToolResultBlock {
   readonly isError?: boolean;
 }
 
-/** Every kind of content block. */
-export type ContentBlock = TextBlock | ReasoningBlock | ImageBlock | ToolCallBlock | ToolResultBlock;
+/**
+ * The content block vocabulary: block type → block. An interface, so a
+ * plugin adds its own block with declaration merging in its own code
+ * (`declare module "@dsh/harness" { interface ContentBlockMap { … } }`);
+ * {@linkcode ContentBlock} is the union of its values. Adapters that do not
+ * know a block type must fail the call with `UNSUPPORTED_FEATURE`.
+ */
+export interface ContentBlockMap {
+  /** Plain text. */
+  text: TextBlock;
+  /** The model's reasoning. */
+  reasoning: ReasoningBlock;
+  /** An image attachment. */
+  image: ImageBlock;
+  /** A tool call of the model. */
+  "tool-call": ToolCallBlock;
+  /** A tool's result. */
+  "tool-result": ToolResultBlock;
+}
+
+/** Every kind of content block: the values of {@linkcode ContentBlockMap}. */
+export type ContentBlock = ContentBlockMap[keyof ContentBlockMap];
 
 /** Where a message came from. */
 export type MessageSource =

@@ -9,6 +9,7 @@
 export type {
   AssistantMessage,
   ContentBlock,
+  ContentBlockMap,
   ImageBlock,
   Message,
   MessageSource,
@@ -19,7 +20,7 @@ export type {
   ToolSchema,
   UserMessage,
 } from "./messages.ts";
-export type { BlockType, FinishReason, StreamChunk, TokenUsage } from "./stream_chunk.ts";
+export type { BlockType, FinishReason, FinishReasonMap, StreamChunk, TokenUsage } from "./stream_chunk.ts";
 export { LlmFailure, type LlmFailureCode, type LlmFailureData, type LlmFailureOptions } from "./llm_failure.ts";
 export {
   callConfigOf,

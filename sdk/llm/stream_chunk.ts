@@ -28,13 +28,26 @@ export interface TokenUsage {
   readonly reasoningTokens?: number;
 }
 
-/** Why a model call ended. */
-export type FinishReason =
-  | { readonly kind: "stop" }
-  | { readonly kind: "tool-calls" }
-  | { readonly kind: "max-tokens" }
-  | { readonly kind: "aborted"; readonly failure: LlmFailureData }
-  | { readonly kind: "error"; readonly failure: LlmFailureData };
+/**
+ * The finish vocabulary: kind → finish reason. An interface, so a plugin adds
+ * its own kind with declaration merging in its own code;
+ * {@linkcode FinishReason} is the union of its values.
+ */
+export interface FinishReasonMap {
+  /** The model ended its answer. */
+  stop: { readonly kind: "stop" };
+  /** The model asks for tool calls. */
+  "tool-calls": { readonly kind: "tool-calls" };
+  /** The output hit `maxTokens`. */
+  "max-tokens": { readonly kind: "max-tokens" };
+  /** The call was cancelled. */
+  aborted: { readonly kind: "aborted"; readonly failure: LlmFailureData };
+  /** The call failed. */
+  error: { readonly kind: "error"; readonly failure: LlmFailureData };
+}
+
+/** Why a model call ended: the values of {@linkcode FinishReasonMap}. */
+export type FinishReason = FinishReasonMap[keyof FinishReasonMap];
 
 /** The block types a stream can open. */
 export type BlockType = "text" | "reasoning" | "tool-call";

@@ -7,6 +7,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import { expandChunkRow, isChunkRow, packChunkRows } from "./chunk_rows.ts";
 import { alreadyExists } from "./_errors.ts";
 import { decodePlainLog, decodeZstdLog } from "./_log_decoder.ts";
+import type { ReaderVocabulary } from "./_event_types.ts";
 import { errorCode, type FileHandleLike, fsOps, joinPath, syncDir } from "./_fs.ts";
 import { headerRecord } from "./_header.ts";
 import type { SessionHeader } from "./session_storage.ts";
@@ -241,7 +242,7 @@ function recordEnd(line: string): number | undefined {
  * plain file or only the last frame of a zstd one. Falls back to a full decode
  * when the last record is not readable.
  */
-export async function readTail(file: string, encoding: Encoding, known: ReadonlySet<string>): Promise<TailState> {
+export async function readTail(file: string, encoding: Encoding, known: ReaderVocabulary): Promise<TailState> {
   const handle = await fsOps.open(file, "r");
   let bytes: Uint8Array;
   let size: number;

@@ -6,7 +6,8 @@
 //   file and the 1-based logical line, the header being line 1);
 // - a defect followed by nothing is a torn tail: decoding stops before it and
 //   reports where it began;
-// - a complete record whose type is unknown and not ignorable is refused;
+// - a complete record whose type the reader does not know (a strict reader) and
+//   that is not ignorable is refused;
 // - every event is checked with the validator `Session.append()` uses (the
 //   envelope, then the payload of the core types): a whole record that parses
 //   but fails it is corruption wherever it is (a torn write leaves an
@@ -19,6 +20,7 @@
 import type { SessionEvent } from "../session/session_events.ts";
 import { type ChunkRow, expandChunkRow, isChunkRow } from "./chunk_rows.ts";
 import { corrupt, unknownEventType } from "./_errors.ts";
+import { readable, type ReaderVocabulary } from "./_event_types.ts";
 import { parseHeader } from "./_header.ts";
 import type { SessionHeader } from "./session_storage.ts";
 import { frameEnd, nextMagic, zstd } from "./_zstd.ts";
@@ -67,9 +69,9 @@ class RecordReader {
   invalid = false;
 
   readonly file: string;
-  readonly known: ReadonlySet<string>;
+  readonly known: ReaderVocabulary;
 
-  constructor(file: string, known: ReadonlySet<string>) {
+  constructor(file: string, known: ReaderVocabulary) {
     this.file = file;
     this.known = known;
   }
@@ -95,7 +97,7 @@ class RecordReader {
     }
     if (record.seq !== this.nextSeq) return this.#fail(`the event has seq ${record.seq}, not ${this.nextSeq}`);
     if (!Number.isFinite(record.time) || !("data" in record)) return this.#fail("the event has no time or data");
-    if (!this.known.has(record.type) && record.ignorable !== true) {
+    if (!readable(this.known, record.type, record.ignorable)) {
       throw unknownEventType(this.file, line, record.type);
     }
     const event = record as unknown as SessionEvent;
@@ -139,7 +141,7 @@ export function decodePlainLog(
   bytes: Uint8Array,
   file: string,
   sessionId: string | undefined,
-  known: ReadonlySet<string>,
+  known: ReaderVocabulary,
 ): DecodedLog {
   const text = decoder.decode(bytes);
   const lines = text.split("\n");
@@ -209,7 +211,7 @@ export async function decodeZstdLog(
   bytes: Uint8Array,
   file: string,
   sessionId: string | undefined,
-  known: ReadonlySet<string>,
+  known: ReaderVocabulary,
 ): Promise<DecodedLog> {
   const z = await zstd();
   const inflate = (at: number, end: number): string | undefined => {

@@ -21,17 +21,12 @@ export function validateBatchShape(events: readonly SessionEvent[]): void {
 }
 
 /**
- * Check that a well-shaped batch is contiguous from `firstSeq` and that its
- * types are known (or ignorable), and check each event with the session's
- * validator. Throws `SESSION_SEQ_MISMATCH`, `SESSION_UNKNOWN_EVENT_TYPE` or
- * `INVALID_EVENT`.
+ * Check that a well-shaped batch is contiguous from `firstSeq`, and check each
+ * event with the session's validator. Types are not checked: a storage
+ * persists every well-formed event the session accepted. Throws
+ * `SESSION_SEQ_MISMATCH` or `INVALID_EVENT`.
  */
-export function checkBatchContent(
-  sessionId: string,
-  events: readonly SessionEvent[],
-  firstSeq: number,
-  known: ReadonlySet<string>,
-): void {
+export function checkBatchContent(sessionId: string, events: readonly SessionEvent[], firstSeq: number): void {
   for (let i = 0; i < events.length; i++) {
     const event = events[i];
     if (event.seq !== firstSeq + i) {
@@ -39,13 +34,6 @@ export function checkBatchContent(
         "SESSION_SEQ_MISMATCH",
         `Event ${i} of the batch for session ${JSON.stringify(sessionId)} has seq ${event.seq}, not ${firstSeq + i}`,
         { details: { sessionId, expectedSeq: firstSeq + i, seq: event.seq } },
-      );
-    }
-    if (!known.has(event.type) && event.ignorable !== true) {
-      throw new HarnessError(
-        "SESSION_UNKNOWN_EVENT_TYPE",
-        `Event type ${JSON.stringify(event.type)} is unknown to this storage and not ignorable`,
-        { details: { sessionId, seq: event.seq, type: event.type } },
       );
     }
     // The validator Session.append() and every load use: a record no load would accept is never written.

@@ -35,7 +35,7 @@
 import type { SessionEvent } from "../session/session_events.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { invalidArgs, notFound, seqMismatch, writerBusy } from "./_errors.ts";
-import { knownEventTypes } from "./_event_types.ts";
+import { type ReaderVocabulary, readerVocabulary } from "./_event_types.ts";
 import {
   appendAt,
   encodeBatch,
@@ -86,7 +86,14 @@ export interface FileStorageOptions {
    * @default {true}
    */
   readonly packChunks?: boolean;
-  /** Event types the application added to `SessionEventMap`, so that they are not refused as unknown. */
+  /**
+   * Make this a strict reader: the plugin event types it understands. A
+   * loaded event of a type outside the core vocabulary and this list is then
+   * refused (`SESSION_UNKNOWN_EVENT_TYPE`) unless it is marked
+   * `ignorable: true`. Writes are never refused for their type.
+   *
+   * @default {every well-formed event type is read}
+   */
   readonly eventTypes?: Iterable<string>;
   /**
    * The clock used for `createdAt`.
@@ -118,7 +125,7 @@ class FileSessionStorage implements SessionStorage {
   readonly #encoding: Encoding;
   readonly #level: number;
   readonly #packChunks: boolean;
-  readonly #known: ReadonlySet<string>;
+  readonly #known: ReaderVocabulary;
   readonly #now: () => number;
   readonly #newId: () => string;
   readonly #states = new Map<string, FileState>();
@@ -129,7 +136,7 @@ class FileSessionStorage implements SessionStorage {
     this.#encoding = options.compression === "zstd" ? "zstd" : "plain";
     this.#level = options.compressionLevel ?? 3;
     this.#packChunks = options.packChunks ?? true;
-    this.#known = knownEventTypes(options.eventTypes);
+    this.#known = readerVocabulary(options.eventTypes);
     this.#now = options.now ?? Date.now;
     this.#newId = options.newId ?? (() => crypto.randomUUID());
   }
@@ -185,7 +192,7 @@ class FileSessionStorage implements SessionStorage {
     validateBatchShape(events);
     const dir = this.#dir(header.id);
     return this.#exclusive(dir, async () => {
-      checkBatchContent(header.id, events, 0, this.#known);
+      checkBatchContent(header.id, events, 0);
       await this.#checkWriter(dir, header.id, options.writer, "create it");
       await fsOps.mkdir(dir);
       await syncDir(this.#root);
@@ -219,7 +226,7 @@ class FileSessionStorage implements SessionStorage {
         throw notFound(sessionId);
       }
     }
-    const tail = await readTail(located.file, located.encoding, this.#known);
+    const tail = await readTail(located.file, located.encoding, undefined);
     const state = { ...located, size: tail.size, nextSeq: tail.nextSeq, torn: tail.torn };
     this.#states.set(dir, state);
     return state;
@@ -235,7 +242,7 @@ class FileSessionStorage implements SessionStorage {
     validateExpectedSeq(options.expectedSeq);
     validateBatchShape(events);
     return this.#exclusive(dir, async () => {
-      checkBatchContent(sessionId, events, options.expectedSeq, this.#known);
+      checkBatchContent(sessionId, events, options.expectedSeq);
       await this.#checkWriter(dir, sessionId, options.writer, "append");
       const state = await this.#state(dir, sessionId);
       if (state.torn) {
@@ -345,7 +352,7 @@ class FileSessionStorage implements SessionStorage {
       const located = await this.#locate(dir);
       if (located === undefined) return undefined;
       const header = await readHeader(located.file, located.encoding, sessionId);
-      const tail = await readTail(located.file, located.encoding, this.#known);
+      const tail = await readTail(located.file, located.encoding, undefined);
       return { header, nextSeq: tail.nextSeq, size: tail.size, updatedAt: tail.updatedAt, torn: tail.torn };
     });
   }

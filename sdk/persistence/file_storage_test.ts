@@ -298,22 +298,25 @@ describe("fileStorage() crash repair", () => {
       assert.deepEqual(await fileStorage(dir).list(), []);
     });
 
-    it(`refuses an unknown event type without ignorable, naming the line (${compression})`, async () => {
+    it(`persists a plugin event type without registration; a strict reader refuses it unless ignorable (${compression})`, async () => {
       const events = realisticLog(1);
       const dir = await tempDir();
-      const storage = fileStorage(dir, { compression, eventTypes: ["app/note"] });
+      const storage = fileStorage(dir, { compression });
       const note = { type: "app/note", seq: events.length, time: 1, data: {} } as unknown as SessionEvent;
+      const aside = { type: "app/aside", seq: events.length + 1, time: 1, data: {}, ignorable: true } as SessionEvent;
       await storage.create({ id: "s" }, { events: [...events, note] });
-      await assert.rejects(fileStorage(dir).load("s"), (error: unknown) => {
+      await storage.append("s", [aside], { expectedSeq: events.length + 1 });
+      assert.deepEqual((await fileStorage(dir).load("s")).events.slice(-2), [note, aside]);
+      // A strict reader that knows neither type refuses the required one, naming the line.
+      await assert.rejects(fileStorage(dir, { eventTypes: [] }).load("s"), (error: unknown) => {
         assert.ok(HarnessError.isInstance(error, "SESSION_UNKNOWN_EVENT_TYPE"));
         assert.equal(error.details?.type, "app/note");
         assert.equal(typeof error.details?.line, "number");
         return true;
       });
-      assert.deepEqual((await storage.load("s")).events.at(-1), note);
-      const ignorable = fileStorage(await tempDir(), { compression });
-      await ignorable.create({ id: "s" }, { events: [{ ...note, seq: 0, ignorable: true } as SessionEvent] });
-      assert.equal((await ignorable.load("s")).events.length, 1);
+      // A strict reader that knows app/note loads both, app/aside because it is ignorable.
+      const loaded = await fileStorage(dir, { eventTypes: ["app/note"] }).load("s");
+      assert.deepEqual(loaded.events.slice(-2), [note, aside]);
     });
   }
 

@@ -9,7 +9,7 @@
 
 import type { SessionEvent } from "../session/session_events.ts";
 import { alreadyExists, invalidArgs, notFound, seqMismatch, writerBusy } from "./_errors.ts";
-import { knownEventTypes } from "./_event_types.ts";
+import { readable, type ReaderVocabulary, readerVocabulary, unknownToReader } from "./_event_types.ts";
 import { makeHeader, validateSessionId } from "./_header.ts";
 import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "./_validate_batch.ts";
 import { LeaseTable, WriterLease } from "./_writer_lease.ts";
@@ -29,7 +29,14 @@ import type {
 
 /** Options of {@linkcode memoryStorage}. */
 export interface MemoryStorageOptions {
-  /** Event types the application added to `SessionEventMap`, so that they are not refused as unknown. */
+  /**
+   * Make this a strict reader: the plugin event types it understands. A
+   * loaded event of a type outside the core vocabulary and this list is then
+   * refused (`SESSION_UNKNOWN_EVENT_TYPE`) unless it is marked
+   * `ignorable: true`. Writes are never refused for their type.
+   *
+   * @default {every well-formed event type is read}
+   */
   readonly eventTypes?: Iterable<string>;
   /**
    * The clock used for `createdAt` and `updatedAt`.
@@ -68,12 +75,12 @@ class MemorySessionStorage implements SessionStorage {
   readonly kind = "memory";
   readonly #sessions = new Map<string, StoredSession>();
   readonly #leases = new LeaseTable();
-  readonly #known: ReadonlySet<string>;
+  readonly #known: ReaderVocabulary;
   readonly #now: () => number;
   readonly #newId: () => string;
 
   constructor(options: MemoryStorageOptions) {
-    this.#known = knownEventTypes(options.eventTypes);
+    this.#known = readerVocabulary(options.eventTypes);
     this.#now = options.now ?? Date.now;
     this.#newId = options.newId ?? (() => crypto.randomUUID());
   }
@@ -90,7 +97,7 @@ class MemorySessionStorage implements SessionStorage {
     const events = options.events ?? [];
     validateBatchShape(events);
     try {
-      checkBatchContent(header.id, events, 0, this.#known);
+      checkBatchContent(header.id, events, 0);
       this.#leases.check(header.id, header.id, options.writer, "create it");
       if (this.#sessions.has(header.id)) throw alreadyExists(header.id);
       this.#sessions.set(header.id, { header, events: events.map(stored), updatedAt: this.#now() });
@@ -110,7 +117,7 @@ class MemorySessionStorage implements SessionStorage {
     validateExpectedSeq(options.expectedSeq);
     validateBatchShape(events);
     try {
-      checkBatchContent(sessionId, events, options.expectedSeq, this.#known);
+      checkBatchContent(sessionId, events, options.expectedSeq);
       const session = this.#get(sessionId);
       this.#leases.check(sessionId, sessionId, options.writer, "append");
       if (options.expectedSeq !== session.events.length) {
@@ -127,6 +134,9 @@ class MemorySessionStorage implements SessionStorage {
 
   #read(sessionId: string, commit: boolean, writer?: SessionWriter): LoadedSession {
     const session = this.#get(sessionId);
+    for (const event of session.events) {
+      if (!readable(this.#known, event.type, event.ignorable)) throw unknownToReader(sessionId, event.seq, event.type);
+    }
     const repaired = repairSessionLog(session.events, { newId: this.#newId });
     const synthetic = repaired.syntheticEvents.map(stored);
     const needsRepair = synthetic.length > 0;

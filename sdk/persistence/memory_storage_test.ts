@@ -21,11 +21,19 @@ describe("memoryStorage()", () => {
     assert.ok(Object.isFrozen(events[0].data));
   });
 
-  it("accepts application event types registered in options", async () => {
-    const storage = memoryStorage({ eventTypes: ["app/note"] });
-    await storage.create({ id: "s" });
+  it("persists a plugin event type without registration; a strict reader refuses it unless ignorable", async () => {
+    const open = memoryStorage();
+    await open.create({ id: "s" });
     const event = { type: "app/note", seq: 0, time: 1, data: { text: "hi" } };
-    await storage.append("s", [event as never], { expectedSeq: 0 });
-    assert.deepEqual((await storage.load("s")).events, [event]);
+    await open.append("s", [event as never], { expectedSeq: 0 });
+    assert.deepEqual((await open.load("s")).events, [event]);
+    const strict = memoryStorage({ eventTypes: [] });
+    await strict.create({ id: "s" });
+    await strict.append("s", [event as never], { expectedSeq: 0 });
+    await assert.rejects(strict.load("s"), (e: Error & { code?: string }) => e.code === "SESSION_UNKNOWN_EVENT_TYPE");
+    const aside = { ...event, seq: 1, ignorable: true };
+    const knowing = memoryStorage({ eventTypes: ["app/note"] });
+    await knowing.create({ id: "s" }, { events: [event as never, aside as never] });
+    assert.deepEqual((await knowing.load("s")).events, [event, aside]);
   });
 });

@@ -25,8 +25,12 @@
  *   no such protection from a concurrent `load`.)
  * - A log written by a newer format version is refused before anything else
  *   (`SESSION_FORMAT_UNSUPPORTED`); a defect followed by committed records is
- *   corruption (`SESSION_CORRUPT`, naming file and line); an event type the
- *   reader does not know and that is not `ignorable` is refused
+ *   corruption (`SESSION_CORRUPT`, naming file and line).
+ * - The event vocabulary is open: an event of any well-formed type (a
+ *   plugin's `SessionEventMap` augmentation) is persisted and loaded back with
+ *   no registration, its `ignorable` flag kept. Writes are never refused for
+ *   their type. A strict reader (one given the plugin types it knows) refuses
+ *   on load an event of another type that is not `ignorable`
  *   (`SESSION_UNKNOWN_EVENT_TYPE`).
  *
  * Mapping onto distributed backends (none ships yet; the seam is shaped so

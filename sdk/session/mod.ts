@@ -26,8 +26,10 @@ export type {
   ToolResultError,
   TurnEndCancelCause,
   TurnEndReason,
+  TurnEndReasonMap,
 } from "./session_events.ts";
 export {
+  type LogOnlyAppendOptions,
   Session,
   SESSION_FORMAT_VERSION,
   type SessionAppendArgs,

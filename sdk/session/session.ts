@@ -102,8 +102,18 @@ export interface SessionHeaderInit extends SessionOptions {
   agentPreset?: string;
 }
 
-/** The append options of an event type: a {@linkcode SurfaceIntent} for surface types, nothing otherwise. */
-export type SessionAppendArgs<T extends SessionEventType> = T extends SurfaceEventType ? [intent: SurfaceIntent] : [];
+/** The envelope options of a log-only event. */
+export interface LogOnlyAppendOptions {
+  /** Readers that do not know the event's type may skip it (mark a plugin's optional records so). */
+  readonly ignorable?: true;
+}
+
+/**
+ * The append options of an event type: a {@linkcode SurfaceIntent} for
+ * surface types (required), {@linkcode LogOnlyAppendOptions} otherwise.
+ */
+export type SessionAppendArgs<T extends SessionEventType> = T extends SurfaceEventType ? [intent: SurfaceIntent]
+  : [options?: LogOnlyAppendOptions];
 
 const HEADER_FIELDS = [
   "cwd",
@@ -392,7 +402,8 @@ export class Session {
    *
    * @param type The event type.
    * @param data The payload; copied and deep-frozen.
-   * @param intent For `user/message`, `assistant/message` and `tool/result` only: how the event joins the surface.
+   * @param intent For `user/message`, `assistant/message` and `tool/result`: how the event joins the surface
+   *   (required); for any other type, optionally `{ ignorable: true }`.
    * @returns The committed event (with the frozen copy of `data`).
    * @throws {HarnessError} `APPEND_REENTERED` from inside an observer; `END_SEED_RESERVED` for
    *   `session/end-seed`; `INVALID_ARGS`; `NOT_LOSSLESS_JSON`; `INVALID_EVENT`; `LEGACY_EVENT`;
@@ -416,32 +427,42 @@ export class Session {
         "Cannot append session/end-seed: only the session constructor writes it",
       );
     }
-    const given = intent[0] as SurfaceIntent | undefined;
     const seq = this.#log.length;
-    if (!isSurfaceEventType(type) && intent.length > 0) {
-      throw new HarnessError("SURFACE_OP_FORBIDDEN", `Event type ${type} takes no surface intent`, {
-        details: { seq, type },
-      });
+    let given: SurfaceIntent | undefined;
+    let ignorable = false;
+    if (isSurfaceEventType(type)) given = intent[0] as SurfaceIntent | undefined;
+    else if (intent[0] !== undefined) {
+      const options = intent[0] as Record<string, unknown>;
+      if (typeof options !== "object" || options === null || "surfaceOp" in options || "sourceEventSeqs" in options) {
+        throw new HarnessError("SURFACE_OP_FORBIDDEN", `Event type ${type} takes no surface intent`, {
+          details: { seq, type },
+        });
+      }
+      if (options.ignorable !== undefined && options.ignorable !== true) {
+        throw new HarnessError("INVALID_ARGS", "Option ignorable must be true when given");
+      }
+      ignorable = options.ignorable === true;
     }
     if (isSurfaceEventType(type) && (typeof given !== "object" || given === null)) {
       throw new HarnessError("SURFACE_OP_MISSING", `Surface event type ${type} needs a surface intent`, {
         details: { seq, type },
       });
     }
-    const event = this.#envelope(type, data, given);
+    const event = this.#envelope(type, data, given, ignorable);
     validateEventData(type, event.data, seq);
     this.#commit(event);
     if (this.#observers.length > 0) this.#publish(event);
     return event as SessionEvent<T>;
   }
 
-  #envelope(type: string, data: unknown, intent: SurfaceIntent | undefined): SessionEvent {
+  #envelope(type: string, data: unknown, intent: SurfaceIntent | undefined, ignorable = false): SessionEvent {
     const time = this.#now();
     if (!isTime(time)) {
       throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a non-negative safe integer`);
     }
     const copied = (type === "assistant/chunk" ? copyChunkData(data) : undefined) ?? copyLosslessJson(data, "data");
     const event: Record<string, unknown> = { type, seq: this.#log.length, time, data: copied };
+    if (ignorable) event.ignorable = true;
     if (intent !== undefined) {
       const op = intent.surfaceOp;
       if (op !== undefined) event.surfaceOp = copyLosslessJson(op, "surfaceOp");

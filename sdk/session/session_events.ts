@@ -16,14 +16,28 @@ import type { StreamChunk, TokenUsage } from "../llm/stream_chunk.ts";
 /** Why a cancelled turn was cancelled. */
 export type TurnEndCancelCause = "user" | "parent" | "hook" | "disposed";
 
-/** Why a turn ended. */
-export type TurnEndReason =
-  | { readonly kind: "completed" }
-  | { readonly kind: "aborted"; readonly reason: TurnEndCancelCause }
-  | { readonly kind: "blocked" }
-  | { readonly kind: "error"; readonly error: LlmFailureData }
-  | { readonly kind: "max-tokens" }
-  | { readonly kind: "interrupted" };
+/**
+ * The turn-end vocabulary: kind → reason. An interface, so a plugin adds its
+ * own kind with declaration merging in its own code; {@linkcode TurnEndReason}
+ * is the union of its values.
+ */
+export interface TurnEndReasonMap {
+  /** The model answered without further tool calls. */
+  completed: { readonly kind: "completed" };
+  /** The turn was cancelled. */
+  aborted: { readonly kind: "aborted"; readonly reason: TurnEndCancelCause };
+  /** A pre-step listener refused the input. */
+  blocked: { readonly kind: "blocked" };
+  /** The model call failed for good. */
+  error: { readonly kind: "error"; readonly error: LlmFailureData };
+  /** The output hit `maxTokens`. */
+  "max-tokens": { readonly kind: "max-tokens" };
+  /** The process stopped mid-turn; crash repair closed it. */
+  interrupted: { readonly kind: "interrupted" };
+}
+
+/** Why a turn ended: the values of {@linkcode TurnEndReasonMap}. */
+export type TurnEndReason = TurnEndReasonMap[keyof TurnEndReasonMap];
 
 /** Fields the exact adapter filled in rather than the caller. */
 export interface LlmCallConfigAdapterDefaults {
@@ -94,7 +108,23 @@ export type HookOutcome =
   | "continue-turn"
   | "error";
 
-/** The core event vocabulary: event type → payload. */
+/**
+ * The event vocabulary: event type → payload. An interface, so a plugin adds
+ * its own log-only event types with declaration merging in its own code:
+ *
+ * ```ts ignore
+ * declare module "@dsh/harness" {
+ *   interface SessionEventMap {
+ *     "acme/note": { readonly text: string };
+ *   }
+ * }
+ * ```
+ *
+ * Plugin events are never surface events: they carry no `surfaceOp` and add
+ * nothing to the derived history. Storage persists every well-formed event,
+ * whatever its type; mark an event `ignorable: true` when readers that do not
+ * know its type may skip it.
+ */
 export interface SessionEventMap {
   "turn/start": { readonly turn: number };
   "turn/end": { readonly turn: number; readonly reason: TurnEndReason };
