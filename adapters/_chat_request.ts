@@ -55,6 +55,11 @@ export function chatRequestBody(options: GenerateOptions, dialect: ChatRequestDi
 
 function wireMessages(message: Message, dialect: ChatRequestDialect): WireMessage[] {
   if (message.role === "assistant") return [assistantMessage(message.content, dialect)];
+  if (message.role === "system") {
+    // Logged context (prompt contexts, hook and tool context) goes in the system role, where it was logged.
+    const text = message.content.map((b) => (b.type === "text" ? b.text : "")).filter((t) => t !== "").join("\n");
+    return [{ role: "system", content: text }];
+  }
   // A user-side message: tool results become `tool` messages, the rest one `user` message.
   const out: WireMessage[] = [];
   const rest: ContentBlock[] = [];

@@ -203,6 +203,29 @@ describe("deepseekAdapter() over HTTP on recorded streams", () => {
     assert.equal(server.requests.length, before, "nothing is sent");
   });
 
+  it("sends a logged system message in the system role, in its place in the history", async () => {
+    play = () => ({ body: sseText(fixturePayloads("deepseek-text.chunks.jsonl")) });
+    const before = server.requests.length;
+    await stream({
+      ...request(),
+      system: "Be brief",
+      messages: [
+        ...request().messages,
+        {
+          id: "s1",
+          role: "system",
+          content: [{ type: "text", text: "Branch main." }, { type: "text", text: "Clean tree." }],
+          source: { kind: "plugin", plugin: "git" },
+        },
+      ],
+    });
+    assert.deepEqual((server.requests[before].json as { messages: unknown }).messages, [
+      { role: "system", content: "Be brief" },
+      { role: "user", content: "Hi" },
+      { role: "system", content: "Branch main.\nClean tree." },
+    ]);
+  });
+
   it("the SDK version in the User-Agent is the package version", () => {
     const deno = JSON.parse(readFileSync(new URL("../deno.json", import.meta.url), "utf8"));
     assert.equal(VERSION, deno.version);

@@ -1,6 +1,6 @@
 // Helpers that build well-formed payloads for generated logs.
 
-import type { AssistantMessage, ContentBlock, UserMessage } from "../mod.ts";
+import type { AssistantMessage, ContentBlock, SystemMessage, UserMessage } from "../mod.ts";
 
 export function userMessage(id: string, text: string, plugin?: string): UserMessage {
   return {
@@ -32,4 +32,8 @@ export function toolResultMessage(id: string, callId: string, text: string, isEr
 /** Pick index `a mod n`, or undefined when n is 0. */
 export function pick(a: number, n: number): number | undefined {
   return n === 0 ? undefined : a % n;
+}
+
+export function systemMessage(id: string, text: string): SystemMessage {
+  return { id, role: "system", content: [{ type: "text", text }], source: { kind: "plugin", plugin: "test-context" } };
 }

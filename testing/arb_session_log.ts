@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import type { Arbitrary } from "fast-check";
 import { type ContentBlock, Session, type SessionEvent, type TurnEndReason } from "../mod.ts";
-import { assistantMessage, pick, toolResultMessage, userMessage } from "./_log_builder.ts";
+import { assistantMessage, pick, systemMessage, toolResultMessage, userMessage } from "./_log_builder.ts";
 
 /** Options of {@linkcode arbSessionLog}. */
 export interface ArbSessionLogOptions {
@@ -26,6 +26,7 @@ export interface ArbSessionLogOptions {
 }
 
 interface StepPlan {
+  contexts: number;
   users: number;
   chunks: number;
   text: boolean;
@@ -57,6 +58,7 @@ const REASONS: readonly TurnEndReason[] = [
 
 function stepPlan(): Arbitrary<StepPlan> {
   return fc.record({
+    contexts: fc.nat({ max: 1 }),
     users: fc.nat({ max: 2 }),
     chunks: fc.nat({ max: 4 }),
     text: fc.boolean(),
@@ -135,6 +137,9 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
         });
         headerSeen = true;
         session.append("request/context", { provider: "test", model: config.model, contextWindow: 1000 });
+      }
+      for (let c = 0; c < step.contexts; c++) {
+        session.append("system/message", systemMessage(next("m"), `context ${c}`), { surfaceOp: "append" });
       }
       for (let u = 0; u < step.users; u++) {
         session.append("user/message", userMessage(next("m"), `hello ${u}`), { surfaceOp: "append" });

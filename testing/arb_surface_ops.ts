@@ -8,11 +8,12 @@
 import fc from "fast-check";
 import type { Arbitrary } from "fast-check";
 import { Session, type SessionEventMap, type SurfaceEventType, type SurfaceIntent, type SurfaceOp } from "../mod.ts";
-import { assistantMessage, pick, toolResultMessage, userMessage } from "./_log_builder.ts";
+import { assistantMessage, pick, systemMessage, toolResultMessage, userMessage } from "./_log_builder.ts";
 
 /** The kinds of operation {@linkcode arbSurfaceOps} generates. */
 export const SURFACE_OP_KINDS: readonly string[] = Object.freeze([
   "append-user",
+  "append-system",
   "append-assistant",
   "append-tool",
   "noise",
@@ -114,6 +115,9 @@ function buildScript(descriptors: readonly Descriptor[]): SurfaceOpsScript {
     switch (kind) {
       case "append-user":
         appendUser(kind);
+        break;
+      case "append-system":
+        emit(kind, "system/message", systemMessage(next("m"), "context"), { surfaceOp: "append" }, "ok");
         break;
       case "append-assistant": {
         const content = d.a % 3 === 0 ? [] : [{ type: "text" as const, text: "reply" }];
@@ -272,7 +276,7 @@ function buildScript(descriptors: readonly Descriptor[]): SurfaceOpsScript {
 }
 
 /**
- * An arbitrary of surface scripts: sequences of candidate appends of the three
+ * An arbitrary of surface scripts: sequences of candidate appends of the four
  * surface types and of non-surface events, among them valid replaces and
  * invalid candidates of every rejection kind (range off the surface, start
  * after end, incomplete/duplicate/later/empty sources, malformed or missing

@@ -46,6 +46,25 @@ describe("RequestChecker", () => {
     checker.check(request(session));
   });
 
+  it("covers logged system messages: a request that leaves one out, or adds one, differs", () => {
+    const session = Session.create("s");
+    open(session);
+    const checker = new RequestChecker(session);
+    const context = {
+      id: "c1",
+      role: "system" as const,
+      content: [{ type: "text" as const, text: "Branch main." }],
+      source: { kind: "plugin" as const, plugin: "git" },
+    };
+    const withoutContext = request(session);
+    session.append("system/message", context, { surfaceOp: "append" });
+    assert.throws(() => checker.check(withoutContext), /messages: 1 sent, 2 derived/);
+    checker.check(request(session));
+    assert.equal(request(session).messages[1], session.events.at(-1)!.data);
+    const forged = Object.freeze([...session.deriveMessages(), context]);
+    assert.throws(() => checker.check(request(session, { messages: forged })), /messages: 3 sent, 2 derived/);
+  });
+
   it("names each kind of difference", () => {
     const session = Session.create("s");
     open(session);

@@ -40,6 +40,7 @@ import {
   LlmFailure,
   type LlmFailureData,
   type LlmRuntime,
+  type MessageSource,
   retryDelayMs,
   type RetryPolicy,
   type TokenUsage,
@@ -161,6 +162,15 @@ function callConfig(options: AgentOptions): LlmCallConfig {
   return config;
 }
 
+/** The source plugin name of a logged prompt context is this prefix and the context's name. */
+const PROMPT_CONTEXT_PREFIX = "system-prompt/context:";
+
+function promptContextName(source: MessageSource): string | undefined {
+  return source.kind === "plugin" && source.plugin.startsWith(PROMPT_CONTEXT_PREFIX)
+    ? source.plugin.slice(PROMPT_CONTEXT_PREFIX.length)
+    : undefined;
+}
+
 function toolErrorMessage(id: string, callId: string, text: string): UserMessage {
   return {
     id,
@@ -265,6 +275,8 @@ export class LoopAgent implements Agent {
   #turn: number;
   /** The request-reconstruction invariant, when invariants are on. */
   #checker: RequestChecker | undefined;
+  /** The text last logged for each prompt context, by name; read from the log on first use. */
+  #contextTexts: Map<string, string> | undefined;
   /** The services, resolved once per turn (a kernel lookup goes through Cordis's tracing proxies). */
   #svc!: LoopServices;
   /** Usage of every model call of the running turn (failed attempts included). */
@@ -627,6 +639,7 @@ export class LoopAgent implements Agent {
     const assembly = await this.#svc.systemPrompt.assemble({ scope, signal });
     if (signal.aborted) return { kind: "aborted" };
 
+    this.#logContexts(assembly.contexts ?? []);
     for (const message of entered) this.session.append("user/message", message, { surfaceOp: "append" });
     this.#recordHeader(prepared, assembly);
 
@@ -714,6 +727,34 @@ export class LoopAgent implements Agent {
     if (calls.length === 0) return { kind: "ok" };
     const concluded = await this.#runTools(turn, step, calls, signal);
     return { kind: signal.aborted ? "aborted" : "ok", owesRequest: true, concluded };
+  }
+
+  /**
+   * Log each prompt context whose text changed since it was last logged as a
+   * `system/message`, so that what the model sees is in the log (and derived
+   * from it) rather than added to the request on the side.
+   */
+  #logContexts(contexts: readonly { readonly name: string; readonly text: string }[]): void {
+    if (contexts.length === 0) return;
+    if (this.#contextTexts === undefined) {
+      this.#contextTexts = new Map();
+      for (const event of this.session.events) {
+        if (event.type !== "system/message") continue;
+        const name = promptContextName(event.data.source);
+        const block = event.data.content[0];
+        if (name !== undefined && block?.type === "text") this.#contextTexts.set(name, block.text);
+      }
+    }
+    for (const { name, text } of contexts) {
+      if (this.#contextTexts.get(name) === text) continue;
+      this.session.append("system/message", {
+        id: this.#init.newId(),
+        role: "system",
+        content: [{ type: "text", text }],
+        source: { kind: "plugin", plugin: `${PROMPT_CONTEXT_PREFIX}${name}`, form: "snapshot" },
+      }, { surfaceOp: "append" });
+      this.#contextTexts.set(name, text);
+    }
   }
 
   /**
@@ -837,8 +878,9 @@ export class LoopAgent implements Agent {
         });
       },
     });
+    const deferred: { context: UserMessage; resultSeq: number }[] = [];
     for await (const { item, result } of results) {
-      this.session.append(
+      const resultEvent = this.session.append(
         "tool/result",
         {
           turn,
@@ -849,10 +891,22 @@ export class LoopAgent implements Agent {
         },
         { surfaceOp: "append", sourceEventSeqs: [callSeqs.get(item.id)!] },
       );
-      for (const context of result.contexts ?? []) {
+      for (const context of result.contexts ?? []) deferred.push({ context, resultSeq: resultEvent.seq });
+      if (result.concludeTurn === true) concluded = true;
+    }
+    // Tool contexts follow every result of the step (providers want a call's results contiguous). Text
+    // contexts are logged as system/message; one with other blocks (an image) waits in the inbox as user input.
+    for (const { context, resultSeq } of deferred) {
+      if (context.content.length > 0 && context.content.every((b) => b.type === "text" && b.text !== "")) {
+        this.session.append("system/message", {
+          id: this.#init.newId(),
+          role: "system",
+          content: context.content,
+          source: context.source,
+        }, { surfaceOp: "append", sourceEventSeqs: [resultSeq] });
+      } else {
         this.inbox.push("next-step", { id: this.#init.newId(), message: context });
       }
-      if (result.concludeTurn === true) concluded = true;
     }
     return concluded;
   }

@@ -117,8 +117,24 @@ export interface AssistantMessage {
   readonly source: MessageSource & { readonly kind: "model" };
 }
 
+/**
+ * Model-visible context that is not the user's turn: a prompt `context()`
+ * contribution, a hook's context, a tool's additional context. Adapters send
+ * it in the provider's system role, in its place in the history.
+ */
+export interface SystemMessage {
+  /** Unique within the session. */
+  readonly id: string;
+  /** The message's role. */
+  readonly role: "system";
+  /** The content blocks (text). */
+  readonly content: readonly ContentBlock[];
+  /** Who contributed it. */
+  readonly source: MessageSource;
+}
+
 /** A message of the model-facing history. */
-export type Message = UserMessage | AssistantMessage;
+export type Message = UserMessage | AssistantMessage | SystemMessage;
 
 /** The model-facing description of a tool: nothing else of a tool ever reaches a model. */
 export interface ToolSchema {

@@ -14,6 +14,7 @@ export type {
   Message,
   MessageSource,
   ReasoningBlock,
+  SystemMessage,
   TextBlock,
   ToolCallBlock,
   ToolResultBlock,

@@ -14,6 +14,7 @@ const CORE_EVENT_TYPES: readonly SessionEventType[] = [
   "step/start",
   "step/end",
   "user/message",
+  "system/message",
   "assistant/chunk",
   "assistant/message",
   "tool/call",

@@ -95,10 +95,16 @@ export interface PromptAssembly {
   tools: ToolSchema[];
 }
 
-/** The rendered result of `SystemPrompt.assemble()`: empty system text and empty tools are absent. */
+/** The rendered result of `SystemPrompt.assemble()`: empty system text, tools and contexts are absent. */
 export interface AssembledPrompt {
   /** The rendered system text; absent when empty. */
   readonly system?: string;
   /** The tool schemas; absent when there are none. */
   readonly tools?: readonly ToolSchema[];
+  /**
+   * The non-empty dynamic contexts, in order, as name and text (not
+   * interpolated). The agent loop logs each as a `system/message` when its
+   * text changes, so the model sees it in the history; absent when there are none.
+   */
+  readonly contexts?: readonly { readonly name: string; readonly text: string }[];
 }

@@ -291,11 +291,11 @@ export class SystemPrompt {
 
   /**
    * Assemble and render: the sections joined by blank lines with variables
-   * interpolated strictly, and the tool schemas. Empty system text and an
-   * empty tool list are absent.
+   * interpolated strictly, the tool schemas, and the non-empty contexts. Empty
+   * system text, an empty tool list and no contexts are absent.
    *
    * @param context The scope and signal.
-   * @returns The system text and tools for the request header.
+   * @returns The system text and tools for the request header, and the contexts to log.
    * @throws {HarnessError} as {@linkcode SystemPrompt.assembly}, and `PROMPT_VARIABLE_MISSING`
    *   or `PROMPT_TEMPLATE_INVALID` from {@linkcode renderPrompt}.
    */
@@ -303,9 +303,11 @@ export class SystemPrompt {
     const assembly = await this.assembly(context);
     const joined = assembly.sections.map((s) => s.text).filter((t) => t.trim() !== "").join("\n\n");
     const system = renderPrompt(joined, assembly.variables);
-    const out: { system?: string; tools?: readonly ToolSchema[] } = {};
+    const out: { -readonly [K in keyof AssembledPrompt]: AssembledPrompt[K] } = {};
     if (system !== "") out.system = system;
     if (assembly.tools.length > 0) out.tools = assembly.tools;
+    const contexts = assembly.contexts.filter((c) => c.text.trim() !== "").map((c) => ({ name: c.name, text: c.text }));
+    if (contexts.length > 0) out.contexts = contexts;
     return out;
   }
 

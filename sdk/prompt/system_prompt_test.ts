@@ -183,7 +183,10 @@ describe("SystemPrompt contexts, tools and change events", () => {
     prompt.context({ name: "nothing", order: 0, text: () => "" });
     const assembly = await prompt.assembly();
     assert.deepEqual(assembly.contexts.map((c) => c.text), ["Branch main.", "Todo: none."]);
-    assert.deepEqual(await prompt.assemble(), { system: "Persona." });
+    assert.deepEqual(await prompt.assemble(), {
+      system: "Persona.",
+      contexts: [{ name: "git", text: "Branch main." }, { name: "todo", text: "Todo: none." }],
+    });
   });
 
   it("tool providers contribute only name, description and parameters; a nearer provider wins a name", async () => {

@@ -30,7 +30,7 @@ export function validateEnvelope(event: unknown, index: number): void {
   if (!("data" in event)) invalid(index, type, "no data");
 }
 
-function checkMessage(seq: number, type: string, message: unknown, role: "user" | "assistant"): Json {
+function checkMessage(seq: number, type: string, message: unknown, role: "user" | "assistant" | "system"): Json {
   if (!isObject(message)) invalid(seq, type, "the message is not an object");
   if (!isText(message.id)) invalid(seq, type, "the message has no id");
   if (message.role !== role) invalid(seq, type, `the message role is not ${role}`);
@@ -55,6 +55,7 @@ export function validateEventData(type: string, data: unknown, seq: number): voi
     case "step/start":
     case "step/end":
     case "user/message":
+    case "system/message":
     case "assistant/chunk":
     case "assistant/message":
     case "tool/call":
@@ -91,6 +92,14 @@ export function validateEventData(type: string, data: unknown, seq: number): voi
     case "user/message":
       checkMessage(seq, type, data, "user");
       return;
+    case "system/message": {
+      const message = checkMessage(seq, type, data, "system");
+      const content = message.content as unknown[];
+      if (content.length === 0 || !content.every((b) => isObject(b) && b.type === "text" && isText(b.text))) {
+        invalid(seq, type, "a system message holds one or more non-empty text blocks");
+      }
+      return;
+    }
     case "assistant/message": {
       checkStep(seq, type, data);
       const message = checkMessage(seq, type, data.message, "assistant");

@@ -10,7 +10,7 @@ import type { SessionEvent } from "./session_events.ts";
 /**
  * Project one surface node into the message the model sees.
  *
- * Rules: `user/message` → its message verbatim; `assistant/message` → its
+ * Rules: `user/message` and `system/message` → the message verbatim; `assistant/message` → its
  * message, unless the content is empty (a usage-only record), then `null`;
  * `tool/result` → its tool-result message; every other type → `null`. The
  * returned message is the event's own (frozen) data, not a copy.
@@ -40,6 +40,7 @@ import type { SessionEvent } from "./session_events.ts";
 export function deriveEventMessage(event: SessionEvent): Message | null {
   switch (event.type) {
     case "user/message":
+    case "system/message":
       return event.data;
     case "assistant/message":
       return event.data.message.content.length === 0 ? null : event.data.message;

@@ -193,7 +193,7 @@ function buildHeader(id: string, init: SessionHeaderInit, now: () => number): Se
  * - `append()` copies and deep-freezes `data` in one pass and validates the
  *   event completely (lossless JSON, payload shape, surface rules) before
  *   committing; a rejected append leaves the log unchanged.
- * - The surface intent is required exactly for the three surface types.
+ * - The surface intent is required exactly for the surface types (`user/message`, `system/message`, `assistant/message`, `tool/result`).
  * - `session/end-seed` is written only by the constructor, when a seed is
  *   given that does not already end with one; it sits at `firstLiveSeq`.
  * - Observers run synchronously after commit; their failures are contained;

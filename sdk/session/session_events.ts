@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { AssistantMessage, Message, ToolSchema, UserMessage } from "../llm/messages.ts";
+import type { AssistantMessage, Message, SystemMessage, ToolSchema, UserMessage } from "../llm/messages.ts";
 import type { LlmCallConfig } from "../llm/llm_adapter.ts";
 import type { LlmFailureData } from "../llm/llm_failure.ts";
 import type { StreamChunk, TokenUsage } from "../llm/stream_chunk.ts";
@@ -131,6 +131,8 @@ export interface SessionEventMap {
   "step/start": { readonly turn: number; readonly step: number };
   "step/end": { readonly turn: number; readonly step: number };
   "user/message": UserMessage;
+  /** Model-visible context (prompt contexts, hook context, tool contexts), logged where the model sees it. */
+  "system/message": SystemMessage;
   "assistant/chunk": { readonly turn: number; readonly step: number; readonly chunk: StreamChunk };
   "assistant/message": {
     readonly turn: number;
@@ -223,8 +225,8 @@ export interface SessionEventMap {
 /** Every event type. */
 export type SessionEventType = keyof SessionEventMap & string;
 
-/** The three event types that produce messages and carry surface metadata. */
-export type SurfaceEventType = "user/message" | "assistant/message" | "tool/result";
+/** The event types that produce messages and carry surface metadata. */
+export type SurfaceEventType = "user/message" | "system/message" | "assistant/message" | "tool/result";
 
 /** How an event joins the surface. `replace` shadows the nodes `start..end` (inclusive seqs). */
 export type SurfaceOp = "append" | { readonly op: "replace"; readonly start: number; readonly end: number };

@@ -42,23 +42,25 @@ export interface SurfaceFoldReplacement {
   readonly shadowedSeqs: readonly number[];
 }
 
-/** The three surface event types, in a fixed order. */
+/** The surface event types, in a fixed order. */
 export const SURFACE_EVENT_TYPES: readonly SurfaceEventType[] = Object.freeze(
   [
     "user/message",
+    "system/message",
     "assistant/message",
     "tool/result",
   ] as const,
 );
 
 /**
- * Whether `type` is one of the three surface event types.
+ * Whether `type` is a surface event type.
  *
  * @param type An event type.
- * @returns `true` for `user/message`, `assistant/message` and `tool/result`.
+ * @returns `true` for `user/message`, `system/message`, `assistant/message` and `tool/result`.
  */
 export function isSurfaceEventType(type: string): type is SurfaceEventType {
-  return type === "user/message" || type === "assistant/message" || type === "tool/result";
+  return type === "user/message" || type === "assistant/message" || type === "tool/result" ||
+    type === "system/message";
 }
 
 function fail(code: string, event: SessionEvent, message: string): never {

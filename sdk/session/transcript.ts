@@ -118,6 +118,17 @@ export function renderTranscript(events: readonly SessionEvent[], options: Trans
       case "user/message":
         parts.push(...renderUserMessage(event.data));
         break;
+      case "system/message": {
+        const source = event.data.source;
+        const from = source.kind === "plugin"
+          ? `${source.plugin}${source.form ? `, ${source.form}` : ""}`
+          : source.kind === "tool"
+          ? `tool \`${source.callId}\``
+          : source.kind;
+        parts.push(`**System context** (${from})`);
+        parts.push(quote(contentText(event.data.content)));
+        break;
+      }
       case "assistant/message": {
         const { message, interrupted } = event.data;
         for (const block of message.content) if (block.type === "tool-call") toolNames.set(block.id, block.name);
