@@ -303,7 +303,13 @@ describe("fileStorage() crash repair", () => {
       const dir = await tempDir();
       const storage = fileStorage(dir, { compression });
       const note = { type: "app/note", seq: events.length, time: 1, data: {} } as unknown as SessionEvent;
-      const aside = { type: "app/aside", seq: events.length + 1, time: 1, data: {}, ignorable: true } as SessionEvent;
+      const aside = {
+        type: "app/aside",
+        seq: events.length + 1,
+        time: 1,
+        data: {},
+        ignorable: true,
+      } as unknown as SessionEvent;
       await storage.create({ id: "s" }, { events: [...events, note] });
       await storage.append("s", [aside], { expectedSeq: events.length + 1 });
       assert.deepEqual((await fileStorage(dir).load("s")).events.slice(-2), [note, aside]);
