@@ -213,7 +213,7 @@ try {
       }
       await writer.release();
     });
-    const file = join(root, "bench", compression === "zstd" ? "session.jsonl.zstd" : "session.jsonl");
+    const file = join(root, "bench", compression === "zstd" ? "session.v1.jsonl.zstd" : "session.v1.jsonl");
     sizes[compression] = (await stat(file)).size;
     writes.push({ name: `fileStorage ${compression === "zstd" ? "zstd" : "plain"}`, ms, bytes: logicalBytes });
     let loaded = 0;

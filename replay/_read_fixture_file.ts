@@ -1,6 +1,6 @@
 // Reading fixture files. A fixture is a persisted session log: either a
-// storage directory written by `fileStorage` (one `<id>/session.jsonl` or
-// `session.jsonl.zstd` per session, read through the persistence module), or
+// storage directory written by `fileStorage` (one `<id>/session.v1.jsonl` (v0: `session.jsonl`) or
+// `.zstd` per session, read through the persistence module), or
 // one plain log file (a `session` header line, then one event or packed chunk
 // row per line; several logs may follow one another).
 
@@ -64,7 +64,7 @@ function parseLogText(text: string, file: string): FixtureLog[] {
 async function readLogFile(file: string): Promise<FixtureLog[]> {
   const bytes = await readFile(file);
   if (!ZSTD_MAGIC.every((b, i) => bytes[i] === b)) return parseLogText(new TextDecoder().decode(bytes), file);
-  // A compressed log is read through the storage directory that holds it: <root>/<id>/session.jsonl.zstd.
+  // A compressed log is read through the storage directory that holds it: <root>/<id>/session.v1.jsonl.zstd.
   const dir = dirname(file);
   const logs = await readStorageDir(dirname(dir));
   const own = logs.filter((log) => log.id === basename(dir));

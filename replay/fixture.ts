@@ -189,12 +189,12 @@ export function fixtureFromLogs(logs: readonly SessionEvent[] | readonly Fixture
  * Load a fixture: persisted session logs, or logs in memory.
  *
  * - A directory is a session storage directory as `fileStorage` writes it
- *   (one `<id>/session.jsonl` or `session.jsonl.zstd` per session; this is
+ *   (one `<id>/session.v1.jsonl[.zstd]` per session, or the v0 name `session.jsonl[.zstd]`; this is
  *   what `writeFixture` and record mode produce); every stored session is
  *   read, crash-repaired in memory like `inspect()`.
- * - A file is one plain `session.jsonl` (a session header line, then one
+ * - A file is one plain log file (a session header line, then one
  *   event or packed chunk row per line; several logs may follow one another).
- *   A `session.jsonl.zstd` file is read through the storage directory that
+ *   A zstd log file is read through the storage directory that
  *   holds it.
  *
  * A sidecar file with script overrides is read with a fixture file

@@ -132,7 +132,7 @@ describe("loadFixture()", () => {
       await writeFile(join(dir, "replay.override.json"), JSON.stringify([{ hang: true }]));
       const fixture = await loadFixture(new URL(`file://${dir}/`));
       assert.deepEqual(fixture.overrides, [{ hang: true }]);
-      const file = await loadFixture(join(dir, "zipped", "session.jsonl.zstd"));
+      const file = await loadFixture(join(dir, "zipped", "session.v1.jsonl.zstd"));
       assert.deepEqual(file.sessions.map((s) => [s.id, s.calls.length]), [["zipped", 3]]);
       assert.equal(fixture.sessions.length, 1);
       assert.deepEqual(fixture.sessions[0].events, events);

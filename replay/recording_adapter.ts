@@ -111,7 +111,7 @@ export interface WriteFixtureOptions {
 
 /**
  * Write session logs as a fixture: a storage directory in the persistence
- * module's format (`fileStorage`), one `<id>/session.jsonl` per session.
+ * module's format (`fileStorage`), one `<id>/session.v1.jsonl` per session.
  * Sessions already stored in the directory are deleted first, so the
  * directory holds exactly this run.
  *

@@ -16,10 +16,23 @@ import { openLine, sealLine } from "./_record_checksum.ts";
 
 export type Encoding = "plain" | "zstd";
 
-export const LOG_NAMES: Readonly<Record<Encoding, string>> = {
-  plain: "session.jsonl",
-  zstd: "session.jsonl.zstd",
-};
+/** The file name of a log of format `version`: `session.jsonl` for v0, `session.vN.jsonl` from v1 on. */
+export function logFileName(version: number, encoding: Encoding): string {
+  const base = version === 0 ? "session.jsonl" : `session.v${version}.jsonl`;
+  return encoding === "zstd" ? `${base}.zstd` : base;
+}
+
+const LOG_FILE = /^session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$/;
+
+/** The format version and encoding a file name stands for, or `undefined` for another file. */
+export function parseLogFileName(name: string): { version: number; encoding: Encoding } | undefined {
+  const match = LOG_FILE.exec(name);
+  if (match === null) return undefined;
+  return {
+    version: match[1] === undefined ? 0 : Number(match[1]),
+    encoding: match[2] === undefined ? "plain" : "zstd",
+  };
+}
 
 export interface EncodeOptions {
   readonly encoding: Encoding;

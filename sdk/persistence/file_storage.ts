@@ -2,12 +2,21 @@
  * `fileStorage(dir)`: the embedded {@linkcode SessionStorage} for scripts and
  * servers, identical on Deno, Bun and Node.
  *
- * Layout: `<dir>/<escaped id>/session.jsonl` (or `session.jsonl.zstd` with
- * `compression: "zstd"`), plus `writer.lock` while a writer lease is held.
+ * Layout: `<dir>/<escaped id>/session.v1.jsonl` (or `session.v1.jsonl.zstd`
+ * with `compression: "zstd"`), plus `writer.lock` while a writer lease is held.
+ *
+ * Format versions (002 §9.3): the version is in the file name, `session.jsonl`
+ * for v0 and `session.vN.jsonl` from v1 on. A session directory may hold
+ * several generations; the highest version is the session's log. A newer
+ * version than this build writes is refused (`SESSION_FORMAT_UNSUPPORTED`); an
+ * older one is read through the static chain of adjacent migrations
+ * (`_log_migrations.ts`, one module per vN → vN+1), and opening it for writing
+ * (an append, or a load that repairs) publishes the current-version successor
+ * beside it. A committed generation is never renamed, rewritten or deleted.
  * Ids are escaped (`[a-z0-9_-]` and inner dots kept, every other byte `%XX`);
  * ids with path separators, control characters, `.` or `..` are refused.
  *
- * Format (version `SESSION_FORMAT_VERSION`): the first line is the
+ * Records (header schema `SESSION_FORMAT_VERSION`): the first line is the
  * header `{"type":"session","version":1,"id":…,"createdAt":…}`; every other
  * line is one event envelope as JSON, or a packed chunk row (see
  * `packChunkRows`) standing for a run of deltas. Under zstd the same lines are
@@ -34,14 +43,15 @@
 
 import type { SessionEvent } from "../session/session_events.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
-import { invalidArgs, notFound, seqMismatch, writerBusy } from "./_errors.ts";
+import { formatUnsupported, invalidArgs, notFound, seqMismatch, writerBusy } from "./_errors.ts";
 import { type ReaderVocabulary, readerVocabulary } from "./_event_types.ts";
 import {
   appendAt,
   encodeBatch,
   encodeNewFile,
   type Encoding,
-  LOG_NAMES,
+  logFileName,
+  parseLogFileName,
   publishNew,
   readHeader,
   readTail,
@@ -50,6 +60,7 @@ import {
 import { errorCode, fsOps, joinPath, syncDir } from "./_fs.ts";
 import { escapeSessionId, makeHeader, validateSessionId } from "./_header.ts";
 import { decodePlainLog, decodeZstdLog } from "./_log_decoder.ts";
+import { LOG_FORMAT_VERSION, migrateLog } from "./_log_migrations.ts";
 import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "./_validate_batch.ts";
 import { createLock, processLeases, readLiveLock, WriterLease } from "./_writer_lease.ts";
 import { repairSessionLog } from "./repair_session_log.ts";
@@ -109,9 +120,14 @@ export interface FileStorageOptions {
   readonly newId?: () => string;
 }
 
-interface FileState {
+interface LocatedLog {
   readonly file: string;
   readonly encoding: Encoding;
+  /** The format version its name stands for. */
+  readonly version: number;
+}
+
+interface FileState extends LocatedLog {
   size: number;
   nextSeq: number;
   torn: boolean;
@@ -158,20 +174,66 @@ class FileSessionStorage implements SessionStorage {
     return run;
   }
 
-  /** The log file of a session and its encoding, or `undefined` when it does not exist. */
-  async #locate(dir: string): Promise<{ file: string; encoding: Encoding } | undefined> {
+  /**
+   * The log file of a session: the generation with the highest format version
+   * among the session's files, its encoding and version; `undefined` when
+   * there is none. A newer version than this build writes is refused.
+   */
+  async #locate(dir: string): Promise<LocatedLog | undefined> {
     const cached = this.#states.get(dir);
     if (cached !== undefined) return cached;
-    for (const encoding of ["plain", "zstd"] as const) {
-      const file = joinPath(dir, LOG_NAMES[encoding]);
-      try {
-        await fsOps.stat(file);
-        return { file, encoding };
-      } catch (error) {
-        if (errorCode(error) !== "ENOENT" && errorCode(error) !== "ENOTDIR") throw error;
-      }
+    let names: string[];
+    try {
+      names = await fsOps.readdir(dir);
+    } catch (error) {
+      if (errorCode(error) === "ENOENT" || errorCode(error) === "ENOTDIR") return undefined;
+      throw error;
     }
-    return undefined;
+    let best: LocatedLog | undefined;
+    for (const name of names.sort()) {
+      const parsed = parseLogFileName(name);
+      if (parsed === undefined || (best !== undefined && parsed.version <= best.version)) continue;
+      best = { file: joinPath(dir, name), ...parsed };
+    }
+    if (best !== undefined && best.version > LOG_FORMAT_VERSION) {
+      throw formatUnsupported(best.file, best.version, LOG_FORMAT_VERSION);
+    }
+    return best;
+  }
+
+  /** Decode a whole log file and bring it to the current format. */
+  async #decode(located: LocatedLog, sessionId: string | undefined, vocabulary: ReaderVocabulary) {
+    const bytes = await fsOps.readFile(located.file);
+    const decoded = located.encoding === "plain"
+      ? decodePlainLog(bytes, located.file, sessionId, vocabulary)
+      : await decodeZstdLog(bytes, located.file, sessionId, vocabulary);
+    const migrated = migrateLog({ header: decoded.header, events: decoded.events }, located.version);
+    return { ...decoded, header: migrated.header, events: [...migrated.events] };
+  }
+
+  /**
+   * Publish the current-format successor of an older log beside it (the
+   * source is never renamed, rewritten or deleted), holding `events`.
+   */
+  async #publishSuccessor(
+    dir: string,
+    located: LocatedLog,
+    header: SessionHeader,
+    events: readonly SessionEvent[],
+  ): Promise<FileState> {
+    const bytes = await encodeNewFile(header, events, this.#encodeOptions(located.encoding));
+    const name = logFileName(LOG_FORMAT_VERSION, located.encoding);
+    await publishNew(dir, name, bytes, header.id, this.#newId());
+    const state: FileState = {
+      file: joinPath(dir, name),
+      encoding: located.encoding,
+      version: LOG_FORMAT_VERSION,
+      size: bytes.length,
+      nextSeq: events.length,
+      torn: false,
+    };
+    this.#states.set(dir, state);
+    return state;
   }
 
   /** Check the right to write: the in-process table, then another process's lock file. */
@@ -203,9 +265,17 @@ class FileSessionStorage implements SessionStorage {
       }
       const encoding = this.#encoding;
       const bytes = await encodeNewFile(header, events, this.#encodeOptions(encoding));
-      await publishNew(dir, LOG_NAMES[encoding], bytes, header.id, this.#newId());
-      const file = joinPath(dir, LOG_NAMES[encoding]);
-      this.#states.set(dir, { file, encoding, size: bytes.length, nextSeq: events.length, torn: false });
+      const name = logFileName(LOG_FORMAT_VERSION, encoding);
+      await publishNew(dir, name, bytes, header.id, this.#newId());
+      const file = joinPath(dir, name);
+      this.#states.set(dir, {
+        file,
+        encoding,
+        version: LOG_FORMAT_VERSION,
+        size: bytes.length,
+        nextSeq: events.length,
+        torn: false,
+      });
       return header;
     });
   }
@@ -225,6 +295,14 @@ class FileSessionStorage implements SessionStorage {
         this.#states.delete(dir);
         throw notFound(sessionId);
       }
+    }
+    if (located.version < LOG_FORMAT_VERSION) {
+      // Opening an older log for writing publishes its successor; the source stays as it is.
+      const decoded = await this.#decode(located, sessionId, undefined);
+      if (decoded.validBytes < decoded.totalBytes) {
+        return { ...located, size: decoded.validBytes, nextSeq: decoded.events.length, torn: true };
+      }
+      return await this.#publishSuccessor(dir, located, decoded.header, decoded.events);
     }
     const tail = await readTail(located.file, located.encoding, undefined);
     const state = { ...located, size: tail.size, nextSeq: tail.nextSeq, torn: tail.torn };
@@ -269,21 +347,22 @@ class FileSessionStorage implements SessionStorage {
   async #read(dir: string, sessionId: string, commit: boolean, writer?: SessionWriter): Promise<LoadedSession> {
     const located = await this.#locate(dir);
     if (located === undefined) throw notFound(sessionId);
-    let bytes: Uint8Array;
+    let decoded;
     try {
-      bytes = await fsOps.readFile(located.file);
+      decoded = await this.#decode(located, sessionId, this.#known);
     } catch (error) {
       if (errorCode(error) === "ENOENT") throw notFound(sessionId);
       throw error;
     }
-    const decoded = located.encoding === "plain"
-      ? decodePlainLog(bytes, located.file, sessionId, this.#known)
-      : await decodeZstdLog(bytes, located.file, sessionId, this.#known);
     const repaired = repairSessionLog(decoded.events, { newId: this.#newId });
     const truncatedBytes = decoded.totalBytes - decoded.validBytes;
     const needsRepair = truncatedBytes > 0 || repaired.syntheticEvents.length > 0 || decoded.missingNewline === true;
     let size = decoded.validBytes;
-    if (commit && needsRepair) {
+    if (commit && needsRepair && located.version < LOG_FORMAT_VERSION) {
+      // An older log is repaired into its successor; the source is never cut or appended to.
+      await this.#checkWriter(dir, sessionId, writer, "repair it");
+      await this.#publishSuccessor(dir, located, decoded.header, repaired.events);
+    } else if (commit && needsRepair) {
       await this.#checkWriter(dir, sessionId, writer, "repair it");
       if (truncatedBytes > 0) await truncateTo(located.file, decoded.validBytes);
       if (decoded.missingNewline === true) size = await appendAt(located.file, new TextEncoder().encode("\n"), size);
@@ -292,7 +371,7 @@ class FileSessionStorage implements SessionStorage {
         size = await appendAt(located.file, batch, size);
       }
     }
-    if (commit || !needsRepair) {
+    if ((commit || !needsRepair) && located.version === LOG_FORMAT_VERSION) {
       this.#states.set(dir, { ...located, size, nextSeq: repaired.events.length, torn: false });
     }
     return {
@@ -353,6 +432,17 @@ class FileSessionStorage implements SessionStorage {
       if (located === undefined) return undefined;
       const header = await readHeader(located.file, located.encoding, sessionId);
       const tail = await readTail(located.file, located.encoding, undefined);
+      if (located.version < LOG_FORMAT_VERSION) {
+        // The seqs of an older log are those of its migration.
+        const decoded = await this.#decode(located, sessionId, undefined);
+        return {
+          header: decoded.header,
+          nextSeq: decoded.events.length,
+          size: tail.size,
+          updatedAt: tail.updatedAt,
+          torn: tail.torn,
+        };
+      }
       return { header, nextSeq: tail.nextSeq, size: tail.size, updatedAt: tail.updatedAt, torn: tail.torn };
     });
   }
@@ -364,7 +454,10 @@ class FileSessionStorage implements SessionStorage {
       const located = await this.#locate(dir);
       this.#states.delete(dir);
       if (options.writer === undefined) await fsOps.rm(dir);
-      else for (const name of Object.values(LOG_NAMES)) await fsOps.rm(joinPath(dir, name));
+      else {
+        const names = await fsOps.readdir(dir).catch(() => [] as string[]);
+        for (const name of names) if (parseLogFileName(name) !== undefined) await fsOps.rm(joinPath(dir, name));
+      }
       return located !== undefined;
     });
   }

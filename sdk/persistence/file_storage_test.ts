@@ -56,7 +56,7 @@ async function written(options: FileStorageOptions, events: SessionEvent[], batc
   for (let i = 0; i < events.length; i += batch) {
     await storage.append("s", events.slice(i, i + batch), { expectedSeq: i });
   }
-  const file = join(dir, "s", options.compression === "zstd" ? "session.jsonl.zstd" : "session.jsonl");
+  const file = join(dir, "s", options.compression === "zstd" ? "session.v1.jsonl.zstd" : "session.v1.jsonl");
   return { dir, storage, file };
 }
 
@@ -116,7 +116,7 @@ describe("fileStorage() format", () => {
     await plainOptions.append("s", [{ type: "todo/write", seq: events.length, time: 1, data: { todos: [] } }], {
       expectedSeq: events.length,
     });
-    assert.deepEqual(await readdir(join(dir, "s")), ["session.jsonl.zstd"]);
+    assert.deepEqual(await readdir(join(dir, "s")), ["session.v1.jsonl.zstd"]);
     assert.equal((await fileStorage(dir, { compression: "zstd" }).load("s")).events.length, events.length + 1);
   });
 
@@ -129,7 +129,7 @@ describe("fileStorage() format", () => {
 
   it("leaves no temp files after publishing", async () => {
     const { dir } = await written({}, realisticLog(1));
-    assert.deepEqual(await readdir(join(dir, "s")), ["session.jsonl"]);
+    assert.deepEqual(await readdir(join(dir, "s")), ["session.v1.jsonl"]);
   });
 });
 
@@ -283,12 +283,12 @@ describe("fileStorage() crash repair", () => {
       const header = JSON.stringify({ type: "session", version: 2, id: "s", createdAt: 0, shape: "new" });
       const body = `${header}\nnot json at all\n{"type":"future/event","seq":0}\n{"torn`;
       const z = await zstd();
-      if (compression === "none") await writeFile(join(dir, "s", "session.jsonl"), body);
+      if (compression === "none") await writeFile(join(dir, "s", "session.v1.jsonl"), body);
       else {
-        await rm(join(dir, "s", "session.jsonl"));
+        await rm(join(dir, "s", "session.v1.jsonl"));
         const enc = (text: string) => z.compress(new TextEncoder().encode(text), 3);
         const frames = [enc(header + "\n"), enc("garbage\n")];
-        await writeFile(join(dir, "s", "session.jsonl.zstd"), new Uint8Array([...frames[0], ...frames[1], 1, 2]));
+        await writeFile(join(dir, "s", "session.v1.jsonl.zstd"), new Uint8Array([...frames[0], ...frames[1], 1, 2]));
       }
       await assert.rejects(fileStorage(dir).load("s"), (error: unknown) => {
         assert.ok(HarnessError.isInstance(error, "SESSION_FORMAT_UNSUPPORTED"));
@@ -331,7 +331,7 @@ describe("fileStorage() crash repair", () => {
     const events = realisticLog(1);
     const storage = fileStorage(dir, { compression: "zstd" });
     await storage.create({ id: "s", createdAt: 0 });
-    const file = join(dir, "s", "session.jsonl.zstd");
+    const file = join(dir, "s", "session.v1.jsonl.zstd");
     const z = await zstd();
     const enc = (text: string) => z.compress(new TextEncoder().encode(text), 3);
     const header = new Uint8Array(await readFile(file));
@@ -366,7 +366,7 @@ describe("fileStorage() crash repair", () => {
   it("refuses a header naming another session", async () => {
     const dir = await tempDir();
     await fileStorage(dir).create({ id: "s" });
-    await writeFile(join(dir, "s", "session.jsonl"), '{"type":"session","version":1,"id":"t","createdAt":0}\n');
+    await writeFile(join(dir, "s", "session.v1.jsonl"), '{"type":"session","version":1,"id":"t","createdAt":0}\n');
     await assert.rejects(fileStorage(dir).load("s"), code("SESSION_CORRUPT"));
   });
 });
@@ -439,7 +439,7 @@ describe("fileStorage() durability", () => {
     const lock = JSON.parse(await readFile(join(dir, "s", "writer.lock"), "utf8"));
     assert.equal(lock.token, writer.token);
     await writer.release();
-    assert.deepEqual(await readdir(join(dir, "s")), ["session.jsonl"]);
+    assert.deepEqual(await readdir(join(dir, "s")), ["session.v1.jsonl"]);
 
     // Another live process holds the lease (this process's parent stands in for it).
     const alive = { token: "other", pid: (globalThis as { process: { ppid: number } }).process.ppid, acquiredAt: 0 };
@@ -459,7 +459,7 @@ describe("fileStorage() durability", () => {
     await writeFile(join(dir, "s", "writer.lock"), "{");
     const again = await a.acquireWriter("s");
     await again.release();
-    assert.deepEqual(await readdir(join(dir, "s")), ["session.jsonl"]);
+    assert.deepEqual(await readdir(join(dir, "s")), ["session.v1.jsonl"]);
   });
 
   it("stat() reads the tail of large lines and of zstd files", async () => {
