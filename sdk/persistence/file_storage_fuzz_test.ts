@@ -149,7 +149,7 @@ describe("fileStorage() reads damaged files safely (fast-check)", () => {
     for (let i = 0; i < events.length; i += 6) {
       await storage.append("s", events.slice(i, i + 6), { expectedSeq: i });
     }
-    const file = join(source, "s", compression === "zstd" ? "session.jsonl.zstd" : "session.jsonl");
+    const file = join(source, "s", compression === "zstd" ? "session.v1.jsonl.zstd" : "session.v1.jsonl");
     const bytes = new Uint8Array(await readFile(file));
     const ends = unitsOf(bytes, compression === "zstd");
     // Events per unit, by loading each prefix of whole units (the header unit holds none).
@@ -157,7 +157,7 @@ describe("fileStorage() reads damaged files safely (fast-check)", () => {
     const probe = join(root, `probe-${compression}`, "s");
     await rm(join(root, `probe-${compression}`), { recursive: true, force: true });
     await fileStorage(join(root, `probe-${compression}`), { compression }).create({ id: "s", createdAt: 5 });
-    const probeFile = join(probe, compression === "zstd" ? "session.jsonl.zstd" : "session.jsonl");
+    const probeFile = join(probe, compression === "zstd" ? "session.v1.jsonl.zstd" : "session.v1.jsonl");
     for (const end of ends) {
       await writeFile(probeFile, bytes.subarray(0, end));
       const seen = await fileStorage(join(root, `probe-${compression}`)).inspect("s");
@@ -175,7 +175,7 @@ describe("fileStorage() reads damaged files safely (fast-check)", () => {
         const { layout, events } = await layoutOf(compression);
         const { ends, eventsUpTo } = layout;
         const caseDir = join(root, `case-${compression}-${slice}`);
-        const caseFile = join(caseDir, "s", compression === "zstd" ? "session.jsonl.zstd" : "session.jsonl");
+        const caseFile = join(caseDir, "s", compression === "zstd" ? "session.v1.jsonl.zstd" : "session.v1.jsonl");
         await fileStorage(caseDir, { compression }).create({ id: "s", createdAt: 5 });
         let n = 0;
         const outcomes: Record<string, number> = {};
