@@ -36,7 +36,7 @@ describe("package entry points", () => {
     const pkg = read("./package.json");
     for (const deps of [pkg.dependencies, pkg.devDependencies]) {
       for (const [name, version] of Object.entries<string>(deps)) {
-        assert.match(version, /^\d+\.\d+\.\d+(-[\w.]+)?$/, `${name}@${version}`);
+        assert.match(version, /^(npm:[\w@/.-]+@)?\d+\.\d+\.\d+(-[\w.]+)?$/, `${name}@${version}`);
       }
     }
     assert.equal(pkg.dependencies.cordis, "4.0.0-rc.10");

@@ -97,17 +97,29 @@ try {
     todo.push(...Object.keys({ ...entry.dependencies, ...entry.optionalDependencies }));
   }
 
-  const project = (name, files) => {
+  // The peers at their newest (the devDependencies zod, hono) or their lowest
+  // supported versions (the devDependencies zod-lowest, hono-lowest).
+  const peersAt = (level) =>
+    Object.fromEntries(
+      Object.keys(pkg.peerDependencies).map((peer) => {
+        const lowest = `${peer}-lowest`;
+        return [peer, level === "lowest" && pkg.devDependencies[lowest] ? lowest : peer];
+      }),
+    );
+  const project = (name, files, level = "newest") => {
     const dir = join(work, name);
     mkdirSync(dir);
-    const zod = lock.packages["node_modules/zod"].version;
+    const peers = peersAt(level);
+    const dependencies = Object.fromEntries(
+      Object.entries(peers).map(([peer, from]) => [peer, lock.packages[`node_modules/${from}`].version]),
+    );
     writeFileSync(
       join(dir, "package.json"),
-      JSON.stringify({ name: `consumer-${name}`, private: true, type: "module", dependencies: { zod } }),
+      JSON.stringify({ name: `consumer-${name}`, private: true, type: "module", dependencies }),
     );
     for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
     for (const dep of seeded) {
-      cpSync(join(root, "node_modules", dep), join(dir, "node_modules", dep), { recursive: true });
+      cpSync(join(root, "node_modules", peers[dep] ?? dep), join(dir, "node_modules", dep), { recursive: true });
     }
     run("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball], dir);
     return dir;
@@ -117,6 +129,18 @@ try {
     const dir = project("node", { "main.mjs": program + importAll });
     const out = run(process.execPath, ["main.mjs"], dir);
     if (!out.includes("first agent: 2 + 3 is 5.")) fail(`node printed:\n${out}`);
+    if (!out.includes("http: 201 application/json")) fail(`node printed:\n${out}`);
+  });
+
+  step("Node 20 project with the lowest supported zod and hono", () => {
+    const dir = project("node-lowest", { "main.mjs": program + importAll }, "lowest");
+    const versions = ["zod", "hono"].map((name) =>
+      JSON.parse(readFileSync(join(dir, "node_modules", name, "package.json"), "utf8")).version
+    );
+    console.log(`   zod ${versions[0]}, hono ${versions[1]}`);
+    const out = run(process.execPath, ["main.mjs"], dir);
+    if (!out.includes("first agent: 2 + 3 is 5.")) fail(`node printed:\n${out}`);
+    if (!out.includes("http: 201 application/json")) fail(`node printed:\n${out}`);
   });
 
   step("Bun project", () => {

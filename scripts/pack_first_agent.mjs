@@ -2,6 +2,8 @@
 // tarball (read by scripts/pack_check.mjs; valid as JavaScript and TypeScript).
 import { createHarness, defineTool } from "@dsh/harness";
 import { scriptedAdapter, textResponse, toolCallResponse } from "@dsh/harness/testing";
+import { createHarnessApp } from "@dsh/harness/http";
+import { Hono } from "hono";
 import { z } from "zod";
 
 const add = defineTool({
@@ -25,4 +27,13 @@ const harness = await createHarness({
 const agent = await harness.createAgent();
 const result = await agent.run("What is 2 + 3?");
 console.log(`first agent: ${result.text}`);
+
+// The HTTP app mounted under a sub-path of the user's own Hono app (one hono copy: a peer dependency).
+const api = new Hono().route("/api", createHarnessApp(harness, { auth: false, log: false }));
+const created = await api.request("/api/sessions", {
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body: "{}",
+});
+console.log(`http: ${created.status} ${created.headers.get("content-type")}`);
 await harness.dispose();

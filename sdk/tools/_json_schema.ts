@@ -29,10 +29,31 @@ export function zodValidator(schema: z.ZodType): Validator {
   };
 }
 
-/** Whether `value` is a zod v4 schema. */
+/** The lowest zod release whose schemas carry `toJSONSchema()` (the peer dependency range starts there). */
+export const MIN_ZOD_VERSION = "4.2.0";
+
+/**
+ * Whether `value` is a zod schema of any release: zod 4 (classic or mini,
+ * `_zod`) or zod 3 (`_def` and `safeParse()`). {@linkcode zodToJsonSchema}
+ * refuses the ones it cannot use, naming the cause.
+ */
 export function isZodSchema(value: unknown): value is z.ZodType {
-  return typeof value === "object" && value !== null && "_zod" in value &&
-    typeof (value as z.ZodType).safeParse === "function";
+  if (typeof value !== "object" || value === null) return false;
+  return "_zod" in value || ("_def" in value && typeof (value as { safeParse?: unknown }).safeParse === "function");
+}
+
+/** The zod release that made a schema, as `major.minor.patch` (zod 4 records it; zod 3 does not). */
+function zodVersionOf(schema: object): string | undefined {
+  const version = (schema as { _zod?: { version?: { major?: unknown; minor?: unknown; patch?: unknown } } })._zod
+    ?.version;
+  return typeof version?.major === "number" ? `${version.major}.${version.minor}.${version.patch}` : undefined;
+}
+
+function olderThan(version: string, minimum: string): boolean {
+  const a = version.split(".").map(Number);
+  const b = minimum.split(".").map(Number);
+  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] < b[i];
+  return false;
 }
 
 /**
@@ -43,9 +64,18 @@ export function isZodSchema(value: unknown): value is z.ZodType {
 export function zodToJsonSchema(schema: z.ZodType, io: "input" | "output", what: string): JsonSchema {
   const convert = (schema as { toJSONSchema?: (params: { io: string }) => unknown }).toJSONSchema;
   if (typeof convert !== "function") {
+    const version = zodVersionOf(schema);
+    const copies = "if your own zod is newer, a second, older copy made this schema (see `npm ls zod`)";
     throw new HarnessError(
       "INVALID_TOOL_DEFINITION",
-      `The ${what} schema is a zod schema without toJSONSchema() (zod/mini?): use a zod classic schema or JSON Schema`,
+      version === undefined
+        ? `The ${what} schema comes from zod 3, which @dsh/harness does not support: use zod >= ${MIN_ZOD_VERSION} or JSON Schema`
+        : olderThan(version, MIN_ZOD_VERSION)
+        ? `The ${what} schema comes from zod ${version}, older than the zod >= ${MIN_ZOD_VERSION} that @dsh/harness ` +
+          `needs (no toJSONSchema()): update zod; ${copies}`
+        : `The ${what} schema is a zod ${version} schema without toJSONSchema() (zod/mini): ` +
+          'use a zod classic schema (import from "zod") or JSON Schema',
+      { details: { zodVersion: version ?? "3", minimum: MIN_ZOD_VERSION } },
     );
   }
   let json: Record<string, unknown>;

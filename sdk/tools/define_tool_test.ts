@@ -128,3 +128,46 @@ describe("defineTool()", () => {
     );
   });
 });
+
+describe("defineTool() with a zod it cannot use", () => {
+  const define = (parameters: unknown) => () =>
+    defineTool({
+      name: "t",
+      description: "t",
+      parameters: parameters as z.ZodType,
+      output: { schema: z.string(), render: (_args, out) => out },
+      execute: () => "",
+    });
+  const refused = (pattern: RegExp) => (error: unknown) =>
+    HarnessError.isInstance(error, "INVALID_TOOL_DEFINITION") && pattern.test((error as Error).message);
+
+  it("names a too-old zod and the second-copy cause", () => {
+    const old = { _zod: { version: { major: 4, minor: 1, patch: 12 } }, safeParse: () => ({ success: true }) };
+    assert.throws(define(old), refused(/zod 4\.1\.12, older than the zod >= 4\.2\.0 .*npm ls zod/));
+  });
+
+  it("names zod 3", () => {
+    const v3 = { _def: { typeName: "ZodObject" }, safeParse: () => ({ success: true }) };
+    assert.throws(define(v3), refused(/comes from zod 3/));
+  });
+
+  it("names zod/mini", async () => {
+    const zm = await import("zod/mini");
+    assert.throws(
+      define(zm.object({ a: zm.number() })),
+      refused(/zod 4\.\d+\.\d+ schema without toJSONSchema\(\) \(zod\/mini\)/),
+    );
+  });
+
+  it("accepts the lowest supported zod (4.2.0)", async () => {
+    const { z: lowest } = await import("zod-lowest");
+    const tool = defineTool({
+      name: "add",
+      description: "Add",
+      parameters: lowest.object({ a: lowest.number() }),
+      output: { schema: lowest.number(), render: (_args, out) => String(out) },
+      execute: ({ a }) => a + 1,
+    });
+    assert.deepEqual(tool.parameters.required, ["a"]);
+  });
+});
