@@ -56,9 +56,12 @@ describe("golden regressions", () => {
   it("a changed tool output fails the golden test with a readable diff", async () => {
     const replay = replayAdapter({ fixture: await loadFixture(fixtureDir(weather.name)) });
     const { session } = await runScenario(weather, replay.adapters, { table: RAINY });
-    const transcript = renderTranscript(session.events, { title: `Scenario ${weather.name}` });
     // `update: false`: this run is wrong on purpose and must never rewrite the golden file.
-    await assert.rejects(assertGolden(transcript, goldenFile(weather.name), { update: false }), (error: unknown) => {
+    const golden = assertGoldenTranscript(session.events, goldenFile(weather.name), {
+      title: `Scenario ${weather.name}`,
+      update: false,
+    });
+    await assert.rejects(golden, (error: unknown) => {
       assert.ok(HarnessError.isInstance(error, "GOLDEN_MISMATCH"));
       assert.match(error.message, /\n-San Francisco: Morning fog, clearing to sun by noon, 17 °C, wind 19 km\/h\n/);
       assert.match(error.message, /\n\+San Francisco: Heavy rain, 9 °C, wind 40 km\/h\n/);

@@ -124,7 +124,11 @@ export async function assertGolden(
 
 /**
  * Render a session log as a transcript and compare it with a golden file:
- * `assertGolden(renderTranscript(events, options), path, options)`.
+ * `assertGolden(renderTranscript(events, options), path, options)`, where the
+ * transcript shows the system prompt and the tool schemas on the first request
+ * header and wherever they change (`system` and `toolSchemas` default to
+ * `"changes"` here), so that a changed prompt, tool schema or model shows in
+ * the diff even when the replay is not strict.
  *
  * @param events The log.
  * @param path The golden file.
@@ -137,5 +141,6 @@ export function assertGoldenTranscript(
   path: string | URL,
   options: GoldenOptions & TranscriptOptions = {},
 ): Promise<GoldenOutcome> {
-  return assertGolden(renderTranscript(events, options), path, options);
+  const transcript = renderTranscript(events, { system: "changes", toolSchemas: "changes", ...options });
+  return assertGolden(transcript, path, options);
 }

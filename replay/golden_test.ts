@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { HarnessError } from "../mod.ts";
+import { defineTool, HarnessError } from "../mod.ts";
 import { assertGolden, assertGoldenTranscript, normalizeText } from "./golden.ts";
 import { unifiedDiff } from "./_line_diff.ts";
 import { recordConversation } from "./_test_support.ts";
@@ -125,5 +125,36 @@ describe("unifiedDiff()", () => {
     const after = before.replace("line 2\n", "LINE 2\n").replace("line 17\n", "LINE 17\n");
     const hunks = unifiedDiff(before, after).split("\n").filter((l) => l.startsWith("@@"));
     assert.deepEqual(hunks, ["@@ -1,6 +1,6 @@", "@@ -15,6 +15,6 @@"]);
+  });
+
+  it("a changed system prompt or tool schema shows in the golden diff, without strict replay", async () => {
+    await withDir(async (dir) => {
+      const path = join(dir, "conversation.golden.md");
+      await assertGoldenTranscript(await recordConversation(), path, { update: true });
+      const golden = await readFile(path, "utf8");
+      assert.equal(golden.split("Be loud.").length, 2, "the system prompt shows once, on the first header");
+      assert.equal(golden.split('"description": "Shout a text"').length, 2, "the tool schemas show once");
+
+      const quiet = assertGoldenTranscript(await recordConversation({ system: "Be quiet." }), path, { update: false });
+      await assert.rejects(quiet, (e: unknown) => {
+        assert.ok(HarnessError.isInstance(e, "GOLDEN_MISMATCH"));
+        assert.match(e.message, /\n-Be loud\.\n\+Be quiet\.\n/);
+        return true;
+      });
+
+      const louder = defineTool({
+        name: "shout",
+        description: "Shout a text loudly",
+        parameters: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+        output: { schema: { type: "string" }, render: (_args, value) => String(value) },
+        execute: (args) => `${String((args as { text: string }).text).toUpperCase()}!`,
+      });
+      const retooled = assertGoldenTranscript(await recordConversation({ tools: [louder] }), path, { update: false });
+      await assert.rejects(retooled, (e: unknown) => {
+        assert.ok(HarnessError.isInstance(e, "GOLDEN_MISMATCH"));
+        assert.match(e.message, /\n-\s*"description": "Shout a text",\n\+\s*"description": "Shout a text loudly",\n/);
+        return true;
+      });
+    });
   });
 });

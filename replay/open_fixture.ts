@@ -8,7 +8,7 @@
 import { stat } from "node:fs/promises";
 import process from "node:process";
 import { HarnessError, type LlmAdapter, type Session } from "../mod.ts";
-import { loadFixture } from "./fixture.ts";
+import { type Fixture, loadFixture } from "./fixture.ts";
 import { type RecordingAdapter, recordingAdapter } from "./recording_adapter.ts";
 import { type ReplayAdapter, replayAdapter, type ReplayOverrides } from "./replay_adapter.ts";
 import { toPath } from "./_read_fixture_file.ts";
@@ -32,9 +32,10 @@ export interface OpenFixtureOptions {
    */
   readonly mode?: ReplayMode;
   /**
-   * Strict replay (see `replayAdapter`).
+   * Strict replay (see `replayAdapter`): a request that differs from the recording (system
+   * prompt, tool schemas, messages) fails with a diff. Pass `false` to replay positionally.
    *
-   * @default {false}
+   * @default {true}
    */
   readonly strict?: boolean;
   /** Script overrides for replay (see `replayAdapter`). */
@@ -126,9 +127,21 @@ export async function openFixture(options: OpenFixtureOptions): Promise<FixtureH
       finish: (sessions) => recorder.save(path, sessions),
     };
   }
+  let fixture: Fixture;
+  try {
+    fixture = await loadFixture(path);
+  } catch (error) {
+    if (!HarnessError.isInstance(error, "FIXTURE_NOT_FOUND")) throw error;
+    throw new HarnessError(
+      "FIXTURE_NOT_FOUND",
+      `Fixture ${path} does not exist; record it by running once with DSH_REPLAY=record (or mode: "record"), ` +
+        "which calls the live adapter and saves the fixture",
+      { cause: error, details: { path } },
+    );
+  }
   const replay = replayAdapter({
-    fixture: await loadFixture(path),
-    ...(options.strict !== undefined ? { strict: options.strict } : {}),
+    fixture,
+    strict: options.strict ?? true,
     ...(options.overrides !== undefined ? { overrides: options.overrides } : {}),
   });
   return {

@@ -87,7 +87,8 @@ describe("openFixture()", () => {
       const path = join(dir, "fx");
       await assert.rejects(
         openFixture({ path, live, mode: "replay" }),
-        (e: unknown) => HarnessError.isInstance(e, "FIXTURE_NOT_FOUND"),
+        (e: unknown) =>
+          HarnessError.isInstance(e, "FIXTURE_NOT_FOUND") && /record it .*DSH_REPLAY=record/.test(e.message),
       );
       const first = await openFixture({ path, live, mode: "refresh" });
       await first.finish((await runSession(first.adapters)).session);
@@ -118,6 +119,20 @@ describe("openFixture()", () => {
         if (saved === undefined) delete process.env.DSH_REPLAY;
         else process.env.DSH_REPLAY = saved;
       }
+    });
+  });
+
+  it("replays strictly by default: a changed system prompt fails the run", async () => {
+    await withDir(async (dir) => {
+      const path = join(dir, "fx");
+      const recording = await openFixture({ path, live, mode: "record" });
+      await recording.finish((await runSession(recording.adapters)).session);
+      const replay = await openFixture({ path, live, mode: "replay" });
+      const { results } = await runSession(replay.adapters, { system: "Be quiet." });
+      assert.equal(results[0].reason.kind === "error" && results[0].reason.error.code, "REPLAY_DIVERGED");
+      const lenient = await openFixture({ path, live, mode: "replay", strict: false });
+      const again = await runSession(lenient.adapters, { system: "Be quiet." });
+      assert.deepEqual(again.results.map((r) => r.reason.kind), ["completed", "completed"]);
     });
   });
 

@@ -28,11 +28,20 @@ export interface TranscriptOptions {
    */
   readonly requests?: boolean;
   /**
-   * Render the system prompt text under each `request/header` line (only with `requests`).
+   * Render the system prompt text under the `request/header` lines (only with `requests`): under
+   * each one (`true`), under the first one and those where it changed (`"changes"`), or never.
    *
    * @default {false}
    */
-  readonly system?: boolean;
+  readonly system?: boolean | "changes";
+  /**
+   * Render the tool schemas (name, description, parameters) as JSON under the `request/header`
+   * lines (only with `requests`): under each one (`true`), under the first one and those where they
+   * changed (`"changes"`), or never.
+   *
+   * @default {false}
+   */
+  readonly toolSchemas?: boolean | "changes";
 }
 
 /**
@@ -95,6 +104,8 @@ export function renderTranscript(events: readonly SessionEvent[], options: Trans
   const showReasoning = options.reasoning ?? true;
   const showRequests = options.requests ?? true;
   const showSystem = options.system ?? false;
+  const showToolSchemas = options.toolSchemas ?? false;
+  let previousHeader: EpochHeader | undefined;
   const parts: string[] = [];
   const toolNames = new Map<string, string>();
   // Turn usage is the usageTotals projection's, folded along: the same accounting as the HTTP summary.
@@ -153,7 +164,21 @@ export function renderTranscript(events: readonly SessionEvent[], options: Trans
         break;
       }
       case "request/header":
-        if (showRequests) parts.push(...renderHeader(event.data.header, event.data.reason, showSystem));
+        if (showRequests) {
+          const { header } = event.data;
+          parts.push(renderHeaderLine(header, event.data.reason));
+          const first = previousHeader === undefined;
+          if (shows(showSystem, first, previousHeader?.system, header.system)) {
+            if (header.system !== undefined) parts.push(fence(header.system, ""));
+            else if (showSystem === "changes") parts.push("_No system prompt_");
+          }
+          const tools = toolsJson(header);
+          if (shows(showToolSchemas, first, previousHeader && toolsJson(previousHeader), tools)) {
+            if (header.tools?.length) parts.push(fence(tools, "json"));
+            else if (showToolSchemas === "changes") parts.push("_No tools_");
+          }
+          previousHeader = header;
+        }
         break;
       case "llm/retry": {
         const { attempt, delayMs, failure } = event.data;
@@ -217,7 +242,21 @@ function renderBlocks(blocks: readonly ContentBlock[], showReasoning: boolean): 
   return out;
 }
 
-function renderHeader(header: EpochHeader, reason: string, showSystem: boolean): string[] {
+/** Whether a header part is rendered: always, never, or on the first header and on change. */
+function shows(
+  mode: boolean | "changes",
+  first: boolean,
+  previous: string | undefined,
+  current: string | undefined,
+): boolean {
+  return mode === "changes" ? first || previous !== current : mode;
+}
+
+function toolsJson(header: EpochHeader): string {
+  return JSON.stringify(header.tools ?? [], null, 2);
+}
+
+function renderHeaderLine(header: EpochHeader, reason: string): string {
   const { provider, model, reasoningEffort, temperature, maxTokens } = header.config;
   const settings = [
     reasoningEffort !== undefined ? `effort ${reasoningEffort}` : undefined,
@@ -225,11 +264,9 @@ function renderHeader(header: EpochHeader, reason: string, showSystem: boolean):
     maxTokens !== undefined ? `max ${maxTokens} tokens` : undefined,
   ].filter((s) => s !== undefined);
   const tools = header.tools?.length ? `tools: ${header.tools.map((t) => t.name).join(", ")}` : "no tools";
-  const line = `_Request header (${reason}): ${provider}/${model}${
+  return `_Request header (${reason}): ${provider}/${model}${
     settings.length ? ` (${settings.join(", ")})` : ""
   }; ${tools}_`;
-  if (!showSystem || header.system === undefined) return [line];
-  return [line, fence(header.system, "")];
 }
 
 function describeReason(reason: TurnEndReason): string {
