@@ -11,8 +11,8 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { HarnessError, renderTranscript } from "../mod.ts";
-import { assertGolden, assertGoldenTranscript, loadFixture, normalizeLog, replayAdapter } from "../replay/mod.ts";
+import { HarnessError } from "../mod.ts";
+import { assertGoldenTranscript, loadFixture, normalizeLog, replayAdapter } from "../replay/mod.ts";
 import { fixtureDir, goldenFile, runScenario, SCENARIOS, WEATHER_TABLE } from "./weather_agent.ts";
 
 const RAINY = { ...WEATHER_TABLE, "san francisco": { conditions: "Heavy rain", temperatureC: 9, windKph: 40 } };
