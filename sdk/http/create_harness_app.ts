@@ -8,7 +8,7 @@
  * @module
  */
 
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { cors } from "hono/cors";
 import type { Agent } from "../agent/agent.ts";
 import type { Harness } from "../harness.ts";
@@ -385,20 +385,23 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     if (fault) c.set("fault", error);
     return problemResponse(body, headers);
   });
-  app.notFound((c) => {
-    const allowed = allowedMethods(c.req.path);
+  // Unknown routes: a parent app that mounts this one (`parent.route("/api", app)`) answers
+  // them with its own not-found handler, so a catch-all route (registered last) answers them here.
+  const noRoute = (c: Context<HarnessAppEnv>): never => {
+    const allowed = allowedMethods(c.req.path.slice(mountOf(c, "/*").length));
     if (allowed !== undefined) {
       throw new HttpProblem(405, "METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${c.req.path}`, {
         headers: { allow: allowed.join(", ") },
       });
     }
     throw new HttpProblem(404, "NOT_FOUND", `No route matches ${c.req.method} ${c.req.path}`);
-  });
+  };
+  app.notFound(noRoute);
 
   app.post("/sessions", async (c) => {
     const body = await readBody(c.req.raw, createSessionBody, maxBodyBytes);
     const agent = await host.create(body);
-    c.header("location", `/sessions/${agent.id}`);
+    c.header("location", `${mountOf(c, "/sessions")}/sessions/${agent.id}`);
     return c.json(summary(agent), 201);
   });
 
@@ -556,7 +559,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     const body = await readBody(c.req.raw, forkBody, maxBodyBytes);
     const source = await host.agent(c.req.param("id"));
     const child = await host.fork(source, body.boundary, body.id);
-    c.header("location", `/sessions/${child.id}`);
+    c.header("location", `${mountOf(c, "/sessions/:id/fork")}/sessions/${child.id}`);
     return c.json(summary(child), 201);
   });
 
@@ -615,5 +618,13 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     }
   }
 
+  app.all("*", noRoute);
+
   return app;
+}
+
+/** The path this app is mounted under (`""` at the root), from the route that matched: `/api` for `/api/sessions`. */
+function mountOf(c: Context<HarnessAppEnv>, route: string): string {
+  const matched = c.req.routePath;
+  return matched.endsWith(route) ? matched.slice(0, matched.length - route.length) : "";
 }

@@ -745,3 +745,29 @@ describe("createHarnessApp() edges", () => {
     });
   });
 });
+
+describe("createHarnessApp() mounted under a sub-path", () => {
+  it("builds Location from the mount path and answers unknown routes with problem+json", async () => {
+    const served = await serveHarness({ adapters: [scriptedAdapter([textResponse("Hi.")])] });
+    await withServer(served, async ({ harness }) => {
+      const { Hono } = await import("hono");
+      const parent = new Hono();
+      parent.get("/", (c) => c.text("home"));
+      parent.route("/api/v1", createHarnessApp(harness, { auth: false, log: false }));
+      const json = { "content-type": "application/json" };
+      const created = await parent.request("/api/v1/sessions", { method: "POST", headers: json, body: '{"id":"m1"}' });
+      assert.equal(created.status, 201);
+      assert.equal(created.headers.get("location"), "/api/v1/sessions/m1");
+      assert.equal((await parent.request("/api/v1/sessions/m1")).status, 200);
+
+      const unknown = await parent.request("/api/v1/nothing-here");
+      assert.equal(unknown.status, 404);
+      assert.match(unknown.headers.get("content-type") ?? "", /^application\/problem\+json/);
+      assert.equal((await unknown.json()).code, "NOT_FOUND");
+      const wrongMethod = await parent.request("/api/v1/sessions/m1", { method: "PUT" });
+      assert.equal(wrongMethod.status, 405);
+      assert.equal((await wrongMethod.json()).code, "METHOD_NOT_ALLOWED");
+      assert.equal(await (await parent.request("/")).text(), "home", "the parent's own routes are untouched");
+    });
+  });
+});
