@@ -1,4 +1,6 @@
 // Internal: GET /sessions/:id/events — the session log as a resumable SSE stream.
+// Longer than the house limit on purpose: backlog, live tail, incarnation reset
+// and the bounded reader buffer are one resumption contract.
 //
 // Contract: every event is sent once, in seq order, as `event: session` with
 // `id: <incarnation>:<seq>`; a client that reconnects with that id as

@@ -2,6 +2,9 @@
  * `SessionStore` (`ctx.sessions`): the in-memory registry of live sessions,
  * the session-domain events, and fork.
  *
+ * Longer than the house limit on purpose: the registry, its events and fork
+ * share the live-session bookkeeping.
+ *
  * Persistence is not done here: a persistence plugin listens to
  * `session/event` and writes on `session/flush` and `session/disposed`.
  *
