@@ -7,7 +7,7 @@
 
 import { NodeHtmlMarkdown } from "node-html-markdown";
 import { HarnessError } from "../../kernel/harness_error.ts";
-import { refusal } from "./_host_policy.ts";
+import { hostMatches, isPrivateHost, refusal } from "./_host_policy.ts";
 import type { WebPage, WebService } from "./web_service.ts";
 
 /** Options of {@linkcode httpWeb}. */
@@ -31,7 +31,20 @@ export interface HttpWebOptions {
   readonly fetch?: typeof fetch;
   /** The User-Agent header. @default {"dsh-harness web_fetch"} */
   readonly userAgent?: string;
+  /**
+   * Resolves a host name to its addresses, to refuse a public name that
+   * points at a private address. Not called for IP literals or for hosts an
+   * `allowHosts` entry names.
+   *
+   * @default {node:dns lookup, every address}
+   */
+  readonly lookup?: (host: string) => Promise<readonly string[]>;
 }
+
+const dnsLookup = async (host: string): Promise<readonly string[]> => {
+  const { lookup } = await import("node:dns/promises");
+  return (await lookup(host, { all: true })).map((a) => a.address);
+};
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
@@ -42,8 +55,9 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
  * `node-html-markdown` (scripts and styles dropped); other text types are
  * returned as they are, binary types as a one-line note.
  *
- * Host names are checked as written: a public name whose DNS answer is a
- * private address is not detected (put such names on `denyHosts`).
+ * A host name that no allow entry names is also resolved (`lookup`) and
+ * refused when any of its addresses is private. The fetch resolves the name
+ * again, so a DNS answer that changes in between (rebinding) is not caught.
  *
  * @param options Host lists and caps.
  * @returns The service.
@@ -89,9 +103,33 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
     return url;
   };
 
+  const resolve = options.lookup ?? dnsLookup;
+  const checkAddresses = async (url: URL): Promise<void> => {
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    if (/^[\d.]+$/.test(host) || host.includes(":")) return; // an IP literal: already checked
+    if (options.allowHosts?.some((p) => hostMatches(p, host))) return;
+    let addresses: readonly string[];
+    try {
+      addresses = await resolve(host);
+    } catch (cause) {
+      throw new HarnessError("WEB_FETCH_FAILED", `Cannot resolve ${host}`, { cause, details: { url: url.href, host } });
+    }
+    const inner = addresses.find((a) => isPrivateHost(a));
+    if (inner !== undefined) {
+      throw new HarnessError(
+        "WEB_HOST_DENIED",
+        `Cannot fetch from ${host}: it resolves to a private address (${inner})`,
+        {
+          details: { url: url.href, host, address: inner },
+        },
+      );
+    }
+  };
+
   return {
     async fetch(raw, fetchOptions = {}): Promise<WebPage> {
       let url = check(raw);
+      await checkAddresses(url);
       const doFetch = options.fetch ?? globalThis.fetch;
       const timeout = new AbortController();
       const timer = setTimeout(() => timeout.abort(), timeoutMs);
@@ -129,6 +167,7 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
           }
           redirects++;
           url = check(new URL(location, url).href);
+          await checkAddresses(url);
         }
         const { bytes, truncated, total } = await readCapped(response, maxBytes).catch(fail);
         const contentType = (response.headers.get("content-type") ?? "application/octet-stream").split(";")[0]

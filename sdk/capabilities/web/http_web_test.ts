@@ -110,6 +110,28 @@ describe("httpWeb()", () => {
     });
   });
 
+  it("refuses a name that resolves to a private address, unless allowed by name", async () => {
+    await withServer(async (base) => {
+      const port = new URL(base).port;
+      const lookups: string[] = [];
+      const lookup = (host: string) => {
+        lookups.push(host);
+        return Promise.resolve(host === "inner.test" ? ["93.184.216.34", "10.0.0.7"] : ["93.184.216.34"]);
+      };
+      await assert.rejects(httpWeb({ lookup }).fetch("http://inner.test/"), code("WEB_HOST_DENIED"));
+      // Allowed by name: not resolved by the check (here it reaches the loopback server through a custom fetch).
+      const web = httpWeb({
+        allowHosts: ["inner.test"],
+        lookup,
+        fetch: (input, init) => fetch(String(input).replace("inner.test", `127.0.0.1:${port}`), init),
+      });
+      assert.equal((await web.fetch("http://inner.test/plain")).text, "just text");
+      assert.deepEqual(lookups, ["inner.test"]);
+      const failing = httpWeb({ lookup: () => Promise.reject(new Error("NXDOMAIN")) });
+      await assert.rejects(failing.fetch("http://nowhere.test/"), code("WEB_FETCH_FAILED"));
+    });
+  });
+
   it("reports a network failure", async () => {
     await assert.rejects(httpWeb({ allowHosts: ["127.0.0.1"] }).fetch("http://127.0.0.1:1/"), code("WEB_FETCH_FAILED"));
   });
