@@ -7,6 +7,8 @@ import { checkInvariants } from "../invariants/check_invariants.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import type { SessionStorage } from "./session_storage.ts";
 import { LogBuilder } from "./_test_log.ts";
+import { LOG_MUTATIONS, type LogMutationKind, mutateLog } from "../../testing/mutate_log.ts";
+import { CONVENTION_CODES } from "./_check_stored_log.ts";
 
 export interface ContractTarget {
   readonly name: string;
@@ -245,6 +247,60 @@ export function storageContract(target: ContractTarget): void {
         const again = await storage.load("crashed");
         assert.equal(again.repair.repaired, false);
         assert.deepEqual(again.events, loaded.events);
+      }),
+    );
+
+    it(
+      "load() and inspect() refuse a log that breaks a structural invariant, naming it and its seq, and change nothing",
+      withStorage(async (storage) => {
+        const base = twoTurns();
+        let n = 0;
+        for (const [kind, invariant] of Object.entries(LOG_MUTATIONS)) {
+          const { events } = mutateLog(base, kind as LogMutationKind);
+          const id = `m${n++}`;
+          await storage.create({ id });
+          try {
+            await storage.append(id, events, { expectedSeq: 0 });
+          } catch (error) {
+            // Seq damage never reaches a store: append refuses it.
+            assert.ok(HarnessError.isInstance(error, "SESSION_SEQ_MISMATCH"), `${kind}: ${error}`);
+            continue;
+          }
+          if (CONVENTION_CODES.has(invariant)) {
+            // Conventions of the loop (numbering, bookkeeping between turns) are not corruption.
+            const loaded = await storage.load(id);
+            assert.deepEqual(loaded.events.slice(0, events.length), events, kind);
+            continue;
+          }
+          for (const read of [() => storage.inspect(id), () => storage.load(id)]) {
+            await assert.rejects(read(), (error: unknown) => {
+              assert.ok(HarnessError.isInstance(error, "SESSION_CORRUPT"), `${kind}: ${error}`);
+              assert.equal(error.details?.invariant, invariant, kind);
+              assert.ok(error.message.includes(`${invariant} at seq ${error.details?.seq}`), error.message);
+              assert.ok((error.details?.seq as number) >= base.length, kind);
+              return true;
+            });
+          }
+          assert.equal((await storage.stat(id))?.nextSeq, events.length, `${kind}: nothing was written`);
+        }
+      }),
+    );
+
+    it(
+      "load() accepts bookkeeping events outside turns and closes an open final turn whatever precedes it",
+      withStorage(async (storage) => {
+        const log = new LogBuilder(todos(2));
+        log.completeTurn(1);
+        log.push({ type: "todo/write", data: { todos: [] } });
+        log.push({ type: "turn/start", data: { turn: 2 } });
+        log.push({ type: "step/start", data: { turn: 2, step: 1 } });
+        await storage.create({ id: "open" }, { events: log.events });
+        const loaded = await storage.load("open");
+        assert.equal(loaded.repair.closedTurn, 2);
+        assert.deepEqual(
+          checkInvariants(loaded.events).map((v) => v.code),
+          ["EVENT_OUTSIDE_TURN", "EVENT_OUTSIDE_TURN", "EVENT_OUTSIDE_TURN"],
+        );
       }),
     );
 

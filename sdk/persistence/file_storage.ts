@@ -68,6 +68,7 @@ import { LOG_FORMAT_VERSION, migrateLog } from "./_log_migrations.ts";
 import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "./_validate_batch.ts";
 import { createLock, processLeases, readLiveLock, WriterLease } from "./_writer_lease.ts";
 import { repairSessionLog } from "./repair_session_log.ts";
+import { refuseBrokenLog } from "./_check_stored_log.ts";
 import type {
   LoadedSession,
   NewSessionHeader,
@@ -359,6 +360,8 @@ class FileSessionStorage implements SessionStorage {
       throw error;
     }
     const repaired = repairSessionLog(decoded.events, { newId: this.#newId });
+    // A log whose structure is broken is refused before any repair is written.
+    refuseBrokenLog(sessionId, located.file, repaired.events);
     const truncatedBytes = decoded.totalBytes - decoded.validBytes;
     const needsRepair = truncatedBytes > 0 || repaired.syntheticEvents.length > 0 || decoded.missingNewline === true;
     let size = decoded.validBytes;

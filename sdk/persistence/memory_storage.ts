@@ -14,6 +14,7 @@ import { makeHeader, validateSessionId } from "./_header.ts";
 import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "./_validate_batch.ts";
 import { LeaseTable, WriterLease } from "./_writer_lease.ts";
 import { repairSessionLog } from "./repair_session_log.ts";
+import { refuseBrokenLog } from "./_check_stored_log.ts";
 import type {
   LoadedSession,
   NewSessionHeader,
@@ -138,6 +139,8 @@ class MemorySessionStorage implements SessionStorage {
       if (!readable(this.#known, event.type, event.ignorable)) throw unknownToReader(sessionId, event.seq, event.type);
     }
     const repaired = repairSessionLog(session.events, { newId: this.#newId });
+    // A log whose structure is broken is refused before any repair is written.
+    refuseBrokenLog(sessionId, `${JSON.stringify(sessionId)} (memory)`, repaired.events);
     const synthetic = repaired.syntheticEvents.map(stored);
     const needsRepair = synthetic.length > 0;
     if (commit && needsRepair) {

@@ -26,6 +26,12 @@
  * - A log written by a newer format version is refused before anything else
  *   (`SESSION_FORMAT_UNSUPPORTED`); a defect followed by committed records is
  *   corruption (`SESSION_CORRUPT`, naming file and line).
+ * - A log whose structure is broken is refused by `load` and `inspect` as
+ *   `SESSION_CORRUPT` (naming the invariant and its seq, nothing written):
+ *   the `checkInvariants` violations after crash repair, except the loop's
+ *   conventions `TURN_NUMBER`, `STEP_NUMBER` and `EVENT_OUTSIDE_TURN` (a
+ *   script may write bookkeeping events between turns). An open final turn
+ *   is not a violation: repair closes it.
  * - The event vocabulary is open: an event of any well-formed type (a
  *   plugin's `SessionEventMap` augmentation) is persisted and loaded back with
  *   no registration, its `ignorable` flag kept. Writes are never refused for

@@ -1,0 +1,52 @@
+// The invariants a load enforces on a stored log, shared by every backend.
+//
+// A storage holds logs written through `Session.append()`, which checks each
+// event alone, not only logs the agent loop wrote. A load therefore refuses a
+// log whose structure is broken — the things crash repair, history derivation
+// and the providers rely on — and accepts one that merely breaks the loop's
+// conventions:
+// - enforced: seqs contiguous from 0, valid surface operations (a session
+//   seeded with the log would refuse it), turns and steps that open and close
+//   in order without nesting, chunks / calls / results naming the open step,
+//   every appended tool result after its `tool/call` (a provider refuses a
+//   result without its call), every hook result after its `hook/invoked`;
+// - not enforced: turns and steps numbered 1, 2, 3, … (`TURN_NUMBER`,
+//   `STEP_NUMBER`) and bookkeeping events outside a turn
+//   (`EVENT_OUTSIDE_TURN`: `todo/write`, `request/*`, `hook/*` written by a
+//   script between turns). A log breaking only these reads and derives the
+//   same as one that does not.
+// The check runs on the repaired log, so an open final turn that repair
+// closes passes, and before the repair is written, so a refused load changes
+// nothing.
+
+import { checkInvariants, type InvariantViolation } from "../invariants/check_invariants.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { SessionEvent } from "../session/session_events.ts";
+
+/** The invariant codes a load does not enforce (conventions of the agent loop, not structure). */
+export const CONVENTION_CODES: ReadonlySet<string> = new Set(["TURN_NUMBER", "STEP_NUMBER", "EVENT_OUTSIDE_TURN"]);
+
+/** The violations of a (repaired) log that make a load refuse it, in log order. */
+export function structuralViolations(events: readonly SessionEvent[]): InvariantViolation[] {
+  return checkInvariants(events).filter((v) => !CONVENTION_CODES.has(v.code));
+}
+
+/**
+ * Throw `SESSION_CORRUPT` when a repaired log breaks a structural invariant,
+ * naming the first one and its seq.
+ *
+ * @param sessionId The session.
+ * @param where Where the log lives, for the message (a file path, "memory", a table).
+ * @param events The log after crash repair.
+ */
+export function refuseBrokenLog(sessionId: string, where: string, events: readonly SessionEvent[]): void {
+  const violations = structuralViolations(events);
+  if (violations.length === 0) return;
+  const first = violations[0];
+  const more = violations.length > 1 ? ` (and ${violations.length - 1} more)` : "";
+  throw new HarnessError(
+    "SESSION_CORRUPT",
+    `Session log ${where} breaks invariant ${first.code} at seq ${first.seq}: ${first.message}${more}`,
+    { details: { sessionId, where, seq: first.seq, invariant: first.code, violations } },
+  );
+}
