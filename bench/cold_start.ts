@@ -59,7 +59,7 @@ const phases = {
   importMs: imported - t0,
   /** `loadFixture()` + `replayAdapter()`. */
   fixtureMs: loaded - imported,
-  /** `defineTool()` of the `add` tool (zod to JSON Schema, ajv compilation). */
+  /** `defineTool()` of the `add` tool (zod to JSON Schema). */
   toolMs: defined - loaded,
   /** `createHarness()` + `createAgent()`. */
   harnessMs: created - defined,

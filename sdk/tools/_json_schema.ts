@@ -2,24 +2,65 @@
  * Internal: JSON Schema handling for tools. Parameters and outputs may be given
  * as zod v4 schemas (converted with the schema's own `toJSONSchema()` and
  * validated with its own `safeParse()`, so the SDK never loads zod itself) or
- * as raw JSON Schema (draft 2020-12, compiled with ajv, which is created on the
- * first raw schema only).
+ * as raw JSON Schema (draft 2020-12), validated by `@cfworker/json-schema`, an
+ * interpreter that generates no code (it runs where `new Function` is
+ * forbidden, e.g. Workers). That module is imported on the first raw schema
+ * only: a program whose tools all use zod never loads it, and a bundler with
+ * code splitting leaves it out of the initial chunk.
+ *
+ * Raw-schema validators are synchronous once the module has loaded. Loading
+ * starts when such a schema is compiled (`defineTool()`, `register()`); the
+ * tool pipeline and `execute()` wait for it ({@linkcode jsonSchemaValidatorPending}).
+ * A synchronous check before then (`isConcurrencySafe`, `presentCall`) sees a
+ * `loading` problem and is not cached.
  *
  * @module
  */
 
 import type { z } from "zod";
-import { Ajv2020 } from "ajv/dist/2020.js";
+import type { Validator as CfValidator } from "@cfworker/json-schema";
 import { HarnessError } from "../kernel/harness_error.ts";
+import { jsonSchemaShapeProblem } from "./_check_json_schema.ts";
 
 /** A raw JSON Schema object. */
 export type JsonSchema = Readonly<Record<string, unknown>>;
 
-/** A compiled validator: `undefined` when valid, otherwise the list of problems. */
-export type Validator = (value: unknown) => string[] | undefined;
+/**
+ * A compiled validator: `undefined` when valid, otherwise the list of
+ * problems. `loading` is set on a raw-schema validator's answer given before
+ * its validator module has loaded (the value was not checked).
+ */
+export type Validator = (value: unknown) => (string[] & { loading?: true }) | undefined;
 
-let ajv: Ajv2020 | undefined;
+type ValidatorModule = { Validator: typeof CfValidator };
+let validatorModule: ValidatorModule | undefined;
+let validatorLoadError: unknown;
+let loadingValidator: Promise<void> | undefined;
 const compiled = new WeakMap<object, Validator>();
+
+/** Start loading the raw JSON Schema validator (once); the promise never rejects. */
+function loadValidator(): Promise<void> {
+  return loadingValidator ??= import("@cfworker/json-schema").then(
+    (module) => {
+      validatorModule = module;
+      validatorLoadError = undefined;
+    },
+    (error) => {
+      // Let a later compile try again.
+      validatorLoadError = error;
+      loadingValidator = undefined;
+    },
+  );
+}
+
+/**
+ * The load of the raw JSON Schema validator still under way, or `undefined`
+ * when it is loaded or was never needed. Await it before calling raw-schema
+ * validators from asynchronous code; it never rejects.
+ */
+export function jsonSchemaValidatorPending(): Promise<void> | undefined {
+  return validatorModule === undefined ? loadingValidator : undefined;
+}
 
 /** Describe a zod schema's parse problems, or `undefined` when `value` passes. */
 export function zodValidator(schema: z.ZodType): Validator {
@@ -91,7 +132,8 @@ export function zodToJsonSchema(schema: z.ZodType, io: "input" | "output", what:
 }
 
 /**
- * Compile a raw JSON Schema (cached per schema object).
+ * Compile a raw JSON Schema (cached per schema object): check its shape now,
+ * validate with `@cfworker/json-schema` once that has loaded.
  *
  * @throws {HarnessError} `INVALID_TOOL_DEFINITION` when the schema is not valid JSON Schema.
  */
@@ -101,19 +143,55 @@ export function compileSchema(schema: JsonSchema, what: string): Validator {
   if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
     throw new HarnessError("INVALID_TOOL_DEFINITION", `The ${what} schema is not a JSON Schema object`);
   }
-  let check: ReturnType<Ajv2020["compile"]>;
-  try {
-    ajv ??= new Ajv2020({ allErrors: true, strict: false, addUsedSchema: false, validateFormats: false });
-    check = ajv.compile(schema as Record<string, unknown>);
-  } catch (cause) {
-    throw new HarnessError("INVALID_TOOL_DEFINITION", `The ${what} schema is not valid JSON Schema`, { cause });
+  const problem = jsonSchemaShapeProblem(schema);
+  if (problem !== undefined) {
+    throw new HarnessError("INVALID_TOOL_DEFINITION", `The ${what} schema is not valid JSON Schema: ${problem}`);
   }
+  if (validatorModule === undefined) void loadValidator();
+  let check: CfValidator | undefined;
   const validator: Validator = (value) => {
-    if (check(value)) return undefined;
-    return (check.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message ?? "is invalid"}`);
+    if (check === undefined) {
+      if (validatorModule === undefined) {
+        if (jsonSchemaValidatorPending() === undefined) void loadValidator();
+        const why = validatorLoadError === undefined
+          ? "the JSON Schema validator is still loading"
+          : `the JSON Schema validator (@cfworker/json-schema) could not be loaded: ${String(validatorLoadError)}`;
+        return Object.assign([`/ cannot be checked yet: ${why}`], { loading: true as const });
+      }
+      // The validator annotates the schema it is given: give it a copy, not the one sent to the model.
+      check = new validatorModule.Validator(structuredClone(schema) as Record<string, unknown>, "2020-12", false);
+    }
+    let result: ReturnType<CfValidator["validate"]>;
+    try {
+      result = check.validate(value);
+    } catch (error) {
+      // e.g. a `$ref` that resolves to nothing.
+      return [`/ cannot be checked against the ${what} schema: ${error instanceof Error ? error.message : error}`];
+    }
+    if (result.valid) return undefined;
+    return leafErrors(result.errors);
   };
   compiled.set(schema, validator);
   return validator;
+}
+
+/**
+ * `path message` for each error, leaving out the summaries that
+ * `@cfworker/json-schema` adds for a parent (`Property "n" does not match
+ * schema.`) when a more precise error is also listed.
+ */
+function leafErrors(errors: readonly { keywordLocation: string; instanceLocation: string; error: string }[]): string[] {
+  const out: string[] = [];
+  for (const e of errors) {
+    // `additionalProperties: false` reports the property and, below it, the `false` schema: keep the first.
+    if (e.error === "False boolean schema." && errors.length > 1) continue;
+    const covered = errors.some((other) =>
+      other !== e && other.keywordLocation.startsWith(`${e.keywordLocation}/`) &&
+      other.instanceLocation.startsWith(e.instanceLocation)
+    );
+    if (!covered) out.push(`${e.instanceLocation.replace(/^#/, "") || "/"} ${e.error.replace(/\.$/, "")}`);
+  }
+  return out.length > 0 ? out : errors.map((e) => `${e.instanceLocation.replace(/^#/, "") || "/"} ${e.error}`);
 }
 
 /** Describe zod issues as `path message` strings. */

@@ -13,6 +13,7 @@ import type { ScopeInfo } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { UserMessage } from "../llm/messages.ts";
 import { deepFreeze, frozenJson } from "./_json.ts";
+import { jsonSchemaValidatorPending } from "./_json_schema.ts";
 import { runBody } from "./_run_tool_body.ts";
 import { failure, failureFrom, messageOf, normalizeContent, snapshotContext, success } from "./_tool_outcome.ts";
 import { admittedListeners, emitContained, reportListenerError, runWaterfall } from "../prompt/_scoped_dispatch.ts";
@@ -83,6 +84,9 @@ export async function executeToolCall(deps: PipelineDeps): Promise<ToolExecution
   const contexts: UserMessage[] = [];
   const state = { concluded: false, finished: false };
   const definition = deps.lookup(exec.name, exec.scope);
+  // A raw JSON Schema's validator is imported on first use: let it load before anything validates.
+  const validatorLoad = jsonSchemaValidatorPending();
+  if (validatorLoad !== undefined) await validatorLoad;
 
   const finish = (outcome: ToolOutcome): ToolExecutionResult => {
     state.finished = true;

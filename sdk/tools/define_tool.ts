@@ -6,7 +6,14 @@
 
 import type { z } from "zod";
 import { HarnessError } from "../kernel/harness_error.ts";
-import { compileSchema, isZodSchema, type Validator, zodProblems, zodToJsonSchema } from "./_json_schema.ts";
+import {
+  compileSchema,
+  isZodSchema,
+  jsonSchemaValidatorPending,
+  type Validator,
+  zodProblems,
+  zodToJsonSchema,
+} from "./_json_schema.ts";
 import { validateToolShape } from "./_validate_definition.ts";
 import { ToolArgsError } from "./tool_errors.ts";
 import type {
@@ -37,7 +44,7 @@ export interface DefineToolOptions<P extends ToolSchemaInput, O extends ToolSche
   readonly name: string;
   /** What the tool does, for the model. */
   readonly description: string;
-  /** The arguments: a zod v4 schema (converted to JSON Schema for the model) or a raw JSON Schema (validated with ajv). */
+  /** The arguments: a zod v4 schema (converted to JSON Schema for the model) or a raw JSON Schema (validated with @cfworker/json-schema). */
   readonly parameters: P;
   /** The canonical output: its schema (zod or JSON Schema) and the renderer to model-facing content. */
   readonly output: {
@@ -63,7 +70,8 @@ export interface DefineToolOptions<P extends ToolSchemaInput, O extends ToolSche
   presentResult?(args: InferToolArgs<P>, result: ToolResultProjection): ToolResultView | undefined;
 }
 
-type Parse = (args: unknown) => { ok: true; value: unknown } | { ok: false; problems: string[] };
+// `loading`: a raw schema whose validator has not loaded yet; the answer is not cached.
+type Parse = (args: unknown) => { ok: true; value: unknown } | { ok: false; problems: string[]; loading?: true };
 
 function parserFor(parameters: ToolSchemaInput): { json: JsonSchema; parse: Parse } {
   if (isZodSchema(parameters)) {
@@ -81,6 +89,7 @@ function parserFor(parameters: ToolSchemaInput): { json: JsonSchema; parse: Pars
     json: parameters,
     parse: (args) => {
       const problems = validate(args);
+      if (problems?.loading) return { ok: false, problems, loading: true };
       return problems ? { ok: false, problems } : { ok: true, value: args };
     },
   };
@@ -91,8 +100,10 @@ function parserFor(parameters: ToolSchemaInput): { json: JsonSchema; parse: Pars
  *
  * Parameters given as a zod v4 schema reach the model as its JSON Schema
  * (`z.toJSONSchema`, input side) and are parsed with zod, so defaults and
- * transforms apply; raw JSON Schema is validated with ajv. Arguments that do
- * not match make the call fail with a {@linkcode ToolArgsError}
+ * transforms apply; raw JSON Schema (draft 2020-12) is validated with
+ * `@cfworker/json-schema`, which generates no code and is loaded on the first
+ * raw schema only. Arguments that do not match make the call fail with a
+ * {@linkcode ToolArgsError}
  * (`INVALID_ARGS`); a value that does not match `output.schema` fails with
  * `INVALID_TOOL_OUTPUT` (checked by the runtime). Both are ordinary tool
  * errors, never exceptions out of `ToolRuntime.execute()`.
@@ -137,7 +148,10 @@ export function defineTool<P extends ToolSchemaInput, O extends ToolSchemaInput>
   const parsed = (args: unknown): ReturnType<Parse> => {
     if (typeof args !== "object" || args === null) return parse(args);
     let result = cache.get(args);
-    if (result === undefined) cache.set(args, result = parse(args));
+    if (result === undefined) {
+      result = parse(args);
+      if (result.ok || !result.loading) cache.set(args, result);
+    }
     return result;
   };
   const typed = (args: unknown): InferToolArgs<P> => {
@@ -161,7 +175,11 @@ export function defineTool<P extends ToolSchemaInput, O extends ToolSchemaInput>
       render: (args, value) => source.output.render(typed(args), value),
       ...(source.output.meta ? { meta: (args: A, value: V) => source.output.meta!(typed(args), value) } : {}),
     },
-    execute: async (args, exec) => await source.execute(typed(args), exec),
+    execute: async (args, exec) => {
+      const pending = jsonSchemaValidatorPending();
+      if (pending !== undefined) await pending;
+      return await source.execute(typed(args), exec);
+    },
     ...(source.finalizeContent ? { finalizeContent: source.finalizeContent.bind(source) } : {}),
     ...(source.timeoutMs !== undefined ? { timeoutMs: source.timeoutMs } : {}),
     ...(source.isConcurrencySafe

@@ -40,7 +40,7 @@ describe("defineTool()", () => {
     assert.equal(result.value, 6);
   });
 
-  it("validates raw JSON Schema parameters with ajv: a mismatch is an INVALID_ARGS result", async () => {
+  it("validates raw JSON Schema parameters (@cfworker/json-schema): a mismatch is an INVALID_ARGS result", async () => {
     let called = false;
     const tool = defineTool({
       name: "raw",
@@ -60,6 +60,37 @@ describe("defineTool()", () => {
     const good = await tools.execute({ callId: "c2", name: "raw", arguments: '{"n":4}', signal });
     assert.equal(good.error, undefined);
     assert.equal(good.value, 4);
+  });
+
+  it("refuses a malformed raw JSON Schema at once, naming where; leaves the schema it sends unannotated", async () => {
+    const base = {
+      name: "t",
+      description: "",
+      output: { schema: { type: "string" }, render: () => "" },
+      execute: () => "",
+    };
+    const at = (pointer: string) => (e: unknown) =>
+      HarnessError.isInstance(e, "INVALID_TOOL_DEFINITION") && (e as Error).message.includes(pointer);
+    assert.throws(
+      () => defineTool({ ...base, parameters: { properties: { n: { type: "int" } } } }),
+      at("/properties/n/type"),
+    );
+    assert.throws(() => defineTool({ ...base, parameters: { type: "object", required: "n" } }), at("/required"));
+    assert.throws(() => defineTool({ ...base, parameters: { anyOf: [{ pattern: "(" }] } }), at("/anyOf/0/pattern"));
+    const parameters = {
+      type: "object",
+      properties: { size: { $ref: "#/$defs/size" } },
+      $defs: { size: { enum: ["s", "m"] } },
+    };
+    const sent = JSON.stringify(parameters);
+    const tool = defineTool({ ...base, parameters, execute: (args) => JSON.stringify(args) });
+    const tools = new ToolRuntime(createKernel());
+    tools.register(tool);
+    const good = await tools.execute({ callId: "c1", name: "t", arguments: '{"size":"m"}', signal });
+    assert.equal(good.value, '{"size":"m"}');
+    const bad = await tools.execute({ callId: "c2", name: "t", arguments: '{"size":"xl"}', signal });
+    assert.deepEqual(bad.error, { name: "ToolArgsError", code: "INVALID_ARGS" });
+    assert.equal(JSON.stringify(tool.parameters), sent);
   });
 
   it("an output that does not match output.schema is an INVALID_TOOL_OUTPUT result", async () => {
