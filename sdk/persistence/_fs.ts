@@ -2,11 +2,30 @@
 // Node all implement. `fsOps` is a mutable object so that tests can make one
 // operation fail (rollback tests); nothing else replaces it. The module is
 // imported on first use, not at load: importing `@dsh/harness` should not pay
-// for a file system it may never touch (it costs ~200 ms at start on Deno).
+// for a file system it may never touch (it costs ~200 ms at start on Deno),
+// and a bundle for the edge (esbuild `platform=browser|neutral`) must not need
+// it. The `try { await import() }` form is what lets bundlers leave the
+// specifier unresolved instead of failing the build (edge_bundle_test.ts).
+
+import { HarnessError } from "../kernel/harness_error.ts";
 
 type Fs = typeof import("node:fs/promises");
 let loading: Promise<Fs> | undefined;
-const nodeFs = (): Promise<Fs> => (loading ??= import("node:fs/promises"));
+const nodeFs = (): Promise<Fs> => (loading ??= loadFs());
+
+async function loadFs(): Promise<Fs> {
+  try {
+    return await import("node:fs/promises");
+  } catch (cause) {
+    loading = undefined;
+    throw new HarnessError(
+      "UNSUPPORTED_RUNTIME",
+      "fileStorage needs node:fs/promises (Deno, Bun or Node), which this runtime lacks: use memoryStorage() or " +
+        "a SessionStorage of your own",
+      { cause },
+    );
+  }
+}
 
 /** An open file, as far as fileStorage uses it. */
 export interface FileHandleLike {

@@ -67,8 +67,14 @@ function wasmImpl(): Promise<ZstdImpl> {
   });
 }
 
+// Only Node < 22.15 needs the wasm build (Deno and Bun have native zstd). Its
+// specifier is not a literal so that bundlers leave it out: its default entry
+// needs `fs/promises`, which breaks a `platform=neutral` bundle, and an edge
+// bundle never writes files. A bundled Node app keeps it in node_modules.
+const WASM_PACKAGE = "@bokuweb/zstd-wasm";
+
 async function loadWasm(): Promise<ZstdImpl> {
-  const wasm = await import("@bokuweb/zstd-wasm");
+  const wasm = (await import(WASM_PACKAGE)) as typeof import("@bokuweb/zstd-wasm");
   await wasm.init();
   return {
     name: "@bokuweb/zstd-wasm",
