@@ -419,14 +419,14 @@ export class LoopAgent implements Agent {
     for (const queue of this.#subscribers) queue.push({ kind: "event", event });
     if (event.type === "assistant/chunk") {
       const { turn, step, chunk } = event.data;
-      const delta = chunk.type === "text-delta"
-        ? { blockType: "text" as const, text: chunk.text }
+      const update: AgentUpdate | undefined = chunk.type === "text-delta"
+        ? { kind: "delta", turn, step, blockType: "text", text: chunk.text }
         : chunk.type === "reasoning-delta"
-        ? { blockType: "reasoning" as const, text: chunk.text }
+        ? { kind: "delta", turn, step, blockType: "reasoning", text: chunk.text }
         : chunk.type === "tool-call-delta"
-        ? { blockType: "tool-call" as const, text: chunk.argumentsDelta }
+        ? { kind: "delta", turn, step, blockType: "tool-call", text: chunk.argumentsDelta }
         : undefined;
-      if (delta) { for (const queue of this.#subscribers) queue.push({ kind: "delta", turn, step, ...delta }); }
+      if (update !== undefined) { for (const queue of this.#subscribers) queue.push(update); }
     }
   }
 

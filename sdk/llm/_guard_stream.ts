@@ -102,28 +102,35 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
       } catch (error) {
         next = Promise.reject(error);
       }
-      next.then(
-        (step) => {
-          if (this.#waiting !== resolve) return; // the abort answered this pull already
-          this.#waiting = undefined;
-          if (step.done) {
-            this.#iterator = undefined;
-            resolve(this.#final(this.#signal.aborted ? abortedFinish(this.#signal) : CLOSED));
-          } else if (step.value?.type === "finish") {
-            resolve(this.#final(step.value));
-          } else {
-            resolve({ value: step.value, done: false });
-          }
-        },
-        (error) => {
-          if (this.#waiting !== resolve) return;
-          this.#waiting = undefined;
-          this.#iterator = undefined; // a producer that threw is over: nothing to close
-          resolve(this.#final(thrownFinish(error, this.#signal)));
-        },
-      );
+      next.then(this.#onStep, this.#onError);
     });
   }
+
+  // The two settlers of a pull, made once per stream rather than once per
+  // chunk. A pull is answered once: when the abort (or `return()`) answered it
+  // first, `#waiting` is empty and the producer's late answer is dropped (no
+  // pull follows an abort: the stream is final).
+  readonly #onStep = (step: IteratorResult<StreamChunk>): void => {
+    const resolve = this.#waiting;
+    if (resolve === undefined) return;
+    this.#waiting = undefined;
+    if (step.done) {
+      this.#iterator = undefined;
+      resolve(this.#final(this.#signal.aborted ? abortedFinish(this.#signal) : CLOSED));
+    } else if (step.value?.type === "finish") {
+      resolve(this.#final(step.value));
+    } else {
+      resolve(step.done === false ? step : { value: step.value, done: false });
+    }
+  };
+
+  readonly #onError = (error: unknown): void => {
+    const resolve = this.#waiting;
+    if (resolve === undefined) return;
+    this.#waiting = undefined;
+    this.#iterator = undefined; // a producer that threw is over: nothing to close
+    resolve(this.#final(thrownFinish(error, this.#signal)));
+  };
 
   async return(): Promise<IteratorResult<StreamChunk>> {
     const waiting = this.#waiting;

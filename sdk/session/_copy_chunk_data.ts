@@ -1,12 +1,16 @@
-// Internal: a fast, exact copy of the commonest `assistant/chunk` payloads.
+// Internal: a fast, exact copy of the `assistant/chunk` payloads a model stream
+// is made of.
 //
-// Every streamed delta is appended to the log, so the generic lossless-JSON
-// walk (`copyLosslessJson`) is the loop's per-chunk hot path. The delta and
-// block-start chunks have a small closed shape: this copier checks exactly
-// that shape (plain objects, exact keys, string leaves, non-negative integer
-// counters) and returns a frozen copy. Anything else returns `undefined`, and
-// the caller falls back to the generic walk, so what the log accepts does not
-// change: only the time it takes.
+// Every streamed chunk is appended to the log, so the generic lossless-JSON
+// walk (`copyLosslessJson`) would be the loop's per-chunk hot path. Each chunk
+// type has a small closed shape: this copier checks exactly that shape (plain
+// objects, exact keys, string leaves, non-negative integer counters) and
+// returns a frozen copy. Anything else returns `undefined`, and the caller
+// falls back to the generic walk, so what the log accepts does not change:
+// only the time it takes. Each property is read once, and the copy is made of
+// what was read.
+
+const hasOwn = Object.prototype.hasOwnProperty;
 
 function plain(value: unknown): value is Record<string, unknown> {
   if (typeof value !== "object" || value === null) return false;
@@ -18,11 +22,13 @@ function count(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 && !Object.is(value, -0);
 }
 
-// Exactly these own properties, all enumerable (plain() rules out symbols).
+// Exactly these own string-keyed properties, all enumerable (plain() rules
+// out symbols). Cheaper on V8 than one `Reflect.ownKeys`: the first two lists
+// come from the object's enumeration cache.
 function hasExactly(value: Record<string, unknown>, keys: readonly string[]): boolean {
   if (Object.keys(value).length !== keys.length) return false;
   if (Object.getOwnPropertyNames(value).length !== keys.length) return false;
-  for (const key of keys) if (!Object.prototype.hasOwnProperty.call(value, key)) return false;
+  for (const key of keys) if (!hasOwn.call(value, key)) return false;
   return true;
 }
 
@@ -31,34 +37,99 @@ const TEXT_KEYS = ["type", "index", "text"] as const;
 const START_KEYS = ["type", "index", "blockType"] as const;
 const TOOL_KEYS = ["type", "index", "id", "argumentsDelta"] as const;
 const TOOL_NAMED_KEYS = ["type", "index", "id", "name", "argumentsDelta"] as const;
+const END_KEYS = ["type", "index", "block"] as const;
+const USAGE_CHUNK_KEYS = ["type", "usage"] as const;
+const FINISH_KEYS = ["type", "reason"] as const;
+const KIND_KEYS = ["kind"] as const;
+const TEXT_BLOCK_KEYS = ["type", "text"] as const;
+const CALL_BLOCK_KEYS = ["type", "id", "name", "arguments"] as const;
+const USAGE_KEYS: ReadonlySet<string> = new Set([
+  "inputTokens",
+  "outputTokens",
+  "cacheReadTokens",
+  "cacheWriteTokens",
+  "reasoningTokens",
+]);
+
+// A text, reasoning or tool-call block with exactly its fields, all strings.
+function copyBlock(block: unknown): Readonly<Record<string, unknown>> | undefined {
+  if (!plain(block)) return undefined;
+  const type = block.type;
+  if (type === "text" || type === "reasoning") {
+    if (!hasExactly(block, TEXT_BLOCK_KEYS)) return undefined;
+    const text = block.text;
+    return typeof text === "string" ? Object.freeze({ type, text }) : undefined;
+  }
+  if (type === "tool-call") {
+    if (!hasExactly(block, CALL_BLOCK_KEYS)) return undefined;
+    const id = block.id, name = block.name, args = block.arguments;
+    if (typeof id !== "string" || typeof name !== "string" || typeof args !== "string") return undefined;
+    return Object.freeze({ type, id, name, arguments: args });
+  }
+  return undefined;
+}
+
+// Token counts: some of the known fields, each a non-negative integer.
+function copyUsage(usage: unknown): Readonly<Record<string, number>> | undefined {
+  if (!plain(usage)) return undefined;
+  const keys = Object.keys(usage);
+  if (Object.getOwnPropertyNames(usage).length !== keys.length) return undefined;
+  const out: Record<string, number> = {};
+  for (const key of keys) {
+    if (!USAGE_KEYS.has(key)) return undefined;
+    const value = usage[key];
+    if (!count(value)) return undefined;
+    out[key] = value;
+  }
+  return Object.freeze(out);
+}
 
 function copyChunk(chunk: Record<string, unknown>): Readonly<Record<string, unknown>> | undefined {
-  switch (chunk.type) {
+  const type = chunk.type;
+  switch (type) {
     case "text-delta":
-    case "reasoning-delta":
-      if (!hasExactly(chunk, TEXT_KEYS) || !count(chunk.index) || typeof chunk.text !== "string") return undefined;
-      return Object.freeze({ type: chunk.type, index: chunk.index, text: chunk.text });
-    case "block-start":
-      if (!hasExactly(chunk, START_KEYS) || !count(chunk.index) || typeof chunk.blockType !== "string") {
-        return undefined;
-      }
-      return Object.freeze({ type: chunk.type, index: chunk.index, blockType: chunk.blockType });
+    case "reasoning-delta": {
+      if (!hasExactly(chunk, TEXT_KEYS)) return undefined;
+      const index = chunk.index, text = chunk.text;
+      if (!count(index) || typeof text !== "string") return undefined;
+      return Object.freeze({ type, index, text });
+    }
+    case "block-start": {
+      if (!hasExactly(chunk, START_KEYS)) return undefined;
+      const index = chunk.index, blockType = chunk.blockType;
+      if (!count(index) || typeof blockType !== "string") return undefined;
+      return Object.freeze({ type, index, blockType });
+    }
     case "tool-call-delta": {
-      const named = "name" in chunk;
-      if (!hasExactly(chunk, named ? TOOL_NAMED_KEYS : TOOL_KEYS) || !count(chunk.index)) return undefined;
-      if (typeof chunk.id !== "string" || typeof chunk.argumentsDelta !== "string") return undefined;
-      if (named && typeof chunk.name !== "string") return undefined;
-      return Object.freeze(
-        named
-          ? {
-            type: chunk.type,
-            index: chunk.index,
-            id: chunk.id,
-            name: chunk.name,
-            argumentsDelta: chunk.argumentsDelta,
-          }
-          : { type: chunk.type, index: chunk.index, id: chunk.id, argumentsDelta: chunk.argumentsDelta },
-      );
+      const named = hasOwn.call(chunk, "name");
+      if (!hasExactly(chunk, named ? TOOL_NAMED_KEYS : TOOL_KEYS)) return undefined;
+      const index = chunk.index, id = chunk.id, argumentsDelta = chunk.argumentsDelta;
+      if (!count(index) || typeof id !== "string" || typeof argumentsDelta !== "string") return undefined;
+      if (!named) return Object.freeze({ type, index, id, argumentsDelta });
+      const name = chunk.name;
+      if (typeof name !== "string") return undefined;
+      return Object.freeze({ type, index, id, name, argumentsDelta });
+    }
+    case "block-end": {
+      if (!hasExactly(chunk, END_KEYS)) return undefined;
+      const index = chunk.index;
+      if (!count(index)) return undefined;
+      const block = copyBlock(chunk.block);
+      return block === undefined ? undefined : Object.freeze({ type, index, block });
+    }
+    case "usage": {
+      if (!hasExactly(chunk, USAGE_CHUNK_KEYS)) return undefined;
+      const usage = copyUsage(chunk.usage);
+      return usage === undefined ? undefined : Object.freeze({ type, usage });
+    }
+    case "finish": {
+      // The plain finishes only; a failure or replay state takes the generic walk.
+      if (!hasExactly(chunk, FINISH_KEYS)) return undefined;
+      const reason = chunk.reason;
+      if (!plain(reason) || !hasExactly(reason, KIND_KEYS)) return undefined;
+      const kind = reason.kind;
+      if (kind !== "stop" && kind !== "tool-calls" && kind !== "max-tokens") return undefined;
+      return Object.freeze({ type, reason: Object.freeze({ kind }) });
     }
     default:
       return undefined;
@@ -66,12 +137,13 @@ function copyChunk(chunk: Record<string, unknown>): Readonly<Record<string, unkn
 }
 
 /**
- * A frozen copy of an `assistant/chunk` payload whose chunk is a delta or a
- * block start, or `undefined` when the payload is anything else.
+ * A frozen copy of an `assistant/chunk` payload whose chunk has one of the
+ * plain shapes of the stream protocol, or `undefined` when it is anything else.
  */
 export function copyChunkData(data: unknown): Readonly<Record<string, unknown>> | undefined {
-  if (!plain(data) || !hasExactly(data, DATA_KEYS) || !count(data.turn) || !count(data.step)) return undefined;
-  if (!plain(data.chunk)) return undefined;
-  const chunk = copyChunk(data.chunk);
-  return chunk === undefined ? undefined : Object.freeze({ turn: data.turn, step: data.step, chunk });
+  if (!plain(data) || !hasExactly(data, DATA_KEYS)) return undefined;
+  const turn = data.turn, step = data.step, raw = data.chunk;
+  if (!count(turn) || !count(step) || !plain(raw)) return undefined;
+  const chunk = copyChunk(raw);
+  return chunk === undefined ? undefined : Object.freeze({ turn, step, chunk });
 }

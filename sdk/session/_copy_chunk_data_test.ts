@@ -12,6 +12,25 @@ describe("copyChunkData()", () => {
       { turn: 4, step: 1, chunk: { type: "block-start", index: 1, blockType: "tool-call" } },
       { turn: 1, step: 1, chunk: { type: "tool-call-delta", index: 1, id: "c", argumentsDelta: "{" } },
       { turn: 1, step: 1, chunk: { type: "tool-call-delta", index: 1, id: "c", name: "add", argumentsDelta: "" } },
+      { turn: 1, step: 1, chunk: { type: "block-end", index: 0, block: { type: "text", text: "Hi" } } },
+      { turn: 1, step: 1, chunk: { type: "block-end", index: 2, block: { type: "reasoning", text: "" } } },
+      {
+        turn: 1,
+        step: 1,
+        chunk: { type: "block-end", index: 1, block: { type: "tool-call", id: "c", name: "add", arguments: "{}" } },
+      },
+      { turn: 1, step: 1, chunk: { type: "usage", usage: { inputTokens: 1, outputTokens: 2 } } },
+      {
+        turn: 1,
+        step: 1,
+        chunk: {
+          type: "usage",
+          usage: { inputTokens: 0, outputTokens: 2, cacheReadTokens: 3, cacheWriteTokens: 4, reasoningTokens: 1 },
+        },
+      },
+      { turn: 1, step: 1, chunk: { type: "finish", reason: { kind: "stop" } } },
+      { turn: 1, step: 1, chunk: { type: "finish", reason: { kind: "tool-calls" } } },
+      { turn: 1, step: 1, chunk: { type: "finish", reason: { kind: "max-tokens" } } },
     ];
     for (const payload of payloads) {
       const copy = copyChunkData(payload)!;
@@ -23,7 +42,22 @@ describe("copyChunkData()", () => {
 
   it("leaves anything unusual to the generic walk", () => {
     const odd: unknown[] = [
-      { turn: 1, step: 1, chunk: { type: "usage", usage: { inputTokens: 1, outputTokens: 1 } } },
+      { turn: 1, step: 1, chunk: { type: "usage", usage: { inputTokens: 1.5, outputTokens: 1 } } },
+      { turn: 1, step: 1, chunk: { type: "usage", usage: { inputTokens: 1, outputTokens: 1, costUsd: 2 } } },
+      { turn: 1, step: 1, chunk: { type: "usage", usage: { inputTokens: -0, outputTokens: 1 } } },
+      { turn: 1, step: 1, chunk: { type: "usage", usage: { inputTokens: 1, [Symbol("s")]: 1 } } },
+      { turn: 1, step: 1, chunk: { type: "finish", reason: { kind: "stop" }, replayState: { a: 1 } } },
+      { turn: 1, step: 1, chunk: { type: "finish", reason: { kind: "error", failure: { code: "X", message: "x" } } } },
+      { turn: 1, step: 1, chunk: { type: "finish", reason: { kind: "stop", extra: 1 } } },
+      { turn: 1, step: 1, chunk: { type: "block-end", index: 0, block: { type: "text", text: "x", extra: 1 } } },
+      { turn: 1, step: 1, chunk: { type: "block-end", index: 0, block: { type: "image", mediaType: "image/png" } } },
+      { turn: 1, step: 1, chunk: { type: "block-end", index: 0, block: { type: "tool-call", id: "c", name: "f" } } },
+      {
+        turn: 1,
+        step: 1,
+        chunk: { type: "block-end", index: 0, block: Object.defineProperty({ type: "text", text: "x" }, "h", {}) },
+      },
+      { turn: 1, step: 1, chunk: { type: "block-end", index: 0, block: [] } },
       { turn: 1, step: 1, chunk: { type: "text-delta", index: 0, text: "x", extra: 1 } },
       { turn: 1, step: 1, chunk: { type: "text-delta", index: -0, text: "x" } },
       { turn: 1, step: 1, chunk: { type: "text-delta", index: 0.5, text: "x" } },
@@ -36,6 +70,21 @@ describe("copyChunkData()", () => {
       Object.defineProperty({ turn: 1, step: 1, chunk: { type: "text-delta", index: 0, text: "x" } }, "hidden", {}),
     ];
     for (const payload of odd) assert.equal(copyChunkData(payload), undefined);
+  });
+
+  it("reads each property once: a getter's value is what is copied and checked", () => {
+    let reads = 0;
+    const chunk = {
+      type: "text-delta",
+      index: 0,
+      get text() {
+        reads++;
+        return reads === 1 ? "first" : 42;
+      },
+    };
+    const copy = copyChunkData({ turn: 1, step: 1, chunk }) as { chunk: { text: unknown } };
+    assert.equal(reads, 1);
+    assert.equal(copy.chunk.text, "first");
   });
 
   it("an append that takes the generic path still rejects what is not lossless JSON", () => {

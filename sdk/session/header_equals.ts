@@ -25,17 +25,32 @@ import { jsonEqual } from "./_json_equal.ts";
  * ```
  */
 export function canonicalHeader(header: EpochHeader): EpochHeader {
-  const config = Object.fromEntries(
-    Object.entries(header.config).filter(([, v]) => v !== undefined),
-  ) as unknown as EpochHeader["config"];
-  const out: { -readonly [K in keyof EpochHeader]: EpochHeader[K] } = { config };
+  const out: { -readonly [K in keyof EpochHeader]: EpochHeader[K] } = { config: definedEntries(header.config) };
   const defaults = header.adapterDefaults;
-  if (defaults && Object.values(defaults).some((v) => v !== undefined)) {
-    out.adapterDefaults = Object.fromEntries(Object.entries(defaults).filter(([, v]) => v !== undefined));
+  if (defaults) {
+    const kept = definedEntries(defaults);
+    for (const _ in kept) {
+      out.adapterDefaults = kept;
+      break;
+    }
   }
   if (header.system !== undefined && header.system !== "") out.system = header.system;
   if (header.tools !== undefined && header.tools.length > 0) out.tools = header.tools;
   return out;
+}
+
+// A copy of the object without its `undefined`-valued own enumerable properties, in the same order.
+function definedEntries<T extends object>(value: T): T {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    const v = (value as Record<string, unknown>)[key];
+    if (v === undefined) continue;
+    // defineProperty keeps a key named "__proto__" an own data property.
+    if (key === "__proto__") {
+      Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
+    } else out[key] = v;
+  }
+  return out as T;
 }
 
 /**
@@ -59,6 +74,7 @@ export function canonicalHeader(header: EpochHeader): EpochHeader {
  * ```
  */
 export function headerEquals(a: EpochHeader, b: EpochHeader): boolean {
+  if (a === b) return true;
   const x = canonicalHeader(a);
   const y = canonicalHeader(b);
   const keys = ["provider", "model", "reasoningEffort", "temperature", "maxTokens", "stop"] as const;

@@ -243,7 +243,9 @@ export class Session {
   readonly #log: SessionEvent[] = [];
   #snapshot: readonly SessionEvent[] | undefined;
   readonly #surface: SurfaceManager;
-  readonly #observers: SessionObserver[] = [];
+  // Replaced, never changed in place: a publish iterates the list it started
+  // with, without copying it on every append.
+  #observers: readonly SessionObserver[] = [];
   #publishing = false;
   #derived: Message[] = [];
   #derivedNodes = 0;
@@ -294,7 +296,7 @@ export class Session {
     if (seed !== undefined && this.#log.at(-1)?.type !== "session/end-seed") {
       this.#commit(this.#envelope("session/end-seed", {}, undefined));
     }
-    if (init.onCommit !== undefined) this.#observers.push(init.onCommit);
+    if (init.onCommit !== undefined) this.#observers = [init.onCommit];
   }
 
   /**
@@ -390,10 +392,10 @@ export class Session {
    */
   observe(observer: SessionObserver): () => void {
     if (typeof observer !== "function") throw new HarnessError("INVALID_ARGS", "Session observer must be a function");
-    this.#observers.push(observer);
+    this.#observers = [...this.#observers, observer];
     return () => {
       const i = this.#observers.indexOf(observer);
-      if (i >= 0) this.#observers.splice(i, 1);
+      if (i >= 0) this.#observers = this.#observers.filter((_, j) => j !== i);
     };
   }
 
@@ -485,7 +487,7 @@ export class Session {
   #publish(event: SessionEvent): void {
     this.#publishing = true;
     try {
-      for (const observer of this.#observers.slice()) {
+      for (const observer of this.#observers) {
         try {
           observer(event, this);
         } catch (error) {

@@ -204,7 +204,9 @@ export class SessionStore {
       });
     }
     const ctx = this.#contextOf(session);
-    const unobserve = session.observe((event, s) => ctx.emit("session/event", s, event));
+    // The method is read once: each read through the context view costs a proxy trap, on every event.
+    const emit = ctx.emit;
+    const unobserve = session.observe((event, s) => emit("session/event", s, event));
     const entry: Entry = { session, unobserve };
     this.#live.set(session.id, entry);
     attached.add(session);

@@ -63,6 +63,9 @@ export function isSurfaceEventType(type: string): type is SurfaceEventType {
     type === "system/message";
 }
 
+/** What a non-shadowing event shadows: nothing (one shared frozen list). */
+const NONE: readonly number[] = Object.freeze([]);
+
 function fail(code: string, event: SessionEvent, message: string): never {
   throw new HarnessError(code, message, { details: { seq: event.seq, type: event.type } });
 }
@@ -216,7 +219,7 @@ export class SurfaceManager {
       if (op !== undefined || sources !== undefined) {
         fail("SURFACE_OP_FORBIDDEN", event, `Event ${event.seq} of type ${event.type} cannot carry surface metadata`);
       }
-      return [];
+      return NONE;
     }
     if (op === undefined) {
       fail("SURFACE_OP_MISSING", event, `Surface event ${event.seq} (${event.type}) has no surfaceOp`);
@@ -233,7 +236,7 @@ export class SurfaceManager {
       replace = { start: r.start, end: r.end };
     }
     if (sources !== undefined) this.#checkSources(event, sources);
-    if (replace === undefined) return [];
+    if (replace === undefined) return NONE;
     const i = this.#position.get(replace.start);
     const j = this.#position.get(replace.end);
     if (i === undefined || j === undefined) {
