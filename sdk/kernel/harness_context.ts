@@ -212,15 +212,24 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
    */
   readonly [LOOKUP]: (name: string) => unknown;
 
+  /**
+   * The event registry's listener lists, read once: `events` is itself a
+   * Cordis tracing proxy whose trap walks property descriptors on every read,
+   * and every emit asks whether a name has listeners. Cordis creates this
+   * record once per registry and only changes its entries.
+   */
+  readonly #hooks: Context["events"]["_hooks"];
+
   constructor(raw: Context) {
     this.raw = raw;
     this.#dispatcher = dispatcherOf(this.scope);
     this.#events = raw.events;
+    this.#hooks = this.#events._hooks;
     this[LOOKUP] = raw.get;
   }
 
   #idle(name: string): boolean {
-    return !(this.#events._hooks[name]?.length);
+    return !(this.#hooks[name]?.length);
   }
 
   get scope(): ScopeInfo | undefined {
@@ -248,7 +257,7 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
 
   #reportListenerError(name: string, error: unknown): void {
     if (name !== "kernel/listener-error") {
-      const hooks = this.#events._hooks["kernel/listener-error"];
+      const hooks = this.#hooks["kernel/listener-error"];
       if (hooks?.length) {
         for (const hook of [...hooks]) {
           try {

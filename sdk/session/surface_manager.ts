@@ -288,14 +288,22 @@ export class SurfaceManager {
     if (sources.length === 0 && event.type !== "assistant/message") {
       fail("SOURCE_SEQS_INVALID", event, `sourceEventSeqs of event ${event.seq} is empty`);
     }
-    const seen = new Set<number>();
-    for (const seq of sources) {
+    // Sources in increasing order (the loop's own: chunk seqs) cannot repeat:
+    // the set of seen seqs is built only once the order breaks.
+    let seen: Set<number> | undefined;
+    let last = -1;
+    for (let i = 0; i < sources.length; i++) {
+      const seq: unknown = sources[i];
       if (!isSeq(seq)) fail("SOURCE_SEQS_INVALID", event, `sourceEventSeqs of event ${event.seq} has a non-seq ${seq}`);
       if (seq >= event.seq) {
         fail("SOURCE_SEQS_INVALID", event, `sourceEventSeqs of event ${event.seq} cites the later seq ${seq}`);
       }
-      if (seen.has(seq)) fail("SOURCE_SEQS_INVALID", event, `sourceEventSeqs of event ${event.seq} repeats ${seq}`);
-      seen.add(seq);
+      if (seen === undefined && seq <= last) seen = new Set(sources.slice(0, i) as number[]);
+      if (seen !== undefined) {
+        if (seen.has(seq)) fail("SOURCE_SEQS_INVALID", event, `sourceEventSeqs of event ${event.seq} repeats ${seq}`);
+        seen.add(seq);
+      }
+      last = seq;
     }
   }
 

@@ -102,9 +102,14 @@ describe("SurfaceManager", () => {
     rejects(log, user(2, { surfaceOp: "append", sourceEventSeqs: [] }), "SOURCE_SEQS_INVALID");
     rejects(log, result(2, "x", { surfaceOp: "append", sourceEventSeqs: [] }), "SOURCE_SEQS_INVALID");
     rejects(log, user(2, { surfaceOp: "append", sourceEventSeqs: [0, 0] }), "SOURCE_SEQS_INVALID");
+    // A repeat after the order breaks, and one of an earlier seq than the one before it.
+    rejects(log, user(2, { surfaceOp: "append", sourceEventSeqs: [0, 1, 0] }), "SOURCE_SEQS_INVALID");
+    rejects(log, user(2, { surfaceOp: "append", sourceEventSeqs: [1, 0, 1] }), "SOURCE_SEQS_INVALID");
     rejects(log, user(2, { surfaceOp: "append", sourceEventSeqs: [0.5] }), "SOURCE_SEQS_INVALID");
     rejects(log, user(2, { surfaceOp: "append", sourceEventSeqs: [-1] }), "SOURCE_SEQS_INVALID");
     rejects(log, user(2, { surfaceOp: "append", sourceEventSeqs: [2] }), "SOURCE_SEQS_INVALID");
+    // Distinct sources in any order are accepted.
+    new SurfaceManager(log).commit(user(2, { surfaceOp: "append", sourceEventSeqs: [1, 0] }));
     // An assistant message may cite a known-empty stream.
     const manager = new SurfaceManager(log);
     manager.commit({
