@@ -74,6 +74,7 @@ import type {
 import type { AgentEvents, PreStepDecision, RequestErrorAction } from "./agent_events.ts";
 import { Inbox } from "./inbox.ts";
 import { RequestChecker } from "./_request_check.ts";
+import { forEachChunk } from "../llm/_guard_stream.ts";
 
 /** Services and events the loop uses. */
 export interface LoopServices {
@@ -672,12 +673,14 @@ export class LoopAgent implements Agent {
       assembler = new BlockAssembler();
       chunkSeqs = [];
       await this.#checkpoint();
-      for await (const chunk of prepared.stream(request, { context: this.#ctx as never })) {
+      const seqs = chunkSeqs, blocks = assembler;
+      // Each chunk is logged from the reaction to the adapter's own promise (push mode), with no extra hop.
+      await forEachChunk(prepared.stream(request, { context: this.#ctx as never }), (chunk) => {
         const event = this.session.append("assistant/chunk", { turn, step, chunk });
-        chunkSeqs.push(event.seq);
-        assembler.push(chunk);
+        seqs.push(event.seq);
+        blocks.push(chunk);
         if (chunk.type === "usage") this.#turnUsage = addUsage(this.#turnUsage, chunk.usage);
-      }
+      });
       const finish = assembler.finish ?? { kind: "error", failure: { code: "STREAM_CLOSED", message: "No finish" } };
       if (signal.aborted) {
         const partial = assembler.interruptedBlocks();

@@ -62,6 +62,25 @@ export function guardStream(
   return new GuardedStream(open, signal);
 }
 
+/**
+ * Give every chunk of `stream` to `sink`, in order, as `for await` would, and
+ * resolve after the last one. A guarded stream is driven in push mode: each
+ * chunk reaches the sink from the reaction to the producer's own promise, with
+ * no promise of the guard's and no resumption of the caller in between. When
+ * `sink` throws, the stream is closed (as `for await` closes it) and the
+ * returned promise rejects with that error.
+ *
+ * @param stream The chunks (any async iterable; only a guarded one is pushed).
+ * @param sink Called synchronously with each chunk.
+ * @returns Resolves once the stream has ended.
+ */
+export function forEachChunk(stream: AsyncIterable<StreamChunk>, sink: (chunk: StreamChunk) => void): Promise<void> {
+  if (stream instanceof GuardedStream) return stream.drain(sink);
+  return (async () => {
+    for await (const chunk of stream) sink(chunk);
+  })();
+}
+
 class GuardedStream implements AsyncIterableIterator<StreamChunk> {
   readonly #open: () => AsyncIterable<StreamChunk>;
   readonly #signal: AbortSignal;
@@ -82,28 +101,53 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
   next(): Promise<IteratorResult<StreamChunk>> {
     if (this.#state === "done") return Promise.resolve(DONE);
     if (this.#state === "final") return this.#close().then(() => DONE);
+    return new Promise((resolve) => this.#pull(resolve));
+  }
+
+  /** The push mode of {@linkcode forEachChunk}: one pull after each chunk the sink took. */
+  drain(sink: (chunk: StreamChunk) => void): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const deliver = (result: IteratorResult<StreamChunk>): void => {
+        if (result.done) return resolve();
+        try {
+          sink(result.value);
+        } catch (error) {
+          // As `for await` does: close the stream, then rethrow.
+          this.return().then(() => reject(error), () => reject(error));
+          return;
+        }
+        if (this.#state === "done") resolve();
+        else if (this.#state === "final") this.#close().then(() => resolve(), reject);
+        else this.#pull(deliver);
+      };
+      if (this.#state === "done") resolve();
+      else if (this.#state === "final") this.#close().then(() => resolve(), reject);
+      else this.#pull(deliver);
+    });
+  }
+
+  // Ask for the next chunk; `settle` gets it (at once when the answer is known without the producer).
+  #pull(settle: (result: IteratorResult<StreamChunk>) => void): void {
     if (this.#state === "fresh") {
-      if (this.#signal.aborted) return Promise.resolve(this.#final(abortedFinish(this.#signal)));
+      if (this.#signal.aborted) return settle(this.#final(abortedFinish(this.#signal)));
       try {
         this.#iterator = this.#open()[Symbol.asyncIterator]();
       } catch (error) {
-        return Promise.resolve(this.#final(thrownFinish(error, this.#signal), false));
+        return settle(this.#final(thrownFinish(error, this.#signal), false));
       }
       this.#state = "open";
       this.#signal.addEventListener("abort", this.#onAbort, { once: true });
     } else if (this.#signal.aborted) {
-      return Promise.resolve(this.#abortResult());
+      return settle(this.#abortResult());
     }
-    return new Promise((resolve) => {
-      this.#waiting = resolve;
-      let next: Promise<IteratorResult<StreamChunk>>;
-      try {
-        next = this.#iterator!.next();
-      } catch (error) {
-        next = Promise.reject(error);
-      }
-      next.then(this.#onStep, this.#onError);
-    });
+    this.#waiting = settle;
+    let next: Promise<IteratorResult<StreamChunk>>;
+    try {
+      next = this.#iterator!.next();
+    } catch (error) {
+      next = Promise.reject(error);
+    }
+    next.then(this.#onStep, this.#onError);
   }
 
   // The two settlers of a pull, made once per stream rather than once per

@@ -1,0 +1,112 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { forEachChunk, guardStream } from "./_guard_stream.ts";
+import type { StreamChunk } from "./stream_chunk.ts";
+
+const text = (t: string): StreamChunk => ({ type: "text-delta", index: 0, text: t });
+const stop: StreamChunk = { type: "finish", reason: { kind: "stop" } };
+
+async function collect(stream: AsyncIterable<StreamChunk>): Promise<StreamChunk[]> {
+  const out: StreamChunk[] = [];
+  for await (const chunk of stream) out.push(chunk);
+  return out;
+}
+
+async function pushed(stream: AsyncIterable<StreamChunk>): Promise<StreamChunk[]> {
+  const out: StreamChunk[] = [];
+  await forEachChunk(stream, (chunk) => void out.push(chunk));
+  return out;
+}
+
+describe("forEachChunk()", () => {
+  it("gives a guarded stream's chunks in order, as for await does, ending with one finish", async () => {
+    const producers: (() => AsyncIterable<StreamChunk>)[] = [
+      async function* () {
+        yield text("a");
+        yield text("b");
+        yield stop;
+        yield text("after the finish");
+      },
+      async function* () {
+        yield text("a");
+      },
+      async function* () {
+        yield text("a");
+        throw new Error("boom");
+      },
+      () => {
+        throw new Error("no stream");
+      },
+    ];
+    for (const open of producers) {
+      const signal = new AbortController().signal;
+      assert.deepEqual(await pushed(guardStream(open, signal)), await collect(guardStream(open, signal)));
+    }
+    const chunks = await pushed(guardStream(producers[2], new AbortController().signal));
+    assert.equal(chunks.length, 2);
+    assert.equal(chunks[1].type === "finish" && chunks[1].reason.kind, "error");
+  });
+
+  it("passes any other async iterable through for await", async () => {
+    async function* plain() {
+      yield text("x");
+      yield stop;
+    }
+    assert.deepEqual(await pushed(plain()), [text("x"), stop]);
+  });
+
+  it("closes the producer and rejects with the sink's error", async () => {
+    let closed = false;
+    const stream = guardStream(async function* () {
+      try {
+        yield text("a");
+        yield text("b");
+        yield stop;
+      } finally {
+        closed = true;
+      }
+    }, new AbortController().signal);
+    const seen: StreamChunk[] = [];
+    await assert.rejects(
+      forEachChunk(stream, (chunk) => {
+        seen.push(chunk);
+        throw new Error("sink failed");
+      }),
+      /sink failed/,
+    );
+    assert.deepEqual(seen, [text("a")]);
+    assert.equal(closed, true);
+  });
+
+  it("answers at once with an aborted finish when the signal fires while the producer hangs", async () => {
+    const controller = new AbortController();
+    const stream = guardStream(async function* () {
+      yield text("a");
+      await new Promise(() => {}); // ignores the signal
+    }, controller.signal);
+    const seen: StreamChunk[] = [];
+    await forEachChunk(stream, (chunk) => {
+      seen.push(chunk);
+      if (seen.length === 1) setTimeout(() => controller.abort(), 1);
+    });
+    assert.equal(seen.length, 2);
+    assert.equal(seen[1].type === "finish" && seen[1].reason.kind, "aborted");
+  });
+
+  it("a sink that aborts the signal gets the aborted finish next", async () => {
+    const controller = new AbortController();
+    const stream = guardStream(async function* () {
+      yield text("a");
+      yield text("b");
+      yield stop;
+    }, controller.signal);
+    const seen: StreamChunk[] = [];
+    await forEachChunk(stream, (chunk) => {
+      seen.push(chunk);
+      controller.abort();
+    });
+    assert.equal(seen.length, 2);
+    assert.deepEqual(seen[0], text("a"));
+    assert.equal(seen[1].type === "finish" && seen[1].reason.kind, "aborted");
+  });
+});
