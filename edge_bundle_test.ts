@@ -75,7 +75,7 @@ describe("edge bundles", () => {
   });
 
   for (const platform of PLATFORMS) {
-    it(`the worker handler bundles whole for platform=${platform} and leaves the unused validator out`, async () => {
+    it(`the worker handler bundles whole for platform=${platform}; the validator and timeline page are lazy chunks`, async () => {
       // Code splitting, as Vite, Rollup or `esbuild --splitting` do: what loads at start is the entry chunk.
       const result = await build("examples/edge_worker.ts", {
         platform,
@@ -100,6 +100,9 @@ describe("edge bundles", () => {
       const all = outputs.flatMap(([, o]) => Object.keys(o.inputs));
       assert.ok(all.some((p) => p.includes("@cfworker/json-schema")), "the validator is a lazy chunk");
       assert.equal(loaded.filter((p) => p.includes("node_modules/ajv")).length, 0);
+      // The timeline page and its script load with the first page request.
+      assert.equal(loaded.filter((p) => p.startsWith("sdk/http/view/_view_")).length, 0, "no timeline page at start");
+      assert.ok(all.includes("sdk/http/view/_view_client_script.ts"));
     });
   }
 

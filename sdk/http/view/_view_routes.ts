@@ -11,8 +11,6 @@ import type { SessionHeader } from "../../session/session.ts";
 import type { SessionEvent } from "../../session/session_events.ts";
 import { HttpProblem } from "../_problem.ts";
 import { checkSessionId } from "../_session_id.ts";
-import { VIEW_CLIENT_SCRIPT } from "./_view_client_script.ts";
-import { viewPage } from "./_view_page.ts";
 import { surfaceAt } from "./_surface_at.ts";
 
 /** A session's log and header, live or stored. */
@@ -35,17 +33,28 @@ function baseOf(c: Context, suffix: string): string {
 // deno-lint-ignore no-explicit-any
 type AnyHono = Hono<any, any, any>;
 
+// The page and its script (~20 KB gzip) are imported on the first page request:
+// an app that never serves the timeline (an edge worker) does not load them,
+// and a bundler with code splitting makes them a chunk of their own.
+const viewPageModule = () => import("./_view_page.ts");
+const clientScriptModule = () => import("./_view_client_script.ts");
+
 /** `GET /view`, `/view/compare`, `/view/client.js` and `/sessions/:id/view`: no auth, no data. */
 export function mountViewPages(app: AnyHono): void {
   const noStore = { "cache-control": "no-store" };
-  app.get("/view", (c) => c.html(viewPage("index", baseOf(c, "/view")), 200, noStore));
-  app.get("/view/compare", (c) => c.html(viewPage("compare", baseOf(c, "/view/compare")), 200, noStore));
+  app.get("/view", async (c) => c.html((await viewPageModule()).viewPage("index", baseOf(c, "/view")), 200, noStore));
   app.get(
-    "/view/client.js",
-    (c) => c.body(VIEW_CLIENT_SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8", ...noStore }),
+    "/view/compare",
+    async (c) => c.html((await viewPageModule()).viewPage("compare", baseOf(c, "/view/compare")), 200, noStore),
   );
-  app.get("/sessions/:id/view", (c) => {
+  app.get("/view/client.js", async (c) =>
+    c.body((await clientScriptModule()).VIEW_CLIENT_SCRIPT, 200, {
+      "content-type": "text/javascript; charset=utf-8",
+      ...noStore,
+    }));
+  app.get("/sessions/:id/view", async (c) => {
     const id = checkSessionId(c.req.param("id"));
+    const { viewPage } = await viewPageModule();
     return c.html(viewPage("session", baseOf(c, `/sessions/${id}/view`), id), 200, noStore);
   });
 }
