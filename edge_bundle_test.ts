@@ -101,7 +101,11 @@ describe("edge bundles", () => {
       assert.ok(all.some((p) => p.includes("@cfworker/json-schema")), "the validator is a lazy chunk");
       assert.equal(loaded.filter((p) => p.includes("node_modules/ajv")).length, 0);
       // The timeline page and its script load with the first page request.
-      assert.equal(loaded.filter((p) => p.startsWith("sdk/http/view/_view_")).length, 0, "no timeline page at start");
+      assert.equal(
+        loaded.filter((p) => /^sdk\/http\/view\/_view_(page|client_script|styles)\.ts$/.test(p)).length,
+        0,
+        "no timeline page at start",
+      );
       assert.ok(all.includes("sdk/http/view/_view_client_script.ts"));
     });
   }
