@@ -26,6 +26,13 @@ describe("raw JSON Schema tools where code generation is forbidden", () => {
     const out = JSON.parse(stdout.trim().split("\n").at(-1)!);
     // The flag is in force: the platform really forbids `new Function`.
     assert.equal(out.codegen, "forbidden (EvalError)");
+    // zod tools never start loading the validator; the first raw schema does, and a synchronous check made
+    // before it has loaded is not cached as a failure.
+    assert.equal(out.zodResult, "hi");
+    assert.equal(out.pendingAfterZod, false);
+    assert.equal(out.pendingAfterRaw, true);
+    assert.equal(out.safeBeforeLoad, false);
+    assert.equal(out.safeAfterLoad, true);
     assert.deepEqual(out.good, { value: 8, text: "8" });
     assert.deepEqual(out.wrongType.error, { name: "ToolArgsError", code: "INVALID_ARGS" });
     assert.match(out.wrongType.text, /^Invalid arguments for double: \/n .*integer/);
