@@ -281,7 +281,7 @@ export class LlmRuntime {
     streamOptions: LlmStreamOptions,
     route: (options: GenerateOptions) => { adapter: LlmAdapter; config: LlmCallConfig },
   ): AsyncIterable<StreamChunk> {
-    const signal = options.signal ?? NEVER_ABORTED;
+    const signal = options.signal ?? neverAborted();
     const terminal = () =>
       guardStream(() => {
         const { adapter, config } = route(options);
@@ -372,8 +372,9 @@ export class LlmRuntime {
   }
 }
 
-/** The signal of a call made without one: it never fires. */
-const NEVER_ABORTED: AbortSignal = new AbortController().signal;
+/** The signal of a call made without one: it never fires (made on first use, not at import). */
+let NEVER_ABORTED: AbortSignal | undefined;
+const neverAborted = (): AbortSignal => (NEVER_ABORTED ??= new AbortController().signal);
 
 /** The request with its call fields replaced by `config`'s. */
 function withConfig(options: GenerateOptions, config: LlmCallConfig): GenerateOptions {
