@@ -75,6 +75,7 @@ import type { AgentEvents, PreStepDecision, RequestErrorAction } from "./agent_e
 import { Inbox } from "./inbox.ts";
 import { RequestChecker } from "./_request_check.ts";
 import { forEachChunk } from "../llm/_guard_stream.ts";
+import { appendChunk } from "../session/session.ts";
 
 /** Services and events the loop uses. */
 export interface LoopServices {
@@ -676,7 +677,7 @@ export class LoopAgent implements Agent {
       const seqs = chunkSeqs, blocks = assembler;
       // Each chunk is logged from the reaction to the adapter's own promise (push mode), with no extra hop.
       await forEachChunk(prepared.stream(request, { context: this.#ctx as never }), (chunk) => {
-        const event = this.session.append("assistant/chunk", { turn, step, chunk });
+        const event = appendChunk(this.session, turn, step, chunk);
         seqs.push(event.seq);
         blocks.push(chunk);
         if (chunk.type === "usage") this.#turnUsage = addUsage(this.#turnUsage, chunk.usage);

@@ -147,3 +147,18 @@ export function copyChunkData(data: unknown): Readonly<Record<string, unknown>> 
   const chunk = copyChunk(raw);
   return chunk === undefined ? undefined : Object.freeze({ turn, step, chunk });
 }
+
+/**
+ * The payload `{ turn, step, chunk }` of an `assistant/chunk`, frozen, when
+ * `turn` and `step` are counters and the chunk has one of the plain shapes:
+ * what {@linkcode copyChunkData} returns for that literal, without building it.
+ */
+export function chunkPayload(
+  turn: unknown,
+  step: unknown,
+  chunk: unknown,
+): Readonly<Record<string, unknown>> | undefined {
+  if (!count(turn) || !count(step) || !plain(chunk)) return undefined;
+  const copy = copyChunk(chunk);
+  return copy === undefined ? undefined : Object.freeze({ turn, step, chunk: copy });
+}

@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { copyChunkData } from "./_copy_chunk_data.ts";
 import { copyLosslessJson } from "./lossless_json.ts";
-import { Session } from "./session.ts";
+import { appendChunk, Session } from "./session.ts";
 
 describe("copyChunkData()", () => {
   it("copies delta and block-start payloads exactly as the generic copy does, frozen", () => {
@@ -97,5 +97,63 @@ describe("copyChunkData()", () => {
       { code: "NOT_LOSSLESS_JSON" },
     );
     assert.equal(session.seq, 2);
+  });
+
+  it("appendChunk() commits what append('assistant/chunk', …) commits, and refuses what it refuses", () => {
+    const chunks: unknown[] = [
+      { type: "text-delta", index: 0, text: "Hi" },
+      { type: "block-end", index: 0, block: { type: "text", text: "Hi" } },
+      { type: "usage", usage: { inputTokens: 1, outputTokens: 2 } },
+      { type: "finish", reason: { kind: "error", failure: { code: "X", message: "x" } } },
+      { type: "finish", reason: { kind: "stop" }, replayState: { opaque: [1, 2] } },
+      { type: "acme/custom", payload: { a: [1, "b"] } },
+    ];
+    const a = Session.create("a", undefined, { now: () => 5 });
+    const b = Session.create("b", undefined, { now: () => 5 });
+    for (const s of [a, b]) {
+      s.append("turn/start", { turn: 1 });
+      s.append("step/start", { turn: 1, step: 1 });
+    }
+    for (const chunk of chunks) {
+      const viaAppend = a.append("assistant/chunk", { turn: 1, step: 1, chunk } as never);
+      const viaChunk = appendChunk(b, 1, 1, chunk);
+      assert.deepEqual(viaChunk, viaAppend);
+      assert.ok(Object.isFrozen(viaChunk) && Object.isFrozen(viaChunk.data) && Object.isFrozen(viaChunk.data.chunk));
+      assert.notEqual(viaChunk.data.chunk, chunk);
+    }
+    const bad: [number, number, unknown][] = [
+      [1, 1, { type: "text-delta", index: -0, text: "x" }],
+      [1, 1, { type: "text-delta", index: 0, text: () => "x" }],
+      [0, 1, { type: "text-delta", index: 0, text: "x" }],
+      [1, 1.5, { type: "text-delta", index: 0, text: "x" }],
+      [1, 1, undefined],
+    ];
+    for (const [turn, step, chunk] of bad) {
+      const expected = (() => {
+        try {
+          a.append("assistant/chunk", { turn, step, chunk } as never);
+        } catch (error) {
+          return (error as { code?: string }).code;
+        }
+        return "accepted";
+      })();
+      assert.notEqual(expected, "accepted");
+      assert.throws(() => appendChunk(b, turn, step, chunk), { code: expected });
+    }
+    assert.equal(a.seq, b.seq);
+    const c = Session.create("c");
+    c.observe(() => {
+      assert.throws(() => appendChunk(c, 1, 1, { type: "text-delta", index: 0, text: "x" }), {
+        code: "APPEND_REENTERED",
+      });
+    });
+    c.append("turn/start", { turn: 1 });
+    let now = 0;
+    const clock = Session.create("d", undefined, { now: () => now });
+    now = -1;
+    assert.throws(() => appendChunk(clock, 1, 1, { type: "text-delta", index: 0, text: "x" }), {
+      code: "INVALID_ARGS",
+    });
+    assert.equal(clock.seq, 0);
   });
 });

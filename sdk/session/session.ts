@@ -11,7 +11,7 @@
 
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { Message } from "../llm/messages.ts";
-import { copyChunkData } from "./_copy_chunk_data.ts";
+import { chunkPayload, copyChunkData } from "./_copy_chunk_data.ts";
 import { assertLosslessJson, copyLosslessJson } from "./lossless_json.ts";
 import { deepFreeze } from "./deep_freeze.ts";
 import { deriveEventMessage } from "./derive_event_message.ts";
@@ -234,6 +234,29 @@ function buildHeader(id: string, init: SessionHeaderInit, now: () => number): Se
  * assert.equal(session.deriveMessages()[0].id, "m1");
  * ```
  */
+let appendChunkTo: (session: Session, turn: number, step: number, chunk: unknown) => SessionEvent<"assistant/chunk">;
+
+/**
+ * Internal (not exported by the package): the agent loop's per-chunk append.
+ * The same as `session.append("assistant/chunk", { turn, step, chunk })` —
+ * same checks, copy, event and errors — without building the payload literal
+ * and checking it again.
+ *
+ * @param session The session (a real `Session`).
+ * @param turn The turn.
+ * @param step The step.
+ * @param chunk The streamed chunk.
+ * @returns The committed event.
+ */
+export function appendChunk(
+  session: Session,
+  turn: number,
+  step: number,
+  chunk: unknown,
+): SessionEvent<"assistant/chunk"> {
+  return appendChunkTo(session, turn, step, chunk);
+}
+
 export class Session {
   /** Deep-frozen creation metadata. */
   readonly header: SessionHeader;
@@ -455,6 +478,33 @@ export class Session {
     this.#commit(event);
     if (this.#observers.length > 0) this.#publish(event);
     return event as SessionEvent<T>;
+  }
+
+  static {
+    appendChunkTo = (session, turn, step, chunk) => session.#appendChunk(turn, step, chunk);
+  }
+
+  // `append("assistant/chunk", { turn, step, chunk })`, step for step (see appendChunk()).
+  #appendChunk(turn: number, step: number, chunk: unknown): SessionEvent<"assistant/chunk"> {
+    if (this.#publishing) {
+      throw new HarnessError(
+        "APPEND_REENTERED",
+        `Cannot append assistant/chunk to session ${this.id} from inside an observer`,
+      );
+    }
+    const seq = this.#log.length;
+    const time = this.#now();
+    if (!isTime(time)) {
+      throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a non-negative safe integer`);
+    }
+    const data = chunkPayload(turn, step, chunk) ?? copyLosslessJson({ turn, step, chunk }, "data");
+    const event = Object.freeze({ type: "assistant/chunk", seq, time, data }) as unknown as SessionEvent<
+      "assistant/chunk"
+    >;
+    validateEventData("assistant/chunk", data, seq);
+    this.#commit(event);
+    if (this.#observers.length > 0) this.#publish(event);
+    return event;
   }
 
   #envelope(type: string, data: unknown, intent: SurfaceIntent | undefined, ignorable = false): SessionEvent {
