@@ -43,6 +43,7 @@ const entryPoints = [
   "sdk/subagents/mod.ts",
   "sdk/hooks/mod.ts",
   "view/mod.ts",
+  "sdk/postgres/mod.ts",
 ];
 const checked = [
   ...entryPoints,

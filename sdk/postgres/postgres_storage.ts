@@ -1,0 +1,559 @@
+/**
+ * `postgresStorage({ client })`: session logs in PostgreSQL, shared by any
+ * number of harness instances on any number of machines.
+ *
+ * Tables (in `schema`, default `dsh`, created and upgraded by versioned
+ * migrations the storage runs itself): `sessions` (one row per session: the
+ * header, the next seq, size, update time), `session_events` (primary key
+ * `(session_id, seq)`, the event as its exact JSON text) and `session_writers`
+ * (the writer lease: a token, a fence counter and an expiry on the database's
+ * clock). Every operation is one atomic statement, so the client may be a
+ * `pg` `Pool`, PGlite or an HTTP serverless driver (see
+ * {@linkcode PostgresExecutor}).
+ *
+ * The writer lease is a row, not an advisory lock (which would tie it to one
+ * connection): the holder renews it in the background, and when it stops (the
+ * instance died) another instance takes it over once it has expired. Every
+ * write presents the lease's token and is refused, writing nothing, once the
+ * lease has expired or been taken over (`SESSION_LEASE_LOST`).
+ *
+ * @module
+ */
+
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { SessionEvent } from "../session/session_events.ts";
+import { alreadyExists, corrupt, invalidArgs, notFound, seqMismatch, writerBusy } from "../persistence/_errors.ts";
+import { knownEventTypes } from "../persistence/_event_types.ts";
+import { makeHeader, parseHeader, validateSessionId } from "../persistence/_header.ts";
+import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "../persistence/_validate_batch.ts";
+import { repairSessionLog } from "../persistence/repair_session_log.ts";
+import type {
+  LoadedSession,
+  NewSessionHeader,
+  SessionHeader,
+  SessionStat,
+  SessionStorage,
+  SessionWriter,
+  StorageAccessOptions,
+  StorageAppendOptions,
+  StorageAppendResult,
+  StorageCreateOptions,
+} from "../persistence/session_storage.ts";
+import { migrate } from "./_migrations.ts";
+import { type Statements, statements } from "./_statements.ts";
+import { type PostgresClient, type PostgresExecutor, toPostgresExecutor } from "./postgres_executor.ts";
+import { PostgresTail } from "./_tail.ts";
+
+/** Options of {@linkcode postgresStorage}. */
+export interface PostgresStorageOptions {
+  /** A `pg` `Pool`, a PGlite instance, a serverless driver's client, or a {@linkcode PostgresExecutor}. */
+  readonly client: PostgresClient | PostgresExecutor;
+  /**
+   * The schema holding the tables: lower-case letters, digits and `_`, at most 40 characters.
+   *
+   * @default {"dsh"}
+   */
+  readonly schema?: string;
+  /**
+   * How long a writer lease lasts without renewal, in milliseconds. The
+   * holder renews it every third of this; another instance can take the
+   * session over this long after the holder stopped.
+   *
+   * @default {30000}
+   */
+  readonly leaseMs?: number;
+  /**
+   * How often a live tail reads even without a notification, in milliseconds
+   * (the only way to follow when the client cannot `LISTEN`).
+   *
+   * @default {1000}
+   */
+  readonly pollMs?: number;
+  /** Event types the application added to `SessionEventMap`, so that they are not refused as unknown. */
+  readonly eventTypes?: Iterable<string>;
+  /**
+   * The clock used for `createdAt` and `updatedAt` (leases use the database's clock).
+   *
+   * @default {Date.now}
+   */
+  readonly now?: () => number;
+  /**
+   * Makes lease tokens and the ids of synthetic repair messages.
+   *
+   * @default {() => crypto.randomUUID()}
+   */
+  readonly newId?: () => string;
+}
+
+/** Options of {@linkcode PostgresSessionStorage.follow}. */
+export interface FollowOptions {
+  /** The first seq to yield. @default {0} */
+  readonly fromSeq?: number;
+  /** Ends the iteration. */
+  readonly signal?: AbortSignal;
+}
+
+/** A held writer lease of {@linkcode postgresStorage}. */
+export interface PostgresSessionWriter extends SessionWriter {
+  /** The fence counter of the session's lease row when this lease was taken (grows with every take-over). */
+  readonly fence: number;
+  /** `true` once a renewal found the lease expired or taken over; every write with it is refused. */
+  readonly lost: boolean;
+}
+
+/**
+ * A {@linkcode SessionStorage} on PostgreSQL, with live tails and an explicit
+ * close.
+ */
+export interface PostgresSessionStorage extends SessionStorage, AsyncDisposable {
+  /** The schema holding the tables. */
+  readonly schema: string;
+  /** Run the schema migrations now (they also run before the first operation). */
+  migrate(): Promise<void>;
+  /**
+   * Follow a session's log from `fromSeq`: every stored event in order, then
+   * each new one as another instance appends it (LISTEN/NOTIFY with a catch-up
+   * read by seq, so nothing is missed between reading and listening; polling
+   * when the client cannot listen). Ends when `signal` aborts or the session
+   * is deleted.
+   *
+   * @throws {HarnessError} `SESSION_NOT_FOUND` when the session does not exist at the start.
+   */
+  follow(sessionId: string, options?: FollowOptions): AsyncIterable<SessionEvent>;
+  /** Stop renewing held leases and listening; the client itself stays open (the caller owns it). */
+  close(): Promise<void>;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
+
+function num(value: unknown): number {
+  return typeof value === "number" ? value : Number(value);
+}
+
+function leaseLost(sessionId: string, action: string): HarnessError {
+  return new HarnessError(
+    "SESSION_LEASE_LOST",
+    `The writer lease of session ${JSON.stringify(sessionId)} expired or was taken over: cannot ${action}`,
+    { details: { sessionId, action } },
+  );
+}
+
+function writeFailed(sessionId: string, action: string, cause: unknown): HarnessError {
+  if (HarnessError.isInstance(cause)) return cause;
+  return new HarnessError(
+    "SESSION_WRITE_FAILED",
+    `PostgreSQL refused to ${action} session ${JSON.stringify(sessionId)}: ${
+      (cause as Error)?.message ?? String(cause)
+    }`,
+    { cause, details: { sessionId, action } },
+  );
+}
+
+function unrefTimer(timer: unknown): void {
+  if (typeof timer === "object" && timer !== null && "unref" in timer) (timer as { unref(): void }).unref();
+  else {
+    const deno = (globalThis as { Deno?: { unrefTimer?(id: number): void } }).Deno;
+    if (typeof timer === "number") deno?.unrefTimer?.(timer);
+  }
+}
+
+class PgWriter implements PostgresSessionWriter {
+  readonly sessionId: string;
+  readonly token: string;
+  readonly fence: number;
+  #released = false;
+  #lost = false;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  readonly #storage: PgStorage;
+
+  constructor(storage: PgStorage, sessionId: string, token: string, fence: number, renewEveryMs: number) {
+    this.#storage = storage;
+    this.sessionId = sessionId;
+    this.token = token;
+    this.fence = fence;
+    this.#timer = setInterval(() => this.#renew(), renewEveryMs);
+    unrefTimer(this.#timer);
+  }
+
+  get released(): boolean {
+    return this.#released;
+  }
+
+  get lost(): boolean {
+    return this.#lost;
+  }
+
+  #renew(): void {
+    this.#storage.renew(this).then((held) => {
+      if (!held) this.markLost();
+    }, () => {/* a failed renewal is retried at the next tick; the expiry fences writes meanwhile */});
+  }
+
+  markLost(): void {
+    this.#lost = true;
+    this.#stop();
+  }
+
+  #stop(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  async release(): Promise<void> {
+    if (this.#released) return;
+    this.#released = true;
+    this.#stop();
+    this.#storage.forget(this);
+    if (!this.#lost) await this.#storage.releaseLease(this);
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
+  }
+}
+
+class PgStorage implements PostgresSessionStorage {
+  readonly kind = "postgres";
+  readonly schema: string;
+  readonly #db: PostgresExecutor;
+  readonly #sql: Statements;
+  readonly #known: ReadonlySet<string>;
+  readonly #now: () => number;
+  readonly #newId: () => string;
+  readonly #leaseMs: number;
+  readonly #writers = new Set<PgWriter>();
+  readonly #tail: PostgresTail;
+  #ready: Promise<void> | undefined;
+
+  constructor(options: PostgresStorageOptions) {
+    if (typeof options !== "object" || options === null) throw invalidArgs("postgresStorage needs { client }");
+    this.schema = options.schema ?? "dsh";
+    if (typeof this.schema !== "string" || !SCHEMA_NAME.test(this.schema)) {
+      throw invalidArgs(
+        `The schema name ${JSON.stringify(this.schema)} is refused: use lower-case letters, digits and _ (at most 40)`,
+      );
+    }
+    this.#leaseMs = options.leaseMs ?? 30_000;
+    if (!Number.isFinite(this.#leaseMs) || this.#leaseMs < 50) throw invalidArgs("leaseMs must be at least 50");
+    const pollMs = options.pollMs ?? 1000;
+    if (!Number.isFinite(pollMs) || pollMs < 1) throw invalidArgs("pollMs must be a positive number");
+    this.#db = toPostgresExecutor(options.client);
+    this.#sql = statements(this.schema);
+    this.#known = knownEventTypes(options.eventTypes);
+    this.#now = options.now ?? Date.now;
+    this.#newId = options.newId ?? (() => crypto.randomUUID());
+    this.#tail = new PostgresTail(this.#db, this.#sql, pollMs, () => this.#ensure());
+  }
+
+  get #file(): string {
+    return `postgres:${this.schema}.session_events`;
+  }
+
+  migrate(): Promise<void> {
+    this.#ready = undefined;
+    return this.#ensure();
+  }
+
+  #ensure(): Promise<void> {
+    this.#ready ??= migrate(this.#db, this.schema).catch((error) => {
+      this.#ready = undefined;
+      throw error;
+    });
+    return this.#ready;
+  }
+
+  async #query(text: string, params: readonly unknown[]) {
+    await this.#ensure();
+    return await this.#db.query(text, params);
+  }
+
+  #token(sessionId: string, writer: SessionWriter | undefined, action: string): string | null {
+    if (writer === undefined) return null;
+    if (!(writer instanceof PgWriter) || writer.sessionId !== sessionId) {
+      throw invalidArgs(`The writer given is not a lease of session ${JSON.stringify(sessionId)} from this storage`);
+    }
+    if (writer.released) throw writerBusy(sessionId, `${action} with a released lease`);
+    return writer.token;
+  }
+
+  #refused(sessionId: string, writer: SessionWriter | undefined, action: string): HarnessError {
+    if (writer === undefined) return writerBusy(sessionId, action);
+    (writer as PgWriter).markLost();
+    return leaseLost(sessionId, action);
+  }
+
+  #encode(events: readonly SessionEvent[]): { types: string[]; texts: string[]; bytes: number } {
+    const types: string[] = [];
+    const texts: string[] = [];
+    let bytes = 0;
+    for (const event of events) {
+      const text = JSON.stringify(event);
+      types.push(event.type);
+      texts.push(text);
+      bytes += text.length + 1;
+    }
+    return { types, texts, bytes };
+  }
+
+  create(init: NewSessionHeader, options: StorageCreateOptions = {}): Promise<SessionHeader> {
+    const header = makeHeader(init, this.#now);
+    const events = options.events ?? [];
+    validateBatchShape(events);
+    return (async () => {
+      const token = this.#token(header.id, options.writer, "create it");
+      checkBatchContent(header.id, events, 0, this.#known);
+      const { types, texts, bytes } = this.#encode(events);
+      const headerText = JSON.stringify({ type: "session", ...header });
+      let rows;
+      try {
+        rows = await this.#query(this.#sql.create, [
+          header.id,
+          headerText,
+          token,
+          types,
+          texts,
+          this.#now(),
+          bytes + headerText.length + 1,
+          header.createdAt,
+        ]);
+      } catch (error) {
+        throw writeFailed(header.id, "create", error);
+      }
+      const row = rows[0];
+      if (row.lease_ok !== true) throw this.#refused(header.id, options.writer, "create it");
+      if (row.applied === null || row.applied === undefined) throw alreadyExists(header.id);
+      return header;
+    })();
+  }
+
+  append(
+    sessionId: string,
+    events: readonly SessionEvent[],
+    options: StorageAppendOptions,
+  ): Promise<StorageAppendResult> {
+    validateSessionId(sessionId);
+    if (typeof options !== "object" || options === null) throw invalidArgs("append needs { expectedSeq }");
+    validateExpectedSeq(options.expectedSeq);
+    validateBatchShape(events);
+    return (async () => {
+      const token = this.#token(sessionId, options.writer, "append");
+      checkBatchContent(sessionId, events, options.expectedSeq, this.#known);
+      return await this.#append(sessionId, events, options.expectedSeq, token, options.writer, "append");
+    })();
+  }
+
+  async #append(
+    sessionId: string,
+    events: readonly SessionEvent[],
+    expectedSeq: number,
+    token: string | null,
+    writer: SessionWriter | undefined,
+    action: string,
+  ): Promise<StorageAppendResult> {
+    const { types, texts, bytes } = this.#encode(events);
+    let rows;
+    try {
+      rows = await this.#query(this.#sql.append, [sessionId, expectedSeq, token, types, texts, this.#now(), bytes]);
+    } catch (error) {
+      throw writeFailed(sessionId, action, error);
+    }
+    const row = rows[0];
+    if (row.applied !== null && row.applied !== undefined) return { nextSeq: num(row.applied) };
+    if (row.stored === null || row.stored === undefined) throw notFound(sessionId);
+    if (row.lease_ok !== true) throw this.#refused(sessionId, writer, action);
+    throw seqMismatch(sessionId, expectedSeq, num(row.stored));
+  }
+
+  async #readLog(sessionId: string): Promise<{ header: SessionHeader; events: SessionEvent[] }> {
+    const rows = await this.#query(this.#sql.load, [sessionId]);
+    if (rows.length === 0) throw notFound(sessionId);
+    const row = rows[0];
+    const header = parseHeader(this.#parse(String(row.header), 1), this.#file, sessionId);
+    const nextSeq = num(row.next_seq);
+    let events: SessionEvent[];
+    try {
+      events = row.events === null || row.events === undefined ? [] : JSON.parse(`[${row.events}]`);
+    } catch {
+      events = await this.#readRows(sessionId);
+    }
+    if (events.length !== nextSeq) {
+      throw corrupt(this.#file, nextSeq + 2, `the session has ${events.length} events where next_seq is ${nextSeq}`, {
+        sessionId,
+      });
+    }
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i];
+      if (typeof event !== "object" || event === null || event.seq !== i || typeof event.type !== "string") {
+        throw corrupt(this.#file, i + 2, `the event at position ${i} is not an event with seq ${i}`, { sessionId });
+      }
+      if (!this.#known.has(event.type) && event.ignorable !== true) {
+        throw new HarnessError(
+          "SESSION_UNKNOWN_EVENT_TYPE",
+          `Session ${JSON.stringify(sessionId)} has unknown event type ${
+            JSON.stringify(event.type)
+          } at seq ${i} without ignorable`,
+          { details: { file: this.#file, line: i + 2, type: event.type, sessionId } },
+        );
+      }
+    }
+    return { header, events };
+  }
+
+  #parse(text: string, line: number): unknown {
+    try {
+      return JSON.parse(text);
+    } catch (error) {
+      throw corrupt(this.#file, line, "the record is not JSON", {}, error);
+    }
+  }
+
+  async #readRows(sessionId: string): Promise<SessionEvent[]> {
+    const rows = await this.#query(this.#sql.loadRows, [sessionId]);
+    return rows.map((row) => this.#parse(String(row.event), num(row.seq) + 2) as SessionEvent);
+  }
+
+  async #read(sessionId: string, commit: boolean, writer: SessionWriter | undefined): Promise<LoadedSession> {
+    const token = commit ? this.#token(sessionId, writer, "repair it") : null;
+    const { header, events } = await this.#readLog(sessionId);
+    const repaired = repairSessionLog(events, { newId: this.#newId });
+    const synthetic = repaired.syntheticEvents;
+    const needsRepair = synthetic.length > 0;
+    if (commit && needsRepair) {
+      await this.#append(sessionId, synthetic, events.length, token, writer, "repair it");
+    }
+    return {
+      header,
+      events: [...events, ...synthetic],
+      repair: {
+        repaired: needsRepair,
+        committed: commit && needsRepair,
+        truncatedBytes: 0,
+        ...(repaired.closedTurn === undefined ? {} : { closedTurn: repaired.closedTurn }),
+        syntheticEvents: synthetic,
+      },
+    };
+  }
+
+  load(sessionId: string, options: StorageAccessOptions = {}): Promise<LoadedSession> {
+    validateSessionId(sessionId);
+    return this.#read(sessionId, true, options.writer);
+  }
+
+  inspect(sessionId: string): Promise<LoadedSession> {
+    validateSessionId(sessionId);
+    return this.#read(sessionId, false, undefined);
+  }
+
+  async list(): Promise<SessionHeader[]> {
+    const rows = await this.#query(this.#sql.list, []);
+    const headers: SessionHeader[] = [];
+    for (const row of rows) {
+      try {
+        headers.push(parseHeader(JSON.parse(String(row.header)), this.#file, undefined));
+      } catch {
+        // Unreadable here (a newer format, a damaged header): load() says why.
+      }
+    }
+    return headers.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  stat(sessionId: string): Promise<SessionStat | undefined> {
+    validateSessionId(sessionId);
+    return (async () => {
+      const rows = await this.#query(this.#sql.stat, [sessionId]);
+      if (rows.length === 0) return undefined;
+      const row = rows[0];
+      return {
+        header: parseHeader(this.#parse(String(row.header), 1), this.#file, sessionId),
+        nextSeq: num(row.next_seq),
+        size: num(row.size),
+        updatedAt: num(row.updated_at),
+        torn: false,
+      };
+    })();
+  }
+
+  delete(sessionId: string, options: StorageAccessOptions = {}): Promise<boolean> {
+    validateSessionId(sessionId);
+    return (async () => {
+      const token = this.#token(sessionId, options.writer, "delete it");
+      let rows;
+      try {
+        rows = await this.#query(this.#sql.delete, [sessionId, token]);
+      } catch (error) {
+        throw writeFailed(sessionId, "delete", error);
+      }
+      const outcome = rows[0]?.outcome;
+      if (outcome === "busy") throw this.#refused(sessionId, options.writer, "delete it");
+      return outcome === "deleted";
+    })();
+  }
+
+  acquireWriter(sessionId: string): Promise<SessionWriter> {
+    validateSessionId(sessionId);
+    return (async () => {
+      const token = this.#newId();
+      const rows = await this.#query(this.#sql.acquire, [sessionId, token, this.#leaseMs]);
+      if (rows.length === 0) throw writerBusy(sessionId, "acquire the writer lease");
+      const writer = new PgWriter(this, sessionId, token, num(rows[0].fence), Math.max(10, this.#leaseMs / 3));
+      this.#writers.add(writer);
+      return writer;
+    })();
+  }
+
+  /** Extend a lease; `false` when it expired or was taken over. */
+  async renew(writer: PgWriter): Promise<boolean> {
+    const rows = await this.#db.query(this.#sql.renew, [writer.sessionId, writer.token, this.#leaseMs]);
+    return rows.length > 0;
+  }
+
+  async releaseLease(writer: PgWriter): Promise<void> {
+    await this.#db.query(this.#sql.release, [writer.sessionId, writer.token]);
+  }
+
+  forget(writer: PgWriter): void {
+    this.#writers.delete(writer);
+  }
+
+  follow(sessionId: string, options: FollowOptions = {}): AsyncIterable<SessionEvent> {
+    validateSessionId(sessionId);
+    const fromSeq = options.fromSeq ?? 0;
+    if (!Number.isSafeInteger(fromSeq) || fromSeq < 0) throw invalidArgs("fromSeq must be a non-negative integer");
+    return this.#tail.follow(sessionId, fromSeq, options.signal, this.#file);
+  }
+
+  async close(): Promise<void> {
+    for (const writer of [...this.#writers]) writer.markLost();
+    this.#writers.clear();
+    await this.#tail.close();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+/**
+ * Keep session logs in PostgreSQL; the tables are created on first use.
+ *
+ * @param options The client (a `pg` `Pool`, PGlite, a serverless driver), schema, lease and poll times.
+ * @returns A {@linkcode PostgresSessionStorage}; `close()` it before ending the client.
+ *
+ * @example With PGlite (embedded PostgreSQL, no server)
+ * ```ts
+ * import { PGlite } from "@electric-sql/pglite";
+ * import { postgresStorage } from "@dsh/harness/postgres";
+ * import assert from "node:assert/strict";
+ *
+ * const db = new PGlite();
+ * const storage = postgresStorage({ client: db });
+ * await storage.create({ id: "s1", createdAt: 1 });
+ * await storage.append("s1", [{ type: "todo/write", seq: 0, time: 2, data: { todos: [] } }], { expectedSeq: 0 });
+ * assert.equal((await storage.load("s1")).events.length, 1);
+ * await storage.close();
+ * await db.close();
+ * ```
+ */
+export function postgresStorage(options: PostgresStorageOptions): PostgresSessionStorage {
+  return new PgStorage(options);
+}

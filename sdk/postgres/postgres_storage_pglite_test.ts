@@ -1,0 +1,71 @@
+// The same storage suite on PGlite (PostgreSQL compiled to WebAssembly, in
+// process): the executor seam over a client that is not \`pg\`.
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { PGlite } from "@electric-sql/pglite";
+import type { SessionEvent } from "../session/session_events.ts";
+import { storageContract } from "../persistence/_test_storage_contract.ts";
+import { dropSchema, testSchema } from "./_test_postgres.ts";
+import { type PostgresSessionStorage, postgresStorage } from "./postgres_storage.ts";
+
+function todos(n: number, from = 0): SessionEvent[] {
+  return Array.from({ length: n }, (_, i) => ({
+    type: "todo/write",
+    seq: from + i,
+    time: 100 + from + i,
+    data: { todos: [{ content: `task ${from + i}`, status: "pending" }] },
+  }));
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("postgresStorage() on PGlite", () => {
+  let db: PGlite;
+  before(async () => {
+    db = new PGlite();
+    await db.waitReady;
+  });
+  after(async () => {
+    await db?.close();
+  });
+
+  storageContract({
+    name: "postgresStorage(PGlite)",
+    make: () => {
+      const schema = testSchema();
+      const storage: PostgresSessionStorage = postgresStorage({ client: db, schema });
+      return Promise.resolve({
+        storage,
+        async after() {
+          await storage.close();
+          await dropSchema(db, schema);
+        },
+      });
+    },
+  });
+
+  it("a live tail follows appends through PGlite's listen()", async () => {
+    const schema = testSchema();
+    const storage = postgresStorage({ client: db, schema, pollMs: 60_000 });
+    try {
+      await storage.create({ id: "t" });
+      const seen: number[] = [];
+      const done = (async () => {
+        for await (const event of storage.follow("t")) {
+          seen.push(event.seq);
+          if (seen.length === 10) break;
+        }
+      })();
+      for (let i = 0; i < 10; i += 2) {
+        await sleep(5);
+        await storage.append("t", todos(2, i), { expectedSeq: i });
+      }
+      await done;
+      assert.deepEqual(seen, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    } finally {
+      await storage.close();
+      await dropSchema(db, schema);
+    }
+  });
+});

@@ -1,0 +1,239 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type pg from "pg";
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { SessionEvent } from "../session/session_events.ts";
+import { storageContract } from "../persistence/_test_storage_contract.ts";
+import { LogBuilder } from "../persistence/_test_log.ts";
+import { acquireTestPostgres, dropSchema, testPool, testSchema } from "./_test_postgres.ts";
+import { migrationScript, SCHEMA_VERSION } from "./_migrations.ts";
+import { type PostgresSessionWriter, postgresStorage } from "./postgres_storage.ts";
+
+const code = (c: string) => (error: unknown) => HarnessError.isInstance(error, c);
+
+function todos(n: number, from = 0): SessionEvent[] {
+  return Array.from({ length: n }, (_, i) => ({
+    type: "todo/write",
+    seq: from + i,
+    time: 100 + from + i,
+    data: { todos: [{ content: `task ${from + i}`, status: "pending" }] },
+  }));
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("postgresStorage() on a PostgreSQL server", () => {
+  let server: { url: string; release(): Promise<void> };
+  let admin: pg.Pool;
+  before(async () => {
+    server = await acquireTestPostgres();
+    admin = testPool(server.url, 2);
+  });
+  after(async () => {
+    await admin?.end();
+    await server?.release();
+  });
+
+  /** A storage on a fresh schema of its own pool; `after` drops both. */
+  const make = (options: { leaseMs?: number; pollMs?: number } = {}) => {
+    const pool = testPool(server.url, 4);
+    const schema = testSchema();
+    const storage = postgresStorage({ client: pool, schema, ...options });
+    return Promise.resolve({
+      storage,
+      pool,
+      schema,
+      async after() {
+        await storage.close();
+        await pool.end();
+        await dropSchema(admin, schema);
+      },
+    });
+  };
+
+  storageContract({ name: "postgresStorage(pg.Pool)", make });
+
+  it("two writers racing for a session: exactly one wins, nothing interleaves", async () => {
+    const a = await make();
+    const b = postgresStorage({ client: testPool(server.url, 4), schema: a.schema });
+    try {
+      await a.storage.create({ id: "race" });
+      const results = await Promise.allSettled([a.storage.acquireWriter("race"), b.acquireWriter("race")]);
+      assert.deepEqual(results.map((r) => r.status).sort(), ["fulfilled", "rejected"]);
+      const lost = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
+      assert.ok(HarnessError.isInstance(lost.reason, "SESSION_WRITER_BUSY"));
+      const [winner, other] = results[0].status === "fulfilled" ? [a.storage, b] : [b, a.storage];
+      const writer = (results.find((r) => r.status === "fulfilled") as PromiseFulfilledResult<PostgresSessionWriter>)
+        .value;
+      // Racing appends at the same seq, many rounds: exactly one wins each round.
+      for (let round = 0; round < 10; round++) {
+        const seq = round * 2;
+        const outcome = await Promise.allSettled([
+          winner.append("race", todos(2, seq), { expectedSeq: seq, writer }),
+          other.append("race", todos(2, seq), { expectedSeq: seq }),
+        ]);
+        assert.equal(outcome[0].status, "fulfilled");
+        assert.equal(outcome[1].status, "rejected");
+        assert.ok(HarnessError.isInstance((outcome[1] as PromiseRejectedResult).reason, "SESSION_WRITER_BUSY"));
+      }
+      await writer.release();
+      // Without leases, racing appends at the same expected seq: one wins per round.
+      for (let round = 0; round < 10; round++) {
+        const seq = 20 + round * 3;
+        const outcome = await Promise.allSettled([
+          a.storage.append("race", todos(3, seq), { expectedSeq: seq }),
+          b.append("race", todos(3, seq), { expectedSeq: seq }),
+        ]);
+        assert.deepEqual(outcome.map((r) => r.status).sort(), ["fulfilled", "rejected"]);
+        const reason = (outcome.find((r) => r.status === "rejected") as PromiseRejectedResult).reason;
+        assert.ok(HarnessError.isInstance(reason, "SESSION_SEQ_MISMATCH"), String(reason));
+      }
+      const loaded = await b.load("race");
+      assert.deepEqual(loaded.events, todos(50));
+    } finally {
+      await b.close();
+      await a.after();
+    }
+  });
+
+  it("a stale writer (expired lease taken over, older token) is refused and writes nothing", async () => {
+    const a = await make({ leaseMs: 300 });
+    const b = postgresStorage({ client: a.pool, schema: a.schema, leaseMs: 300 });
+    try {
+      await a.storage.create({ id: "s" });
+      const first = await a.storage.acquireWriter("s") as PostgresSessionWriter;
+      await a.storage.append("s", todos(2), { expectedSeq: 0, writer: first });
+      // While renewed, nobody else gets the lease.
+      await sleep(450);
+      await assert.rejects(b.acquireWriter("s"), code("SESSION_WRITER_BUSY"));
+      // The first instance stops renewing (as if it froze); the lease expires and b takes over.
+      await a.storage.close();
+      await sleep(400);
+      const second = await b.acquireWriter("s") as PostgresSessionWriter;
+      assert.ok(second.fence > first.fence, `fence ${second.fence} > ${first.fence}`);
+      await assert.rejects(
+        a.storage.append("s", todos(1, 2), { expectedSeq: 2, writer: first }),
+        code("SESSION_LEASE_LOST"),
+      );
+      await assert.rejects(a.storage.delete("s", { writer: first }), code("SESSION_LEASE_LOST"));
+      assert.equal((await b.stat("s"))?.nextSeq, 2);
+      await b.append("s", todos(1, 2), { expectedSeq: 2, writer: second });
+      await assert.rejects(b.append("s", todos(1, 3), { expectedSeq: 3 }), code("SESSION_WRITER_BUSY"));
+      await second.release();
+      assert.deepEqual((await b.load("s")).events, todos(3));
+    } finally {
+      await b.close();
+      await a.after();
+    }
+  });
+
+  it("a lease whose holder stopped renewing expires: the open turn is repaired by the next writer", async () => {
+    const a = await make({ leaseMs: 200 });
+    const b = postgresStorage({ client: a.pool, schema: a.schema, leaseMs: 200 });
+    try {
+      const log = new LogBuilder();
+      log.completeTurn(1);
+      log.push({ type: "turn/start", data: { turn: 2 } });
+      log.push({ type: "step/start", data: { turn: 2, step: 1 } });
+      const writer = await a.storage.acquireWriter("open");
+      await a.storage.create({ id: "open" }, { events: log.events, writer });
+      await assert.rejects(b.load("open"), code("SESSION_WRITER_BUSY"));
+      await a.storage.close();
+      await sleep(300);
+      const loaded = await b.load("open");
+      assert.equal(loaded.repair.committed, true);
+      assert.equal(loaded.repair.closedTurn, 2);
+      assert.equal((await b.stat("open"))?.nextSeq, loaded.events.length);
+    } finally {
+      await b.close();
+      await a.after();
+    }
+  });
+
+  it("a live tail on one instance follows appends made by another", async () => {
+    const a = await make({ pollMs: 60_000 });
+    const readerPool = testPool(server.url, 2);
+    const b = postgresStorage({ client: readerPool, schema: a.schema, pollMs: 60_000 });
+    const abort = new AbortController();
+    try {
+      await a.storage.create({ id: "t" }, { events: todos(3) });
+      const seen: SessionEvent[] = [];
+      const done = (async () => {
+        for await (const event of b.follow("t", { fromSeq: 1, signal: abort.signal })) {
+          seen.push(event);
+          if (seen.length === 2 + 40) break;
+        }
+      })();
+      for (let i = 3; i < 43; i += 4) {
+        await a.storage.append("t", todos(4, i), { expectedSeq: i });
+        await sleep(5);
+      }
+      // The poll interval is a minute, so only notifications can have woken the tail.
+      await done;
+      assert.deepEqual(seen, todos(43).slice(1));
+      await assert.rejects(async () => {
+        for await (const _ of b.follow("missing")) break;
+      }, code("SESSION_NOT_FOUND"));
+    } finally {
+      abort.abort();
+      await b.close();
+      await readerPool.end();
+      await a.after();
+    }
+  });
+
+  it("migrations are versioned, idempotent, safe when instances start at once, and refuse a newer schema", async () => {
+    const schema = testSchema("m");
+    const pools = [testPool(server.url, 1), testPool(server.url, 1), testPool(server.url, 1)];
+    try {
+      // An older build's schema first (version 1), then three instances upgrade it at once.
+      await pools[0].query(migrationScript(schema, 1));
+      const storages = pools.map((client) => postgresStorage({ client, schema }));
+      await Promise.all(storages.map((s) => s.migrate()));
+      await Promise.all(storages.map((s) => s.migrate()));
+      const { rows } = await admin.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
+      assert.deepEqual(rows.map((r) => r.version), Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1));
+      await storages[0].create({ id: "x" });
+      assert.equal((await storages[2].list()).length, 1);
+      await admin.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES (999, 'future')`);
+      const fresh = postgresStorage({ client: pools[1], schema });
+      await assert.rejects(fresh.list(), code("STORAGE_SCHEMA_UNSUPPORTED"));
+      // Fresh schemas migrated at once from nothing.
+      const other = testSchema("m");
+      await Promise.all(pools.map((client) => postgresStorage({ client, schema: other }).migrate()));
+      await dropSchema(admin, other);
+    } finally {
+      for (const pool of pools) await pool.end();
+      await dropSchema(admin, schema);
+    }
+  });
+
+  it("keeps event JSON exactly, a NUL escape and astral characters included", async () => {
+    const { storage, after } = await make();
+    try {
+      const odd: SessionEvent = {
+        type: "todo/write",
+        seq: 0,
+        time: 1.5,
+        data: { todos: [{ content: 'nul \u0000 emoji 🧪 quote " backslash \\ 1e-7', status: "pending" }] },
+      };
+      await storage.create({ id: "odd" }, { events: [odd] });
+      assert.deepEqual((await storage.load("odd")).events, [odd]);
+    } finally {
+      await after();
+    }
+  });
+
+  it("refuses bad options and an unknown writer", async () => {
+    assert.throws(() => postgresStorage({ client: admin, schema: "Bad-Name" }), code("INVALID_ARGS"));
+    assert.throws(() => postgresStorage({ client: {} as never }), code("INVALID_ARGS"));
+    const { storage, after } = await make();
+    try {
+      await storage.create({ id: "s" });
+      const foreign = { sessionId: "s", token: "x", released: false } as never;
+      await assert.rejects(storage.append("s", todos(1), { expectedSeq: 0, writer: foreign }), code("INVALID_ARGS"));
+    } finally {
+      await after();
+    }
+  });
+});
