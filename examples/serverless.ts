@@ -1,10 +1,12 @@
 /**
- * Agents in serverless functions: a fetch-style handler `(request) => Response`
- * that keeps nothing in memory between requests. Every request builds a
- * harness over file storage, lets the HTTP app resume the session from its
- * log, waits until the agent is idle (nothing may run after a function
- * returns), and disposes the harness, which writes the log back. Any
- * instance can serve the next request of a conversation.
+ * Agents in serverless functions: `createServerlessHandler` from
+ * `@dsh/harness/http`, a fetch-style handler `(request) => Response` that
+ * keeps nothing in memory between requests. Every request builds a harness
+ * over file storage, lets the HTTP app resume the session from its log,
+ * waits until the agent is idle (nothing may run after a function returns),
+ * and disposes the harness, which writes the log back. Any instance can
+ * serve the next request of a conversation. Across machines, use
+ * `postgresStorage` from `@dsh/harness/postgres` instead of `fileStorage`.
  *
  * Deploy anywhere that calls a fetch handler, with a shared directory (or
  * swap `fileStorage` for a shared storage backend):
@@ -23,9 +25,9 @@
  */
 
 import process from "node:process";
-import { createHarness, fileStorage, HarnessError, type LlmAdapter } from "../mod.ts";
+import { createHarness, fileStorage, type LlmAdapter } from "../mod.ts";
 import { deepseekAdapter } from "../adapters/mod.ts";
-import { createHarnessApp } from "../sdk/http/mod.ts";
+import { createServerlessHandler as serverlessHandler } from "../sdk/http/mod.ts";
 import { echoAdapter } from "./server_app.ts";
 
 /** Options of {@linkcode createServerlessHandler}. */
@@ -41,64 +43,26 @@ export interface ServerlessOptions {
 }
 
 /**
- * Make the handler. It holds only its options: every request starts from
- * storage.
+ * Make the handler: `createServerlessHandler` from `@dsh/harness/http` with a
+ * harness per request over file storage. It holds only its options: every
+ * request starts from storage.
  *
  * @param options Storage directory, token and models.
  * @returns A fetch-style handler.
  */
 export function createServerlessHandler(options: ServerlessOptions): (request: Request) => Promise<Response> {
-  return async (request) => {
-    const live = options.adapters === undefined && options.apiKey !== undefined;
-    const harness = await createHarness({
-      adapters: options.adapters?.() ?? (live ? [deepseekAdapter({ apiKey: options.apiKey! })] : [echoAdapter()]),
-      model: live ? { provider: "deepseek", model: "deepseek-chat" } : { provider: "echo", model: "echo-1" },
-      system: "You are a helpful assistant.",
-      storage: fileStorage(options.dataDir),
-    });
-    let body: Promise<ArrayBuffer> | undefined;
-    let response: Response;
-    try {
-      const app = createHarnessApp(harness, { token: options.token, approvals: false });
-      response = await app.fetch(request);
-      // Let running turns finish: nothing may run after the function returns.
-      const agents = harness.ctx.service("agents").list();
-      await Promise.all(agents.map((agent) => (agent.status === "running" ? agent.whenIdle() : undefined)));
-      // Answer only once every log is durable. Another instance serving the same session at the
-      // same time holds its writer lease: resuming is then refused (409 SESSION_WRITER_BUSY), and
-      // should the lease be lost later, the writes fail and so does the request.
-      for (const agent of agents) {
-        try {
-          await harness.sessions.flush(agent.session);
-        } catch (error) {
-          response.body?.cancel().catch(() => {});
-          return notSaved(agent.id, error);
-        }
-      }
-      // Read the body while the harness goes away: an event stream ends when its agent is disposed.
-      body = response.body === null ? undefined : response.arrayBuffer();
-    } finally {
-      await harness.dispose();
-    }
-    return new Response(body === undefined ? null : await body, { status: response.status, headers: response.headers });
-  };
-}
-
-/** The problem+json answer when a session's log could not be written. */
-function notSaved(sessionId: string, error: unknown): Response {
-  const cause = error instanceof Error ? error.cause : undefined;
-  const busy = HarnessError.isInstance(cause, "SESSION_WRITER_BUSY");
-  const status = busy ? 409 : 500;
-  const body = {
-    type: "urn:dsh-harness:problem:SESSION_NOT_SAVED",
-    title: busy ? "Conflict" : "Internal Server Error",
-    status,
-    code: "SESSION_NOT_SAVED",
-    detail: busy
-      ? `Session "${sessionId}" is being served by another instance; nothing of this request was saved`
-      : `Session "${sessionId}" could not be saved`,
-  };
-  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/problem+json" } });
+  const live = options.adapters === undefined && options.apiKey !== undefined;
+  const storage = fileStorage(options.dataDir);
+  return serverlessHandler({
+    harness: () =>
+      createHarness({
+        adapters: options.adapters?.() ?? (live ? [deepseekAdapter({ apiKey: options.apiKey! })] : [echoAdapter()]),
+        model: live ? { provider: "deepseek", model: "deepseek-chat" } : { provider: "echo", model: "echo-1" },
+        system: "You are a helpful assistant.",
+        storage,
+      }),
+    app: { token: options.token },
+  });
 }
 
 /**

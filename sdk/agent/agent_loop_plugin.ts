@@ -175,6 +175,7 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
             ctx: scopeCtx,
             now,
             ...(createOptions.header !== undefined ? { header: createOptions.header } : {}),
+            ...(createOptions.profile !== undefined ? { profile: createOptions.profile } : {}),
           }),
         "create",
         createOptions.setup,
@@ -200,9 +201,16 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
   };
 }
 
-/** The route a resumed agent keeps: the last recorded header's, unless overridden. */
+/**
+ * The route a resumed agent keeps: the last recorded request header's, else
+ * the one in the session's stored profile, unless overridden.
+ */
 function routeFromLog(options: ResumeAgentOptions): Partial<AgentOptions> {
+  const profile = (options.header?.profile ?? {}) as Partial<AgentOptions>;
   let recorded: Partial<AgentOptions> = {};
+  for (const key of ["provider", "model", "reasoningEffort", "temperature", "maxTokens"] as const) {
+    if (profile[key] !== undefined) (recorded as Record<string, unknown>)[key] = profile[key];
+  }
   for (const event of options.events) {
     if (event.type === "request/header") {
       const { provider, model, reasoningEffort, temperature, maxTokens, stop } = event.data.header.config;

@@ -8,7 +8,7 @@
 
 import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
-import type { SessionEvent } from "../session/mod.ts";
+import type { SessionEvent, SessionProfile } from "../session/mod.ts";
 import type { Agent, AgentHandle, AgentOptions } from "./agent.ts";
 
 /** Options of {@linkcode AgentRegistry.create}. */
@@ -24,6 +24,12 @@ export interface CreateAgentOptions extends Partial<AgentOptions> {
    * `origin`, `delegationDepth`, `agentPreset`, `cwd`).
    */
   readonly header?: Readonly<Record<string, unknown>>;
+  /**
+   * The session's own profile, stored in its header (`SessionHeader.profile`)
+   * so that it is restored wherever the session resumes. It is recorded
+   * only: apply its system text and tools in `setup` (the HTTP app does).
+   */
+  readonly profile?: SessionProfile;
   /**
    * Runs inside the creation transaction with the agent's scoped context:
    * register scoped tools, prompt sections and listeners here. A throw rolls

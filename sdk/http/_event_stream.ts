@@ -18,7 +18,9 @@
 // A client disconnect only unsubscribes — it never cancels.
 //
 // A session that is only in storage is read with `inspect()` (its stored
-// records, without in-memory repair events) and tailed by polling `stat()`:
+// records, without in-memory repair events) and tailed by the storage's own
+// `follow()` when it has one (PostgreSQL: LISTEN/NOTIFY, so a stream served
+// here carries what other instances write), else by polling `stat()`:
 // reading takes no writer lease and resumes no agent. When an agent for it
 // goes live in this harness, the stream carries on from the live session.
 //
@@ -408,6 +410,23 @@ export function streamStoredEvents(c: Context, source: StoredSource, options: Ev
     await ready(w, id, incarnation, source.events.length, "stored", options);
     await w.events(source.events.slice(w.next));
     if (!options.follow) {
+      await w.send("end", { id, seq: w.next });
+      return;
+    }
+    if (storage.follow !== undefined) {
+      // The storage can be followed (shared by other instances, e.g. PostgreSQL): its own tail
+      // carries what any writer appends, here or elsewhere, without polling the whole log.
+      const abort = new AbortController();
+      const watch = setInterval(() => w.gone && abort.abort(), 500);
+      try {
+        for await (const event of storage.follow(id, { fromSeq: w.next, signal: abort.signal })) {
+          if (w.gone) break;
+          await w.events([event]);
+        }
+      } finally {
+        clearInterval(watch);
+        abort.abort();
+      }
       await w.send("end", { id, seq: w.next });
       return;
     }

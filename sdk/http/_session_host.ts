@@ -1,5 +1,7 @@
 // Internal: the sessions the app serves — live agents, agents resumed from
-// storage on first use, forks, and the per-session profile (system text, tools).
+// storage on first use, forks, and the per-session profile (system text,
+// tools, model route), which lives in the session header so that any
+// instance resuming the session applies it.
 
 import type { Agent, AgentOptions } from "../agent/agent.ts";
 import type { AgentHandle } from "../agent/agent.ts";
@@ -7,15 +9,10 @@ import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { Harness, HarnessCtx } from "../harness.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
+import type { SessionProfile } from "../session/session.ts";
 import { forkBoundary } from "../session/session_store.ts";
 import { HttpProblem } from "./_problem.ts";
 import type { CreateSessionBody } from "./_body.ts";
-
-/** What a session was created with, beyond the route. */
-export interface SessionProfile {
-  readonly system?: string;
-  readonly tools?: readonly string[];
-}
 
 function notFound(id: string): HttpProblem {
   return new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
@@ -25,7 +22,6 @@ export class SessionHost {
   readonly #harness: Harness;
   readonly #ctx: HarnessCtx;
   readonly #storage: SessionStorage | undefined;
-  readonly #profiles = new Map<string, SessionProfile>();
   /** Agents this app made outside `harness.createAgent` (forks): only their handles can dispose them. */
   readonly #handles = new Map<string, AgentHandle>();
   readonly #resuming = new Map<string, Promise<Agent>>();
@@ -59,7 +55,9 @@ export class SessionHost {
     if (this.#storage === undefined) throw notFound(id);
     const resuming = (async () => {
       try {
-        return await this.#harness.resumeAgent(id, { setup: (ctx) => this.#applyProfile(ctx, id) });
+        return await this.#harness.resumeAgent(id, {
+          setup: (ctx, agent) => this.#applyProfile(ctx, agent.session.header.profile),
+        });
       } catch (error) {
         if (HarnessError.isInstance(error, "SESSION_NOT_FOUND")) throw notFound(id);
         throw error;
@@ -84,19 +82,19 @@ export class SessionHost {
     if (body.id !== undefined && (this.live(body.id) !== undefined || await this.#stored(body.id))) {
       throw new HttpProblem(409, "SESSION_ALREADY_EXISTS", `Session "${body.id}" already exists`);
     }
-    const { id, system, tools: toolNames, ...route } = body;
-    const profile: SessionProfile = { system, tools: toolNames };
-    const agent = await this.#harness.createAgent({
+    const { id, ...given } = body;
+    const profile = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as SessionProfile;
+    const { system: _system, tools: _tools, ...route } = profile;
+    return await this.#harness.createAgent({
       ...(id !== undefined ? { id } : {}),
       ...(route as Partial<AgentOptions>),
+      ...(Object.keys(profile).length > 0 ? { profile } : {}),
       setup: (ctx, made) => {
         // Before the session is announced: a refused route leaves nothing behind, in memory or in storage.
         this.#checkRoute(made.options);
-        this.#applyProfile(ctx, undefined, profile);
+        this.#applyProfile(ctx, profile);
       },
     });
-    if (system !== undefined || toolNames !== undefined) this.#profiles.set(agent.id, profile);
-    return agent;
   }
 
   /**
@@ -120,23 +118,27 @@ export class SessionHost {
     if (this.live(id) !== undefined || this.#ctx.service("sessions").get(id) !== undefined || await this.#stored(id)) {
       throw new HttpProblem(409, "SESSION_ALREADY_EXISTS", `Session "${id}" already exists`);
     }
-    const profile = this.#profiles.get(source.id);
+    const profile = source.session.header.profile;
     const { provider, model, reasoningEffort, temperature, maxTokens, stop } = source.options;
     const cwd = source.session.header.cwd;
     const handle = await this.#ctx.service("agents").resume(this.#ctx as unknown as HarnessContext, {
       sessionId: id,
       events: events.slice(0, end + 1),
-      header: { parentSession: source.id, seedLength: end + 1, ...(cwd !== undefined ? { cwd } : {}) },
+      header: {
+        parentSession: source.id,
+        seedLength: end + 1,
+        ...(cwd !== undefined ? { cwd } : {}),
+        ...(profile !== undefined ? { profile } : {}),
+      },
       provider,
       model,
       reasoningEffort,
       temperature,
       maxTokens,
       stop,
-      setup: (ctx) => this.#applyProfile(ctx, undefined, profile),
+      setup: (ctx) => this.#applyProfile(ctx, profile),
     });
     this.#handles.set(id, handle);
-    if (profile !== undefined) this.#profiles.set(id, profile);
     return handle.agent;
   }
 
@@ -152,7 +154,6 @@ export class SessionHost {
       await this.#harness.disposeAgent(id);
       existed = true;
     }
-    this.#profiles.delete(id);
     if (this.#storage !== undefined) existed = (await this.#deleteStored(this.#storage, id)) || existed;
     return existed;
   }
@@ -211,8 +212,7 @@ export class SessionHost {
     }
   }
 
-  #applyProfile(ctx: HarnessContext, id: string | undefined, given?: SessionProfile): void {
-    const profile = given ?? (id !== undefined ? this.#profiles.get(id) : undefined);
+  #applyProfile(ctx: HarnessContext, profile: SessionProfile | undefined): void {
     if (profile === undefined) return;
     const scoped = ctx as unknown as HarnessCtx;
     if (profile.system !== undefined && profile.system !== "") {

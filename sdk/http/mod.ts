@@ -2,7 +2,9 @@
  * `@dsh/harness/http`: a harness as a Hono microservice — REST routes for
  * sessions, messages, cancel, fork, transcripts and tool approvals, and a
  * resumable SSE event stream (`Last-Event-ID` = seq). Stop is explicit: a
- * client disconnect never cancels an agent.
+ * client disconnect never cancels an agent. `createServerlessHandler` serves
+ * the same routes from functions that keep nothing between requests, over
+ * any shared storage.
  *
  * @example
  * ```ts
@@ -29,5 +31,6 @@ export {
   type HarnessCorsOptions,
   type RequestLogRecord,
 } from "./create_harness_app.ts";
+export { createServerlessHandler, type ServerlessHandlerOptions } from "./create_serverless_handler.ts";
 export type { ProblemDetails, ProblemFieldError } from "./problem_details.ts";
 export type { HttpPendingApproval, HttpSessionSummary } from "./session_summary.ts";

@@ -31,6 +31,7 @@ export type {
   StorageAppendOptions,
   StorageAppendResult,
   StorageCreateOptions,
+  StorageFollowOptions,
 } from "./session_storage.ts";
 export { fileStorage } from "./file_storage.ts";
 export type { FileStorageOptions } from "./file_storage.ts";

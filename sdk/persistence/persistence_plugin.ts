@@ -47,7 +47,9 @@ interface Tracked {
 function storedHeader(session: Session): NewSessionHeader {
   const h = session.header;
   const out: Record<string, unknown> = { id: session.id, createdAt: h.createdAt };
-  for (const key of ["cwd", "parentSession", "seedLength", "origin", "delegationDepth", "agentPreset"] as const) {
+  for (
+    const key of ["cwd", "parentSession", "seedLength", "origin", "delegationDepth", "agentPreset", "profile"] as const
+  ) {
     if (h[key] !== undefined) out[key] = h[key];
   }
   return out as unknown as NewSessionHeader;

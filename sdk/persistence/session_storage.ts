@@ -107,6 +107,18 @@ export interface StorageAppendOptions {
   readonly writer?: SessionWriter;
 }
 
+/** Options of {@linkcode SessionStorage.follow}. */
+export interface StorageFollowOptions {
+  /**
+   * The first seq to yield.
+   *
+   * @default {0}
+   */
+  readonly fromSeq?: number;
+  /** Ends the iteration. */
+  readonly signal?: AbortSignal;
+}
+
 /** What {@linkcode SessionStorage.append} resolves to. */
 export interface StorageAppendResult {
   /** The stored next seq after the batch. */
@@ -241,4 +253,12 @@ export interface SessionStorage {
    * @throws {HarnessError} `SESSION_WRITER_BUSY` when another writer holds it.
    */
   acquireWriter(sessionId: string): Promise<SessionWriter>;
+  /**
+   * Optional: follow a session's log read-only, from `fromSeq`: every stored
+   * event in order, then each one appended later by any writer, in any
+   * process sharing the storage (`postgresStorage` implements it). Takes no
+   * lease. Ends when `signal` aborts or the session is deleted; rejects with
+   * `SESSION_NOT_FOUND` when it does not exist at the start.
+   */
+  follow?(sessionId: string, options?: StorageFollowOptions): AsyncIterable<SessionEvent>;
 }

@@ -38,6 +38,7 @@ import type {
   StorageAppendOptions,
   StorageAppendResult,
   StorageCreateOptions,
+  StorageFollowOptions,
 } from "../persistence/session_storage.ts";
 import { migrate } from "./_migrations.ts";
 import { type Statements, statements } from "./_statements.ts";
@@ -85,14 +86,6 @@ export interface PostgresStorageOptions {
   readonly newId?: () => string;
 }
 
-/** Options of {@linkcode PostgresSessionStorage.follow}. */
-export interface FollowOptions {
-  /** The first seq to yield. @default {0} */
-  readonly fromSeq?: number;
-  /** Ends the iteration. */
-  readonly signal?: AbortSignal;
-}
-
 /** A held writer lease of {@linkcode postgresStorage}. */
 export interface PostgresSessionWriter extends SessionWriter {
   /** The fence counter of the session's lease row when this lease was taken (grows with every take-over). */
@@ -119,7 +112,7 @@ export interface PostgresSessionStorage extends SessionStorage, AsyncDisposable 
    *
    * @throws {HarnessError} `SESSION_NOT_FOUND` when the session does not exist at the start.
    */
-  follow(sessionId: string, options?: FollowOptions): AsyncIterable<SessionEvent>;
+  follow(sessionId: string, options?: StorageFollowOptions): AsyncIterable<SessionEvent>;
   /** Stop renewing held leases and listening; the client itself stays open (the caller owns it). */
   close(): Promise<void>;
 }
@@ -515,7 +508,7 @@ class PgStorage implements PostgresSessionStorage {
     this.#writers.delete(writer);
   }
 
-  follow(sessionId: string, options: FollowOptions = {}): AsyncIterable<SessionEvent> {
+  follow(sessionId: string, options: StorageFollowOptions = {}): AsyncIterable<SessionEvent> {
     validateSessionId(sessionId);
     const fromSeq = options.fromSeq ?? 0;
     if (!Number.isSafeInteger(fromSeq) || fromSeq < 0) throw invalidArgs("fromSeq must be a non-negative integer");

@@ -37,6 +37,7 @@ export {
   type SessionHeaderInit,
   type SessionObserver,
   type SessionOptions,
+  type SessionProfile,
 } from "./session.ts";
 export {
   isSurfaceEventType,

@@ -31,6 +31,29 @@ import { isTime, validateEnvelope, validateEventData } from "./_validate_event.t
 /** The format version stamped on new session headers. */
 export const SESSION_FORMAT_VERSION: number = 1;
 
+/**
+ * What a session was created with beyond the harness defaults — its own
+ * system prompt, tool allowlist and model route (e.g. given at `POST
+ * /sessions`). Kept in the header, so that wherever the session resumes, the
+ * same profile applies.
+ */
+export interface SessionProfile {
+  /** Extra system prompt text of this session. */
+  readonly system?: string;
+  /** The tools this session may use (an allowlist of registered tool names). */
+  readonly tools?: readonly string[];
+  /** The provider of the session's model route. */
+  readonly provider?: string;
+  /** The model of the session's route. */
+  readonly model?: string;
+  /** The reasoning effort of the route. */
+  readonly reasoningEffort?: "minimal" | "low" | "medium" | "high" | "max";
+  /** The sampling temperature of the route. */
+  readonly temperature?: number;
+  /** The output token limit of the route. */
+  readonly maxTokens?: number;
+}
+
 /** Creation metadata of a session, kept beside (not in) the event log. Deep-frozen. */
 export interface SessionHeader {
   /** The storage format version. */
@@ -51,6 +74,8 @@ export interface SessionHeader {
   readonly delegationDepth?: number;
   /** The agent preset the session was created with. */
   readonly agentPreset?: string;
+  /** The session's own system prompt, tools and model route, restored wherever it resumes. */
+  readonly profile?: SessionProfile;
 }
 
 /** Called synchronously after an event is committed. */
@@ -100,6 +125,8 @@ export interface SessionHeaderInit extends SessionOptions {
   delegationDepth?: number;
   /** See {@linkcode SessionHeader.agentPreset}. */
   agentPreset?: string;
+  /** See {@linkcode SessionHeader.profile}. */
+  profile?: SessionProfile;
 }
 
 /** The envelope options of a log-only event. */
@@ -122,6 +149,7 @@ const HEADER_FIELDS = [
   "origin",
   "delegationDepth",
   "agentPreset",
+  "profile",
 ] as const;
 
 function invalidHeader(what: string): never {

@@ -102,6 +102,7 @@ const HEADER_KEYS = [
   "origin",
   "delegationDepth",
   "agentPreset",
+  "profile",
 ];
 
 // Every session object that is in some store: one object is in one store at a time.

@@ -1,0 +1,127 @@
+/**
+ * Agents in serverless functions: a fetch-style handler `(request) =>
+ * Response` that keeps nothing in memory between requests, over any shared
+ * {@linkcode SessionStorage} (`postgresStorage` for many machines,
+ * `fileStorage` on a shared disk).
+ *
+ * @module
+ */
+
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { Harness } from "../harness.ts";
+import { createHarnessApp, type HarnessAppOptions } from "./create_harness_app.ts";
+
+/** Options of {@linkcode createServerlessHandler}. */
+export interface ServerlessHandlerOptions {
+  /**
+   * Make the harness that serves one request. Give it the shared storage
+   * (build the storage and its client once, outside, and reuse them); the
+   * handler disposes the harness, never the storage.
+   */
+  readonly harness: () => Promise<Harness>;
+  /** Options of the app (token, limits, log); `approvals` is always off (no one could answer between requests). */
+  readonly app?: Omit<HarnessAppOptions, "approvals">;
+}
+
+/**
+ * Make a handler that serves each request with a fresh harness over shared
+ * storage: the HTTP app resumes the session from its log, the handler waits
+ * until every agent it woke is idle and durable (nothing may run after a
+ * function returns), then disposes the harness, releasing the writer lease.
+ * Any instance can serve the next request of a conversation; a session's own
+ * system prompt, tools and model (given at `POST /sessions`) are stored in
+ * its header and apply wherever it resumes.
+ *
+ * Prefer `"wait": true` on messages: the response then carries the turn's
+ * outcome. An event stream of a session follows storage when the storage
+ * can (`postgresStorage`): it then stays open and carries what any instance
+ * writes; otherwise it ends with the request. When another instance is
+ * driving the same session at that moment, the answer is `409
+ * SESSION_NOT_SAVED` (or `409 SESSION_WRITER_BUSY`) and nothing of the
+ * request was stored.
+ *
+ * @param options How to build the harness for one request, and the app's options.
+ * @returns A fetch-style handler.
+ *
+ * @example Two handler instances sharing one storage continue one conversation
+ * ```ts
+ * import { createHarness, memoryStorage } from "@dsh/harness";
+ * import { createServerlessHandler } from "@dsh/harness/http";
+ * import { scriptedAdapter, textResponse } from "@dsh/harness/testing";
+ * import assert from "node:assert/strict";
+ *
+ * const storage = memoryStorage(); // use postgresStorage({ client }) across machines
+ * const instance = () =>
+ *   createServerlessHandler({
+ *     harness: () =>
+ *       createHarness({
+ *         adapters: [scriptedAdapter(textResponse("Hello!"))],
+ *         model: { provider: "scripted", model: "scripted-model" },
+ *         storage,
+ *       }),
+ *     app: { token: "secret-token", log: false },
+ *   });
+ * const post = (path: string, body: unknown) =>
+ *   new Request(`https://fn.example${path}`, {
+ *     method: "POST",
+ *     headers: { authorization: "Bearer secret-token", "content-type": "application/json" },
+ *     body: JSON.stringify(body),
+ *   });
+ * assert.equal((await instance()(post("/sessions", { id: "chat", system: "Be brief." }))).status, 201);
+ * const answer = await instance()(post("/sessions/chat/messages", { content: "Hi", wait: true }));
+ * assert.equal((await answer.json()).result.text, "Hello!");
+ * ```
+ */
+export function createServerlessHandler(options: ServerlessHandlerOptions): (request: Request) => Promise<Response> {
+  if (typeof options?.harness !== "function") {
+    throw new HarnessError("INVALID_ARGS", "createServerlessHandler needs { harness: () => Promise<Harness> }");
+  }
+  return async (request) => {
+    const harness = await options.harness();
+    let body: Promise<ArrayBuffer> | undefined;
+    let response: Response;
+    try {
+      const app = createHarnessApp(harness, { ...options.app, approvals: false });
+      response = await app.fetch(request);
+      const agents = harness.ctx.service("agents").list();
+      // Nothing was woken (a list, a summary, an event stream that follows storage): the
+      // response needs no agent, so it is returned as it is, streaming included.
+      if (agents.length === 0) return response;
+      // Let running turns finish: nothing may run after the function returns.
+      await Promise.all(agents.map((agent) => (agent.status === "running" ? agent.whenIdle() : undefined)));
+      // Answer only once every log is durable.
+      for (const agent of agents) {
+        try {
+          await harness.sessions.flush(agent.session);
+        } catch (error) {
+          response.body?.cancel().catch(() => {});
+          return notSaved(agent.id, error);
+        }
+      }
+      // Read the body while the harness goes away: an event stream ends when its agent is disposed.
+      body = response.body === null ? undefined : response.arrayBuffer();
+    } finally {
+      await harness.dispose();
+    }
+    return new Response(body === undefined ? null : await body, { status: response.status, headers: response.headers });
+  };
+}
+
+const BUSY = new Set(["SESSION_WRITER_BUSY", "SESSION_LEASE_LOST"]);
+
+/** The problem+json answer when a session's log could not be written. */
+function notSaved(sessionId: string, error: unknown): Response {
+  const cause = error instanceof Error && error.cause !== undefined ? error.cause : error;
+  const busy = HarnessError.isInstance(cause) && BUSY.has(cause.code);
+  const status = busy ? 409 : 500;
+  const body = {
+    type: "urn:dsh-harness:problem:SESSION_NOT_SAVED",
+    title: busy ? "Conflict" : "Internal Server Error",
+    status,
+    code: "SESSION_NOT_SAVED",
+    detail: busy
+      ? `Session "${sessionId}" is being served by another instance; nothing of this request was saved`
+      : `Session "${sessionId}" could not be saved`,
+  };
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/problem+json" } });
+}
