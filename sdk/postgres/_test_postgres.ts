@@ -10,10 +10,12 @@
 //
 // Each test gets a schema of its own, dropped afterwards.
 
-import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import process from "node:process";
+import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 
 interface Server {
@@ -55,6 +57,7 @@ async function startEmbedded(): Promise<Server> {
       if (log.length > 200) log.shift();
     },
     onError: (message: unknown) => log.push(String(message)),
+    initdbFlags: ["--no-sync"],
     postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "fsync=on"],
   });
   try {
@@ -125,4 +128,28 @@ export function testPool(url: string, max = 4): pg.Pool {
 /** Drop a schema made by a test. */
 export async function dropSchema(client: { query(text: string): Promise<unknown> }, schema: string): Promise<void> {
   await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+}
+
+/**
+ * A fresh in-process PGlite database. Its first start runs initdb in
+ * WebAssembly (many seconds on a loaded machine), so the initialised data
+ * directory is kept as a tarball in the temp directory, keyed by the PGlite
+ * version, and later starts load it; a damaged tarball is replaced.
+ */
+export async function openTestPGlite(): Promise<PGlite> {
+  const pkg = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8"));
+  const version = String(pkg.devDependencies?.["@electric-sql/pglite"] ?? "unknown").replace(/[^\w.-]/g, "_");
+  const cache = join(tmpdir(), `dsh-pglite-${version}.tar.gz`);
+  try {
+    const data = await readFile(cache);
+    return await PGlite.create({ loadDataDir: new Blob([data]) });
+  } catch {
+    // No cache yet, or a damaged one: initialise, and keep the result for next time.
+  }
+  const db = await PGlite.create();
+  const dump = await db.dumpDataDir("gzip");
+  const temp = `${cache}.${process.pid}.${Date.now()}.tmp`;
+  await writeFile(temp, new Uint8Array(await dump.arrayBuffer()));
+  await rename(temp, cache);
+  return db;
 }

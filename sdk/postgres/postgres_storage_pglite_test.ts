@@ -3,10 +3,10 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { PGlite } from "@electric-sql/pglite";
+import type { PGlite } from "@electric-sql/pglite";
 import type { SessionEvent } from "../session/session_events.ts";
 import { storageContract } from "../persistence/_test_storage_contract.ts";
-import { dropSchema, testSchema } from "./_test_postgres.ts";
+import { dropSchema, openTestPGlite, testSchema } from "./_test_postgres.ts";
 import { type PostgresSessionStorage, postgresStorage } from "./postgres_storage.ts";
 
 function todos(n: number, from = 0): SessionEvent[] {
@@ -23,25 +23,21 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 describe("postgresStorage() on PGlite", () => {
   let db: PGlite;
   before(async () => {
-    db = new PGlite();
-    await db.waitReady;
+    db = await openTestPGlite();
   });
   after(async () => {
     await db?.close();
   });
 
+  // One schema for the suite (DDL is slow in WebAssembly), emptied before each test.
+  const schema = testSchema("pglite");
   storageContract({
     name: "postgresStorage(PGlite)",
-    make: () => {
-      const schema = testSchema();
+    make: async () => {
       const storage: PostgresSessionStorage = postgresStorage({ client: db, schema });
-      return Promise.resolve({
-        storage,
-        async after() {
-          await storage.close();
-          await dropSchema(db, schema);
-        },
-      });
+      await storage.migrate();
+      await db.query(`TRUNCATE "${schema}".sessions, "${schema}".session_events, "${schema}".session_writers`);
+      return { storage, after: () => storage.close() };
     },
   });
 
