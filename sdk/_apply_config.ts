@@ -7,7 +7,7 @@ import { HarnessError } from "./kernel/harness_error.ts";
 import type { LlmAdapter } from "./llm/mod.ts";
 // Types and the zod-free rule matcher only: the config loader (zod, jsonc-parser) is the
 // "@dsh/harness/config" subpath, so the core bundle does not carry it.
-import type { AdapterConfig, HarnessConfig } from "./config/harness_config.ts";
+import type { AdapterConfig, HarnessConfig, StorageConfig } from "./config/harness_config.ts";
 import type { LoadedConfig } from "./config/resolve_config.ts";
 import { permissionFor } from "./config/permission_for.ts";
 import type { ToolDefinition, ToolEvents, ToolRuntime } from "./tools/mod.ts";
@@ -64,9 +64,32 @@ export function adaptersFromConfig(
   return out;
 }
 
-export function storageFromConfig(config: HarnessConfig): SessionStorage {
+/** What a storage factory receives: the storage's configuration and the environment reader. */
+export interface StorageFactoryInput {
+  /** The configured storage. */
+  readonly config: StorageConfig;
+  /** Reads the environment variable a configuration names (e.g. `urlEnv`). */
+  readonly env: EnvReader;
+}
+
+/** Makes the storage of one configured `kind` that the core does not build itself (e.g. `postgres`). */
+export type StorageFactory = (input: StorageFactoryInput) => SessionStorage;
+
+export function storageFromConfig(
+  config: HarnessConfig,
+  factories: Readonly<Record<string, StorageFactory>> | undefined,
+  env: EnvReader,
+): SessionStorage {
   const storage = config.storage;
-  return storage.kind === "file" ? fileStorage(storage.dir, { compression: storage.compression }) : memoryStorage();
+  const factory = factories?.[storage.kind];
+  if (factory !== undefined) return factory({ config: storage, env });
+  if (storage.kind === "file") return fileStorage(storage.dir, { compression: storage.compression });
+  if (storage.kind === "memory") return memoryStorage();
+  throw new HarnessError(
+    "CONFIG_STORAGE_KIND",
+    `Configured storage has kind "${storage.kind}", for which no factory was given: pass storageKinds from "@dsh/harness/postgres"`,
+    { details: { kind: storage.kind } },
+  );
 }
 
 export function enabledTools(config: HarnessConfig, tools: readonly ToolDefinition[]): ToolDefinition[] {

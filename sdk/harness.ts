@@ -36,6 +36,7 @@ import {
   type EnvReader,
   importPlugins,
   installPermissions,
+  type StorageFactory,
   storageFromConfig,
 } from "./_apply_config.ts";
 import type { SessionStorage } from "./persistence/session_storage.ts";
@@ -148,7 +149,12 @@ export interface CreateHarnessOptions {
    * `@dsh/harness/adapters` (the core never imports adapters itself).
    */
   readonly adapterKinds?: Readonly<Record<string, AdapterFactory>>;
-  /** Reads the environment variables named by `apiKeyEnv`. @default {process.env} */
+  /**
+   * Storage factories by configured `kind`, for kinds whose driver the core
+   * does not carry: `{ postgres: postgresStorageKind(...) }` from `@dsh/harness/postgres`.
+   */
+  readonly storageKinds?: Readonly<Record<string, StorageFactory>>;
+  /** Reads the environment variables named by `apiKeyEnv` and `urlEnv`. @default {process.env} */
   readonly env?: EnvReader;
 }
 
@@ -383,11 +389,18 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
     adapters: [...configured.filter((a) => !explicit.has(a.provider)), ...(options.adapters ?? [])],
     model: options.model ?? config.model,
     tools: enabledTools(config, options.tools ?? []),
-    storage: options.storage ?? storageFromConfig(config),
+    storage: options.storage ?? storageFromConfig(config, options.storageKinds, options.env ?? defaultEnv),
     plugins: [permissions, ...plugins, ...(options.plugins ?? [])],
     maxParallelToolCalls: options.maxParallelToolCalls ?? config.maxParallelToolCalls,
     invariants: options.invariants ?? config.invariants,
   };
 }
 
-export type { AdapterFactory, AdapterFactoryInput, ConfigInput, EnvReader } from "./_apply_config.ts";
+export type {
+  AdapterFactory,
+  AdapterFactoryInput,
+  ConfigInput,
+  EnvReader,
+  StorageFactory,
+  StorageFactoryInput,
+} from "./_apply_config.ts";

@@ -75,7 +75,28 @@ export interface FileStorageConfig {
 }
 
 /** Where session logs are stored. */
-export type StorageConfig = MemoryStorageConfig | FileStorageConfig;
+/**
+ * Session logs in PostgreSQL, shared by every instance (`postgresStorage` from
+ * `@dsh/harness/postgres`). The connection string is read from the
+ * environment variable `urlEnv`, never written in the file; the driver is
+ * the application's: pass `storageKinds: { postgres: postgresStorageKind(...) }`
+ * to `createHarness`.
+ */
+export interface PostgresStorageConfig {
+  /** Discriminator. */
+  readonly kind: "postgres";
+  /** The environment variable holding the connection string, e.g. `DATABASE_URL`. */
+  readonly urlEnv: string;
+  /**
+   * The schema holding the tables.
+   *
+   * @default {"dsh"}
+   */
+  readonly schema?: string;
+}
+
+/** Where session logs are stored. */
+export type StorageConfig = MemoryStorageConfig | FileStorageConfig | PostgresStorageConfig;
 
 /** A hook run as a shell command (`sh -c`), Claude Code's protocol: the event as JSON on stdin. */
 export interface HookCommandConfig {
@@ -162,11 +183,15 @@ export interface AdapterConfigLayer {
 /** One layer's view of {@linkcode StorageConfig}: every field optional, `null` removes it. */
 export interface StorageConfigLayer {
   /** See {@linkcode StorageConfig}. */
-  readonly kind?: "memory" | "file" | null;
+  readonly kind?: "memory" | "file" | "postgres" | null;
   /** See {@linkcode FileStorageConfig.dir}. */
   readonly dir?: string | null;
   /** See {@linkcode FileStorageConfig.compression}. */
   readonly compression?: "zstd" | "none" | null;
+  /** See {@linkcode PostgresStorageConfig.urlEnv}. */
+  readonly urlEnv?: string | null;
+  /** See {@linkcode PostgresStorageConfig.schema}. */
+  readonly schema?: string | null;
 }
 
 /**

@@ -61,6 +61,9 @@ const modelLayer = z.strictObject({
   maxTokens: positiveInt.nullish(),
   stop: z.array(z.string()).nullish(),
 });
+const schemaName = z.string().regex(/^[a-z_][a-z0-9_]{0,39}$/, {
+  message: "A schema name is lower-case letters, digits and _ (at most 40)",
+});
 const adapterLayer = z.strictObject({
   kind: name.nullish(),
   apiKeyEnv: envName.nullish(),
@@ -68,9 +71,11 @@ const adapterLayer = z.strictObject({
   models: names.nullish(),
 });
 const storageLayer = z.strictObject({
-  kind: z.enum(["memory", "file"]).nullish(),
+  kind: z.enum(["memory", "file", "postgres"]).nullish(),
   dir: name.nullish(),
   compression: compression.nullish(),
+  urlEnv: envName.nullish(),
+  schema: schemaName.nullish(),
 });
 
 /**
@@ -139,6 +144,7 @@ export const harnessConfigSchema: z.ZodType<HarnessConfig> = z.strictObject({
   storage: z.discriminatedUnion("kind", [
     z.strictObject({ kind: z.literal("memory") }),
     z.strictObject({ kind: z.literal("file"), dir: name, compression: compression.optional() }),
+    z.strictObject({ kind: z.literal("postgres"), urlEnv: envName, schema: schemaName.optional() }),
   ]),
   plugins: names,
   maxParallelToolCalls: positiveInt,

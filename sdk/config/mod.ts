@@ -34,6 +34,7 @@ export type {
   ModelConfigLayer,
   PermissionAction,
   PermissionRule,
+  PostgresStorageConfig,
   StorageConfig,
   StorageConfigLayer,
 } from "./harness_config.ts";

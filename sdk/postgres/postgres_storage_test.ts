@@ -8,6 +8,10 @@ import { LogBuilder } from "../persistence/_test_log.ts";
 import { acquireTestPostgres, dropSchema, testPool, testSchema } from "./_test_postgres.ts";
 import { migrationScript, SCHEMA_VERSION } from "./_migrations.ts";
 import { type PostgresSessionWriter, postgresStorage } from "./postgres_storage.ts";
+import { postgresStorageKind } from "./postgres_storage_kind.ts";
+import { createHarness } from "../harness.ts";
+import { resolveConfig } from "../config/resolve_config.ts";
+import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
 
 const code = (c: string) => (error: unknown) => HarnessError.isInstance(error, c);
 
@@ -234,6 +238,45 @@ describe("postgresStorage() on a PostgreSQL server", () => {
       await assert.rejects(storage.append("s", todos(1), { expectedSeq: 0, writer: foreign }), code("INVALID_ARGS"));
     } finally {
       await after();
+    }
+  });
+  it('a configuration with storage { kind: "postgres", urlEnv } stores sessions in PostgreSQL', async () => {
+    const schema = testSchema("cfg");
+    const text = JSON.stringify({
+      adapters: { deepseek: null },
+      model: { provider: "scripted", model: "scripted-model" },
+      storage: { kind: "postgres", urlEnv: "TEST_PG_URL", schema },
+    });
+    const { config } = resolveConfig([{ name: "app.jsonc", text }]);
+    assert.deepEqual(config.storage, { kind: "postgres", urlEnv: "TEST_PG_URL", schema });
+    assert.throws(
+      () => resolveConfig([{ name: "bad.jsonc", text: '{ "storage": { "kind": "postgres" } }' }]),
+      (error: unknown) => HarnessError.isInstance(error) && /urlEnv/.test(String(error.details?.path ?? error.message)),
+    );
+    const adapters = [scriptedAdapter(textResponse("Stored."))];
+    await assert.rejects(createHarness({ config, adapters }), code("CONFIG_STORAGE_KIND"));
+    const pools: pg.Pool[] = [];
+    const kind = postgresStorageKind((url) => {
+      const pool = testPool(url, 2);
+      pools.push(pool);
+      return pool;
+    });
+    await assert.rejects(
+      createHarness({ config, adapters, env: () => undefined, storageKinds: { postgres: kind } }),
+      code("CONFIG_STORAGE_URL_MISSING"),
+    );
+    const env = (name: string) => (name === "TEST_PG_URL" ? server.url : undefined);
+    const harness = await createHarness({ config, adapters, env, storageKinds: { postgres: kind } });
+    try {
+      const agent = await harness.createAgent({ id: "configured" });
+      assert.equal((await agent.run("Hello")).text, "Stored.");
+      const { rows } = await admin.query(`SELECT next_seq FROM "${schema}".sessions WHERE id = 'configured'`);
+      assert.ok(Number(rows[0].next_seq) > 5);
+    } finally {
+      await harness.dispose();
+      await (harness.storage as { close?: () => Promise<void> }).close?.();
+      for (const pool of pools) await pool.end();
+      await dropSchema(admin, schema);
     }
   });
 });
