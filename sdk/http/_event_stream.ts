@@ -419,15 +419,18 @@ export function streamStoredEvents(c: Context, source: StoredSource, options: Ev
       const abort = new AbortController();
       const watch = setInterval(() => w.gone && abort.abort(), 500);
       try {
+        await w.flush();
         for await (const event of storage.follow(id, { fromSeq: w.next, signal: abort.signal })) {
           if (w.gone) break;
           await w.events([event]);
+          await w.flush();
         }
       } finally {
         clearInterval(watch);
         abort.abort();
       }
       await w.send("end", { id, seq: w.next });
+      await w.flush();
       return;
     }
     const offCreated = ctx.on("agent/created", (agent) => {
