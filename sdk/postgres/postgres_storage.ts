@@ -23,7 +23,8 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { alreadyExists, corrupt, invalidArgs, notFound, seqMismatch, writerBusy } from "../persistence/_errors.ts";
-import { knownEventTypes } from "../persistence/_event_types.ts";
+import { validateEnvelope, validateEventData } from "../session/_validate_event.ts";
+import { readable, type ReaderVocabulary, readerVocabulary, unknownToReader } from "../persistence/_event_types.ts";
 import { makeHeader, parseHeader, validateSessionId } from "../persistence/_header.ts";
 import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "../persistence/_validate_batch.ts";
 import { repairSessionLog } from "../persistence/repair_session_log.ts";
@@ -70,7 +71,12 @@ export interface PostgresStorageOptions {
    * @default {1000}
    */
   readonly pollMs?: number;
-  /** Event types the application added to `SessionEventMap`, so that they are not refused as unknown. */
+  /**
+   * Makes this a strict reader: it loads the core event types, these, and any
+   * event marked `ignorable: true`, and refuses any other type with
+   * `SESSION_UNKNOWN_EVENT_TYPE`. Without it every well-formed event is read.
+   * Appends never check types: whatever the session accepted is persisted.
+   */
   readonly eventTypes?: Iterable<string>;
   /**
    * The clock used for `createdAt` and `updatedAt` (leases use the database's clock).
@@ -210,7 +216,7 @@ class PgStorage implements PostgresSessionStorage {
   readonly schema: string;
   readonly #db: PostgresExecutor;
   readonly #sql: Statements;
-  readonly #known: ReadonlySet<string>;
+  readonly #known: ReaderVocabulary;
   readonly #now: () => number;
   readonly #newId: () => string;
   readonly #leaseMs: number;
@@ -232,7 +238,7 @@ class PgStorage implements PostgresSessionStorage {
     if (!Number.isFinite(pollMs) || pollMs < 1) throw invalidArgs("pollMs must be a positive number");
     this.#db = toPostgresExecutor(options.client);
     this.#sql = statements(this.schema);
-    this.#known = knownEventTypes(options.eventTypes);
+    this.#known = readerVocabulary(options.eventTypes);
     this.#now = options.now ?? Date.now;
     this.#newId = options.newId ?? (() => crypto.randomUUID());
     this.#tail = new PostgresTail(this.#db, this.#sql, pollMs, () => this.#ensure());
@@ -294,7 +300,7 @@ class PgStorage implements PostgresSessionStorage {
     validateBatchShape(events);
     return (async () => {
       const token = this.#token(header.id, options.writer, "create it");
-      checkBatchContent(header.id, events, 0, this.#known);
+      checkBatchContent(header.id, events, 0);
       const { types, texts, bytes } = this.#encode(events);
       const headerText = JSON.stringify({ type: "session", ...header });
       let rows;
@@ -330,7 +336,7 @@ class PgStorage implements PostgresSessionStorage {
     validateBatchShape(events);
     return (async () => {
       const token = this.#token(sessionId, options.writer, "append");
-      checkBatchContent(sessionId, events, options.expectedSeq, this.#known);
+      checkBatchContent(sessionId, events, options.expectedSeq);
       return await this.#append(sessionId, events, options.expectedSeq, token, options.writer, "append");
     })();
   }
@@ -379,15 +385,16 @@ class PgStorage implements PostgresSessionStorage {
       if (typeof event !== "object" || event === null || event.seq !== i || typeof event.type !== "string") {
         throw corrupt(this.#file, i + 2, `the event at position ${i} is not an event with seq ${i}`, { sessionId });
       }
-      if (!this.#known.has(event.type) && event.ignorable !== true) {
-        throw new HarnessError(
-          "SESSION_UNKNOWN_EVENT_TYPE",
-          `Session ${JSON.stringify(sessionId)} has unknown event type ${
-            JSON.stringify(event.type)
-          } at seq ${i} without ignorable`,
-          { details: { file: this.#file, line: i + 2, type: event.type, sessionId } },
-        );
+      try {
+        validateEnvelope(event, i);
+        validateEventData(event.type, event.data, i);
+      } catch (error) {
+        throw corrupt(this.#file, i + 2, `event ${i} of session ${JSON.stringify(sessionId)} is malformed`, {
+          sessionId,
+          seq: i,
+        }, error);
       }
+      if (!readable(this.#known, event.type, event.ignorable)) throw unknownToReader(sessionId, i, event.type);
     }
     return { header, events };
   }

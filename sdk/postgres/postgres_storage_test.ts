@@ -218,12 +218,41 @@ describe("postgresStorage() on a PostgreSQL server", () => {
       const odd: SessionEvent = {
         type: "todo/write",
         seq: 0,
-        time: 1.5,
+        time: 2,
         data: { todos: [{ content: 'nul \u0000 emoji 🧪 quote " backslash \\ 1e-7', status: "pending" }] },
       };
       await storage.create({ id: "odd" }, { events: [odd] });
       assert.deepEqual((await storage.load("odd")).events, [odd]);
     } finally {
+      await after();
+    }
+  });
+
+  it("persists any well-formed type; a strict reader refuses unknown ones; a malformed row is SESSION_CORRUPT", async () => {
+    const { storage, pool, schema, after } = await make();
+    const strict = postgresStorage({ client: pool, schema, eventTypes: ["my/known"] });
+    try {
+      const mine = { type: "my/event", seq: 0, time: 1, data: { n: 1 } } as unknown as SessionEvent;
+      await storage.create({ id: "open" }, { events: [mine] });
+      assert.deepEqual((await storage.load("open")).events, [mine]);
+      await assert.rejects(
+        strict.inspect("open"),
+        (e: unknown) => HarnessError.isInstance(e, "SESSION_UNKNOWN_EVENT_TYPE") && e.details?.seq === 0,
+      );
+      await storage.create({ id: "bad" }, { events: todos(2) });
+      // A row damaged outside the storage: valid JSON, but not an event the session would accept.
+      await pool.query(
+        `UPDATE ${schema}.session_events SET event = '{"type":"todo/write","seq":1,"time":1,"data":{}}'
+         WHERE session_id = 'bad' AND seq = 1`,
+      );
+      await assert.rejects(
+        storage.inspect("bad"),
+        (e: unknown) =>
+          HarnessError.isInstance(e, "SESSION_CORRUPT") && e.details?.sessionId === "bad" && e.details?.seq === 1 &&
+          /session "bad"/.test(e.message) && /event 1/.test(e.message),
+      );
+    } finally {
+      await strict.close();
       await after();
     }
   });
