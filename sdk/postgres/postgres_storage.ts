@@ -27,6 +27,7 @@ import { validateEnvelope, validateEventData } from "../session/_validate_event.
 import { readable, type ReaderVocabulary, readerVocabulary, unknownToReader } from "../persistence/_event_types.ts";
 import { makeHeader, parseHeader, validateSessionId } from "../persistence/_header.ts";
 import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "../persistence/_validate_batch.ts";
+import { refuseBrokenLog } from "../persistence/_check_stored_log.ts";
 import { repairSessionLog } from "../persistence/repair_session_log.ts";
 import type {
   LoadedSession,
@@ -416,6 +417,8 @@ class PgStorage implements PostgresSessionStorage {
     const token = commit ? this.#token(sessionId, writer, "repair it") : null;
     const { header, events } = await this.#readLog(sessionId);
     const repaired = repairSessionLog(events, { newId: this.#newId });
+    // A log whose structure is broken is refused before any repair is written.
+    refuseBrokenLog(sessionId, `${JSON.stringify(sessionId)} (${this.#file})`, repaired.events);
     const synthetic = repaired.syntheticEvents;
     const needsRepair = synthetic.length > 0;
     if (commit && needsRepair) {
