@@ -131,6 +131,8 @@ function pgPoolListener(
 ): (channel: string, onNotify: (payload: string) => void) => Promise<PostgresUnlisten> {
   const subscribers = new Map<string, Set<(payload: string) => void>>();
   let connection: Promise<PgListenClient> | undefined;
+  let current: PgListenClient | undefined;
+  const returned = new WeakSet<PgListenClient>();
   let chain: Promise<unknown> = Promise.resolve();
   const serial = <T>(fn: () => Promise<T>): Promise<T> => {
     const next = chain.then(fn);
@@ -144,9 +146,13 @@ function pgPoolListener(
       });
       client.on("error", () => {
         // The connection broke: forget it; the next listen opens a new one (tails also poll).
-        connection = undefined;
+        // Once handed back to the pool, the pool owns its errors: release only once.
+        if (returned.has(client)) return;
+        returned.add(client);
+        if (connection !== undefined && current === client) connection = undefined;
         client.release(true);
       });
+      current = client;
       return client;
     }, (error) => {
       connection = undefined;
@@ -179,8 +185,9 @@ function pgPoolListener(
           const client = await connection;
           if (client === undefined) return;
           await client.query(`UNLISTEN ${quoteIdent(channel)}`).catch(() => {});
-          if (subscribers.size === 0 && connection !== undefined) {
+          if (subscribers.size === 0 && connection !== undefined && !returned.has(client)) {
             connection = undefined;
+            returned.add(client);
             client.release();
           }
         });
