@@ -13,6 +13,7 @@ import {
   type Session,
   type SessionEvent,
   type SessionEvents,
+  type SessionProfile,
   type SessionStore,
   sessionStorePlugin,
 } from "./session/mod.ts";
@@ -299,15 +300,15 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       const sessions = ctx.service("sessions");
       const sourceId = typeof source === "string" ? source : source.id;
       let events: readonly SessionEvent[];
-      let cwd: string | undefined;
+      let parent: { readonly cwd?: string; readonly profile?: SessionProfile };
       const live = typeof source === "string" ? sessions.get(source) : source;
       if (live !== undefined) {
         events = live.events;
-        cwd = live.header.cwd;
+        parent = live.header;
       } else if (options.storage !== undefined) {
         const loaded = await options.storage.inspect(sourceId);
         events = loaded.events;
-        cwd = loaded.header.cwd;
+        parent = loaded.header;
       } else {
         throw new HarnessError("SESSION_NOT_FOUND", `Session "${sourceId}" is not live and the harness has no storage`);
       }
@@ -318,7 +319,13 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
         ...rest,
         sessionId: childId,
         events: events.slice(0, end + 1),
-        header: { parentSession: sourceId, seedLength: end + 1, ...(cwd !== undefined ? { cwd } : {}) },
+        header: {
+          parentSession: sourceId,
+          seedLength: end + 1,
+          ...(parent.cwd !== undefined ? { cwd: parent.cwd } : {}),
+          // The child keeps the parent's own profile (system text, tools, route).
+          ...(parent.profile !== undefined ? { profile: parent.profile } : {}),
+        },
       });
       handles.set(handle.agent.id, handle);
       return handle.agent;

@@ -185,6 +185,31 @@ describe("fork from storage", () => {
   });
 });
 
+describe("forks keep the session profile", () => {
+  it("harness.fork() and forkAgent(), from a live session and from storage, copy profile into the child header", async () => {
+    const storage = memoryStorage();
+    const profile = { system: "Answer in French", tools: ["read_file"], model: "scripted-model" };
+    const first = await harnessWith(storage, [textResponse("one"), textResponse("two")]);
+    const source = await first.harness.createAgent({ id: "prof", profile });
+    await source.run("first");
+    const live = await first.harness.forkAgent("prof", { id: "live-agent" });
+    assert.deepEqual(live.session.header.profile, profile);
+    const liveSession = await first.harness.fork("prof", undefined, "live-session");
+    assert.deepEqual(liveSession.header.profile, profile);
+    await first.harness.dispose();
+
+    const second = await harnessWith(storage, [textResponse("three")]);
+    const stored = await second.harness.forkAgent("prof", { id: "stored-agent" });
+    assert.deepEqual(stored.session.header.profile, profile);
+    const storedSession = await second.harness.fork("prof", undefined, "stored-session");
+    assert.deepEqual(storedSession.header.profile, profile);
+    await second.harness.dispose();
+    for (const id of ["live-agent", "live-session", "stored-agent", "stored-session"]) {
+      assert.deepEqual((await storage.inspect(id)).header.profile, profile, id);
+    }
+  });
+});
+
 describe("forkAgent()", () => {
   it("forks a live session into a new agent that continues from the prefix", async () => {
     const storage = memoryStorage();

@@ -269,6 +269,45 @@ describe("postgresStorage() on a PostgreSQL server", () => {
       await after();
     }
   });
+  it("harness.fork() and forkAgent() of a stored session write children that keep its prefix and profile", async () => {
+    const { storage, after } = await make();
+    const profile = { system: "Be brief", tools: ["read_file"], model: "scripted-model" };
+    const harnessOn = (...texts: string[]) =>
+      createHarness({
+        adapters: [scriptedAdapter(texts.map((t) => textResponse(t)))],
+        model: { provider: "scripted", model: "scripted-model" },
+        storage,
+      });
+    try {
+      const first = await harnessOn("one", "two");
+      const source = await first.createAgent({ id: "src", profile });
+      await source.run("first");
+      const boundary = source.session.seq - 1;
+      await source.run("second");
+      await first.dispose();
+
+      const second = await harnessOn("alt");
+      const agent = await second.forkAgent("src", { boundary, id: "agent-child" });
+      assert.equal((await agent.run("another second")).text, "alt");
+      const session = await second.fork("src", boundary, "session-child");
+      await second.sessions.flush(session);
+      await assert.rejects(second.fork("src", boundary - 1, "bad"), code("OPEN_TURN"));
+      await second.dispose();
+
+      const parent = (await storage.inspect("src")).events;
+      for (const id of ["agent-child", "session-child"]) {
+        const { header, events } = await storage.inspect(id);
+        assert.equal(header.parentSession, "src", id);
+        assert.deepEqual(header.profile, profile, id);
+        assert.equal(header.seedLength, boundary + 1, id);
+        assert.deepEqual(events.slice(0, boundary + 1), parent.slice(0, boundary + 1), id);
+      }
+      assert.equal(await storage.stat("bad"), undefined);
+    } finally {
+      await after();
+    }
+  });
+
   it('a configuration with storage { kind: "postgres", urlEnv } stores sessions in PostgreSQL', async () => {
     const schema = testSchema("cfg");
     const text = JSON.stringify({

@@ -382,6 +382,8 @@ export class SessionStore {
       ctx: this.#contextOf(session),
     };
     if (session.header.cwd !== undefined) options.cwd = session.header.cwd;
+    // The child keeps the parent's own profile (system text, tools, route).
+    if (session.header.profile !== undefined) options.profile = session.header.profile;
     return this.create(childId ?? this.#newId(), options);
   }
 
