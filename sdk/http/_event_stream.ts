@@ -8,9 +8,10 @@
 // storage are sent (the stream follows the persistence plugin's
 // `session/durable` announcements), so a client never holds an event that a
 // restarted server lacks. The incarnation names one life of the log (its
-// header's `createdAt`): a `Last-Event-ID` of another incarnation (the session
-// was deleted and created again), or one beyond the log, gets `event: reset`
-// and the log from seq 0, never a silent gap. Live streaming deltas
+// header's random `incarnation` token; `createdAt` for older logs): a
+// `Last-Event-ID` of another incarnation (the session was deleted and created
+// again, even within the same millisecond), or one beyond the log, gets
+// `event: reset` and the log from seq 0, never a silent gap. Live streaming deltas
 // (`event: delta`, not yet durable), status changes (`event: status`) and
 // `event: approvals` carry no id, so they never move the resume point. A
 // comment line is written every `keepAliveMs`. The stream ends (`event: end`)
@@ -34,6 +35,7 @@ import type { Agent, AgentStatus } from "../agent/agent.ts";
 import type { HarnessCtx } from "../harness.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
 import type { SessionHeader } from "../session/session.ts";
+import { incarnationOf } from "../session/_incarnation.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 
 type Item =
@@ -104,10 +106,7 @@ class ItemQueue {
   }
 }
 
-/** The incarnation of a log: one life of a session id (its header's creation time). */
-export function incarnationOf(header: Pick<SessionHeader, "createdAt">): string {
-  return Math.trunc(header.createdAt).toString(36);
-}
+export { incarnationOf };
 
 /** A parsed `Last-Event-ID`: a seq, with the incarnation it came from (absent in the bare legacy form). */
 export interface LastEventId {

@@ -68,12 +68,30 @@ describe("event stream with storage", () => {
     });
   });
 
-  it("sends event: reset to a Last-Event-ID of another incarnation or beyond the log", async () => {
-    const served = await serveHarness({
-      adapters: [scriptedAdapter((_r, n) => textResponse(`Answer ${n}`))],
-      storage: memoryStorage(),
-      now: counterClock(),
+  for (
+    const [clock, now, makeStorage] of [
+      ["a running clock", counterClock(), memoryStorage],
+      // DELETE and create again within one millisecond: the two logs share createdAt, never the incarnation.
+      ["a frozen clock", () => 1_000, memoryStorage],
+      ["a frozen clock on fileStorage", () => 1_000, undefined],
+    ] as const
+  ) {
+    it(`sends event: reset to a Last-Event-ID of another incarnation or beyond the log (${clock})`, async () => {
+      const dir = makeStorage === undefined ? await mkdtemp(join(tmpdir(), "dsh-incarnation-")) : undefined;
+      const served = await serveHarness({
+        adapters: [scriptedAdapter((_r, n) => textResponse(`Answer ${n}`))],
+        storage: dir === undefined ? memoryStorage({ now }) : fileStorage(dir, { now }),
+        now,
+      });
+      try {
+        await resetScenario(served);
+      } finally {
+        if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+      }
     });
+  }
+
+  async function resetScenario(served: Served): Promise<void> {
     await withServer(served, async ({ call, events }) => {
       await call("POST", "/sessions", { id: "s1" });
       await (await call("POST", "/sessions/s1/messages", { content: "Hello", wait: true })).json();
@@ -99,7 +117,7 @@ describe("event stream with storage", () => {
       assert.equal(aheadGot[1].data.reason, "ahead");
       assert.equal(seqOf(aheadGot[2]), 0);
     });
-  });
+  }
 
   it("reads and tails a stored session without resuming it or taking its writer lease", async () => {
     const dir = await mkdtemp(join(tmpdir(), "dsh-tail-"));

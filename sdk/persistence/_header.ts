@@ -4,6 +4,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import { corrupt, formatUnsupported, invalidArgs } from "./_errors.ts";
 import { SESSION_FORMAT_VERSION, type SessionHeader } from "../session/session.ts";
 import type { NewSessionHeader } from "./session_storage.ts";
+import { INCARNATION_PATTERN, newIncarnation } from "../session/_incarnation.ts";
 
 const MAX_ID_LENGTH = 128;
 
@@ -64,8 +65,12 @@ export function makeHeader(init: NewSessionHeader, now: () => number): SessionHe
       { details: { version: init.version } },
     );
   }
-  const { id: _id, createdAt: _createdAt, version: _version, ...rest } = init;
-  return { version: SESSION_FORMAT_VERSION, id: init.id, createdAt, ...rest };
+  const incarnation = init.incarnation ?? newIncarnation();
+  if (typeof incarnation !== "string" || !INCARNATION_PATTERN.test(incarnation)) {
+    throw invalidArgs(`incarnation must be 1 to 16 characters [0-9a-z], got ${JSON.stringify(incarnation)}`);
+  }
+  const { id: _id, createdAt: _createdAt, version: _version, incarnation: _incarnation, ...rest } = init;
+  return { version: SESSION_FORMAT_VERSION, id: init.id, createdAt, ...rest, incarnation };
 }
 
 /** The header record as stored: `{ type: "session", ...header }`. */
@@ -91,6 +96,9 @@ export function parseHeader(record: unknown, file: string, sessionId: string | u
   if (!("version" in header)) throw corrupt(file, 1, "the header has no version");
   if (typeof header.id !== "string") throw corrupt(file, 1, "the header has no id");
   if (!Number.isFinite(header.createdAt)) throw corrupt(file, 1, "the header has no createdAt");
+  if (header.incarnation !== undefined && !INCARNATION_PATTERN.test(String(header.incarnation))) {
+    throw corrupt(file, 1, "the header's incarnation is not 1 to 16 characters [0-9a-z]");
+  }
   if (sessionId !== undefined && header.id !== sessionId) {
     throw corrupt(file, 1, `the header names session ${JSON.stringify(header.id)}`, { sessionId });
   }

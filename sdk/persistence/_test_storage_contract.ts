@@ -51,7 +51,9 @@ export function storageContract(target: ContractTarget): void {
       withStorage(async (storage) => {
         const events = twoTurns();
         const header = await storage.create({ id: "s-1", createdAt: 42, cwd: "/w" });
-        assert.deepEqual(header, { version: 1, id: "s-1", createdAt: 42, cwd: "/w" });
+        assert.deepEqual(header, { version: 1, id: "s-1", createdAt: 42, cwd: "/w", incarnation: header.incarnation });
+        // A random incarnation when none is given: deleted and created again, the same id is another log.
+        assert.match(header.incarnation!, /^[0-9a-z]{16}$/);
         const cut = 17;
         assert.deepEqual(await storage.append("s-1", events.slice(0, cut), { expectedSeq: 0 }), { nextSeq: cut });
         assert.deepEqual(await storage.append("s-1", events.slice(cut), { expectedSeq: cut }), {
@@ -314,13 +316,17 @@ export function storageContract(target: ContractTarget): void {
         await storage.create({ id: "c", createdAt: 1 });
         assert.deepEqual((await storage.list()).map((h) => h.id), ["c", "a", "b"]);
         const stat = await storage.stat("a");
-        assert.deepEqual(stat?.header, { version: 1, id: "a", createdAt: 2 });
+        assert.deepEqual(stat?.header, { version: 1, id: "a", createdAt: 2, incarnation: stat?.header.incarnation });
         assert.equal(stat?.torn, false);
         assert.equal(await storage.delete("a"), true);
         assert.equal(await storage.delete("a"), false);
         await assert.rejects(storage.load("a"), code("SESSION_NOT_FOUND"));
         assert.deepEqual((await storage.list()).map((h) => h.id), ["c", "b"]);
-        await storage.create({ id: "a" });
+        const again = await storage.create({ id: "a", createdAt: 2 });
+        assert.notEqual(again.incarnation, stat?.header.incarnation, "created again: another incarnation");
+        assert.equal((await storage.create({ id: "given", incarnation: "k3x9" })).incarnation, "k3x9");
+        assert.equal((await storage.load("given")).header.incarnation, "k3x9");
+        assert.throws(() => storage.create({ id: "bad", incarnation: "Not:Ok" }), code("INVALID_ARGS"));
       }),
     );
 

@@ -1,6 +1,6 @@
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HarnessError } from "../kernel/harness_error.ts";
@@ -52,7 +52,7 @@ function realisticLog(turns: number): SessionEvent[] {
 async function written(options: FileStorageOptions, events: SessionEvent[], batch = 7) {
   const dir = await tempDir();
   const storage = fileStorage(dir, options);
-  await storage.create({ id: "s", createdAt: 5 });
+  await storage.create({ id: "s", createdAt: 5, incarnation: "i5" });
   for (let i = 0; i < events.length; i += batch) {
     await storage.append("s", events.slice(i, i + batch), { expectedSeq: i });
   }
@@ -69,7 +69,7 @@ describe("fileStorage() format", () => {
     const events = realisticLog(2);
     const { file, storage } = await written({}, events, 1000);
     const lines = await plainLines(file);
-    assert.deepEqual(recordOf(lines[0]), { type: "session", version: 1, id: "s", createdAt: 5 });
+    assert.deepEqual(recordOf(lines[0]), { type: "session", version: 1, id: "s", createdAt: 5, incarnation: "i5" });
     assert.equal(lines[lines.length - 1], "");
     const types = lines.slice(1, -1).map((line) => recordOf(line).type);
     assert.ok(
@@ -361,6 +361,17 @@ describe("fileStorage() crash repair", () => {
       assert.match(error.message, /has seq 2, not 3/);
       return true;
     });
+  });
+
+  it("reads a header from before incarnation tokens, and refuses a malformed incarnation", async () => {
+    const dir = await tempDir();
+    await mkdir(join(dir, "s"), { recursive: true });
+    const file = join(dir, "s", "session.v1.jsonl");
+    await writeFile(file, '{"type":"session","version":1,"id":"s","createdAt":36}\n');
+    const loaded = await fileStorage(dir).load("s");
+    assert.deepEqual(loaded.header, { version: 1, id: "s", createdAt: 36 });
+    await writeFile(file, '{"type":"session","version":1,"id":"s","createdAt":36,"incarnation":"a:b"}\n');
+    await assert.rejects(fileStorage(dir).load("s"), code("SESSION_CORRUPT"));
   });
 
   it("refuses a header naming another session", async () => {

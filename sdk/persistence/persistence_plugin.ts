@@ -48,7 +48,16 @@ function storedHeader(session: Session): NewSessionHeader {
   const h = session.header;
   const out: Record<string, unknown> = { id: session.id, createdAt: h.createdAt };
   for (
-    const key of ["cwd", "parentSession", "seedLength", "origin", "delegationDepth", "agentPreset", "profile"] as const
+    const key of [
+      "cwd",
+      "parentSession",
+      "seedLength",
+      "origin",
+      "delegationDepth",
+      "agentPreset",
+      "incarnation",
+      "profile",
+    ] as const
   ) {
     if (h[key] !== undefined) out[key] = h[key];
   }

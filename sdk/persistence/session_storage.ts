@@ -211,7 +211,8 @@ export interface SessionStat {
  * await a.append("s", [{ type: "todo/write", seq: 0, time: 2, data: { todos: [] } }], { expectedSeq: 0 });
  * const b = memoryStorage();
  * assert.equal(await copySession(a, b, "s"), 1);
- * assert.deepEqual((await b.load("s")).header, { version: 1, id: "s", createdAt: 1 });
+ * // The copy is the same log: same header, incarnation included.
+ * assert.deepEqual((await b.load("s")).header, (await a.load("s")).header);
  * ```
  */
 export interface SessionStorage {

@@ -12,6 +12,7 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { Message } from "../llm/messages.ts";
 import { chunkPayload, copyChunkData } from "./_copy_chunk_data.ts";
+import { INCARNATION_PATTERN, newIncarnation } from "./_incarnation.ts";
 import { assertLosslessJson, copyLosslessJson } from "./lossless_json.ts";
 import { deepFreeze } from "./deep_freeze.ts";
 import { deriveEventMessage } from "./derive_event_message.ts";
@@ -76,6 +77,13 @@ export interface SessionHeader {
   readonly agentPreset?: string;
   /** The session's own system prompt, tools and model route, restored wherever it resumes. */
   readonly profile?: SessionProfile;
+  /**
+   * A random token naming this life of the session's log (`[0-9a-z]{1,16}`),
+   * made when the session is created: a session deleted and created again
+   * under the same id gets another. Absent in logs written before it (their
+   * `createdAt` stands in).
+   */
+  readonly incarnation?: string;
 }
 
 /** Called synchronously after an event is committed. */
@@ -127,6 +135,12 @@ export interface SessionHeaderInit extends SessionOptions {
   agentPreset?: string;
   /** See {@linkcode SessionHeader.profile}. */
   profile?: SessionProfile;
+  /**
+   * See {@linkcode SessionHeader.incarnation}.
+   *
+   * @default {a new random token (a restored header keeps what it has)}
+   */
+  incarnation?: string;
 }
 
 /** The envelope options of a log-only event. */
@@ -150,6 +164,7 @@ const HEADER_FIELDS = [
   "delegationDepth",
   "agentPreset",
   "profile",
+  "incarnation",
 ] as const;
 
 function invalidHeader(what: string): never {
@@ -181,6 +196,11 @@ function headerFields(init: SessionHeaderInit): Record<string, unknown> {
       case "delegationDepth":
         if (!isNonNegativeInteger(value)) invalidHeader(`${key} must be a non-negative safe integer`);
         break;
+      case "incarnation":
+        if (typeof value !== "string" || !INCARNATION_PATTERN.test(value)) {
+          invalidHeader(`incarnation must be 1 to 16 characters [0-9a-z], not ${JSON.stringify(value)}`);
+        }
+        break;
     }
     fields[key] = value;
   }
@@ -193,7 +213,7 @@ function checkInit(init: unknown): void {
   if (proto !== Object.prototype && proto !== null) invalidHeader("is not a plain object");
 }
 
-function buildHeader(id: string, init: SessionHeaderInit, now: () => number): SessionHeader {
+function buildHeader(id: string, init: SessionHeaderInit, now: () => number, restore: boolean): SessionHeader {
   if (init.id !== undefined && init.id !== id) {
     throw new HarnessError("INVALID_ARGS", `Session header id ${init.id} does not match session id ${id}`);
   }
@@ -208,6 +228,8 @@ function buildHeader(id: string, init: SessionHeaderInit, now: () => number): Se
   const createdAt = init.createdAt ?? now();
   if (!isTime(createdAt)) invalidHeader(`createdAt must be a non-negative safe integer, not ${String(createdAt)}`);
   const header: Record<string, unknown> = { version, id, createdAt, ...headerFields(init) };
+  // A new log is a new life of its id; a restored one keeps what it was stored with.
+  if (!restore && header.incarnation === undefined) header.incarnation = newIncarnation();
   return copyLosslessJson(header as unknown as SessionHeader, "header");
 }
 
@@ -321,7 +343,7 @@ export class Session {
       throw new HarnessError("INVALID_ARGS", "Session option now must be a function");
     }
     this.#now = init.now ?? Date.now;
-    this.header = buildHeader(id, init, this.#now);
+    this.header = buildHeader(id, init, this.#now, restore);
     this.#surface = new SurfaceManager();
     if (seed !== undefined) {
       // Each entry is read once (a getter cannot show the check one event and

@@ -16,6 +16,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import { Session, type SessionHeader, type SessionHeaderInit } from "./session.ts";
 import type { SessionEvent } from "./session_events.ts";
 import { forkBoundary } from "./fork_boundary.ts";
+import { incarnationOf } from "./_incarnation.ts";
 
 export { forkBoundary };
 
@@ -72,7 +73,11 @@ export interface SessionStoreOptions {
 export interface SessionCreateOptions extends Omit<SessionHeaderInit, "onCommit" | "id"> {
   /** Events to seed the session with (deep-copied; an end-seed marker follows them). */
   seed?: readonly SessionEvent[];
-  /** A stored header to start from; the top-level header fields override it. */
+  /**
+   * A stored header to start from; the top-level header fields override it.
+   * One with a `createdAt` and no `incarnation` (written before incarnation
+   * tokens) keeps the stand-in its log has, its `createdAt` in base 36.
+   */
   header?: Partial<SessionHeader> | Readonly<Record<string, unknown>>;
   /**
    * The context the session's events are dispatched from. When it is scoped,
@@ -103,6 +108,7 @@ const HEADER_KEYS = [
   "delegationDepth",
   "agentPreset",
   "profile",
+  "incarnation",
 ];
 
 // Every session object that is in some store: one object is in one store at a time.
@@ -175,6 +181,11 @@ export class SessionStore {
       }
       const headerId = (header as Record<string, unknown>).id;
       if (headerId !== undefined) init.id = headerId;
+      // A stored header from before incarnation tokens: the live session keeps the stand-in its log has.
+      const createdAt = (header as Record<string, unknown>).createdAt;
+      if (init.incarnation === undefined && typeof createdAt === "number") {
+        init.incarnation = incarnationOf({ createdAt });
+      }
     }
     for (const [key, value] of Object.entries(fields)) if (value !== undefined) init[key] = value;
     init.now ??= this.#now;

@@ -121,7 +121,17 @@ describe("SessionStore lifecycle", () => {
       header: { type: "session", version: 1, id: "h", createdAt: 1, cwd: "/a", delegationDepth: 0 },
       cwd: "/b",
     });
-    assert.deepEqual(session.header, { version: 1, id: "h", createdAt: 1, cwd: "/b", delegationDepth: 0 });
+    // A stored header from before incarnation tokens keeps the stand-in its log has: createdAt in base 36.
+    assert.deepEqual(session.header, {
+      version: 1,
+      id: "h",
+      createdAt: 1,
+      cwd: "/b",
+      delegationDepth: 0,
+      incarnation: "1",
+    });
+    const stored = store.prepare("t", { header: { version: 1, id: "t", createdAt: 7, incarnation: "k3x9" } });
+    assert.equal(stored.header.incarnation, "k3x9");
     assert.throws(() => store.prepare("x", { header: { id: "y" } }), code("INVALID_ARGS"));
   });
 
@@ -209,7 +219,10 @@ describe("SessionStore.fork()", () => {
       cwd: "/w",
       parentSession: "parent",
       seedLength: 2,
+      incarnation: child.header.incarnation,
     });
+    assert.match(child.header.incarnation!, /^[0-9a-z]{16}$/);
+    assert.notEqual(child.header.incarnation, parent.header.incarnation, "a fork is a new log");
     assert.deepEqual(child.events.slice(0, 2), parent.events.slice(0, 2));
     assert.notEqual(child.events[0], parent.events[0]);
     assert.equal(child.events[2].type, "session/end-seed");

@@ -319,6 +319,11 @@ describe("Session validation of what is seeded or restored", () => {
       { ...base, seedLength: -1 },
       { ...base, delegationDepth: -1 },
       { ...base, origin: 2 },
+      { ...base, incarnation: "" },
+      { ...base, incarnation: "ABC" },
+      { ...base, incarnation: "a:1" },
+      { ...base, incarnation: "x".repeat(17) },
+      { ...base, incarnation: 7 },
       new (class Header {
         version = SESSION_FORMAT_VERSION;
         id = "s";
@@ -338,6 +343,22 @@ describe("Session validation of what is seeded or restored", () => {
     }
     const full = { ...base, cwd: "/w", parentSession: "p", seedLength: 0, origin: "cli", delegationDepth: 0 };
     assert.deepEqual(Session.fromRestore("s", [], full).header, full);
+    assert.deepEqual(Session.fromRestore("s", [], { ...full, incarnation: "z9" }).header, {
+      ...full,
+      incarnation: "z9",
+    });
+  });
+
+  it("gives every new session a random incarnation, even with a frozen clock; a restored header keeps its own", () => {
+    const now = () => 5;
+    const a = Session.create("s", undefined, { now });
+    const b = Session.create("s", undefined, { now });
+    assert.equal(a.header.createdAt, b.header.createdAt);
+    assert.match(a.header.incarnation!, /^[0-9a-z]{16}$/);
+    assert.notEqual(a.header.incarnation, b.header.incarnation);
+    assert.equal(Session.create("s", undefined, { now, incarnation: "abc" }).header.incarnation, "abc");
+    const legacy = { version: SESSION_FORMAT_VERSION, id: "s", createdAt: 1 };
+    assert.equal(Session.fromRestore("s", [], legacy).header.incarnation, undefined);
   });
 });
 
@@ -353,6 +374,7 @@ describe("Session.fromRestore()", () => {
     assert.equal(session.events[0], events[0]);
     assert.ok(Object.isFrozen(events[0].data));
     assert.equal(session.events[1].type, "session/end-seed");
+    // A restored header from before incarnation tokens stays without one.
     assert.deepEqual(session.header, { version: SESSION_FORMAT_VERSION, id: "s", createdAt: 1, cwd: "/w" });
     assert.ok(Object.isFrozen(session.header));
   });
