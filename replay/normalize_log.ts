@@ -19,6 +19,7 @@ export interface NormalizeLogOptions {
 function generatedIds(event: SessionEvent): string[] {
   switch (event.type) {
     case "user/message":
+    case "system/message":
       return [event.data.id];
     case "assistant/message":
     case "tool/result":

@@ -5,7 +5,7 @@
  */
 
 import type { HarnessContext } from "../kernel/harness_context.ts";
-import type { ContentBlock, UserMessage } from "../llm/messages.ts";
+import type { ContentBlock, SystemMessage, UserMessage } from "../llm/messages.ts";
 import type { LlmCallConfig } from "../llm/llm_adapter.ts";
 import type { TokenUsage } from "../llm/stream_chunk.ts";
 import type {
@@ -34,8 +34,13 @@ export interface AgentOptions {
   readonly stop?: readonly string[];
 }
 
-/** Input accepted by `followup`, `steer`, `inject` and `run`: text, blocks, or a full message. */
-export type AgentInput = string | readonly ContentBlock[] | UserMessage;
+/**
+ * Input accepted by `followup`, `steer`, `inject` and `run`: text, blocks, or
+ * a full message. A system message (text only) is context the harness or a
+ * plugin adds for the model, such as a hook's; it enters the step as
+ * `system/message`, the rest as `user/message`.
+ */
+export type AgentInput = string | readonly ContentBlock[] | UserMessage | SystemMessage;
 
 /** Options of {@linkcode Agent.cancel}. */
 export interface CancelOptions {

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { UserMessage } from "../llm/messages.ts";
+import type { SystemMessage, UserMessage } from "../llm/messages.ts";
 import type { LlmCallConfig } from "../llm/llm_adapter.ts";
 import type { LlmFailureData } from "../llm/llm_failure.ts";
 import type { InboxEntry, InboxTarget } from "../session/mod.ts";
@@ -16,13 +16,13 @@ export interface PreStepProposal {
   readonly turn: number;
   /** The step about to open (1 for the first step of the turn). */
   readonly step: number;
-  /** The claimed input, in claim order. */
-  readonly messages: readonly UserMessage[];
+  /** The claimed input, in claim order (system messages are context, entered as `system/message`). */
+  readonly messages: readonly (UserMessage | SystemMessage)[];
 }
 
 /** The decision of `agent/pre-step`: enter (possibly rewritten) messages, or reject the step. */
 export type PreStepDecision =
-  | { readonly kind: "enter"; readonly messages: readonly UserMessage[] }
+  | { readonly kind: "enter"; readonly messages: readonly (UserMessage | SystemMessage)[] }
   | { readonly kind: "reject"; readonly reason?: string };
 
 /** The request about to be prepared; `agent/request` listeners may change its config. */

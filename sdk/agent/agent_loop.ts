@@ -12,7 +12,7 @@
  *   agent/pre-step (waterfall)        reject → turn/end blocked; empty first step → turn/end completed
  *   step/start
  *   agent/request (waterfall) → prepareCall → system-prompt assembly
- *   user/message × entered
+ *   user/message (system/message for a system input) × entered
  *   request/header (initial | resume | change) [+ request/context when the route changed]
  *   frozen request == derivation of the log (checked when invariants are on)
  *   assistant/chunk × k (appended as they stream, folded by a BlockAssembler)
@@ -43,6 +43,7 @@ import {
   type MessageSource,
   retryDelayMs,
   type RetryPolicy,
+  type SystemMessage,
   type TokenUsage,
   type ToolCallBlock,
   type UserMessage,
@@ -128,14 +129,24 @@ const defaultSleep = (ms: number, signal: AbortSignal): Promise<void> =>
     signal.addEventListener("abort", done, { once: true });
   });
 
-function toUserMessage(input: AgentInput, id: string): UserMessage {
+function toInboxMessage(input: AgentInput, id: string): UserMessage | SystemMessage {
   if (typeof input === "string") {
     return { id, role: "user", content: [{ type: "text", text: input }], source: { kind: "user" } };
   }
   if (Array.isArray(input)) return { id, role: "user", content: input as ContentBlock[], source: { kind: "user" } };
-  const message = input as UserMessage;
-  if (message.role !== "user" || !Array.isArray(message.content) || typeof message.id !== "string") {
-    throw new HarnessError("INVALID_ARGS", "Agent input must be a string, content blocks, or a user message");
+  const message = input as UserMessage | SystemMessage;
+  if (
+    (message.role !== "user" && message.role !== "system") || !Array.isArray(message.content) ||
+    typeof message.id !== "string"
+  ) {
+    throw new HarnessError("INVALID_ARGS", "Agent input must be a string, content blocks, or a user or system message");
+  }
+  if (
+    message.role === "system" &&
+    (message.content.length === 0 || !message.content.every((b) => b.type === "text" && b.text !== ""))
+  ) {
+    // Checked here, not when the step enters it: a system message holds non-empty text only.
+    throw new HarnessError("INVALID_ARGS", "A system message given as agent input holds non-empty text blocks only");
   }
   return message;
 }
@@ -335,7 +346,7 @@ export class LoopAgent implements Agent {
     if (target !== "next-turn" && target !== "next-step") {
       throw new HarnessError("INVALID_ARGS", `Unknown inbox target "${String(target)}"`);
     }
-    const message = toUserMessage(input, this.#init.newId());
+    const message = toInboxMessage(input, this.#init.newId());
     const entry: InboxEntry = { id: this.#init.newId(), message };
     this.inbox.push(target, entry);
     this.#ctx.emit("agent/inbox/inserted", this, entry, target);
@@ -616,7 +627,7 @@ export class LoopAgent implements Agent {
   async #runStep(
     turn: number,
     step: number,
-    entered: readonly UserMessage[],
+    entered: readonly (UserMessage | SystemMessage)[],
     signal: AbortSignal,
   ): Promise<StepOutcome> {
     const draft = callConfig(this.options);
@@ -642,7 +653,10 @@ export class LoopAgent implements Agent {
     if (signal.aborted) return { kind: "aborted" };
 
     this.#logContexts(assembly.contexts ?? []);
-    for (const message of entered) this.session.append("user/message", message, { surfaceOp: "append" });
+    for (const message of entered) {
+      if (message.role === "system") this.session.append("system/message", message, { surfaceOp: "append" });
+      else this.session.append("user/message", message, { surfaceOp: "append" });
+    }
     this.#recordHeader(prepared, assembly);
 
     const buildRequest = (): GenerateOptions => {

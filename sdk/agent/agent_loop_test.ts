@@ -335,6 +335,27 @@ describe("agent loop event sequences", () => {
     await harness.dispose();
   });
 
+  it("a system message as input is context: it enters the step as system/message; a non-text one is refused", async () => {
+    const { harness, agent, model } = await setup([textResponse("ok")]);
+    const source = { kind: "plugin", plugin: "test", form: "notice" } as const;
+    agent.inject({ id: "ctx1", role: "system", content: [{ type: "text", text: "The user is in Paris" }], source });
+    for (const content of [[], [{ type: "text", text: "" }], [{ type: "image", url: "https://x/y.png" }]]) {
+      assert.throws(
+        () => agent.inject({ id: "bad", role: "system", content: content as never, source }),
+        { code: "INVALID_ARGS" },
+      );
+    }
+    await agent.run("Where am I?");
+    assert.deepEqual(model.requests[0].messages.map((m) => m.role), ["system", "user"]);
+    const entered = agent.session.events.filter((e) => e.type === "system/message" || e.type === "user/message");
+    assert.deepEqual(entered.map((e) => [e.type, e.data.id]), [["system/message", "ctx1"], [
+      "user/message",
+      entered[1].data.id,
+    ]]);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
   it("a followup queued while running gets a turn of its own", async () => {
     const started = deferred();
     const release = deferred();

@@ -6,7 +6,7 @@
  */
 
 import type { HarnessContext, HarnessPlugin } from "../kernel/harness_context.ts";
-import type { UserMessage } from "../llm/messages.ts";
+import type { SystemMessage, UserMessage } from "../llm/messages.ts";
 import type { HookEventName } from "../session/session_events.ts";
 import type { Session } from "../session/session.ts";
 import type { SessionStore } from "../session/session_store.ts";
@@ -74,7 +74,7 @@ function matches(matcher: string | undefined, subject: string | undefined): bool
   }
 }
 
-function textOf(message: UserMessage): string {
+function textOf(message: UserMessage | SystemMessage): string {
   return message.content.map((b) => (b.type === "text" ? b.text : "")).join("");
 }
 
@@ -83,15 +83,27 @@ function contextId(sessionId: string, handlerId: string): string {
   return `${sessionId}:${handlerId === "" ? crypto.randomUUID() : handlerId}`;
 }
 
-/** A hook's context for the model: a plugin-sourced message, so that it is logged and derived like any input. */
-function contextMessage(id: string, text: string, event: HookEventName): UserMessage {
+/**
+ * A hook's context for the model: a plugin-sourced system message, logged as
+ * `system/message` where it enters (model-visible context the harness adds,
+ * like prompt contexts), not as something the user said.
+ */
+function contextMessage(id: string, text: string, event: HookEventName): SystemMessage {
   return {
     id,
-    role: "user",
+    role: "system",
     content: [{ type: "text", text }],
     source: { kind: "plugin", plugin: `hooks:${event}`, form: "notice" },
   };
 }
+
+/** A PostToolUse context, in the shape tool results carry (the loop logs a text context as `system/message`). */
+function toolContext(id: string, text: string): UserMessage {
+  return { ...contextMessage(id, text, "PostToolUse"), role: "user" };
+}
+
+/** Context worth entering: a non-empty text (a system message holds non-empty text). */
+const hasText = (text: string | undefined): text is string => text !== undefined && text.trim() !== "";
 
 /**
  * The hook bridge plugin. Hooks are configured per event with a matcher and a
@@ -105,7 +117,9 @@ function contextMessage(id: string, text: string, event: HookEventName): UserMes
  * (block, or context for the next step); UserPromptSubmit → `agent/pre-step`
  * (block the turn, or add context to the step); Stop → `agent/turn-stopping`
  * (block = keep the turn going with the reason as input); SessionStart → its
- * context waits in the inbox for the first turn. `continue: false` cancels the
+ * context waits in the inbox for the first turn. Hook context (and a Stop
+ * hook's reason) reaches the model as a system message, logged as
+ * `system/message` where it enters, never as user input. `continue: false` cancels the
  * turn with cause `hook`. Each invocation inside a turn logs `hook/invoked`
  * and `hook/result` (joined by `handlerId`); timeouts (`HOOK_TIMEOUT`), failing
  * hooks (`HOOK_FAILED`), malformed output (`HOOK_BAD_OUTPUT`) and unstartable
@@ -257,8 +271,8 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
             ...(outcome.isError ? { error: outcome.error } : {}),
           },
         }, { session, subject: exec.name, callId: exec.callId, signal: exec.signal, log: true });
-        const contexts = results.filter((r) => r.verdict.additionalContext !== undefined)
-          .map((r) => contextMessage(contextId(id, r.handlerId), r.verdict.additionalContext!, "PostToolUse"));
+        const contexts = results.filter((r) => hasText(r.verdict.additionalContext))
+          .map((r) => toolContext(contextId(id, r.handlerId), r.verdict.additionalContext!));
         const blocked = results.find((r) => r.verdict.outcome === "block");
         if (blocked?.verdict.stop) agentOf(exec.sessionId)?.cancel("hook", { keepInbox: true });
         if (blocked !== undefined) {
@@ -273,8 +287,8 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
 
     if (has("UserPromptSubmit")) {
       ctx.on("agent/pre-step", async (agent, proposal, next) => {
-        const prompts = proposal.messages.filter((m) => m.source.kind === "user");
-        const contexts: UserMessage[] = [];
+        const prompts = proposal.messages.filter((m) => m.role === "user" && m.source.kind === "user");
+        const contexts: SystemMessage[] = [];
         for (const prompt of prompts) {
           const results = await invoke("UserPromptSubmit", {
             ...baseInput(agent.session, agent.id, "UserPromptSubmit"),
@@ -286,7 +300,7 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
               return { kind: "reject", reason: verdict.reason };
             }
             if (verdict.outcome === "block") return { kind: "reject", reason: verdict.reason };
-            if (verdict.additionalContext !== undefined) {
+            if (hasText(verdict.additionalContext)) {
               contexts.push(
                 contextMessage(contextId(agent.id, handlerId), verdict.additionalContext, "UserPromptSubmit"),
               );
@@ -311,7 +325,7 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
         const blocked = results.find((r) => r.verdict.outcome === "block" && r.verdict.stop !== true);
         if (blocked === undefined || count >= maxStop) return;
         continued.set(agent, { turn, count: count + 1 });
-        const reason = blocked.verdict.reason ?? "A Stop hook asked to go on";
+        const reason = hasText(blocked.verdict.reason) ? blocked.verdict.reason : "A Stop hook asked to go on";
         agent.send(contextMessage(contextId(agent.id, blocked.handlerId), reason, "Stop"), "next-step", false);
       });
     }
@@ -328,7 +342,7 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
           }, { session: agent.session, subject: source, log: false });
           let n = 0;
           for (const { verdict } of results) {
-            if (verdict.additionalContext === undefined) continue;
+            if (!hasText(verdict.additionalContext)) continue;
             agent.inject(contextMessage(`${agent.id}:session-start-${++n}`, verdict.additionalContext, "SessionStart"));
           }
         }).catch((error) => ctx.emit("agent/error", agent, error));

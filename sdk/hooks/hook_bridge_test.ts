@@ -90,6 +90,11 @@ function toolResult(events: readonly SessionEvent[], n = 0) {
   return { code: e.data.error?.code, text };
 }
 
+/** The role of each message of a request. */
+function roles(request: GenerateOptions | undefined): string[] {
+  return (request?.messages ?? []).map((m) => m.role);
+}
+
 function texts(request: GenerateOptions | undefined): string[] {
   return (request?.messages ?? []).flatMap((m) =>
     m.content.flatMap((b) =>
@@ -251,6 +256,7 @@ describe("hookBridge: PostToolUse", () => {
     await s.agent.run("go");
     const events = await done(s);
     assert.deepEqual(texts(s.requests[1]).slice(-2), ["definition of alpha", "Lookups are cached for a day"]);
+    assert.deepEqual(roles(s.requests[1]).slice(-1), ["system"]);
     assert.deepEqual(hookLog(events), [["PostToolUse", "context", undefined]]);
   });
 });
@@ -270,6 +276,10 @@ describe("hookBridge: UserPromptSubmit, Stop, SessionStart", () => {
     await s.agent.run("What day is it?");
     const events = await done(s);
     assert.deepEqual(texts(s.requests[0]), ["What day is it?", "Today is Monday"]);
+    // The hook's context is the harness speaking, not the user: a system message after the prompt.
+    assert.deepEqual(roles(s.requests[0]), ["user", "system"]);
+    const entered = events.filter((e) => e.type === "user/message" || e.type === "system/message");
+    assert.deepEqual(entered.map((e) => e.type), ["user/message", "system/message"]);
     assert.deepEqual(hookLog(events), [["UserPromptSubmit", "context", undefined]]);
     // The hook pair sits inside the turn, before the step's messages.
     const types = events.map((e) => e.type);
@@ -287,6 +297,8 @@ describe("hookBridge: UserPromptSubmit, Stop, SessionStart", () => {
     assert.equal(result.text, "Tests pass.");
     assert.equal(result.turn, 1);
     assert.deepEqual(texts(s.requests[1]).slice(-1), ["Also run the tests"]);
+    assert.deepEqual(roles(s.requests[1]).slice(-1), ["system"]);
+    assert.equal(events.filter((e) => e.type === "user/message").length, 1, "only the user's prompt is user input");
     assert.deepEqual(hookLog(events), [["Stop", "continue-turn", undefined], ["Stop", "continue", undefined]]);
   });
 
@@ -297,6 +309,11 @@ describe("hookBridge: UserPromptSubmit, Stop, SessionStart", () => {
     await s.agent.run("Hello");
     const events = await done(s);
     assert.deepEqual(texts(s.requests[0]), ["The project uses Deno", "Hello"]);
+    assert.deepEqual(roles(s.requests[0]), ["system", "user"]);
+    assert.deepEqual(
+      events.filter((e) => e.type === "user/message" || e.type === "system/message").map((e) => e.type),
+      ["system/message", "user/message"],
+    );
     assert.deepEqual(hookLog(events), []);
     assert.equal(events[0].type, "agent/inbox/spliced");
     assert.deepEqual(s.outcomes.map((o) => [o.event, o.verdict.outcome]), [["SessionStart", "context"]]);

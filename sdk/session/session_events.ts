@@ -84,7 +84,8 @@ export type InboxTarget = "next-turn" | "next-step";
 export interface InboxEntry {
   /** Unique within the session. */
   readonly id: string;
-  readonly message: UserMessage;
+  /** The input; a system message is context for the model (entered as `system/message`). */
+  readonly message: UserMessage | SystemMessage;
 }
 
 /** The hook events of the hook bridge (Claude Code's names). */
