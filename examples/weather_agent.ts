@@ -15,6 +15,7 @@ import {
   type RunResult,
   type Session,
   type ToolDefinition,
+  TurnFailedError,
 } from "../mod.ts";
 import { z } from "zod";
 
@@ -176,7 +177,11 @@ export async function runScenario(
     const results: RunResult[] = [];
     for (const [index, turn] of scenario.turns.entries()) {
       options.onTurn?.(turn.input, index);
-      const result = await agent.run(turn.input);
+      // run() rejects when a turn ends in error (TURN_FAILED); the demo reports that outcome like the others.
+      const result = await agent.run(turn.input).catch((error: unknown) => {
+        if (error instanceof TurnFailedError) return error.result;
+        throw error;
+      });
       results.push(result);
       options.onResult?.(result);
     }

@@ -11,6 +11,7 @@ import {
   type SessionEvent,
   type StreamChunk,
   type ToolDefinition,
+  TurnFailedError,
 } from "../mod.ts";
 import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../testing/mod.ts";
 
@@ -90,7 +91,14 @@ export async function runSession(
   try {
     const agent = await harness.createAgent({ provider: "scripted", model: "scripted-model", id: options.id ?? "s1" });
     const results: RunResult[] = [];
-    for (const input of options.inputs ?? INPUTS) results.push(await agent.run(input));
+    for (const input of options.inputs ?? INPUTS) {
+      // A failed turn (e.g. a strict replay that diverged) is an outcome these tests compare too.
+      results.push(
+        await agent.run(input).catch((error) =>
+          error instanceof TurnFailedError ? error.result : Promise.reject(error)
+        ),
+      );
+    }
     return { session: agent.session, results };
   } finally {
     await harness.dispose();

@@ -9,6 +9,7 @@ import { resolveConfig } from "./config/mod.ts";
 import { defineTool } from "./tools/mod.ts";
 import { scriptedAdapter, textResponse, toolCallResponse } from "../testing/scripted_adapter.ts";
 import { counterClock, counterIds } from "./agent/_test_support.ts";
+import { TurnFailedError } from "./agent/mod.ts";
 
 const echo = (name: string) =>
   defineTool({
@@ -168,9 +169,12 @@ describe("createHarness({ config })", () => {
       const agent = await harness.createAgent();
       // A history that drifts from the log: the request-reconstruction invariant must catch it.
       agent.session.deriveMessages = () => [];
-      const result = await agent.run("q");
+      const outcome = await agent.run("q").then(
+        (result) => result.reason.kind,
+        (error: unknown) => error instanceof TurnFailedError ? error.failure.code : Promise.reject(error),
+      );
       await harness.dispose();
-      return result.reason.kind === "error" ? result.reason.error.code : result.reason.kind;
+      return outcome;
     };
     const defaults = resolveConfig([{ name: "p", value }]);
     assert.equal(defaults.config.invariants, true);

@@ -133,8 +133,49 @@ export interface Agent {
    */
   flushed(): Promise<void>;
   /**
-   * Queue a followup, wait for idle, and resolve to that turn's outcome once
+   * Queue a followup, wait for idle, and settle with that turn's outcome once
    * its `turn/end` is durable (with storage).
+   *
+   * Design: a turn that ends in `error` (an unknown route, a refused
+   * connection, an auth failure, retries spent, a strict replay that
+   * diverged…) rejects, so code that prints `result.text` never prints an
+   * empty answer for a failure. Every other outcome resolves, because the
+   * caller asked for it or the harness decided it on purpose: `completed`,
+   * `aborted` (`cancel()`), `blocked` (a pre-step listener), `max-tokens`.
+   * The rejection is a {@linkcode TurnFailedError} (code `TURN_FAILED`;
+   * the model-call failure's own code is on `error.failure.code`) whose
+   * `result` is what this promise would have resolved to. The failed turn is
+   * logged and closed like any other, so the agent takes the next input.
+   * `subscribe()` and the log see every outcome alike; `run()` is the
+   * convenience for the caller who waits for one answer.
+   *
+   * @param input The user's message.
+   * @returns The turn's text, end reason, usage and number.
+   * @throws {TurnFailedError} `TURN_FAILED` when the turn ends in `error`.
+   * @throws {HarnessError} `INPUT_DISCARDED` when `cancel()` discards the
+   *   input before a turn takes it; `AGENT_DISPOSED` when the agent is or
+   *   gets disposed.
+   *
+   * @example A failed turn rejects; its result rides on the error
+   * ```ts
+   * import { createHarness, TurnFailedError } from "@dsh/harness";
+   * import { scriptedAdapter, textResponse } from "@dsh/harness/testing";
+   * import assert from "node:assert/strict";
+   *
+   * const harness = await createHarness({
+   *   adapters: [scriptedAdapter(textResponse("Hi!"))],
+   *   model: { provider: "scripted", model: "scripted-model" },
+   * });
+   * const agent = await harness.createAgent();
+   * assert.equal((await agent.run("Hello")).text, "Hi!");
+   *
+   * const lost = await harness.createAgent({ provider: "nowhere", model: "m" });
+   * const error = await lost.run("Hello").catch((e) => e);
+   * assert.ok(error instanceof TurnFailedError);
+   * assert.equal(error.failure.code, "NO_ADAPTER");
+   * assert.equal(error.result.reason.kind, "error");
+   * await harness.dispose();
+   * ```
    */
   run(input: AgentInput): Promise<RunResult>;
   /**

@@ -77,6 +77,7 @@ import { Inbox } from "./inbox.ts";
 import { RequestChecker } from "./_request_check.ts";
 import { forEachChunk } from "../llm/_guard_stream.ts";
 import { appendChunk } from "../session/session.ts";
+import { type FailedRunResult, TurnFailedError } from "./turn_failed_error.ts";
 
 /** Services and events the loop uses. */
 export interface LoopServices {
@@ -404,6 +405,7 @@ export class LoopAgent implements Agent {
     // and the turn's end is durable.
     await this.whenIdle();
     await this.flushed();
+    if (result.reason.kind === "error") throw new TurnFailedError(result as FailedRunResult);
     return result;
   }
 

@@ -7,7 +7,9 @@ import { LlmFailure, type StreamChunk } from "../llm/mod.ts";
 import type { SessionEvent } from "../session/mod.ts";
 import { checkInvariants } from "../invariants/mod.ts";
 import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
+import { HarnessError } from "../kernel/mod.ts";
 import type { Agent } from "./agent.ts";
+import { TurnFailedError } from "./turn_failed_error.ts";
 import { counterClock, counterIds, summarize } from "./_test_support.ts";
 
 const add = defineTool({
@@ -218,17 +220,26 @@ describe("agent loop event sequences", () => {
     await harness.dispose();
   });
 
-  it("a non-retryable failure ends the turn with error", async () => {
-    const { harness, agent } = await setup([{ throw: new LlmFailure("AUTH", "Bad key", { status: 401 }) }]);
-    const result = await agent.run("Hi");
-    assert.equal(result.reason.kind, "error");
-    assert.equal(result.reason.kind === "error" && result.reason.error.code, "AUTH");
+  it("a non-retryable failure ends the turn with error: run() rejects with TURN_FAILED carrying the result", async () => {
+    const { harness, agent } = await setup([
+      { throw: new LlmFailure("AUTH", "Bad key", { status: 401 }) },
+      textResponse("Back"),
+    ]);
+    const error = await agent.run("Hi").then(() => assert.fail("run() resolved"), (e: unknown) => e);
+    assert.ok(error instanceof TurnFailedError && HarnessError.isInstance(error, "TURN_FAILED"));
+    assert.equal(error.message, "Turn 1 failed: Bad key (AUTH)");
+    assert.equal(error.failure.code, "AUTH");
+    assert.equal(error.result.reason.error.status, 401);
+    assert.equal(error.result.turn, 1);
+    assert.ok(HarnessError.isInstance(error.cause, "AUTH"));
     assert.deepEqual(summarize(agent.session.events).slice(-4), [
       "request/context",
       "assistant/chunk×1",
       "step/end 1.1",
       "turn/end 1 error:AUTH",
     ]);
+    // The failed turn is closed like any other: the agent takes the next input.
+    assert.equal((await agent.run("Again")).text, "Back");
     assertValidLog(agent.session.events);
     await harness.dispose();
   });
@@ -238,8 +249,7 @@ describe("agent loop event sequences", () => {
     const { harness, agent, model } = await setup({ throw: failure }, {
       retryPolicy: { maxRetries: 2, baseDelayMs: 1, maxDelayMs: 2, jitter: 0, retryAfterCapMs: 10 },
     });
-    const result = await agent.run("Hi");
-    assert.equal(result.reason.kind, "error");
+    await assert.rejects(agent.run("Hi"), (e: unknown) => e instanceof TurnFailedError && e.failure.code === "SERVER");
     assert.equal(model.requests.length, 3);
     assert.equal(agent.session.events.filter((e) => e.type === "llm/retry").length, 2);
     await harness.dispose();

@@ -24,6 +24,7 @@ export type {
   RequestErrorAction,
   RequestErrorInfo,
 } from "./agent_events.ts";
+export { type FailedRunResult, TurnFailedError } from "./turn_failed_error.ts";
 export { Inbox, type InboxSplice } from "./inbox.ts";
 export {
   type AgentFactory,

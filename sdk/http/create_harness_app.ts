@@ -11,6 +11,7 @@
 import { type Context, Hono } from "hono";
 import { cors } from "hono/cors";
 import type { Agent } from "../agent/agent.ts";
+import { TurnFailedError } from "../agent/turn_failed_error.ts";
 import type { Harness } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { Session } from "../session/session.ts";
@@ -206,7 +207,8 @@ function belongsTo(p: PendingApproval, agent: Agent): boolean {
  *   createdAt, parentSession? }` per session only in storage), `GET /sessions/:id` (status, turn count,
  *   usage, pending approvals), `DELETE /sessions/:id` (stops the agent and deletes the stored log).
  * - `POST /sessions/:id/messages` `{ mode?: "followup" | "steer" | "inject", content, wait? }` queues input
- *   (202); with `wait: true` it answers once the agent is idle (200, with the turn's outcome for a followup).
+ *   (202); with `wait: true` it answers once the agent is idle (200, with the turn's outcome for a followup,
+ *   a turn that ended in `error` included: `result.reason` says so; `agent.run()` would reject instead).
  *   With storage, the answer comes only once the input (and, with `wait: true`, the turn's end) is on storage.
  * - `POST /sessions/:id/cancel` `{ keepInbox? }`: the only way to stop a turn. A client that disconnects
  *   from any request, the event stream included, never cancels the agent.
@@ -439,7 +441,12 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     const agent = await host.agent(c.req.param("id"));
     const content = body.content;
     if (body.wait && body.mode === "followup") {
-      const result = await agent.run(content);
+      // A turn that ended in error is still the answer to "wait for my turn": the input was taken and the
+      // turn closed, so the route answers 200 with `result.reason.kind === "error"`, not a problem (a client
+      // that retried on 5xx would queue the message twice).
+      const result = await agent.run(content).catch((error: unknown) =>
+        error instanceof TurnFailedError ? error.result : Promise.reject(error)
+      );
       return c.json({ mode: body.mode, result });
     }
     const entry = agent[body.mode](content);

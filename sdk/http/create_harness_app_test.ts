@@ -7,6 +7,7 @@ import { memoryStorage } from "../persistence/memory_storage.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
 import type { Harness } from "../harness.ts";
 import type { LlmAdapter } from "../llm/llm_adapter.ts";
+import { LlmFailure } from "../llm/llm_failure.ts";
 import type { PreToolDecision } from "../tools/tool_events.ts";
 import { createHarnessApp } from "./create_harness_app.ts";
 import { gate, type Served, serveHarness, sessionEvents, type SseMessage } from "./_test_client.ts";
@@ -631,6 +632,28 @@ describe("createHarnessApp() over storage", () => {
       const after = await storage.inspect("s1");
       assert.equal(after.events.at(-1)?.type, "turn/end");
       assert.equal(after.events.length, agentOf(harness, "s1").session.seq);
+    });
+  });
+});
+
+describe("createHarnessApp() wait: true", () => {
+  it("answers 200 with the turn's result when the turn ends in error, and the session takes the next message", async () => {
+    const model = scriptedAdapter([
+      { throw: new LlmFailure("AUTH", "Bad key", { status: 401 }) },
+      textResponse("Back"),
+    ]);
+    const served = await serveHarness({ adapters: [model] });
+    await withServer(served, async ({ call }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      const failed = await call("POST", "/sessions/s1/messages", { content: "Hello", wait: true });
+      assert.equal(failed.status, 200);
+      const { result } = await failed.json();
+      assert.deepEqual([result.turn, result.text, result.reason], [1, "", {
+        kind: "error",
+        error: { code: "AUTH", message: "Bad key", status: 401 },
+      }]);
+      const again = await call("POST", "/sessions/s1/messages", { content: "Again", wait: true });
+      assert.deepEqual([again.status, (await again.json()).result.text], [200, "Back"]);
     });
   });
 });

@@ -10,6 +10,7 @@ import {
   childSessions,
   fileStorage,
   type GenerateOptions,
+  LlmFailure,
   memoryStorage,
   type Session,
   type SessionEvent,
@@ -237,6 +238,25 @@ describe("inProcessSubagents", () => {
     assert.equal(result.reason.kind, "completed");
     const error = parent.session.events.find((e) => e.type === "tool/result");
     assert.equal(error?.type === "tool/result" && error.data.error?.code, "SUBAGENT_NOT_FOUND");
+    await harness.dispose();
+  });
+});
+
+describe("a child whose turn fails", () => {
+  it("is a SUBAGENT_FAILED tool error of the parent's call, not a failed parent turn", async () => {
+    const model = scriptedAdapter((request): ScriptEntry => {
+      if (request.sessionId !== "parent") return { throw: new LlmFailure("AUTH", "Bad key", { status: 401 }) };
+      if (request.messages.some((m) => m.content.some((b) => b.type === "tool-result"))) return textResponse("ok");
+      return toolCallResponse([
+        { id: "c1", name: "task", arguments: JSON.stringify({ agent: "worker", description: "x", prompt: "y" }) },
+      ]);
+    });
+    const harness = await scenarioHarness(model);
+    const parent = await harness.createAgent({ id: "parent" });
+    const result = await parent.run("go");
+    assert.equal(result.reason.kind, "completed");
+    const error = parent.session.events.find((e) => e.type === "tool/result");
+    assert.equal(error?.type === "tool/result" && error.data.error?.code, "SUBAGENT_FAILED");
     await harness.dispose();
   });
 });

@@ -13,6 +13,7 @@ import type { SystemPrompt } from "../prompt/system_prompt.ts";
 import type { ToolRuntime } from "../tools/tool_runtime.ts";
 import type { AgentRegistry } from "../agent/agent_registry.ts";
 import type { Agent, AgentHandle, AgentOptions } from "../agent/agent.ts";
+import { TurnFailedError } from "../agent/turn_failed_error.ts";
 import { type SessionProjections, turnBoundary } from "../projections/mod.ts";
 import type { SubagentDefinition, SubagentMode, SubagentRequest, SubagentResult } from "./subagent_definition.ts";
 
@@ -196,7 +197,10 @@ export class SubagentService {
     try {
       const running = child.run(request.prompt);
       if (request.signal?.aborted) cancel();
-      const result = await running;
+      // A child's failed turn is an outcome of the delegation (the task tool reports it), not a throw.
+      const result = await running.catch((error: unknown) =>
+        error instanceof TurnFailedError ? error.result : Promise.reject(error)
+      );
       return { session: childId, text: result.text, reason: result.reason, usage: result.usage };
     } finally {
       request.signal?.removeEventListener("abort", cancel);
