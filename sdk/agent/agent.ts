@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { HarnessContext } from "../kernel/harness_context.ts";
+import type { HarnessCtx } from "../harness.ts";
 import type { ContentBlock, SystemMessage, UserMessage } from "../llm/messages.ts";
 import type { LlmCallConfig } from "../llm/llm_adapter.ts";
 import type { TokenUsage } from "../llm/stream_chunk.ts";
@@ -109,8 +109,14 @@ export interface Agent {
   readonly inbox: Inbox;
   /** `idle` or `running`; every change is announced on `agent/status`. */
   readonly status: AgentStatus;
-  /** The agent's scoped context: registrations made here are undone on dispose. */
-  readonly ctx: HarnessContext;
+  /**
+   * The agent's scoped context: registrations made here are undone on
+   * dispose, and listeners see only this agent's events (and global ones).
+   * It is typed like `harness.ctx` (every harness event and service, and
+   * whatever an application adds to `HarnessEvents` / `HarnessServices`), so
+   * `agent.ctx.on("agent/pre-step", …)` needs no cast.
+   */
+  readonly ctx: HarnessCtx;
   /** Queue a message for a turn of its own and wake the agent. */
   followup(input: AgentInput): InboxEntry;
   /** Queue a message for the next step boundary and wake the agent. */

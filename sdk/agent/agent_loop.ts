@@ -29,6 +29,7 @@
  */
 
 import type { HarnessContext, ScopeInfo } from "../kernel/harness_context.ts";
+import type { HarnessCtx } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import {
   type AssistantMessage,
@@ -272,7 +273,7 @@ export class LoopAgent implements Agent {
   readonly options: AgentOptions;
   readonly session: Session;
   readonly inbox: Inbox;
-  readonly ctx: HarnessContext;
+  readonly ctx: HarnessCtx;
 
   readonly #ctx: LoopContext;
   readonly #init: LoopAgentInit;
@@ -309,7 +310,7 @@ export class LoopAgent implements Agent {
   constructor(init: LoopAgentInit) {
     this.#init = init;
     this.#ctx = init.ctx;
-    this.ctx = init.ctx as unknown as HarnessContext;
+    this.ctx = init.ctx as unknown as HarnessCtx;
     this.session = init.session;
     this.id = init.session.id;
     this.options = Object.freeze({ ...init.options });

@@ -52,15 +52,12 @@ function waitForEvent(agent: Agent, predicate: (e: SessionEvent) => boolean): Pr
   const found = agent.session.events.find(predicate);
   if (found) return Promise.resolve(found);
   return new Promise((resolve) => {
-    const off = agent.ctx.on(
-      "session/event" as never,
-      ((_s: unknown, e: SessionEvent) => {
-        if (predicate(e)) {
-          off();
-          resolve(e);
-        }
-      }) as never,
-    );
+    const off = agent.ctx.on("session/event", (_s, e) => {
+      if (predicate(e)) {
+        off();
+        resolve(e);
+      }
+    });
   });
 }
 
@@ -279,7 +276,7 @@ describe("agent loop event sequences", () => {
 
   it("a pre-step rejection ends the turn blocked with no step", async () => {
     const { harness, agent, model } = await setup([textResponse("never")]);
-    agent.ctx.on("agent/pre-step" as never, (() => Promise.resolve({ kind: "reject", reason: "policy" })) as never);
+    agent.ctx.on("agent/pre-step", () => Promise.resolve({ kind: "reject", reason: "policy" }));
     const result = await agent.run("Hi");
     assert.deepEqual(result.reason, { kind: "blocked" });
     assert.equal(model.requests.length, 0);
@@ -295,7 +292,7 @@ describe("agent loop event sequences", () => {
 
   it("a pre-step that enters nothing on the first step closes the turn completed with no step", async () => {
     const { harness, agent } = await setup([textResponse("never")]);
-    agent.ctx.on("agent/pre-step" as never, (() => Promise.resolve({ kind: "enter", messages: [] })) as never);
+    agent.ctx.on("agent/pre-step", () => Promise.resolve({ kind: "enter", messages: [] }));
     const result = await agent.run("Hi");
     assert.deepEqual(result.reason, { kind: "completed" });
     assert.equal(agent.session.events.some((e) => e.type === "step/start"), false);
@@ -419,13 +416,10 @@ describe("agent loop event sequences", () => {
 describe("agent loop cancellation", () => {
   it("before the request: nothing of the step is committed but its bracket", async () => {
     const { harness, agent, model } = await setup([textResponse("never")]);
-    agent.ctx.on(
-      "agent/request" as never,
-      (async (_a: Agent, _d: unknown, next: () => Promise<unknown>) => {
-        agent.cancel("user");
-        return await next();
-      }) as never,
-    );
+    agent.ctx.on("agent/request", async (_a, _d, next) => {
+      agent.cancel("user");
+      return await next();
+    });
     const result = await agent.run("Hi").catch((e) => e);
     assert.equal(model.requests.length, 0);
     const s = summarize(agent.session.events);
@@ -512,15 +506,12 @@ describe("agent loop cancellation", () => {
   it("in turn-stopping: the turn ends aborted and later input waits for the next turn", async () => {
     const { harness, agent, model } = await setup([textResponse("first"), textResponse("second")]);
     let once = true;
-    agent.ctx.on(
-      "agent/turn-stopping" as never,
-      (() => {
-        if (once) {
-          once = false;
-          agent.cancel("hook");
-        }
-      }) as never,
-    );
+    agent.ctx.on("agent/turn-stopping", () => {
+      if (once) {
+        once = false;
+        agent.cancel("hook");
+      }
+    });
     const result = await agent.run("Hi");
     assert.deepEqual(result.reason, { kind: "aborted", reason: "hook" });
     const later = await agent.run("again");

@@ -15,6 +15,7 @@ import {
   zodToJsonSchema,
 } from "./_json_schema.ts";
 import { validateToolShape } from "./_validate_definition.ts";
+import type { JsonSchemaType } from "./json_schema.ts";
 import { ToolArgsError } from "./tool_errors.ts";
 import type {
   JsonSchema,
@@ -32,11 +33,17 @@ import type {
 /** A schema given to {@linkcode defineTool}: a zod v4 schema or raw JSON Schema. */
 export type ToolSchemaInput = z.ZodType | JsonSchema;
 
-/** The argument type a parameters schema describes (`unknown` for raw JSON Schema). */
-export type InferToolArgs<P> = P extends z.ZodType ? z.output<P> : unknown;
+/**
+ * The argument type a parameters schema describes: the zod schema's output, `T` for a raw schema wrapped in
+ * {@linkcode jsonSchema}`<T>()`, `unknown` for other raw JSON Schema.
+ */
+export type InferToolArgs<P> = P extends z.ZodType ? z.output<P> : JsonSchemaType<P>;
 
-/** The value type an output schema describes (`unknown` for raw JSON Schema). */
-export type InferToolValue<O> = O extends z.ZodType ? z.output<O> : unknown;
+/**
+ * The value type an output schema describes: the zod schema's output, `T` for a raw schema wrapped in
+ * {@linkcode jsonSchema}`<T>()`, `unknown` for other raw JSON Schema.
+ */
+export type InferToolValue<O> = O extends z.ZodType ? z.output<O> : JsonSchemaType<O>;
 
 /** Options of {@linkcode defineTool}. */
 export interface DefineToolOptions<P extends ToolSchemaInput, O extends ToolSchemaInput> {

@@ -31,6 +31,7 @@ export {
   type InferToolValue,
   type ToolSchemaInput,
 } from "./define_tool.ts";
+export { jsonSchema, type JsonSchemaType, type TypedJsonSchema } from "./json_schema.ts";
 export { ToolArgsError, ToolOutputError } from "./tool_errors.ts";
 export type { PostToolDecision, PreToolDecision, ToolDispatchExecution, ToolEvents } from "./tool_events.ts";
 export type { ToolExecutionInput, ToolExecutionResult, ToolResultErrorInfo } from "./tool_execution_result.ts";
