@@ -74,7 +74,12 @@ try {
     run(bin("attw"), [tarball, "--profile", "esm-only", "--format", "table-flipped"], root);
   });
 
-  const program = readFileSync(join(root, "scripts", "pack_first_agent.mjs"), "utf8");
+  // The README's first agent, exactly as printed there, then the mounted HTTP app.
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  const firstAgent = readme.match(/^## A first agent\n\n```ts\n([^]*?)^```$/m)?.[1];
+  if (firstAgent === undefined) fail('README.md has no ts block under "## A first agent"');
+  const program = firstAgent + readFileSync(join(root, "scripts", "pack_mounted_app.mjs"), "utf8");
+  const printsFirstAgent = (out) => out.split("\n")[0] === "2 + 3 is 5.";
   const subpaths = Object.keys(pkg.exports).filter((name) => name !== "./package.json");
   const importAll = `for (const sub of ${JSON.stringify(subpaths)}) {\n` +
     `  const mod = await import(sub === "." ? "@dsh/harness" : "@dsh/harness" + sub.slice(1));\n` +
@@ -128,7 +133,7 @@ try {
   step("Node 20 project, plain node", () => {
     const dir = project("node", { "main.mjs": program + importAll });
     const out = run(process.execPath, ["main.mjs"], dir);
-    if (!out.includes("first agent: 2 + 3 is 5.")) fail(`node printed:\n${out}`);
+    if (!printsFirstAgent(out)) fail(`node printed:\n${out}`);
     if (!out.includes("http: 201 application/json")) fail(`node printed:\n${out}`);
   });
 
@@ -139,14 +144,14 @@ try {
     );
     console.log(`   zod ${versions[0]}, hono ${versions[1]}`);
     const out = run(process.execPath, ["main.mjs"], dir);
-    if (!out.includes("first agent: 2 + 3 is 5.")) fail(`node printed:\n${out}`);
+    if (!printsFirstAgent(out)) fail(`node printed:\n${out}`);
     if (!out.includes("http: 201 application/json")) fail(`node printed:\n${out}`);
   });
 
   step("Bun project", () => {
     const dir = project("bun", { "main.ts": program + importAll });
     const out = run(bin("bun"), ["run", "main.ts"], dir);
-    if (!out.includes("first agent: 2 + 3 is 5.")) fail(`bun printed:\n${out}`);
+    if (!printsFirstAgent(out)) fail(`bun printed:\n${out}`);
   });
 
   step("Deno project (deno check, then deno run)", () => {
@@ -156,7 +161,7 @@ try {
     });
     run(bin("deno"), ["check", "main.ts"], dir);
     const out = run(bin("deno"), ["run", "-A", "main.ts"], dir);
-    if (!out.includes("first agent: 2 + 3 is 5.")) fail(`deno printed:\n${out}`);
+    if (!printsFirstAgent(out)) fail(`deno printed:\n${out}`);
   });
 } finally {
   rmSync(work, { recursive: true, force: true });

@@ -100,7 +100,11 @@ export interface SystemSection {
 export interface CreateHarnessOptions {
   /** Provider adapters to register. */
   readonly adapters?: readonly LlmAdapter[];
-  /** The route agents use when they name none. */
+  /**
+   * The route agents use when they name none.
+   *
+   * @default {the first model of the adapter, when exactly one adapter is given}
+   */
   readonly model?: Partial<AgentOptions>;
   /** Tools registered globally. */
   readonly tools?: readonly ToolDefinition[];
@@ -236,7 +240,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
   });
   await core.ready;
   const loop = ctx.plugin(agentLoopPlugin as never, {
-    defaultModel: options.model,
+    defaultModel: options.model ?? soleAdapterRoute(options.adapters),
     maxParallelToolCalls: options.maxParallelToolCalls,
     retryPolicy: options.retryPolicy,
     invariants: options.invariants,
@@ -382,6 +386,12 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
 }
 
 type PluginHandle = ReturnType<HarnessCtx["plugin"]>;
+
+/** With exactly one adapter and no `model`, that adapter's first model is the route (an unambiguous default). */
+function soleAdapterRoute(adapters: readonly LlmAdapter[] | undefined): Partial<AgentOptions> | undefined {
+  if (adapters?.length !== 1 || adapters[0].models.length === 0) return undefined;
+  return { provider: adapters[0].provider, model: adapters[0].models[0].id };
+}
 
 /** Fold `options.config` into the options: explicit options win over configured values. */
 async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessOptions> {

@@ -23,7 +23,7 @@ describe("createHarness()", () => {
     ];
     const a = await harness.createAgent({ id: "a" });
     const b = await harness.createAgent({ id: "b" });
-    a.ctx.on("agent/status" as never, (() => {}) as never);
+    a.ctx.on("agent/status", () => {});
     await a.run("hi");
     await b.run("hi");
     assert.equal(harness.ctx.service("agents").list().length, 2);
@@ -80,9 +80,29 @@ describe("createHarness()", () => {
     await harness.dispose();
   });
 
-  it("refuses an agent without a route", async () => {
-    const harness = await createHarness({ adapters: [scriptedAdapter(textResponse("ok"))] });
-    await assert.rejects(harness.createAgent(), { code: "INVALID_ARGS" });
+  it("refuses an agent without a route when the adapters do not make one obvious", async () => {
+    for (
+      const adapters of [
+        [],
+        [scriptedAdapter(textResponse("ok")), scriptedAdapter(textResponse("ok"), { provider: "other" })],
+        [scriptedAdapter(textResponse("ok"), { models: [] })],
+      ]
+    ) {
+      const harness = await createHarness({ adapters });
+      await assert.rejects(harness.createAgent(), { code: "INVALID_ARGS" });
+      await harness.dispose();
+    }
+  });
+
+  it("with exactly one adapter and no model, routes agents to that adapter's first model", async () => {
+    const model = scriptedAdapter(textResponse("ok"), { provider: "solo", models: [{ id: "m1" }, { id: "m2" }] });
+    const harness = await createHarness({ adapters: [model] });
+    const agent = await harness.createAgent();
+    assert.deepEqual([agent.options.provider, agent.options.model], ["solo", "m1"]);
+    assert.equal((await agent.run("Hi")).text, "ok");
+    assert.equal(model.lastRequest()?.model, "m1");
+    const other = await harness.createAgent({ model: "m2" });
+    assert.deepEqual([other.options.provider, other.options.model], ["solo", "m2"]);
     await harness.dispose();
   });
 });
