@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 const read = (path: string) => JSON.parse(readFileSync(new URL(path, import.meta.url), "utf8"));
 
@@ -42,6 +42,62 @@ describe("package entry points", () => {
     assert.equal(pkg.dependencies.cordis, "4.0.0-rc.10");
   });
 });
+
+describe("deno.json imports", () => {
+  // A Deno project that links this package (deno.json "links") or JSR resolves the package's bare imports
+  // through deno.json alone: without these entries it fails with `Import "cordis" not a dependency`.
+  it("map every npm package the published files import, at package.json's version or range", () => {
+    const deno = read("./deno.json");
+    const pkg = read("./package.json");
+    // @hono/node-server: imported by ./view only when it serves on Node (a devDependency the user installs).
+    const wanted = {
+      "@hono/node-server": pkg.devDependencies["@hono/node-server"],
+      ...pkg.dependencies,
+      ...pkg.peerDependencies,
+    };
+    // `>=4.2.0 <5` in package.json is `^4.2.0` in an npm: specifier (which takes no spaces).
+    const asSpecifierRange = (range: string) =>
+      range.replace(
+        /^>=(\d+)\.(\d+\.\d+) <(\d+)$/,
+        (all, major, rest, next) => Number(next) === Number(major) + 1 ? `^${major}.${rest}` : all,
+      );
+    const seen = new Set<string>();
+    for (const file of publishedFiles()) {
+      const text = readFileSync(new URL(file, import.meta.url), "utf8");
+      const statics = text.matchAll(/^(?:import|export)\b[^;]*?\sfrom\s+"([^"]+)"/gm);
+      const dynamics = text.matchAll(/\bimport\("([^"]+)"\)/g);
+      for (const [, specifier] of [...statics, ...dynamics]) {
+        if (/^(\.|node:|@dsh\/harness)/.test(specifier)) continue;
+        const name = specifier.match(/^(@[^/]+\/)?[^/]+/)![0];
+        const key = specifier === name ? name : `${name}/`;
+        seen.add(key);
+        assert.ok(name in wanted, `${file} imports ${specifier}, which package.json does not list`);
+        const range = asSpecifierRange(wanted[name]);
+        const expected = key === name ? `npm:${name}@${range}` : `npm:/${name}@${range}/`;
+        assert.equal(deno.imports[key], expected, `deno.json imports["${key}"] (imported by ${file})`);
+      }
+    }
+    assert.ok(seen.has("cordis") && seen.has("zod") && seen.has("hono/"), [...seen].join(", "));
+  });
+});
+
+/** The published TypeScript files (deno.json publish.include, minus tests and test support). */
+function publishedFiles(): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(new URL(dir, import.meta.url), { withFileTypes: true })) {
+      const path = `${dir}${entry.name}`;
+      if (entry.isDirectory()) {
+        if (entry.name !== "testdata") walk(`${path}/`);
+      } else if (
+        path.endsWith(".ts") && !path.endsWith("_test.ts") && !entry.name.startsWith("_test_")
+      ) out.push(path);
+    }
+  };
+  out.push("./mod.ts");
+  for (const dir of ["./sdk/", "./adapters/", "./replay/", "./testing/", "./view/"]) walk(dir);
+  return out;
+}
 
 describe("HarnessError across package copies", () => {
   it("isInstance() recognises an error branded by another copy", async () => {
