@@ -6,6 +6,7 @@
 
 import type { z } from "zod";
 import { HarnessError } from "../kernel/harness_error.ts";
+import { deepFreeze } from "../session/deep_freeze.ts";
 import type { HarnessConfig } from "./harness_config.ts";
 import { harnessConfigLayerSchema, harnessConfigSchema } from "./harness_config_schema.ts";
 import { DEFAULT_CONFIG } from "./default_config.ts";
@@ -219,12 +220,4 @@ function valueAt(value: unknown, path: readonly ConfigPathSegment[]): unknown {
 
 function lowerFirst(text: string): string {
   return text.length > 1 && /^[A-Z][a-z]/.test(text) ? text[0].toLowerCase() + text.slice(1) : text;
-}
-
-function deepFreeze(value: unknown): unknown {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
 }

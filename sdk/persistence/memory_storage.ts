@@ -7,6 +7,7 @@
  * @module
  */
 
+import { deepFreeze } from "../session/deep_freeze.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { alreadyExists, invalidArgs, notFound, seqMismatch, writerBusy } from "./_errors.ts";
 import { readable, type ReaderVocabulary, readerVocabulary, unknownToReader } from "./_event_types.ts";
@@ -57,14 +58,6 @@ interface StoredSession {
   readonly header: SessionHeader;
   readonly events: SessionEvent[];
   updatedAt: number;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
-  }
-  return value;
 }
 
 /** A detached, frozen copy with exactly what a JSON store would keep. */
