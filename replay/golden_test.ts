@@ -112,12 +112,15 @@ describe("normalizeText()", () => {
 });
 
 describe("unifiedDiff()", () => {
-  it("is empty for equal texts and reports insertions, deletions and the final newline", () => {
+  it("is empty for equal texts and reports insertions, deletions and a missing final newline", () => {
     assert.equal(unifiedDiff("a\n", "a\n"), "");
     assert.equal(unifiedDiff("a\nb\n", "a\nx\nb\n"), "--- expected\n+++ actual\n@@ -1,2 +1,3 @@\n a\n+x\n b\n");
     assert.equal(unifiedDiff("a\nb\n", "b\n"), "--- expected\n+++ actual\n@@ -1,2 +1,1 @@\n-a\n b\n");
     assert.equal(unifiedDiff("", "new\n"), "--- expected\n+++ actual\n@@ -0,0 +1,1 @@\n+new\n");
-    assert.match(unifiedDiff("a", "a\n"), /final newline/);
+    assert.equal(
+      unifiedDiff("a", "a\n"),
+      "--- expected\n+++ actual\n@@ -1,1 +1,1 @@\n-a\n\\ No newline at end of file\n+a\n",
+    );
   });
 
   it("splits distant changes into separate hunks", () => {
