@@ -8,8 +8,10 @@
  * @module
  */
 
-import { type Context, Hono } from "hono";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { bearerAuth } from "hono/bearer-auth";
 import { cors } from "hono/cors";
+import { requestId } from "hono/request-id";
 import type { Agent } from "../agent/agent.ts";
 import { TurnFailedError } from "../agent/turn_failed_error.ts";
 import type { Harness } from "../harness.ts";
@@ -17,7 +19,6 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import { Session } from "../session/session.ts";
 import { renderTranscript } from "../session/transcript.ts";
 import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts";
-import { bearerVerifier } from "./_bearer_auth.ts";
 import { approvalBody, cancelBody, createSessionBody, forkBody, messageBody, readBody } from "./_body.ts";
 import {
   incarnationOf,
@@ -36,7 +37,7 @@ import { mountViewData, mountViewPages } from "./view/_view_routes.ts";
 
 /** One line of the request log. */
 export interface RequestLogRecord {
-  /** The request id (from a valid `X-Request-Id` header, or generated). */
+  /** The request id (from a valid `X-Request-Id` header: letters, digits, `_` and `-`, at most 128; or generated). */
   readonly requestId: string;
   /** The HTTP method. */
   readonly method: string;
@@ -158,7 +159,36 @@ export interface HarnessAppEnv {
 /** The app returned by {@linkcode createHarnessApp}: a Hono app; add routes or mount it. */
 export type HarnessApp = Hono<HarnessAppEnv>;
 
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
+const CHALLENGE = 'Bearer realm="dsh-harness"';
+const TOKEN_SYNTAX = /^[A-Za-z0-9._~+/-]+=*$/;
+
+/**
+ * Hono's bearer-auth (a constant-time comparison of hashed tokens) with our answers: its message options are
+ * called to build the refusal, and throwing from them makes `onError` answer with problem+json.
+ */
+function bearerGuard(token: string): MiddlewareHandler<HarnessAppEnv> {
+  const required = (c: Context): never => {
+    throw new HttpProblem(
+      401,
+      "AUTH_REQUIRED",
+      (c.req.header("authorization") ?? "") === ""
+        ? "The request has no Authorization header; send Authorization: Bearer <token>"
+        : "The Authorization header is not a bearer token",
+      { headers: { "www-authenticate": CHALLENGE } },
+    );
+  };
+  return bearerAuth({
+    token,
+    realm: "dsh-harness",
+    noAuthenticationHeaderMessage: required,
+    invalidAuthenticationHeaderMessage: required,
+    invalidTokenMessage: () => {
+      throw new HttpProblem(401, "INVALID_TOKEN", "The bearer token is not valid", {
+        headers: { "www-authenticate": `${CHALLENGE}, error="invalid_token"` },
+      });
+    },
+  });
+}
 
 /** The methods of each route, for `405` answers (`Allow`). */
 const ROUTES: readonly (readonly [RegExp, readonly string[]])[] = [
@@ -227,7 +257,9 @@ function belongsTo(p: PendingApproval, agent: Agent): boolean {
  * - `GET /sessions/:id/approvals`, `POST /sessions/:id/approvals/:callId` `{ decision: "allow" | "reject" }`.
  *
  * Session ids are 1–128 letters, digits, `_` or `-` (nothing a path can be made of). Every response
- * carries `X-Request-Id`, which the log records.
+ * carries `X-Request-Id` (Hono's request-id middleware: the client's, when it is 1–128 letters, digits, `_`
+ * or `-`, else a new one), which the log records. Bearer auth is Hono's bearer-auth middleware (the token
+ * must be RFC 6750 token68 text); its refusals are problem+json `AUTH_REQUIRED` / `INVALID_TOKEN` (401).
  *
  * With `storage` set on the harness, stored sessions are listed too, resumed
  * (`harness.resumeAgent`) on first use by any route that needs an agent,
@@ -279,6 +311,13 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       "Cannot create the HTTP app without a bearer token; pass token, or auth: false to serve without authentication",
     );
   }
+  if (auth !== false && !TOKEN_SYNTAX.test(options.token!)) {
+    // RFC 6750's token68: a header carrying any other token would be refused as malformed.
+    throw new HarnessError(
+      "INVALID_ARGS",
+      "The bearer token may hold only letters, digits and -._~+/ (then = padding), as RFC 6750 allows",
+    );
+  }
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
   const keepAliveMs = options.keepAliveMs ?? 5_000;
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes <= 0) {
@@ -293,7 +332,6 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   if (!(keepAliveMs > 0)) throw new HarnessError("INVALID_ARGS", "keepAliveMs must be a positive number");
   const log = options.log === false ? undefined : options.log ?? defaultLog;
   const newRequestId = options.newRequestId ?? (() => crypto.randomUUID());
-  const verify = auth === false ? undefined : bearerVerifier(options.token!);
   const host = new SessionHost(harness);
   const projections = harness.ctx.service("sessionProjections");
 
@@ -329,20 +367,20 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
 
   app.use("*", async (c, next) => {
     const started = performance.now();
-    const given = c.req.header("x-request-id");
-    const requestId = given !== undefined && REQUEST_ID.test(given) ? given : newRequestId();
-    c.set("requestId", requestId);
     await next();
+    // Hono's request-id (below) picks the id; a route that returns its own Response (problem+json, the event
+    // stream) does not carry the header it set, so it is set here on whatever response goes out.
+    const id = c.get("requestId");
     try {
-      c.res.headers.set("x-request-id", requestId);
+      c.res.headers.set("x-request-id", id);
     } catch {
       c.res = new Response(c.res.body, c.res);
-      c.res.headers.set("x-request-id", requestId);
+      c.res.headers.set("x-request-id", id);
     }
     // Every body is what its Content-Type says: browsers must not sniff another type.
     c.res.headers.set("x-content-type-options", "nosniff");
     log?.({
-      requestId,
+      requestId: id,
       method: c.req.method,
       path: c.req.path,
       status: c.res.status,
@@ -351,6 +389,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       ...(c.get("fault") !== undefined ? { error: c.get("fault") } : {}),
     });
   });
+  app.use("*", requestId({ headerName: "X-Request-Id", limitLength: 128, generator: () => newRequestId() }));
   if (options.cors !== undefined) {
     app.use(
       "*",
@@ -366,12 +405,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   }
   // The timeline's pages hold no data: a browser navigates to them without the token.
   if (options.view !== false) mountViewPages(app);
-  if (verify !== undefined) {
-    app.use("*", async (c, next) => {
-      await verify(c.req.header("authorization"));
-      await next();
-    });
-  }
+  if (auth !== false) app.use("*", bearerGuard(options.token!));
   app.use("/sessions/:id/*", async (c, next) => {
     checkSessionId(c.req.param("id"));
     await next();

@@ -5,7 +5,7 @@ import { defineTool } from "../tools/define_tool.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
-import type { Harness } from "../harness.ts";
+import { createHarness, type Harness } from "../harness.ts";
 import type { LlmAdapter } from "../llm/llm_adapter.ts";
 import { LlmFailure } from "../llm/llm_failure.ts";
 import type { PreToolDecision } from "../tools/tool_events.ts";
@@ -633,6 +633,49 @@ describe("createHarnessApp() over storage", () => {
       assert.equal(after.events.at(-1)?.type, "turn/end");
       assert.equal(after.events.length, agentOf(harness, "s1").session.seq);
     });
+  });
+});
+
+describe("createHarnessApp() bearer auth (Hono's bearer-auth)", () => {
+  async function statusesFor(token: string, headers: readonly (string | undefined)[]) {
+    const harness = await createHarness({ adapters: [scriptedAdapter(textResponse("ok"))] });
+    try {
+      const app = createHarnessApp(harness, { token, log: false });
+      const out: [number, string, string | null][] = [];
+      for (const authorization of headers) {
+        const response = await app.request(
+          "/sessions",
+          authorization === undefined ? {} : { headers: { authorization } },
+        );
+        const body = response.status === 200 ? { code: "OK" } : await response.json();
+        assert.equal(
+          response.headers.get("content-type"),
+          response.status === 200 ? "application/json" : "application/problem+json",
+        );
+        out.push([response.status, body.code, response.headers.get("www-authenticate")]);
+      }
+      return out;
+    } finally {
+      await harness.dispose();
+    }
+  }
+
+  it("accepts the token; a missing or malformed header is AUTH_REQUIRED, a wrong token INVALID_TOKEN (problem+json)", async () => {
+    const required = [401, "AUTH_REQUIRED", 'Bearer realm="dsh-harness"'];
+    const invalid = [401, "INVALID_TOKEN", 'Bearer realm="dsh-harness", error="invalid_token"'];
+    assert.deepEqual(await statusesFor("s3cr3t-T0k.en~+/=", ["Bearer s3cr3t-T0k.en~+/="]), [[200, "OK", null]]);
+    const malformed = [undefined, "", "s3cret", "Basic s3cret", "Bearer", "Bearer ", "Bearer a b", "Bearer s3cret!"];
+    assert.deepEqual(await statusesFor("s3cret", malformed), malformed.map(() => required));
+    const wrong = ["Bearer s3cre", "Bearer S3CRET", "Bearer x", "Bearer s3crets"];
+    assert.deepEqual(await statusesFor("s3cret", wrong), wrong.map(() => invalid));
+  });
+
+  it("refuses a token that no Authorization header could carry", async () => {
+    const harness = await createHarness({});
+    for (const token of ["has space", "tab\t", "ünïcode", "a=b"]) {
+      assert.throws(() => createHarnessApp(harness, { token }), { code: "INVALID_ARGS" }, token);
+    }
+    await harness.dispose();
   });
 });
 
