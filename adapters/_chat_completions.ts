@@ -81,9 +81,10 @@ export async function* streamChatCompletion(
     return;
   }
 
-  const controller = new AbortController();
-  const onAbort = () => controller.abort(signal.reason);
-  signal.addEventListener("abort", onAbort, { once: true });
+  // The request and the body reads stop on the caller's signal or on the idle watchdog, whichever comes first.
+  // (The watchdog is re-armed whenever bytes arrive, so it is a timer of its own, not `AbortSignal.timeout`.)
+  const watchdog = new AbortController();
+  const requestSignal = AbortSignal.any([signal, watchdog.signal]);
   let timedOut = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const disarm = () => {
@@ -95,7 +96,7 @@ export async function* streamChatCompletion(
     disarm();
     timer = setTimeout(() => {
       timedOut = true;
-      controller.abort(new LlmFailure("TIMEOUT", "Provider stalled"));
+      watchdog.abort(new LlmFailure("TIMEOUT", "Provider stalled"));
     }, endpoint.idleTimeoutMs);
   };
   let events: AsyncGenerator<EventSourceMessage, void, undefined> | undefined;
@@ -112,7 +113,7 @@ export async function* streamChatCompletion(
       method: "POST",
       headers,
       body,
-      signal: controller.signal,
+      signal: requestSignal,
     });
     if (!response.ok) {
       arm();
@@ -124,7 +125,7 @@ export async function* streamChatCompletion(
       throw new LlmFailure("MALFORMED_RESPONSE", `Provider "${endpoint.provider}" answered without a body`);
     }
     // Any bytes (keep-alive comments included) prove the provider is alive.
-    events = readSse(response.body, controller.signal, () => {
+    events = readSse(response.body, requestSignal, () => {
       if (timer !== undefined) arm();
     });
     const mapper = new ChatStreamMapper(endpoint.response);
@@ -169,7 +170,6 @@ export async function* streamChatCompletion(
     }
   } finally {
     disarm();
-    signal.removeEventListener("abort", onAbort);
     await events?.return().catch(() => {});
   }
 }
