@@ -21,6 +21,8 @@ const functionToString = Function.prototype.toString;
 class Walk {
   readonly #root: string;
   readonly #copy: boolean;
+  // Copy what JSON.stringify changes silently (undefined properties, -0) instead of rejecting it.
+  readonly #normalize: boolean;
   // Recursive part: the open containers and the key leading to each child.
   readonly #ancestors: object[] = [];
   readonly #path: (string | number)[] = [];
@@ -36,9 +38,10 @@ class Walk {
   // The length of the container `check()` accepted last.
   #length = 0;
 
-  constructor(root: string, copy: boolean) {
+  constructor(root: string, copy: boolean, normalize = false) {
     this.#root = root;
     this.#copy = copy;
+    this.#normalize = normalize;
   }
 
   reject(what: string, index?: number): never {
@@ -63,7 +66,7 @@ class Walk {
         return value;
       case "number":
         if (value !== value || value === Infinity || value === -Infinity) this.reject(String(value));
-        if (value === 0 && 1 / value < 0) this.reject("negative zero");
+        if (value === 0 && 1 / value < 0) return this.#normalize ? 0 : this.reject("negative zero");
         return value;
       case "object":
         return value === null ? null : this.object(value);
@@ -142,8 +145,10 @@ class Walk {
     } else {
       const result: Record<string, unknown> | undefined = copy ? {} : undefined;
       for (const key of keys) {
+        const raw = (value as Record<string, unknown>)[key];
+        if (raw === undefined && this.#normalize) continue;
         path.push(key);
-        const item = this.value((value as Record<string, unknown>)[key]);
+        const item = this.value(raw);
         if (result) {
           // defineProperty keeps a key named "__proto__" an own data property.
           if (key === "__proto__") Object.defineProperty(result, key, { value: item, enumerable: true });
@@ -188,6 +193,7 @@ class Walk {
         const key = keys === undefined ? i : keys[i];
         const item = source[key];
         next[top] = i + 1;
+        if (item === undefined && keys !== undefined && this.#normalize) continue;
         let out: unknown;
         if (typeof item === "object" && item !== null) {
           out = open(item);
@@ -300,6 +306,7 @@ export function assertLosslessJson(value: unknown, path: string = "value"): void
  *
  * @param value The value to copy.
  * @param path How to name the value in the error message.
+ * @param options `normalize` to drop `undefined` properties and turn `-0` into `0`.
  * @returns A deep-frozen copy; primitives are returned as they are.
  * @throws {HarnessError} `NOT_LOSSLESS_JSON` when the value is not lossless JSON.
  *
@@ -315,6 +322,19 @@ export function assertLosslessJson(value: unknown, path: string = "value"): void
  * assert.equal(Object.isFrozen(copy.list), true);
  * ```
  */
-export function copyLosslessJson<T>(value: T, path: string = "value"): T {
-  return new Walk(path, true).value(value) as T;
+export function copyLosslessJson<T>(value: T, path: string = "value", options: CopyLosslessJsonOptions = {}): T {
+  return new Walk(path, true, options.normalize === true).value(value) as T;
+}
+
+/** Options of {@linkcode copyLosslessJson}. */
+export interface CopyLosslessJsonOptions {
+  /**
+   * Copy what `JSON.stringify` changes silently instead of rejecting it: an
+   * object property whose value is `undefined` is left out of the copy and
+   * `-0` becomes `0` (the tool pipeline snapshots values this way). Everything
+   * else JSON would drop or change is still rejected.
+   *
+   * @default {false}
+   */
+  readonly normalize?: boolean;
 }

@@ -125,6 +125,21 @@ function jsonKeeps(value: unknown): boolean {
   return text !== undefined && sameJson(JSON.parse(text), value);
 }
 
+describe("copyLosslessJson(value, path, { normalize: true })", () => {
+  it("drops undefined properties and turns -0 into 0, as JSON.stringify would, and still refuses the rest", () => {
+    const copy = copyLosslessJson({ a: undefined, b: -0, c: [{ d: undefined, e: 1 }] }, "v", { normalize: true });
+    assert.deepEqual(copy, { b: 0, c: [{ e: 1 }] });
+    assert.ok(Object.is(copy.b, 0) && !("a" in copy) && Object.isFrozen(copy.c[0]));
+    // 200 levels: the recursive walk and the iterative one below it both normalise.
+    const deep = copyLosslessJson(nest({ x: undefined, y: -0 }, 200), "v", { normalize: true });
+    assert.deepEqual(deep, nest({ y: 0 }, 200));
+    for (const bad of [[undefined], { m: new Map() }, { n: NaN }, { f: () => 1 }]) {
+      assert.throws(() => copyLosslessJson(bad, "v", { normalize: true }), { code: "NOT_LOSSLESS_JSON" });
+    }
+    assert.throws(() => copyLosslessJson({ a: undefined }, "v"), /undefined/);
+  });
+});
+
 describe("copyLosslessJson() on deep data", () => {
   it("copies and checks 20,000-deep arrays, objects and mixes without overflowing the stack", () => {
     for (const kinds of [["array"], ["object"], ["array", "object"]] as const) {

@@ -49,7 +49,7 @@ export {
 export { foldSurface, type SurfaceFoldResult } from "./fold_surface.ts";
 export { deriveEventMessage } from "./derive_event_message.ts";
 export { canonicalHeader, headerEquals } from "./header_equals.ts";
-export { assertLosslessJson, copyLosslessJson } from "./lossless_json.ts";
+export { assertLosslessJson, copyLosslessJson, type CopyLosslessJsonOptions } from "./lossless_json.ts";
 export { deepFreeze } from "./deep_freeze.ts";
 export { renderTranscript, type TranscriptOptions } from "./transcript.ts";
 export {
