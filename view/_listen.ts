@@ -2,6 +2,7 @@
 // Bun.serve, or @hono/node-server on Node (imported only there).
 
 import type { AddressInfo } from "node:net";
+import { HarnessError } from "../sdk/kernel/harness_error.ts";
 
 type Fetch = (request: Request) => Response | Promise<Response>;
 
@@ -50,7 +51,16 @@ export async function listen(fetch: Fetch, hostname: string, port: number): Prom
       },
     };
   }
-  const { serve } = await import("@hono/node-server");
+  let serve: typeof import("@hono/node-server").serve;
+  try {
+    ({ serve } = await import("@hono/node-server"));
+  } catch (cause) {
+    throw new HarnessError(
+      "UNSUPPORTED_RUNTIME",
+      "Serving the timeline on Node needs @hono/node-server: install it beside @dsh/harness (npm i @hono/node-server)",
+      { cause },
+    );
+  }
   return await new Promise((resolve, reject) => {
     const server = serve({ fetch, hostname, port, overrideGlobalObjects: false }, (info: AddressInfo) => {
       resolve({
