@@ -1,5 +1,6 @@
 /**
- * The standard scripted conversation of `../shared/design/BENCH.md`, shared by
+ * The standard scripted conversation of the design notes' BENCH.md (kept outside
+ * this repository; nothing here reads it), shared by
  * every loop benchmark: the chunks of each (turn, step), the scripted model
  * that streams them, the `add` tool, the bare baseline loop, and the checks
  * that make a run which skips work fail.

@@ -17,6 +17,10 @@
  * write presents the lease's token and is refused, writing nothing, once the
  * lease has expired or been taken over (`SESSION_LEASE_LOST`).
  *
+ * Longer than the house limit on purpose: the `SessionStorage` methods share
+ * the lease state, the executor and the row decoding of one class; the SQL
+ * lives in `_statements.ts` and the migrations in `_migrations.ts`.
+ *
  * @module
  */
 
