@@ -2,12 +2,16 @@
 // storage directory written by `fileStorage` (one `<id>/session.v1.jsonl` (v0: `session.jsonl`) or
 // `.zstd` per session, read through the persistence module), or
 // one plain log file (a `session` header line, then one event or packed chunk
-// row per line; several logs may follow one another).
+// row per line; several logs may follow one another). Both are decoded by the
+// persistence module's line decoder: a plain file per header-delimited log
+// (`decodeRecordLines`), a directory through `fileStorage`.
 
 import { readFile, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { fileStorage, HarnessError, type SessionEvent, type StoredRecord, unpackChunkRows } from "../mod.ts";
+import { fileStorage, HarnessError, SESSION_FORMAT_VERSION } from "../mod.ts";
+import { type DecodedLines, decodeRecordLines } from "../sdk/persistence/_log_decoder.ts";
+import { openLine } from "../sdk/persistence/_record_checksum.ts";
 import type { FixtureLog } from "./fixture.ts";
 
 const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];
@@ -17,47 +21,91 @@ export function toPath(source: string | URL): string {
   return source instanceof URL ? fileURLToPath(source) : source;
 }
 
-function invalid(file: string, line: number, message: string): HarnessError {
-  return new HarnessError("INVALID_FIXTURE", `Fixture ${file} line ${line}: ${message}`, { details: { file, line } });
+function invalid(file: string, line: number, message: string, cause?: unknown): HarnessError {
+  return new HarnessError("INVALID_FIXTURE", `Fixture ${file} line ${line}: ${message}`, {
+    cause,
+    details: { file, line },
+  });
 }
 
-function parseLogText(text: string, file: string): FixtureLog[] {
-  const logs: { id?: string; createdAt?: number; parentSession?: string; records: StoredRecord[] }[] = [];
-  const lines = text.split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    // fileStorage writes `<json>\t<checksum>` lines (older logs have no checksum); the JSON is what counts here.
-    const raw = lines[i].trim().replace(/\t[0-9a-f]{8}$/, "");
-    if (raw === "") continue;
-    let record: Record<string, unknown>;
-    try {
-      record = JSON.parse(raw);
-    } catch {
-      throw invalid(file, i + 1, "not valid JSON");
-    }
-    if (typeof record !== "object" || record === null || typeof record.type !== "string") {
-      throw invalid(file, i + 1, "not a record with a type");
-    }
-    if (record.type === "session" && !("seq" in record)) {
-      logs.push({
-        ...(typeof record.id === "string" ? { id: record.id } : {}),
-        ...(typeof record.createdAt === "number" ? { createdAt: record.createdAt } : {}),
-        ...(typeof record.parentSession === "string" ? { parentSession: record.parentSession } : {}),
-        records: [],
-      });
-      continue;
-    }
-    if (logs.length === 0) throw invalid(file, i + 1, "the file does not start with a session header line");
-    logs[logs.length - 1].records.push(record as unknown as StoredRecord);
+const HEADER_HINT = /"type"\s*:\s*"session"/;
+
+/** The header of one log in a plain fixture file: a `session` record without a seq (format fields optional). */
+function headerOf(text: string, file: string, line: number): Record<string, unknown> | undefined {
+  if (!HEADER_HINT.test(text)) return undefined;
+  const { json, verified } = openLine(text);
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return undefined;
   }
-  if (logs.length === 0) throw invalid(file, 1, "the file holds no session log");
-  return logs.map(({ records, ...header }) => {
-    const events: SessionEvent[] = unpackChunkRows(records);
-    events.forEach((event, seq) => {
-      if (event.seq !== seq) {
-        throw invalid(file, 0, `event ${seq} of session ${header.id} has seq ${String(event.seq)}`);
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+  const record = value as Record<string, unknown>;
+  if (record.type !== "session" || "seq" in record) return undefined;
+  if (verified === false) throw invalid(file, line, "the header line fails its checksum");
+  return record;
+}
+
+/**
+ * The logs of a plain fixture file. Lines are trimmed and blank ones skipped;
+ * each header line starts a log whose records are decoded by the storage's
+ * line decoder (`decodeRecordLines`: checksums, packed rows, seq continuity,
+ * the append validator), so a fixture is read exactly as a stored log is, only
+ * without the file-layout rules. Every defect, a torn last line included, is an
+ * `INVALID_FIXTURE` error naming the file and its line.
+ */
+function parseLogText(text: string, file: string): FixtureLog[] {
+  const sections: { header: Record<string, unknown>; lines: string[]; lineNumbers: number[] }[] = [];
+  text.split("\n").forEach((raw, index) => {
+    const line = raw.trim();
+    if (line === "") return;
+    const header = headerOf(line, file, index + 1);
+    if (header !== undefined) {
+      sections.push({ header, lines: [line], lineNumbers: [index + 1] });
+      return;
+    }
+    if (sections.length === 0) {
+      const { json } = openLine(line);
+      let value: unknown;
+      try {
+        value = JSON.parse(json);
+      } catch {
+        throw invalid(file, index + 1, "not valid JSON");
       }
-    });
-    return { ...header, events };
+      const message = typeof value === "object" && value !== null && !Array.isArray(value)
+        ? "the file does not start with a session header line"
+        : "not a record with a type";
+      throw invalid(file, index + 1, message);
+    }
+    const section = sections[sections.length - 1];
+    section.lines.push(line);
+    section.lineNumbers.push(index + 1);
+  });
+  if (sections.length === 0) throw invalid(file, 1, "the file holds no session log");
+  return sections.map(({ header, lines, lineNumbers }) => {
+    const fileLine = (at: number) => lineNumbers[Math.min(Math.max(at - 1, 0), lineNumbers.length - 1)];
+    if ("version" in header && header.version !== SESSION_FORMAT_VERSION) {
+      throw invalid(file, lineNumbers[0], `format version ${JSON.stringify(header.version)} is not supported`);
+    }
+    let decoded: DecodedLines;
+    try {
+      // Every line is complete here (a header or the end of the text follows), as a newline-terminated log.
+      decoded = decodeRecordLines([...lines, ""], file, undefined);
+    } catch (error) {
+      if (!HarnessError.isInstance(error, "SESSION_CORRUPT")) throw error;
+      const at = (error.details as { line: number }).line;
+      throw invalid(file, fileLine(at), error.message.replace(/^Session log .* is corrupt at line \d+: /, ""), error);
+    }
+    if (decoded.tornIndex !== undefined) {
+      throw invalid(file, fileLine(decoded.tornIndex + 1), decoded.tornReason ?? "the line is incomplete");
+    }
+    return {
+      ...(typeof header.id === "string" ? { id: header.id } : {}),
+      ...(typeof header.createdAt === "number" ? { createdAt: header.createdAt } : {}),
+      ...(typeof header.parentSession === "string" ? { parentSession: header.parentSession } : {}),
+      events: decoded.events,
+    };
   });
 }
 

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileStorage, HarnessError, packChunkRows, type SessionEvent } from "../mod.ts";
@@ -156,7 +156,72 @@ describe("loadFixture()", () => {
         /line 1: the file does not start with a session header line/,
       );
       await writeFile(join(dir, "torn.jsonl"), '{"type":"session","id":"t"}\n{"type":\n');
-      await assert.rejects(loadFixture(join(dir, "torn.jsonl")), /torn.jsonl line 2: not valid JSON/);
+      await assert.rejects(loadFixture(join(dir, "torn.jsonl")), /torn.jsonl line 2: the line is not JSON/);
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
+  it("reads several logs of one file with the storage's line decoder: checksums, blank lines, file line numbers", async () => {
+    const dir = await tempDir();
+    try {
+      const source = await tempDir();
+      const events = await recordConversation();
+      const storage = fileStorage(source);
+      await storage.create({ id: "parent", createdAt: 1 }, { events });
+      await storage.create({ id: "child", createdAt: 2, parentSession: "parent" }, { events: events.slice(0, 3) });
+      const stored = (id: string) => readFile(join(source, id, "session.v1.jsonl"), "utf8");
+      const parentText = await stored("parent");
+      const childText = await stored("child");
+      await rm(source, { recursive: true });
+      assert.match(parentText.split("\n")[1], /\t[0-9a-f]{8}$/, "fileStorage writes checksummed lines");
+      const file = join(dir, "two.jsonl");
+      await writeFile(file, `${parentText}\n\r\n${childText}`);
+      const fixture = await loadFixture(file);
+      assert.deepEqual(fixture.sessions.map((s) => [s.id, s.parentSession, s.events.length]), [
+        ["parent", undefined, events.length],
+        ["child", "parent", 3],
+      ]);
+      assert.deepEqual(fixture.sessions[0].events, events);
+
+      // A byte changed inside the child's turn/start record: its checksum fails, and records follow.
+      const parentLines = parentText.split("\n").length - 1; // newline-terminated
+      const childLines = childText.split("\n");
+      const at = childLines.findIndex((l) => l.includes('"turn/start"'));
+      assert.ok(at > 0 && at < childLines.length - 2);
+      childLines[at] = childLines[at].replace('"turn":1', '"turn":7');
+      await writeFile(file, `${parentText}\n${childLines.join("\n")}`);
+      const line = parentLines + 1 + at + 1; // the blank line, then the child's lines
+      await assert.rejects(loadFixture(file), (error: unknown) => {
+        assert.ok(HarnessError.isInstance(error, "INVALID_FIXTURE"), String(error));
+        assert.match(error.message, new RegExp(`two\\.jsonl line ${line}: the line fails its checksum`));
+        assert.deepEqual(error.details, { file, line });
+        return true;
+      });
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
+  it("refuses an event the append validator refuses, a seq gap, a bad header checksum and another format", async () => {
+    const dir = await tempDir();
+    try {
+      const file = join(dir, "bad.jsonl");
+      const header = '{"type":"session","id":"h"}';
+      const rejects = async (lines: string[], pattern: RegExp) => {
+        await writeFile(file, lines.join("\n") + "\n");
+        await assert.rejects(
+          loadFixture(file),
+          (e: unknown) => HarnessError.isInstance(e, "INVALID_FIXTURE") && pattern.test(e.message),
+        );
+      };
+      await rejects([header, '{"type":"turn/start","seq":0,"time":0,"data":{"turn":"one"}}'], /bad\.jsonl line 2: /);
+      await rejects(
+        [header, '{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}', '{"type":"step/end","seq":5,"time":0}'],
+        /bad\.jsonl line 3: the event has seq 5, not 1/,
+      );
+      await rejects(['{"type":"session","id":"h"}\t00000000'], /line 1: the header line fails its checksum/);
+      await rejects(['{"type":"session","version":9,"id":"h"}'], /line 1: format version 9 is not supported/);
     } finally {
       await rm(dir, { recursive: true });
     }

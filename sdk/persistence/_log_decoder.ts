@@ -136,6 +136,55 @@ function byteOffsetOfLine(bytes: Uint8Array, index: number): number {
   return at;
 }
 
+/** What {@linkcode decodeRecordLines} read: the events of the valid prefix, and where a torn tail began. */
+export interface DecodedLines {
+  readonly events: SessionEvent[];
+  /** The 0-based index in `lines` where a torn tail began, if any. */
+  readonly tornIndex?: number;
+  /** Why the line at `tornIndex` is defective. */
+  readonly tornReason?: string;
+  /** The last record is complete and checks out but lacks its newline. */
+  readonly missingNewline?: boolean;
+}
+
+/**
+ * Decode the record lines of a plain log: `lines` is the log's text split at
+ * `\n` (so the last entry is `""` when the text ends with a newline), and
+ * `lines[0]`, the header, is skipped. Errors name `file` and the 1-based index
+ * in `lines` (the header being line 1). Shared by the storage reader and the
+ * fixture loader, which decodes each header-delimited log of a file with it.
+ */
+export function decodeRecordLines(lines: readonly string[], file: string, known: ReaderVocabulary): DecodedLines {
+  const reader = new RecordReader(file, known);
+  const last = lines.length - 1;
+  for (let i = 1; i <= last; i++) {
+    if (i === last && lines[i] === "") break;
+    if (i === last && openLine(lines[i]).verified === true) {
+      // Complete and checked, only its newline was lost: keep it (repair writes the newline).
+      const events = reader.read(lines[i], i + 1);
+      if (events !== undefined) {
+        reader.accept(events);
+        return { events: reader.events, missingNewline: true };
+      }
+      if (reader.invalid) throw corrupt(file, i + 1, reader.defect);
+    }
+    const events = i < last ? reader.read(lines[i], i + 1) : undefined;
+    if (events !== undefined) {
+      reader.accept(events);
+      continue;
+    }
+    if (i < last && reader.invalid) throw corrupt(file, i + 1, reader.defect);
+    const defect = i < last ? reader.defect : "the line is incomplete";
+    for (let j = i + 1; j <= last; j++) {
+      if (lines[j] !== "" && followsAsRecord(lines[j])) {
+        throw corrupt(file, i + 1, `${defect}, and records follow`, { nextRecordLine: j + 1 });
+      }
+    }
+    return { events: reader.events, tornIndex: i, tornReason: defect };
+  }
+  return { events: reader.events };
+}
+
 /** Decode a plain JSONL session file. */
 export function decodePlainLog(
   bytes: Uint8Array,
@@ -154,46 +203,12 @@ export function decodePlainLog(
   }
   const header = parseHeader(headerValue, file, sessionId);
   if (lines.length === 1) throw corrupt(file, 1, "the header line is incomplete");
-  const reader = new RecordReader(file, known);
-  const last = lines.length - 1;
-  for (let i = 1; i <= last; i++) {
-    if (i === last && lines[i] === "") break;
-    if (i === last && openLine(lines[i]).verified === true) {
-      // Complete and checked, only its newline was lost: keep it (repair writes the newline).
-      const events = reader.read(lines[i], i + 1);
-      if (events !== undefined) {
-        reader.accept(events);
-        return {
-          header,
-          events: reader.events,
-          validBytes: bytes.length,
-          totalBytes: bytes.length,
-          missingNewline: true,
-        };
-      }
-      if (reader.invalid) throw corrupt(file, i + 1, reader.defect);
-    }
-    const events = i < last ? reader.read(lines[i], i + 1) : undefined;
-    if (events !== undefined) {
-      reader.accept(events);
-      continue;
-    }
-    if (i < last && reader.invalid) throw corrupt(file, i + 1, reader.defect);
-    const defect = i < last ? reader.defect : "the line is incomplete";
-    for (let j = i + 1; j <= last; j++) {
-      if (lines[j] !== "" && followsAsRecord(lines[j])) {
-        throw corrupt(file, i + 1, `${defect}, and records follow`, { nextRecordLine: j + 1 });
-      }
-    }
-    return {
-      header,
-      events: reader.events,
-      validBytes: byteOffsetOfLine(bytes, i),
-      totalBytes: bytes.length,
-      tornLine: i + 1,
-    };
+  const { events, tornIndex, missingNewline } = decodeRecordLines(lines, file, known);
+  const totalBytes = bytes.length;
+  if (tornIndex !== undefined) {
+    return { header, events, validBytes: byteOffsetOfLine(bytes, tornIndex), totalBytes, tornLine: tornIndex + 1 };
   }
-  return { header, events: reader.events, validBytes: bytes.length, totalBytes: bytes.length };
+  return { header, events, validBytes: totalBytes, totalBytes, ...(missingNewline ? { missingNewline } : {}) };
 }
 
 function isSkippable(bytes: Uint8Array, at: number): boolean {
