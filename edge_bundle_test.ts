@@ -112,6 +112,17 @@ describe("edge bundles", () => {
 
   it("the bundled worker handler serves a session and a turn through an OpenAI-compatible endpoint", async () => {
     const result = await build("examples/edge_worker.ts", { platform: "neutral", minify: true });
+    // As one file (wrangler's default) every dynamic import is inlined: what the worker never names must be
+    // unreachable. File storage (node:fs, zstd, the log decoder) comes only through fileStorage()/fileStorageKind().
+    const inputs = Object.values(result.metafile.outputs).flatMap((o) =>
+      Object.entries(o.inputs).filter(([, i]) => i.bytesInOutput > 0).map(([path]) => path)
+    );
+    assert.deepEqual(
+      inputs.filter((p) => /^sdk\/persistence\/(file_storage|_file_log|_log_decoder|_zstd|_fs)\.ts$/.test(p)),
+      [],
+      "no file storage in the worker",
+    );
+    assert.ok(inputs.includes("sdk/persistence/memory_storage.ts"));
     const dir = mkdtempSync(join(tmpdir(), "dsh-edge-"));
     try {
       const file = join(dir, "worker.mjs");

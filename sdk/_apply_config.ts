@@ -13,7 +13,6 @@ import { permissionFor } from "./config/permission_for.ts";
 import type { ToolDefinition, ToolEvents, ToolRuntime } from "./tools/mod.ts";
 import { isDefaultAsk } from "./tools/_default_decision.ts";
 import type { SessionStorage } from "./persistence/session_storage.ts";
-import { fileStorage } from "./persistence/file_storage.ts";
 import { memoryStorage } from "./persistence/memory_storage.ts";
 
 /** What an adapter factory receives: the adapter's configuration, its route name and the resolved API key. */
@@ -72,9 +71,19 @@ export interface StorageFactoryInput {
   readonly env: EnvReader;
 }
 
-/** Makes the storage of one configured `kind` that the core does not build itself (e.g. `postgres`). */
+/**
+ * Makes the storage of one configured `kind` that the core does not build itself: `file`
+ * (`fileStorageKind()`, which `loadConfig`/`resolveConfig` results carry) or `postgres`.
+ */
 export type StorageFactory = (input: StorageFactoryInput) => SessionStorage;
 
+/** The storage factories a config input carries (a `LoadedConfig` carries the `file` kind). */
+export function configStorageKinds(input: ConfigInput): Readonly<Record<string, StorageFactory>> | undefined {
+  return "origins" in input && "config" in input ? (input as LoadedConfig).storageKinds : undefined;
+}
+
+// The core builds only memory storage itself: file storage (node:fs, zstd, the log decoder) comes from a factory,
+// so that a program that never names it (an edge worker) does not bundle it.
 export function storageFromConfig(
   config: HarnessConfig,
   factories: Readonly<Record<string, StorageFactory>> | undefined,
@@ -83,11 +92,13 @@ export function storageFromConfig(
   const storage = config.storage;
   const factory = factories?.[storage.kind];
   if (factory !== undefined) return factory({ config: storage, env });
-  if (storage.kind === "file") return fileStorage(storage.dir, { compression: storage.compression });
   if (storage.kind === "memory") return memoryStorage();
+  const from = storage.kind === "file"
+    ? 'pass storageKinds: { file: fileStorageKind() } from "@dsh/harness", or load the configuration with loadConfig() or resolveConfig(), whose result carries it'
+    : 'pass storageKinds from "@dsh/harness/postgres"';
   throw new HarnessError(
     "CONFIG_STORAGE_KIND",
-    `Configured storage has kind "${storage.kind}", for which no factory was given: pass storageKinds from "@dsh/harness/postgres"`,
+    `Configured storage has kind "${storage.kind}", for which no factory was given: ${from}`,
     { details: { kind: storage.kind } },
   );
 }

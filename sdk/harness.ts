@@ -31,6 +31,7 @@ import {
   type AdapterFactory,
   adaptersFromConfig,
   type ConfigInput,
+  configStorageKinds,
   defaultEnv,
   effectiveConfig,
   enabledTools,
@@ -156,7 +157,9 @@ export interface CreateHarnessOptions {
   readonly adapterKinds?: Readonly<Record<string, AdapterFactory>>;
   /**
    * Storage factories by configured `kind`, for kinds whose driver the core
-   * does not carry: `{ postgres: postgresStorageKind(...) }` from `@dsh/harness/postgres`.
+   * does not carry: `{ postgres: postgresStorageKind(...) }` from `@dsh/harness/postgres`,
+   * `{ file: fileStorageKind() }` for a `file` storage in a configuration that did not come from
+   * `loadConfig()`/`resolveConfig()` (their result carries it). Given kinds win over those.
    */
   readonly storageKinds?: Readonly<Record<string, StorageFactory>>;
   /** Reads the environment variables named by `apiKeyEnv` and `urlEnv`. @default {process.env} */
@@ -406,7 +409,12 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
     adapters: [...configured.filter((a) => !explicit.has(a.provider)), ...(options.adapters ?? [])],
     model: options.model ?? config.model,
     tools: enabledTools(config, options.tools ?? []),
-    storage: options.storage ?? storageFromConfig(config, options.storageKinds, options.env ?? defaultEnv),
+    storage: options.storage ??
+      storageFromConfig(
+        config,
+        { ...configStorageKinds(options.config), ...options.storageKinds },
+        options.env ?? defaultEnv,
+      ),
     plugins: [permissions, ...plugins, ...(options.plugins ?? [])],
     maxParallelToolCalls: options.maxParallelToolCalls ?? config.maxParallelToolCalls,
     invariants: options.invariants ?? config.invariants,

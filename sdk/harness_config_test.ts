@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
@@ -10,6 +10,8 @@ import { defineTool } from "./tools/mod.ts";
 import { scriptedAdapter, textResponse, toolCallResponse } from "../testing/scripted_adapter.ts";
 import { counterClock, counterIds } from "./agent/_test_support.ts";
 import { TurnFailedError } from "./agent/mod.ts";
+import { HarnessError } from "./kernel/mod.ts";
+import { fileStorage, fileStorageKind } from "./persistence/mod.ts";
 
 const echo = (name: string) =>
   defineTool({
@@ -125,6 +127,42 @@ describe("createHarness({ config })", () => {
       await harness.dispose();
       const loadedLog = await harness.storage!.load("stored");
       assert.equal(loadedLog.events.at(-1)?.type, "turn/end");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a configuration object built by hand names file storage through storageKinds: { file: fileStorageKind() }", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dsh-config-"));
+    try {
+      const { config } = resolveConfig([{
+        name: "profile",
+        value: {
+          model: { provider: "local", model: "m1" },
+          adapters: { deepseek: null, local: { kind: "scripted" } },
+          storage: { kind: "file", dir, compression: "zstd" },
+        },
+      }]);
+      // The bare HarnessConfig carries no factory: the core does not bundle file storage unless asked to.
+      await assert.rejects(
+        createHarness({ config, adapterKinds: kinds(textResponse("hi")) }),
+        (error: unknown) =>
+          HarnessError.isInstance(error, "CONFIG_STORAGE_KIND") &&
+          error.message.includes('storageKinds: { file: fileStorageKind() } from "@dsh/harness"'),
+      );
+      const harness = await createHarness({
+        config,
+        adapterKinds: kinds(textResponse("hi")),
+        storageKinds: { file: fileStorageKind({ compression: "none" }) },
+      });
+      await (await harness.createAgent({ id: "stored" })).run("hello");
+      await harness.dispose();
+      assert.deepEqual((await fileStorage(dir).list()).map((h) => h.id), ["stored"]);
+      assert.deepEqual(
+        await readdir(join(dir, "stored")),
+        ["session.v1.jsonl.zstd"],
+        "the configured compression wins",
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

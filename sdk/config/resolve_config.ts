@@ -16,6 +16,10 @@ import { JsoncText } from "./_jsonc_text.ts";
 import { findInlineSecret } from "./_inline_secret.ts";
 import { isPlainObject, LayerMerger, pathKey } from "./_layer_merge.ts";
 import { resolvePluginSpecifier } from "./_plugin_specifier.ts";
+import type { StorageFactory } from "../_apply_config.ts";
+import { fileStorageKind } from "../persistence/file_storage.ts";
+
+const FILE_KIND: Readonly<Record<string, StorageFactory>> = Object.freeze({ file: fileStorageKind() });
 
 /** One configuration layer given to {@linkcode resolveConfig}. */
 export interface ConfigLayer {
@@ -42,6 +46,12 @@ export interface LoadedConfig {
    * objects). The value is `"default"`, a file path or a layer name such as `"overrides"`.
    */
   readonly origins: Readonly<Record<string, string>>;
+  /**
+   * The storage factories for the kinds a configuration may name that the core does not build
+   * itself: `{ file: fileStorageKind() }`, so that `createHarness({ config: loaded })` opens a
+   * configured `file` storage (absent from a `LoadedConfig` you build yourself).
+   */
+  readonly storageKinds?: Readonly<Record<string, StorageFactory>>;
 }
 
 interface PreparedLayer {
@@ -111,6 +121,7 @@ export function resolveConfig(layers: readonly ConfigLayer[]): LoadedConfig {
   return Object.freeze({
     config: deepFreeze(value) as unknown as HarnessConfig,
     origins: Object.freeze(originNames),
+    storageKinds: FILE_KIND,
   });
 }
 

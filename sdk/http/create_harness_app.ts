@@ -8,7 +8,10 @@
  * @module
  */
 
-import { type Context, Hono, type MiddlewareHandler } from "hono";
+// hono/tiny: the same Hono with the PatternRouter, ~2.4 KB gzip smaller in a worker bundle than the default
+// SmartRouter (RegExp + Trie routers); this app has a few dozen routes, where either router is fast enough.
+import { Hono } from "hono/tiny";
+import type { Context, MiddlewareHandler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
 import { cors } from "hono/cors";
 import { requestId } from "hono/request-id";

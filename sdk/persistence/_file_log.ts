@@ -40,8 +40,8 @@ export interface EncodeOptions {
   readonly packChunks: boolean;
 }
 
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+const encoder = /* @__PURE__ */ new TextEncoder();
+const decoder = /* @__PURE__ */ new TextDecoder();
 
 /** The lines of a batch (rows packed when asked), each with its checksum, newline-terminated. */
 export function batchText(events: readonly SessionEvent[], packChunks: boolean): string {

@@ -39,7 +39,7 @@ export interface DecodedLog {
   readonly missingNewline?: boolean;
 }
 
-const decoder = new TextDecoder();
+const decoder = /* @__PURE__ */ new TextDecoder();
 
 function parseJson(text: string): unknown {
   try {

@@ -69,6 +69,7 @@ import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "./_v
 import { createLock, processLeases, readLiveLock, WriterLease } from "./_writer_lease.ts";
 import { repairSessionLog } from "./repair_session_log.ts";
 import { refuseBrokenLog } from "./_check_stored_log.ts";
+import type { StorageFactory } from "../_apply_config.ts";
 import type {
   LoadedSession,
   NewSessionHeader,
@@ -538,4 +539,50 @@ export function fileStorage(dir: string, options: FileStorageOptions = {}): Sess
     throw invalidArgs(`compressionLevel must be an integer, got ${options.compressionLevel}`);
   }
   return new FileSessionStorage(dir, options);
+}
+
+/**
+ * The `file` storage factory for `createHarness({ config, storageKinds })`: builds
+ * {@linkcode fileStorage} from a configured `{ kind: "file", dir, compression? }`. The results of
+ * `loadConfig()` and `resolveConfig()` (`@dsh/harness/config`) carry it already; pass it yourself
+ * only with a configuration object you built, so that programs that never store files (an edge
+ * worker) do not bundle file storage.
+ *
+ * @param options Options of every storage it builds (the configured `compression` wins).
+ * @returns The factory.
+ * @throws {HarnessError} `INVALID_ARGS` (when the factory runs) for a configuration that is not a `file` storage.
+ *
+ * @example
+ * ```ts
+ * import { createHarness, fileStorageKind } from "@dsh/harness";
+ * import { scriptedAdapter, textResponse } from "@dsh/harness/testing";
+ * import assert from "node:assert/strict";
+ * import { mkdtemp, rm } from "node:fs/promises";
+ * import { tmpdir } from "node:os";
+ * import { join } from "node:path";
+ *
+ * const dir = await mkdtemp(join(tmpdir(), "sessions-"));
+ * const harness = await createHarness({
+ *   config: {
+ *     adapters: {},
+ *     model: { provider: "scripted", model: "scripted-model" },
+ *     storage: { kind: "file", dir },
+ *   },
+ *   storageKinds: { file: fileStorageKind() },
+ *   adapters: [scriptedAdapter([textResponse("hi")])],
+ * });
+ * await (await harness.createAgent({ id: "s1" })).run("hello");
+ * await harness.dispose();
+ * assert.deepEqual((await harness.storage!.list()).map((h) => h.id), ["s1"]);
+ * await rm(dir, { recursive: true });
+ * ```
+ */
+export function fileStorageKind(options: FileStorageOptions = {}): StorageFactory {
+  return ({ config }) => {
+    if (config.kind !== "file") throw invalidArgs(`fileStorageKind builds "file" storage, not "${config.kind}"`);
+    return fileStorage(config.dir, {
+      ...options,
+      ...(config.compression !== undefined ? { compression: config.compression } : {}),
+    });
+  };
 }

@@ -33,7 +33,7 @@ export type {
   StorageCreateOptions,
   StorageFollowOptions,
 } from "./session_storage.ts";
-export { fileStorage } from "./file_storage.ts";
+export { fileStorage, fileStorageKind } from "./file_storage.ts";
 export type { FileStorageOptions } from "./file_storage.ts";
 export { memoryStorage } from "./memory_storage.ts";
 export type { MemoryStorageOptions } from "./memory_storage.ts";
