@@ -555,6 +555,7 @@ export function fileStorage(dir: string, options: FileStorageOptions = {}): Sess
  * @example
  * ```ts
  * import { createHarness, fileStorageKind } from "@dsh/harness";
+ * import { DEFAULT_CONFIG } from "@dsh/harness/config";
  * import { scriptedAdapter, textResponse } from "@dsh/harness/testing";
  * import assert from "node:assert/strict";
  * import { mkdtemp, rm } from "node:fs/promises";
@@ -564,6 +565,7 @@ export function fileStorage(dir: string, options: FileStorageOptions = {}): Sess
  * const dir = await mkdtemp(join(tmpdir(), "sessions-"));
  * const harness = await createHarness({
  *   config: {
+ *     ...DEFAULT_CONFIG,
  *     adapters: {},
  *     model: { provider: "scripted", model: "scripted-model" },
  *     storage: { kind: "file", dir },
