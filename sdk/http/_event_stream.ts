@@ -31,20 +31,16 @@
 
 import type { Context } from "hono";
 import { type SSEStreamingApi, streamSSE } from "hono/streaming";
-import type { Agent, AgentStatus } from "../agent/agent.ts";
+import type { Agent } from "../agent/agent.ts";
 import type { HarnessCtx } from "../harness.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
-import type { SessionHeader } from "../session/session.ts";
+import type { Session, SessionHeader } from "../session/session.ts";
 import { incarnationOf } from "../session/_incarnation.ts";
 import type { SessionEvent } from "../session/session_events.ts";
+import { type FeedReader, type FrameCodec, liveFeed, type Segment } from "./_live_feed.ts";
 
-type Item =
-  | { readonly kind: "event"; readonly event: SessionEvent }
-  | { readonly kind: "durable"; readonly nextSeq: number }
-  | { readonly kind: "status"; readonly status: AgentStatus }
-  | { readonly kind: "approvals"; readonly pending: readonly unknown[] }
-  | { readonly kind: "wake" }
-  | { readonly kind: "end" };
+/** The stored-session tail's wake-up (an agent for the session went live here). */
+type Item = { readonly kind: "wake" };
 
 /** A bounded push queue read by one consumer; `close()` wakes a pending read at once. */
 class ItemQueue {
@@ -63,20 +59,34 @@ class ItemQueue {
 
   push(item: Item): void {
     if (this.#closed) return;
-    if (this.#items.length >= this.#max) {
-      this.reason = "slow-reader";
-      this.close();
-      this.#onOverflow();
-      return;
-    }
+    if (this.#items.length >= this.#max) return this.overflow();
     this.#items.push(item);
     this.#wake?.();
+  }
+
+  /** The reader fell too far behind: close, and end its response. */
+  overflow(): void {
+    if (this.#closed) return;
+    this.reason = "slow-reader";
+    this.close();
+    this.#onOverflow();
   }
 
   close(): void {
     this.#closed = true;
     this.#items.length = 0;
     this.#wake?.();
+    this.#onClose?.();
+  }
+
+  #onClose: (() => void) | undefined;
+  #whenClosed: Promise<void> | undefined;
+
+  /** Settles once the queue is closed. */
+  whenClosed(): Promise<void> {
+    return this.#whenClosed ??= this.#closed
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => (this.#onClose = resolve));
   }
 
   get closed(): boolean {
@@ -232,6 +242,31 @@ class Writer {
     await this.#stream.write(out);
   }
 
+  /**
+   * Write a segment of a live feed: its shared bytes when this stream is at
+   * its first seq, else the events it lacks from the log and the segment's
+   * frames it has not sent.
+   */
+  async segment(segment: Segment, reader: FeedReader, session: Session): Promise<void> {
+    if (segment.startSeq === this.next && reader.skip === 0) {
+      await this.flush();
+      if (this.gone) return;
+      this.next = segment.endSeq;
+      await this.#stream.write(segment.bytes);
+      return;
+    }
+    if (segment.startSeq > this.next) await this.events(session.slice(this.next, segment.startSeq));
+    const { frames, seqs } = segment;
+    for (let i = 0; i < frames.length; i++) {
+      const seq = seqs[i];
+      if (seq < 0 ? i < reader.skip : seq !== this.next) continue;
+      this.#add(frames[i]);
+      if (seq >= 0) this.next = seq + 1;
+    }
+    reader.skip = 0;
+    await this.flush();
+  }
+
   async events(events: readonly SessionEvent[]): Promise<void> {
     for (const event of events) {
       if (this.gone) return;
@@ -291,32 +326,23 @@ async function ready(
   if (options.reset !== undefined) await w.send("reset", { id, incarnation, seq: 0, reason: options.reset });
 }
 
-/** Follow a live agent from `w.next` until it is disposed or the reader leaves. */
+/** The frames of one incarnation's streams, each encoded once for every reader. */
+function codecOf(incarnation: string): FrameCodec {
+  return {
+    session: (event) => sessionFrame(event, incarnation),
+    delta: deltaFrame,
+    other: (event, data) => encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
+  };
+}
+
+/**
+ * Follow a live agent from `w.next` until it is disposed or the reader leaves:
+ * the log up to now, then the agent's shared live feed, segment by segment.
+ */
 async function followLive(w: Writer, ctx: HarnessCtx, agent: Agent, options: EventStreamOptions): Promise<void> {
-  const queue = w.queue;
   const durable = options.storage !== undefined;
   const session = agent.session;
-  const unobserve = !durable || options.deltas
-    ? session.observe((event) => queue.push({ kind: "event", event }))
-    : () => {};
-  const offDurable = durable
-    ? ctx.on("session/durable", (s, nextSeq) => {
-      if (s === session) queue.push({ kind: "durable", nextSeq });
-    })
-    : () => {};
-  const offStatus = ctx.on("agent/status", (a, status) => {
-    if (a === agent) queue.push({ kind: "status", status });
-  });
-  // With storage the stream ends once the released session's last batch is written.
-  const offDisposed = durable
-    ? ctx.on("session/disposed", (s) => {
-      if (s === session) queue.push({ kind: "end" });
-    })
-    : ctx.on("agent/disposed", (a) => {
-      if (a === agent) queue.push({ kind: "end" });
-    });
-  const unwatch = options.watchApprovals?.(agent, (pending) => queue.push({ kind: "approvals", pending }));
-  try {
+  const backlog = async () => {
     let limit = session.seq;
     if (durable) {
       // Everything committed so far is durable once this barrier passes.
@@ -327,35 +353,28 @@ async function followLive(w: Writer, ctx: HarnessCtx, agent: Agent, options: Eve
       }
     }
     await w.events(session.slice(w.next, limit));
-    if (!options.follow) {
-      await w.send("end", { id: agent.id, seq: w.next });
-      return;
-    }
+  };
+  if (!options.follow) {
+    await backlog();
+    await w.send("end", { id: agent.id, seq: w.next });
+    return;
+  }
+  const feed = liveFeed(ctx, agent, options, codecOf(incarnationOf(session.header)));
+  // Joined before the backlog is read, so nothing falls between the two.
+  const reader = feed.join(options.maxBuffered, () => w.queue.overflow());
+  try {
+    await backlog();
+    await w.flush();
+    const stop = w.queue.whenClosed();
     while (!w.gone) {
-      if (queue.size === 0) await w.flush();
-      const item = await queue.next();
-      if (item === undefined) break;
-      if (item.kind === "end") {
-        if (durable) await w.events(session.slice(w.next, (await options.storage!.stat(agent.id))?.nextSeq ?? 0));
-        await w.send("end", { id: agent.id, seq: w.next });
-        break;
-      }
-      if (item.kind === "approvals") await w.send("approvals", { pending: item.pending });
-      else if (item.kind === "status") await w.send("status", { status: item.status });
-      else if (item.kind === "durable") await w.events(session.slice(w.next, item.nextSeq));
-      else if (item.kind === "event") {
-        const { event } = item;
-        // Without storage a committed event is acknowledged: send it, filling any gap from the log.
-        if (!durable) await w.events(session.slice(w.next, event.seq + 1));
-        if (options.deltas) w.delta(event);
-      }
+      const segment = await feed.segment(reader, stop);
+      if (segment === undefined || w.gone) break;
+      await w.segment(segment, reader, session);
+      reader.pos++;
+      if (segment.end) break;
     }
   } finally {
-    unobserve();
-    offDurable();
-    offStatus();
-    offDisposed();
-    unwatch?.();
+    feed.leave(reader);
   }
 }
 
@@ -438,7 +457,12 @@ export function streamStoredEvents(c: Context, source: StoredSource, options: Ev
     try {
       while (!w.gone) {
         const live = source.live();
-        if (live !== undefined) return await followLive(w, ctx, live, options);
+        if (live !== undefined) {
+          // Deleted and created again here: the new life is another log.
+          if (incarnationOf(live.session.header) === incarnation) return await followLive(w, ctx, live, options);
+          await w.send("end", { id, seq: w.next });
+          return;
+        }
         const stat = await storage.stat(id);
         if (stat === undefined || incarnationOf(stat.header) !== incarnation) {
           // Deleted (or deleted and created again): this life of the log is over.

@@ -171,6 +171,36 @@ describe("event stream with storage", () => {
       await stream.close();
     });
   });
+
+  it("a tail of a stored session deleted and created again here ends instead of following the new life", async () => {
+    const storage = memoryStorage();
+    const first = await serveHarness({ adapters: [scriptedAdapter(textResponse("One"))], storage });
+    await withServer(first, async ({ call }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      await (await call("POST", "/sessions/s1/messages", { content: "Hello", wait: true })).json();
+    });
+    const second = await serveHarness({ adapters: [scriptedAdapter(textResponse("Two"))], storage }, {
+      tailPollMs: 60_000, // only the agent going live wakes the tail
+    });
+    await withServer(second, async ({ call, events }) => {
+      const stream = await events("s1", {}, "?deltas=false");
+      const before = await stream.until((m) => m.event === "session" && m.data.type === "turn/end");
+      const old = before[0].data.incarnation;
+      assert.equal((await call("DELETE", "/sessions/s1")).status, 204);
+      await call("POST", "/sessions", { id: "s1" });
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const rest = await Promise.race([
+        stream.until((m) => m.event === "end"),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error("the tail followed the new life instead of ending")), 10_000);
+        }),
+      ]).finally(() => clearTimeout(timer));
+      for (const m of rest.filter((m) => m.event === "session")) {
+        assert.equal(m.id!.split(":")[0], old, "no event of the new life under the old incarnation");
+      }
+      await stream.close();
+    });
+  });
 });
 
 describe("event stream readers that stop reading", () => {
@@ -216,3 +246,58 @@ describe("event stream readers that stop reading", () => {
     });
   });
 });
+
+describe("event stream writes", () => {
+  it("readers from the start, mid-log and the end get whole frames in few writes, every id in order", async () => {
+    const served = await serveHarness({
+      adapters: [scriptedAdapter((_r, n) => ({
+        chunks: [
+          { type: "block-start", index: 0, blockType: "text" },
+          ...Array.from({ length: 50 }, (_, i) => ({ type: "text-delta" as const, index: 0, text: `${n}.${i} ` })),
+          { type: "block-end", index: 0, block: { type: "text", text: "" } },
+          { type: "finish", reason: { kind: "stop" } },
+        ],
+      }))],
+    });
+    await withServer(served, async ({ harness, call }) => {
+      const app = (await import("./create_harness_app.ts")).createHarnessApp(harness, { auth: false, log: false });
+      await call("POST", "/sessions", { id: "s1" });
+      await (await call("POST", "/sessions/s1/messages", { content: "first", wait: true })).json();
+      // One reader from the start, one resuming mid-log, one from the end of the first turn.
+      const starts = ["", "0", `${harness.ctx.service("agents").get("s1")!.session.seq - 1}`];
+      const readers = await Promise.all(starts.map((id) =>
+        app.request("/sessions/s1/events", {
+          headers: id === "" ? {} : { "last-event-id": `${incarnationOf(harness, "s1")}:${id}` },
+        })
+      ));
+      // Readers that keep up: each chunk they read is one write of the server.
+      const reads = readers.map(async (response) => {
+        const chunks: string[] = [];
+        const reader = response.body!.getReader();
+        for (let r = await reader.read(); !r.done; r = await reader.read()) {
+          chunks.push(new TextDecoder().decode(r.value));
+        }
+        return chunks;
+      });
+      await (await call("POST", "/sessions/s1/messages", { content: "second", wait: true })).json();
+      const length = harness.ctx.service("agents").get("s1")!.session.seq;
+      await harness.dispose();
+      for (const [i, chunks] of (await Promise.all(reads)).entries()) {
+        const text = chunks.join("");
+        assert.match(text, /event: end\n/);
+        for (const chunk of chunks) assert.ok(chunk.endsWith("\n\n"), "a write holds whole frames");
+        const ids = [...text.matchAll(/^id: [0-9a-z]+:(\d+)$/gm)].map((m) => Number(m[1]));
+        const first = starts[i] === "" ? 0 : Number(starts[i]) + 1;
+        assert.deepEqual(ids, Array.from({ length: length - first }, (_, k) => first + k), `reader ${i}`);
+        const deltas = [...text.matchAll(/^event: delta$/gm)].length;
+        assert.equal(deltas, 50, `reader ${i} got the second turn's deltas`);
+        // About 110 events and 50 deltas: one write per event would be 160 writes.
+        assert.ok(chunks.length < 20, `reader ${i}: ${chunks.length} writes`);
+      }
+    });
+  });
+});
+
+function incarnationOf(harness: Served["harness"], id: string): string {
+  return harness.ctx.service("agents").get(id)!.session.header.incarnation!;
+}

@@ -339,6 +339,13 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   const projections = harness.ctx.service("sessionProjections");
 
   const approvalWatchers = new Set<(pending: readonly PendingApproval[]) => void>();
+  // One function for the whole app: event streams with the same options share one live feed.
+  const watchApprovals = (agent: Agent, listener: (pending: readonly unknown[]) => void) => {
+    const watch = (pending: readonly PendingApproval[]) =>
+      listener(pending.filter((p) => belongsTo(p, agent)).map(toPending));
+    approvalWatchers.add(watch);
+    return () => approvalWatchers.delete(watch);
+  };
   let queue: ApprovalQueue | undefined;
   if (options.approvals !== false) {
     const service = harness.ctx.get("approvals");
@@ -545,12 +552,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       maxBuffered,
       pollMs: tailPollMs,
       storage: harness.storage,
-      watchApprovals: (agent: Agent, listener: (pending: readonly unknown[]) => void) => {
-        const watch = (pending: readonly PendingApproval[]) =>
-          listener(pending.filter((p) => belongsTo(p, agent)).map(toPending));
-        approvalWatchers.add(watch);
-        return () => approvalWatchers.delete(watch);
-      },
+      watchApprovals,
     };
     const agent = host.live(id);
     if (agent === undefined) {
