@@ -27,3 +27,4 @@ export * from "./sdk/agent/mod.ts";
 export * from "./sdk/compaction/mod.ts";
 export * from "./sdk/projections/mod.ts";
 export * from "./sdk/harness.ts";
+export { type PluginCtx, pluginCtx } from "./sdk/plugin_ctx.ts";

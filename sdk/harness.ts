@@ -75,11 +75,15 @@ export interface HarnessServices extends Partial<CapabilityServices> {
 /** The context of a harness. */
 export type HarnessCtx = HarnessContext<HarnessEvents, HarnessServices>;
 
-/** A plugin with its configuration, as `createHarness` accepts it. */
+/**
+ * A plugin with its configuration, as `createHarness` accepts it. In the
+ * `[plugin, config]` form the plugin may take any configuration type
+ * (`never` accepts every parameter type); the pair is not checked against it.
+ */
 export type PluginEntry =
   | HarnessPlugin<void, HarnessEvents, HarnessServices>
   | readonly [
-    HarnessPlugin<unknown, HarnessEvents, HarnessServices>,
+    HarnessPlugin<never, HarnessEvents, HarnessServices>,
     unknown,
   ];
 

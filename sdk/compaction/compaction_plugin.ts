@@ -57,8 +57,11 @@ export function estimateTokens(messages: readonly Message[], system: string | un
   return Math.ceil((JSON.stringify(messages).length + (system?.length ?? 0)) / 4);
 }
 
-interface CompactionServices {
+/** The services the compaction plugin provides (and the one it uses): type `harness.ctx` with `pluginCtx()`. */
+export interface CompactionServices {
+  /** The model runtime the summaries go through. */
   llm: LlmRuntime;
+  /** The compaction service. */
   compaction: CompactionService;
 }
 

@@ -6,7 +6,8 @@ import { type GenerateOptions, LlmFailure } from "../llm/mod.ts";
 import { renderTranscript } from "../session/transcript.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse } from "../../testing/scripted_adapter.ts";
 import { counterClock, counterIds } from "../agent/_test_support.ts";
-import { compactionPlugin, type CompactionService } from "./mod.ts";
+import { compactionPlugin, type CompactionServices } from "./mod.ts";
+import { pluginCtx } from "../plugin_ctx.ts";
 
 const textOf = (m: { content: readonly { type: string; text?: string }[] }) =>
   m.content.map((b) => (b.type === "text" ? b.text : "")).join("");
@@ -22,7 +23,7 @@ async function setup(answer: (request: GenerateOptions, index: number) => Script
     now: counterClock(),
     newId: counterIds(),
     sleep: () => Promise.resolve(),
-    plugins: [[compactionPlugin as never, { newId: counterIds("sum") }]],
+    plugins: [[compactionPlugin, { newId: counterIds("sum") }]],
   });
   const agent = await harness.createAgent({ id: "c1" });
   return { harness, agent, model };
@@ -34,7 +35,7 @@ describe("compaction", () => {
     await agent.run("first question");
     await agent.run("second question");
     await agent.run("third question");
-    const compaction = harness.ctx.get("compaction" as never) as unknown as CompactionService;
+    const compaction = pluginCtx<object, CompactionServices>(harness.ctx).service("compaction");
     const outcome = await compaction.compact(agent);
     assert.equal(outcome.kind, "completed");
     const derived = agent.session.deriveMessages().map(textOf);

@@ -16,5 +16,6 @@ export {
   type CompactionOptions,
   compactionPlugin,
   type CompactionService,
+  type CompactionServices,
   estimateTokens,
 } from "./compaction_plugin.ts";

@@ -11,6 +11,7 @@ import {
   defineTool,
   type GenerateOptions,
   type Harness,
+  pluginCtx,
   programmaticApprover,
   type SessionEvent,
 } from "../../mod.ts";
@@ -18,7 +19,7 @@ import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "..
 import { capabilitiesPlugin, localSubprocess } from "../capabilities/mod.ts";
 import { loadConfig } from "../config/mod.ts";
 import { writeFile } from "node:fs/promises";
-import { hookBridge, type HookResultInfo, type HookTable } from "./mod.ts";
+import { hookBridge, type HookEvents, type HookResultInfo, type HookTable } from "./mod.ts";
 
 const scripts = fileURLToPath(new URL("./testdata/", import.meta.url));
 const cmd = (name: string, timeout?: number) => ({
@@ -62,7 +63,7 @@ async function setup(hooks: HookTable, script: Script, options: { subprocess?: b
       hookBridge({ hooks }),
     ],
   });
-  harness.ctx.on("hooks/result" as never, ((info: HookResultInfo) => void outcomes.push(info)) as never);
+  pluginCtx<HookEvents>(harness.ctx).on("hooks/result", (info) => void outcomes.push(info));
   const agent = await harness.createAgent({ id: "hooked" });
   return { harness, agent, requests: model.requests, outcomes };
 }

@@ -12,13 +12,14 @@ import {
   type GenerateOptions,
   LlmFailure,
   memoryStorage,
+  pluginCtx,
   type Session,
   type SessionEvent,
 } from "../../mod.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/mod.ts";
 import { loadFixture, replayAdapter } from "../../replay/mod.ts";
 import { scenarioHarness } from "./_test_scenario.ts";
-import type { SubagentService } from "./mod.ts";
+import type { SubagentServices } from "./mod.ts";
 
 const delegate = toolCallResponse([
   {
@@ -289,7 +290,7 @@ describe("SubagentService.run() outside a turn", () => {
     const model = scriptedAdapter((request) => textResponse(`answer for ${request.sessionId}`));
     const harness = await scenarioHarness(model);
     const parent = await harness.createAgent({ id: "parent" });
-    const subagents = harness.ctx.get("subagents" as never) as unknown as SubagentService;
+    const subagents = pluginCtx<object, SubagentServices>(harness.ctx).service("subagents");
     const result = await subagents.run({
       agent: "worker",
       prompt: "Do it",
