@@ -73,6 +73,59 @@ const MIGRATIONS: readonly Migration[] = [
     description: "list() reads sessions in creation order",
     sql: (s) => `CREATE INDEX sessions_created_at ON ${s}.sessions (created_at, id);`,
   },
+  {
+    version: 3,
+    description: "append_events(): one function call per append",
+    // The append as a function, so the client sends a one-line call instead of
+    // a statement the server parses and plans on every append (most of the
+    // time of a one-event append): plpgsql prepares the plans of its
+    // statements once per connection. It does what the former one-statement
+    // append did, in the same transaction: the live lease row is read FOR
+    // SHARE (a hand-over, which updates that row, waits for this append to
+    // commit, or made it no longer match), the session row's next_seq is
+    // compared and advanced (its row lock serialises racing appends), the
+    // events are inserted and a notification is sent. A refused append writes
+    // nothing; `stored` then tells a missing session from a seq mismatch.
+    sql: (s) => `
+      CREATE FUNCTION ${s}.append_events(p_id text, p_expected bigint, p_token text, p_types text[],
+        p_events text[], p_now bigint, p_bytes bigint, p_channel text,
+        OUT applied float8, OUT lease_ok boolean, OUT stored float8)
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        n integer := coalesce(cardinality(p_events), 0);
+        advanced bigint;
+      BEGIN
+        IF p_token IS NULL THEN
+          PERFORM 1 FROM ${s}.session_writers
+            WHERE session_id = p_id AND expires_at > clock_timestamp() FOR SHARE;
+          lease_ok := NOT FOUND;
+        ELSE
+          PERFORM 1 FROM ${s}.session_writers
+            WHERE session_id = p_id AND token = p_token AND expires_at > clock_timestamp() FOR SHARE;
+          lease_ok := FOUND;
+        END IF;
+        IF lease_ok THEN
+          UPDATE ${s}.sessions SET next_seq = next_seq + n, size = size + p_bytes,
+            updated_at = CASE WHEN n > 0 THEN p_now ELSE updated_at END
+          WHERE id = p_id AND next_seq = p_expected
+          RETURNING next_seq INTO advanced;
+          IF FOUND THEN
+            IF n > 0 THEN
+              INSERT INTO ${s}.session_events (session_id, seq, type, event)
+              SELECT p_id, p_expected + u.i - 1, u.t, u.e
+              FROM unnest(p_types, p_events) WITH ORDINALITY AS u(t, e, i);
+              PERFORM pg_notify(p_channel, advanced || ' ' || p_id);
+            END IF;
+            applied := advanced;
+            stored := advanced;
+            RETURN;
+          END IF;
+        END IF;
+        SELECT next_seq INTO stored FROM ${s}.sessions WHERE id = p_id;
+      END
+      $fn$;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -7,6 +7,9 @@
 // while no live lease exists. The session row's next_seq is compared and
 // advanced by an UPDATE, whose row lock serialises racing appends: the loser
 // re-reads the row, no longer matches the expected seq, and inserts nothing.
+// Append, the hot path, does all this in the function append_events()
+// (migration 3), whose plans the server keeps per connection: sent as this
+// large statement, parsing and planning it took most of a one-event append.
 
 /** The statements of one schema. */
 export interface Statements {
@@ -52,22 +55,9 @@ export function statements(schema: string): Statements {
       )
       SELECT (SELECT next_seq::float8 FROM ins) AS applied, (SELECT ok FROM lease) AS lease_ok,
         (SELECT count(*)::float8 FROM events) + (SELECT count(*)::float8 FROM note) AS written`,
-    // $1 id, $2 expected seq, $3 token, $4 types, $5 events, $6 now, $7 bytes
-    append: `WITH ${lease}, adv AS (
-        UPDATE ${s}.sessions SET next_seq = next_seq + cardinality($4::text[]), size = size + $7::bigint,
-          updated_at = CASE WHEN cardinality($4::text[]) > 0 THEN $6::bigint ELSE updated_at END
-        WHERE id = $1 AND next_seq = $2::bigint AND (SELECT ok FROM lease)
-        RETURNING next_seq
-      ), events AS (
-        INSERT INTO ${s}.session_events (session_id, seq, type, event)
-        SELECT $1, $2::bigint + u.i - 1, u.t, u.e FROM adv, unnest($4::text[], $5::text[]) WITH ORDINALITY AS u(t, e, i)
-        RETURNING 1
-      ), note AS (
-        SELECT pg_notify('${channel}', adv.next_seq || ' ' || $1) FROM adv WHERE cardinality($4::text[]) > 0
-      )
-      SELECT (SELECT next_seq::float8 FROM adv) AS applied, (SELECT ok FROM lease) AS lease_ok,
-        (SELECT next_seq::float8 FROM ${s}.sessions WHERE id = $1) AS stored,
-        (SELECT count(*)::float8 FROM events) + (SELECT count(*)::float8 FROM note) AS written`,
+    // $1 id, $2 expected seq, $3 token, $4 types, $5 events, $6 now, $7 bytes (see migration 3)
+    append: `SELECT applied, lease_ok, stored FROM ${s}.append_events($1::text, $2::bigint, $3::text, $4::text[],
+        $5::text[], $6::bigint, $7::bigint, '${channel}')`,
     // One snapshot: the header and every event, joined into one JSON array text.
     load: `SELECT s.header, s.next_seq::float8 AS next_seq,
         (SELECT string_agg(e.event, ',' ORDER BY e.seq) FROM ${s}.session_events e WHERE e.session_id = s.id) AS events
