@@ -131,6 +131,55 @@ describe("postgresStorage() on a PostgreSQL server", () => {
     }
   });
 
+  it("a take-over waits for an append in flight, which holds the lease row until it commits", async () => {
+    const a = await make();
+    const poolB = testPool(server.url, 2);
+    const b = postgresStorage({ client: poolB, schema: a.schema });
+    const blocker = await admin.connect();
+    const waiting = async (pattern: string) => {
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(20)) {
+        const { rows } = await admin.query(
+          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+          [`%${pattern}%`],
+        );
+        if (rows.length > 0) return;
+      }
+      throw new Error(`no statement like ${pattern} waited for a lock`);
+    };
+    try {
+      await a.storage.create({ id: "s" });
+      const first = await a.storage.acquireWriter("s") as PostgresSessionWriter;
+      // The append takes the lease row, then waits for the session row, held here.
+      await blocker.query("BEGIN");
+      await blocker.query(`SELECT 1 FROM "${a.schema}".sessions WHERE id = 's' FOR UPDATE`);
+      await admin.query(`UPDATE "${a.schema}".session_writers SET expires_at = clock_timestamp() + '300 ms'`);
+      const append = a.storage.append("s", todos(1), { expectedSeq: 0, writer: first });
+      await waiting("append_events");
+      await sleep(400);
+      // The lease has expired by the clock, but its row is held by the append: the take-over waits.
+      let settled = false;
+      const takeOver = b.acquireWriter("s").finally(() => settled = true);
+      await waiting("session_writers");
+      assert.equal(settled, false);
+      await blocker.query("COMMIT");
+      assert.deepEqual(await append, { nextSeq: 1 });
+      const second = await takeOver as PostgresSessionWriter;
+      assert.ok(second.fence > first.fence);
+      await assert.rejects(
+        a.storage.append("s", todos(1, 1), { expectedSeq: 1, writer: first }),
+        code("SESSION_LEASE_LOST"),
+      );
+      await b.append("s", todos(1, 1), { expectedSeq: 1, writer: second });
+      assert.deepEqual((await b.load("s", { writer: second })).events, todos(2));
+    } finally {
+      await blocker.query("ROLLBACK").catch(() => {});
+      blocker.release();
+      await b.close();
+      await poolB.end();
+      await a.after();
+    }
+  });
+
   it("a lease whose holder stopped renewing expires: the open turn is repaired by the next writer", async () => {
     const a = await make({ leaseMs: 200 });
     const b = postgresStorage({ client: a.pool, schema: a.schema, leaseMs: 200 });
