@@ -2,19 +2,26 @@
  * Loop overhead: the standard scripted conversation of BENCH.md (T turns of
  * 2 steps and 100 chunks each, history accumulating) run through
  * `createHarness()` with the scripted model, again through the replay adapter
- * on a fixture of the same conversation, and through the bare baseline, in
- * the same process. Prints per-step and per-chunk cost, the ratios
- * harness / bare, and the first-20 vs last-20 turn medians.
+ * on a fixture of the same conversation, and through the bare baseline.
+ * Prints per-step and per-chunk cost, the ratios harness / bare, and the
+ * first-20 vs last-20 turn medians.
  *
- * Usage: `deno run -A --v8-flags=--expose-gc bench/loop_overhead.ts [--turns 200] [--repeat 3] [--invariants-on]`,
- * `bun bench/loop_overhead.ts …`, `node --expose-gc --import tsx bench/loop_overhead.ts …`.
- * `BENCH_TURNS` may give T instead of `--turns`.
+ * Usage: `deno run -A --v8-flags=--expose-gc bench/loop_overhead.ts [--turns 200] [--repeat 3] [--invariants-on]
+ * [--subject bare|scripted|replay|invariants-on]`, `bun bench/loop_overhead.ts …`,
+ * `node --expose-gc --import tsx bench/loop_overhead.ts …`. `BENCH_TURNS` may give T instead of `--turns`.
  *
  * Each subject runs a 20-turn warm-up session that is discarded, then
- * `repeat` fresh sessions of T turns (subjects interleaved); the figures are
- * medians over the repeats. Harness runs have the invariants off (the
- * per-request reconstruction check folds the whole log on every request);
- * `--invariants-on` adds one run with them on, so their cost is visible.
+ * `repeat` fresh sessions of T turns; the figures are medians over the
+ * repeats. Harness runs have the invariants off; `--invariants-on` adds one
+ * run with them on (the defaults), so their cost is visible.
+ *
+ * Without `--subject` every subject runs in this one process (interleaved),
+ * so a later session runs on a heap that earlier large sessions have grown:
+ * at T = 1000 the fourth session's growth on Bun read 1.4–1.6 where the same
+ * session alone reads 0.7–0.9. `--subject` runs one subject alone (a
+ * `replay` process first records its fixture with one untimed scripted
+ * session); `scripts/bench.mjs` runs each subject in its own process and
+ * puts the rows together, so each row measures what it names.
  *
  * @module
  */
@@ -193,45 +200,71 @@ function medianFigures(runs: readonly RunFigures[]): RunFigures {
 const turns = numberOption("turns", "BENCH_TURNS", 200);
 const repeat = numberOption("repeat", "BENCH_REPEAT", 3);
 const withInvariants = flag("invariants-on");
+const SUBJECTS = ["bare", "scripted", "replay", "invariants-on"] as const;
+type Subject = typeof SUBJECTS[number];
+const only = subjectOption();
+
+/** `--subject <name>`: run only this subject (its warm-up and its sessions) in this process. */
+function subjectOption(): Subject | undefined {
+  const args = process.argv.slice(2);
+  const i = args.indexOf("--subject");
+  if (i < 0) return undefined;
+  const name = args[i + 1] as Subject;
+  if (!SUBJECTS.includes(name)) throw new Error(`--subject must be one of ${SUBJECTS.join(", ")}, got "${name}"`);
+  return name;
+}
+const wants = (subject: Subject): boolean =>
+  only === undefined ? subject !== "invariants-on" || withInvariants : only === subject;
 
 // Warm-up: one discarded 20-turn session per subject. The replay warm-up
 // plays the first 20 turns of a recorded scripted session.
-await runBare(WARMUP_TURNS);
-const warm = await runHarness("harness-scripted warm-up", WARMUP_TURNS, benchAdapter(), false);
-await runHarness("harness-replay warm-up", WARMUP_TURNS, await replayOf(warm.events), false);
+if (wants("bare")) await runBare(WARMUP_TURNS);
+if (wants("scripted") || wants("replay")) {
+  const warm = await runHarness("harness-scripted warm-up", WARMUP_TURNS, benchAdapter(), false);
+  if (wants("replay")) await runHarness("harness-replay warm-up", WARMUP_TURNS, await replayOf(warm.events), false);
+}
 
 const runs: Record<"bare" | "scripted" | "replay", RunFigures[]> = { bare: [], scripted: [], replay: [] };
 let recorded: readonly SessionEvent[] | undefined;
+// A replay-only process records its fixture first (one scripted session, not timed).
+if (only === "replay") {
+  recorded = (await runHarness("harness-scripted (recording)", turns, benchAdapter(), false)).events;
+}
 for (let r = 0; r < repeat; r++) {
-  runs.bare.push(await runBare(turns));
-  const scripted = await runHarness("harness-scripted", turns, benchAdapter(), false);
-  runs.scripted.push(scripted.figures);
-  recorded ??= scripted.events;
-  runs.replay.push((await runHarness("harness-replay", turns, await replayOf(recorded), false)).figures);
+  if (wants("bare")) runs.bare.push(await runBare(turns));
+  if (wants("scripted")) {
+    const scripted = await runHarness("harness-scripted", turns, benchAdapter(), false);
+    runs.scripted.push(scripted.figures);
+    recorded ??= scripted.events;
+  }
+  if (wants("replay")) {
+    runs.replay.push((await runHarness("harness-replay", turns, await replayOf(recorded!), false)).figures);
+  }
 }
 let invariantsOn: RunFigures | undefined;
-if (withInvariants) {
+if (wants("invariants-on")) {
   await runHarness("harness-scripted (invariants on) warm-up", WARMUP_TURNS, benchAdapter(), true);
   invariantsOn = (await runHarness("harness-scripted (invariants on)", turns, benchAdapter(), true)).figures;
 }
 
-const bare = medianFigures(runs.bare);
-const scripted = medianFigures(runs.scripted);
-const replay = medianFigures(runs.replay);
-const rows: [string, RunFigures][] = [["bare", bare], ["harness-scripted", scripted], ["harness-replay", replay]];
+const rows: [string, RunFigures][] = [];
+if (runs.bare.length > 0) rows.push(["bare", medianFigures(runs.bare)]);
+if (runs.scripted.length > 0) rows.push(["harness-scripted", medianFigures(runs.scripted)]);
+if (runs.replay.length > 0) rows.push(["harness-replay", medianFigures(runs.replay)]);
 if (invariantsOn) rows.push(["harness-scripted, invariants on (1 run)", invariantsOn]);
+const bare = rows.find(([name]) => name === "bare")?.[1];
 
 console.log(
   `loop overhead — ${runtimeVersion()}, T = ${turns}, medians of ${repeat} runs, gc ${
     gcAvailable ? "forced" : "not available"
-  }`,
+  }${only === undefined ? "" : `, subject ${only} alone in this process`}`,
 );
 console.table(Object.fromEntries(rows.map(([name, f]) => [name, {
   "µs/step": round(f.perStepUs, 1),
   "µs/chunk": round(f.perChunkUs, 2),
-  "×bare": round(f.perStepUs / bare.perStepUs),
+  "×bare": bare ? round(f.perStepUs / bare.perStepUs) : "—",
   "cpu µs/step": round(f.cpuPerStepUs, 1),
-  "cpu ×bare": round(f.cpuPerStepUs / bare.cpuPerStepUs),
+  "cpu ×bare": bare ? round(f.cpuPerStepUs / bare.cpuPerStepUs) : "—",
   "first-20 µs/step": round(f.first20Us, 1),
   "last-20 µs/step": round(f.last20Us, 1),
   "last/first": round(f.last20Us / f.first20Us),
@@ -245,6 +278,7 @@ printResult({
   turns,
   repeat,
   gc: gcAvailable,
+  subject: only ?? "all",
   subjects: Object.fromEntries(rows.map(([name, f]) => [name, f])),
   runs,
 });

@@ -498,12 +498,30 @@ async function benchLoop() {
     ]
   ) {
     for (const [runtime, how] of Object.entries(RUNTIMES)) {
-      console.log(`\n=== loop overhead: ${runtime}, T = ${turns}`);
-      const [cmd, args] = how("bench/loop_overhead.ts", { gc: true });
-      const out = await run(cmd, [...args, "--turns", String(turns), "--repeat", String(repeat), ...extra]);
-      const result = resultOf(out);
-      if (out.code !== 0 || !result) failures.push(failure(`loop_overhead on ${runtime}, T = ${turns}`, out));
-      else results.push({ runtime, ...result });
+      // Each subject in its own process: a session must not run on a heap that earlier large sessions grew.
+      let merged;
+      for (const subject of ["bare", "scripted", "replay", "invariants-on"]) {
+        console.log(`\n=== loop overhead: ${runtime}, T = ${turns}, ${subject}`);
+        const [cmd, args] = how("bench/loop_overhead.ts", { gc: true });
+        const out = await run(cmd, [
+          ...args,
+          "--turns",
+          String(turns),
+          "--repeat",
+          String(repeat),
+          ...extra,
+          "--subject",
+          subject,
+        ]);
+        const result = resultOf(out);
+        if (out.code !== 0 || !result) {
+          failures.push(failure(`loop_overhead (${subject}) on ${runtime}, T = ${turns}`, out));
+          merged = undefined;
+          break;
+        }
+        merged = merged === undefined ? result : { ...merged, subjects: { ...merged.subjects, ...result.subjects } };
+      }
+      if (merged !== undefined) results.push({ runtime, ...merged });
     }
   }
   const rows = [];
@@ -549,7 +567,9 @@ async function benchLoop() {
     "(invariants off) with that model as its adapter; *harness-replay* through `replayAdapter()` on a fixture " +
     "recorded from the same conversation (`loadFixture(events)`, not strict); *bare* is plain code folding the " +
     "same generator's chunks into messages. The application counts deltas through `agent.subscribe()`. " +
-    `Each subject runs a 20-turn warm-up session, then fresh sessions of T turns; T = ${SIZES.turns} figures are ` +
+    "Each subject runs in its own process (a session timed after other large sessions in the same process ran " +
+    "on their grown heap) — a 20-turn warm-up session, then fresh sessions of T turns (a replay process first " +
+    `records its fixture, untimed); T = ${SIZES.turns} figures are ` +
     `medians of ${SIZES.repeat} runs, T = ${SIZES.growthTurns} of one run. Every run is checked (history 4·T ` +
     "messages, 90·T deltas seen, T correct tool results) and fails otherwise.",
     "",

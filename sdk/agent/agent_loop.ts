@@ -177,6 +177,38 @@ function callConfig(options: AgentOptions): LlmCallConfig {
   return config;
 }
 
+// Whether two header inputs are the same values: the six config fields (the
+// stop list item by item), the adapter-default markers, the system text, and
+// the tool schemas as the same objects.
+function sameHeaderInput(a: EpochHeader, b: EpochHeader): boolean {
+  const c = a.config, d = b.config;
+  if (
+    a.system !== b.system || c.provider !== d.provider || c.model !== d.model ||
+    c.reasoningEffort !== d.reasoningEffort || c.temperature !== d.temperature || c.maxTokens !== d.maxTokens ||
+    !sameList(c.stop, d.stop) || !sameDefaults(a.adapterDefaults, b.adapterDefaults)
+  ) {
+    return false;
+  }
+  return sameList(a.tools, b.tools);
+}
+
+function sameList<T>(x: readonly T[] | undefined, y: readonly T[] | undefined): boolean {
+  if (x === y) return true;
+  if (x === undefined || y === undefined || x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
+}
+
+function sameDefaults(x: EpochHeader["adapterDefaults"], y: EpochHeader["adapterDefaults"]): boolean {
+  if (x === y) return true;
+  if (x === undefined || y === undefined) return false;
+  if (x.reasoningEffort !== y.reasoningEffort || x.maxTokens !== y.maxTokens) return false;
+  // Nothing else in either (the header compares the whole object).
+  for (const key in x) if (key !== "reasoningEffort" && key !== "maxTokens") return false;
+  for (const key in y) if (key !== "reasoningEffort" && key !== "maxTokens") return false;
+  return true;
+}
+
 /** The source plugin name of a logged prompt context is this prefix and the context's name. */
 const PROMPT_CONTEXT_PREFIX = "system-prompt/context:";
 
@@ -249,8 +281,13 @@ class UpdateQueue implements AsyncIterableIterator<AgentUpdate> {
       return Promise.reject(error);
     }
     if (this.#closed) return Promise.resolve({ value: undefined, done: true });
-    return new Promise((resolve) => (this.#waiting = resolve));
+    return new Promise(this.#park);
   }
+
+  // The executor of a waiting read, made once per queue rather than once per read.
+  readonly #park = (resolve: (result: IteratorResult<AgentUpdate>) => void): void => {
+    this.#waiting = resolve;
+  };
 
   return(): Promise<IteratorResult<AgentUpdate>> {
     this.#items.length = 0;
@@ -290,6 +327,8 @@ export class LoopAgent implements Agent {
   #turn: number;
   /** The request-reconstruction invariant, when invariants are on. */
   #checker: RequestChecker | undefined;
+  /** What the last step's header was built from, and the header in force it matched. */
+  #headerMemo: { input: EpochHeader; logged: EpochHeader } | undefined;
   /** The text last logged for each prompt context, by name; read from the log on first use. */
   #contextTexts: Map<string, string> | undefined;
   /** The services, resolved once per turn (a kernel lookup goes through Cordis's tracing proxies). */
@@ -298,7 +337,8 @@ export class LoopAgent implements Agent {
   #turnUsage: TokenUsage = ZERO_USAGE;
   /** The text of the turn's latest assistant message that had text. */
   #turnText = "";
-  readonly #subscribers = new Set<UpdateQueue>();
+  // Replaced, never changed in place (a publish iterates the list it started with).
+  #queues: readonly UpdateQueue[] = [];
   readonly #claimedBy = new Map<string, number>();
   readonly #runWaiters = new Map<string, { resolve: (r: RunResult) => void; reject: (e: unknown) => void }>();
 
@@ -419,9 +459,9 @@ export class LoopAgent implements Agent {
     if (!Number.isInteger(max) || max <= 0) {
       throw new HarnessError("INVALID_ARGS", "maxBuffered must be a positive integer");
     }
-    const queue: UpdateQueue = new UpdateQueue(() => this.#subscribers.delete(queue), max);
+    const queue: UpdateQueue = new UpdateQueue(() => (this.#queues = this.#queues.filter((q) => q !== queue)), max);
     if (this.#disposed) queue.close();
-    else this.#subscribers.add(queue);
+    else this.#queues = [...this.#queues, queue];
     return queue;
   }
 
@@ -431,18 +471,20 @@ export class LoopAgent implements Agent {
    * @param event The committed event.
    */
   publish(event: SessionEvent): void {
-    if (this.#subscribers.size === 0) return;
-    for (const queue of this.#subscribers) queue.push({ kind: "event", event });
+    const queues = this.#queues;
+    if (queues.length === 0) return;
+    for (let i = 0; i < queues.length; i++) queues[i].push({ kind: "event", event });
     if (event.type === "assistant/chunk") {
       const { turn, step, chunk } = event.data;
-      const update: AgentUpdate | undefined = chunk.type === "text-delta"
+      const type = chunk.type;
+      const delta: AgentUpdate | undefined = type === "text-delta"
         ? { kind: "delta", turn, step, blockType: "text", text: chunk.text }
-        : chunk.type === "reasoning-delta"
+        : type === "reasoning-delta"
         ? { kind: "delta", turn, step, blockType: "reasoning", text: chunk.text }
-        : chunk.type === "tool-call-delta"
+        : type === "tool-call-delta"
         ? { kind: "delta", turn, step, blockType: "tool-call", text: chunk.argumentsDelta }
         : undefined;
-      if (update !== undefined) { for (const queue of this.#subscribers) queue.push(update); }
+      if (delta !== undefined) { for (let i = 0; i < queues.length; i++) queues[i].push(delta); }
     }
   }
 
@@ -461,8 +503,8 @@ export class LoopAgent implements Agent {
       waiter.reject(new HarnessError("AGENT_DISPOSED", `Agent "${this.id}" was disposed before input "${id}" ran`));
     }
     this.#runWaiters.clear();
-    for (const queue of [...this.#subscribers]) queue.close();
-    this.#subscribers.clear();
+    for (const queue of this.#queues) queue.close();
+    this.#queues = [];
     this.#releaseIdle();
   }
 
@@ -509,7 +551,7 @@ export class LoopAgent implements Agent {
     if (this.#status === status) return;
     this.#status = status;
     this.#ctx.emit("agent/status", this, status);
-    for (const queue of this.#subscribers) queue.push({ kind: "status", status });
+    for (const queue of this.#queues) queue.push({ kind: "status", status });
   }
 
   /** After a defect, close whatever step and turn are open so the log stays well-formed. */
@@ -790,22 +832,26 @@ export class LoopAgent implements Agent {
     prepared: { config: LlmCallConfig; adapterDefaults?: EpochHeader["adapterDefaults"]; contextWindow?: number },
     assembly: { system?: string; tools?: EpochHeader["tools"] },
   ): void {
-    const header = canonicalHeader({
+    const previous = this.session.requestHeader();
+    const input: EpochHeader = {
       config: prepared.config,
       adapterDefaults: prepared.adapterDefaults,
       system: assembly.system,
       tools: assembly.tools,
-    });
-    const previous = this.session.requestHeader();
-    const reason = previous === undefined
-      ? "initial"
-      : this.#firstRequestOfLoop
-      ? "resume"
-      : headerEquals(previous, header)
-      ? undefined
-      : "change";
+    };
+    // The same inputs as the step that last found (or logged) the header in
+    // force, which is still in force: no change, without canonicalising and
+    // comparing the tool schemas as JSON (the prompt gives the same schema
+    // objects while the tools do not change).
+    const memo = this.#headerMemo;
+    let reason: "initial" | "resume" | "change" | undefined;
+    if (previous === undefined) reason = "initial";
+    else if (this.#firstRequestOfLoop) reason = "resume";
+    else if (memo !== undefined && memo.logged === previous && sameHeaderInput(memo.input, input)) reason = undefined;
+    else reason = headerEquals(previous, canonicalHeader(input)) ? undefined : "change";
     this.#firstRequestOfLoop = false;
-    if (reason !== undefined) this.session.append("request/header", { header, reason });
+    if (reason !== undefined) this.session.append("request/header", { header: canonicalHeader(input), reason });
+    this.#headerMemo = { input, logged: this.session.requestHeader()! };
     const context = {
       provider: prepared.config.provider,
       model: prepared.config.model,

@@ -81,6 +81,40 @@ export function forEachChunk(stream: AsyncIterable<StreamChunk>, sink: (chunk: S
   })();
 }
 
+// One `abort` listener per signal, shared by every guarded stream on it (a
+// turn's steps stream one after another on the turn's signal): adding and
+// removing an EventTarget listener per stream costs microseconds on Node,
+// a set entry does not. The relay is dropped once the signal has fired.
+const relays = new WeakMap<AbortSignal, Set<() => void>>();
+
+function watchAbort(signal: AbortSignal, onAbort: () => void): void {
+  let watchers = relays.get(signal);
+  if (watchers === undefined) {
+    const set = new Set<() => void>();
+    watchers = set;
+    relays.set(signal, set);
+    signal.addEventListener("abort", () => {
+      relays.delete(signal);
+      for (const watcher of set) {
+        try {
+          watcher();
+        } catch (error) {
+          // As an EventTarget listener's throw: reported, and the other streams still hear the abort.
+          queueMicrotask(() => {
+            throw error;
+          });
+        }
+      }
+      set.clear();
+    }, { once: true });
+  }
+  watchers.add(onAbort);
+}
+
+function unwatchAbort(signal: AbortSignal, onAbort: () => void): void {
+  relays.get(signal)?.delete(onAbort);
+}
+
 class GuardedStream implements AsyncIterableIterator<StreamChunk> {
   readonly #open: () => AsyncIterable<StreamChunk>;
   readonly #signal: AbortSignal;
@@ -136,7 +170,7 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
         return settle(this.#final(thrownFinish(error, this.#signal), false));
       }
       this.#state = "open";
-      this.#signal.addEventListener("abort", this.#onAbort, { once: true });
+      watchAbort(this.#signal, this.#onAbort);
     } else if (this.#signal.aborted) {
       return settle(this.#abortResult());
     }
@@ -188,7 +222,7 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
   /** Deliver the terminal chunk; the pull after it closes the producer and ends the stream. */
   #final(chunk: StreamChunk, listening = true): IteratorResult<StreamChunk> {
     this.#state = "final";
-    if (listening) this.#signal.removeEventListener("abort", this.#onAbort);
+    if (listening) unwatchAbort(this.#signal, this.#onAbort);
     return { value: chunk, done: false };
   }
 
@@ -209,7 +243,7 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
 
   async #close(wait = true): Promise<void> {
     this.#state = "done";
-    this.#signal.removeEventListener("abort", this.#onAbort);
+    unwatchAbort(this.#signal, this.#onAbort);
     const iterator = this.#iterator;
     this.#iterator = undefined;
     if (iterator === undefined) return;

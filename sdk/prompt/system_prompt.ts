@@ -53,7 +53,26 @@ function checkAborted(context: AssembleContext): void {
   }
 }
 
+// The projection of a frozen schema whose parameters are deep-frozen (the tool
+// runtime's): made once and shared, frozen, so that the same tool gives the
+// same schema object on every assembly (the loop then compares request headers
+// by identity instead of as JSON). Keyed by the source schema and by the
+// projection itself (a projection projects to itself).
+const projections = new WeakMap<object, ToolSchema>();
+
+function ownData(value: object, ...keys: string[]): boolean {
+  for (const key of keys) {
+    const descriptor = Object.getOwnPropertyDescriptor(value, key);
+    if (descriptor === undefined || !("value" in descriptor)) return false;
+  }
+  return true;
+}
+
 function projectSchema(schema: ToolSchema): ToolSchema {
+  if (typeof schema === "object" && schema !== null) {
+    const known = projections.get(schema);
+    if (known !== undefined) return known;
+  }
   if (
     typeof schema !== "object" || schema === null || typeof schema.name !== "string" ||
     typeof schema.description !== "string" || typeof schema.parameters !== "object" || schema.parameters === null
@@ -63,15 +82,19 @@ function projectSchema(schema: ToolSchema): ToolSchema {
       "A tool provider returned a schema without name, description and parameters",
     );
   }
+  const name = schema.name, description = schema.description, parameters = schema.parameters;
   // Allowlist: nothing but these three fields ever reaches a model.
-  return {
-    name: schema.name,
-    description: schema.description,
-    // Deep-frozen parameters (the tool runtime's) cannot change under us: share them instead of cloning per request.
-    parameters: isDeepFrozen(schema.parameters)
-      ? schema.parameters
-      : structuredClone(schema.parameters) as Record<string, unknown>,
-  };
+  // Deep-frozen parameters (the tool runtime's) cannot change under us: share them instead of cloning per request.
+  if (isDeepFrozen(parameters)) {
+    const projection: ToolSchema = { name, description, parameters };
+    // A getter could answer differently next time: only plain data properties are shared.
+    if (!Object.isFrozen(schema) || !ownData(schema, "name", "description", "parameters")) return projection;
+    Object.freeze(projection);
+    projections.set(schema, projection);
+    projections.set(projection, projection);
+    return projection;
+  }
+  return { name, description, parameters: structuredClone(parameters) as Record<string, unknown> };
 }
 
 const deepFrozen = new WeakSet<object>();

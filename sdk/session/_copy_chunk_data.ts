@@ -162,3 +162,25 @@ export function chunkPayload(
   const copy = copyChunk(chunk);
   return copy === undefined ? undefined : Object.freeze({ turn, step, chunk: copy });
 }
+
+/**
+ * A frozen copy of a plain, dense array of non-negative integers with no
+ * other own property (a `sourceEventSeqs` list, e.g. the chunk seqs of an
+ * assistant message), or `undefined` for anything else (the generic walk
+ * decides then): what the generic lossless copy returns for it, without a
+ * path stack and a recursion per item.
+ */
+export function copySeqs(value: unknown): readonly number[] | undefined {
+  if (!Array.isArray(value) || Object.getPrototypeOf(value) !== Array.prototype) return undefined;
+  const length = value.length;
+  // The indices in order, then `length`, and nothing else (no hole, no extra or symbol-keyed property).
+  const own = Reflect.ownKeys(value);
+  if (own.length !== length + 1 || own[length] !== "length") return undefined;
+  const out: number[] = new Array(length);
+  for (let i = 0; i < length; i++) {
+    const seq: unknown = value[i];
+    if (!count(seq)) return undefined;
+    out[i] = seq;
+  }
+  return Object.freeze(out);
+}

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { copyChunkData } from "./_copy_chunk_data.ts";
+import { copyChunkData, copySeqs } from "./_copy_chunk_data.ts";
 import { copyLosslessJson } from "./lossless_json.ts";
 import { appendChunk, Session } from "./session.ts";
 
@@ -125,6 +125,7 @@ describe("copyChunkData()", () => {
       [1, 1, { type: "text-delta", index: -0, text: "x" }],
       [1, 1, { type: "text-delta", index: 0, text: () => "x" }],
       [0, 1, { type: "text-delta", index: 0, text: "x" }],
+      [1, 0, { type: "block-end", index: 0, block: { type: "text", text: "x" } }],
       [1, 1.5, { type: "text-delta", index: 0, text: "x" }],
       [1, 1, undefined],
     ];
@@ -155,5 +156,70 @@ describe("copyChunkData()", () => {
       code: "INVALID_ARGS",
     });
     assert.equal(clock.seq, 0);
+  });
+});
+
+describe("copySeqs()", () => {
+  it("copies a plain dense array of seqs as the generic copy does, frozen", () => {
+    for (const seqs of [[], [0], [3, 4, 9], [7, 2, 2]]) {
+      const copy = copySeqs(seqs)!;
+      assert.deepEqual(copy, copyLosslessJson(seqs, "sourceEventSeqs"));
+      assert.notEqual(copy, seqs);
+      assert.ok(Object.isFrozen(copy));
+    }
+  });
+
+  it("leaves anything else to the generic walk, which accepts or rejects it as before", () => {
+    const extra = Object.assign([1, 2], { note: "x" });
+    const hidden = [1, 2];
+    Object.defineProperty(hidden, "note", { value: "x", enumerable: false });
+    const symbol = Object.assign([1], { [Symbol("s")]: 1 });
+    const sparse = [1, , 3];
+    class Seqs extends Array<number> {}
+    const others: unknown[] = [
+      extra,
+      hidden,
+      symbol,
+      sparse,
+      Seqs.from([1, 2]),
+      [1.5],
+      [-1],
+      [-0],
+      [NaN],
+      ["1"],
+      [[1]],
+      { 0: 1, length: 1 },
+      "1",
+      undefined,
+    ];
+    for (const value of others) assert.equal(copySeqs(value), undefined, String(value));
+    // Through append: the fast copy and the generic walk give the same events and the same errors.
+    const session = Session.create("s", undefined, { now: () => 0 });
+    session.append("turn/start", { turn: 1 });
+    const message = (id: string) => ({
+      turn: 1,
+      step: 1,
+      message: {
+        id,
+        role: "assistant" as const,
+        content: [],
+        source: { kind: "model" as const, provider: "p", model: "m" },
+      },
+    });
+    const event = session.append("assistant/message", message("a"), { surfaceOp: "append", sourceEventSeqs: [0] });
+    assert.deepEqual(event.sourceEventSeqs, [0]);
+    assert.ok(Object.isFrozen(event.sourceEventSeqs));
+    for (const seqs of [extra, hidden, sparse, [-0], [NaN]]) {
+      assert.throws(
+        () =>
+          session.append("assistant/message", message("b"), { surfaceOp: "append", sourceEventSeqs: seqs as number[] }),
+        { code: "NOT_LOSSLESS_JSON" },
+      );
+    }
+    assert.throws(
+      () => session.append("assistant/message", message("b"), { surfaceOp: "append", sourceEventSeqs: [1.5] }),
+      { code: "SOURCE_SEQS_INVALID" },
+    );
+    assert.equal(session.seq, 2);
   });
 });

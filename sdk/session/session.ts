@@ -11,7 +11,7 @@
 
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { Message } from "../llm/messages.ts";
-import { chunkPayload, copyChunkData } from "./_copy_chunk_data.ts";
+import { chunkPayload, copyChunkData, copySeqs } from "./_copy_chunk_data.ts";
 import { INCARNATION_PATTERN, newIncarnation } from "./_incarnation.ts";
 import { assertLosslessJson, copyLosslessJson } from "./lossless_json.ts";
 import { deepFreeze } from "./deep_freeze.ts";
@@ -547,11 +547,17 @@ export class Session {
     if (!isTime(time)) {
       throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a non-negative safe integer`);
     }
-    const data = chunkPayload(turn, step, chunk) ?? copyLosslessJson({ turn, step, chunk }, "data");
+    const fast = chunkPayload(turn, step, chunk);
+    const data = fast ?? copyLosslessJson({ turn, step, chunk }, "data");
     const event = Object.freeze({ type: "assistant/chunk", seq, time, data }) as unknown as SessionEvent<
       "assistant/chunk"
     >;
-    validateEventData("assistant/chunk", data, seq);
+    // The fast copy has already checked the chunk's shape (a known type) and
+    // that turn and step are integers; what validateEventData adds is that
+    // they count from 1.
+    if (fast === undefined || turn < 1 || step < 1) {
+      validateEventData("assistant/chunk", data, seq);
+    }
     this.#commit(event);
     if (this.#observers.length > 0) this.#publish(event);
     return event;
@@ -569,7 +575,8 @@ export class Session {
       const op = intent.surfaceOp;
       if (op !== undefined) event.surfaceOp = copyLosslessJson(op, "surfaceOp");
       if (intent.sourceEventSeqs !== undefined) {
-        event.sourceEventSeqs = copyLosslessJson(intent.sourceEventSeqs, "sourceEventSeqs");
+        const seqs = intent.sourceEventSeqs;
+        event.sourceEventSeqs = copySeqs(seqs) ?? copyLosslessJson(seqs, "sourceEventSeqs");
       }
     }
     return Object.freeze(event) as unknown as SessionEvent;
