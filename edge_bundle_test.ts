@@ -68,6 +68,26 @@ describe("edge bundles", () => {
     }
   }
 
+  it("importing the core loads no file storage code: fileStorage() imports it on first use", async () => {
+    const result = await build("mod.ts", { platform: "neutral", external: ["zod"] });
+    const inputs = result.metafile.inputs;
+    const statically = new Set<string>();
+    const visit = (path: string) => {
+      if (statically.has(path) || inputs[path] === undefined) return;
+      statically.add(path);
+      for (const i of inputs[path].imports) if (i.kind === "import-statement" && !i.external) visit(i.path);
+    };
+    visit("mod.ts");
+    const lazy = /^sdk\/persistence\/(_file_session_storage|_file_log|_log_decoder|_zstd|_log_migrations)\.ts$/;
+    assert.deepEqual([...statically].filter((p) => lazy.test(p)), []);
+    assert.ok(statically.has("sdk/persistence/file_storage.ts"));
+    assert.ok(
+      inputs["sdk/persistence/file_storage.ts"].imports.some((i) =>
+        i.kind === "dynamic-import" && i.path === "sdk/persistence/_file_session_storage.ts"
+      ),
+    );
+  });
+
   it("file storage is the only code that reaches node: modules in the core bundle", async () => {
     const result = await build("mod.ts", { platform: "neutral", external: ["zod"] });
     const reached = builtinImports(result.metafile).map((u) => `${u.importer} ${u.path}`).sort();

@@ -64,6 +64,32 @@ async function plainLines(file: string): Promise<string[]> {
   return (await readFile(file, "utf8")).split("\n");
 }
 
+describe("fileStorage() loads its implementation on first use", () => {
+  it("refuses bad arguments synchronously before it is loaded, and runs the first calls in call order", async () => {
+    const dir = await tempDir();
+    try {
+      const storage = fileStorage(dir);
+      assert.throws(() => storage.create({ id: "a/b" }), code("INVALID_SESSION_ID"));
+      assert.throws(() => storage.create({ id: "s", createdAt: -1 }), code("INVALID_ARGS"));
+      assert.throws(() => storage.append("s", [], { expectedSeq: -1 }), code("INVALID_ARGS"));
+      assert.throws(() => storage.load(".."), code("INVALID_SESSION_ID"));
+      // Issued in one tick while the implementation loads: they must run in this order.
+      const event: SessionEvent = { type: "turn/start", seq: 0, time: 1, data: { turn: 1 } };
+      const created = storage.create({ id: "s", createdAt: 1 });
+      const appended = storage.append("s", [event], { expectedSeq: 0 });
+      const loaded = storage.inspect("s");
+      assert.equal((await created).id, "s");
+      assert.deepEqual(await appended, { nextSeq: 1 });
+      assert.deepEqual((await loaded).events.slice(0, 1), [event]);
+      // Loaded: the same checks, now made by the implementation.
+      assert.throws(() => storage.stat("a/b"), code("INVALID_SESSION_ID"));
+      assert.equal(storage.kind, "file");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("fileStorage() format", () => {
   it("writes a header line, event lines and packed chunk rows", async () => {
     const events = realisticLog(2);

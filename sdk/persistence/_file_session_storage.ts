@@ -1,0 +1,422 @@
+// Internal: the file storage itself, loaded by `fileStorage()` (file_storage.ts) on first use, so that a
+// program importing the core does not load the log codecs, zstd and the lease code until it stores a file.
+// See file_storage.ts for the layout, format and durability rules.
+//
+// Longer than the house limit on purpose: the storage class keeps the write protocol (first publish,
+// expected-seq append, fsync, rollback, lease checks) in one place, where its ordering can be read top to
+// bottom; the codecs, lock, header and repair already live in their own files.
+
+import type { SessionEvent } from "../session/session_events.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import { formatUnsupported, invalidArgs, notFound, seqMismatch, writerBusy } from "./_errors.ts";
+import { type ReaderVocabulary, readerVocabulary } from "./_event_types.ts";
+import {
+  appendAt,
+  encodeBatch,
+  encodeNewFile,
+  type Encoding,
+  logFileName,
+  parseLogFileName,
+  publishNew,
+  readHeader,
+  readTail,
+  truncateTo,
+} from "./_file_log.ts";
+import { errorCode, fsOps, joinPath, syncDir } from "./_fs.ts";
+import { escapeSessionId, makeHeader, validateSessionId } from "./_header.ts";
+import { decodePlainLog, decodeZstdLog } from "./_log_decoder.ts";
+import { LOG_FORMAT_VERSION, migrateLog } from "./_log_migrations.ts";
+import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "./_validate_batch.ts";
+import { createLock, processLeases, readLiveLock, WriterLease } from "./_writer_lease.ts";
+import { repairSessionLog } from "./repair_session_log.ts";
+import type { FileStorageOptions } from "./file_storage.ts";
+import { refuseBrokenLog } from "./_check_stored_log.ts";
+import type {
+  LoadedSession,
+  NewSessionHeader,
+  SessionHeader,
+  SessionStat,
+  SessionStorage,
+  SessionWriter,
+  StorageAccessOptions,
+  StorageAppendOptions,
+  StorageAppendResult,
+  StorageCreateOptions,
+} from "./session_storage.ts";
+
+interface LocatedLog {
+  readonly file: string;
+  readonly encoding: Encoding;
+  /** The format version its name stands for. */
+  readonly version: number;
+}
+
+interface FileState extends LocatedLog {
+  size: number;
+  nextSeq: number;
+  torn: boolean;
+}
+
+const LOCK_NAME = "writer.lock";
+
+class FileSessionStorage implements SessionStorage {
+  readonly kind = "file";
+  readonly #root: string;
+  readonly #encoding: Encoding;
+  readonly #level: number;
+  readonly #packChunks: boolean;
+  readonly #known: ReaderVocabulary;
+  readonly #now: () => number;
+  readonly #newId: () => string;
+  readonly #states = new Map<string, FileState>();
+  readonly #queues = new Map<string, Promise<unknown>>();
+
+  constructor(dir: string, options: FileStorageOptions) {
+    this.#root = dir;
+    this.#encoding = options.compression === "zstd" ? "zstd" : "plain";
+    this.#level = options.compressionLevel ?? 3;
+    this.#packChunks = options.packChunks ?? true;
+    this.#known = readerVocabulary(options.eventTypes);
+    this.#now = options.now ?? Date.now;
+    this.#newId = options.newId ?? (() => crypto.randomUUID());
+  }
+
+  #dir(sessionId: string): string {
+    validateSessionId(sessionId);
+    return joinPath(this.#root, escapeSessionId(sessionId));
+  }
+
+  /** Run `fn` after every earlier operation on the same session of this instance. */
+  #exclusive<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.#queues.get(dir) ?? Promise.resolve();
+    const run = previous.then(fn, fn);
+    const settled = run.then(() => {}, () => {});
+    this.#queues.set(dir, settled);
+    settled.then(() => {
+      if (this.#queues.get(dir) === settled) this.#queues.delete(dir);
+    });
+    return run;
+  }
+
+  /**
+   * The log file of a session: the generation with the highest format version
+   * among the session's files, its encoding and version; `undefined` when
+   * there is none. A newer version than this build writes is refused.
+   */
+  async #locate(dir: string): Promise<LocatedLog | undefined> {
+    const cached = this.#states.get(dir);
+    if (cached !== undefined) return cached;
+    let names: string[];
+    try {
+      names = await fsOps.readdir(dir);
+    } catch (error) {
+      if (errorCode(error) === "ENOENT" || errorCode(error) === "ENOTDIR") return undefined;
+      throw error;
+    }
+    let best: LocatedLog | undefined;
+    for (const name of names.sort()) {
+      const parsed = parseLogFileName(name);
+      if (parsed === undefined || (best !== undefined && parsed.version <= best.version)) continue;
+      best = { file: joinPath(dir, name), ...parsed };
+    }
+    if (best !== undefined && best.version > LOG_FORMAT_VERSION) {
+      throw formatUnsupported(best.file, best.version, LOG_FORMAT_VERSION);
+    }
+    return best;
+  }
+
+  /** Decode a whole log file and bring it to the current format. */
+  async #decode(located: LocatedLog, sessionId: string | undefined, vocabulary: ReaderVocabulary) {
+    const bytes = await fsOps.readFile(located.file);
+    const decoded = located.encoding === "plain"
+      ? decodePlainLog(bytes, located.file, sessionId, vocabulary)
+      : await decodeZstdLog(bytes, located.file, sessionId, vocabulary);
+    const migrated = migrateLog({ header: decoded.header, events: decoded.events }, located.version);
+    return { ...decoded, header: migrated.header, events: [...migrated.events] };
+  }
+
+  /**
+   * Publish the current-format successor of an older log beside it (the
+   * source is never renamed, rewritten or deleted), holding `events`.
+   */
+  async #publishSuccessor(
+    dir: string,
+    located: LocatedLog,
+    header: SessionHeader,
+    events: readonly SessionEvent[],
+  ): Promise<FileState> {
+    const bytes = await encodeNewFile(header, events, this.#encodeOptions(located.encoding));
+    const name = logFileName(LOG_FORMAT_VERSION, located.encoding);
+    await publishNew(dir, name, bytes, header.id, this.#newId());
+    const state: FileState = {
+      file: joinPath(dir, name),
+      encoding: located.encoding,
+      version: LOG_FORMAT_VERSION,
+      size: bytes.length,
+      nextSeq: events.length,
+      torn: false,
+    };
+    this.#states.set(dir, state);
+    return state;
+  }
+
+  /** Check the right to write: the in-process table, then another process's lock file. */
+  async #checkWriter(dir: string, sessionId: string, writer: SessionWriter | undefined, action: string) {
+    processLeases.check(dir, sessionId, writer, action);
+    if (writer === undefined && await readLiveLock(joinPath(dir, LOCK_NAME)) !== undefined) {
+      throw writerBusy(sessionId, action);
+    }
+  }
+
+  #encodeOptions(encoding: Encoding) {
+    return { encoding, level: this.#level, packChunks: this.#packChunks };
+  }
+
+  create(init: NewSessionHeader, options: StorageCreateOptions = {}): Promise<SessionHeader> {
+    const header = makeHeader(init, this.#now);
+    const events = options.events ?? [];
+    validateBatchShape(events);
+    const dir = this.#dir(header.id);
+    return this.#exclusive(dir, async () => {
+      checkBatchContent(header.id, events, 0);
+      await this.#checkWriter(dir, header.id, options.writer, "create it");
+      await fsOps.mkdir(dir);
+      await syncDir(this.#root);
+      if (await this.#locate(dir) !== undefined) {
+        throw new HarnessError("SESSION_ALREADY_EXISTS", `Session ${JSON.stringify(header.id)} already exists`, {
+          details: { sessionId: header.id },
+        });
+      }
+      const encoding = this.#encoding;
+      const bytes = await encodeNewFile(header, events, this.#encodeOptions(encoding));
+      const name = logFileName(LOG_FORMAT_VERSION, encoding);
+      await publishNew(dir, name, bytes, header.id, this.#newId());
+      const file = joinPath(dir, name);
+      this.#states.set(dir, {
+        file,
+        encoding,
+        version: LOG_FORMAT_VERSION,
+        size: bytes.length,
+        nextSeq: events.length,
+        torn: false,
+      });
+      return header;
+    });
+  }
+
+  /** The cached state of a session, re-read when the file changed behind this instance's back. */
+  async #state(dir: string, sessionId: string): Promise<FileState> {
+    const located = await this.#locate(dir);
+    if (located === undefined) throw notFound(sessionId);
+    const cached = this.#states.get(dir);
+    if (cached !== undefined) {
+      const size = await fsOps.stat(cached.file).then((stat) => stat.size, (error) => {
+        if (errorCode(error) === "ENOENT") return -1;
+        throw error;
+      });
+      if (size === cached.size) return cached;
+      if (size === -1) {
+        this.#states.delete(dir);
+        throw notFound(sessionId);
+      }
+    }
+    if (located.version < LOG_FORMAT_VERSION) {
+      // Opening an older log for writing publishes its successor; the source stays as it is.
+      const decoded = await this.#decode(located, sessionId, undefined);
+      if (decoded.validBytes < decoded.totalBytes) {
+        return { ...located, size: decoded.validBytes, nextSeq: decoded.events.length, torn: true };
+      }
+      return await this.#publishSuccessor(dir, located, decoded.header, decoded.events);
+    }
+    const tail = await readTail(located.file, located.encoding, undefined);
+    const state = { ...located, size: tail.size, nextSeq: tail.nextSeq, torn: tail.torn };
+    this.#states.set(dir, state);
+    return state;
+  }
+
+  append(
+    sessionId: string,
+    events: readonly SessionEvent[],
+    options: StorageAppendOptions,
+  ): Promise<StorageAppendResult> {
+    const dir = this.#dir(sessionId);
+    if (typeof options !== "object" || options === null) throw invalidArgs("append needs { expectedSeq }");
+    validateExpectedSeq(options.expectedSeq);
+    validateBatchShape(events);
+    return this.#exclusive(dir, async () => {
+      checkBatchContent(sessionId, events, options.expectedSeq);
+      await this.#checkWriter(dir, sessionId, options.writer, "append");
+      const state = await this.#state(dir, sessionId);
+      if (state.torn) {
+        throw new HarnessError(
+          "SESSION_REPAIR_REQUIRED",
+          `Session ${JSON.stringify(sessionId)} has a torn tail; load it to repair before appending`,
+          { details: { sessionId, file: state.file } },
+        );
+      }
+      if (options.expectedSeq !== state.nextSeq) throw seqMismatch(sessionId, options.expectedSeq, state.nextSeq);
+      if (events.length === 0) return { nextSeq: state.nextSeq };
+      const bytes = await encodeBatch(events, this.#encodeOptions(state.encoding));
+      try {
+        state.size = await appendAt(state.file, bytes, state.size);
+      } catch (error) {
+        this.#states.delete(dir);
+        throw error;
+      }
+      state.nextSeq += events.length;
+      return { nextSeq: state.nextSeq };
+    });
+  }
+
+  async #read(dir: string, sessionId: string, commit: boolean, writer?: SessionWriter): Promise<LoadedSession> {
+    const located = await this.#locate(dir);
+    if (located === undefined) throw notFound(sessionId);
+    let decoded;
+    try {
+      decoded = await this.#decode(located, sessionId, this.#known);
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") throw notFound(sessionId);
+      throw error;
+    }
+    const repaired = repairSessionLog(decoded.events, { newId: this.#newId });
+    // A log whose structure is broken is refused before any repair is written.
+    refuseBrokenLog(sessionId, located.file, repaired.events);
+    const truncatedBytes = decoded.totalBytes - decoded.validBytes;
+    const needsRepair = truncatedBytes > 0 || repaired.syntheticEvents.length > 0 || decoded.missingNewline === true;
+    let size = decoded.validBytes;
+    if (commit && needsRepair && located.version < LOG_FORMAT_VERSION) {
+      // An older log is repaired into its successor; the source is never cut or appended to.
+      await this.#checkWriter(dir, sessionId, writer, "repair it");
+      await this.#publishSuccessor(dir, located, decoded.header, repaired.events);
+    } else if (commit && needsRepair) {
+      await this.#checkWriter(dir, sessionId, writer, "repair it");
+      if (truncatedBytes > 0) await truncateTo(located.file, decoded.validBytes);
+      if (decoded.missingNewline === true) size = await appendAt(located.file, new TextEncoder().encode("\n"), size);
+      if (repaired.syntheticEvents.length > 0) {
+        const batch = await encodeBatch(repaired.syntheticEvents, this.#encodeOptions(located.encoding));
+        size = await appendAt(located.file, batch, size);
+      }
+    }
+    if ((commit || !needsRepair) && located.version === LOG_FORMAT_VERSION) {
+      this.#states.set(dir, { ...located, size, nextSeq: repaired.events.length, torn: false });
+    }
+    return {
+      header: decoded.header,
+      events: repaired.events,
+      repair: {
+        repaired: needsRepair,
+        committed: commit && needsRepair,
+        truncatedBytes,
+        ...(decoded.tornLine === undefined
+          ? {}
+          : { tornTail: { file: located.file, offset: decoded.validBytes, line: decoded.tornLine } }),
+        ...(repaired.closedTurn === undefined ? {} : { closedTurn: repaired.closedTurn }),
+        syntheticEvents: repaired.syntheticEvents,
+      },
+    };
+  }
+
+  load(sessionId: string, options: StorageAccessOptions = {}): Promise<LoadedSession> {
+    const dir = this.#dir(sessionId);
+    return this.#exclusive(dir, () => this.#read(dir, sessionId, true, options.writer));
+  }
+
+  inspect(sessionId: string): Promise<LoadedSession> {
+    const dir = this.#dir(sessionId);
+    return this.#exclusive(dir, () => this.#read(dir, sessionId, false));
+  }
+
+  async list(): Promise<SessionHeader[]> {
+    let names: string[];
+    try {
+      names = await fsOps.readdir(this.#root);
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") return [];
+      throw error;
+    }
+    const headers: SessionHeader[] = [];
+    for (const name of names) {
+      if (name.startsWith(".")) continue;
+      const dir = joinPath(this.#root, name);
+      try {
+        const located = await this.#locate(dir);
+        if (located === undefined) continue;
+        const header = await readHeader(located.file, located.encoding, undefined);
+        if (escapeSessionId(header.id) === name) headers.push(header);
+      } catch (error) {
+        // Sessions this build cannot read are not listed; load() reports why.
+        if (!HarnessError.isInstance(error)) throw error;
+      }
+    }
+    return headers.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  stat(sessionId: string): Promise<SessionStat | undefined> {
+    const dir = this.#dir(sessionId);
+    return this.#exclusive(dir, async () => {
+      const located = await this.#locate(dir);
+      if (located === undefined) return undefined;
+      const header = await readHeader(located.file, located.encoding, sessionId);
+      const tail = await readTail(located.file, located.encoding, undefined);
+      if (located.version < LOG_FORMAT_VERSION) {
+        // The seqs of an older log are those of its migration.
+        const decoded = await this.#decode(located, sessionId, undefined);
+        return {
+          header: decoded.header,
+          nextSeq: decoded.events.length,
+          size: tail.size,
+          updatedAt: tail.updatedAt,
+          torn: tail.torn,
+        };
+      }
+      return { header, nextSeq: tail.nextSeq, size: tail.size, updatedAt: tail.updatedAt, torn: tail.torn };
+    });
+  }
+
+  delete(sessionId: string, options: StorageAccessOptions = {}): Promise<boolean> {
+    const dir = this.#dir(sessionId);
+    return this.#exclusive(dir, async () => {
+      await this.#checkWriter(dir, sessionId, options.writer, "delete it");
+      const located = await this.#locate(dir);
+      this.#states.delete(dir);
+      if (options.writer === undefined) await fsOps.rm(dir);
+      else {
+        const names = await fsOps.readdir(dir).catch(() => [] as string[]);
+        for (const name of names) if (parseLogFileName(name) !== undefined) await fsOps.rm(joinPath(dir, name));
+      }
+      return located !== undefined;
+    });
+  }
+
+  acquireWriter(sessionId: string): Promise<SessionWriter> {
+    const dir = this.#dir(sessionId);
+    return this.#acquire(dir, sessionId);
+  }
+
+  async #acquire(dir: string, sessionId: string): Promise<SessionWriter> {
+    if (!processLeases.reserve(dir)) throw writerBusy(sessionId, "acquire the writer lease");
+    const lockPath = joinPath(dir, LOCK_NAME);
+    const token = this.#newId();
+    try {
+      await fsOps.mkdir(dir);
+      const pid = (globalThis as { process?: { pid?: number } }).process?.pid;
+      const created = await createLock(lockPath, { token, pid, acquiredAt: this.#now() });
+      if (!created) throw writerBusy(sessionId, "acquire the writer lease");
+    } catch (error) {
+      processLeases.drop(dir);
+      throw error;
+    }
+    const lease: WriterLease = new WriterLease(sessionId, dir, token, async () => {
+      processLeases.drop(dir, lease);
+      const live = await readLiveLock(lockPath).catch(() => undefined);
+      if (live?.token === token) await fsOps.unlink(lockPath).catch(() => {});
+    });
+    processLeases.set(dir, lease);
+    return lease;
+  }
+}
+
+/** The storage over `dir` (arguments already checked by `fileStorage()`). */
+export function openFileStorage(dir: string, options: FileStorageOptions): SessionStorage {
+  return new FileSessionStorage(dir, options);
+}
