@@ -10,11 +10,15 @@
 // Append, the hot path, does all this in the function append_events()
 // (migration 3), whose plans the server keeps per connection: sent as this
 // large statement, parsing and planning it took most of a one-event append.
+// Its call is also given a statement name, which a pg Pool prepares once per
+// connection (see toPostgresExecutor).
 
 /** The statements of one schema. */
 export interface Statements {
   readonly create: string;
   readonly append: string;
+  /** The name `append` may be prepared under on a connection: it changes with the text. */
+  readonly appendName: string;
   readonly load: string;
   readonly loadRows: string;
   readonly tail: string;
@@ -25,6 +29,16 @@ export interface Statements {
   readonly renew: string;
   readonly release: string;
   readonly channel: string;
+}
+
+/** FNV-1a (32 bits) of a text, in hex. */
+function textHash(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash.toString(16).padStart(8, "0");
 }
 
 export function statements(schema: string): Statements {
@@ -38,6 +52,8 @@ export function statements(schema: string): Statements {
       SELECT CASE WHEN $3::text IS NULL THEN NOT EXISTS (SELECT 1 FROM held)
         ELSE EXISTS (SELECT 1 FROM held WHERE token = $3::text) END AS ok
     )`;
+  const append = `SELECT applied, lease_ok, stored FROM ${s}.append_events($1::text, $2::bigint, $3::text, $4::text[],
+        $5::text[], $6::bigint, $7::bigint, '${channel}')`;
   return {
     channel,
     // $1 id, $2 header, $3 token, $4 types, $5 events, $6 now, $7 bytes, $8 created_at
@@ -56,8 +72,8 @@ export function statements(schema: string): Statements {
       SELECT (SELECT next_seq::float8 FROM ins) AS applied, (SELECT ok FROM lease) AS lease_ok,
         (SELECT count(*)::float8 FROM events) + (SELECT count(*)::float8 FROM note) AS written`,
     // $1 id, $2 expected seq, $3 token, $4 types, $5 events, $6 now, $7 bytes (see migration 3)
-    append: `SELECT applied, lease_ok, stored FROM ${s}.append_events($1::text, $2::bigint, $3::text, $4::text[],
-        $5::text[], $6::bigint, $7::bigint, '${channel}')`,
+    append,
+    appendName: `dsh_append_${textHash(append)}`,
     // One snapshot: the header and every event, joined into one JSON array text.
     load: `SELECT s.header, s.next_seq::float8 AS next_seq,
         (SELECT string_agg(e.event, ',' ORDER BY e.seq) FROM ${s}.session_events e WHERE e.session_id = s.id) AS events

@@ -26,4 +26,10 @@ export { postgresStorage } from "./postgres_storage.ts";
 export type { PostgresSessionStorage, PostgresSessionWriter, PostgresStorageOptions } from "./postgres_storage.ts";
 export { postgresStorageKind } from "./postgres_storage_kind.ts";
 export { toPostgresExecutor } from "./postgres_executor.ts";
-export type { PostgresClient, PostgresExecutor, PostgresRow, PostgresUnlisten } from "./postgres_executor.ts";
+export type {
+  PostgresClient,
+  PostgresExecutor,
+  PostgresQueryOptions,
+  PostgresRow,
+  PostgresUnlisten,
+} from "./postgres_executor.ts";

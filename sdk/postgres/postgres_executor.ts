@@ -16,6 +16,15 @@ export type PostgresRow = Record<string, unknown>;
 /** Stop listening; idempotent. */
 export type PostgresUnlisten = () => Promise<void>;
 
+/** Options of one {@linkcode PostgresExecutor.query} call. */
+export interface PostgresQueryOptions {
+  /**
+   * A name under which the statement may be prepared once per connection and
+   * reused (the text of a name never changes). An executor may ignore it.
+   */
+  readonly name?: string;
+}
+
 /**
  * What `postgresStorage` needs from a PostgreSQL connection.
  *
@@ -24,7 +33,7 @@ export type PostgresUnlisten = () => Promise<void>;
  */
 export interface PostgresExecutor {
   /** Run one statement with positional parameters (`$1`, `$2`, …) and resolve to its rows. */
-  query(text: string, params?: readonly unknown[]): Promise<readonly PostgresRow[]>;
+  query(text: string, params?: readonly unknown[], options?: PostgresQueryOptions): Promise<readonly PostgresRow[]>;
   /**
    * Call `onNotify` with the payload of every notification on `channel` until
    * the returned function is called. Absent when the connection cannot
@@ -72,6 +81,11 @@ function quoteIdent(name: string): string {
  * - Listening uses the object's own `listen(channel, fn)` when it has one
  *   (PGlite), else `connect()` (a `pg` `Pool`: one dedicated connection holds
  *   every `LISTEN`), else none.
+ * - On a `pg` `Pool`, a query given a `name` runs as a named prepared
+ *   statement, which each connection parses and plans once. When the server
+ *   does not have it (a transaction pooler moved the connection, `DISCARD
+ *   ALL`), that query, which the server refused before running it, is sent
+ *   again unprepared and this executor stops naming statements.
  *
  * @param client A `pg` `Pool`, a PGlite instance, or any object with `query(text, params)`.
  * @returns An executor over it.
@@ -120,9 +134,38 @@ export function toPostgresExecutor(client: PostgresClient | PostgresExecutor): P
   }
   // A pg Pool (it has connect() and counts its clients); a bare pg Client cannot lend a connection.
   if (typeof source.connect === "function" && "totalCount" in source) {
-    return { query, listen: pgPoolListener(source.connect.bind(source) as () => Promise<PgListenClient>) };
+    return {
+      query: pgPoolQuery(source),
+      listen: pgPoolListener(source.connect.bind(source) as () => Promise<PgListenClient>),
+    };
   }
   return { query };
+}
+
+/**
+ * SQLSTATEs of a named statement the server refused before running anything:
+ * it does not exist on this connection (26000), or another of that name does (42P05).
+ */
+const PREPARED_REFUSED = new Set(["26000", "42P05"]);
+
+/** Queries on a pg Pool: named ones as prepared statements, until the server refuses one. */
+function pgPoolQuery(
+  pool: PostgresClient,
+): (text: string, params?: readonly unknown[], options?: PostgresQueryOptions) => Promise<readonly PostgresRow[]> {
+  let prepare = true;
+  return async (text, params = [], options) => {
+    const values = params as unknown[];
+    const name = options?.name;
+    if (prepare && name !== undefined) {
+      try {
+        return rowsOf(await pool.query({ name, text, values } as never));
+      } catch (error) {
+        if (!PREPARED_REFUSED.has((error as { code?: string })?.code ?? "")) throw error;
+        prepare = false;
+      }
+    }
+    return rowsOf(await pool.query(text, values));
+  };
 }
 
 /** LISTEN on one dedicated pool connection shared by every channel and subscriber. */

@@ -266,9 +266,9 @@ class PgStorage implements PostgresSessionStorage {
     return this.#ready;
   }
 
-  async #query(text: string, params: readonly unknown[]) {
+  async #query(text: string, params: readonly unknown[], name?: string) {
     await this.#ensure();
-    return await this.#db.query(text, params);
+    return await this.#db.query(text, params, name === undefined ? undefined : { name });
   }
 
   #token(sessionId: string, writer: SessionWriter | undefined, action: string): string | null {
@@ -357,7 +357,11 @@ class PgStorage implements PostgresSessionStorage {
     const { types, texts, bytes } = this.#encode(events);
     let rows;
     try {
-      rows = await this.#query(this.#sql.append, [sessionId, expectedSeq, token, types, texts, this.#now(), bytes]);
+      rows = await this.#query(
+        this.#sql.append,
+        [sessionId, expectedSeq, token, types, texts, this.#now(), bytes],
+        this.#sql.appendName,
+      );
     } catch (error) {
       throw writeFailed(sessionId, action, error);
     }

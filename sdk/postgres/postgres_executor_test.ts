@@ -1,0 +1,101 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { toPostgresExecutor } from "./postgres_executor.ts";
+import { acquireTestPostgres, dropSchema, testPool, testSchema } from "./_test_postgres.ts";
+import { postgresStorage } from "./postgres_storage.ts";
+import type { SessionEvent } from "../session/session_events.ts";
+
+/** A stand-in for a pg Pool that records what it is asked and fails as told. */
+function fakePool(fail: (query: unknown) => Error | undefined) {
+  const seen: unknown[] = [];
+  return {
+    seen,
+    totalCount: 0,
+    connect: () => Promise.reject(new Error("not used")),
+    query(query: unknown, values?: unknown[]) {
+      seen.push(values === undefined ? query : { text: query, values });
+      const error = fail(query);
+      return error === undefined ? Promise.resolve({ rows: [{ ok: true }] }) : Promise.reject(error);
+    },
+  };
+}
+
+const coded = (code: string) => Object.assign(new Error(`error ${code}`), { code });
+
+describe("toPostgresExecutor() on a pg Pool", () => {
+  it("sends a named query as a prepared statement and an unnamed one as text", async () => {
+    const pool = fakePool(() => undefined);
+    const executor = toPostgresExecutor(pool);
+    await executor.query("select $1::int", [1], { name: "q1" });
+    await executor.query("select 2", []);
+    assert.deepEqual(pool.seen, [{ name: "q1", text: "select $1::int", values: [1] }, {
+      text: "select 2",
+      values: [],
+    }]);
+  });
+
+  it("when the server has no such prepared statement, sends the query again as text and names no more", async () => {
+    for (const code of ["26000", "42P05"]) {
+      const pool = fakePool((query) => typeof query === "object" ? coded(code) : undefined);
+      const executor = toPostgresExecutor(pool);
+      assert.deepEqual(await executor.query("select 1", [], { name: "q" }), [{ ok: true }]);
+      await executor.query("select 1", [], { name: "q" });
+      assert.deepEqual(pool.seen, [{ name: "q", text: "select 1", values: [] }, { text: "select 1", values: [] }, {
+        text: "select 1",
+        values: [],
+      }]);
+    }
+  });
+
+  it("any other error of a named query is the caller's, sent once", async () => {
+    const pool = fakePool(() => coded("23505"));
+    const executor = toPostgresExecutor(pool);
+    await assert.rejects(executor.query("insert", [], { name: "q" }), /23505/);
+    assert.equal(pool.seen.length, 1);
+  });
+});
+
+function todos(n: number, from = 0): SessionEvent[] {
+  return Array.from({ length: n }, (_, i) => ({
+    type: "todo/write",
+    seq: from + i,
+    time: 100 + from + i,
+    data: { todos: [{ content: `task ${from + i}`, status: "pending" }] },
+  }));
+}
+
+describe("postgresStorage appends as a prepared statement on a PostgreSQL server", () => {
+  let server: { url: string; release(): Promise<void> };
+  before(async () => {
+    server = await acquireTestPostgres();
+  });
+  after(async () => {
+    await server?.release();
+  });
+
+  it("prepares the append once per connection, and goes on unprepared when the server dropped it", async () => {
+    const pool = testPool(server.url, 1);
+    const schema = testSchema();
+    const storage = postgresStorage({ client: pool, schema });
+    try {
+      await storage.create({ id: "s" });
+      const writer = await storage.acquireWriter("s");
+      await storage.append("s", todos(1), { expectedSeq: 0, writer });
+      await storage.append("s", todos(1, 1), { expectedSeq: 1, writer });
+      const prepared = async () =>
+        (await pool.query(`SELECT name FROM pg_prepared_statements WHERE name LIKE 'dsh_append_%'`)).rows.length;
+      assert.equal(await prepared(), 1);
+      // As a transaction pooler or DISCARD ALL would leave the connection.
+      await pool.query("DEALLOCATE ALL");
+      await storage.append("s", todos(1, 2), { expectedSeq: 2, writer });
+      await storage.append("s", todos(1, 3), { expectedSeq: 3, writer });
+      assert.equal(await prepared(), 0);
+      await writer.release();
+      assert.deepEqual((await storage.load("s")).events, todos(4));
+    } finally {
+      await storage.close();
+      await dropSchema(pool, schema);
+      await pool.end();
+    }
+  });
+});
