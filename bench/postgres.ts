@@ -4,7 +4,7 @@
 // - appends/s at batch 1 and batch 100, under a writer lease, against plain
 //   INSERTs of the same rows through the same pg Pool (one statement per
 //   batch: a single-row INSERT, or an INSERT … SELECT FROM unnest of the batch),
-//   the two interleaved in blocks;
+//   the two alternating batch by batch;
 // - tail latency: an append on one instance (its own pool) to the SSE event
 //   on another instance (a harness app following storage over LISTEN/NOTIFY),
 //   p50 / p99;
@@ -57,54 +57,48 @@ try {
   await pool.query(`CREATE TABLE "${schema}".plain (session_id text, seq bigint, type text, event text,
     PRIMARY KEY (session_id, seq))`);
   const rows: string[][] = [];
-  // The two sides alternate in blocks (ours first in even blocks, plain first in odd
-  // ones) so that a load change on this shared machine weighs on both alike.
-  const BLOCKS = 10;
+  // The two sides alternate batch by batch (ours first, then plain first, …), each
+  // batch timed on its own, so that the load changes of this shared machine weigh
+  // on both alike.
   for (const batch of [1, 100]) {
     const total = batch === 1 ? N1 : N100;
     const log = events(total);
     const id = `append-${batch}`;
     await storage.create({ id, createdAt: 1 });
     const writer = await storage.acquireWriter(id);
-    const perBlock = Math.ceil(total / batch / BLOCKS) * batch;
     let appendMs = 0;
     let plainMs = 0;
-    const ours = async (from: number, to: number) => {
+    const ours = async (slice: SessionEvent[], from: number) => {
       const started = performance.now();
-      for (let i = from; i < to; i += batch) {
-        await storage.append(id, log.slice(i, Math.min(i + batch, to)), { expectedSeq: i, writer });
-      }
+      await storage.append(id, slice, { expectedSeq: from, writer });
       appendMs += performance.now() - started;
     };
-    const plain = async (from: number, to: number) => {
+    const plain = async (slice: SessionEvent[], from: number) => {
       const started = performance.now();
-      for (let i = from; i < to; i += batch) {
-        const slice = log.slice(i, Math.min(i + batch, to));
-        if (batch === 1) {
-          await pool.query(`INSERT INTO "${schema}".plain VALUES ($1, $2, $3, $4)`, [
-            id,
-            i,
-            slice[0].type,
-            JSON.stringify(slice[0]),
-          ]);
-        } else {
-          await pool.query(
-            `INSERT INTO "${schema}".plain SELECT $1, $2::bigint + u.i - 1, u.t, u.e
-             FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(t, e, i)`,
-            [id, i, slice.map((e) => e.type), slice.map((e) => JSON.stringify(e))],
-          );
-        }
+      if (batch === 1) {
+        await pool.query(`INSERT INTO "${schema}".plain VALUES ($1, $2, $3, $4)`, [
+          id,
+          from,
+          slice[0].type,
+          JSON.stringify(slice[0]),
+        ]);
+      } else {
+        await pool.query(
+          `INSERT INTO "${schema}".plain SELECT $1, $2::bigint + u.i - 1, u.t, u.e
+           FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(t, e, i)`,
+          [id, from, slice.map((e) => e.type), slice.map((e) => JSON.stringify(e))],
+        );
       }
       plainMs += performance.now() - started;
     };
-    for (let block = 0, from = 0; from < total; block++, from += perBlock) {
-      const to = Math.min(from + perBlock, total);
-      if (block % 2 === 0) {
-        await ours(from, to);
-        await plain(from, to);
+    for (let from = 0; from < total; from += batch) {
+      const slice = log.slice(from, from + batch);
+      if ((from / batch) % 2 === 0) {
+        await ours(slice, from);
+        await plain(slice, from);
       } else {
-        await plain(from, to);
-        await ours(from, to);
+        await plain(slice, from);
+        await ours(slice, from);
       }
     }
     await writer.release();
