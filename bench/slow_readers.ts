@@ -8,7 +8,8 @@
 //
 // Options: `--turns N` (default 60), `--readers N` (default 40), `--rounds N`
 // (default 2: none, stalled, none, stalled… in one process, the best of each
-// kind is reported). Each turn streams 200 text deltas. The stalled readers
+// kind is reported, wall time and the server process's CPU time, which other
+// load on the machine disturbs less). Each turn streams 200 text deltas. The stalled readers
 // are raw TCP sockets in a child process (bench/_stalled_readers.ts) that read
 // the response head and the `ready` event and then nothing: the kernel's
 // buffers fill and the server meets backpressure, as with a user's stalled
@@ -87,7 +88,7 @@ function stalledReaders(url: string, readers: number) {
   };
 }
 
-async function measure(readers: number): Promise<{ ms: number; report?: ReadersReport }> {
+async function measure(readers: number): Promise<{ ms: number; cpu: number; report?: ReadersReport }> {
   const harness = await createHarness({
     adapters: [scriptedAdapter((_r, n) => ({
       chunks: [
@@ -122,17 +123,20 @@ async function measure(readers: number): Promise<{ ms: number; report?: ReadersR
       await clients.ready;
     }
     const t0 = performance.now();
+    const c0 = process.cpuUsage();
     for (let i = 0; i < TURNS; i++) {
       const { result } = await post("/sessions/s/messages", { content: `turn ${i}`, wait: true });
       if (result.reason.kind !== "completed") throw new Error(`turn ${i} ended ${result.reason.kind}`);
     }
     const ms = performance.now() - t0;
-    if (clients === undefined) return { ms };
+    const used = process.cpuUsage(c0);
+    const cpu = (used.user + used.system) / 1000;
+    if (clients === undefined) return { ms, cpu };
     // Disposing ends every stream still served with `event: end`; the readers then read theirs to the end.
     const report = clients.drain();
     await harness.dispose();
     disposed = true;
-    return { ms, report: await report };
+    return { ms, cpu, report: await report };
   } finally {
     clients?.kill();
     await server.close();
@@ -140,22 +144,31 @@ async function measure(readers: number): Promise<{ ms: number; report?: ReadersR
   }
 }
 
-const none: number[] = [];
-const stalled: number[] = [];
+const none: { ms: number; cpu: number }[] = [];
+const stalled: { ms: number; cpu: number }[] = [];
 let report: ReadersReport | undefined;
 for (let round = 0; round < ROUNDS; round++) {
-  none.push((await measure(0)).ms);
+  none.push(await measure(0));
   const run = await measure(READERS);
-  stalled.push(run.ms);
+  stalled.push(run);
   report = run.report;
 }
-const best = (xs: number[]) => Math.min(...xs);
+const best = (runs: { ms: number; cpu: number }[], key: "ms" | "cpu") => Math.min(...runs.map((r) => r[key]));
+const each = (runs: { ms: number; cpu: number }[], key: "ms" | "cpu") => runs.map((r) => r[key].toFixed(0)).join(", ");
 console.log(`slow readers, ${runtimeVersion()}, ${TURNS} turns of 200 deltas, best of ${ROUNDS} rounds`);
-console.log("| readers that stopped reading | turns took ms (each round) | ratio to none | dropped by the server |");
-console.log("| ---: | ---: | ---: | ---: |");
-console.log(`| 0 | ${best(none).toFixed(0)} (${none.map((x) => x.toFixed(0)).join(", ")}) | 1.00 | |`);
 console.log(
-  `| ${READERS} | ${best(stalled).toFixed(0)} (${stalled.map((x) => x.toFixed(0)).join(", ")}) | ${
-    (best(stalled) / best(none)).toFixed(2)
+  "| readers that stopped reading | turns took ms (each round) | ratio | server CPU ms (each round) | ratio | dropped by the server |",
+);
+console.log("| ---: | ---: | ---: | ---: | ---: | ---: |");
+console.log(
+  `| 0 | ${best(none, "ms").toFixed(0)} (${each(none, "ms")}) | 1.00 | ${best(none, "cpu").toFixed(0)} (${
+    each(none, "cpu")
+  }) | 1.00 | |`,
+);
+console.log(
+  `| ${READERS} | ${best(stalled, "ms").toFixed(0)} (${each(stalled, "ms")}) | ${
+    (best(stalled, "ms") / best(none, "ms")).toFixed(2)
+  } | ${best(stalled, "cpu").toFixed(0)} (${each(stalled, "cpu")}) | ${
+    (best(stalled, "cpu") / best(none, "cpu")).toFixed(2)
   } | ${report?.dropped ?? "?"} of ${READERS} (${((report?.bytes ?? 0) / READERS / 1e6).toFixed(1)} MB each) |`,
 );

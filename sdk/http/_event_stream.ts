@@ -30,13 +30,13 @@
 // with its `Last-Event-ID`, so a stalled client costs the agent nothing.
 
 import type { Context } from "hono";
-import { type SSEStreamingApi, streamSSE } from "hono/streaming";
 import type { Agent } from "../agent/agent.ts";
 import type { HarnessCtx } from "../harness.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
 import type { Session, SessionHeader } from "../session/session.ts";
 import { incarnationOf } from "../session/_incarnation.ts";
 import type { SessionEvent } from "../session/session_events.ts";
+import { SseBody } from "./_sse_body.ts";
 import { type FeedReader, type FrameCodec, liveFeed, type Segment } from "./_live_feed.ts";
 
 /** The stored-session tail's wake-up (an agent for the session went live here). */
@@ -168,40 +168,30 @@ function deltaOf(event: SessionEvent): Record<string, unknown> | undefined {
   return undefined;
 }
 
-// Every stream of a session sends the same bytes for an event: encode each
-// frame once (events are frozen, so their identity keys the cache) instead
-// of once per reader. JSON.stringify escapes newlines, so data is one line.
+// Frames stay strings until a write encodes its whole chunk at once: an
+// encode per frame costs more than the frame (most on Deno). Live frames are
+// made once per feed (`_live_feed.ts`), not per reader; they are not cached
+// on the events, which would keep a copy of the log in memory.
+// JSON.stringify escapes newlines, so data is one line.
 const encoder = new TextEncoder();
-const sessionFrames = new WeakMap<SessionEvent, Uint8Array>();
-const deltaFrames = new WeakMap<SessionEvent, Uint8Array | null>();
 
-function sessionFrame(event: SessionEvent, incarnation: string): Uint8Array {
-  let frame = sessionFrames.get(event);
-  if (frame === undefined) {
-    frame = encoder.encode(`event: session\ndata: ${JSON.stringify(event)}\nid: ${incarnation}:${event.seq}\n\n`);
-    sessionFrames.set(event, frame);
-  }
-  return frame;
+function sessionFrame(event: SessionEvent, incarnation: string): string {
+  return `event: session\ndata: ${JSON.stringify(event)}\nid: ${incarnation}:${event.seq}\n\n`;
 }
 
-function deltaFrame(event: SessionEvent): Uint8Array | undefined {
-  let frame = deltaFrames.get(event);
-  if (frame === undefined) {
-    const delta = deltaOf(event);
-    frame = delta === undefined ? null : encoder.encode(`event: delta\ndata: ${JSON.stringify(delta)}\n\n`);
-    deltaFrames.set(event, frame);
-  }
-  return frame ?? undefined;
+function deltaFrame(event: SessionEvent): string | undefined {
+  const delta = deltaOf(event);
+  return delta === undefined ? undefined : `event: delta\ndata: ${JSON.stringify(delta)}\n\n`;
 }
 
 /** One open stream: where it is in the log, and how to write to it. */
 class Writer {
   next: number;
   readonly queue: ItemQueue;
-  readonly #stream: SSEStreamingApi;
+  readonly #stream: SseBody;
   readonly #incarnation: string;
 
-  constructor(stream: SSEStreamingApi, incarnation: string, from: number, maxBuffered: number) {
+  constructor(stream: SseBody, incarnation: string, from: number, maxBuffered: number) {
     this.#stream = stream;
     this.#incarnation = incarnation;
     this.next = from;
@@ -215,31 +205,22 @@ class Writer {
 
   // Frames wait here and go out as one write when the reader's queue is drained
   // (or past 64 KB): one write per burst instead of one per event and reader.
-  readonly #pending: Uint8Array[] = [];
-  #pendingBytes = 0;
+  readonly #pending: string[] = [];
+  #pendingLength = 0;
 
-  #add(frame: Uint8Array): void {
+  #add(frame: string): void {
     this.#pending.push(frame);
-    this.#pendingBytes += frame.length;
+    this.#pendingLength += frame.length;
   }
 
   /** Write what is pending, as one chunk. */
   async flush(): Promise<void> {
     if (this.#pending.length === 0) return;
-    const parts = this.#pending.splice(0);
-    const size = this.#pendingBytes;
-    this.#pendingBytes = 0;
+    const out = this.#pending.length === 1 ? this.#pending[0] : this.#pending.join("");
+    this.#pending.length = 0;
+    this.#pendingLength = 0;
     if (this.gone) return;
-    let out = parts[0];
-    if (parts.length > 1) {
-      out = new Uint8Array(size);
-      let at = 0;
-      for (const part of parts) {
-        out.set(part, at);
-        at += part.length;
-      }
-    }
-    await this.#stream.write(out);
+    await this.#stream.write(encoder.encode(out));
   }
 
   /**
@@ -273,7 +254,7 @@ class Writer {
       if (event.seq !== this.next) continue;
       this.#add(sessionFrame(event, this.#incarnation));
       this.next = event.seq + 1;
-      if (this.#pendingBytes >= 65536) await this.flush();
+      if (this.#pendingLength >= 65536) await this.flush();
     }
   }
 
@@ -283,8 +264,8 @@ class Writer {
   }
 
   async send(event: string, data: unknown): Promise<void> {
-    this.#add(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
-    if (this.#pendingBytes >= 65536) await this.flush();
+    this.#add(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    if (this.#pendingLength >= 65536) await this.flush();
   }
 }
 
@@ -292,26 +273,30 @@ function open(
   c: Context,
   incarnation: string,
   options: EventStreamOptions,
-  body: (w: Writer, stream: SSEStreamingApi) => Promise<void>,
+  body: (w: Writer) => Promise<void>,
 ): Response {
-  return streamSSE(c, async (stream: SSEStreamingApi) => {
-    const w = new Writer(stream, incarnation, options.from, options.maxBuffered);
-    // Only the response body's cancellation means the client left: Deno aborts
-    // `request.signal` as soon as a response is returned, streaming or not.
-    stream.onAbort(() => w.queue.close());
-    const keepAlive = setInterval(() => {
-      stream.write(": keep-alive\n\n").catch(() => w.queue.close());
-    }, options.keepAliveMs);
+  const stream = new SseBody();
+  const w = new Writer(stream, incarnation, options.from, options.maxBuffered);
+  // Only the response body's cancellation means the client left: Deno aborts
+  // `request.signal` as soon as a response is returned, streaming or not.
+  stream.onAbort(() => w.queue.close());
+  const keepAlive = setInterval(() => void stream.write(": keep-alive\n\n"), options.keepAliveMs);
+  void (async () => {
     try {
-      await body(w, stream);
+      await body(w);
       await w.flush();
     } catch {
       // A write to a closed connection: the client is gone; nothing to report.
     } finally {
       clearInterval(keepAlive);
       w.queue.close();
+      stream.close();
     }
-  });
+  })();
+  c.header("Content-Type", "text/event-stream");
+  c.header("Cache-Control", "no-cache");
+  c.header("Connection", "keep-alive");
+  return c.newResponse(stream.readable);
 }
 
 async function ready(
@@ -331,7 +316,7 @@ function codecOf(incarnation: string): FrameCodec {
   return {
     session: (event) => sessionFrame(event, incarnation),
     delta: deltaFrame,
-    other: (event, data) => encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
+    other: (event, data) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`,
   };
 }
 

@@ -5,7 +5,8 @@
 // readers cost 40 times the per-event work (the fan-out, not the agent, was
 // the cost, most of all through Deno's and Bun's web streams). A feed listens
 // to the session once, appends each SSE frame once to an open segment, and
-// seals the segment (one `Uint8Array`) on the next macrotask or at 64 KB. Each
+// seals the segment (its frames joined and encoded once) 5 ms after its first
+// frame or at 256 K characters. Each
 // reader then writes whole segments, the same bytes for every reader that is
 // caught up, with one wake-up per segment. A reader that is not at a segment's
 // first seq (it joined mid-way, or wrote a backlog past it) writes its own
@@ -21,11 +22,11 @@ import type { SessionEvent } from "../session/session_events.ts";
 /** Frame encoders shared with `_event_stream.ts` (each caches per event). */
 export interface FrameCodec {
   /** The `event: session` frame of an event, with its `<incarnation>:<seq>` id. */
-  session(event: SessionEvent): Uint8Array;
+  session(event: SessionEvent): string;
   /** The `event: delta` frame of a streamed chunk, if it is one. */
-  delta(event: SessionEvent): Uint8Array | undefined;
+  delta(event: SessionEvent): string | undefined;
   /** Any other frame (`status`, `approvals`, `end`). */
-  other(event: string, data: unknown): Uint8Array;
+  other(event: string, data: unknown): string;
 }
 
 /** What the feed is made for: readers with the same options share one. */
@@ -40,10 +41,10 @@ export interface FeedOptions {
 
 /** One sealed run of frames, written as one chunk. */
 export interface Segment {
-  /** The frames, concatenated. */
+  /** The frames, concatenated and encoded once. */
   readonly bytes: Uint8Array;
   /** The frames one by one, with the seq of each session frame (`-1` for the others). */
-  readonly frames: readonly Uint8Array[];
+  readonly frames: readonly string[];
   readonly seqs: readonly number[];
   /** The seq of the first session frame it would hold (the feed's next seq when it opened). */
   readonly startSeq: number;
@@ -66,7 +67,16 @@ export interface FeedReader {
   readonly drop: () => void;
 }
 
-const SEAL_BYTES = 65_536;
+/** A segment seals at this many UTF-16 code units (about as many bytes for SSE text). */
+const SEAL_LENGTH = 262_144;
+/**
+ * A segment seals this long after its first frame. Each write of a response
+ * chunk has a fixed cost in the server (the largest on Deno), paid once per
+ * reader: a few milliseconds gather a burst of deltas into one chunk, and do
+ * not show in a stream a person reads.
+ */
+const SEAL_MS = 5;
+const encoder = new TextEncoder();
 
 /** The live tail of one agent for one kind of reader. */
 export class LiveFeed {
@@ -76,9 +86,9 @@ export class LiveFeed {
   readonly #segments: Segment[] = [];
   /** The index of `#segments[0]`. */
   #base = 0;
-  #frames: Uint8Array[] = [];
+  #frames: string[] = [];
   #seqs: number[] = [];
-  #bytes = 0;
+  #length = 0;
   #startSeq: number;
   /** The seq of the next session frame to enter the feed. */
   #nextSeq: number;
@@ -203,15 +213,15 @@ export class LiveFeed {
     this.#nextSeq = nextSeq;
   }
 
-  #add(frame: Uint8Array, seq: number, seal = true): void {
+  #add(frame: string, seq: number, seal = true): void {
     if (this.#ended) return;
     this.#frames.push(frame);
     this.#seqs.push(seq);
-    this.#bytes += frame.length;
+    this.#length += frame.length;
     this.#count++;
     if (!seal) return;
-    if (this.#bytes >= SEAL_BYTES) this.#seal(false);
-    else this.#sealTimer ??= setTimeout(() => this.#seal(false), 0);
+    if (this.#length >= SEAL_LENGTH) this.#seal(false);
+    else this.#sealTimer ??= setTimeout(() => this.#seal(false), SEAL_MS);
   }
 
   async #end(): Promise<void> {
@@ -236,15 +246,7 @@ export class LiveFeed {
     this.#sealTimer = undefined;
     if (this.#frames.length === 0) return;
     const frames = this.#frames;
-    let bytes = frames[0];
-    if (frames.length > 1) {
-      bytes = new Uint8Array(this.#bytes);
-      let at = 0;
-      for (const frame of frames) {
-        bytes.set(frame, at);
-        at += frame.length;
-      }
-    }
+    const bytes = encoder.encode(frames.length === 1 ? frames[0] : frames.join(""));
     this.#segments.push({
       bytes,
       frames,
@@ -256,7 +258,7 @@ export class LiveFeed {
     });
     this.#frames = [];
     this.#seqs = [];
-    this.#bytes = 0;
+    this.#length = 0;
     this.#startSeq = this.#nextSeq;
     // A reader this far behind is dropped: its stream ends and it resumes from its Last-Event-ID.
     for (const reader of this.#readers) {

@@ -4,12 +4,11 @@ import { createHarness } from "../harness.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { type FrameCodec, liveFeed, type Segment } from "./_live_feed.ts";
 
-const text = new TextEncoder();
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 const codec: FrameCodec = {
-  session: (event: SessionEvent) => text.encode(`s${event.seq};`),
+  session: (event: SessionEvent) => `s${event.seq};`,
   delta: () => undefined,
-  other: (event: string) => text.encode(`${event};`),
+  other: (event: string) => `${event};`,
 };
 const never = new Promise<void>(() => {});
 
