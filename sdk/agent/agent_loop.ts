@@ -199,14 +199,18 @@ function sameList<T>(x: readonly T[] | undefined, y: readonly T[] | undefined): 
   return true;
 }
 
+function onlyDefaultKeys(value: object): boolean {
+  const keys = Object.keys(value);
+  for (let i = 0; i < keys.length; i++) if (keys[i] !== "reasoningEffort" && keys[i] !== "maxTokens") return false;
+  return true;
+}
+
 function sameDefaults(x: EpochHeader["adapterDefaults"], y: EpochHeader["adapterDefaults"]): boolean {
   if (x === y) return true;
   if (x === undefined || y === undefined) return false;
   if (x.reasoningEffort !== y.reasoningEffort || x.maxTokens !== y.maxTokens) return false;
   // Nothing else in either (the header compares the whole object).
-  for (const key in x) if (key !== "reasoningEffort" && key !== "maxTokens") return false;
-  for (const key in y) if (key !== "reasoningEffort" && key !== "maxTokens") return false;
-  return true;
+  return onlyDefaultKeys(x) && onlyDefaultKeys(y);
 }
 
 /** The source plugin name of a logged prompt context is this prefix and the context's name. */

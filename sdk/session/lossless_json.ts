@@ -16,6 +16,17 @@ const RECURSION_LIMIT = 64;
 const hasOwn = Object.prototype.hasOwnProperty;
 const functionToString = Function.prototype.toString;
 
+// The iterative part of a walk: one frame per open container, on parallel
+// stacks: its source, its copy, its keys (`undefined` for an array), its
+// length and the position of the next child.
+interface Frames {
+  readonly sources: object[];
+  readonly targets: (unknown[] | Record<string, unknown> | undefined)[];
+  readonly keys: (string[] | undefined)[];
+  readonly lengths: number[];
+  readonly next: number[];
+}
+
 // The keys leading to the current value stay on stacks; the path string is
 // built only when the walk rejects, so the hot path allocates no strings.
 class Walk {
@@ -26,14 +37,10 @@ class Walk {
   // Recursive part: the open containers and the key leading to each child.
   readonly #ancestors: object[] = [];
   readonly #path: (string | number)[] = [];
-  // Iterative part: one frame per open container, on parallel stacks: its
-  // source, its copy, its keys (`undefined` for an array), its length and the
-  // position of the next child.
-  readonly #sources: object[] = [];
-  readonly #targets: (unknown[] | Record<string, unknown> | undefined)[] = [];
-  readonly #keys: (string[] | undefined)[] = [];
-  readonly #lengths: number[] = [];
-  readonly #next: number[] = [];
+  // Iterative part (see Frames), made on the first descent below
+  // RECURSION_LIMIT levels (the session log's payloads never reach it), so a
+  // walk allocates two arrays, not seven.
+  #frames: Frames | undefined;
   #seen: Set<object> | undefined;
   // The length of the container `check()` accepted last.
   #length = 0;
@@ -47,9 +54,10 @@ class Walk {
   reject(what: string, index?: number): never {
     let path = this.#root;
     for (const key of this.#path) path += typeof key === "number" ? `[${key}]` : `.${key}`;
-    const keys = this.#keys;
-    for (let f = 0; f < this.#sources.length; f++) {
-      const at = this.#next[f] - 1;
+    const frames = this.#frames;
+    const keys = frames?.keys ?? [];
+    for (let f = 0; f < (frames?.sources.length ?? 0); f++) {
+      const at = frames!.next[f] - 1;
       const list = keys[f];
       path += list === undefined ? `[${at}]` : `.${list[at]}`;
     }
@@ -165,8 +173,9 @@ class Walk {
   // The walk below RECURSION_LIMIT levels.
   iterate(value: object): unknown {
     const seen = new Set(this.#ancestors);
-    const sources = this.#sources, targets = this.#targets, keyLists = this.#keys;
-    const lengths = this.#lengths, next = this.#next;
+    const frames = this.#frames ??= { sources: [], targets: [], keys: [], lengths: [], next: [] };
+    const sources = frames.sources, targets = frames.targets, keyLists = frames.keys;
+    const lengths = frames.lengths, next = frames.next;
     const open = (container: object): unknown => {
       if (seen.has(container)) this.reject("a circular reference");
       const keys = this.check(container);
@@ -323,6 +332,8 @@ export function assertLosslessJson(value: unknown, path: string = "value"): void
  * ```
  */
 export function copyLosslessJson<T>(value: T, path: string = "value", options: CopyLosslessJsonOptions = {}): T {
+  // A string or boolean is its own copy (a surface op "append", a flag): no walk to set up.
+  if (typeof value === "string" || typeof value === "boolean") return value;
   return new Walk(path, true, options.normalize === true).value(value) as T;
 }
 

@@ -9,6 +9,11 @@ import type { UserMessage } from "../llm/messages.ts";
 import { failure, failureFrom, snapshotContext, success } from "./_tool_outcome.ts";
 import type { AnyToolDefinition, ToolExecution, ToolOutcome, ToolRunContext } from "./tool_definition.ts";
 
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === "object" || typeof value === "function") && value !== null &&
+    typeof (value as { then?: unknown }).then === "function";
+}
+
 /**
  * Run the body once. The body's signal combines the caller's signal, the one
  * a `tools/execute` wrapper set, and the `timeoutMs` budget; when it aborts
@@ -52,6 +57,19 @@ export async function runBody(
       state.concluded = true;
     },
   });
+  // The body runs now. A synchronous one (a value or a throw, not a promise) is
+  // over at once: no abort listener, timer or race is needed for it, and an
+  // abort it caused still wins, as in the race below.
+  let returned: unknown;
+  try {
+    returned = definition.execute(exec.args, run);
+  } catch (error) {
+    return signal.aborted ? stopped() : failureFrom(error, "TOOL_FAILED");
+  }
+  if (!isThenable(returned)) {
+    if (signal.aborted) return stopped();
+    return success(definition, exec.args, returned);
+  }
   let timer: ReturnType<typeof setTimeout> | undefined;
   let onAbort: (() => void) | undefined;
   const interrupted = new Promise<"stopped">((resolve) => {
@@ -66,8 +84,7 @@ export async function runBody(
     );
   }
   try {
-    const body = Promise.resolve()
-      .then(() => definition.execute(exec.args, run))
+    const body = Promise.resolve(returned)
       .then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error }));
     const settled = await Promise.race([body, interrupted]);
     // The body was signalled; its late outcome is discarded.
