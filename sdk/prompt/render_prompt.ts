@@ -36,6 +36,8 @@ export function renderPrompt(template: string, variables: Readonly<Record<string
   if (typeof template !== "string") {
     throw new HarnessError("INVALID_ARGS", "Cannot render a prompt that is not a string");
   }
+  // No reference and no escape: nothing to replace (every token starts with "{{" or "\\{{").
+  if (!template.includes("{{")) return template;
   return template.replace(TOKEN, (token: string, inner: string | undefined, offset: number) => {
     if (token === "\\{{") return "{{";
     const name = inner?.trim();

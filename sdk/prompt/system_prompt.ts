@@ -254,10 +254,7 @@ export class SystemPrompt {
         throw new HarnessError("PROMPT_TEXT_FAILED", `Prompt ${what} failed to evaluate`, { cause });
       }
     };
-    const text = async (kind: string, entry: PromptSection | PromptContext): Promise<PromptPart> => {
-      const value = typeof entry.text === "string"
-        ? entry.text
-        : await evaluate(`${kind} "${entry.name}"`, () => (entry.text as (c: AssembleContext) => unknown)(context));
+    const part = (kind: string, entry: PromptSection | PromptContext, value: unknown): PromptPart => {
       if (typeof value !== "string") {
         throw new HarnessError("PROMPT_TEXT_FAILED", `Prompt ${kind} "${entry.name}" did not produce a string`);
       }
@@ -268,17 +265,26 @@ export class SystemPrompt {
         ...("complete" in entry && entry.complete === true ? { complete: true } : {}),
       };
     };
+    // A static text is a part at once; only a dynamic one is awaited.
+    const text = (kind: string, entry: PromptSection | PromptContext): PromptPart | Promise<PromptPart> =>
+      typeof entry.text === "string"
+        ? part(kind, entry, entry.text)
+        : evaluate(`${kind} "${entry.name}"`, () => (entry.text as (c: AssembleContext) => unknown)(context))
+          .then((value) => part(kind, entry, value));
+    const texts = async (kind: string, entries: (PromptSection | PromptContext)[]): Promise<PromptPart[]> => {
+      const out = entries.map((entry) => text(kind, entry));
+      return out.some((p) => p instanceof Promise) ? await Promise.all(out) : out as PromptPart[];
+    };
 
     const resolved = resolve<PromptSection>("sections");
     const sections = [...resolved.values()];
     const effectiveComplete = this.#completeSection(chain, resolved);
     const parts = effectiveComplete
       ? [await text("section", effectiveComplete)]
-      : (await Promise.all(sections.map((s) => text("section", s)))).sort(byOrder);
-    const contexts =
-      (await Promise.all([...resolve<PromptContext>("contexts").values()].map((c) => text("context", c))))
-        .filter((c) => c.text !== "")
-        .sort(byOrder);
+      : (await texts("section", sections)).sort(byOrder);
+    const contexts = (await texts("context", [...resolve<PromptContext>("contexts").values()]))
+      .filter((c) => c.text !== "")
+      .sort(byOrder);
     const variables: Record<string, string> = {};
     for (const variable of resolve<PromptVariable>("variables").values()) {
       const value = typeof variable.value === "string"

@@ -7,6 +7,7 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { UserMessage } from "../llm/messages.ts";
 import { failure, failureFrom, snapshotContext, success } from "./_tool_outcome.ts";
+import { syncBodies } from "./_sync_body.ts";
 import type { AnyToolDefinition, ToolExecution, ToolOutcome, ToolRunContext } from "./tool_definition.ts";
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -62,7 +63,10 @@ export async function runBody(
   // abort it caused still wins, as in the race below.
   let returned: unknown;
   try {
-    returned = definition.execute(exec.args, run);
+    const sync = syncBodies.get(definition);
+    returned = sync !== undefined && sync.execute === definition.execute
+      ? sync.run(exec.args, run)
+      : definition.execute(exec.args, run);
   } catch (error) {
     return signal.aborted ? stopped() : failureFrom(error, "TOOL_FAILED");
   }

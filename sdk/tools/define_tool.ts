@@ -15,6 +15,7 @@ import {
   zodToJsonSchema,
 } from "./_json_schema.ts";
 import { validateToolShape } from "./_validate_definition.ts";
+import { syncBodies } from "./_sync_body.ts";
 import type { JsonSchemaType } from "./json_schema.ts";
 import { ToolArgsError } from "./tool_errors.ts";
 import type {
@@ -224,5 +225,14 @@ export function defineTool<P extends ToolSchemaInput, O extends ToolSchemaInput>
       : {}),
   };
   validateToolShape(definition);
-  return Object.freeze(definition);
+  const frozen = Object.freeze(definition);
+  syncBodies.set(frozen, {
+    execute: frozen.execute,
+    run: (args, exec) => {
+      const pending = jsonSchemaValidatorPending();
+      if (pending !== undefined) return pending.then(() => source.execute(typed(args), exec));
+      return source.execute(typed(args), exec);
+    },
+  });
+  return frozen;
 }
