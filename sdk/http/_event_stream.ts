@@ -26,8 +26,9 @@
 // goes live in this harness, the stream carries on from the live session.
 //
 // Each stream buffers at most `maxBuffered` items; a reader that falls that
-// far behind is dropped (the response ends without `event: end`) and resumes
-// with its `Last-Event-ID`, so a stalled client costs the agent nothing.
+// far behind is dropped (the response ends with `event: dropped`, data
+// `{"reason":"slow-reader"}`, instead of `event: end`) and resumes with its
+// `Last-Event-ID`, so a stalled client costs the agent nothing.
 
 import type { Context } from "hono";
 import type { Agent } from "../agent/agent.ts";
@@ -184,6 +185,9 @@ function deltaFrame(event: SessionEvent): string | undefined {
   return delta === undefined ? undefined : `event: delta\ndata: ${JSON.stringify(delta)}\n\n`;
 }
 
+/** The last frame of a reader dropped for falling behind (it carries no id: the resume point stays). */
+const DROPPED = 'event: dropped\ndata: {"reason":"slow-reader"}\n\n';
+
 /** One open stream: where it is in the log, and how to write to it. */
 class Writer {
   next: number;
@@ -196,7 +200,11 @@ class Writer {
     this.#incarnation = incarnation;
     this.next = from;
     // A stalled reader blocks the pending write; aborting the response releases it.
-    this.queue = new ItemQueue(maxBuffered, () => stream.abort());
+    this.queue = new ItemQueue(maxBuffered, () => {
+      // The reason goes after what is already queued; the response then ends without `event: end`.
+      void stream.write(DROPPED);
+      stream.abort();
+    });
   }
 
   get gone(): boolean {

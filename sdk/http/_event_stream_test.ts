@@ -235,6 +235,7 @@ describe("event stream readers that stop reading", () => {
         // The server dropped it: the body ends, short of the log and without `event: end`.
         const text = await response.text();
         assert.doesNotMatch(text, /event: end/);
+        assert.match(text, /event: dropped\ndata: \{"reason":"slow-reader"\}\n\n$/, "the reason is its last frame");
         const ids = [...text.matchAll(/^id: [0-9a-z]+:(\d+)$/gm)].map((m) => Number(m[1]));
         assert.ok(ids.length < length, "the reader was dropped before the log's end");
         assert.deepEqual(ids, ids.map((_, i) => i));

@@ -115,7 +115,8 @@ export interface HarnessAppOptions {
   readonly log?: ((record: RequestLogRecord) => void) | false;
   /**
    * The most items (events, deltas, status changes) an event stream buffers
-   * for a reader that does not keep up; past it the reader is dropped and
+   * for a reader that does not keep up; past it the reader is dropped (its
+   * response ends with `event: dropped`, data `{"reason":"slow-reader"}`) and
    * resumes with its `Last-Event-ID`, so a stalled client never slows an agent.
    *
    * @default {4096}
@@ -251,7 +252,7 @@ function belongsTo(p: PendingApproval, agent: Agent): boolean {
  *   wanted); an id of another incarnation of the log (deleted and created again) or beyond it gets
  *   `event: reset` and the log from seq 0. `?deltas=false` drops deltas; `?follow=false` ends the stream
  *   after the log (`event: end`). A session only in storage is read and tailed without being resumed and
- *   without its writer lease. A reader more than `maxBufferedEvents` behind is dropped.
+ *   without its writer lease. A reader more than `maxBufferedEvents` behind is dropped (`event: dropped`).
  * - `GET /sessions/:id/transcript?format=markdown|json` (markdown by default; JSON is `{ id, seq, messages }`).
  * - `GET /sessions/:id/projections`: `{ id, seq, projections }`, the client view of every registered projection unit
  *   (`turnBoundary`, `todos`, `usageTotals`, `childSessions`, …), live or stored.
