@@ -10,8 +10,9 @@
  * @module
  */
 
-import { Context } from "cordis";
+import { buildOuterStack, Context } from "cordis";
 import { HarnessError } from "./harness_error.ts";
+import { withoutStacks } from "./_without_stacks.ts";
 
 // deno-lint-ignore no-explicit-any
 type AnyFunction = (...args: any[]) => any;
@@ -223,9 +224,10 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
   constructor(raw: Context) {
     this.raw = raw;
     this.#dispatcher = dispatcherOf(this.scope);
-    this.#events = raw.events;
+    // Reads of Cordis's own accessors (no user code): no stack captures.
+    this.#events = withoutStacks(() => raw.events);
     this.#hooks = this.#events._hooks;
-    this[LOOKUP] = raw.get;
+    this[LOOKUP] = withoutStacks(() => raw.get);
   }
 
   #idle(name: string): boolean {
@@ -237,7 +239,10 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
   }
 
   on<K extends EventName<E>>(name: K, listener: E[K], options?: ListenerOptions): () => void {
-    const dispose = this.raw.on(name as never, listener as never, { prepend: options?.prepend ?? false });
+    // Registration runs only Cordis's code: no stack captures (_without_stacks.ts).
+    const dispose = withoutStacks(() =>
+      this.raw.on(name as never, listener as never, { prepend: options?.prepend ?? false })
+    );
     return () => void dispose();
   }
 
@@ -294,7 +299,7 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
   }
 
   provide<K extends keyof S & string>(name: K, value: S[K]): () => void {
-    const dispose = this.raw.provide(name, value);
+    const dispose = withoutStacks(() => this.raw.provide(name, value));
     return () => void dispose();
   }
 
@@ -313,7 +318,19 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
   }
 
   plugin<C>(plugin: HarnessPlugin<C, E, S>, config?: C): PluginHandle {
-    const fiber = this.raw.plugin(toCordisPlugin(plugin as HarnessPlugin<unknown, object, object>), config);
+    // The one stack Cordis uses should the plugin's `apply` throw (it names
+    // where the plugin was installed) is captured here, with the limit in
+    // force: from this frame down, as Cordis's own would have been. The rest
+    // of the registration makes no stack captures (_without_stacks.ts).
+    const outerStack = buildOuterStack(-1);
+    const cordisPlugin = toCordisPlugin(plugin as HarnessPlugin<unknown, object, object>);
+    const fiber = withoutStacks(() =>
+      (this.raw.plugin as (p: unknown, c: unknown, outer: () => string[]) => ReturnType<Context["plugin"]>)(
+        cordisPlugin,
+        config,
+        outerStack,
+      )
+    );
     return {
       ready: Promise.resolve(fiber).then(() => undefined),
       dispose: () => fiber.dispose(),
@@ -371,5 +388,5 @@ export function wrapContext<E extends object = KernelEvents, S extends object = 
  * ```
  */
 export function createKernel<E extends object = KernelEvents, S extends object = object>(): HarnessContext<E, S> {
-  return wrapContext<E, S>(new Context());
+  return wrapContext<E, S>(withoutStacks(() => new Context()));
 }

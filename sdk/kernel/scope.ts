@@ -14,6 +14,7 @@
 import type { Context } from "cordis";
 import { type HarnessContext, type ScopeInfo, tagScope, wrapContext } from "./harness_context.ts";
 import { HarnessError } from "./harness_error.ts";
+import { withoutStacks } from "./_without_stacks.ts";
 
 /** A scope created by {@linkcode createScope}. */
 export interface Scope<E extends object, S extends object> {
@@ -65,7 +66,8 @@ export function createScope<E extends object, S extends object>(
     throw new HarnessError("INVALID_ARGS", "Cannot create a scope without a key");
   }
   const info: ScopeInfo = Object.freeze({ key, parent: ctx.scope });
-  const fiber = ctx.raw.plugin({ name: `scope:${key}`, apply() {} });
+  // An empty plugin: no stack Cordis could capture here would ever be used.
+  const fiber = withoutStacks(() => ctx.raw.plugin({ name: `scope:${key}`, apply() {} }));
   // The fiber's context exists as soon as the fiber does; the plugin body may
   // run later, but registrations made through this context belong to the fiber.
   const scopeRaw: Context = fiber.ctx;
