@@ -2,10 +2,6 @@
  * `fileStorage(dir)`: the embedded {@linkcode SessionStorage} for scripts and
  * servers, identical on Deno, Bun and Node.
  *
- * Longer than the house limit on purpose: create, append, load with repair and
- * migration, and the lease share one directory layout and its publish rules,
- * which read best in one place.
- *
  * Layout: `<dir>/<escaped id>/session.v1.jsonl` (or `session.v1.jsonl.zstd`
  * with `compression: "zstd"`), plus `writer.lock` while a writer lease is held.
  *
