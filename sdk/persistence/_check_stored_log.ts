@@ -22,6 +22,8 @@
 import { checkInvariants, type InvariantViolation } from "../invariants/check_invariants.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent } from "../session/session_events.ts";
+import { repairSessionLog, type RepairSessionLogResult } from "./repair_session_log.ts";
+import type { RepairReport } from "./session_storage.ts";
 
 /** The invariant codes a load does not enforce (conventions of the agent loop, not structure). */
 export const CONVENTION_CODES: ReadonlySet<string> = new Set(["TURN_NUMBER", "STEP_NUMBER", "EVENT_OUTSIDE_TURN"]);
@@ -49,4 +51,54 @@ export function refuseBrokenLog(sessionId: string, where: string, events: readon
     `Session log ${where} breaks invariant ${first.code} at seq ${first.seq}: ${first.message}${more}`,
     { details: { sessionId, where, seq: first.seq, invariant: first.code, violations } },
   );
+}
+
+/**
+ * Crash-repair a stored log in memory and refuse it (`SESSION_CORRUPT`) when
+ * the repaired log breaks a structural invariant. Writes nothing: the caller
+ * writes the synthetic events when it commits the repair.
+ *
+ * @param sessionId The session.
+ * @param where Where the log lives, for the message.
+ * @param events The stored events.
+ * @param newId Makes the ids of synthetic tool results.
+ */
+export function repairStoredLog(
+  sessionId: string,
+  where: string,
+  events: readonly SessionEvent[],
+  newId: (() => string) | undefined,
+): RepairSessionLogResult {
+  const repaired = repairSessionLog(events, { newId });
+  // A log whose structure is broken is refused before any repair is written.
+  refuseBrokenLog(sessionId, where, repaired.events);
+  return repaired;
+}
+
+/** What a load knows of its repair, to build the {@linkcode RepairReport}. */
+export interface RepairFacts {
+  /** Whether anything was (or would be) dropped or added. */
+  readonly needsRepair: boolean;
+  /** Whether this load writes the repair back (`load`) or not (`inspect`). */
+  readonly commit: boolean;
+  /** The synthetic events as the storage returns them. */
+  readonly syntheticEvents: readonly SessionEvent[];
+  /** The turn repair closed, if any. */
+  readonly closedTurn: number | undefined;
+  /** Bytes of a torn tail dropped. @default {0} */
+  readonly truncatedBytes?: number;
+  /** Where the torn tail began, when there was one. */
+  readonly tornTail?: RepairReport["tornTail"];
+}
+
+/** The {@linkcode RepairReport} of one load, the same shape in every storage. */
+export function repairReport(facts: RepairFacts): RepairReport {
+  return {
+    repaired: facts.needsRepair,
+    committed: facts.commit && facts.needsRepair,
+    truncatedBytes: facts.truncatedBytes ?? 0,
+    ...(facts.tornTail === undefined ? {} : { tornTail: facts.tornTail }),
+    ...(facts.closedTurn === undefined ? {} : { closedTurn: facts.closedTurn }),
+    syntheticEvents: facts.syntheticEvents,
+  };
 }

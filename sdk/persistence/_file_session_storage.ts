@@ -28,9 +28,8 @@ import { decodePlainLog, decodeZstdLog } from "./_log_decoder.ts";
 import { LOG_FORMAT_VERSION, migrateLog } from "./_log_migrations.ts";
 import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "./_validate_batch.ts";
 import { createLock, processLeases, readLiveLock, WriterLease } from "./_writer_lease.ts";
-import { repairSessionLog } from "./repair_session_log.ts";
 import type { FileStorageOptions } from "./file_storage.ts";
-import { refuseBrokenLog } from "./_check_stored_log.ts";
+import { repairReport, repairStoredLog } from "./_check_stored_log.ts";
 import type {
   LoadedSession,
   NewSessionHeader,
@@ -278,9 +277,7 @@ class FileSessionStorage implements SessionStorage {
       if (errorCode(error) === "ENOENT") throw notFound(sessionId);
       throw error;
     }
-    const repaired = repairSessionLog(decoded.events, { newId: this.#newId });
-    // A log whose structure is broken is refused before any repair is written.
-    refuseBrokenLog(sessionId, located.file, repaired.events);
+    const repaired = repairStoredLog(sessionId, located.file, decoded.events, this.#newId);
     const truncatedBytes = decoded.totalBytes - decoded.validBytes;
     const needsRepair = truncatedBytes > 0 || repaired.syntheticEvents.length > 0 || decoded.missingNewline === true;
     let size = decoded.validBytes;
@@ -303,16 +300,16 @@ class FileSessionStorage implements SessionStorage {
     return {
       header: decoded.header,
       events: repaired.events,
-      repair: {
-        repaired: needsRepair,
-        committed: commit && needsRepair,
+      repair: repairReport({
+        needsRepair,
+        commit,
         truncatedBytes,
-        ...(decoded.tornLine === undefined
-          ? {}
-          : { tornTail: { file: located.file, offset: decoded.validBytes, line: decoded.tornLine } }),
-        ...(repaired.closedTurn === undefined ? {} : { closedTurn: repaired.closedTurn }),
+        tornTail: decoded.tornLine === undefined
+          ? undefined
+          : { file: located.file, offset: decoded.validBytes, line: decoded.tornLine },
+        closedTurn: repaired.closedTurn,
         syntheticEvents: repaired.syntheticEvents,
-      },
+      }),
     };
   }
 

@@ -14,8 +14,7 @@ import { readable, type ReaderVocabulary, readerVocabulary, unknownToReader } fr
 import { makeHeader, validateSessionId } from "./_header.ts";
 import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "./_validate_batch.ts";
 import { LeaseTable, WriterLease } from "./_writer_lease.ts";
-import { repairSessionLog } from "./repair_session_log.ts";
-import { refuseBrokenLog } from "./_check_stored_log.ts";
+import { repairReport, repairStoredLog } from "./_check_stored_log.ts";
 import type {
   LoadedSession,
   NewSessionHeader,
@@ -131,9 +130,7 @@ class MemorySessionStorage implements SessionStorage {
     for (const event of session.events) {
       if (!readable(this.#known, event.type, event.ignorable)) throw unknownToReader(sessionId, event.seq, event.type);
     }
-    const repaired = repairSessionLog(session.events, { newId: this.#newId });
-    // A log whose structure is broken is refused before any repair is written.
-    refuseBrokenLog(sessionId, `${JSON.stringify(sessionId)} (memory)`, repaired.events);
+    const repaired = repairStoredLog(sessionId, `${JSON.stringify(sessionId)} (memory)`, session.events, this.#newId);
     const synthetic = repaired.syntheticEvents.map(stored);
     const needsRepair = synthetic.length > 0;
     if (commit && needsRepair) {
@@ -144,13 +141,7 @@ class MemorySessionStorage implements SessionStorage {
     return {
       header: session.header,
       events: commit ? session.events.slice() : [...session.events, ...synthetic],
-      repair: {
-        repaired: needsRepair,
-        committed: commit && needsRepair,
-        truncatedBytes: 0,
-        ...(repaired.closedTurn === undefined ? {} : { closedTurn: repaired.closedTurn }),
-        syntheticEvents: synthetic,
-      },
+      repair: repairReport({ needsRepair, commit, syntheticEvents: synthetic, closedTurn: repaired.closedTurn }),
     };
   }
 

@@ -31,8 +31,7 @@ import { validateEnvelope, validateEventData } from "../session/_validate_event.
 import { readable, type ReaderVocabulary, readerVocabulary, unknownToReader } from "../persistence/_event_types.ts";
 import { makeHeader, parseHeader, validateSessionId } from "../persistence/_header.ts";
 import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "../persistence/_validate_batch.ts";
-import { refuseBrokenLog } from "../persistence/_check_stored_log.ts";
-import { repairSessionLog } from "../persistence/repair_session_log.ts";
+import { repairReport, repairStoredLog } from "../persistence/_check_stored_log.ts";
 import type {
   LoadedSession,
   NewSessionHeader,
@@ -424,9 +423,7 @@ class PgStorage implements PostgresSessionStorage {
   async #read(sessionId: string, commit: boolean, writer: SessionWriter | undefined): Promise<LoadedSession> {
     const token = commit ? this.#token(sessionId, writer, "repair it") : null;
     const { header, events } = await this.#readLog(sessionId);
-    const repaired = repairSessionLog(events, { newId: this.#newId });
-    // A log whose structure is broken is refused before any repair is written.
-    refuseBrokenLog(sessionId, `${JSON.stringify(sessionId)} (${this.#file})`, repaired.events);
+    const repaired = repairStoredLog(sessionId, `${JSON.stringify(sessionId)} (${this.#file})`, events, this.#newId);
     const synthetic = repaired.syntheticEvents;
     const needsRepair = synthetic.length > 0;
     if (commit && needsRepair) {
@@ -435,13 +432,7 @@ class PgStorage implements PostgresSessionStorage {
     return {
       header,
       events: [...events, ...synthetic],
-      repair: {
-        repaired: needsRepair,
-        committed: commit && needsRepair,
-        truncatedBytes: 0,
-        ...(repaired.closedTurn === undefined ? {} : { closedTurn: repaired.closedTurn }),
-        syntheticEvents: synthetic,
-      },
+      repair: repairReport({ needsRepair, commit, syntheticEvents: synthetic, closedTurn: repaired.closedTurn }),
     };
   }
 
