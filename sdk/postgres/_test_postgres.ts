@@ -18,8 +18,10 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
+import { after, before } from "node:test";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
+import type { SessionEvent } from "../session/session_events.ts";
 
 interface Server {
   readonly url: string;
@@ -127,6 +129,53 @@ export async function acquireTestPostgres(): Promise<{ url: string; release(): P
       await server.stop();
     },
   };
+}
+
+/** The test server of a `describe` block and an admin pool on it. */
+export interface TestPostgres {
+  /** The server's URL (set once the block's `before` ran). */
+  readonly url: string;
+  /** A pool of two connections on it, ended by the block's `after`. */
+  readonly admin: pg.Pool;
+}
+
+/**
+ * Acquire the test server in the enclosing `describe` block's `before` and
+ * release it (and end the admin pool) in its `after`.
+ */
+export function useTestPostgres(): TestPostgres {
+  let server: { url: string; release(): Promise<void> } | undefined;
+  let admin: pg.Pool | undefined;
+  before(async () => {
+    server = await acquireTestPostgres();
+    admin = testPool(server.url, 2);
+  });
+  after(async () => {
+    await admin?.end();
+    await server?.release();
+  });
+  const ready = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error("The test server is used before the block's before() ran");
+    return value;
+  };
+  return {
+    get url() {
+      return ready(server).url;
+    },
+    get admin() {
+      return ready(admin);
+    },
+  };
+}
+
+/** `n` valid `todo/write` events with seqs from `from`. */
+export function todoEvents(n: number, from = 0): SessionEvent[] {
+  return Array.from({ length: n }, (_, i) => ({
+    type: "todo/write",
+    seq: from + i,
+    time: 100 + from + i,
+    data: { todos: [{ content: `task ${from + i}`, status: "pending" }] },
+  }));
 }
 
 let counter = 0;

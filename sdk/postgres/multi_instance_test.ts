@@ -5,16 +5,15 @@
 // few events; then the instance driving a turn is SIGKILLed mid-turn and
 // another takes the session over once the lease expires.
 
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { EventSourceParserStream } from "eventsource-parser/stream";
-import type pg from "pg";
 import { checkInvariants } from "../invariants/mod.ts";
 import type { SessionEvent } from "../session/mod.ts";
-import { acquireTestPostgres, dropSchema, testPool, testSchema } from "./_test_postgres.ts";
+import { dropSchema, testSchema, useTestPostgres } from "./_test_postgres.ts";
 import { postgresStorage } from "./postgres_storage.ts";
 
 const TURNS = Number(process.env.DSH_MI_TURNS ?? 50);
@@ -128,20 +127,11 @@ async function readSome(
 }
 
 describe("postgresStorage shared by Node, Bun and Deno instances", () => {
-  let server: { url: string; release(): Promise<void> };
-  let admin: pg.Pool;
-  before(async () => {
-    server = await acquireTestPostgres();
-    admin = testPool(server.url, 2);
-  });
-  after(async () => {
-    await admin?.end();
-    await server?.release();
-  });
+  const server = useTestPostgres();
 
   it(`${TURNS} turns round-robin, SSE hopping between instances, then a SIGKILL mid-turn and a take-over`, async () => {
     const schema = testSchema("mi");
-    const storage = postgresStorage({ client: admin, schema });
+    const storage = postgresStorage({ client: server.admin, schema });
     await storage.migrate();
     const started = await Promise.allSettled(
       ["node", "bun", "deno"].map((runtime) => startInstance(runtime, [server.url, schema, String(LEASE_MS)])),
@@ -230,7 +220,7 @@ describe("postgresStorage shared by Node, Bun and Deno instances", () => {
     } finally {
       await Promise.all(instances.map((i) => i.kill()));
       await storage.close();
-      await dropSchema(admin, schema);
+      await dropSchema(server.admin, schema);
     }
   });
 });

@@ -1,9 +1,8 @@
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { toPostgresExecutor } from "./postgres_executor.ts";
-import { acquireTestPostgres, dropSchema, testPool, testSchema } from "./_test_postgres.ts";
+import { dropSchema, testPool, testSchema, todoEvents, useTestPostgres } from "./_test_postgres.ts";
 import { postgresStorage } from "./postgres_storage.ts";
-import type { SessionEvent } from "../session/session_events.ts";
 
 /** A stand-in for a pg Pool that records what it is asked and fails as told. */
 function fakePool(fail: (query: unknown) => Error | undefined) {
@@ -55,23 +54,10 @@ describe("toPostgresExecutor() on a pg Pool", () => {
   });
 });
 
-function todos(n: number, from = 0): SessionEvent[] {
-  return Array.from({ length: n }, (_, i) => ({
-    type: "todo/write",
-    seq: from + i,
-    time: 100 + from + i,
-    data: { todos: [{ content: `task ${from + i}`, status: "pending" }] },
-  }));
-}
+const todos = todoEvents;
 
 describe("postgresStorage appends as a prepared statement on a PostgreSQL server", () => {
-  let server: { url: string; release(): Promise<void> };
-  before(async () => {
-    server = await acquireTestPostgres();
-  });
-  after(async () => {
-    await server?.release();
-  });
+  const server = useTestPostgres();
 
   it("prepares the append once per connection, and goes on unprepared when the server dropped it", async () => {
     const pool = testPool(server.url, 1);

@@ -4,19 +4,11 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { PGlite } from "@electric-sql/pglite";
-import type { SessionEvent } from "../session/session_events.ts";
 import { storageContract } from "../persistence/_test_storage_contract.ts";
-import { dropSchema, openTestPGlite, testSchema } from "./_test_postgres.ts";
+import { dropSchema, openTestPGlite, testSchema, todoEvents } from "./_test_postgres.ts";
 import { type PostgresSessionStorage, postgresStorage } from "./postgres_storage.ts";
 
-function todos(n: number, from = 0): SessionEvent[] {
-  return Array.from({ length: n }, (_, i) => ({
-    type: "todo/write",
-    seq: from + i,
-    time: 100 + from + i,
-    data: { todos: [{ content: `task ${from + i}`, status: "pending" }] },
-  }));
-}
+const todos = todoEvents;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,11 +1,11 @@
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type pg from "pg";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { storageContract } from "../persistence/_test_storage_contract.ts";
 import { LogBuilder } from "../persistence/_test_log.ts";
-import { acquireTestPostgres, dropSchema, testPool, testSchema } from "./_test_postgres.ts";
+import { dropSchema, testPool, testSchema, todoEvents, useTestPostgres } from "./_test_postgres.ts";
 import { migrationScript, SCHEMA_VERSION } from "./_migrations.ts";
 import { type PostgresSessionWriter, postgresStorage } from "./postgres_storage.ts";
 import { postgresStorageKind } from "./postgres_storage_kind.ts";
@@ -15,28 +15,12 @@ import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts
 
 const code = (c: string) => (error: unknown) => HarnessError.isInstance(error, c);
 
-function todos(n: number, from = 0): SessionEvent[] {
-  return Array.from({ length: n }, (_, i) => ({
-    type: "todo/write",
-    seq: from + i,
-    time: 100 + from + i,
-    data: { todos: [{ content: `task ${from + i}`, status: "pending" }] },
-  }));
-}
+const todos = todoEvents;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("postgresStorage() on a PostgreSQL server", () => {
-  let server: { url: string; release(): Promise<void> };
-  let admin: pg.Pool;
-  before(async () => {
-    server = await acquireTestPostgres();
-    admin = testPool(server.url, 2);
-  });
-  after(async () => {
-    await admin?.end();
-    await server?.release();
-  });
+  const server = useTestPostgres();
 
   /** A storage on a fresh schema of its own pool; `after` drops both. */
   const make = (options: { leaseMs?: number; pollMs?: number } = {}) => {
@@ -50,7 +34,7 @@ describe("postgresStorage() on a PostgreSQL server", () => {
       async after() {
         await storage.close();
         await pool.end();
-        await dropSchema(admin, schema);
+        await dropSchema(server.admin, schema);
       },
     });
   };
@@ -135,10 +119,10 @@ describe("postgresStorage() on a PostgreSQL server", () => {
     const a = await make();
     const poolB = testPool(server.url, 2);
     const b = postgresStorage({ client: poolB, schema: a.schema });
-    const blocker = await admin.connect();
+    const blocker = await server.admin.connect();
     const waiting = async (pattern: string) => {
       for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(20)) {
-        const { rows } = await admin.query(
+        const { rows } = await server.admin.query(
           `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
           [`%${pattern}%`],
         );
@@ -152,7 +136,7 @@ describe("postgresStorage() on a PostgreSQL server", () => {
       // The append takes the lease row, then waits for the session row, held here.
       await blocker.query("BEGIN");
       await blocker.query(`SELECT 1 FROM "${a.schema}".sessions WHERE id = 's' FOR UPDATE`);
-      await admin.query(`UPDATE "${a.schema}".session_writers SET expires_at = clock_timestamp() + '300 ms'`);
+      await server.admin.query(`UPDATE "${a.schema}".session_writers SET expires_at = clock_timestamp() + '300 ms'`);
       const append = a.storage.append("s", todos(1), { expectedSeq: 0, writer: first });
       await waiting("append_events");
       await sleep(400);
@@ -244,20 +228,22 @@ describe("postgresStorage() on a PostgreSQL server", () => {
       const storages = pools.map((client) => postgresStorage({ client, schema }));
       await Promise.all(storages.map((s) => s.migrate()));
       await Promise.all(storages.map((s) => s.migrate()));
-      const { rows } = await admin.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
+      const { rows } = await server.admin.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
       assert.deepEqual(rows.map((r) => r.version), Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1));
       await storages[0].create({ id: "x" });
       assert.equal((await storages[2].list()).length, 1);
-      await admin.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES (999, 'future')`);
+      await server.admin.query(
+        `INSERT INTO "${schema}".schema_migrations (version, description) VALUES (999, 'future')`,
+      );
       const fresh = postgresStorage({ client: pools[1], schema });
       await assert.rejects(fresh.list(), code("STORAGE_SCHEMA_UNSUPPORTED"));
       // Fresh schemas migrated at once from nothing.
       const other = testSchema("m");
       await Promise.all(pools.map((client) => postgresStorage({ client, schema: other }).migrate()));
-      await dropSchema(admin, other);
+      await dropSchema(server.admin, other);
     } finally {
       for (const pool of pools) await pool.end();
-      await dropSchema(admin, schema);
+      await dropSchema(server.admin, schema);
     }
   });
 
@@ -307,7 +293,7 @@ describe("postgresStorage() on a PostgreSQL server", () => {
   });
 
   it("refuses bad options and an unknown writer", async () => {
-    assert.throws(() => postgresStorage({ client: admin, schema: "Bad-Name" }), code("INVALID_ARGS"));
+    assert.throws(() => postgresStorage({ client: server.admin, schema: "Bad-Name" }), code("INVALID_ARGS"));
     assert.throws(() => postgresStorage({ client: {} as never }), code("INVALID_ARGS"));
     const { storage, after } = await make();
     try {
@@ -387,13 +373,13 @@ describe("postgresStorage() on a PostgreSQL server", () => {
     try {
       const agent = await harness.createAgent({ id: "configured" });
       assert.equal((await agent.run("Hello")).text, "Stored.");
-      const { rows } = await admin.query(`SELECT next_seq FROM "${schema}".sessions WHERE id = 'configured'`);
+      const { rows } = await server.admin.query(`SELECT next_seq FROM "${schema}".sessions WHERE id = 'configured'`);
       assert.ok(Number(rows[0].next_seq) > 5);
     } finally {
       await harness.dispose();
       await (harness.storage as { close?: () => Promise<void> }).close?.();
       for (const pool of pools) await pool.end();
-      await dropSchema(admin, schema);
+      await dropSchema(server.admin, schema);
     }
   });
 });
