@@ -1,28 +1,15 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createKernel } from "../../kernel/harness_context.ts";
-import { ToolRuntime } from "../../tools/tool_runtime.ts";
-import type { ToolEvents } from "../../tools/tool_events.ts";
+import { toolCaller } from "../_test_tool_caller.ts";
 import { memoryFs } from "./memory_fs.ts";
 import { fsTools, type FsToolsOptions } from "./fs_tools.ts";
 import type { FsService } from "./fs_service.ts";
 
 function setup(fs: FsService, options?: FsToolsOptions) {
-  const ctx = createKernel<ToolEvents, object>();
-  ctx.on("tools/pre-execute", () => ({ kind: "allow" }));
-  const runtime = new ToolRuntime(ctx);
-  for (const tool of fsTools(fs, options)) runtime.register(tool);
-  let n = 0;
+  const call = toolCaller(fsTools(fs, options));
   return async (name: string, args: object) => {
-    const result = await runtime.execute({
-      callId: `c${++n}`,
-      name,
-      arguments: JSON.stringify(args),
-      signal: new AbortController().signal,
-    });
-    const block = result.message.content[0];
-    const text = block.type === "tool-result" && block.content[0]?.type === "text" ? block.content[0].text : "";
-    return { text, code: result.error?.code };
+    const { text, code } = await call(name, args);
+    return { text, code };
   };
 }
 

@@ -3,9 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ToolRuntime } from "../../tools/tool_runtime.ts";
-import { createKernel } from "../../kernel/harness_context.ts";
-import type { ToolEvents } from "../../tools/tool_events.ts";
+import { toolCaller } from "../_test_tool_caller.ts";
 import { localSubprocess } from "../subprocess/local_subprocess.ts";
 import { survivors } from "../subprocess/_test_subprocess_contract.ts";
 import { bashShell } from "./bash_shell.ts";
@@ -20,24 +18,11 @@ async function withTool(
   signal?: AbortSignal,
 ) {
   const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-bash-")));
-  const ctx = createKernel<ToolEvents, object>();
-  // bash asks by default; these tests approve every call.
-  ctx.on("tools/pre-execute", () => ({ kind: "allow" }));
-  const runtime = new ToolRuntime(ctx);
-  runtime.register(bashTool(bashShell({ subprocess: localSubprocess(), cwd: dir }), options));
-  let n = 0;
-  const run = async (command: string, extra: object = {}) => {
-    const result = await runtime.execute({
-      callId: `c${++n}`,
-      name: "bash",
-      arguments: JSON.stringify({ command, ...extra }),
-      signal: signal ?? new AbortController().signal,
-      sessionId: "s1",
-    });
-    const content = result.message.content[0];
-    const text = content.type === "tool-result" && content.content[0]?.type === "text" ? content.content[0].text : "";
-    return { text, meta: result.meta, code: result.error?.code };
-  };
+  const call = toolCaller([bashTool(bashShell({ subprocess: localSubprocess(), cwd: dir }), options)], {
+    signal,
+    sessionId: "s1",
+  });
+  const run = (command: string, extra: object = {}) => call("bash", { command, ...extra });
   try {
     await fn(run, dir);
   } finally {

@@ -1,9 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createKernel } from "../../kernel/harness_context.ts";
 import { HarnessError } from "../../kernel/harness_error.ts";
-import { ToolRuntime } from "../../tools/tool_runtime.ts";
-import type { ToolEvents } from "../../tools/tool_events.ts";
+import { toolCaller } from "../_test_tool_caller.ts";
 import { webFetchTool, webSearchTool } from "./web_tools.ts";
 import type { WebPage, WebSearchResult, WebSearchService, WebService } from "./web_service.ts";
 
@@ -21,19 +19,10 @@ function tableSearch(table: Record<string, WebSearchResult[]>): WebSearchService
 }
 
 function runner(...tools: ReturnType<typeof webFetchTool>[]) {
-  const runtime = new ToolRuntime(createKernel<ToolEvents, object>());
-  for (const tool of tools) runtime.register(tool);
-  let n = 0;
+  const call = toolCaller(tools);
   return async (name: string, args: object) => {
-    const result = await runtime.execute({
-      callId: `c${++n}`,
-      name,
-      arguments: JSON.stringify(args),
-      signal: new AbortController().signal,
-    });
-    const block = result.message.content[0];
-    const text = block.type === "tool-result" && block.content[0]?.type === "text" ? block.content[0].text : "";
-    return { text, code: result.error?.code };
+    const { text, code } = await call(name, args);
+    return { text, code };
   };
 }
 
