@@ -11,7 +11,6 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,6 +21,7 @@ import { fileStorage } from "../persistence/file_storage.ts";
 import type { SessionEvent } from "../session/mod.ts";
 import { incarnationOf } from "./_event_stream.ts";
 import { SseClient, type SseMessage } from "./_test_client.ts";
+import { type ChildServer, startChildServer } from "./_test_child_server.ts";
 
 const RUNS = Number(process.env.DSH_CRASH_RUNS ?? 4);
 
@@ -32,34 +32,10 @@ function childCommand(script: string, dir: string): [string, string[]] {
   return [process.execPath, ["--import", "tsx", script, dir]];
 }
 
-interface Child {
-  readonly url: string;
-  kill(): Promise<void>;
-}
-
-async function startChild(dir: string): Promise<Child> {
+function startChild(dir: string): Promise<ChildServer> {
   const script = fileURLToPath(new URL("./_test_crash_server.ts", import.meta.url));
   const [cmd, args] = childCommand(script, dir);
-  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
-  let stderr = "";
-  child.stderr.on("data", (d) => (stderr += d));
-  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout.on("data", (d) => {
-      out += d;
-      const m = out.match(/URL (\S+)\n/);
-      if (m) resolve(m[1]);
-    });
-    child.on("exit", (code) => reject(new Error(`child exited early (${code}): ${stderr}`)));
-  });
-  return {
-    url,
-    kill: async () => {
-      child.kill("SIGKILL");
-      await exited;
-    },
-  };
+  return startChildServer(cmd, args);
 }
 
 function post(url: string, path: string, body: unknown): Promise<Response> {

@@ -7,7 +7,6 @@
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { EventSourceParserStream } from "eventsource-parser/stream";
@@ -15,6 +14,7 @@ import { checkInvariants } from "../invariants/mod.ts";
 import type { SessionEvent } from "../session/mod.ts";
 import { dropSchema, testSchema, useTestPostgres } from "./_test_postgres.ts";
 import { postgresStorage } from "./postgres_storage.ts";
+import { type ChildServer, startChildServer } from "../http/_test_child_server.ts";
 
 const TURNS = Number(process.env.DSH_MI_TURNS ?? 50);
 const LEASE_MS = 1500;
@@ -27,44 +27,13 @@ const RUNTIMES: Record<string, (args: string[]) => [string, string[]]> = {
   deno: (args) => [`${root}node_modules/.bin/deno`, ["run", "-A", "--no-check", script, ...args]],
 };
 
-interface Instance {
+interface Instance extends ChildServer {
   readonly runtime: string;
-  readonly url: string;
-  readonly child: ChildProcess;
-  kill(): Promise<void>;
 }
 
 async function startInstance(runtime: string, args: string[]): Promise<Instance> {
   const [cmd, argv] = RUNTIMES[runtime](args);
-  const child = spawn(cmd, argv, { stdio: ["ignore", "pipe", "pipe"], cwd: root });
-  let stderr = "";
-  child.stderr!.on("data", (d) => (stderr += d));
-  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error(`${runtime} instance did not start: ${stderr}`)), 25_000);
-    child.stdout!.on("data", (d) => {
-      out += d;
-      const m = out.match(/URL (\S+)\n/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${runtime} instance exited early (${code}): ${stderr}`));
-    });
-  });
-  return {
-    runtime,
-    url,
-    child,
-    kill: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await exited;
-    },
-  };
+  return { runtime, ...(await startChildServer(cmd, argv, { cwd: root, label: `${runtime} instance` })) };
 }
 
 function post(url: string, path: string, body: unknown): Promise<Response> {
