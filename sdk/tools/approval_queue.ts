@@ -5,25 +5,11 @@
  * @module
  */
 
-import type { ScopeInfo } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { ApprovalOutcome, ApprovalRequest, Approver } from "./approval_service.ts";
 
-/** A question waiting in an {@linkcode ApprovalQueue}. */
-export interface PendingApproval {
-  /** The call the question is about; answer with it. */
-  readonly callId: string;
-  /** The tool being called. */
-  readonly toolName: string;
-  /** The parsed arguments of the call. */
-  readonly args: unknown;
-  /** Why the policy asks. */
-  readonly reason?: string;
-  /** The scope (agent) the call runs for. */
-  readonly scope?: ScopeInfo;
-  /** The session the call belongs to. */
-  readonly sessionId?: string;
-}
+/** A question waiting in an {@linkcode ApprovalQueue}: the request without its signal; answer with its `callId`. */
+export type PendingApproval = Omit<ApprovalRequest, "signal">;
 
 /** Options of {@linkcode ApprovalQueue}. */
 export interface ApprovalQueueOptions {
