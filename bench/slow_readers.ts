@@ -88,7 +88,9 @@ function stalledReaders(url: string, readers: number) {
   };
 }
 
-async function measure(readers: number): Promise<{ ms: number; cpu: number; report?: ReadersReport }> {
+async function measure(
+  readers: number,
+): Promise<{ ms: number; cpu: number; sys: number; report?: ReadersReport }> {
   const harness = await createHarness({
     adapters: [scriptedAdapter((_r, n) => ({
       chunks: [
@@ -131,12 +133,13 @@ async function measure(readers: number): Promise<{ ms: number; cpu: number; repo
     const ms = performance.now() - t0;
     const used = process.cpuUsage(c0);
     const cpu = (used.user + used.system) / 1000;
-    if (clients === undefined) return { ms, cpu };
+    const sys = used.system / 1000;
+    if (clients === undefined) return { ms, cpu, sys };
     // Disposing ends every stream still served with `event: end`; the readers then read theirs to the end.
     const report = clients.drain();
     await harness.dispose();
     disposed = true;
-    return { ms, cpu, report: await report };
+    return { ms, cpu, sys, report: await report };
   } finally {
     clients?.kill();
     await server.close();
@@ -144,8 +147,9 @@ async function measure(readers: number): Promise<{ ms: number; cpu: number; repo
   }
 }
 
-const none: { ms: number; cpu: number }[] = [];
-const stalled: { ms: number; cpu: number }[] = [];
+type Run = { ms: number; cpu: number; sys: number };
+const none: Run[] = [];
+const stalled: Run[] = [];
 let report: ReadersReport | undefined;
 for (let round = 0; round < ROUNDS; round++) {
   none.push(await measure(0));
@@ -153,8 +157,8 @@ for (let round = 0; round < ROUNDS; round++) {
   stalled.push(run);
   report = run.report;
 }
-const best = (runs: { ms: number; cpu: number }[], key: "ms" | "cpu") => Math.min(...runs.map((r) => r[key]));
-const each = (runs: { ms: number; cpu: number }[], key: "ms" | "cpu") => runs.map((r) => r[key].toFixed(0)).join(", ");
+const best = (runs: Run[], key: "ms" | "cpu") => Math.min(...runs.map((r) => r[key]));
+const each = (runs: Run[], key: "ms" | "cpu" | "sys") => runs.map((r) => r[key].toFixed(0)).join(", ");
 console.log(`slow readers, ${runtimeVersion()}, ${TURNS} turns of 200 deltas, best of ${ROUNDS} rounds`);
 console.log(
   "| readers that stopped reading | turns took ms (each round) | ratio | server CPU ms (each round) | ratio | dropped by the server |",
@@ -172,3 +176,4 @@ console.log(
     (best(stalled, "cpu") / best(none, "cpu")).toFixed(2)
   } | ${report?.dropped ?? "?"} of ${READERS} (${((report?.bytes ?? 0) / READERS / 1e6).toFixed(1)} MB each) |`,
 );
+console.log(`server system CPU ms (each round): none ${each(none, "sys")}; ${READERS} readers ${each(stalled, "sys")}`);

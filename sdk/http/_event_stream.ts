@@ -39,6 +39,7 @@ import { incarnationOf } from "../session/_incarnation.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { SseBody } from "./_sse_body.ts";
 import { type FeedReader, type FrameCodec, liveFeed, type Segment } from "./_live_feed.ts";
+import { deltaFrame, otherFrame, sessionFrame } from "./_sse_frames.ts";
 
 /** The stored-session tail's wake-up (an agent for the session went live here). */
 type Item = { readonly kind: "wake" };
@@ -157,33 +158,12 @@ export interface EventStreamOptions {
   readonly watchApprovals?: (agent: Agent, listener: (pending: readonly unknown[]) => void) => () => void;
 }
 
-function deltaOf(event: SessionEvent): Record<string, unknown> | undefined {
-  if (event.type !== "assistant/chunk") return undefined;
-  const { turn, step, chunk } = event.data;
-  const base = { seq: event.seq, turn, step, index: "index" in chunk ? chunk.index : undefined };
-  if (chunk.type === "text-delta") return { ...base, blockType: "text", text: chunk.text };
-  if (chunk.type === "reasoning-delta") return { ...base, blockType: "reasoning", text: chunk.text };
-  if (chunk.type === "tool-call-delta") {
-    return { ...base, blockType: "tool-call", id: chunk.id, name: chunk.name, text: chunk.argumentsDelta };
-  }
-  return undefined;
-}
-
 // Frames stay strings until a write encodes its whole chunk at once: an
 // encode per frame costs more than the frame (most on Deno). Live frames are
 // made once per feed (`_live_feed.ts`), not per reader; they are not cached
-// on the events, which would keep a copy of the log in memory.
-// JSON.stringify escapes newlines, so data is one line.
+// on the events, which would keep a copy of the log in memory. The frames
+// themselves are written by `_sse_frames.ts`.
 const encoder = new TextEncoder();
-
-function sessionFrame(event: SessionEvent, incarnation: string): string {
-  return `event: session\ndata: ${JSON.stringify(event)}\nid: ${incarnation}:${event.seq}\n\n`;
-}
-
-function deltaFrame(event: SessionEvent): string | undefined {
-  const delta = deltaOf(event);
-  return delta === undefined ? undefined : `event: delta\ndata: ${JSON.stringify(delta)}\n\n`;
-}
 
 /** The last frame of a reader dropped for falling behind (it carries no id: the resume point stays). */
 const DROPPED = 'event: dropped\ndata: {"reason":"slow-reader"}\n\n';
@@ -272,7 +252,7 @@ class Writer {
   }
 
   async send(event: string, data: unknown): Promise<void> {
-    this.#add(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    this.#add(otherFrame(event, data));
     if (this.#pendingLength >= 65536) await this.flush();
   }
 }
@@ -324,7 +304,7 @@ function codecOf(incarnation: string): FrameCodec {
   return {
     session: (event) => sessionFrame(event, incarnation),
     delta: deltaFrame,
-    other: (event, data) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`,
+    other: otherFrame,
   };
 }
 

@@ -1,0 +1,201 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import process from "node:process";
+import fc from "fast-check";
+import { appendChunk, Session } from "../session/session.ts";
+import type { SessionEvent } from "../session/session_events.ts";
+import { deltaFrame, deltaOf, fastChunkJson, otherFrame, sessionFrame } from "./_sse_frames.ts";
+
+// Each property runs this many cases: 1,000 by default, more with DSH_PROPERTY_RUNS.
+const RUNS = Math.max(1000, Number(process.env.DSH_PROPERTY_RUNS ?? 0) || 0);
+
+/** The frames as they were made before the hand encoder: `JSON.stringify` of the event and of its delta object. */
+function referenceSession(event: SessionEvent, incarnation: string): string {
+  return `event: session\ndata: ${JSON.stringify(event)}\nid: ${incarnation}:${event.seq}\n\n`;
+}
+function referenceDelta(event: SessionEvent): string | undefined {
+  const delta = deltaOf(event);
+  return delta === undefined ? undefined : `event: delta\ndata: ${JSON.stringify(delta)}\n\n`;
+}
+
+// Any UTF-16 code unit, lone surrogates and control characters included.
+const anyText = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)) });
+const text = fc.oneof(
+  fc.string(),
+  anyText,
+  fc.constantFrom("", '"', "\\", "\n\r\t\b\f", "\u2028\u2029", "\ud800", "é😀"),
+);
+const count = fc.oneof(fc.nat(), fc.constantFrom(0, 1, 2 ** 53 - 1));
+// Numbers JSON writes in other ways (exponents, -0, NaN and infinities as null), and values of other types.
+const oddNumber = fc.oneof(
+  fc.double(),
+  fc.constantFrom(-0, 1e21, 1.5e-7, Number.NaN, Infinity, -Infinity, -1),
+);
+const oddValue = fc.oneof(oddNumber, fc.string(), fc.constant(null), fc.constant(undefined), fc.constant(true));
+
+const deltaChunk = fc.oneof(
+  fc.record({ type: fc.constant("text-delta"), index: count, text }),
+  fc.record({ type: fc.constant("reasoning-delta"), index: count, text }),
+  fc.record({ type: fc.constant("tool-call-delta"), index: count, id: text, argumentsDelta: text }),
+  fc.record({ type: fc.constant("tool-call-delta"), index: count, id: text, name: text, argumentsDelta: text }),
+);
+const otherChunk = fc.oneof(
+  fc.record({ type: fc.constant("block-start"), index: count, blockType: fc.constantFrom("text", "tool-call") }),
+  fc.record({ type: fc.constant("block-end"), index: count, block: fc.record({ type: fc.constant("text"), text }) }),
+  fc.record({ type: fc.constant("usage"), usage: fc.record({ inputTokens: count, outputTokens: count }) }),
+  fc.record({ type: fc.constant("finish"), reason: fc.record({ kind: fc.constant("stop") }) }),
+);
+
+/** Change an object the way a hand encoder could get wrong: a value, a key, the key order, a `toJSON`. */
+function bend(value: Record<string, unknown>, how: number, odd: unknown): Record<string, unknown> {
+  const keys = Object.keys(value);
+  const key = keys[how % keys.length];
+  switch (Math.floor(how / 8) % 6) {
+    case 0:
+      return { ...value, [key]: odd };
+    case 1: {
+      const { [key]: _dropped, ...rest } = value;
+      return rest;
+    }
+    case 2:
+      return { ...value, extra: odd };
+    case 3:
+      return Object.fromEntries(Object.entries(value).reverse());
+    case 4: {
+      // Not one of its keys, but JSON.stringify calls it.
+      const copy = { ...value };
+      Object.defineProperty(copy, "toJSON", { value: () => ({ replaced: how }), enumerable: false });
+      return copy;
+    }
+    default: {
+      const copy = { ...value };
+      Object.defineProperty(copy, key, { value: value[key], enumerable: false });
+      return copy;
+    }
+  }
+}
+
+const bent = fc.record({ how: fc.nat(), odd: oddValue, level: fc.constantFrom("event", "data", "chunk") });
+
+function eventOf(seq: number, time: number, turn: number, step: number, chunk: unknown): SessionEvent {
+  return { type: "assistant/chunk", seq, time, data: { turn, step, chunk } } as SessionEvent;
+}
+
+const event = fc.record({
+  seq: count,
+  time: count,
+  turn: fc.integer({ min: 1, max: 1000 }),
+  step: fc.integer({ min: 1, max: 1000 }),
+  chunk: fc.oneof(deltaChunk, otherChunk),
+  frozen: fc.boolean(),
+}).map(({ seq, time, turn, step, chunk, frozen }) => {
+  const e = eventOf(seq, time, turn, step, chunk);
+  return frozen ? Object.freeze(e) : e;
+});
+
+describe("sessionFrame() and deltaFrame()", () => {
+  it("write exactly what JSON.stringify writes, for every chunk kind", () => {
+    fc.assert(
+      fc.property(event, fc.boolean(), (e, deltaFirst) => {
+        const delta = deltaFirst ? deltaFrame(e) : undefined;
+        assert.equal(sessionFrame(e, "inc0"), referenceSession(e, "inc0"));
+        assert.equal(deltaFirst ? delta : deltaFrame(e), referenceDelta(e));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("write exactly what JSON.stringify writes for events of other shapes (odd values, keys, order, toJSON)", () => {
+    fc.assert(
+      fc.property(event, bent, ({ seq, time, data }, { how, odd, level }) => {
+        const { turn, step, chunk } = data as { turn: number; step: number; chunk: Record<string, unknown> };
+        const e = level === "event"
+          ? bend({ type: "assistant/chunk", seq, time, data }, how, odd)
+          : level === "data"
+          ? { type: "assistant/chunk", seq, time, data: bend({ turn, step, chunk }, how, odd) }
+          : eventOf(seq, time, turn, step, bend(chunk, how, odd));
+        const frozen = Object.freeze(e) as unknown as SessionEvent;
+        let reference: string | undefined;
+        try {
+          reference = referenceDelta(frozen);
+        } catch {
+          // deltaOf() cannot read it (no data, no chunk): then neither can deltaFrame().
+          assert.throws(() => deltaFrame(frozen));
+          return;
+        }
+        assert.equal(sessionFrame(frozen, "i"), referenceSession(frozen, "i"));
+        assert.equal(deltaFrame(frozen), reference);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("never take the frames of one event for another's", () => {
+    fc.assert(
+      fc.property(fc.array(event, { minLength: 2, maxLength: 6 }), (events) => {
+        for (const e of events) assert.equal(deltaFrame(e), referenceDelta(e));
+        for (const e of [...events].reverse()) assert.equal(sessionFrame(e, "x"), referenceSession(e, "x"));
+      }),
+      { numRuns: Math.ceil(RUNS / 4) },
+    );
+  });
+
+  it("read an event that is not frozen again (it may have changed since)", () => {
+    const chunk = { type: "text-delta", index: 0, text: "before" };
+    const e = eventOf(1, 1, 1, 1, chunk);
+    assert.equal(deltaFrame(e), referenceDelta(e));
+    chunk.text = "after";
+    assert.equal(sessionFrame(e, "x"), referenceSession(e, "x"));
+    assert.equal(deltaFrame(e), referenceDelta(e));
+  });
+
+  it("take the hand-written path for the delta chunks a session commits", () => {
+    const session = Session.create("s", undefined, { now: () => 1_700_000_000_000 });
+    session.append("turn/start", { turn: 1 });
+    session.append("step/start", { turn: 1, step: 1 });
+    const chunks = [
+      { type: "text-delta", index: 0, text: 'a "quoted"\nline é 😀' },
+      { type: "reasoning-delta", index: 1, text: "think" },
+      { type: "tool-call-delta", index: 2, id: "c1", name: "read", argumentsDelta: '{"p' },
+      { type: "tool-call-delta", index: 2, id: "c1", argumentsDelta: 'ath":1}' },
+    ];
+    for (const chunk of chunks) {
+      for (
+        const e of [appendChunk(session, 1, 1, chunk), session.append("assistant/chunk", { turn: 1, step: 1, chunk })]
+      ) {
+        assert.equal(fastChunkJson(e), JSON.stringify(e));
+        assert.equal(sessionFrame(e, "inc"), referenceSession(e, "inc"));
+        assert.equal(deltaFrame(e), referenceDelta(e));
+      }
+    }
+    const start = session.append("assistant/chunk", {
+      turn: 1,
+      step: 1,
+      chunk: { type: "block-start", index: 3, blockType: "text" },
+    });
+    assert.equal(fastChunkJson(start), undefined);
+    assert.equal(deltaFrame(start), undefined);
+    assert.equal(deltaFrame(session.events[0]), undefined);
+  });
+
+  it("the delta frame of each kind", () => {
+    const e = (chunk: unknown) => eventOf(7, 1, 2, 3, chunk);
+    assert.equal(
+      deltaFrame(e({ type: "text-delta", index: 0, text: "hi" })),
+      'event: delta\ndata: {"seq":7,"turn":2,"step":3,"index":0,"blockType":"text","text":"hi"}\n\n',
+    );
+    assert.equal(
+      deltaFrame(e({ type: "reasoning-delta", index: 1, text: "hm" })),
+      'event: delta\ndata: {"seq":7,"turn":2,"step":3,"index":1,"blockType":"reasoning","text":"hm"}\n\n',
+    );
+    assert.equal(
+      deltaFrame(e({ type: "tool-call-delta", index: 2, id: "c", name: "n", argumentsDelta: "{" })),
+      'event: delta\ndata: {"seq":7,"turn":2,"step":3,"index":2,"blockType":"tool-call","id":"c","name":"n","text":"{"}\n\n',
+    );
+    assert.equal(
+      deltaFrame(e({ type: "tool-call-delta", index: 2, id: "c", argumentsDelta: "}" })),
+      'event: delta\ndata: {"seq":7,"turn":2,"step":3,"index":2,"blockType":"tool-call","id":"c","text":"}"}\n\n',
+    );
+    assert.equal(otherFrame("status", { status: "idle" }), 'event: status\ndata: {"status":"idle"}\n\n');
+  });
+});
