@@ -17,14 +17,9 @@ import {
   type SessionStore,
   sessionStorePlugin,
 } from "./session/mod.ts";
-import {
-  type ApprovalService,
-  type ToolDefinition,
-  type ToolEvents,
-  type ToolRuntime,
-  toolRuntimePlugin,
-} from "./tools/mod.ts";
-import { type SystemPrompt, type SystemPromptEvents, systemPromptPlugin } from "./prompt/mod.ts";
+import type { ApprovalService, ToolDefinition, ToolEvents, ToolRuntime } from "./tools/mod.ts";
+import { installToolRuntime } from "./tools/tool_runtime_plugin.ts";
+import { SystemPrompt, type SystemPromptEvents } from "./prompt/mod.ts";
 import { persistencePlugin } from "./persistence/persistence_plugin.ts";
 import { type SessionProjections, sessionProjectionsPlugin } from "./projections/mod.ts";
 import {
@@ -47,10 +42,10 @@ import {
   type Agent,
   type AgentEvents,
   type AgentHandle,
-  agentLoopPlugin,
   type AgentOptions,
   AgentRegistry,
   type CreateAgentOptions,
+  createLoopFactory,
 } from "./agent/mod.ts";
 
 /** Every event of a harness: the kernel's and each subsystem's. Applications may augment it. */
@@ -231,31 +226,36 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
   const handles = new Map<string, AgentHandle>();
   let disposed = false;
 
+  // The core services come from one plugin: the public plugins' bodies run on its context, so their
+  // registrations are the same, in the same order, and are undone together when the harness is disposed. One
+  // Cordis fiber instead of eight (each an effect, an asynchronous start and its state updates) is about a
+  // quarter of a cold createHarness() (bench/PROFILE.md, "Cold start, fifth pass").
   const core = ctx.plugin((pctx: HarnessCtx) => {
-    pctx.plugin(sessionStorePlugin as never, { now, newId } as never);
-    pctx.plugin(llmRuntimePlugin as never);
-    pctx.plugin(systemPromptPlugin as never);
-    pctx.plugin(toolRuntimePlugin as never, { newId } as never);
-    pctx.plugin(sessionProjectionsPlugin as never);
-    pctx.provide("agents", new AgentRegistry());
+    sessionStorePlugin.apply(pctx as never, { now, newId });
+    llmRuntimePlugin(pctx);
+    // `systemPromptPlugin`'s body, keeping the prompt at hand: the tool runtime registers its schemas on it at once.
+    const prompt = new SystemPrompt(pctx as never);
+    pctx.provide("systemPrompt", prompt);
+    installToolRuntime(pctx as never, { newId }, prompt);
+    sessionProjectionsPlugin(pctx as never);
+    const agents = new AgentRegistry();
+    pctx.provide("agents", agents);
     if (options.storage) {
-      pctx.plugin(
-        persistencePlugin as never,
-        { storage: options.storage, batchWindowMs: options.batchWindowMs } as never,
-      );
+      persistencePlugin(pctx as never, { storage: options.storage, batchWindowMs: options.batchWindowMs });
     }
+    // `agentLoopPlugin`'s body, given the registry: a service provided here is visible once this plugin is active.
+    const uninstall = agents.setFactory(createLoopFactory(pctx as never, {
+      defaultModel: options.model ?? soleAdapterRoute(options.adapters),
+      maxParallelToolCalls: options.maxParallelToolCalls,
+      retryPolicy: options.retryPolicy,
+      invariants: options.invariants,
+      now,
+      newId,
+      sleep: options.sleep,
+    }));
+    pctx.effect(() => uninstall, "agent-loop factory");
   });
   await core.ready;
-  const loop = ctx.plugin(agentLoopPlugin as never, {
-    defaultModel: options.model ?? soleAdapterRoute(options.adapters),
-    maxParallelToolCalls: options.maxParallelToolCalls,
-    retryPolicy: options.retryPolicy,
-    invariants: options.invariants,
-    now,
-    newId,
-    sleep: options.sleep,
-  } as never);
-  await loop.ready;
   for (const name of ["sessions", "llm", "tools", "systemPrompt", "agents", "sessionProjections"] as const) {
     if (ctx.get(name) === undefined) throw new HarnessError("KERNEL", `Default service "${name}" did not start`);
   }
@@ -375,7 +375,6 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       for (const handle of [...handles.values()].reverse()) await handle.dispose();
       handles.clear();
       for (const handle of plugins.reverse()) await handle.dispose();
-      await loop.dispose();
       await core.dispose();
     },
   };

@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { HarnessContext, HarnessPlugin } from "../kernel/harness_context.ts";
+import type { HarnessContext, PluginObject } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { Session, type SessionHeader, type SessionHeaderInit } from "./session.ts";
 import type { SessionEvent } from "./session_events.ts";
@@ -425,7 +425,7 @@ export class SessionStore {
  * assert.equal(ctx.get("sessions"), undefined);
  * ```
  */
-export const sessionStorePlugin: HarnessPlugin<SessionStoreOptions | void, SessionEvents, SessionServices> = {
+export const sessionStorePlugin: PluginObject<SessionStoreOptions | void, SessionEvents, SessionServices> = {
   name: "session-store",
   apply(ctx: HarnessContext<SessionEvents, SessionServices>, options: SessionStoreOptions | void): void {
     const store = new SessionStore(ctx, options ?? {});

@@ -5,7 +5,8 @@
  * @module
  */
 
-import type { KernelEvents, PluginObject } from "../kernel/harness_context.ts";
+import type { HarnessContext, KernelEvents, PluginObject } from "../kernel/harness_context.ts";
+import type { SystemPrompt } from "../prompt/system_prompt.ts";
 import type { SystemPromptEvents } from "../prompt/system_prompt_events.ts";
 import type { SystemPromptServices } from "../prompt/system_prompt_plugin.ts";
 import { ApprovalService } from "./approval_service.ts";
@@ -85,9 +86,30 @@ export const toolRuntimePlugin: PluginObject<
 > = {
   name: "tools",
   apply(ctx, options) {
-    const approvals = new ApprovalService();
-    ctx.provide("approvals", approvals);
-    ctx.provide("tools", new ToolRuntime(ctx, { approvals, ...(options?.newId ? { newId: options.newId } : {}) }));
-    ctx.plugin(schemaProvider, options?.promptOrder ?? 0);
+    installToolRuntime(ctx, options ?? {});
   },
 };
+
+/**
+ * The tool runtime plugin's body. Given the system prompt it registers the tool
+ * provider on it at once (used by `createHarness()`, which makes both on one
+ * context); without it, a child plugin registers the provider whenever both
+ * services are present.
+ *
+ * @param ctx The context that provides the services.
+ * @param options The plugin's options.
+ * @param prompt The system prompt made on the same context, if any.
+ */
+export function installToolRuntime(
+  ctx: HarnessContext<Events, Services>,
+  options: ToolRuntimePluginOptions,
+  prompt?: SystemPrompt,
+): void {
+  const approvals = new ApprovalService();
+  ctx.provide("approvals", approvals);
+  const tools = new ToolRuntime(ctx, { approvals, ...(options.newId ? { newId: options.newId } : {}) });
+  ctx.provide("tools", tools);
+  const order = options.promptOrder ?? 0;
+  if (prompt === undefined) ctx.plugin(schemaProvider, order);
+  else prompt.tools({ order, schemas: (context) => tools.schemas(context.scope) }, ctx);
+}
