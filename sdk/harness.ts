@@ -22,20 +22,9 @@ import { installToolRuntime } from "./tools/tool_runtime_plugin.ts";
 import { SystemPrompt, type SystemPromptEvents } from "./prompt/mod.ts";
 import { persistencePlugin } from "./persistence/persistence_plugin.ts";
 import { type SessionProjections, sessionProjectionsPlugin } from "./projections/mod.ts";
-import {
-  type AdapterFactory,
-  adaptersFromConfig,
-  type ConfigInput,
-  configStorageKinds,
-  defaultEnv,
-  effectiveConfig,
-  enabledTools,
-  type EnvReader,
-  importPlugins,
-  installPermissions,
-  type StorageFactory,
-  storageFromConfig,
-} from "./_apply_config.ts";
+// The configuration's machinery (`./_apply_config.ts`, which brings permission rules and memory storage) is
+// imported when a configuration is given: a program that passes none does not load it.
+import type { AdapterFactory, ConfigInput, EnvReader, StorageFactory } from "./_apply_config.ts";
 import type { SessionStorage } from "./persistence/session_storage.ts";
 import type { CapabilityServices } from "./capabilities/capabilities_plugin.ts";
 import {
@@ -378,7 +367,9 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       await core.dispose();
     },
   };
-  const hooks = options.config === undefined ? undefined : effectiveConfig(options.config).hooks;
+  const hooks = options.config === undefined
+    ? undefined
+    : (await import("./_apply_config.ts")).effectiveConfig(options.config).hooks;
   if (
     hooks !== undefined && Object.values(hooks).some((list) => (list?.length ?? 0) > 0) && !ctx.get("hooks" as never)
   ) {
@@ -402,6 +393,16 @@ function soleAdapterRoute(adapters: readonly LlmAdapter[] | undefined): Partial<
 /** Fold `options.config` into the options: explicit options win over configured values. */
 async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessOptions> {
   if (options.config === undefined) return options;
+  const {
+    adaptersFromConfig,
+    configStorageKinds,
+    defaultEnv,
+    effectiveConfig,
+    enabledTools,
+    importPlugins,
+    installPermissions,
+    storageFromConfig,
+  } = await import("./_apply_config.ts");
   const config = effectiveConfig(options.config);
   const configured = adaptersFromConfig(config, options.adapterKinds, options.env ?? defaultEnv);
   const explicit = new Set((options.adapters ?? []).map((a) => a.provider));
