@@ -9,6 +9,51 @@ const userHooks = (raw: { events: { _hooks: Record<string, unknown[]> } }) =>
     .map(([name]) => name).sort();
 
 describe("createHarness()", () => {
+  it("createAgent() and forkAgent() register nothing and build no Error synchronously, under the caller's frames", async () => {
+    // Deno captures a detailed stack for every error; the first one built under a large function (a bundled
+    // program's top level) re-parses it for its source positions. Cordis builds errors while it registers, so the
+    // agent's registrations wait for a job of their own.
+    const harness = await createHarness({
+      adapters: [scriptedAdapter(textResponse("ok"))],
+      model: { provider: "scripted", model: "scripted-model" },
+    });
+    const registry = (harness.ctx.raw as unknown as { registry: { size: number } }).registry;
+    const original = globalThis.Error;
+    let built = 0;
+    const counting = new Proxy(original, {
+      construct(target, args, newTarget) {
+        built++;
+        return Reflect.construct(target, args, newTarget);
+      },
+    });
+    const synchronously = <T>(call: () => T): T => {
+      globalThis.Error = counting;
+      try {
+        return call();
+      } finally {
+        globalThis.Error = original;
+      }
+    };
+    // V8 (Node, Deno) looks `Error` up on the global object; Bun's compiled code does not, so the count is
+    // observed there only. The registry's size is observed everywhere.
+    synchronously(() => new Error("the counter counts"));
+    const counted = built === 1;
+    assert.equal(counted, !("Bun" in globalThis));
+    built = 0;
+    const plugins = registry.size;
+    const pending = synchronously(() => harness.createAgent({ id: "a" }));
+    assert.equal(registry.size, plugins, "createAgent() registered a plugin before its first await");
+    if (counted) assert.equal(built, 0, "createAgent() built an Error before its first await");
+    const agent = await pending;
+    assert.equal(registry.size, plugins + 1, "the agent's scope is a plugin");
+    await agent.run("hi");
+    const forked = synchronously(() => harness.forkAgent(agent.session, { id: "b" }));
+    assert.equal(registry.size, plugins + 1, "forkAgent() registered a plugin before its first await");
+    if (counted) assert.equal(built, 0, "forkAgent() built an Error before its first await");
+    assert.equal((await forked).session.events.length > 0, true);
+    await harness.dispose();
+  });
+
   it("dispose() stops agents, unwinds scopes and plugins, and leaves no listener behind", async () => {
     const storage = memoryStorage();
     const harness = await createHarness({

@@ -93,6 +93,12 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
     if (sessions.get(id) !== undefined || registry.get(id) !== undefined) {
       throw new HarnessError("SESSION_ALREADY_EXISTS", `Session "${id}" is already live`, { details: { id } });
     }
+    // The registrations below run in a job of their own, not under the caller's frames. Cordis builds `Error`
+    // objects while it registers (a scope, its fiber, effects), and Deno captures a detailed stack for every error:
+    // the first one built with a large function on the stack makes V8 re-parse that function for its source
+    // positions. A bundled program's top level, which calls `createAgent()`, is one function the size of the
+    // bundle: 20–25 ms of CPU (bench/PROFILE.md, "Cold start, fifth pass").
+    await undefined;
     const scope = createScope(ownerCtx, id);
     const undo: (() => void | Promise<void>)[] = [() => scope.dispose()];
     const rollback = async () => {
