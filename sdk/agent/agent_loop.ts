@@ -78,6 +78,7 @@ import { Inbox } from "./inbox.ts";
 import { RequestChecker } from "./_request_check.ts";
 import { forEachChunk } from "../llm/_guard_stream.ts";
 import { appendChunk } from "../session/session.ts";
+import { seqList } from "../session/_copy_event_data.ts";
 import { type FailedRunResult, TurnFailedError } from "./turn_failed_error.ts";
 
 /** Services and events the loop uses. */
@@ -361,9 +362,10 @@ export class LoopAgent implements Agent {
     this.#sleep = init.sleep ?? defaultSleep;
     this.#turn = init.session.events.reduce((n, e) => (e.type === "turn/start" ? e.data.turn : n), 0);
     this.#firstRequestOfLoop = true;
-    this.inbox = Inbox.fromLog(init.session.events, (splice) => {
-      this.session.append("agent/inbox/spliced", splice);
-    });
+    this.inbox = Inbox.fromLog(
+      init.session.events,
+      (splice) => this.session.append("agent/inbox/spliced", splice).data,
+    );
   }
 
   get status(): AgentStatus {
@@ -735,14 +737,16 @@ export class LoopAgent implements Agent {
     while (true) {
       attempt++;
       assembler = new BlockAssembler();
-      chunkSeqs = [];
+      // Filled here and handed to one append, which freezes it in place.
+      chunkSeqs = seqList();
       await this.#checkpoint();
       const seqs = chunkSeqs, blocks = assembler;
       // Each chunk is logged from the reaction to the adapter's own promise (push mode), with no extra hop.
       await forEachChunk(prepared.stream(request, { context: this.#ctx as never }), (chunk) => {
         const event = appendChunk(this.session, turn, step, chunk);
         seqs.push(event.seq);
-        blocks.push(chunk);
+        // The logged copy: the assistant message then shares its frozen blocks and usage.
+        blocks.push(event.data.chunk);
         if (chunk.type === "usage") this.#turnUsage = addUsage(this.#turnUsage, chunk.usage);
       });
       const finish = assembler.finish ?? { kind: "error", failure: { code: "STREAM_CLOSED", message: "No finish" } };

@@ -20,14 +20,15 @@ export type InboxSplice = SessionEventMap["agent/inbox/spliced"];
 export class Inbox {
   readonly #queues: Record<InboxTarget, InboxEntry[]> = { "next-turn": [], "next-step": [] };
   readonly #ids = new Set<string>();
-  readonly #commit: (splice: InboxSplice) => void;
+  readonly #commit: (splice: InboxSplice) => InboxSplice | void;
 
   /**
    * Create an inbox.
    *
    * @param commit Records a splice durably (appends `agent/inbox/spliced`); it runs before the change is applied.
+   *   When it returns the splice as logged (the event's frozen copy), the queues hold that copy's entries.
    */
-  constructor(commit: (splice: InboxSplice) => void) {
+  constructor(commit: (splice: InboxSplice) => InboxSplice | void) {
     this.#commit = commit;
   }
 
@@ -38,7 +39,7 @@ export class Inbox {
    * @param commit Records later splices.
    * @returns The inbox as the log leaves it.
    */
-  static fromLog(events: readonly SessionEvent[], commit: (splice: InboxSplice) => void): Inbox {
+  static fromLog(events: readonly SessionEvent[], commit: (splice: InboxSplice) => InboxSplice | void): Inbox {
     const inbox = new Inbox(commit);
     for (const event of events) {
       if (event.type === "agent/inbox/spliced") inbox.#apply(event.data as InboxSplice);
@@ -83,8 +84,7 @@ export class Inbox {
       throw new HarnessError("DUPLICATE_INBOX_ID", `Inbox entry id "${entry.id}" is already used in this session`);
     }
     const splice: InboxSplice = { target, start: this.#queues[target].length, inserted: [entry] };
-    this.#commit(splice);
-    this.#apply(splice);
+    this.#apply(this.#commit(splice) ?? splice);
   }
 
   /**

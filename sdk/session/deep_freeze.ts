@@ -4,6 +4,8 @@
  * @module
  */
 
+import { isVetted } from "./_copy_event_data.ts";
+
 /**
  * Freeze `value` and every object reachable from it, in place.
  *
@@ -25,7 +27,8 @@ export function deepFreeze<T>(value: T): T {
   const seen = new Set<object>();
   while (stack.length > 0) {
     const item = stack.pop()!;
-    if (seen.has(item)) continue;
+    // A value the session's copiers made is deep-frozen already (freezing an array again is O(length) on JavaScriptCore).
+    if (seen.has(item) || isVetted(item)) continue;
     seen.add(item);
     Object.freeze(item);
     for (const key of Reflect.ownKeys(item)) {

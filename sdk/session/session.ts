@@ -12,6 +12,7 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { Message } from "../llm/messages.ts";
 import { chunkPayload, copyChunkData, copySeqs } from "./_copy_chunk_data.ts";
+import { copyPlainJson, takeSeqList } from "./_copy_event_data.ts";
 import { INCARNATION_PATTERN, newIncarnation } from "./_incarnation.ts";
 import { assertLosslessJson, copyLosslessJson } from "./lossless_json.ts";
 import { deepFreeze } from "./deep_freeze.ts";
@@ -568,7 +569,9 @@ export class Session {
     if (!isTime(time)) {
       throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a non-negative safe integer`);
     }
-    const copied = (type === "assistant/chunk" ? copyChunkData(data) : undefined) ?? copyLosslessJson(data, "data");
+    // The exact fast copies first; anything they do not take, the generic walk copies or rejects.
+    const copied = (type === "assistant/chunk" ? copyChunkData(data) : copyPlainJson(data)) ??
+      copyLosslessJson(data, "data");
     const event: Record<string, unknown> = { type, seq: this.#log.length, time, data: copied };
     if (ignorable) event.ignorable = true;
     if (intent !== undefined) {
@@ -576,7 +579,7 @@ export class Session {
       if (op !== undefined) event.surfaceOp = copyLosslessJson(op, "surfaceOp");
       if (intent.sourceEventSeqs !== undefined) {
         const seqs = intent.sourceEventSeqs;
-        event.sourceEventSeqs = copySeqs(seqs) ?? copyLosslessJson(seqs, "sourceEventSeqs");
+        event.sourceEventSeqs = takeSeqList(seqs) ?? copySeqs(seqs) ?? copyLosslessJson(seqs, "sourceEventSeqs");
       }
     }
     return Object.freeze(event) as unknown as SessionEvent;

@@ -9,6 +9,7 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import { deepFreeze } from "../session/deep_freeze.ts";
 import { copyLosslessJson } from "../session/lossless_json.ts";
+import { copyPlainJson } from "../session/_copy_event_data.ts";
 
 // The tool pipeline freezes with the session log's own deepFreeze.
 export { deepFreeze };
@@ -24,6 +25,9 @@ export { deepFreeze };
  * pipeline reports it under its own code (`INVALID_ARGS`, `INVALID_TOOL_OUTPUT`…).
  */
 export function frozenJson<T>(value: T, path = "$"): T {
+  // Plain JSON (nothing to normalise) takes the exact fast copy, which also shares what is frozen JSON already.
+  const fast = copyPlainJson(value);
+  if (fast !== undefined && fast !== null) return fast as T;
   try {
     return copyLosslessJson(value, path, { normalize: true });
   } catch (error) {

@@ -24,6 +24,7 @@ import type { ToolExecutionInput, ToolExecutionResult } from "./tool_execution_r
 import type { ServiceHost } from "../prompt/registration_owner.ts";
 import type { ToolGuard } from "./tool_runtime.ts";
 import { defaultDecision } from "./_default_decision.ts";
+import { copyPlainJson } from "../session/_copy_event_data.ts";
 
 /** What the pipeline needs from the runtime. */
 export interface PipelineDeps {
@@ -269,7 +270,9 @@ function buildResult(
     content: outcome.content,
     ...(outcome.isError ? { isError: true } : {}),
   };
-  const message: UserMessage = { id, role: "user", content: [block], source: { kind: "tool", callId: exec.callId } };
+  const raw: UserMessage = { id, role: "user", content: [block], source: { kind: "tool", callId: exec.callId } };
+  // As the session log copies it (so that the tool/result append shares it), or frozen in place.
+  const message = (copyPlainJson(raw) ?? raw) as UserMessage;
   return deepFreeze({
     message,
     ...(outcome.isError ? { error: { name: outcome.error.name, code: outcome.error.code } } : {}),

@@ -1,0 +1,252 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { runInNewContext } from "node:vm";
+import fc from "fast-check";
+import { copyPlainJson, EMPTY_ARRAY, isVetted, seqList, takeSeqList, vouch } from "./_copy_event_data.ts";
+import { copyChunkData, copySeqs } from "./_copy_chunk_data.ts";
+import { copyLosslessJson } from "./lossless_json.ts";
+import { Session } from "./session.ts";
+
+function deepFrozen(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return true;
+  if (!Object.isFrozen(value)) return false;
+  return Object.values(value).every(deepFrozen);
+}
+
+// What the generic walk makes of `value`: its copy, or the code and path of its error.
+function generic(value: unknown): { copy: unknown } | { code: string; path: unknown } {
+  try {
+    return { copy: copyLosslessJson(value, "data") };
+  } catch (error) {
+    const e = error as { code?: string; details?: { path?: unknown } };
+    return { code: e.code ?? String(error), path: e.details?.path };
+  }
+}
+
+// The fast copy agrees with the generic walk: the same JSON text (keys in the same order), deep-equal, deep-frozen;
+// or `undefined`, and then the generic walk decides (accepts or rejects).
+function agrees(value: unknown): void {
+  const fast = copyPlainJson(value);
+  const slow = generic(value);
+  if (fast === undefined) return;
+  assert.ok("copy" in slow, `the fast copy accepted what the generic walk rejects: ${JSON.stringify(slow)}`);
+  assert.deepEqual(fast, slow.copy);
+  assert.equal(JSON.stringify(fast), JSON.stringify(slow.copy));
+  assert.ok(deepFrozen(fast));
+}
+
+class Point {
+  x = 1;
+}
+
+describe("copyPlainJson()", () => {
+  it("copies plain JSON exactly as the generic walk does, keys in their order, deep-frozen", () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 6 }), (value) => {
+        agrees(value);
+        // Without -0 (which the generic walk rejects), every JSON value takes the fast path.
+        const clean = JSON.parse(JSON.stringify(value));
+        if (clean !== null) assert.notEqual(copyPlainJson(clean), undefined);
+      }),
+      { numRuns: 300 },
+    );
+    const payloads = [
+      { turn: 1, step: 2 },
+      { step: 2, turn: 1 },
+      { "2": "b", a: 1, "1": "a" },
+      { id: "m", role: "user", content: [{ type: "text", text: "hi" }], source: { kind: "user" } },
+      { target: "next-turn", start: 0, removedCount: 1, inserted: [], outcome: "claimed" },
+      { nested: [[], {}, [null, true, false, 0, -1.5, ""]] },
+      Object.assign(Object.create(null), { a: 1 }),
+    ];
+    for (const payload of payloads) {
+      agrees(payload);
+      assert.notEqual(copyPlainJson(payload), undefined);
+      assert.notEqual(copyPlainJson(payload), payload);
+    }
+  });
+
+  it("leaves everything else to the generic walk, which rejects it as before", () => {
+    const revocable = Proxy.revocable({}, {});
+    revocable.revoke();
+    const holey = [1, , 3];
+    const extra = Object.assign([1], { note: "x" });
+    const hidden = Object.defineProperty({ a: 1 }, "h", { value: 1 });
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = cyclic;
+    const throwing = {
+      get a() {
+        throw new Error("getter");
+      },
+    };
+    const odd: unknown[] = [
+      undefined,
+      NaN,
+      Infinity,
+      -0,
+      1n,
+      Symbol("s"),
+      () => 1,
+      new Date(0),
+      new Point(),
+      new Map(),
+      holey,
+      extra,
+      hidden,
+      { [Symbol("k")]: 1 },
+      { a: undefined },
+      { a: [undefined] },
+      { a: -0 },
+      cyclic,
+      [revocable.proxy],
+      throwing,
+      JSON.parse('{"__proto__": 1}'),
+      runInNewContext("({ a: [1] })"),
+    ];
+    for (const [i, value] of odd.entries()) {
+      const wrapped = { deep: [{ value }] };
+      agrees(value);
+      agrees(wrapped);
+      assert.equal(copyPlainJson(value), undefined, `odd value ${i}`);
+      assert.equal(copyPlainJson(wrapped), undefined, `odd value ${i}`);
+    }
+    // Mixed: plain JSON with an odd value somewhere inside, at any depth.
+    const oddLeaf = fc.constantFrom<unknown>(undefined, NaN, -0, 1n, new Point(), holey, extra, hidden, cyclic);
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 3 }), oddLeaf, fc.nat(40), (json, bad, depth) => {
+        let value: unknown = { json, bad };
+        for (let i = 0; i < depth; i++) value = i % 2 === 0 ? [value] : { v: value };
+        assert.equal(copyPlainJson(value), undefined);
+        agrees(value);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("hands nesting deeper than its limit to the generic walk, which copies it", () => {
+    let value: unknown = "leaf";
+    for (let i = 0; i < 100; i++) value = { v: [value] };
+    assert.equal(copyPlainJson(value), undefined);
+    assert.deepEqual(copyLosslessJson(value), value);
+  });
+
+  it("shares vetted values, copies everything else (a frozen object too)", () => {
+    const block = copyChunkData({
+      turn: 1,
+      step: 1,
+      chunk: { type: "block-end", index: 0, block: { type: "text", text: "x" } },
+    })!
+      .chunk as { block: object };
+    assert.ok(isVetted(block.block));
+    const message = { id: "a", role: "assistant", content: [block.block], source: { kind: "model" } };
+    const copy = copyPlainJson(message) as { content: object[] };
+    assert.equal(copy.content[0], block.block);
+    assert.ok(isVetted(copy) && isVetted(copy.content));
+    assert.equal(copyPlainJson(copy), copy);
+    const frozen = Object.freeze({ a: Object.freeze([1]) });
+    assert.notEqual(copyPlainJson(frozen), frozen);
+    assert.equal(copyPlainJson([]), EMPTY_ARRAY);
+    assert.ok(Object.isFrozen(EMPTY_ARRAY));
+    assert.ok(!isVetted({}) && !isVetted(null) && !isVetted("x"));
+    assert.equal(vouch(frozen), frozen);
+    assert.equal(copyPlainJson({ a: frozen }).a, frozen);
+  });
+});
+
+describe("seqList() / takeSeqList()", () => {
+  it("freezes the filled list in place, once, as copySeqs would copy it", () => {
+    const list = seqList();
+    list.push(3, 4, 9);
+    const taken = takeSeqList(list)!;
+    assert.equal(taken, list);
+    assert.deepEqual(taken, copySeqs([3, 4, 9]));
+    assert.ok(Object.isFrozen(taken));
+    assert.equal(takeSeqList(list), undefined);
+    assert.equal(takeSeqList([1, 2]), undefined);
+    assert.equal(takeSeqList("1"), undefined);
+    const bad = seqList();
+    bad.push(1, -0);
+    assert.equal(takeSeqList(bad), undefined);
+    assert.ok(!Object.isFrozen(bad));
+  });
+});
+
+describe("Session.append with the fast copies", () => {
+  const message = (id: string) => ({
+    id,
+    role: "user" as const,
+    content: [{ type: "text" as const, text: id }],
+    source: { kind: "user" as const },
+  });
+
+  it("commits the same events as the generic copy, and shares what the log already holds", () => {
+    const session = Session.create("s", undefined, { now: () => 1 });
+    const payloads: [string, unknown][] = [
+      ["turn/start", { turn: 1 }],
+      ["agent/inbox/spliced", { target: "next-turn", start: 0, inserted: [{ id: "e", message: message("m") }] }],
+      ["step/start", { step: 1, turn: 1 }],
+      ["tool/call", { turn: 1, step: 1, callId: "c", name: "add", arguments: "{}" }],
+      ["acme/custom", { list: [1, "two", null, { deep: [true] }] }],
+      ["acme/scalar", "text"],
+      ["acme/null", null],
+      ["turn/end", { turn: 1, reason: { kind: "error", error: { code: "X", message: "x" } } }],
+    ];
+    for (const [type, data] of payloads) {
+      const event = session.append(type as never, data as never);
+      assert.deepEqual(event.data, copyLosslessJson(data));
+      assert.equal(JSON.stringify(event.data), JSON.stringify(copyLosslessJson(data)));
+      assert.ok(deepFrozen(event));
+    }
+    const splice = session.events[1].data as { inserted: { message: object }[] };
+    const user = session.append("user/message", splice.inserted[0].message as never, { surfaceOp: "append" });
+    assert.equal(user.data, splice.inserted[0].message);
+    const list = seqList();
+    list.push(0, 2);
+    const assistant = session.append("assistant/message", {
+      turn: 1,
+      step: 1,
+      message: { id: "a", role: "assistant", content: [], source: { kind: "model", provider: "p", model: "m" } },
+    }, { surfaceOp: "append", sourceEventSeqs: list });
+    assert.equal(assistant.sourceEventSeqs, list);
+    assert.ok(deepFrozen(assistant));
+  });
+
+  it("rejects what the generic copy rejects, with the same code and path, and commits nothing", () => {
+    const session = Session.create("s");
+    session.append("turn/start", { turn: 1 });
+    const revocable = Proxy.revocable({}, {});
+    revocable.revoke();
+    const bad: [string, unknown][] = [
+      ["step/start", { turn: 1, step: -0 }],
+      ["tool/call", { turn: 1, step: 1, callId: "c", name: "add", arguments: undefined }],
+      ["acme/custom", { list: [1, , 3] }],
+      ["acme/custom", { when: new Date(0) }],
+      ["acme/custom", { p: revocable.proxy }],
+      ["user/message", { ...message("m"), content: [{ type: "text", text: "x", [Symbol("s")]: 1 }] }],
+    ];
+    for (const [type, data] of bad) {
+      const expected = generic(data) as { code: string; path: unknown };
+      assert.ok("code" in expected);
+      assert.throws(
+        () =>
+          session.append(
+            type as never,
+            data as never,
+            ...(type === "user/message" ? [{ surfaceOp: "append" }] : []) as [],
+          ),
+        (error: { code?: string; details?: { path?: unknown } }) =>
+          error.code === expected.code && error.details?.path === expected.path,
+      );
+    }
+    assert.equal(session.seq, 1);
+    // Shape errors come from the same validation as before.
+    assert.throws(() => session.append("step/start", { turn: 0, step: 1 }), { code: "INVALID_EVENT" });
+    const list = seqList();
+    list.push(5);
+    assert.throws(
+      () => session.append("user/message", message("m2"), { surfaceOp: "append", sourceEventSeqs: list }),
+      { code: "SOURCE_SEQS_INVALID" },
+    );
+    assert.equal(session.seq, 1);
+  });
+});
