@@ -8,10 +8,7 @@
 // returns a frozen copy. Anything else returns `undefined`, and the caller
 // falls back to the generic walk, so what the log accepts does not change:
 // only the time it takes. Each property is read once, and the copy is made of
-// what was read. The blocks and usages it copies are vouched for (see
-// `_copy_event_data.ts`), so an assistant message built from them shares them.
-
-import { vouch } from "./_copy_event_data.ts";
+// what was read.
 
 const hasOwn = Object.prototype.hasOwnProperty;
 
@@ -61,13 +58,13 @@ function copyBlock(block: unknown): Readonly<Record<string, unknown>> | undefine
   if (type === "text" || type === "reasoning") {
     if (!hasExactly(block, TEXT_BLOCK_KEYS)) return undefined;
     const text = block.text;
-    return typeof text === "string" ? vouch(Object.freeze({ type, text })) : undefined;
+    return typeof text === "string" ? Object.freeze({ type, text }) : undefined;
   }
   if (type === "tool-call") {
     if (!hasExactly(block, CALL_BLOCK_KEYS)) return undefined;
     const id = block.id, name = block.name, args = block.arguments;
     if (typeof id !== "string" || typeof name !== "string" || typeof args !== "string") return undefined;
-    return vouch(Object.freeze({ type, id, name, arguments: args }));
+    return Object.freeze({ type, id, name, arguments: args });
   }
   return undefined;
 }
@@ -84,7 +81,7 @@ function copyUsage(usage: unknown): Readonly<Record<string, number>> | undefined
     if (!count(value)) return undefined;
     out[key] = value;
   }
-  return vouch(Object.freeze(out));
+  return Object.freeze(out);
 }
 
 function copyChunk(chunk: Record<string, unknown>): Readonly<Record<string, unknown>> | undefined {

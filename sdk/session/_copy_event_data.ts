@@ -14,15 +14,16 @@
 // walk, which accepts or rejects it with its own error as before: only the
 // time an append takes changes.
 //
-// Vetted values: every object and array this module (or the chunk copier)
-// creates is frozen plain JSON, and is remembered in a WeakSet. A vetted
-// value met again — the message of an inbox entry appended as a
-// `user/message`, a block or usage of a logged chunk inside an assistant
-// message — is shared instead of copied: it is deep-frozen lossless JSON
-// already, so sharing it gives the same (deep-equal, deep-frozen) event,
-// without walking, copying and freezing it again. Freezing an array costs
-// O(length) on JavaScriptCore, so not freezing the same content twice matters
-// on Bun.
+// Vetted values: a value built by these copiers is frozen plain JSON, and the
+// session and the tool pipeline vouch for the ones that are appended again
+// (the message of an inbox entry, appended as a `user/message` when its turn
+// claims it; the tool pipeline's JSON snapshots and result message, appended
+// as a `tool/result`). A vetted value met again is shared instead of copied:
+// it is deep-frozen lossless JSON already, so sharing it gives the same
+// (deep-equal, deep-frozen) event without walking, copying and freezing it
+// again — freezing an array costs O(length) on JavaScriptCore. Only those are
+// vouched for, not every copy: a WeakSet insertion costs about as much as
+// copying a small object on V8.
 
 const vetted = new WeakSet<object>();
 
@@ -77,7 +78,7 @@ function copyContainer(value: object, depth: number): object | undefined {
       if (item === undefined) return undefined;
       out[i] = item;
     }
-    return vouch(Object.freeze(out));
+    return Object.freeze(out);
   }
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return undefined;
@@ -93,7 +94,7 @@ function copyContainer(value: object, depth: number): object | undefined {
     if (item === undefined) return undefined;
     out[key] = item;
   }
-  return vouch(Object.freeze(out));
+  return Object.freeze(out);
 }
 
 /**
@@ -139,5 +140,5 @@ export function takeSeqList(value: unknown): readonly number[] | undefined {
   if (!Array.isArray(value) || !owned.delete(value)) return undefined;
   const length = value.length;
   for (let i = 0; i < length; i++) if (!count(value[i])) return undefined;
-  return vouch(Object.freeze(value));
+  return Object.freeze(value);
 }

@@ -12,7 +12,7 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { Message } from "../llm/messages.ts";
 import { chunkPayload, copyChunkData, copySeqs } from "./_copy_chunk_data.ts";
-import { copyPlainJson, takeSeqList } from "./_copy_event_data.ts";
+import { copyPlainJson, takeSeqList, vouch } from "./_copy_event_data.ts";
 import { INCARNATION_PATTERN, newIncarnation } from "./_incarnation.ts";
 import { assertLosslessJson, copyLosslessJson } from "./lossless_json.ts";
 import { deepFreeze } from "./deep_freeze.ts";
@@ -285,6 +285,16 @@ function buildHeader(id: string, init: SessionHeaderInit, now: () => number, res
  * assert.equal(session.deriveMessages()[0].id, "m1");
  * ```
  */
+function vouchInserted(data: unknown): void {
+  if (typeof data !== "object" || data === null) return;
+  const inserted = (data as { inserted?: unknown }).inserted;
+  if (!Array.isArray(inserted)) return;
+  for (const entry of inserted) {
+    const message = (entry as { message?: unknown } | null)?.message;
+    if (typeof message === "object" && message !== null) vouch(message);
+  }
+}
+
 let appendChunkTo: (session: Session, turn: number, step: number, chunk: unknown) => SessionEvent<"assistant/chunk">;
 
 /**
@@ -572,6 +582,8 @@ export class Session {
     // The exact fast copies first; anything they do not take, the generic walk copies or rejects.
     const copied = (type === "assistant/chunk" ? copyChunkData(data) : copyPlainJson(data)) ??
       copyLosslessJson(data, "data");
+    // An inbox entry's message is appended again when its turn claims it: that append shares the logged copy.
+    if (type === "agent/inbox/spliced") vouchInserted(copied);
     const event: Record<string, unknown> = { type, seq: this.#log.length, time, data: copied };
     if (ignorable) event.ignorable = true;
     if (intent !== undefined) {

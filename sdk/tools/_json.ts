@@ -9,7 +9,7 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import { deepFreeze } from "../session/deep_freeze.ts";
 import { copyLosslessJson } from "../session/lossless_json.ts";
-import { copyPlainJson } from "../session/_copy_event_data.ts";
+import { copyPlainJson, vouch } from "../session/_copy_event_data.ts";
 
 // The tool pipeline freezes with the session log's own deepFreeze.
 export { deepFreeze };
@@ -26,7 +26,9 @@ export { deepFreeze };
  */
 export function frozenJson<T>(value: T, path = "$"): T {
   // Plain JSON (nothing to normalise) takes the exact fast copy, which also shares what is frozen JSON already.
+  // Objects are vouched for, so that copying them again (normalising content twice, a result message) shares them.
   const fast = copyPlainJson(value);
+  if (typeof fast === "object" && fast !== null) return vouch(fast) as T;
   if (fast !== undefined && fast !== null) return fast as T;
   try {
     return copyLosslessJson(value, path, { normalize: true });

@@ -7,7 +7,8 @@
 
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { UserMessage } from "../llm/messages.ts";
-import { deepFreeze, frozenJson } from "./_json.ts";
+import { frozenJson } from "./_json.ts";
+import { vouch } from "../session/_copy_event_data.ts";
 import { compileSchema } from "./_json_schema.ts";
 import type {
   AnyToolDefinition,
@@ -41,7 +42,8 @@ export function failureFrom(error: unknown, fallbackCode: string): ToolFailure {
 
 /** Normalise content to frozen text/image blocks. */
 export function normalizeContent(input: ToolContentInput): readonly ToolResultContent[] {
-  if (typeof input === "string") return deepFreeze([{ type: "text", text: input }]);
+  // One text block: frozen plain JSON, vouched for, so the result message and the log share it.
+  if (typeof input === "string") return vouch(Object.freeze([Object.freeze({ type: "text" as const, text: input })]));
   if (!Array.isArray(input)) throw new TypeError("content must be a string or an array of text and image blocks");
   for (const block of input) {
     const ok = (block?.type === "text" && typeof block.text === "string") ||

@@ -24,7 +24,7 @@ import type { ToolExecutionInput, ToolExecutionResult } from "./tool_execution_r
 import type { ServiceHost } from "../prompt/registration_owner.ts";
 import type { ToolGuard } from "./tool_runtime.ts";
 import { defaultDecision } from "./_default_decision.ts";
-import { copyPlainJson } from "../session/_copy_event_data.ts";
+import { copyPlainJson, EMPTY_ARRAY, isVetted, vouch } from "../session/_copy_event_data.ts";
 
 /** What the pipeline needs from the runtime. */
 export interface PipelineDeps {
@@ -122,8 +122,10 @@ export async function executeToolCall(deps: PipelineDeps): Promise<ToolExecution
   // 1. tools/pre-execute
   let decision: PreToolDecision;
   try {
-    decision = await runWaterfall(
-      admittedListeners(host, exec.scope, "tools/pre-execute"),
+    // Without listeners, the default at once (no promise to wait for).
+    const listeners = admittedListeners(host, exec.scope, "tools/pre-execute");
+    decision = listeners.length === 0 ? defaultDecision(definition) : await runWaterfall(
+      listeners,
       [exec],
       () => Promise.resolve<PreToolDecision>(defaultDecision(definition)),
     );
@@ -198,8 +200,9 @@ export async function executeToolCall(deps: PipelineDeps): Promise<ToolExecution
 
   // 5. tools/post-execute
   try {
-    const post: PostToolDecision = await runWaterfall(
-      admittedListeners(host, exec.scope, "tools/post-execute"),
+    const listeners = admittedListeners(host, exec.scope, "tools/post-execute");
+    const post: PostToolDecision = listeners.length === 0 ? { kind: "accept" } : await runWaterfall(
+      listeners,
       [exec, outcome],
       () => Promise.resolve<PostToolDecision>({ kind: "accept" }),
     );
@@ -272,13 +275,19 @@ function buildResult(
   };
   const raw: UserMessage = { id, role: "user", content: [block], source: { kind: "tool", callId: exec.callId } };
   // As the session log copies it (so that the tool/result append shares it), or frozen in place.
-  const message = (copyPlainJson(raw) ?? raw) as UserMessage;
-  return deepFreeze({
-    message,
-    ...(outcome.isError ? { error: { name: outcome.error.name, code: outcome.error.code } } : {}),
-    ...(outcome.meta !== undefined ? { meta: outcome.meta } : {}),
-    ...(!outcome.isError ? { value: outcome.value } : {}),
-    ...(!outcome.isError && concluded ? { concludeTurn: true } : {}),
-    contexts: [...contexts],
-  });
+  const copy = copyPlainJson(raw);
+  const message = (typeof copy === "object" && copy !== null ? vouch(copy) : deepFreeze(raw)) as UserMessage;
+  // Deep-frozen: the message, value, meta and contexts made by the pipeline's copies are frozen already
+  // (vetted); anything else (a wrapper's own value) is frozen in place.
+  const result: Record<string, unknown> = { message };
+  if (outcome.isError) result.error = Object.freeze({ name: outcome.error.name, code: outcome.error.code });
+  if (outcome.meta !== undefined) result.meta = frozen(outcome.meta);
+  if (!outcome.isError) result.value = frozen(outcome.value);
+  if (!outcome.isError && concluded) result.concludeTurn = true;
+  result.contexts = contexts.length === 0 ? EMPTY_ARRAY : deepFreeze([...contexts]);
+  return Object.freeze(result) as unknown as ToolExecutionResult;
+}
+
+function frozen<T>(value: T): T {
+  return isVetted(value) ? value : deepFreeze(value);
 }
