@@ -63,6 +63,7 @@ import {
 } from "../session/mod.ts";
 import { scheduleToolCalls, type ToolRuntime } from "../tools/mod.ts";
 import type { SystemPrompt } from "../prompt/mod.ts";
+import { assembleForRequest } from "../prompt/system_prompt.ts";
 import type {
   Agent,
   AgentInput,
@@ -700,7 +701,9 @@ export class LoopAgent implements Agent {
       return { kind: "error", failure };
     }
     const scope: ScopeInfo | undefined = this.#ctx.scope;
-    const assembly = await this.#svc.systemPrompt.assemble({ scope, signal });
+    // Synchronous and cached while nothing in the prompt is dynamic (see assembleForRequest).
+    const assembled = assembleForRequest(this.#svc.systemPrompt, { scope, signal });
+    const assembly = assembled instanceof Promise ? await assembled : assembled;
     if (signal.aborted) return { kind: "aborted" };
 
     this.#logContexts(assembly.contexts ?? []);

@@ -107,6 +107,98 @@ function isDeepFrozen(value: unknown): boolean {
   return true;
 }
 
+/** What the loop's cached assembly keeps per scope (see {@linkcode assembleForRequest}). */
+interface FastEntry {
+  /** The registration version the entry was made for. */
+  readonly version: number;
+  /** False when something of the scope is dynamic: every assembly takes the full path. */
+  readonly cacheable: boolean;
+  /** The scope's tool providers, in call order, with their depth in the scope chain. */
+  readonly providers: readonly { readonly provider: PromptToolProvider; readonly depth: number }[];
+  /** The rendered static system text ("" for none). */
+  readonly system: string;
+  /** The static non-empty contexts, or undefined. */
+  readonly contexts: readonly { readonly name: string; readonly text: string }[] | undefined;
+  /** Each provider's last schemas, as returned (compared element by element). */
+  raws: (readonly unknown[])[] | undefined;
+  /** The last result, frozen; handed out again while the providers give the same schema objects. */
+  result: AssembledPrompt | undefined;
+}
+
+const GLOBAL_SCOPE = {};
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === "object" || typeof value === "function") && value !== null &&
+    typeof (value as { then?: unknown }).then === "function";
+}
+
+function sameItems(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * Pick the tools of one assembly from its providers' projected schemas, in
+ * provider order: a duplicate name is taken from the nearest provider, at the
+ * rank of its first appearance.
+ */
+function pickTools(projected: readonly (readonly ToolSchema[])[], depths: readonly number[]): ToolSchema[] {
+  const picked = new Map<string, { schema: ToolSchema; depth: number; rank: number }>();
+  let rank = 0;
+  for (let i = 0; i < projected.length; i++) {
+    const d = depths[i];
+    for (const schema of projected[i]) {
+      const seen = picked.get(schema.name);
+      if (seen === undefined || d > seen.depth) picked.set(schema.name, { schema, depth: d, rank: seen?.rank ?? rank });
+      rank++;
+    }
+  }
+  return [...picked.values()].sort((a, b) => a.rank - b.rank).map((p) => p.schema);
+}
+
+function providerFailed(cause: unknown): HarnessError {
+  return new HarnessError("PROMPT_TEXT_FAILED", "Prompt tool provider failed to evaluate", { cause });
+}
+
+function checkSchemas(schemas: unknown): readonly unknown[] {
+  if (!Array.isArray(schemas)) {
+    throw new HarnessError("PROMPT_ASSEMBLY_INVALID", "A tool provider did not return an array of schemas");
+  }
+  return schemas;
+}
+
+let assembleNow: (prompt: SystemPrompt, context: AssembleContext) => AssembledPrompt | Promise<AssembledPrompt>;
+
+/**
+ * Internal (the agent loop's): the assembly of {@linkcode SystemPrompt.assemble},
+ * synchronous and cached when it can be. When every section, context and
+ * variable of the scope is static text and no `system-prompt/assemble`
+ * listener applies, the rendered text is kept per scope until a registration
+ * changes; the tool providers are still called on every assembly (with the
+ * same context), and while they return the same frozen schema objects the
+ * same frozen result is handed out again. Anything else — a dynamic text or
+ * variable, a listener, a provider answering with a promise, another
+ * `SystemPrompt` implementation — takes the full (asynchronous) path, with
+ * the same results and errors.
+ *
+ * @param prompt The registry (the `systemPrompt` service in force).
+ * @param context The scope and signal.
+ * @returns The assembly (frozen when it came from the cache), or a promise of it.
+ */
+export function assembleForRequest(
+  prompt: SystemPrompt,
+  context: AssembleContext,
+): AssembledPrompt | Promise<AssembledPrompt> {
+  if (
+    !(prompt instanceof SystemPrompt) || prompt.assemble !== SystemPrompt.prototype.assemble ||
+    prompt.assembly !== SystemPrompt.prototype.assembly
+  ) {
+    return prompt.assemble(context);
+  }
+  return assembleNow(prompt, context);
+}
+
 /**
  * The system prompt registry (the `ctx.systemPrompt` service).
  *
@@ -138,6 +230,13 @@ export class SystemPrompt {
   readonly #layers = new Map<ScopeInfo | undefined, Layer>();
   #providers: ProviderEntry[] = [];
   #seq = 0;
+  /** Bumped by every registration and disposal: the cached assemblies of older versions are stale. */
+  #version = 0;
+  readonly #fast = new WeakMap<object, FastEntry>();
+
+  static {
+    assembleNow = (prompt, context) => prompt.#assembleNow(context);
+  }
 
   /**
    * Create a registry hosted by `host` (normally the plugin context of
@@ -219,9 +318,11 @@ export class SystemPrompt {
     const entry: ProviderEntry = { provider, scope: owner?.scope, seq: this.#seq++ };
     return this.#own(owner, "prompt tools", () => {
       this.#providers.push(entry);
+      this.#version++;
       announce(this.#host, "system-prompt/change");
       return () => {
         this.#providers = this.#providers.filter((p) => p !== entry);
+        this.#version++;
         announce(this.#host, "system-prompt/change");
       };
     });
@@ -345,28 +446,162 @@ export class SystemPrompt {
     chain: (ScopeInfo | undefined)[],
     evaluate: (what: string, fn: () => unknown) => Promise<unknown>,
   ): Promise<ToolSchema[]> {
-    const depth = (scope: ScopeInfo | undefined) => chain.indexOf(scope);
-    const providers = this.#providers
-      .filter((p) => depth(p.scope) >= 0)
-      .sort((a, b) => (a.provider.order ?? 0) - (b.provider.order ?? 0) || a.seq - b.seq);
-    const picked = new Map<string, { schema: ToolSchema; depth: number; rank: number }>();
-    let rank = 0;
-    for (const entry of providers) {
-      const schemas = await evaluate("tool provider", () => entry.provider.schemas(context));
-      if (!Array.isArray(schemas)) {
-        throw new HarnessError("PROMPT_ASSEMBLY_INVALID", "A tool provider did not return an array of schemas");
-      }
-      for (const raw of schemas as ToolSchema[]) {
-        const schema = projectSchema(raw);
-        const d = depth(entry.scope);
-        const seen = picked.get(schema.name);
-        if (seen === undefined || d > seen.depth) {
-          picked.set(schema.name, { schema, depth: d, rank: seen?.rank ?? rank });
-        }
-        rank++;
-      }
+    const providers = this.#scopeProviders(chain);
+    const projected: ToolSchema[][] = [];
+    for (const { provider } of providers) {
+      // Each provider's schemas are checked before the next provider is called.
+      const schemas = checkSchemas(await evaluate("tool provider", () => provider.schemas(context)));
+      projected.push((schemas as ToolSchema[]).map(projectSchema));
     }
-    return [...picked.values()].sort((a, b) => a.rank - b.rank).map((p) => p.schema);
+    return pickTools(projected, providers.map((p) => p.depth));
+  }
+
+  /** The tool providers of a scope chain, in call order (`order`, then registration), with their depth. */
+  #scopeProviders(chain: (ScopeInfo | undefined)[]): { provider: PromptToolProvider; depth: number }[] {
+    return this.#providers
+      .filter((p) => chain.includes(p.scope))
+      .sort((a, b) => (a.provider.order ?? 0) - (b.provider.order ?? 0) || a.seq - b.seq)
+      .map((p) => ({ provider: p.provider, depth: chain.indexOf(p.scope) }));
+  }
+
+  /** See {@linkcode assembleForRequest}. */
+  #assembleNow(context: AssembleContext): AssembledPrompt | Promise<AssembledPrompt> {
+    checkAborted(context);
+    const scope = context.scope;
+    if (admittedListeners(this.#host, scope, "system-prompt/assemble").length > 0) return this.assemble(context);
+    const key = scope ?? GLOBAL_SCOPE;
+    let entry = this.#fast.get(key);
+    if (entry === undefined || entry.version !== this.#version) {
+      entry = this.#fastEntry(scope);
+      this.#fast.set(key, entry);
+    }
+    if (!entry.cacheable) return this.assemble(context);
+    return this.#fastTools(context, entry, 0, [], []);
+  }
+
+  /** The static part of a scope's assembly, when nothing in it is dynamic. */
+  #fastEntry(scope: ScopeInfo | undefined): FastEntry {
+    const version = this.#version;
+    const chain = chainOf(scope);
+    const resolve = <T>(kind: Kind): Map<string, T> => {
+      const out = new Map<string, T>();
+      for (const s of chain) for (const [name, entry] of this.#layers.get(s)?.[kind] ?? []) out.set(name, entry as T);
+      return out;
+    };
+    const none: FastEntry = {
+      version,
+      cacheable: false,
+      providers: [],
+      system: "",
+      contexts: undefined,
+      raws: undefined,
+      result: undefined,
+    };
+    const resolved = resolve<PromptSection>("sections");
+    const complete = this.#completeSection(chain, resolved);
+    const sections = complete ? [complete] : [...resolved.values()];
+    const contexts = [...resolve<PromptContext>("contexts").values()];
+    const variables: Record<string, string> = {};
+    for (const variable of resolve<PromptVariable>("variables").values()) {
+      if (typeof variable.value !== "string") return none;
+      variables[variable.name] = variable.value;
+    }
+    if (sections.some((s) => typeof s.text !== "string") || contexts.some((c) => typeof c.text !== "string")) {
+      return none;
+    }
+    // As assemble(): sections by order then name, blank ones left out, joined and rendered.
+    const parts = (sections as { name: string; order: number; text: string }[]).slice().sort(byOrder);
+    let system: string;
+    try {
+      system = renderPrompt(parts.map((s) => s.text).filter((t) => t.trim() !== "").join("\n\n"), variables);
+    } catch {
+      return none; // the full path reports it, on every assembly
+    }
+    const texts = (contexts as { name: string; order: number; text: string }[])
+      .filter((c) => c.text.trim() !== "")
+      .sort(byOrder)
+      .map((c) => Object.freeze({ name: c.name, text: c.text }));
+    return {
+      version,
+      cacheable: true,
+      providers: this.#scopeProviders(chain),
+      system,
+      contexts: texts.length > 0 ? Object.freeze(texts) : undefined,
+      raws: undefined,
+      result: undefined,
+    };
+  }
+
+  /** Call the providers from `index` on, synchronously while they answer with arrays. */
+  #fastTools(
+    context: AssembleContext,
+    entry: FastEntry,
+    index: number,
+    results: (readonly unknown[])[],
+    projected: ToolSchema[][],
+  ): AssembledPrompt | Promise<AssembledPrompt> {
+    const providers = entry.providers;
+    for (let i = index; i < providers.length; i++) {
+      let schemas: unknown;
+      try {
+        schemas = providers[i].provider.schemas(context);
+      } catch (cause) {
+        throw providerFailed(cause);
+      }
+      if (isThenable(schemas)) {
+        return Promise.resolve(schemas).then(
+          (value) => {
+            this.#take(value, results, projected);
+            return this.#fastTools(context, entry, i + 1, results, projected);
+          },
+          (cause) => {
+            throw providerFailed(cause);
+          },
+        );
+      }
+      this.#take(schemas, results, projected);
+    }
+    return this.#fastResult(context, entry, results, projected);
+  }
+
+  /** A provider's answer, checked and projected schema by schema (as the full path does, provider by provider). */
+  #take(schemas: unknown, results: (readonly unknown[])[], projected: ToolSchema[][]): void {
+    const list = checkSchemas(schemas);
+    const out: ToolSchema[] = [];
+    for (let i = 0; i < list.length; i++) {
+      const raw = list[i];
+      const known = typeof raw === "object" && raw !== null ? projections.get(raw) : undefined;
+      out.push(known ?? projectSchema(raw as ToolSchema));
+    }
+    results.push(list);
+    projected.push(out);
+  }
+
+  #fastResult(
+    context: AssembleContext,
+    entry: FastEntry,
+    results: (readonly unknown[])[],
+    projected: ToolSchema[][],
+  ): AssembledPrompt {
+    checkAborted(context);
+    const raws = entry.raws;
+    let reuse = entry.result !== undefined && raws !== undefined && raws.length === results.length;
+    for (let i = 0; reuse && i < results.length; i++) {
+      const list = results[i];
+      if (!sameItems(list, raws![i])) reuse = false;
+      // Only schemas with a shared projection (frozen, plain data) are known not to have changed.
+      for (let k = 0; reuse && k < list.length; k++) if (!projections.has(list[k] as object)) reuse = false;
+    }
+    if (reuse) return entry.result!;
+    const tools = pickTools(projected, entry.providers.map((p) => p.depth));
+    const out: { -readonly [K in keyof AssembledPrompt]: AssembledPrompt[K] } = {};
+    if (entry.system !== "") out.system = entry.system;
+    if (tools.length > 0) out.tools = Object.freeze(tools);
+    if (entry.contexts !== undefined) out.contexts = entry.contexts;
+    const result = Object.freeze(out);
+    entry.raws = results.map((list) => list.slice());
+    entry.result = result;
+    return result;
   }
 
   /** The complete section of the nearest layer that has one not shadowed by name. */
@@ -411,9 +646,11 @@ export class SystemPrompt {
       }
       const map = layer[kind] as Map<string, unknown>;
       map.set(name, entry);
+      this.#version++;
       announce(this.#host, "system-prompt/change");
       return () => {
         if (map.get(name) === entry) map.delete(name);
+        this.#version++;
         announce(this.#host, "system-prompt/change");
       };
     });
