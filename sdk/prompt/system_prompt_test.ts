@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { createKernel, createScope, type HarnessContext, HarnessError, type KernelEvents } from "../kernel/mod.ts";
 import type { ToolSchema } from "../llm/messages.ts";
 import type { AssembleContext } from "./prompt_contributions.ts";
-import { SystemPrompt } from "./system_prompt.ts";
+import { assembleForRequest, SystemPrompt } from "./system_prompt.ts";
 import type { SystemPromptEvents } from "./system_prompt_events.ts";
 
 type Ctx = HarnessContext<SystemPromptEvents & KernelEvents>;
@@ -218,5 +218,163 @@ describe("SystemPrompt contexts, tools and change events", () => {
     await scope.dispose();
     assert.equal(heard, 6);
     assert.deepEqual(await prompt.assemble(), {});
+  });
+});
+
+describe("assembleForRequest (the loop's cached assembly)", () => {
+  // Frozen schemas with deep-frozen parameters, as the tool runtime gives them.
+  const frozenSchema = (name: string, description = `tool ${name}`): ToolSchema =>
+    Object.freeze({ name, description, parameters: Object.freeze({ type: "object" }) });
+  const now = (prompt: SystemPrompt, context: AssembleContext = {}) => {
+    const result = assembleForRequest(prompt, context);
+    assert.ok(!(result instanceof Promise), "expected a synchronous assembly");
+    return result;
+  };
+
+  it("gives what assemble() gives, synchronously, and the same frozen result while nothing changes", async () => {
+    const { ctx, prompt } = setup();
+    const scope = createScope(ctx, "s");
+    prompt.section({ name: "persona", order: 0, text: "You help with {{project}}." });
+    prompt.section({ name: "identity", order: -100, text: "You are dsh." });
+    prompt.section({ name: "blank", order: 5, text: " " });
+    prompt.context({ name: "cwd", order: 0, text: "cwd: /tmp" });
+    prompt.context({ name: "empty", order: 1, text: "" });
+    prompt.variable({ name: "project", value: "the harness" });
+    const read = frozenSchema("read"), write = frozenSchema("write");
+    let calls = 0;
+    const seen: (AssembleContext | undefined)[] = [];
+    prompt.tools({
+      schemas: (context) => {
+        calls++;
+        seen.push(context);
+        return [read, write];
+      },
+    });
+    const context = { scope: scope.info };
+    const first = now(prompt, context);
+    assert.deepEqual(first, await prompt.assemble(context));
+    assert.equal(first.system, "You are dsh.\n\nYou help with the harness.");
+    assert.ok(Object.isFrozen(first) && Object.isFrozen(first.tools));
+    const second = now(prompt, context);
+    assert.equal(second, first);
+    // The providers are called on every assembly, with its context.
+    assert.equal(calls, 3);
+    assert.equal(seen[2], context);
+    assert.deepEqual(now(prompt), await prompt.assemble());
+  });
+
+  it("sees every registration change, a new schema object and a mutable schema changed in place", async () => {
+    const { ctx, prompt } = setup();
+    const scope = createScope(ctx, "s");
+    prompt.section({ name: "persona", order: 0, text: "Global." });
+    let schemas: ToolSchema[] = [frozenSchema("read")];
+    prompt.tools({ schemas: () => schemas });
+    const context = { scope: scope.info };
+    const before = now(prompt, context);
+    const off = prompt.section({ name: "extra", order: 1, text: "Extra." });
+    assert.equal(now(prompt, context).system, "Global.\n\nExtra.");
+    prompt.section({ name: "persona", order: 0, text: "Scoped." }, scope.ctx);
+    assert.equal(now(prompt, context).system, "Scoped.\n\nExtra.");
+    assert.equal(now(prompt).system, "Global.\n\nExtra.");
+    off();
+    await scope.dispose();
+    assert.deepEqual(now(prompt, context), before);
+    schemas = [frozenSchema("read", "reads a file")];
+    assert.equal(now(prompt, context).tools?.[0].description, "reads a file");
+    const mutable = { name: "edit", description: "v1", parameters: { type: "object" } };
+    schemas = [mutable];
+    assert.equal(now(prompt).tools?.[0].description, "v1");
+    mutable.description = "v2";
+    assert.equal(now(prompt).tools?.[0].description, "v2");
+    schemas = [];
+    assert.deepEqual(now(prompt), { system: "Global." });
+  });
+
+  it("dynamic texts and variables, listeners and asynchronous providers take the full path", async () => {
+    const { ctx, prompt } = setup();
+    prompt.section({ name: "persona", order: 0, text: "Static." });
+    let n = 0;
+    const offSection = prompt.section({ name: "clock", order: 1, text: () => `Tick ${++n}.` });
+    const a = assembleForRequest(prompt, {});
+    assert.ok(a instanceof Promise);
+    assert.equal((await a).system, "Static.\n\nTick 1.");
+    assert.equal((await assembleForRequest(prompt, {})).system, "Static.\n\nTick 2.");
+    offSection();
+    const offVariable = prompt.variable({ name: "v", value: () => "dynamic" });
+    assert.ok(assembleForRequest(prompt, {}) instanceof Promise);
+    offVariable();
+    assert.ok(!(assembleForRequest(prompt, {}) instanceof Promise));
+    const offListener = ctx.on("system-prompt/assemble", async (assembly, _context, next) => {
+      assembly.sections.push({ name: "added", order: 9, text: "Added." });
+      return await next();
+    });
+    const heard = assembleForRequest(prompt, {});
+    assert.ok(heard instanceof Promise);
+    assert.equal((await heard).system, "Static.\n\nAdded.");
+    offListener();
+    assert.equal(now(prompt).system, "Static.");
+    let calls = 0;
+    prompt.tools({ schemas: () => [frozenSchema("sync")] });
+    prompt.tools({
+      order: 1,
+      schemas: async () => {
+        calls++;
+        await Promise.resolve();
+        return [frozenSchema("async")];
+      },
+    });
+    prompt.tools({ order: 2, schemas: () => [frozenSchema("after")] });
+    const pending = assembleForRequest(prompt, {});
+    assert.ok(pending instanceof Promise);
+    assert.deepEqual((await pending).tools?.map((t) => t.name), ["sync", "async", "after"]);
+    assert.deepEqual(await pending, await prompt.assemble());
+    assert.equal(calls, 2); // once per assembly
+  });
+
+  it("fails as assemble() fails", async () => {
+    const failsAs = async (configure: (prompt: SystemPrompt) => void, code: string, context: AssembleContext = {}) => {
+      const { prompt } = setup();
+      configure(prompt);
+      await assert.rejects(prompt.assemble(context), (e) => HarnessError.isInstance(e, code));
+      await assert.rejects(
+        async () => await assembleForRequest(prompt, context),
+        (e) => HarnessError.isInstance(e, code),
+      );
+    };
+    const controller = new AbortController();
+    controller.abort();
+    await failsAs(() => {}, "ABORTED", { signal: controller.signal });
+    await failsAs((p) => p.tools({ schemas: () => [] }), "ABORTED", { signal: controller.signal });
+    await failsAs((p) =>
+      p.tools({
+        schemas: () => {
+          throw new Error("boom");
+        },
+      }), "PROMPT_TEXT_FAILED");
+    await failsAs((p) => p.tools({ schemas: () => Promise.reject(new Error("boom")) }), "PROMPT_TEXT_FAILED");
+    await failsAs((p) => p.tools({ schemas: () => "nope" as never }), "PROMPT_ASSEMBLY_INVALID");
+    await failsAs((p) => p.tools({ schemas: () => [{ name: "x" } as never] }), "PROMPT_ASSEMBLY_INVALID");
+    await failsAs((p) => p.section({ name: "s", order: 0, text: "Hi {{who}}." }), "PROMPT_VARIABLE_MISSING");
+    // A provider that aborts the assembly it serves.
+    const aborting = new AbortController();
+    await failsAs((p) => p.tools({ schemas: () => (aborting.abort(), []) }), "ABORTED", { signal: aborting.signal });
+    // A provider's schemas are checked before the next provider is called.
+    const { prompt } = setup();
+    let later = 0;
+    prompt.tools({ schemas: () => [{ name: "bad" } as never] });
+    prompt.tools({ order: 1, schemas: () => (later++, []) });
+    assert.throws(() => assembleForRequest(prompt, {}), (e) => HarnessError.isInstance(e, "PROMPT_ASSEMBLY_INVALID"));
+    assert.equal(later, 0);
+  });
+
+  it("another implementation of the service is asked through its own assemble()", async () => {
+    class Custom extends SystemPrompt {
+      override assemble(): Promise<{ system: string }> {
+        return Promise.resolve({ system: "custom" });
+      }
+    }
+    const custom = new Custom(createKernel());
+    custom.section({ name: "persona", order: 0, text: "Ignored." });
+    assert.deepEqual(await assembleForRequest(custom, {}), { system: "custom" });
   });
 });
