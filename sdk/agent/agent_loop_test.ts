@@ -543,6 +543,122 @@ describe("agent loop cancellation", () => {
     assert.equal(agent.inbox.size, 0);
     await harness.dispose();
   });
+
+  // The turn's signal is made when something reads it; cancel must reach it wherever it is read.
+  it("the turn's one signal: the same for both requests and the tool, aborted by cancel with its reason", async () => {
+    const seen: { request: AbortSignal[]; tool: AbortSignal[] } = { request: [], tool: [] };
+    const probe = defineTool({
+      name: "probe",
+      description: "Records its signal",
+      parameters: z.object({}),
+      output: { schema: z.string(), render: (_args, text) => text },
+      execute: (_args, exec) => {
+        seen.tool.push(exec.signal);
+        return "ok";
+      },
+    });
+    const { harness, agent } = await setup((request, index) => {
+      seen.request.push(request.signal!);
+      return index === 0 ? toolCallResponse([{ id: "c1", name: "probe", arguments: "{}" }]) : { hang: true };
+    }, { tools: [probe] });
+    const run = agent.run("Hi");
+    await waitForEvent(agent, (e) => e.type === "step/start" && e.data.step === 2);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const [first, second] = seen.request;
+    assert.ok(first instanceof AbortSignal && !first.aborted);
+    assert.equal(second, first);
+    assert.equal(seen.tool[0], first);
+    agent.cancel("user");
+    assert.ok(first.aborted);
+    assert.ok(HarnessError.isInstance(first.reason, "ABORTED"));
+    assert.equal((first.reason as Error).message, "Turn cancelled: user");
+    assert.deepEqual((await run).reason, { kind: "aborted", reason: "user" });
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("an adapter that never reads the signal is still stopped by cancel (the guard watches the turn)", async () => {
+    const started = deferred();
+    const { harness } = await setup([]);
+    harness.ctx.service("llm").registerAdapter({
+      provider: "silent",
+      models: [{ id: "m" }],
+      async *stream() {
+        yield { type: "block-start", index: 0, blockType: "text" };
+        yield { type: "text-delta", index: 0, text: "Never ends" };
+        started.resolve();
+        await new Promise(() => {});
+      },
+    });
+    const silent = await harness.createAgent({ id: "s2", provider: "silent", model: "m" });
+    const run = silent.run("Hi");
+    await started.promise;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    silent.cancel("user");
+    const result = await run;
+    assert.deepEqual(result.reason, { kind: "aborted", reason: "user" });
+    assert.deepEqual(summarize(silent.session.events).slice(-3), [
+      "assistant/message text:Never ends (interrupted)",
+      "step/end 1.1",
+      "turn/end 1 aborted:user",
+    ]);
+    assertValidLog(silent.session.events);
+    await harness.dispose();
+  });
+
+  it("during a dynamic prompt section: the turn ends and no request is sent", async () => {
+    const entered = deferred();
+    const release = deferred();
+    const { harness, agent, model } = await setup([textResponse("never")]);
+    harness.ctx.service("systemPrompt").section({
+      name: "slow",
+      order: 10,
+      text: async () => {
+        entered.resolve();
+        await release.promise;
+        return "Slow part.";
+      },
+    });
+    const run = agent.run("Hi").catch((e) => e);
+    await entered.promise;
+    agent.cancel("user");
+    release.resolve();
+    // As before the signal was made on demand: the assembly fails with ABORTED, which ends the turn.
+    const error = await run;
+    assert.ok(error instanceof TurnFailedError);
+    assert.deepEqual(error.result.reason, {
+      kind: "error",
+      error: { code: "ABORTED", message: "Prompt assembly was aborted" },
+    });
+    assert.equal(model.requests.length, 0);
+    assert.equal(agent.session.events.at(-1)?.type, "turn/end");
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("during the retry delay: the sleep's signal aborts and no second request is sent", async () => {
+    const sleeping = deferred();
+    let slept: AbortSignal | undefined;
+    const { harness, agent, model } = await setup([
+      { throw: new LlmFailure("RATE_LIMIT", "Slow down", { status: 429 }) },
+      textResponse("never"),
+    ], {
+      sleep: (_ms, signal) => {
+        slept = signal;
+        sleeping.resolve();
+        return new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+      },
+    });
+    const run = agent.run("Hi");
+    await sleeping.promise;
+    assert.ok(slept instanceof AbortSignal && !slept.aborted);
+    agent.cancel("user");
+    assert.ok(slept.aborted);
+    assert.deepEqual((await run).reason, { kind: "aborted", reason: "user" });
+    assert.equal(model.requests.length, 1);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
 });
 
 describe("Agent handle", () => {
