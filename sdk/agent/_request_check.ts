@@ -12,8 +12,9 @@ import {
   deriveEventMessage,
   type EpochHeader,
   headerEquals,
+  isSurfaceEventType,
   type Session,
-  SurfaceManager,
+  type SessionEvent,
 } from "../session/mod.ts";
 
 // The call fields of the request are the header config's own values (the
@@ -26,10 +27,12 @@ function sameConfig(request: GenerateOptions, config: EpochHeader["config"]): bo
 
 /**
  * Checks each request against its own fold of the log, kept incrementally:
- * a separate `SurfaceManager` fed with the events appended since the last
- * check, its derived messages extended by the new nodes (rebuilt after a
- * replace), and the last `request/header` tracked as it goes. A check costs
- * O(new events) to fold plus O(history) pointer comparisons, instead of a full
+ * the surface nodes of the events appended since the last check (appends
+ * pushed, a replacement spliced in and the messages derived again), their
+ * messages, and the last `request/header`, without reading the session's own
+ * surface or derivation. The log's append already validated every surface
+ * operation, so the fold only applies them. A check costs O(new events) to
+ * fold plus O(history) pointer comparisons of the messages, instead of a full
  * fold and a JSON comparison of the whole history per request.
  *
  * The messages of a request must be the log's own message objects (the log
@@ -39,11 +42,11 @@ function sameConfig(request: GenerateOptions, config: EpochHeader["config"]): bo
  */
 export class RequestChecker {
   readonly #session: Session;
-  readonly #surface = new SurfaceManager();
   #fed = 0;
+  /** The seqs of the surface nodes, in order. */
+  readonly #nodes: number[] = [];
+  /** The messages of the nodes (nodes without one left out). */
   #derived: Message[] = [];
-  #derivedNodes = 0;
-  #generation = 0;
   #header: EpochHeader | undefined;
 
   /**
@@ -62,39 +65,21 @@ export class RequestChecker {
    * @throws {HarnessError} `INVARIANT_REQUEST_RECONSTRUCTION` naming the first difference.
    */
   check(request: GenerateOptions): void {
-    const seq = this.#session.seq;
-    const fail = (what: string): never => {
-      throw new HarnessError("INVARIANT_REQUEST_RECONSTRUCTION", `Request differs from the log's derivation: ${what}`, {
-        details: { seq },
-      });
-    };
-    for (let i = this.#fed; i < seq; i++) {
-      const event = this.#session.at(i)!;
-      this.#surface.commit(event);
-      if (event.type === "request/header") this.#header = event.data.header;
-    }
+    const session = this.#session;
+    const seq = session.seq;
+    for (let i = this.#fed; i < seq; i++) this.#fold(session.at(i)!, seq);
     this.#fed = seq;
-    if (this.#surface.replaceGeneration !== this.#generation) {
-      this.#generation = this.#surface.replaceGeneration;
-      this.#derived = [];
-      this.#derivedNodes = 0;
-    }
-    for (let i = this.#derivedNodes; i < this.#surface.size; i++) {
-      const message = deriveEventMessage(this.#session.at(this.#surface.nodeAt(i)!)!);
-      if (message !== null) this.#derived.push(message);
-    }
-    this.#derivedNodes = this.#surface.size;
 
-    if (!Object.isFrozen(request)) fail("the request is not frozen");
+    if (!Object.isFrozen(request)) fail(seq, "the request is not frozen");
     const messages = request.messages;
     const derived = this.#derived;
     const length = derived.length;
-    if (messages.length !== length) fail(`messages: ${messages.length} sent, ${length} derived`);
+    if (messages.length !== length) fail(seq, `messages: ${messages.length} sent, ${length} derived`);
     for (let i = 0; i < length; i++) {
-      if (messages[i] !== derived[i]) fail(`message ${i} is not the log's message`);
+      if (messages[i] !== derived[i]) fail(seq, `message ${i} is not the log's message`);
     }
     const header = this.#header;
-    if (header === undefined) return fail("no request/header precedes the request");
+    if (header === undefined) return fail(seq, "no request/header precedes the request");
     // The loop builds its request from the header in force: the same system
     // text, the same tools array and the same config values need no
     // canonical forms and no JSON comparison.
@@ -110,6 +95,7 @@ export class RequestChecker {
     });
     if (!headerEquals(header, sent)) {
       fail(
+        seq,
         header.system !== sent.system
           ? "system prompt"
           : !headerEquals({ config: header.config }, { config: sent.config })
@@ -118,4 +104,38 @@ export class RequestChecker {
       );
     }
   }
+
+  #fold(event: SessionEvent, seq: number): void {
+    const type = event.type;
+    if (type === "request/header") {
+      this.#header = event.data.header;
+      return;
+    }
+    if (!isSurfaceEventType(type)) return;
+    const op = event.surfaceOp!;
+    if (op === "append") {
+      this.#nodes.push(event.seq);
+      const message = deriveEventMessage(event);
+      if (message !== null) this.#derived.push(message);
+      return;
+    }
+    // A replacement (compaction, an edited tool result): splice, then derive every node again.
+    const nodes = this.#nodes;
+    const start = nodes.indexOf(op.start);
+    const end = nodes.indexOf(op.end, start);
+    if (start < 0 || end < 0) fail(seq, `event ${event.seq} replaces nodes ${op.start}..${op.end}, not on the surface`);
+    nodes.splice(start, end - start + 1, event.seq);
+    const derived: Message[] = [];
+    for (const node of nodes) {
+      const message = deriveEventMessage(this.#session.at(node)!);
+      if (message !== null) derived.push(message);
+    }
+    this.#derived = derived;
+  }
+}
+
+function fail(seq: number, what: string): never {
+  throw new HarnessError("INVARIANT_REQUEST_RECONSTRUCTION", `Request differs from the log's derivation: ${what}`, {
+    details: { seq },
+  });
 }
