@@ -954,16 +954,21 @@ export class LoopAgent implements Agent {
           };
         }
         await this.#checkpoint();
-        return await tools.execute({
+        // The turn's signal as a getter: made only if the tool (or a hook) reads it.
+        const input = {
           callId: call.id,
           name: call.name,
           arguments: call.arguments,
-          signal: signal.signal,
+          get signal(): AbortSignal {
+            return signal.signal;
+          },
           scope,
           sessionId: this.id,
           turn,
           step,
-        });
+        };
+        bindTurnAbort(input, signal);
+        return await tools.execute(input);
       },
     });
     const deferred: { context: UserMessage; resultSeq: number }[] = [];
