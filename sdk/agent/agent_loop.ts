@@ -954,21 +954,16 @@ export class LoopAgent implements Agent {
           };
         }
         await this.#checkpoint();
-        // The turn's signal as a getter: made only if the tool (or a hook) reads it.
-        const input = {
+        return await tools.execute({
           callId: call.id,
           name: call.name,
           arguments: call.arguments,
-          get signal(): AbortSignal {
-            return signal.signal;
-          },
+          signal: signal.signal,
           scope,
           sessionId: this.id,
           turn,
           step,
-        };
-        bindTurnAbort(input, signal);
-        return await tools.execute(input);
+        });
       },
     });
     const deferred: { context: UserMessage; resultSeq: number }[] = [];

@@ -105,29 +105,28 @@ export class TurnAbort implements AbortSource {
   }
 }
 
-// The objects (requests, tool calls) whose `signal` getter reads a turn's abort's signal, and that abort.
-const turnAborts = new WeakMap<object, TurnAbort>();
+// The requests the loop built with a lazy `signal` getter, and their turn's abort.
+const turnAborts = new WeakMap<GenerateOptions, TurnAbort>();
 
 /**
- * Record that `owner`'s `signal` is `abort.signal` (a getter), so that the
- * runtime and the tool pipeline can read and watch the turn's abort without
- * making the signal.
+ * Record that `request`'s `signal` is `abort.signal`, so that the runtime can
+ * guard its stream on the turn's abort without making the signal.
  *
- * @param owner A request or a tool call whose `signal` getter reads `abort.signal`.
+ * @param request A request whose `signal` getter reads `abort.signal`.
  * @param abort The turn's abort.
  */
-export function bindTurnAbort(owner: object, abort: TurnAbort): void {
-  turnAborts.set(owner, abort);
+export function bindTurnAbort(request: GenerateOptions, abort: TurnAbort): void {
+  turnAborts.set(request, abort);
 }
 
 /**
- * The turn's abort of an object the loop built (whose `signal` is that turn's).
+ * The turn's abort of a request the loop built (whose `signal` is that turn's).
  *
- * @param owner The request or tool call.
- * @returns The abort, or `undefined` for any other object (a copy included).
+ * @param request The request.
+ * @returns The abort, or `undefined` for any other request (a copy included).
  */
-export function boundTurnAbort(owner: object): TurnAbort | undefined {
-  return turnAborts.get(owner);
+export function boundTurnAbort(request: GenerateOptions): TurnAbort | undefined {
+  return turnAborts.get(request);
 }
 
 /**

@@ -5,9 +5,6 @@ import { abortOf, bindTurnAbort, boundTurnAbort, TurnAbort } from "./_turn_abort
 import { forEachChunk, guardStream } from "./_guard_stream.ts";
 import type { GenerateOptions } from "./llm_adapter.ts";
 import type { StreamChunk } from "./stream_chunk.ts";
-import { createKernel, type KernelEvents } from "../kernel/mod.ts";
-import { defineTool, type ToolEvents, ToolRuntime } from "../tools/mod.ts";
-import { z } from "zod";
 
 describe("TurnAbort", () => {
   it("answers aborted and reason without making a signal; the signal is made once, on first read", () => {
@@ -116,110 +113,5 @@ describe("guardStream() on a TurnAbort", () => {
     assert.equal(opened, false);
     assert.equal(chunks.length, 1);
     assert.ok(chunks[0].type === "finish" && chunks[0].reason.kind === "aborted");
-  });
-});
-
-describe("a tool call on a turn's abort", () => {
-  const call = (abort: TurnAbort, name: string) => {
-    const input = {
-      callId: "c1",
-      name,
-      arguments: "{}",
-      get signal(): AbortSignal {
-        return abort.signal;
-      },
-    };
-    bindTurnAbort(input, abort);
-    return input;
-  };
-  const runtime = () => {
-    const tools = new ToolRuntime(createKernel());
-    let seen: AbortSignal | undefined;
-    let release: (() => void) | undefined;
-    tools.register(defineTool({
-      name: "sync",
-      description: "Returns at once",
-      parameters: z.object({}),
-      output: { schema: z.string(), render: (_a, v) => v },
-      execute: () => "done",
-    }));
-    tools.register(defineTool({
-      name: "reads",
-      description: "Reads its signal",
-      parameters: z.object({}),
-      output: { schema: z.string(), render: (_a, v) => v },
-      execute: (_a, exec) => {
-        seen = exec.signal;
-        return "read";
-      },
-    }));
-    tools.register(defineTool({
-      name: "hangs",
-      description: "Never settles and never reads its signal",
-      parameters: z.object({}),
-      output: { schema: z.string(), render: (_a, v) => v },
-      execute: () => new Promise<string>((resolve) => (release = () => resolve("late"))),
-    }));
-    return { tools, seen: () => seen, release: () => release?.() };
-  };
-
-  it("a synchronous tool runs without making the signal; one that reads it gets the turn's", async () => {
-    const { tools, seen } = runtime();
-    const abort = new TurnAbort();
-    const result = await tools.execute(call(abort, "sync"));
-    assert.equal(result.error, undefined);
-    assert.equal(abort.materialized, false);
-    await tools.execute(call(abort, "reads"));
-    assert.equal(seen(), abort.signal);
-  });
-
-  it("an asynchronous tool that never reads its signal still ends ABORTED at once on the turn's abort", async () => {
-    const { tools, release } = runtime();
-    const abort = new TurnAbort();
-    const pending = tools.execute(call(abort, "hangs"));
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    abort.abort(new HarnessError("ABORTED", "Turn cancelled: user"));
-    const result = await pending;
-    assert.equal(result.error?.code, "ABORTED");
-    assert.equal(abort.materialized, false);
-    release();
-  });
-
-  it("a call on a turn already aborted is ABORTED before its body runs", async () => {
-    const { tools, seen } = runtime();
-    const abort = new TurnAbort();
-    abort.abort(new HarnessError("ABORTED", "Turn cancelled: user"));
-    const result = await tools.execute(call(abort, "reads"));
-    assert.equal(result.error?.code, "ABORTED");
-    assert.equal(seen(), undefined);
-  });
-
-  it("hooks see the turn's signal; a tools/execute wrapper may still give the body another one", async () => {
-    const kernel = createKernel<ToolEvents & KernelEvents>();
-    const tools = new ToolRuntime(kernel);
-    let body: AbortSignal | undefined;
-    tools.register(defineTool({
-      name: "reads",
-      description: "Reads its signal",
-      parameters: z.object({}),
-      output: { schema: z.string(), render: (_a, v) => v },
-      execute: (_a, exec) => {
-        body = exec.signal;
-        return "read";
-      },
-    }));
-    const own = new AbortController();
-    let hooked: AbortSignal | undefined;
-    kernel.on("tools/execute", (dispatch, next) => {
-      hooked = dispatch.signal;
-      dispatch.signal = own.signal;
-      return next();
-    });
-    const abort = new TurnAbort();
-    await tools.execute(call(abort, "reads"));
-    assert.equal(hooked, abort.signal);
-    assert.ok(body !== undefined && body !== abort.signal);
-    own.abort();
-    assert.ok(body.aborted);
   });
 });

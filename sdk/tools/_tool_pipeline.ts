@@ -9,7 +9,6 @@
  * @module
  */
 
-import { bindTurnAbort, boundTurnAbort, type TurnAbort } from "../llm/_turn_abort.ts";
 import type { ScopeInfo } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { UserMessage } from "../llm/messages.ts";
@@ -57,50 +56,7 @@ function checkInput(input: ToolExecutionInput): void {
   if (typeof input.callId !== "string" || input.callId === "") bad("callId must be a non-empty string");
   if (typeof input.name !== "string") bad("name must be a string");
   if (typeof input.arguments !== "string") bad("arguments must be the raw JSON string");
-  // A call the loop made carries its turn's signal as a getter, made when read.
-  if (boundTurnAbort(input) === undefined && !(input.signal instanceof AbortSignal)) {
-    bad("signal must be an AbortSignal");
-  }
-}
-
-/**
- * The call as hooks see it. A call bound to a turn's abort gets a `signal`
- * getter (the turn's signal, made when something reads it) and stays bound.
- */
-function execution(input: ToolExecutionInput, args: unknown, lazy: TurnAbort | undefined): ToolExecution {
-  const fields = {
-    ...(input.scope !== undefined ? { scope: input.scope } : {}),
-    ...(input.sessionId !== undefined ? { sessionId: input.sessionId } : {}),
-    ...(input.turn !== undefined ? { turn: input.turn } : {}),
-    ...(input.step !== undefined ? { step: input.step } : {}),
-  };
-  if (lazy === undefined) {
-    return Object.freeze({
-      callId: input.callId,
-      name: input.name,
-      arguments: input.arguments,
-      args,
-      signal: input.signal,
-      ...fields,
-    });
-  }
-  const exec = Object.freeze({
-    callId: input.callId,
-    name: input.name,
-    arguments: input.arguments,
-    args,
-    get signal(): AbortSignal {
-      return lazy.signal;
-    },
-    ...fields,
-  });
-  bindTurnAbort(exec, lazy);
-  return exec;
-}
-
-/** Whether the call's signal fired, read without making a turn's signal. */
-function abortedNow(exec: ToolExecution): boolean {
-  return (boundTurnAbort(exec) ?? exec.signal).aborted;
+  if (!(input.signal instanceof AbortSignal)) bad("signal must be an AbortSignal");
 }
 
 /** Run one call through the pipeline. */
@@ -115,7 +71,17 @@ export async function executeToolCall(deps: PipelineDeps): Promise<ToolExecution
   } catch (error) {
     argsProblem = messageOf(error);
   }
-  let exec: ToolExecution = execution(input, args, boundTurnAbort(input));
+  let exec: ToolExecution = Object.freeze({
+    callId: input.callId,
+    name: input.name,
+    arguments: input.arguments,
+    args,
+    signal: input.signal,
+    ...(input.scope !== undefined ? { scope: input.scope } : {}),
+    ...(input.sessionId !== undefined ? { sessionId: input.sessionId } : {}),
+    ...(input.turn !== undefined ? { turn: input.turn } : {}),
+    ...(input.step !== undefined ? { step: input.step } : {}),
+  });
   const contexts: UserMessage[] = [];
   const state = { concluded: false, finished: false };
   const definition = deps.lookup(exec.name, exec.scope);
@@ -151,7 +117,7 @@ export async function executeToolCall(deps: PipelineDeps): Promise<ToolExecution
   if (argsProblem !== undefined) {
     return finish(failure("INVALID_ARGS", "ToolArgsError", `Invalid JSON arguments for ${exec.name}: ${argsProblem}`));
   }
-  if (abortedNow(exec)) return finish(aborted());
+  if (exec.signal.aborted) return finish(aborted());
 
   // 1. tools/pre-execute
   let decision: PreToolDecision;
@@ -207,22 +173,19 @@ export async function executeToolCall(deps: PipelineDeps): Promise<ToolExecution
       ...(exec.sessionId !== undefined ? { sessionId: exec.sessionId } : {}),
       signal: exec.signal,
     }).catch(() => "unavailable" as const);
-    if (abortedNow(exec)) return finish(aborted());
+    if (exec.signal.aborted) return finish(aborted());
     if (outcome !== "allowed-once") return finish(denied(exec, `approval ${outcome}`));
   }
-  if (abortedNow(exec)) return finish(aborted());
+  if (exec.signal.aborted) return finish(aborted());
 
-  // 4. tools/execute around the body (the dispatch copy, which a wrapper may give another signal, only for wrappers)
-  const wrappers = admittedListeners(host, exec.scope, "tools/execute");
-  const dispatch: ToolDispatchExecution | undefined = wrappers.length === 0
-    ? undefined
-    : { ...exec, signal: exec.signal };
+  // 4. tools/execute around the body
+  const dispatch: ToolDispatchExecution = { ...exec, signal: exec.signal };
   let outcome: ToolOutcome;
   try {
     outcome = await runWaterfall(
-      wrappers,
+      admittedListeners(host, exec.scope, "tools/execute"),
       [dispatch],
-      () => runBody(definition, exec, dispatch?.signal, contexts, state),
+      () => runBody(definition, exec, dispatch.signal, contexts, state),
     );
     if (!isOutcome(outcome)) {
       outcome = failure("HOOK_FAILED", "HarnessError", `A tools/execute listener returned no outcome for ${exec.name}`);
