@@ -78,7 +78,6 @@ import type { AgentEvents, PreStepDecision, RequestErrorAction } from "./agent_e
 import { Inbox } from "./inbox.ts";
 import { RequestChecker } from "./_request_check.ts";
 import { forEachChunk } from "../llm/_guard_stream.ts";
-import { bindTurnAbort, TurnAbort } from "../llm/_turn_abort.ts";
 import { appendChunk } from "../session/session.ts";
 import { seqList } from "../session/_copy_event_data.ts";
 import { type FailedRunResult, TurnFailedError } from "./turn_failed_error.ts";
@@ -325,8 +324,7 @@ export class LoopAgent implements Agent {
   #status: AgentStatus = "idle";
   #pumping: Promise<void> | undefined;
   #wakePending = false;
-  /** The running turn's abort; its signal is made only when something reads it. */
-  #controller: TurnAbort | undefined;
+  #controller: AbortController | undefined;
   #cancelCause: TurnEndCancelCause | undefined;
   #disposed = false;
   #maintenance: Promise<unknown> | undefined;
@@ -421,7 +419,7 @@ export class LoopAgent implements Agent {
       }
       this.#wakePending = false;
     }
-    if (this.#controller && !this.#controller.aborted) {
+    if (this.#controller && !this.#controller.signal.aborted) {
       this.#cancelCause = cause;
       this.#controller.abort(new HarnessError("ABORTED", `Turn cancelled: ${cause}`));
     }
@@ -583,9 +581,10 @@ export class LoopAgent implements Agent {
   }
 
   async #runTurn(): Promise<void> {
-    const signal = new TurnAbort();
-    this.#controller = signal;
+    const controller = new AbortController();
+    this.#controller = controller;
     this.#cancelCause = undefined;
+    const signal = controller.signal;
     this.#svc = {
       sessions: this.#ctx.service("sessions"),
       llm: this.#ctx.service("llm"),
@@ -681,7 +680,7 @@ export class LoopAgent implements Agent {
     turn: number,
     step: number,
     entered: readonly (UserMessage | SystemMessage)[],
-    signal: TurnAbort,
+    signal: AbortSignal,
   ): Promise<StepOutcome> {
     const draft = callConfig(this.options);
     const config = await this.#ctx.waterfall(
@@ -703,12 +702,7 @@ export class LoopAgent implements Agent {
     }
     const scope: ScopeInfo | undefined = this.#ctx.scope;
     // Synchronous and cached while nothing in the prompt is dynamic (see assembleForRequest).
-    const assembled = assembleForRequest(this.#svc.systemPrompt, {
-      scope,
-      get signal() {
-        return signal.signal;
-      },
-    }, signal);
+    const assembled = assembleForRequest(this.#svc.systemPrompt, { scope, signal });
     const assembly = assembled instanceof Promise ? await assembled : assembled;
     if (signal.aborted) return { kind: "aborted" };
 
@@ -732,13 +726,9 @@ export class LoopAgent implements Agent {
         messages: this.session.deriveMessages(),
         ...(header.system !== undefined ? { system: header.system } : {}),
         ...(header.tools !== undefined ? { tools: header.tools } : {}),
-        // The turn's signal, made when an adapter (or anyone) reads it; the runtime guards on the turn's abort.
-        get signal() {
-          return signal.signal;
-        },
+        signal,
         sessionId: this.id,
       });
-      bindTurnAbort(built, signal);
       if (this.#init.invariants) (this.#checker ??= new RequestChecker(this.session)).check(built);
       return built;
     };
@@ -786,7 +776,7 @@ export class LoopAgent implements Agent {
           return signal.aborted ? { kind: "aborted" } : { kind: "error", failure };
         }
         this.session.append("llm/retry", { turn, step, attempt, delayMs: action.delayMs, failure });
-        await this.#sleep(action.delayMs, signal.signal);
+        await this.#sleep(action.delayMs, signal);
         if (signal.aborted) return { kind: "aborted" };
         // A listener that changed the log (compaction after an overflow) asks for a request derived anew.
         if (action.rebuild === true) request = buildRequest();
@@ -923,7 +913,7 @@ export class LoopAgent implements Agent {
     );
   }
 
-  async #runTools(turn: number, step: number, calls: ToolCallBlock[], signal: TurnAbort): Promise<boolean> {
+  async #runTools(turn: number, step: number, calls: ToolCallBlock[], signal: AbortSignal): Promise<boolean> {
     const tools = this.#svc.tools;
     const scope = this.#ctx.scope;
     const callSeqs = new Map<string, number>();
@@ -958,7 +948,7 @@ export class LoopAgent implements Agent {
           callId: call.id,
           name: call.name,
           arguments: call.arguments,
-          signal: signal.signal,
+          signal,
           scope,
           sessionId: this.id,
           turn,

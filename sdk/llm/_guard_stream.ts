@@ -8,10 +8,9 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { LlmFailureData } from "./llm_failure.ts";
 import type { StreamChunk } from "./stream_chunk.ts";
-import { type AbortSource, TurnAbort } from "./_turn_abort.ts";
 
 /** The `finish` chunk of an aborted call. */
-export function abortedFinish(signal: AbortSource): StreamChunk {
+export function abortedFinish(signal: AbortSignal): StreamChunk {
   const reason = signal.reason;
   const detail = reason instanceof Error && reason.name !== "AbortError" ? `: ${reason.message}` : "";
   return {
@@ -32,7 +31,7 @@ export function failureOf(error: unknown): LlmFailureData {
 }
 
 /** The terminal chunk for a throw: `aborted` when the signal fired, else `error`. */
-export function thrownFinish(error: unknown, signal: AbortSource): StreamChunk {
+export function thrownFinish(error: unknown, signal: AbortSignal): StreamChunk {
   if (signal.aborted) return abortedFinish(signal);
   return { type: "finish", reason: { kind: "error", failure: failureOf(error) } };
 }
@@ -55,11 +54,10 @@ const DONE: IteratorResult<StreamChunk> = Object.freeze({ value: undefined, done
  * Written as a plain iterator rather than an async generator: it sits on the
  * per-chunk path of every model call, and a generator costs an extra hop and a
  * `Promise.race` per chunk. The abort listener answers the pending pull itself.
- * A turn's {@linkcode TurnAbort} is watched without making its signal.
  */
 export function guardStream(
   open: () => AsyncIterable<StreamChunk>,
-  signal: AbortSignal | TurnAbort,
+  signal: AbortSignal,
 ): AsyncIterableIterator<StreamChunk> {
   return new GuardedStream(open, signal);
 }
@@ -89,8 +87,7 @@ export function forEachChunk(stream: AsyncIterable<StreamChunk>, sink: (chunk: S
 // a set entry does not. The relay is dropped once the signal has fired.
 const relays = new WeakMap<AbortSignal, Set<() => void>>();
 
-function watchAbort(signal: AbortSignal | TurnAbort, onAbort: () => void): void {
-  if (signal instanceof TurnAbort) return signal.watch(onAbort);
+function watchAbort(signal: AbortSignal, onAbort: () => void): void {
   let watchers = relays.get(signal);
   if (watchers === undefined) {
     const set = new Set<() => void>();
@@ -114,20 +111,19 @@ function watchAbort(signal: AbortSignal | TurnAbort, onAbort: () => void): void 
   watchers.add(onAbort);
 }
 
-function unwatchAbort(signal: AbortSignal | TurnAbort, onAbort: () => void): void {
-  if (signal instanceof TurnAbort) return signal.unwatch(onAbort);
+function unwatchAbort(signal: AbortSignal, onAbort: () => void): void {
   relays.get(signal)?.delete(onAbort);
 }
 
 class GuardedStream implements AsyncIterableIterator<StreamChunk> {
   readonly #open: () => AsyncIterable<StreamChunk>;
-  readonly #signal: AbortSignal | TurnAbort;
+  readonly #signal: AbortSignal;
   #state: "fresh" | "open" | "final" | "done" = "fresh";
   #iterator: AsyncIterator<StreamChunk> | undefined;
   #waiting: ((result: IteratorResult<StreamChunk>) => void) | undefined;
   readonly #onAbort = (): void => this.#abort();
 
-  constructor(open: () => AsyncIterable<StreamChunk>, signal: AbortSignal | TurnAbort) {
+  constructor(open: () => AsyncIterable<StreamChunk>, signal: AbortSignal) {
     this.#open = open;
     this.#signal = signal;
   }

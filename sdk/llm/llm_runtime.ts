@@ -14,7 +14,6 @@ import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { LlmCallConfigAdapterDefaults } from "../session/session_events.ts";
 import { guardStream } from "./_guard_stream.ts";
-import { abortOf, boundTurnAbort } from "./_turn_abort.ts";
 import {
   callConfigOf,
   type GenerateOptions,
@@ -282,8 +281,7 @@ export class LlmRuntime {
     streamOptions: LlmStreamOptions,
     route: (options: GenerateOptions) => { adapter: LlmAdapter; config: LlmCallConfig },
   ): AsyncIterable<StreamChunk> {
-    // A request the loop built is guarded on its turn's abort, without making the signal.
-    const signal = abortOf(options) ?? neverAborted();
+    const signal = options.signal ?? neverAborted();
     const terminal = () =>
       guardStream(() => {
         const { adapter, config } = route(options);
@@ -416,8 +414,6 @@ function checkOptions(options: GenerateOptions): void {
     throw new HarnessError("INVALID_ARGS", "Generate options must carry a messages array");
   }
   checkConfig(options);
-  // The loop's own request: its signal getter gives the turn's signal (read only when someone needs it).
-  if (boundTurnAbort(options) !== undefined) return;
   const signal = options.signal;
   if (signal !== undefined && (typeof signal !== "object" || signal === null || typeof signal.aborted !== "boolean")) {
     throw new HarnessError("INVALID_ARGS", "Option signal must be an AbortSignal");

@@ -8,7 +8,6 @@
 import type { ScopeInfo } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { ToolSchema } from "../llm/messages.ts";
-import type { AbortSource } from "../llm/_turn_abort.ts";
 import { admittedListeners, announce, runWaterfall } from "./_scoped_dispatch.ts";
 import type {
   AssembleContext,
@@ -48,9 +47,9 @@ function byOrder(a: PromptPart, b: PromptPart): number {
   return a.order - b.order || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 }
 
-function checkAborted(context: AssembleContext, source: AbortSource | undefined = context.signal): void {
-  if (source?.aborted) {
-    throw new HarnessError("ABORTED", "Prompt assembly was aborted", { cause: source.reason });
+function checkAborted(context: AssembleContext): void {
+  if (context.signal?.aborted) {
+    throw new HarnessError("ABORTED", "Prompt assembly was aborted", { cause: context.signal.reason });
   }
 }
 
@@ -169,11 +168,7 @@ function checkSchemas(schemas: unknown): readonly unknown[] {
   return schemas;
 }
 
-let assembleNow: (
-  prompt: SystemPrompt,
-  context: AssembleContext,
-  abort: AbortSource | undefined,
-) => AssembledPrompt | Promise<AssembledPrompt>;
+let assembleNow: (prompt: SystemPrompt, context: AssembleContext) => AssembledPrompt | Promise<AssembledPrompt>;
 
 /**
  * Internal (the agent loop's): the assembly of {@linkcode SystemPrompt.assemble},
@@ -189,14 +184,11 @@ let assembleNow: (
  *
  * @param prompt The registry (the `systemPrompt` service in force).
  * @param context The scope and signal.
- * @param abort Read instead of `context.signal` by the cached path (the loop's
- *   turn abort, whose signal is made only when read); the same abort as it.
  * @returns The assembly (frozen when it came from the cache), or a promise of it.
  */
 export function assembleForRequest(
   prompt: SystemPrompt,
   context: AssembleContext,
-  abort?: AbortSource,
 ): AssembledPrompt | Promise<AssembledPrompt> {
   if (
     !(prompt instanceof SystemPrompt) || prompt.assemble !== SystemPrompt.prototype.assemble ||
@@ -204,7 +196,7 @@ export function assembleForRequest(
   ) {
     return prompt.assemble(context);
   }
-  return assembleNow(prompt, context, abort);
+  return assembleNow(prompt, context);
 }
 
 /**
@@ -243,7 +235,7 @@ export class SystemPrompt {
   readonly #fast = new WeakMap<object, FastEntry>();
 
   static {
-    assembleNow = (prompt, context, abort) => prompt.#assembleNow(context, abort);
+    assembleNow = (prompt, context) => prompt.#assembleNow(context);
   }
 
   /**
@@ -473,8 +465,8 @@ export class SystemPrompt {
   }
 
   /** See {@linkcode assembleForRequest}. */
-  #assembleNow(context: AssembleContext, abort: AbortSource | undefined): AssembledPrompt | Promise<AssembledPrompt> {
-    checkAborted(context, abort ?? context.signal);
+  #assembleNow(context: AssembleContext): AssembledPrompt | Promise<AssembledPrompt> {
+    checkAborted(context);
     const scope = context.scope;
     if (admittedListeners(this.#host, scope, "system-prompt/assemble").length > 0) return this.assemble(context);
     const key = scope ?? GLOBAL_SCOPE;
@@ -484,7 +476,7 @@ export class SystemPrompt {
       this.#fast.set(key, entry);
     }
     if (!entry.cacheable) return this.assemble(context);
-    return this.#fastTools(context, abort, entry, 0, [], []);
+    return this.#fastTools(context, entry, 0, [], []);
   }
 
   /** The static part of a scope's assembly, when nothing in it is dynamic. */
@@ -543,7 +535,6 @@ export class SystemPrompt {
   /** Call the providers from `index` on, synchronously while they answer with arrays. */
   #fastTools(
     context: AssembleContext,
-    abort: AbortSource | undefined,
     entry: FastEntry,
     index: number,
     results: (readonly unknown[])[],
@@ -561,7 +552,7 @@ export class SystemPrompt {
         return Promise.resolve(schemas).then(
           (value) => {
             this.#take(value, results, projected);
-            return this.#fastTools(context, abort, entry, i + 1, results, projected);
+            return this.#fastTools(context, entry, i + 1, results, projected);
           },
           (cause) => {
             throw providerFailed(cause);
@@ -570,7 +561,7 @@ export class SystemPrompt {
       }
       this.#take(schemas, results, projected);
     }
-    return this.#fastResult(context, abort, entry, results, projected);
+    return this.#fastResult(context, entry, results, projected);
   }
 
   /** A provider's answer, checked and projected schema by schema (as the full path does, provider by provider). */
@@ -588,12 +579,11 @@ export class SystemPrompt {
 
   #fastResult(
     context: AssembleContext,
-    abort: AbortSource | undefined,
     entry: FastEntry,
     results: (readonly unknown[])[],
     projected: ToolSchema[][],
   ): AssembledPrompt {
-    checkAborted(context, abort ?? context.signal);
+    checkAborted(context);
     const raws = entry.raws;
     let reuse = entry.result !== undefined && raws !== undefined && raws.length === results.length;
     for (let i = 0; reuse && i < results.length; i++) {
