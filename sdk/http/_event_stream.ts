@@ -38,8 +38,8 @@ import type { Session, SessionHeader } from "../session/session.ts";
 import { incarnationOf } from "../session/_incarnation.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { SseBody } from "./_sse_body.ts";
-import { type FeedReader, type FrameCodec, liveFeed, type Segment } from "./_live_feed.ts";
-import { deltaFrame, otherFrame, sessionFrame } from "./_sse_frames.ts";
+import { type FeedReader, liveFeed, type Segment } from "./_live_feed.ts";
+import { FrameWriter, otherFrame, sessionFrame } from "./_sse_frames.ts";
 
 /** The stored-session tail's wake-up (an agent for the session went live here). */
 type Item = { readonly kind: "wake" };
@@ -225,15 +225,29 @@ class Writer {
       return;
     }
     if (segment.startSeq > this.next) await this.events(session.slice(this.next, segment.startSeq));
-    const { frames, seqs } = segment;
-    for (let i = 0; i < frames.length; i++) {
+    await this.flush();
+    // The frames it has not sent, as runs of the segment's bytes.
+    const { bytes, ends, seqs } = segment;
+    const runs: number[] = [];
+    for (let i = 0; i < ends.length; i++) {
       const seq = seqs[i];
       if (seq < 0 ? i < reader.skip : seq !== this.next) continue;
-      this.#add(frames[i]);
+      const start = i === 0 ? 0 : ends[i - 1];
+      if (runs.length > 0 && runs[runs.length - 1] === start) runs[runs.length - 1] = ends[i];
+      else runs.push(start, ends[i]);
       if (seq >= 0) this.next = seq + 1;
     }
     reader.skip = 0;
-    await this.flush();
+    if (runs.length === 0 || this.gone) return;
+    if (runs.length === 2) return await this.#stream.write(bytes.subarray(runs[0], runs[1]));
+    let length = 0;
+    for (let r = 0; r < runs.length; r += 2) length += runs[r + 1] - runs[r];
+    const out = new Uint8Array(length);
+    for (let r = 0, at = 0; r < runs.length; r += 2) {
+      out.set(bytes.subarray(runs[r], runs[r + 1]), at);
+      at += runs[r + 1] - runs[r];
+    }
+    await this.#stream.write(out);
   }
 
   async events(events: readonly SessionEvent[]): Promise<void> {
@@ -244,11 +258,6 @@ class Writer {
       this.next = event.seq + 1;
       if (this.#pendingLength >= 65536) await this.flush();
     }
-  }
-
-  delta(event: SessionEvent): void {
-    const frame = deltaFrame(event);
-    if (frame !== undefined) this.#add(frame);
   }
 
   async send(event: string, data: unknown): Promise<void> {
@@ -299,15 +308,6 @@ async function ready(
   if (options.reset !== undefined) await w.send("reset", { id, incarnation, seq: 0, reason: options.reset });
 }
 
-/** The frames of one incarnation's streams, each encoded once for every reader. */
-function codecOf(incarnation: string): FrameCodec {
-  return {
-    session: (event) => sessionFrame(event, incarnation),
-    delta: deltaFrame,
-    other: otherFrame,
-  };
-}
-
 /**
  * Follow a live agent from `w.next` until it is disposed or the reader leaves:
  * the log up to now, then the agent's shared live feed, segment by segment.
@@ -332,7 +332,7 @@ async function followLive(w: Writer, ctx: HarnessCtx, agent: Agent, options: Eve
     await w.send("end", { id: agent.id, seq: w.next });
     return;
   }
-  const feed = liveFeed(ctx, agent, options, codecOf(incarnationOf(session.header)));
+  const feed = liveFeed(ctx, agent, options, new FrameWriter(incarnationOf(session.header)));
   // Joined before the backlog is read, so nothing falls between the two.
   const reader = feed.join(options.maxBuffered, () => w.queue.overflow());
   try {

@@ -4,9 +4,10 @@
 // A stream used to get its own queue item, wake-up and write per event, so 40
 // readers cost 40 times the per-event work (the fan-out, not the agent, was
 // the cost, most of all through Deno's and Bun's web streams). A feed listens
-// to the session once, appends each SSE frame once to an open segment, and
-// seals the segment (its frames joined and encoded once) 5 ms after its first
-// frame or at 256 K characters. Each
+// to the session once, writes each SSE frame once, as UTF-8, into the bytes
+// of an open segment (`_frame_buffer.ts`: no string per frame, no join or
+// encoding pass), and seals the segment 5 ms after its first frame or at
+// 256 KB. Each
 // reader then writes whole segments, the same bytes for every reader that is
 // caught up, with one wake-up per segment. A reader that is not at a segment's
 // first seq (it joined mid-way, or wrote a backlog past it) writes its own
@@ -18,15 +19,16 @@ import type { Agent, AgentStatus } from "../agent/agent.ts";
 import type { HarnessCtx } from "../harness.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
 import type { SessionEvent } from "../session/session_events.ts";
+import { FrameBuffer } from "./_frame_buffer.ts";
 
-/** Frame encoders shared with `_event_stream.ts` (each caches per event). */
+/** Frame writers shared with `_event_stream.ts`: each writes one whole frame into `out`. */
 export interface FrameCodec {
   /** The `event: session` frame of an event, with its `<incarnation>:<seq>` id. */
-  session(event: SessionEvent): string;
-  /** The `event: delta` frame of a streamed chunk, if it is one. */
-  delta(event: SessionEvent): string | undefined;
+  session(out: FrameBuffer, event: SessionEvent): void;
+  /** The `event: delta` frame of a streamed chunk; `false` (nothing written) when it is not one. */
+  delta(out: FrameBuffer, event: SessionEvent): boolean;
   /** Any other frame (`status`, `approvals`, `end`). */
-  other(event: string, data: unknown): string;
+  other(out: FrameBuffer, event: string, data: unknown): void;
 }
 
 /** What the feed is made for: readers with the same options share one. */
@@ -41,10 +43,10 @@ export interface FeedOptions {
 
 /** One sealed run of frames, written as one chunk. */
 export interface Segment {
-  /** The frames, concatenated and encoded once. */
+  /** The frames, one after another, as UTF-8. */
   readonly bytes: Uint8Array;
-  /** The frames one by one, with the seq of each session frame (`-1` for the others). */
-  readonly frames: readonly string[];
+  /** Where each frame ends in `bytes`, and the seq of each session frame (`-1` for the others). */
+  readonly ends: readonly number[];
   readonly seqs: readonly number[];
   /** The seq of the first session frame it would hold (the feed's next seq when it opened). */
   readonly startSeq: number;
@@ -67,7 +69,7 @@ export interface FeedReader {
   readonly drop: () => void;
 }
 
-/** A segment seals at this many UTF-16 code units (about as many bytes for SSE text). */
+/** A segment seals at this many bytes. */
 const SEAL_LENGTH = 262_144;
 /**
  * A segment seals this long after its first frame. Each write of a response
@@ -76,7 +78,6 @@ const SEAL_LENGTH = 262_144;
  * not show in a stream a person reads.
  */
 const SEAL_MS = 5;
-const encoder = new TextEncoder();
 
 /** The live tail of one agent for one kind of reader. */
 export class LiveFeed {
@@ -86,9 +87,10 @@ export class LiveFeed {
   readonly #segments: Segment[] = [];
   /** The index of `#segments[0]`. */
   #base = 0;
-  #frames: string[] = [];
+  /** The open segment: its bytes, where each frame ends, and the seq of each. */
+  readonly #out = new FrameBuffer();
+  #ends: number[] = [];
   #seqs: number[] = [];
-  #length = 0;
   #startSeq: number;
   /** The seq of the next session frame to enter the feed. */
   #nextSeq: number;
@@ -117,10 +119,7 @@ export class LiveFeed {
       this.#off.push(session.observe((event) => {
         // Without storage a committed event is acknowledged: it enters at once.
         if (!durable) this.#events(event.seq + 1);
-        if (options.deltas) {
-          const frame = codec.delta(event);
-          if (frame !== undefined) this.#add(frame, -1);
-        }
+        if (options.deltas && !this.#ended && codec.delta(this.#out, event)) this.#add(-1);
       }));
     }
     if (durable) {
@@ -129,7 +128,7 @@ export class LiveFeed {
       }));
     }
     this.#off.push(ctx.on("agent/status", (a, status: AgentStatus) => {
-      if (a === agent) this.#add(codec.other("status", { status }), -1);
+      if (a === agent) this.#other("status", { status });
     }));
     // With storage the stream ends once the released session's last batch is written.
     this.#off.push(
@@ -142,7 +141,7 @@ export class LiveFeed {
         }),
     );
     const unwatch = options.watchApprovals?.(agent, (pending) => {
-      this.#add(codec.other("approvals", { pending }), -1);
+      this.#other("approvals", { pending });
     });
     if (unwatch !== undefined) this.#off.push(unwatch);
   }
@@ -156,7 +155,7 @@ export class LiveFeed {
   join(maxBuffered: number, drop: () => void): FeedReader {
     const reader: FeedReader = {
       pos: this.#base + this.#segments.length,
-      skip: this.#frames.length,
+      skip: this.#ends.length,
       maxBuffered,
       drop,
     };
@@ -207,20 +206,33 @@ export class LiveFeed {
   /** Session frames up to `nextSeq` (exclusive) enter the feed. */
   #events(nextSeq: number): void {
     if (nextSeq <= this.#nextSeq) return;
-    for (const event of this.agent.session.slice(this.#nextSeq, nextSeq)) {
-      this.#add(this.#codec.session(event), event.seq);
+    if (!this.#ended) {
+      const session = this.agent.session;
+      // One event at a time (the common case without storage) needs no slice of the log.
+      if (nextSeq === this.#nextSeq + 1) this.#session(session.at(this.#nextSeq)!);
+      else for (const event of session.slice(this.#nextSeq, nextSeq)) this.#session(event);
     }
     this.#nextSeq = nextSeq;
   }
 
-  #add(frame: string, seq: number, seal = true): void {
+  #session(event: SessionEvent): void {
+    this.#codec.session(this.#out, event);
+    this.#add(event.seq);
+  }
+
+  #other(event: string, data: unknown, seal = true): void {
     if (this.#ended) return;
-    this.#frames.push(frame);
+    this.#codec.other(this.#out, event, data);
+    this.#add(-1, seal);
+  }
+
+  /** A frame was written into the open segment. */
+  #add(seq: number, seal = true): void {
+    this.#ends.push(this.#out.length);
     this.#seqs.push(seq);
-    this.#length += frame.length;
     this.#count++;
     if (!seal) return;
-    if (this.#length >= SEAL_LENGTH) this.#seal(false);
+    if (this.#out.length >= SEAL_LENGTH) this.#seal(false);
     else this.#sealTimer ??= setTimeout(() => this.#seal(false), SEAL_MS);
   }
 
@@ -236,7 +248,7 @@ export class LiveFeed {
       }
     }
     if (this.#ended) return;
-    this.#add(this.#codec.other("end", { id: this.agent.id, seq: this.#nextSeq }), -1, false);
+    this.#other("end", { id: this.agent.id, seq: this.#nextSeq }, false);
     this.#seal(true);
     this.close();
   }
@@ -244,21 +256,19 @@ export class LiveFeed {
   #seal(end: boolean): void {
     clearTimeout(this.#sealTimer);
     this.#sealTimer = undefined;
-    if (this.#frames.length === 0) return;
-    const frames = this.#frames;
-    const bytes = encoder.encode(frames.length === 1 ? frames[0] : frames.join(""));
+    const ends = this.#ends;
+    if (ends.length === 0) return;
     this.#segments.push({
-      bytes,
-      frames,
+      bytes: this.#out.take(),
+      ends,
       seqs: this.#seqs,
       startSeq: this.#startSeq,
       endSeq: this.#nextSeq,
-      before: this.#count - frames.length,
+      before: this.#count - ends.length,
       end,
     });
-    this.#frames = [];
+    this.#ends = [];
     this.#seqs = [];
-    this.#length = 0;
     this.#startSeq = this.#nextSeq;
     // A reader this far behind is dropped: its stream ends and it resumes from its Last-Event-ID.
     for (const reader of this.#readers) {

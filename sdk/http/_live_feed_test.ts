@@ -2,13 +2,14 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHarness } from "../harness.ts";
 import type { SessionEvent } from "../session/session_events.ts";
+import type { FrameBuffer } from "./_frame_buffer.ts";
 import { type FrameCodec, liveFeed, type Segment } from "./_live_feed.ts";
 
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 const codec: FrameCodec = {
-  session: (event: SessionEvent) => `s${event.seq};`,
-  delta: () => undefined,
-  other: (event: string) => `${event};`,
+  session: (out: FrameBuffer, event: SessionEvent) => out.text(`s${event.seq};`),
+  delta: () => false,
+  other: (out: FrameBuffer, event: string) => out.text(`${event};`),
 };
 const never = new Promise<void>(() => {});
 

@@ -15,6 +15,14 @@
 // anything else, and every other event, goes through `JSON.stringify`.
 
 import type { SessionEvent } from "../session/session_events.ts";
+import {
+  type FrameBuffer,
+  jsonStringMax,
+  NUMBER_MAX,
+  writeBytes,
+  writeJsonString,
+  writeNumber,
+} from "./_frame_buffer.ts";
 
 /** The `event: delta` payload of a streamed chunk, as an object (the reference form). */
 export function deltaOf(event: SessionEvent): Record<string, unknown> | undefined {
@@ -49,7 +57,7 @@ function finite(value: unknown): value is number {
   return typeof value === "number" && Number.isFinite(value);
 }
 
-/** A streamed delta chunk event, read once: its fields and the JSON of each part of it. */
+/** A streamed delta chunk event, read once. */
 interface DeltaParts {
   readonly event: SessionEvent;
   readonly seq: number;
@@ -58,16 +66,16 @@ interface DeltaParts {
   readonly step: number;
   readonly index: number;
   readonly kind: "text-delta" | "reasoning-delta" | "tool-call-delta";
-  /** The JSON of `id` and `name` (tool-call deltas; `name` may be absent). */
+  /** `id` and `name` of a tool-call delta (`name` may be absent). */
   readonly id: string;
   readonly name: string | undefined;
-  /** The JSON of the text (`text` or `argumentsDelta`). */
+  /** The text (`text` or `argumentsDelta`). */
   readonly text: string;
 }
 
 // The parts of the last event read: its session frame and its delta frame are
-// made one after the other (without storage) and share the escaped text. Only
-// a frozen event (as the session makes them) is taken from here.
+// made one after the other (without storage), and read it once. Only a frozen
+// event (as the session makes them) is taken from here.
 let last: DeltaParts | undefined;
 
 /** The parts of a streamed delta chunk event, or `undefined` when it is another event or another shape. */
@@ -88,33 +96,35 @@ function deltaParts(event: SessionEvent): DeltaParts | undefined {
     if (!shaped(chunk, named ? TOOL_NAMED_KEYS : TOOL_KEYS)) return undefined;
     const callId = chunk.id, callName = named ? chunk.name : undefined;
     if (typeof callId !== "string" || (named && typeof callName !== "string")) return undefined;
-    id = JSON.stringify(callId);
-    if (named) name = JSON.stringify(callName);
+    id = callId;
+    name = callName as string | undefined;
     text = chunk.argumentsDelta;
   } else {
     return undefined;
   }
   const index = chunk.index;
   if (!finite(index) || typeof text !== "string") return undefined;
-  return last = { event, seq, time, turn, step, index, kind, id, name, text: JSON.stringify(text) };
+  return last = { event, seq, time, turn, step, index, kind, id, name, text };
 }
 
 /** The JSON of a streamed delta chunk event, exactly as `JSON.stringify(event)`. */
 function chunkJson(p: DeltaParts): string {
   const head = `{"type":"assistant/chunk","seq":${p.seq},"time":${p.time},"data":{"turn":${p.turn},"step":${p.step},` +
     `"chunk":{"type":"${p.kind}","index":${p.index},`;
-  if (p.kind !== "tool-call-delta") return `${head}"text":${p.text}}}}`;
-  const name = p.name === undefined ? "" : `"name":${p.name},`;
-  return `${head}"id":${p.id},${name}"argumentsDelta":${p.text}}}}`;
+  const text = JSON.stringify(p.text);
+  if (p.kind !== "tool-call-delta") return `${head}"text":${text}}}}`;
+  const name = p.name === undefined ? "" : `"name":${JSON.stringify(p.name)},`;
+  return `${head}"id":${JSON.stringify(p.id)},${name}"argumentsDelta":${text}}}}`;
 }
 
 /** The JSON of a delta's payload, exactly as `JSON.stringify(deltaOf(event))`. */
 function deltaJson(p: DeltaParts): string {
   const head = `{"seq":${p.seq},"turn":${p.turn},"step":${p.step},"index":${p.index},`;
-  if (p.kind === "text-delta") return `${head}"blockType":"text","text":${p.text}}`;
-  if (p.kind === "reasoning-delta") return `${head}"blockType":"reasoning","text":${p.text}}`;
-  const name = p.name === undefined ? "" : `"name":${p.name},`;
-  return `${head}"blockType":"tool-call","id":${p.id},${name}"text":${p.text}}`;
+  const text = JSON.stringify(p.text);
+  if (p.kind === "text-delta") return `${head}"blockType":"text","text":${text}}`;
+  if (p.kind === "reasoning-delta") return `${head}"blockType":"reasoning","text":${text}}`;
+  const name = p.name === undefined ? "" : `"name":${JSON.stringify(p.name)},`;
+  return `${head}"blockType":"tool-call","id":${JSON.stringify(p.id)},${name}"text":${text}}`;
 }
 
 /** The JSON of a streamed delta chunk event written by hand, or `undefined` when it is not one (tests use it). */
@@ -144,4 +154,144 @@ export function deltaFrame(event: SessionEvent): string | undefined {
 /** Any other frame (`ready`, `reset`, `status`, `approvals`, `end`). */
 export function otherFrame(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+const encoder = new TextEncoder();
+const SESSION_HEAD = encoder.encode('event: session\ndata: {"type":"assistant/chunk","seq":');
+const TIME = encoder.encode(',"time":');
+const DELTA_HEAD = encoder.encode('event: delta\ndata: {"seq":');
+const DELTA_TAIL = encoder.encode("}\n\n");
+const NAME = encoder.encode(',"name":');
+const ARGUMENTS = encoder.encode(',"argumentsDelta":');
+const TEXT = encoder.encode(',"text":');
+/** Room for the literals of a tool-call delta beyond the others' (`,"name":` and `,"argumentsDelta":`). */
+const TOOL_EXTRA = NAME.length + ARGUMENTS.length;
+
+/**
+ * The frames of one incarnation's streams, written as UTF-8 into a segment's
+ * bytes: the same bytes as {@linkcode sessionFrame}, {@linkcode deltaFrame}
+ * and {@linkcode otherFrame} give as text. For a streamed chunk, the parts
+ * between its seq, time and text repeat from one chunk to the next (the same
+ * turn, step, kind and block index), so they are kept as bytes, and the delta
+ * frame copies the text its session frame has just escaped.
+ */
+export class FrameWriter {
+  /** `}}}\nid: <incarnation>:`, after a chunk's text. */
+  readonly #idHead: Uint8Array;
+  /** `\nid: <incarnation>:`, after any other event's JSON. */
+  readonly #idText: string;
+  // The bytes from the time to the text of the last chunk kind written, for each frame.
+  #key: DeltaParts | undefined;
+  #sessionMiddle: Uint8Array = new Uint8Array(0);
+  #deltaMiddle: Uint8Array = new Uint8Array(0);
+  // Where the escaped text of the last chunk written went.
+  #textParts: DeltaParts | undefined;
+  #textOut: FrameBuffer | undefined;
+  #textTaken = 0;
+  #textStart = 0;
+  #textEnd = 0;
+
+  constructor(incarnation: string) {
+    this.#idHead = encoder.encode(`}}}\nid: ${incarnation}:`);
+    this.#idText = `\nid: ${incarnation}:`;
+  }
+
+  /** {@linkcode sessionFrame}, written into `out`. */
+  session(out: FrameBuffer, event: SessionEvent): void {
+    const p = deltaParts(event);
+    if (p === undefined) {
+      out.text(`event: session\ndata: ${JSON.stringify(event)}`);
+      out.text(this.#idText);
+      const seq = event.seq;
+      if (finite(seq)) out.number(seq);
+      else out.text(`${seq}`);
+      out.text("\n\n");
+      return;
+    }
+    this.#middles(p);
+    const tool = p.kind === "tool-call-delta";
+    const b = out.reserve(
+      SESSION_HEAD.length + TIME.length + this.#sessionMiddle.length + this.#idHead.length + 3 * NUMBER_MAX + 2 +
+        jsonStringMax(p.text) + (tool ? TOOL_EXTRA + jsonStringMax(p.id) + jsonStringMax(p.name ?? "") : 0),
+    );
+    let at = writeBytes(b, out.length, SESSION_HEAD);
+    at = writeNumber(b, at, p.seq);
+    at = writeBytes(b, at, TIME);
+    at = writeNumber(b, at, p.time);
+    at = writeBytes(b, at, this.#sessionMiddle);
+    if (tool) {
+      at = writeJsonString(b, at, p.id);
+      if (p.name !== undefined) at = writeJsonString(b, writeBytes(b, at, NAME), p.name);
+      at = writeBytes(b, at, ARGUMENTS);
+    }
+    const start = at;
+    at = writeJsonString(b, at, p.text);
+    this.#textParts = p;
+    this.#textOut = out;
+    this.#textTaken = out.taken;
+    this.#textStart = start;
+    this.#textEnd = at;
+    at = writeBytes(b, at, this.#idHead);
+    at = writeNumber(b, at, p.seq);
+    b[at++] = 0x0a;
+    b[at++] = 0x0a;
+    out.commit(at);
+  }
+
+  /** {@linkcode deltaFrame}, written into `out`; `false` (nothing written) when the event is not a streamed chunk. */
+  delta(out: FrameBuffer, event: SessionEvent): boolean {
+    if (event.type !== "assistant/chunk") return false;
+    const p = deltaParts(event);
+    if (p === undefined) {
+      const delta = deltaOf(event);
+      if (delta === undefined) return false;
+      out.text(`event: delta\ndata: ${JSON.stringify(delta)}\n\n`);
+      return true;
+    }
+    this.#middles(p);
+    const tool = p.kind === "tool-call-delta";
+    // The session frame of this chunk was just written into the same bytes: its escaped text is copied.
+    const copy = this.#textParts === p && this.#textOut === out && this.#textTaken === out.taken;
+    const b = out.reserve(
+      DELTA_HEAD.length + NUMBER_MAX + this.#deltaMiddle.length + DELTA_TAIL.length +
+        (copy ? this.#textEnd - this.#textStart : jsonStringMax(p.text)) +
+        (tool ? TOOL_EXTRA + jsonStringMax(p.id) + jsonStringMax(p.name ?? "") : 0),
+    );
+    let at = writeBytes(b, out.length, DELTA_HEAD);
+    at = writeNumber(b, at, p.seq);
+    at = writeBytes(b, at, this.#deltaMiddle);
+    if (tool) {
+      at = writeJsonString(b, at, p.id);
+      if (p.name !== undefined) at = writeJsonString(b, writeBytes(b, at, NAME), p.name);
+      at = writeBytes(b, at, TEXT);
+    }
+    if (copy) {
+      b.copyWithin(at, this.#textStart, this.#textEnd);
+      at += this.#textEnd - this.#textStart;
+    } else {
+      at = writeJsonString(b, at, p.text);
+    }
+    at = writeBytes(b, at, DELTA_TAIL);
+    out.commit(at);
+    return true;
+  }
+
+  /** {@linkcode otherFrame}, written into `out`. */
+  other(out: FrameBuffer, event: string, data: unknown): void {
+    out.text(otherFrame(event, data));
+  }
+
+  /** The bytes between the time and the text (session frame), the seq and the text (delta frame) of `p`'s kind. */
+  #middles(p: DeltaParts): void {
+    const k = this.#key;
+    if (k !== undefined && k.turn === p.turn && k.step === p.step && k.kind === p.kind && k.index === p.index) return;
+    this.#key = p;
+    const head = `"turn":${p.turn},"step":${p.step}`;
+    const tail = p.kind === "tool-call-delta" ? `"id":` : `"text":`;
+    this.#sessionMiddle = encoder.encode(
+      `,"data":{${head},"chunk":{"type":"${p.kind}","index":${p.index},${tail}`,
+    );
+    const blockType = p.kind === "text-delta" ? "text" : p.kind === "reasoning-delta" ? "reasoning" : "tool-call";
+    this.#deltaMiddle = encoder.encode(`,${head},"index":${p.index},"blockType":"${blockType}",${tail}`);
+  }
 }

@@ -4,7 +4,9 @@ import process from "node:process";
 import fc from "fast-check";
 import { appendChunk, Session } from "../session/session.ts";
 import type { SessionEvent } from "../session/session_events.ts";
-import { deltaFrame, deltaOf, fastChunkJson, otherFrame, sessionFrame } from "./_sse_frames.ts";
+import type { StreamChunk } from "../llm/stream_chunk.ts";
+import { FrameBuffer } from "./_frame_buffer.ts";
+import { deltaFrame, deltaOf, fastChunkJson, FrameWriter, otherFrame, sessionFrame } from "./_sse_frames.ts";
 
 // Each property runs this many cases: 1,000 by default, more with DSH_PROPERTY_RUNS.
 const RUNS = Math.max(1000, Number(process.env.DSH_PROPERTY_RUNS ?? 0) || 0);
@@ -93,6 +95,101 @@ const event = fc.record({
   return frozen ? Object.freeze(e) : e;
 });
 
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * The frames of `events` as the byte writers write them into one small buffer
+ * (it grows), each session frame followed by the delta frame when there is
+ * one, taken after every `takeEvery` events, against the reference frames.
+ */
+function assertBytes(events: readonly SessionEvent[], takeEvery: number, deltaFirst = false): void {
+  const out = new FrameBuffer(16);
+  const w = new FrameWriter("inc0");
+  let expected = "";
+  const check = () => {
+    const bytes = out.take();
+    assert.equal(decoder.decode(bytes), expected);
+    assert.deepEqual(bytes, encoder.encode(expected));
+    expected = "";
+  };
+  events.forEach((e, i) => {
+    if (deltaFirst) {
+      assert.equal(w.delta(out, e), referenceDelta(e) !== undefined);
+      expected += referenceDelta(e) ?? "";
+    }
+    w.session(out, e);
+    expected += referenceSession(e, "inc0");
+    if (!deltaFirst) {
+      assert.equal(w.delta(out, e), referenceDelta(e) !== undefined);
+      expected += referenceDelta(e) ?? "";
+    }
+    if ((i + 1) % takeEvery === 0) check();
+  });
+  w.other(out, "end", { id: "s\u00e9", seq: events.length });
+  expected += otherFrame("end", { id: "s\u00e9", seq: events.length });
+  check();
+}
+
+describe("FrameWriter", () => {
+  it("write the UTF-8 bytes of the reference frames, one segment after another", () => {
+    fc.assert(
+      fc.property(fc.array(event, { maxLength: 8 }), fc.integer({ min: 1, max: 4 }), fc.boolean(), assertBytes),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("write the reference frames of events of other shapes", () => {
+    fc.assert(
+      fc.property(event, bent, ({ seq, time, data }, { how, odd, level }) => {
+        const { turn, step, chunk } = data as { turn: number; step: number; chunk: Record<string, unknown> };
+        const e = level === "event"
+          ? bend({ type: "assistant/chunk", seq, time, data }, how, odd)
+          : level === "data"
+          ? { type: "assistant/chunk", seq, time, data: bend({ turn, step, chunk }, how, odd) }
+          : eventOf(seq, time, turn, step, bend(chunk, how, odd));
+        const frozen = Object.freeze(e) as unknown as SessionEvent;
+        try {
+          referenceDelta(frozen);
+        } catch {
+          assert.throws(() => new FrameWriter("i").delta(new FrameBuffer(), frozen));
+          return;
+        }
+        assertBytes([frozen], 1);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("copy a delta's escaped text only from the same chunk's session frame, in the same bytes", () => {
+    // Frozen, as the session makes them: the parts read for one frame serve the next.
+    const a = Object.freeze(eventOf(1, 1, 1, 1, { type: "text-delta", index: 0, text: "a\n😀" }));
+    const b = Object.freeze(eventOf(2, 1, 1, 1, { type: "text-delta", index: 0, text: "bb\t" }));
+    const w = new FrameWriter("i");
+    const out = new FrameBuffer(8);
+    const other = new FrameBuffer(8);
+    // Taken in between: the bytes where a's text was are written over.
+    w.session(out, a);
+    out.take();
+    out.text("Z".repeat(64));
+    w.delta(out, a);
+    assert.equal(decoder.decode(out.take()), "Z".repeat(64) + referenceDelta(a));
+    // Another buffer (taken as often).
+    w.session(out, b);
+    other.take();
+    other.take();
+    other.text("Y".repeat(64));
+    w.delta(other, b);
+    assert.equal(decoder.decode(other.take()), "Y".repeat(64) + referenceDelta(b));
+    // Another chunk.
+    out.take();
+    w.session(out, a);
+    w.session(out, b);
+    w.delta(out, a);
+    assert.equal(decoder.decode(out.take()), referenceSession(a, "i") + referenceSession(b, "i") + referenceDelta(a));
+  });
+});
+
 describe("sessionFrame() and deltaFrame()", () => {
   it("write exactly what JSON.stringify writes, for every chunk kind", () => {
     fc.assert(
@@ -153,7 +250,7 @@ describe("sessionFrame() and deltaFrame()", () => {
     const session = Session.create("s", undefined, { now: () => 1_700_000_000_000 });
     session.append("turn/start", { turn: 1 });
     session.append("step/start", { turn: 1, step: 1 });
-    const chunks = [
+    const chunks: StreamChunk[] = [
       { type: "text-delta", index: 0, text: 'a "quoted"\nline é 😀' },
       { type: "reasoning-delta", index: 1, text: "think" },
       { type: "tool-call-delta", index: 2, id: "c1", name: "read", argumentsDelta: '{"p' },
