@@ -6,7 +6,9 @@
 // delta object built for it were the largest per-chunk cost of serving a
 // stream (most on Deno and Node; on Node the object spread of the delta even
 // more). For those events the frames are written here by hand from the
-// event's fields, with the delta's text escaped once for both frames; the
+// event's fields: as text for a reader's backlog (`sessionFrame`), and as
+// UTF-8 straight into a live feed's segment (`FrameWriter`), where the delta
+// frame copies the bytes of the text its session frame has just escaped. The
 // output is byte for byte what `JSON.stringify` gives (`_sse_frames_test.ts`
 // checks it on random events of every chunk kind). The hand encoder only
 // takes an event whose objects have exactly the keys, in the order, that the
