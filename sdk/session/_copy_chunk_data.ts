@@ -141,11 +141,16 @@ function copyChunk(chunk: Record<string, unknown>): Readonly<Record<string, unkn
  * plain shapes of the stream protocol, or `undefined` when it is anything else.
  */
 export function copyChunkData(data: unknown): Readonly<Record<string, unknown>> | undefined {
-  if (!plain(data) || !hasExactly(data, DATA_KEYS)) return undefined;
-  const turn = data.turn, step = data.step, raw = data.chunk;
-  if (!count(turn) || !count(step) || !plain(raw)) return undefined;
-  const chunk = copyChunk(raw);
-  return chunk === undefined ? undefined : Object.freeze({ turn, step, chunk });
+  try {
+    if (!plain(data) || !hasExactly(data, DATA_KEYS)) return undefined;
+    const turn = data.turn, step = data.step, raw = data.chunk;
+    if (!count(turn) || !count(step) || !plain(raw)) return undefined;
+    const chunk = copyChunk(raw);
+    return chunk === undefined ? undefined : Object.freeze({ turn, step, chunk });
+  } catch {
+    // A revoked proxy or a throwing getter: the generic walk reports it, with its own error.
+    return undefined;
+  }
 }
 
 /**
@@ -158,9 +163,14 @@ export function chunkPayload(
   step: unknown,
   chunk: unknown,
 ): Readonly<Record<string, unknown>> | undefined {
-  if (!count(turn) || !count(step) || !plain(chunk)) return undefined;
-  const copy = copyChunk(chunk);
-  return copy === undefined ? undefined : Object.freeze({ turn, step, chunk: copy });
+  try {
+    if (!count(turn) || !count(step) || !plain(chunk)) return undefined;
+    const copy = copyChunk(chunk);
+    return copy === undefined ? undefined : Object.freeze({ turn, step, chunk: copy });
+  } catch {
+    // As in copyChunkData: the generic walk reports it.
+    return undefined;
+  }
 }
 
 /**

@@ -87,6 +87,35 @@ describe("copyChunkData()", () => {
     assert.equal(copy.chunk.text, "first");
   });
 
+  it("a revoked proxy or a throwing getter gets the generic walk's error, through append and appendChunk", () => {
+    const revocable = Proxy.revocable({}, {});
+    revocable.revoke();
+    const throwing = {
+      type: "text-delta",
+      index: 0,
+      get text(): string {
+        throw new RangeError("getter");
+      },
+    };
+    for (const chunk of [revocable.proxy, { type: "block-end", index: 0, block: revocable.proxy }]) {
+      assert.equal(copyChunkData({ turn: 1, step: 1, chunk }), undefined);
+      const session = Session.create("s");
+      session.append("turn/start", { turn: 1 });
+      session.append("step/start", { turn: 1, step: 1 });
+      assert.throws(() => session.append("assistant/chunk", { turn: 1, step: 1, chunk } as never), {
+        code: "NOT_LOSSLESS_JSON",
+      });
+      assert.throws(() => appendChunk(session, 1, 1, chunk), { code: "NOT_LOSSLESS_JSON" });
+      assert.equal(session.seq, 2);
+    }
+    assert.equal(copyChunkData({ turn: 1, step: 1, chunk: throwing }), undefined);
+    const session = Session.create("s");
+    session.append("turn/start", { turn: 1 });
+    session.append("step/start", { turn: 1, step: 1 });
+    assert.throws(() => appendChunk(session, 1, 1, throwing), RangeError);
+    assert.equal(session.seq, 2);
+  });
+
   it("an append that takes the generic path still rejects what is not lossless JSON", () => {
     const session = Session.create("s");
     session.append("turn/start", { turn: 1 });
