@@ -93,8 +93,12 @@ export class FrameBuffer {
 
 // Plain writers into a reserved array: each takes the position and returns the next.
 
-/** The most bytes `writeNumber` writes (`String()` of any finite number is at most 24 characters). */
-export const NUMBER_MAX = 24;
+/**
+ * The most bytes `writeNumber` writes: `String()` of a finite number is at most
+ * 25 characters — a sign, "0.", five zeros and 17 digits (`-0.0000010059214244312041`);
+ * the exponent form is at most 24 (`-1.2345678901234567e-308`).
+ */
+export const NUMBER_MAX = 25;
 
 /** The most bytes `writeJsonString` writes for `text`: six per code unit (`\u001f`), and the quotes. */
 export function jsonStringMax(text: string): number {

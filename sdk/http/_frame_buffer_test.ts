@@ -6,6 +6,7 @@ import { FrameBuffer } from "./_frame_buffer.ts";
 
 const RUNS = Math.max(1000, Number(process.env.DSH_PROPERTY_RUNS ?? 0) || 0);
 const encoder = new TextEncoder();
+const LONGEST = -0.0000010059214244312041;
 
 // Any UTF-16 code unit (lone surrogates, controls, the ASCII escapes), and whole code points.
 const anyText = fc.oneof(
@@ -47,7 +48,22 @@ describe("FrameBuffer", () => {
       fc.maxSafeNat(),
       fc.integer(),
       fc.double({ noNaN: true, noDefaultInfinity: true }),
-      fc.constantFrom(0, -0, 9, 10, 99, 100, 1e15 - 1, 1e15, 1e21, 2 ** 53, 1.5e-7, -1),
+      fc.constantFrom(
+        0,
+        -0,
+        9,
+        10,
+        99,
+        100,
+        1e15 - 1,
+        1e15,
+        1e21,
+        2 ** 53,
+        1.5e-7,
+        -1,
+        LONGEST,
+        -1.2345678901234567e-308,
+      ),
     );
     fc.assert(
       fc.property(fc.array(numbers, { maxLength: 6 }), (values) => {
@@ -60,6 +76,20 @@ describe("FrameBuffer", () => {
       }),
       { numRuns: RUNS },
     );
+  });
+
+  it("number() has room for the longest numbers whatever the buffer's fill", () => {
+    // 25 characters: a sign, "0.", five zeros and 17 digits.
+    assert.equal(String(LONGEST).length, 25);
+    for (let filled = 0; filled < 64; filled++) {
+      for (const capacity of [1, 16, 25, 32, 64]) {
+        const out = new FrameBuffer(capacity);
+        out.text("x".repeat(filled));
+        out.number(LONGEST);
+        out.number(-1.2345678901234567e-308);
+        assert.equal(new TextDecoder().decode(out.take()), `${"x".repeat(filled)}${LONGEST}-1.2345678901234567e-308`);
+      }
+    }
   });
 
   it("repeat() copies earlier bytes; take() hands them over and counts", () => {
