@@ -131,6 +131,22 @@ function assertBytes(events: readonly SessionEvent[], takeEvery: number, deltaFi
   check();
 }
 
+/** A chunk event bent at the event, its data or its chunk, frozen. */
+function bentEvent(
+  seq: number,
+  time: number,
+  data: unknown,
+  { how, odd, level }: { how: Parameters<typeof bend>[1]; odd: Parameters<typeof bend>[2]; level: string },
+): SessionEvent {
+  const { turn, step, chunk } = data as { turn: number; step: number; chunk: Record<string, unknown> };
+  const e = level === "event"
+    ? bend({ type: "assistant/chunk", seq, time, data }, how, odd)
+    : level === "data"
+    ? { type: "assistant/chunk", seq, time, data: bend({ turn, step, chunk }, how, odd) }
+    : eventOf(seq, time, turn, step, bend(chunk, how, odd));
+  return Object.freeze(e) as unknown as SessionEvent;
+}
+
 describe("FrameWriter", () => {
   it("write the UTF-8 bytes of the reference frames, one segment after another", () => {
     fc.assert(
@@ -142,13 +158,7 @@ describe("FrameWriter", () => {
   it("write the reference frames of events of other shapes", () => {
     fc.assert(
       fc.property(event, bent, ({ seq, time, data }, { how, odd, level }) => {
-        const { turn, step, chunk } = data as { turn: number; step: number; chunk: Record<string, unknown> };
-        const e = level === "event"
-          ? bend({ type: "assistant/chunk", seq, time, data }, how, odd)
-          : level === "data"
-          ? { type: "assistant/chunk", seq, time, data: bend({ turn, step, chunk }, how, odd) }
-          : eventOf(seq, time, turn, step, bend(chunk, how, odd));
-        const frozen = Object.freeze(e) as unknown as SessionEvent;
+        const frozen = bentEvent(seq, time, data, { how, odd, level });
         try {
           referenceDelta(frozen);
         } catch {
@@ -205,13 +215,7 @@ describe("sessionFrame() and deltaFrame()", () => {
   it("write exactly what JSON.stringify writes for events of other shapes (odd values, keys, order, toJSON)", () => {
     fc.assert(
       fc.property(event, bent, ({ seq, time, data }, { how, odd, level }) => {
-        const { turn, step, chunk } = data as { turn: number; step: number; chunk: Record<string, unknown> };
-        const e = level === "event"
-          ? bend({ type: "assistant/chunk", seq, time, data }, how, odd)
-          : level === "data"
-          ? { type: "assistant/chunk", seq, time, data: bend({ turn, step, chunk }, how, odd) }
-          : eventOf(seq, time, turn, step, bend(chunk, how, odd));
-        const frozen = Object.freeze(e) as unknown as SessionEvent;
+        const frozen = bentEvent(seq, time, data, { how, odd, level });
         let reference: string | undefined;
         try {
           reference = referenceDelta(frozen);
