@@ -80,6 +80,18 @@ interface DeltaParts {
 // event (as the session makes them) is taken from here.
 let last: DeltaParts | undefined;
 
+/** The most bytes {@linkcode writeToolHead} writes for `p` (its key after the name included). */
+function toolHeadMax(p: DeltaParts): number {
+  return TOOL_EXTRA + jsonStringMax(p.id) + jsonStringMax(p.name ?? "");
+}
+
+/** A tool-call chunk's `id` value, its `name` when it has one, then the key that follows (`after`). */
+function writeToolHead(b: Uint8Array, at: number, p: DeltaParts, after: Uint8Array): number {
+  at = writeJsonString(b, at, p.id);
+  if (p.name !== undefined) at = writeJsonString(b, writeBytes(b, at, NAME), p.name);
+  return writeBytes(b, at, after);
+}
+
 /** The parts of a streamed delta chunk event, or `undefined` when it is another event or another shape. */
 function deltaParts(event: SessionEvent): DeltaParts | undefined {
   if (last !== undefined && last.event === event && Object.isFrozen(event)) return last;
@@ -214,18 +226,14 @@ export class FrameWriter {
     const tool = p.kind === "tool-call-delta";
     const b = out.reserve(
       SESSION_HEAD.length + TIME.length + this.#sessionMiddle.length + this.#idHead.length + 3 * NUMBER_MAX + 2 +
-        jsonStringMax(p.text) + (tool ? TOOL_EXTRA + jsonStringMax(p.id) + jsonStringMax(p.name ?? "") : 0),
+        jsonStringMax(p.text) + (tool ? toolHeadMax(p) : 0),
     );
     let at = writeBytes(b, out.length, SESSION_HEAD);
     at = writeNumber(b, at, p.seq);
     at = writeBytes(b, at, TIME);
     at = writeNumber(b, at, p.time);
     at = writeBytes(b, at, this.#sessionMiddle);
-    if (tool) {
-      at = writeJsonString(b, at, p.id);
-      if (p.name !== undefined) at = writeJsonString(b, writeBytes(b, at, NAME), p.name);
-      at = writeBytes(b, at, ARGUMENTS);
-    }
+    if (tool) at = writeToolHead(b, at, p, ARGUMENTS);
     const start = at;
     at = writeJsonString(b, at, p.text);
     this.#textParts = p;
@@ -257,16 +265,12 @@ export class FrameWriter {
     const b = out.reserve(
       DELTA_HEAD.length + NUMBER_MAX + this.#deltaMiddle.length + DELTA_TAIL.length +
         (copy ? this.#textEnd - this.#textStart : jsonStringMax(p.text)) +
-        (tool ? TOOL_EXTRA + jsonStringMax(p.id) + jsonStringMax(p.name ?? "") : 0),
+        (tool ? toolHeadMax(p) : 0),
     );
     let at = writeBytes(b, out.length, DELTA_HEAD);
     at = writeNumber(b, at, p.seq);
     at = writeBytes(b, at, this.#deltaMiddle);
-    if (tool) {
-      at = writeJsonString(b, at, p.id);
-      if (p.name !== undefined) at = writeJsonString(b, writeBytes(b, at, NAME), p.name);
-      at = writeBytes(b, at, TEXT);
-    }
+    if (tool) at = writeToolHead(b, at, p, TEXT);
     if (copy) {
       b.copyWithin(at, this.#textStart, this.#textEnd);
       at += this.#textEnd - this.#textStart;
