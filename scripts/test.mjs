@@ -45,13 +45,12 @@ const entryPoints = [
   "view/mod.ts",
   "sdk/postgres/mod.ts",
 ];
-// Type tests (`*_types_test.ts`: `@ts-expect-error` lines and exact type equalities) are type-checked here; the
-// other test files run with --no-check.
-const typeTests = testFiles.filter((f) => f.endsWith("_types_test.ts"));
+// Every test file is type-checked here, once (the runtimes then run them with --no-check): type tests
+// (`*_types_test.ts`: `@ts-expect-error` lines and exact type equalities) and the tests' own code alike.
 const checked = [
   ...entryPoints,
   ...files.filter((f) => (f.startsWith("examples/") || f.startsWith("bench/")) && f.endsWith(".ts")),
-  ...typeTests,
+  ...testFiles,
 ];
 
 const steps = [

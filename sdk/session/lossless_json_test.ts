@@ -127,7 +127,10 @@ function jsonKeeps(value: unknown): boolean {
 
 describe("copyLosslessJson(value, path, { normalize: true })", () => {
   it("drops undefined properties and turns -0 into 0, as JSON.stringify would, and still refuses the rest", () => {
-    const copy = copyLosslessJson({ a: undefined, b: -0, c: [{ d: undefined, e: 1 }] }, "v", { normalize: true });
+    const copy = copyLosslessJson({ a: undefined, b: -0, c: [{ d: undefined, e: 1 }] }, "v", { normalize: true }) as {
+      b: number;
+      c: object[];
+    };
     assert.deepEqual(copy, { b: 0, c: [{ e: 1 }] });
     assert.ok(Object.is(copy.b, 0) && !("a" in copy) && Object.isFrozen(copy.c[0]));
     // 200 levels: the recursive walk and the iterative one below it both normalise.

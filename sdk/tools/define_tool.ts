@@ -4,7 +4,6 @@
  * @module
  */
 
-import type { z } from "zod";
 import { HarnessError } from "../kernel/harness_error.ts";
 import {
   compileSchema,
@@ -31,20 +30,40 @@ import type {
   ToolRunContext,
 } from "./tool_definition.ts";
 
+/**
+ * The type side of a zod v4 schema as {@linkcode defineTool} reads it: its Standard Schema face, whose
+ * `types.output` is the parsed value's type. Structural on purpose, so that a schema made by any installed copy
+ * of zod 4 fits, and a program that gives only raw JSON Schema needs no zod types. At run time the schema must
+ * still be a zod classic schema (`import { z } from "zod"`, 4.2.0 or later); anything else is refused with
+ * `INVALID_TOOL_DEFINITION`.
+ */
+export interface ZodSchemaLike {
+  /** The Standard Schema properties every zod 4 schema carries. */
+  readonly "~standard": {
+    readonly vendor: string;
+    readonly types?: { readonly output: unknown } | undefined;
+  };
+}
+
 /** A schema given to {@linkcode defineTool}: a zod v4 schema or raw JSON Schema. */
-export type ToolSchemaInput = z.ZodType | JsonSchema;
+export type ToolSchemaInput = ZodSchemaLike | JsonSchema;
+
+/** The parsed value's type of a schema with a Standard Schema face, `Else` for any other. */
+type StandardOutput<S, Else> = S extends { readonly "~standard": { readonly types?: infer T } }
+  ? T extends { readonly output: infer O } ? O : Else
+  : Else;
 
 /**
  * The argument type a parameters schema describes: the zod schema's output, `T` for a raw schema wrapped in
  * {@linkcode jsonSchema}`<T>()`, `unknown` for other raw JSON Schema.
  */
-export type InferToolArgs<P> = P extends z.ZodType ? z.output<P> : JsonSchemaType<P>;
+export type InferToolArgs<P> = StandardOutput<P, JsonSchemaType<P>>;
 
 /**
  * The value type an output schema describes: the zod schema's output, `T` for a raw schema wrapped in
  * {@linkcode jsonSchema}`<T>()`, `unknown` for other raw JSON Schema.
  */
-export type InferToolValue<O> = O extends z.ZodType ? z.output<O> : JsonSchemaType<O>;
+export type InferToolValue<O> = StandardOutput<O, JsonSchemaType<O>>;
 
 /** Options of {@linkcode defineTool}. */
 export interface DefineToolOptions<P extends ToolSchemaInput, O extends ToolSchemaInput> {
@@ -92,9 +111,11 @@ function parserFor(parameters: ToolSchemaInput): { json: JsonSchema; parse: Pars
       },
     };
   }
-  const validate: Validator = compileSchema(parameters, "parameters");
+  // Not a zod schema, so raw JSON Schema (the static type cannot tell a zod look-alike from one).
+  const raw = parameters as JsonSchema;
+  const validate: Validator = compileSchema(raw, "parameters");
   return {
-    json: parameters,
+    json: raw,
     parse: (args) => {
       const problems = validate(args);
       if (problems?.loading) return { ok: false, problems, loading: true };
@@ -149,7 +170,7 @@ export function defineTool<P extends ToolSchemaInput, O extends ToolSchemaInput>
   }
   const outputSchema: JsonSchema = isZodSchema(options.output.schema)
     ? zodToJsonSchema(options.output.schema, "output", "output")
-    : options.output.schema;
+    : options.output.schema as JsonSchema;
   compileSchema(outputSchema, "output");
 
   const cache = new WeakMap<object, ReturnType<Parse>>();

@@ -4,6 +4,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { z } from "zod";
+import type { z as lowest } from "zod-lowest";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { defineTool, type InferToolArgs, type InferToolValue } from "./define_tool.ts";
 import { jsonSchema, type JsonSchemaType, type TypedJsonSchema } from "./json_schema.ts";
@@ -49,6 +50,9 @@ expectType<Equal<JsonSchemaType<TypedJsonSchema<number[]>>, number[]>>();
 expectType<Equal<InferToolArgs<{ type: "object" }>, unknown>>();
 expectType<Equal<InferToolValue<JsonSchema>, unknown>>();
 expectType<Equal<InferToolArgs<z.ZodObject<{ a: z.ZodNumber }>>, { a: number }>>();
+// A schema of another installed copy of zod 4 (the lowest supported, 4.2.0) fits and types the same.
+expectType<Equal<InferToolArgs<lowest.ZodObject<{ a: lowest.ZodNumber }>>, { a: number }>>();
+expectType<Equal<InferToolValue<lowest.ZodArray<lowest.ZodString>>, string[]>>();
 // A typed schema is still a JSON Schema (createHarness and ToolRuntime take it as one).
 const asPlain: JsonSchema = weatherParameters;
 

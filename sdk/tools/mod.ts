@@ -30,6 +30,7 @@ export {
   type InferToolArgs,
   type InferToolValue,
   type ToolSchemaInput,
+  type ZodSchemaLike,
 } from "./define_tool.ts";
 export { jsonSchema, type JsonSchemaType, type TypedJsonSchema } from "./json_schema.ts";
 export { ToolArgsError, ToolOutputError } from "./tool_errors.ts";
