@@ -12,6 +12,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { dependencyClosure } from "./_pack_deps.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const bin = (name) => join(root, "node_modules", ".bin", name);
@@ -85,22 +86,14 @@ try {
     `  const mod = await import(sub === "." ? "@dsh/harness" : "@dsh/harness" + sub.slice(1));\n` +
     `  if (Object.keys(mod).length === 0) throw new Error("empty entry " + sub);\n}\n`;
 
-  // Tests use no network, and the npm cache may lack the registry documents
-  // that resolving a dependency range needs: each project starts with the
-  // package's runtime dependencies (their closure in package-lock.json) copied
-  // from this repository's node_modules, as a previous install would have left
-  // them; `npm install --offline <tarball>` then keeps them and adds the package.
+  // Tests use no network: each project starts with the package's runtime
+  // dependencies (their closure in package-lock.json) copied from this
+  // repository's node_modules, as a previous install would have left them, and
+  // `npm install --offline <tarball>` keeps them and adds the package. npm 11
+  // still reads their registry documents, which `pretest` puts into the npm
+  // cache (scripts/pack_cache.mjs).
   const lock = read("package-lock.json");
-  const seeded = new Set();
-  const todo = Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies });
-  while (todo.length) {
-    const name = todo.pop();
-    if (seeded.has(name)) continue;
-    const entry = lock.packages[`node_modules/${name}`];
-    if (!entry) fail(`${name} is not in package-lock.json`);
-    seeded.add(name);
-    todo.push(...Object.keys({ ...entry.dependencies, ...entry.optionalDependencies }));
-  }
+  const seeded = dependencyClosure(pkg, lock);
 
   // The peers at their newest (the devDependencies zod, hono) or their lowest
   // supported versions (the devDependencies zod-lowest, hono-lowest).
@@ -126,7 +119,15 @@ try {
     for (const dep of seeded) {
       cpSync(join(root, "node_modules", peers[dep] ?? dep), join(dir, "node_modules", dep), { recursive: true });
     }
-    run("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball], dir);
+    try {
+      execFileSync("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball], { cwd: dir, encoding: "utf8" });
+    } catch (error) {
+      const output = `${error.stdout ?? ""}${error.stderr ?? ""}`;
+      const hint = /ENOTCACHED|ERESOLVE/.test(output)
+        ? "\nthe npm cache lacks registry documents: run `node scripts/pack_cache.mjs` (npm test's pretest does)"
+        : "";
+      fail(`npm install --offline ${tarball} in ${dir}\n${output}${hint}`);
+    }
     return dir;
   };
 
