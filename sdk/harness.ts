@@ -7,35 +7,31 @@
 
 import { createKernel, type HarnessContext, type HarnessPlugin, type KernelEvents } from "./kernel/harness_context.ts";
 import { HarnessError } from "./kernel/harness_error.ts";
-import { type LlmAdapter, type LlmEvents, type LlmRuntime, llmRuntimePlugin, type RetryPolicy } from "./llm/mod.ts";
-import {
-  forkBoundary,
-  type Session,
-  type SessionEvent,
-  type SessionEvents,
-  type SessionProfile,
-  type SessionStore,
-  sessionStorePlugin,
-} from "./session/mod.ts";
-import type { ApprovalService, ToolDefinition, ToolEvents, ToolRuntime } from "./tools/mod.ts";
+import type { LlmAdapter } from "./llm/llm_adapter.ts";
+import type { LlmEvents } from "./llm/llm_events.ts";
+import { type LlmRuntime, llmRuntimePlugin } from "./llm/llm_runtime.ts";
+import type { RetryPolicy } from "./llm/retry_policy.ts";
+import type { Session, SessionProfile } from "./session/session.ts";
+import type { SessionEvent } from "./session/session_events.ts";
+import { forkBoundary, type SessionEvents, type SessionStore, sessionStorePlugin } from "./session/session_store.ts";
+import type { ApprovalService } from "./tools/approval_service.ts";
+import type { ToolDefinition } from "./tools/tool_definition.ts";
+import type { ToolEvents } from "./tools/tool_events.ts";
+import type { ToolRuntime } from "./tools/tool_runtime.ts";
 import { installToolRuntime } from "./tools/tool_runtime_plugin.ts";
-import { SystemPrompt, type SystemPromptEvents } from "./prompt/mod.ts";
+import { SystemPrompt } from "./prompt/system_prompt.ts";
+import type { SystemPromptEvents } from "./prompt/system_prompt_events.ts";
 import { persistencePlugin } from "./persistence/persistence_plugin.ts";
-import { type SessionProjections, sessionProjectionsPlugin } from "./projections/mod.ts";
+import { type SessionProjections, sessionProjectionsPlugin } from "./projections/session_projections.ts";
 // The configuration's machinery (`./_apply_config.ts`, which brings permission rules and memory storage) is
 // imported when a configuration is given: a program that passes none does not load it.
 import type { AdapterFactory, ConfigInput, EnvReader, StorageFactory } from "./_apply_config.ts";
 import type { SessionStorage } from "./persistence/session_storage.ts";
 import type { CapabilityServices } from "./capabilities/capabilities_plugin.ts";
-import {
-  type Agent,
-  type AgentEvents,
-  type AgentHandle,
-  type AgentOptions,
-  AgentRegistry,
-  type CreateAgentOptions,
-  createLoopFactory,
-} from "./agent/mod.ts";
+import type { Agent, AgentHandle, AgentOptions } from "./agent/agent.ts";
+import type { AgentEvents } from "./agent/agent_events.ts";
+import { AgentRegistry, type CreateAgentOptions } from "./agent/agent_registry.ts";
+import { createLoopFactory } from "./agent/agent_loop_plugin.ts";
 
 /** Every event of a harness: the kernel's and each subsystem's. Applications may augment it. */
 export interface HarnessEvents

@@ -6,16 +6,13 @@
  */
 
 import { HarnessError } from "../kernel/harness_error.ts";
-import { callConfigOf, type GenerateOptions, type Message } from "../llm/mod.ts";
-import {
-  canonicalHeader,
-  deriveEventMessage,
-  type EpochHeader,
-  headerEquals,
-  isSurfaceEventType,
-  type Session,
-  type SessionEvent,
-} from "../session/mod.ts";
+import { callConfigOf, type GenerateOptions } from "../llm/llm_adapter.ts";
+import type { Message } from "../llm/messages.ts";
+import { canonicalHeader, headerEquals } from "../session/header_equals.ts";
+import { deriveEventMessage } from "../session/derive_event_message.ts";
+import type { EpochHeader, SessionEvent } from "../session/session_events.ts";
+import { isSurfaceEventType } from "../session/surface_manager.ts";
+import type { Session } from "../session/session.ts";
 
 // The call fields of the request are the header config's own values (the
 // header comparison looks at these six fields of the config only).

@@ -31,38 +31,34 @@
 import type { HarnessContext, ScopeInfo } from "../kernel/harness_context.ts";
 import type { HarnessCtx } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
-import {
-  type AssistantMessage,
-  BlockAssembler,
-  type ContentBlock,
-  type GenerateOptions,
-  isRetryableFailure,
-  type LlmCallConfig,
-  LlmFailure,
-  type LlmFailureData,
-  type LlmRuntime,
-  type MessageSource,
-  retryDelayMs,
-  type RetryPolicy,
-  type SystemMessage,
-  type TokenUsage,
-  type ToolCallBlock,
-  type UserMessage,
-} from "../llm/mod.ts";
-import {
-  canonicalHeader,
-  type EpochHeader,
-  headerEquals,
-  type InboxEntry,
-  type InboxTarget,
-  type Session,
-  type SessionEvent,
-  type SessionStore,
-  type TurnEndCancelCause,
-  type TurnEndReason,
-} from "../session/mod.ts";
-import { scheduleToolCalls, type ToolRuntime } from "../tools/mod.ts";
-import type { SystemPrompt } from "../prompt/mod.ts";
+import type {
+  AssistantMessage,
+  ContentBlock,
+  MessageSource,
+  SystemMessage,
+  ToolCallBlock,
+  UserMessage,
+} from "../llm/messages.ts";
+import type { TokenUsage } from "../llm/stream_chunk.ts";
+import { BlockAssembler } from "../llm/block_assembler.ts";
+import type { GenerateOptions, LlmCallConfig } from "../llm/llm_adapter.ts";
+import { LlmFailure, type LlmFailureData } from "../llm/llm_failure.ts";
+import type { LlmRuntime } from "../llm/llm_runtime.ts";
+import { isRetryableFailure, retryDelayMs, type RetryPolicy } from "../llm/retry_policy.ts";
+import { canonicalHeader, headerEquals } from "../session/header_equals.ts";
+import type {
+  EpochHeader,
+  InboxEntry,
+  InboxTarget,
+  SessionEvent,
+  TurnEndCancelCause,
+  TurnEndReason,
+} from "../session/session_events.ts";
+import type { Session } from "../session/session.ts";
+import type { SessionStore } from "../session/session_store.ts";
+import { scheduleToolCalls } from "../tools/schedule_tool_calls.ts";
+import type { ToolRuntime } from "../tools/tool_runtime.ts";
+import type { SystemPrompt } from "../prompt/system_prompt.ts";
 import { assembleForRequest } from "../prompt/system_prompt.ts";
 import type {
   Agent,

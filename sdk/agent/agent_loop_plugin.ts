@@ -11,8 +11,9 @@
 import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { createScope } from "../kernel/scope.ts";
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../llm/mod.ts";
-import type { Session, SessionEvents, SessionStore } from "../session/mod.ts";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../llm/retry_policy.ts";
+import type { Session } from "../session/session.ts";
+import type { SessionEvents, SessionStore } from "../session/session_store.ts";
 import type { AgentHandle, AgentOptions } from "./agent.ts";
 import type { AgentFactory, AgentRegistry, CreateAgentOptions, ResumeAgentOptions } from "./agent_registry.ts";
 import { LoopAgent, type LoopContext } from "./agent_loop.ts";

@@ -14,16 +14,12 @@
  */
 
 import { HarnessError } from "../kernel/harness_error.ts";
-import {
-  BlockAssembler,
-  callConfigOf,
-  type GenerateOptions,
-  type LlmCallConfig,
-  type LlmRuntime,
-  type Message,
-  type UserMessage,
-} from "../llm/mod.ts";
-import { deriveEventMessage, type Session } from "../session/mod.ts";
+import { BlockAssembler } from "../llm/block_assembler.ts";
+import { callConfigOf, type GenerateOptions, type LlmCallConfig } from "../llm/llm_adapter.ts";
+import type { LlmRuntime } from "../llm/llm_runtime.ts";
+import type { Message, UserMessage } from "../llm/messages.ts";
+import { deriveEventMessage } from "../session/derive_event_message.ts";
+import type { Session } from "../session/session.ts";
 
 /** The default instruction given to the summarising model. */
 export const DEFAULT_COMPACTION_INSTRUCTIONS: string =
