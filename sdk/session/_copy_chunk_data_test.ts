@@ -171,6 +171,20 @@ describe("copyChunkData()", () => {
       assert.throws(() => appendChunk(b, turn, step, chunk), { code: expected });
     }
     assert.equal(a.seq, b.seq);
+    // The chunk's own commit leaves the surface where the general one does: a surface event after it folds the same.
+    for (const s of [a, b]) {
+      s.append("user/message", {
+        id: "u",
+        role: "user",
+        content: [{ type: "text", text: "x" }],
+        source: { kind: "user" },
+      }, {
+        surfaceOp: "append",
+      });
+    }
+    assert.deepEqual(b.surface.nodes, a.surface.nodes);
+    assert.deepEqual(b.deriveMessages(), a.deriveMessages());
+    assert.deepEqual(b.events, a.events);
     const c = Session.create("c");
     c.observe(() => {
       assert.throws(() => appendChunk(c, 1, 1, { type: "text-delta", index: 0, text: "x" }), {

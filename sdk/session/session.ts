@@ -27,7 +27,7 @@ import type {
   SurfaceEventType,
   SurfaceIntent,
 } from "./session_events.ts";
-import { isSurfaceEventType, type SessionSurface, SurfaceManager } from "./surface_manager.ts";
+import { commitPlain, isSurfaceEventType, type SessionSurface, SurfaceManager } from "./surface_manager.ts";
 import { isTime, validateEnvelope, validateEventData } from "./_validate_event.ts";
 
 /** The format version stamped on new session headers. */
@@ -569,7 +569,10 @@ export class Session {
     if (fast === undefined || turn < 1 || step < 1) {
       validateEventData("assistant/chunk", data, seq);
     }
-    this.#commit(event);
+    // What #commit does for an event without surface metadata that is not a request header or context.
+    commitPlain(this.#surface, event);
+    this.#log.push(event);
+    this.#snapshot = undefined;
     if (this.#observers.length > 0) this.#publish(event);
     return event;
   }

@@ -88,6 +88,23 @@ function withoutResultContent(data: ToolResultData): unknown {
   };
 }
 
+let commitPlainTo: (manager: SurfaceManager, event: SessionEvent) => void;
+
+/**
+ * Internal (not exported by the package): `manager.commit(event)` for an event
+ * its caller built itself as a non-surface event with no surface metadata
+ * (the loop's `assistant/chunk`): the same seq check and advance, without the
+ * generic reads of `surfaceOp` and `sourceEventSeqs` (megamorphic on the
+ * log's many event shapes, and a miss for both on a chunk).
+ *
+ * @param manager The manager.
+ * @param event A non-surface event without `surfaceOp` or `sourceEventSeqs`.
+ * @throws {HarnessError} `SEQ_NOT_CONTIGUOUS`, as `commit()`.
+ */
+export function commitPlain(manager: SurfaceManager, event: SessionEvent): void {
+  commitPlainTo(manager, event);
+}
+
 /**
  * The incremental surface fold: validates each candidate event before commit
  * and advances the surface from committed events.
@@ -305,6 +322,15 @@ export class SurfaceManager {
       }
       last = seq;
     }
+  }
+
+  static {
+    commitPlainTo = (manager, event) => {
+      if (event.seq !== manager.#nextSeq) {
+        fail("SEQ_NOT_CONTIGUOUS", event, `Event seq ${event.seq} is not the next seq ${manager.#nextSeq}`);
+      }
+      manager.#nextSeq++;
+    };
   }
 
   /**

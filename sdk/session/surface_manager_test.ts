@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { SurfaceManager } from "./surface_manager.ts";
+import { commitPlain, SurfaceManager } from "./surface_manager.ts";
 import { foldSurface } from "./fold_surface.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent, SurfaceOp } from "./session_events.ts";
@@ -159,6 +159,28 @@ describe("SurfaceManager", () => {
     assert.throws(() => window.commit(log[4]), (e) => HarnessError.isInstance(e, "REPLACE_RANGE_INVALID"));
     assert.throws(() => new SurfaceManager(log.slice(2), 1), (e) => HarnessError.isInstance(e, "SEQ_NOT_CONTIGUOUS"));
     assert.throws(() => new SurfaceManager([], -1), (e) => HarnessError.isInstance(e, "INVALID_ARGS"));
+  });
+});
+
+describe("commitPlain()", () => {
+  it("advances a manager as commit() does for a non-surface event, with the same seq error", () => {
+    const log = [user(0), todo(1), todo(2), user(3), todo(4)];
+    const general = new SurfaceManager(), plain = new SurfaceManager();
+    for (const event of log) {
+      general.commit(event);
+      if (event.type === "todo/write") commitPlain(plain, event);
+      else plain.commit(event);
+      assert.equal(plain.nextSeq, general.nextSeq);
+      assert.deepEqual(plain.nodes, general.nodes);
+    }
+    for (const seq of [4, 6, 0]) {
+      assert.throws(() => general.commit(todo(seq)), (e) => HarnessError.isInstance(e, "SEQ_NOT_CONTIGUOUS"));
+      assert.throws(() => commitPlain(plain, todo(seq)), (e) => HarnessError.isInstance(e, "SEQ_NOT_CONTIGUOUS"));
+    }
+    assert.equal(plain.nextSeq, 5);
+    commitPlain(plain, todo(5));
+    plain.commit(user(6, replace(3, 3, [3])));
+    assert.deepEqual(plain.nodes, [0, 6]);
   });
 });
 
