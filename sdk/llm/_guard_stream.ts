@@ -121,6 +121,9 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
   #state: "fresh" | "open" | "final" | "done" = "fresh";
   #iterator: AsyncIterator<StreamChunk> | undefined;
   #waiting: ((result: IteratorResult<StreamChunk>) => void) | undefined;
+  // Whether the signal fired since the stream opened: a field read per pull
+  // instead of the `aborted` getter (a brand check and a call on Node).
+  #aborted = false;
   readonly #onAbort = (): void => this.#abort();
 
   constructor(open: () => AsyncIterable<StreamChunk>, signal: AbortSignal) {
@@ -171,7 +174,9 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
       }
       this.#state = "open";
       watchAbort(this.#signal, this.#onAbort);
-    } else if (this.#signal.aborted) {
+      // Fired inside open(), before the relay listened: the next pull sees it, as it sees a later abort.
+      if (this.#signal.aborted) this.#aborted = true;
+    } else if (this.#aborted) {
       return settle(this.#abortResult());
     }
     this.#waiting = settle;
@@ -235,6 +240,7 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
   }
 
   #abort(): void {
+    this.#aborted = true;
     const waiting = this.#waiting;
     if (waiting === undefined) return; // the next pull sees the signal
     this.#waiting = undefined;

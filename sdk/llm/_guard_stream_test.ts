@@ -109,4 +109,25 @@ describe("forEachChunk()", () => {
     assert.deepEqual(seen[0], text("a"));
     assert.equal(seen[1].type === "finish" && seen[1].reason.kind, "aborted");
   });
+
+  it("a signal fired while the producer opens is seen by the pull after the first chunk", async () => {
+    for (const drive of [pushed, collect]) {
+      const controller = new AbortController();
+      let pulls = 0;
+      const stream = guardStream(() => {
+        controller.abort(); // before the guard listens to the signal
+        return (async function* () {
+          for (const chunk of [text("a"), text("b"), stop]) {
+            pulls++;
+            yield chunk;
+          }
+        })();
+      }, controller.signal);
+      const seen = await drive(stream);
+      assert.equal(pulls, 1);
+      assert.deepEqual(seen[0], text("a"));
+      assert.equal(seen.length, 2);
+      assert.equal(seen[1].type === "finish" && seen[1].reason.kind, "aborted");
+    }
+  });
 });
