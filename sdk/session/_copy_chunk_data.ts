@@ -24,11 +24,19 @@ function count(value: unknown): value is number {
 
 // Exactly these own string-keyed properties, all enumerable (plain() rules
 // out symbols). Cheaper on V8 than one `Reflect.ownKeys`: the first two lists
-// come from the object's enumeration cache.
+// come from the object's enumeration cache. Keys in the protocol's order (as
+// adapters write them) are compared in place; any other order is looked up.
 function hasExactly(value: Record<string, unknown>, keys: readonly string[]): boolean {
-  if (Object.keys(value).length !== keys.length) return false;
-  if (Object.getOwnPropertyNames(value).length !== keys.length) return false;
-  for (const key of keys) if (!hasOwn.call(value, key)) return false;
+  const own = Object.keys(value);
+  const n = keys.length;
+  if (own.length !== n) return false;
+  if (Object.getOwnPropertyNames(value).length !== n) return false;
+  for (let i = 0; i < n; i++) {
+    if (own[i] !== keys[i]) {
+      for (const key of keys) if (!hasOwn.call(value, key)) return false;
+      return true;
+    }
+  }
   return true;
 }
 

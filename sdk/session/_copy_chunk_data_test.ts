@@ -1,5 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { copyChunkData, copySeqs } from "./_copy_chunk_data.ts";
 import { copyLosslessJson } from "./lossless_json.ts";
 import { appendChunk, Session } from "./session.ts";
@@ -70,6 +71,44 @@ describe("copyChunkData()", () => {
       Object.defineProperty({ turn: 1, step: 1, chunk: { type: "text-delta", index: 0, text: "x" } }, "hidden", {}),
     ];
     for (const payload of odd) assert.equal(copyChunkData(payload), undefined);
+  });
+
+  it("takes a chunk's keys in any order, and leaves a missing, renamed, extra or hidden key to the generic walk (fast-check)", () => {
+    const chunks: Record<string, unknown>[] = [
+      { type: "text-delta", index: 0, text: "Hi" },
+      { type: "reasoning-delta", index: 2, text: "" },
+      { type: "block-start", index: 1, blockType: "text" },
+      { type: "tool-call-delta", index: 1, id: "c", argumentsDelta: "{" },
+      { type: "tool-call-delta", index: 1, id: "c", name: "add", argumentsDelta: "" },
+      { type: "block-end", index: 0, block: { type: "text", text: "Hi" } },
+      { type: "usage", usage: { inputTokens: 1, outputTokens: 2 } },
+      { type: "finish", reason: { kind: "stop" } },
+    ];
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...chunks),
+        fc.array(fc.nat(), { minLength: 5, maxLength: 5 }),
+        fc.constantFrom("exact", "missing", "renamed", "extra", "hidden"),
+        (chunk, ranks, mode) => {
+          const keys = Object.keys(chunk).map((k, i) => [ranks[i], k] as const).sort((a, b) => a[0] - b[0])
+            .map(([, k]) => k);
+          // A tool-call delta without its optional name is another valid chunk: never the one dropped.
+          const dropped = keys.find((k) => k !== "name")!;
+          const reordered: Record<string, unknown> = {};
+          for (const k of mode === "missing" || mode === "renamed" ? keys.filter((k) => k !== dropped) : keys) {
+            reordered[k] = chunk[k];
+          }
+          if (mode === "renamed") reordered.other = chunk[dropped];
+          if (mode === "extra") reordered.extra = 1;
+          if (mode === "hidden") Object.defineProperty(reordered, "hidden", { value: 1 });
+          const payload = { turn: 1, step: 1, chunk: reordered };
+          const copy = copyChunkData(payload);
+          if (mode !== "exact") return copy === undefined;
+          assert.deepEqual(copy, copyLosslessJson(payload, "data"));
+          return Object.isFrozen(copy!.chunk);
+        },
+      ),
+    );
   });
 
   it("reads each property once: a getter's value is what is copied and checked", () => {
