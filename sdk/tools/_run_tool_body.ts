@@ -20,19 +20,25 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * a `tools/execute` wrapper set, and the `timeoutMs` budget; when it aborts
  * the outcome is `TIMEOUT`, the code of a `HarnessError` abort reason, or
  * `ABORTED`, at once: the body is signalled and its late outcome discarded.
+ *
+ * A body that returns or throws synchronously gives its outcome at once (not
+ * a promise); the pipeline awaits only a promise.
  */
-export async function runBody(
+export function runBody(
   definition: AnyToolDefinition,
   exec: ToolExecution,
   dispatchSignal: AbortSignal,
   contexts: UserMessage[],
   state: { concluded: boolean; finished: boolean },
-): Promise<ToolOutcome> {
+): ToolOutcome | Promise<ToolOutcome> {
   const timeout = definition.timeoutMs !== undefined ? new AbortController() : undefined;
-  const signals = [exec.signal];
-  if (dispatchSignal !== exec.signal) signals.push(dispatchSignal);
-  if (timeout) signals.push(timeout.signal);
-  const signal = signals.length === 1 ? exec.signal : AbortSignal.any(signals);
+  let signal = exec.signal;
+  if (dispatchSignal !== exec.signal || timeout) {
+    const signals = [exec.signal];
+    if (dispatchSignal !== exec.signal) signals.push(dispatchSignal);
+    if (timeout) signals.push(timeout.signal);
+    signal = AbortSignal.any(signals);
+  }
   const stopped = (): ToolOutcome => {
     if (timeout?.signal.aborted) {
       return failure(
@@ -74,6 +80,18 @@ export async function runBody(
     if (signal.aborted) return stopped();
     return success(definition, exec.args, returned);
   }
+  return race(definition, exec, returned, signal, timeout, stopped);
+}
+
+// The body's promise against the signal (and the time budget).
+async function race(
+  definition: AnyToolDefinition,
+  exec: ToolExecution,
+  returned: PromiseLike<unknown>,
+  signal: AbortSignal,
+  timeout: AbortController | undefined,
+  stopped: () => ToolOutcome,
+): Promise<ToolOutcome> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let onAbort: (() => void) | undefined;
   const interrupted = new Promise<"stopped">((resolve) => {

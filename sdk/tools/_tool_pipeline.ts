@@ -26,10 +26,9 @@ import type { ToolGuard } from "./tool_runtime.ts";
 import { defaultDecision } from "./_default_decision.ts";
 import { copyPlainJson, EMPTY_ARRAY, isVetted, vouch } from "../session/_copy_event_data.ts";
 
-/** What the pipeline needs from the runtime. */
+/** What the pipeline needs from the runtime (made once per runtime). */
 export interface PipelineDeps {
   readonly host: ServiceHost;
-  readonly input: ToolExecutionInput;
   lookup(name: string, scope: ScopeInfo | undefined): AnyToolDefinition | undefined;
   guards(scope: ScopeInfo | undefined): ToolGuard[];
   approvals(): ApprovalService | undefined;
@@ -60,8 +59,8 @@ function checkInput(input: ToolExecutionInput): void {
 }
 
 /** Run one call through the pipeline. */
-export async function executeToolCall(deps: PipelineDeps): Promise<ToolExecutionResult> {
-  const { input, host } = deps;
+export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionInput): Promise<ToolExecutionResult> {
+  const { host } = deps;
   checkInput(input);
   let args: unknown;
   let argsProblem: string | undefined;
@@ -179,23 +178,22 @@ export async function executeToolCall(deps: PipelineDeps): Promise<ToolExecution
   if (exec.signal.aborted) return finish(aborted());
 
   // 4. tools/execute around the body
-  const dispatch: ToolDispatchExecution = { ...exec, signal: exec.signal };
   let outcome: ToolOutcome;
-  try {
-    outcome = await runWaterfall(
-      admittedListeners(host, exec.scope, "tools/execute"),
-      [dispatch],
-      () => runBody(definition, exec, dispatch.signal, contexts, state),
-    );
-    if (!isOutcome(outcome)) {
-      outcome = failure("HOOK_FAILED", "HarnessError", `A tools/execute listener returned no outcome for ${exec.name}`);
-    } else {
-      // A wrapper may have built the outcome itself: snapshot it as JSON.
-      const meta = outcome.meta === undefined ? undefined : frozenJson(outcome.meta);
-      outcome = { ...outcome, content: normalizeContent(outcome.content), ...(meta ? { meta } : {}) } as ToolOutcome;
+  const wrappers = admittedListeners(host, exec.scope, "tools/execute");
+  if (wrappers.length === 0) {
+    // No wrapper: the body's outcome as runBody built it (frozen, vouched-for content), awaited only when the
+    // body is asynchronous. Copied as the wrapped path copies it when it holds anything runBody did not make.
+    try {
+      const ran = runBody(definition, exec, exec.signal, contexts, state);
+      outcome = ran instanceof Promise ? await ran : ran;
+      if (!isVetted(outcome.content) || (outcome.meta !== undefined && !isVetted(outcome.meta))) {
+        outcome = normalizedOutcome(outcome);
+      }
+    } catch (error) {
+      outcome = failureFrom(error, "HOOK_FAILED");
     }
-  } catch (error) {
-    outcome = failureFrom(error, "HOOK_FAILED");
+  } else {
+    outcome = await wrappedBody(wrappers, definition, exec, contexts, state);
   }
 
   // 5. tools/post-execute
@@ -211,6 +209,40 @@ export async function executeToolCall(deps: PipelineDeps): Promise<ToolExecution
     outcome = failureFrom(error, "HOOK_FAILED");
   }
   return finish(outcome);
+}
+
+// The outcome with its content normalised and its meta snapshotted as JSON.
+function normalizedOutcome(outcome: ToolOutcome): ToolOutcome {
+  const meta = outcome.meta === undefined ? undefined : frozenJson(outcome.meta);
+  return { ...outcome, content: normalizeContent(outcome.content), ...(meta ? { meta } : {}) } as ToolOutcome;
+}
+
+// The body inside the tools/execute wrappers; each may call `next()` (a promise) again.
+async function wrappedBody(
+  wrappers: ReturnType<typeof admittedListeners>,
+  definition: AnyToolDefinition,
+  exec: ToolExecution,
+  contexts: UserMessage[],
+  state: { concluded: boolean; finished: boolean },
+): Promise<ToolOutcome> {
+  const dispatch: ToolDispatchExecution = { ...exec, signal: exec.signal };
+  let outcome: ToolOutcome;
+  try {
+    outcome = await runWaterfall(
+      wrappers,
+      [dispatch],
+      async () => await runBody(definition, exec, dispatch.signal, contexts, state),
+    );
+    if (!isOutcome(outcome)) {
+      outcome = failure("HOOK_FAILED", "HarnessError", `A tools/execute listener returned no outcome for ${exec.name}`);
+    } else {
+      // A wrapper may have built the outcome itself: snapshot it as JSON.
+      outcome = normalizedOutcome(outcome);
+    }
+  } catch (error) {
+    outcome = failureFrom(error, "HOOK_FAILED");
+  }
+  return outcome;
 }
 
 function denied(exec: ToolExecution, reason: string): ToolFailure {

@@ -550,3 +550,83 @@ describe("ToolRuntime.execute() around and after the body", () => {
     assert.equal(result.value, "still here");
   });
 });
+
+describe("ToolRuntime.execute() without a tools/execute wrapper", () => {
+  // Without a wrapper the pipeline takes the body's outcome as runBody made it (awaited only when the body
+  // is asynchronous); a pass-through wrapper takes the general path. Both must give the same results.
+  const bodies: [string, (input: { text: string }) => unknown][] = [
+    ["a synchronous value", ({ text }) => text],
+    ["an asynchronous value", ({ text }) => Promise.resolve(text)],
+    ["a synchronous throw", () => {
+      throw new HarnessError("NOPE", "no");
+    }],
+    ["an asynchronous rejection", () => Promise.reject(new Error("later"))],
+    ["an invalid output", () => 42],
+  ];
+  for (const [what, execute] of bodies) {
+    it(`gives the same outcome and result as a pass-through wrapper for ${what}`, async () => {
+      const results: ToolExecutionResult[] = [];
+      const outcomes: ToolOutcome[] = [];
+      for (const wrapped of [false, true]) {
+        const { ctx, tools } = setup();
+        // What the later stages see of the body's outcome: normalised (deep-frozen) either way.
+        ctx.on("tools/post-execute", (_exec, outcome, next) => {
+          outcomes.push(outcome);
+          return next();
+        });
+        tools.register(echoTool("body", {
+          execute: execute as never,
+          output: {
+            schema: z.string(),
+            render: (_a: unknown, v: string) => v,
+            meta: (_a: unknown, v: string) => ({ v }),
+          },
+        }));
+        if (wrapped) ctx.on("tools/execute", (_exec, next) => next());
+        results.push(await tools.execute(call("body", '{"text":"hi"}')));
+      }
+      assert.deepEqual(results[0], results[1]);
+      assert.ok(isDeepFrozen(results[0]) && isDeepFrozen(results[1]));
+      assert.deepEqual(outcomes[0], outcomes[1]);
+      assert.ok(isDeepFrozen(outcomes[0].content) && isDeepFrozen(outcomes[1].content));
+      assert.ok(isDeepFrozen(outcomes[0].meta) && isDeepFrozen(outcomes[1].meta));
+    });
+  }
+
+  it("a synchronous body's deferred context and concluded turn ride the result as through a wrapper", async () => {
+    const results: ToolExecutionResult[] = [];
+    for (const wrapped of [false, true]) {
+      const { ctx, tools } = setup();
+      tools.register(echoTool("ctx", {
+        execute: ({ text }: { text: string }, run: { deferContext(m: UserMessage): void; concludeTurn(): void }) => {
+          run.deferContext({ id: "c1", role: "user", content: [{ type: "text", text }], source: { kind: "user" } });
+          run.concludeTurn();
+          return text;
+        },
+      }));
+      if (wrapped) ctx.on("tools/execute", (_exec, next) => next());
+      results.push(await tools.execute(call("ctx", '{"text":"note"}')));
+    }
+    assert.deepEqual(results[0], results[1]);
+    assert.equal(results[0].concludeTurn, true);
+    assert.equal(results[0].contexts?.length, 1);
+  });
+
+  it("an abort caused by a synchronous body wins over its value, as through a wrapper", async () => {
+    const results: ToolExecutionResult[] = [];
+    for (const wrapped of [false, true]) {
+      const { ctx, tools } = setup();
+      const controller = new AbortController();
+      tools.register(echoTool("self_abort", {
+        execute: ({ text }: { text: string }) => {
+          controller.abort();
+          return text;
+        },
+      }));
+      if (wrapped) ctx.on("tools/execute", (_exec, next) => next());
+      results.push(await tools.execute(call("self_abort", '{"text":"x"}', { signal: controller.signal })));
+    }
+    assert.deepEqual(results[0], results[1]);
+    assert.equal(results[0].error?.code, "ABORTED");
+  });
+});

@@ -11,7 +11,7 @@ import type { ToolSchema } from "../llm/messages.ts";
 import type { RegistrationOwner, ServiceHost } from "../prompt/registration_owner.ts";
 import { deepFreeze } from "./_json.ts";
 import { announce, appliesTo } from "../prompt/_scoped_dispatch.ts";
-import { executeToolCall } from "./_tool_pipeline.ts";
+import { executeToolCall, type PipelineDeps } from "./_tool_pipeline.ts";
 import { validateToolShape } from "./_validate_definition.ts";
 import type { ApprovalService } from "./approval_service.ts";
 import type { AnyToolDefinition, ToolExecution } from "./tool_definition.ts";
@@ -119,6 +119,7 @@ export class ToolRuntime {
   readonly #layers = new Map<ScopeInfo | undefined, Map<string, AnyToolDefinition>>();
   readonly #restrictions = new Map<ScopeInfo, CompiledRestriction[]>();
   #guards: GuardEntry[] = [];
+  #deps: PipelineDeps | undefined;
 
   /**
    * Create a runtime hosted by `host` (normally the plugin context of
@@ -346,14 +347,22 @@ export class ToolRuntime {
    * @throws {HarnessError} `INVALID_ARGS` (as a rejection) when `input` itself is malformed.
    */
   execute(input: ToolExecutionInput): Promise<ToolExecutionResult> {
-    return executeToolCall({
+    return executeToolCall(this.#deps ??= this.#pipelineDeps(), input);
+  }
+
+  // What the pipeline reads of the runtime, made once (read live on each call).
+  #pipelineDeps(): PipelineDeps {
+    return {
       host: this.#host,
-      input,
       lookup: (name, scope) => this.get(name, scope),
-      guards: (scope) => this.#guards.filter((g) => appliesTo(g.scope, scope)).map((g) => g.guard),
+      guards: (scope) =>
+        this.#guards.length === 0 ? [] : this.#guards.filter((g) => appliesTo(g.scope, scope)).map((g) => g.guard),
       approvals: () => this.#options.approvals ?? (this.#host.raw.get("approvals") as ApprovalService | undefined),
-      newId: this.#options.newId ?? (() => crypto.randomUUID()),
-    });
+      newId: () => {
+        const newId = this.#options.newId;
+        return newId !== undefined ? newId() : crypto.randomUUID();
+      },
+    };
   }
 
   #passes(scope: ScopeInfo, name: string): boolean {
