@@ -333,7 +333,8 @@ export class LoopAgent implements Agent {
   #headerMemo: { input: EpochHeader; logged: EpochHeader } | undefined;
   /** The text last logged for each prompt context, by name; read from the log on first use. */
   #contextTexts: Map<string, string> | undefined;
-  /** The services, resolved once per turn (a kernel lookup goes through Cordis's tracing proxies). */
+  /** The agent's scope and the services (once per turn): a kernel read goes through Cordis's tracing proxies. */
+  readonly #scope: ScopeInfo | undefined;
   #svc!: LoopServices;
   /** Usage of every model call of the running turn (failed attempts included). */
   #turnUsage: TokenUsage = ZERO_USAGE;
@@ -357,6 +358,7 @@ export class LoopAgent implements Agent {
     this.id = init.session.id;
     this.options = Object.freeze({ ...init.options });
     this.#sleep = init.sleep ?? defaultSleep;
+    this.#scope = init.ctx.scope;
     this.#turn = init.session.events.reduce((n, e) => (e.type === "turn/start" ? e.data.turn : n), 0);
     this.#firstRequestOfLoop = true;
     this.inbox = Inbox.fromLog(
@@ -696,7 +698,7 @@ export class LoopAgent implements Agent {
       };
       return { kind: "error", failure };
     }
-    const scope: ScopeInfo | undefined = this.#ctx.scope;
+    const scope = this.#scope;
     // Synchronous and cached while nothing in the prompt is dynamic (see assembleForRequest).
     const assembled = assembleForRequest(this.#svc.systemPrompt, { scope, signal });
     const assembly = assembled instanceof Promise ? await assembled : assembled;
@@ -883,7 +885,8 @@ export class LoopAgent implements Agent {
     interrupted: boolean,
     replayState?: unknown,
   ): void {
-    const text = content.filter((b) => b.type === "text").map((b) => b.text).join("");
+    let text = "";
+    for (const block of content) if (block.type === "text") text += block.text;
     if (text.length > 0) this.#turnText = text;
     const message: AssistantMessage = {
       id: this.#init.newId(),
@@ -911,10 +914,39 @@ export class LoopAgent implements Agent {
 
   async #runTools(turn: number, step: number, calls: ToolCallBlock[], signal: AbortSignal): Promise<boolean> {
     const tools = this.#svc.tools;
-    const scope = this.#ctx.scope;
+    const scope = this.#scope;
     const callSeqs = new Map<string, number>();
     let concluded = false;
-    const results = scheduleToolCalls(calls, {
+    const run = async (call: ToolCallBlock) => {
+      const event = this.session.append("tool/call", {
+        turn,
+        step,
+        callId: call.id,
+        name: call.name,
+        arguments: call.arguments,
+      });
+      callSeqs.set(call.id, event.seq);
+      if (signal.aborted) {
+        return {
+          message: toolErrorMessage(this.#init.newId(), call.id, "The turn was cancelled before this tool started"),
+          error: { name: "ToolAborted", code: "ABORTED_BEFORE_DISPATCH" },
+          contexts: [] as UserMessage[],
+        };
+      }
+      await this.#checkpoint();
+      return await tools.execute({
+        callId: call.id,
+        name: call.name,
+        arguments: call.arguments,
+        signal,
+        scope,
+        sessionId: this.id,
+        turn,
+        step,
+      });
+    };
+    // One call has nothing to schedule (no classification, no pool): it runs and is taken at once.
+    const results = calls.length === 1 ? [{ item: calls[0], result: await run(calls[0]) }] : scheduleToolCalls(calls, {
       maxParallel: this.#init.maxParallelToolCalls,
       isParallel: (call) => {
         try {
@@ -923,34 +955,7 @@ export class LoopAgent implements Agent {
           return false;
         }
       },
-      run: async (call) => {
-        const event = this.session.append("tool/call", {
-          turn,
-          step,
-          callId: call.id,
-          name: call.name,
-          arguments: call.arguments,
-        });
-        callSeqs.set(call.id, event.seq);
-        if (signal.aborted) {
-          return {
-            message: toolErrorMessage(this.#init.newId(), call.id, "The turn was cancelled before this tool started"),
-            error: { name: "ToolAborted", code: "ABORTED_BEFORE_DISPATCH" },
-            contexts: [] as UserMessage[],
-          };
-        }
-        await this.#checkpoint();
-        return await tools.execute({
-          callId: call.id,
-          name: call.name,
-          arguments: call.arguments,
-          signal,
-          scope,
-          sessionId: this.id,
-          turn,
-          step,
-        });
-      },
+      run,
     });
     const deferred: { context: UserMessage; resultSeq: number }[] = [];
     for await (const { item, result } of results) {

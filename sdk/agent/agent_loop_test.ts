@@ -135,6 +135,38 @@ describe("agent loop event sequences", () => {
     await harness.dispose();
   });
 
+  it("one tool call runs without the scheduler and is logged as the same call among several is", async () => {
+    const calls = [{ id: "c1", name: "add", arguments: '{"a":2,"b":3}' }, { id: "c2", name: "add", arguments: "{}" }];
+    const seen: unknown[] = [];
+    for (const n of [1, 2]) {
+      const { harness, agent, model } = await setup([toolCallResponse(calls.slice(0, n)), textResponse("done")]);
+      await agent.run("go");
+      const events = agent.session.events;
+      const call = events.find((e) => e.type === "tool/call" && e.data.callId === "c1")!;
+      const result = events.find((e) =>
+        e.type === "tool/result" && e.data.message.content[0].type === "tool-result" &&
+        e.data.message.content[0].toolCallId === "c1"
+      )! as SessionEvent<"tool/result">;
+      const fed = model.requests[1].messages.find((m) => m.id === result.data.message.id);
+      seen.push({
+        call: call.data,
+        result: { ...result.data, message: { ...result.data.message, id: "-" } },
+        fromCall: result.sourceEventSeqs?.[0] === call.seq,
+        fedBack: fed === result.data.message,
+        order: summarize(events).filter((line) => line.endsWith(" c1") || line === "tool/result c1"),
+      });
+      assertValidLog(events);
+      await harness.dispose();
+    }
+    assert.deepEqual(seen[0], seen[1]);
+    assert.deepEqual(seen[0], {
+      ...seen[0] as object,
+      fromCall: true,
+      fedBack: true,
+      order: ["tool/call add c1", "tool/result c1"],
+    });
+  });
+
   it("parallel calls overlap, an exclusive call waits for them and blocks the next; results keep model order", async () => {
     const log: string[] = [];
     const gates = new Map<string, { promise: Promise<void>; resolve: () => void }>();
