@@ -4,20 +4,6 @@ import { readdirSync, readFileSync } from "node:fs";
 
 const read = (path: string) => JSON.parse(readFileSync(new URL(path, import.meta.url), "utf8"));
 
-// The rooms whose listing (sdk/<room>/mod.ts) mod.ts repeats name by name.
-const ROOMS = [
-  "kernel",
-  "llm",
-  "session",
-  "invariants",
-  "persistence",
-  "tools",
-  "prompt",
-  "agent",
-  "compaction",
-  "projections",
-];
-
 describe("package entry points", () => {
   it("every export of deno.json can be imported", async () => {
     const deno = read("./deno.json");
@@ -32,18 +18,6 @@ describe("package entry points", () => {
     assert.equal(typeof mod.createKernel, "function");
     assert.equal(typeof mod.createScope, "function");
     assert.equal(typeof mod.HarnessError, "function");
-  });
-
-  it("the root entry exports every value of each room's listing (sdk/<room>/mod.ts), the same binding", async () => {
-    const root: Record<string, unknown> = await import("./mod.ts");
-    for (const room of ROOMS) {
-      const listing: Record<string, unknown> = await import(`./sdk/${room}/mod.ts`);
-      assert.ok(Object.keys(listing).length > 0, room);
-      for (const [name, value] of Object.entries(listing)) {
-        assert.ok(name in root, `mod.ts does not export ${name} of sdk/${room}/mod.ts`);
-        assert.equal(root[name], value, `mod.ts exports another ${name} than sdk/${room}/mod.ts`);
-      }
-    }
   });
 
   it("deno.json and jsr.json agree on name, version and exports", () => {
