@@ -130,6 +130,47 @@ describe("edge bundles", () => {
     });
   }
 
+  it("a program of createHarness() and defineTool() from the root, split, loads no storage or configuration code at start", async () => {
+    // esbuild follows every import of a module whose named re-exports a program uses: mod.ts re-exports the rooms'
+    // listings with `export *` so that it is never such a module (bench/PROFILE.md, s18f).
+    const result = await esbuild.build({
+      stdin: {
+        contents:
+          'import { createHarness, defineTool } from "./mod.ts";\nexport const used = [createHarness, defineTool];\n',
+        resolveDir: root,
+        sourcefile: "program.ts",
+        loader: "ts",
+      },
+      absWorkingDir: root,
+      bundle: true,
+      format: "esm",
+      platform: "neutral",
+      target: "es2022",
+      splitting: true,
+      outdir: join(root, "dist-edge-test"),
+      write: false,
+      metafile: true,
+      logLevel: "silent",
+      external: ["zod", "cordis"],
+    });
+    const outputs = Object.entries(result.metafile.outputs);
+    const entry = outputs.find(([, o]) => o.entryPoint !== undefined)!;
+    const initial = [
+      entry,
+      ...entry[1].imports.filter((i) => i.kind === "import-statement" && !i.external)
+        .map((i) => outputs.find(([path]) => path === i.path)!),
+    ];
+    const loaded = initial.flatMap(([, o]) => Object.keys(o.inputs));
+    const all = outputs.flatMap(([, o]) => Object.keys(o.inputs));
+    assert.ok(loaded.includes("sdk/harness.ts") && loaded.includes("sdk/tools/define_tool.ts"));
+    for (
+      const lazy of ["sdk/_apply_config.ts", "sdk/persistence/memory_storage.ts", "sdk/persistence/_writer_lease.ts"]
+    ) {
+      assert.ok(all.includes(lazy), `${lazy} is in a lazy chunk`);
+      assert.ok(!loaded.includes(lazy), `${lazy} loads at start`);
+    }
+  });
+
   it("the bundled worker handler serves a session and a turn through an OpenAI-compatible endpoint", async () => {
     const result = await build("examples/edge_worker.ts", { platform: "neutral", minify: true });
     // As one file (wrangler's default) every dynamic import is inlined: what the worker never names must be

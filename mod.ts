@@ -18,7 +18,8 @@
 
 // `export *` from each room's listing, on purpose: esbuild with code splitting follows every import of a module whose
 // named re-exports a program uses, so listing the names here (to load ten modules fewer from source) put storage code
-// into the initial chunk of a program that imports only createHarness and defineTool (bench/PROFILE.md, s18f).
+// into the initial chunk of a program that imports only createHarness and defineTool (bench/PROFILE.md, s18f;
+// edge_bundle_test.ts checks it).
 export * from "./sdk/kernel/mod.ts";
 export * from "./sdk/llm/mod.ts";
 export * from "./sdk/session/mod.ts";
