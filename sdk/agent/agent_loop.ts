@@ -833,8 +833,8 @@ export class LoopAgent implements Agent {
    * A durability checkpoint: every event committed so far is durable before
    * the loop goes on. A failed checkpoint fails the turn (fail closed).
    */
-  async #checkpoint(): Promise<void> {
-    await this.#svc.sessions.flush(this.session);
+  #checkpoint(): Promise<unknown> {
+    return this.#svc.sessions.flush(this.session);
   }
 
   #recordHeader(

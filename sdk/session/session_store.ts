@@ -288,19 +288,20 @@ export class SessionStore {
    * @throws {HarnessError} `SESSION_FLUSH_FAILED` (cause: the first listener's error) when a
    *   listener rejects: a failed checkpoint fails closed.
    */
-  async flush(session: Session): Promise<boolean> {
-    if (this.#live.get(session.id)?.session !== session) return false;
+  flush(session: Session): Promise<boolean> {
+    // Not an async function: one reaction to the listeners' promise (a checkpoint runs several times per turn).
+    let flushing: Promise<void>;
     try {
-      await this.#contextOf(session).parallel("session/flush", session);
+      if (this.#live.get(session.id)?.session !== session) return Promise.resolve(false);
     } catch (error) {
-      const first = error instanceof AggregateError && error.errors.length > 0 ? error.errors[0] : error;
-      throw new HarnessError(
-        "SESSION_FLUSH_FAILED",
-        `Cannot flush session ${session.id}: ${first instanceof Error ? first.message : String(first)}`,
-        { cause: first, details: { sessionId: session.id } },
-      );
+      return Promise.reject(error); // as the async function it was: a rejection, never a throw
     }
-    return true;
+    try {
+      flushing = this.#contextOf(session).parallel("session/flush", session);
+    } catch (error) {
+      return Promise.reject(flushFailed(session, error));
+    }
+    return flushing.then(() => true, (error: unknown) => Promise.reject(flushFailed(session, error)));
   }
 
   /**
@@ -433,3 +434,12 @@ export const sessionStorePlugin: PluginObject<SessionStoreOptions | void, Sessio
     ctx.provide("sessions", store);
   },
 };
+
+function flushFailed(session: Session, error: unknown): HarnessError {
+  const first = error instanceof AggregateError && error.errors.length > 0 ? error.errors[0] : error;
+  return new HarnessError(
+    "SESSION_FLUSH_FAILED",
+    `Cannot flush session ${session.id}: ${first instanceof Error ? first.message : String(first)}`,
+    { cause: first, details: { sessionId: session.id } },
+  );
+}
