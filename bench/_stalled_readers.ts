@@ -5,7 +5,9 @@
 // backpressure. They live in their own process, so the server's process pays
 // only for serving them.
 //
-//   <runtime> bench/_stalled_readers.ts <url> <readers>
+//   <runtime> bench/_stalled_readers.ts <url> <readers> [query]
+//
+// `query` (e.g. `deltas=false`) is added to each reader's GET.
 //
 // Prints `ready` once every reader is stalled. On a line `drain` on stdin it
 // reads every stream to its end (a reader still served ends with `event: end`;
@@ -15,7 +17,7 @@
 import { connect, type Socket } from "node:net";
 import process from "node:process";
 
-const [url, count] = process.argv.slice(2).filter((a) => !a.startsWith("-"));
+const [url, count, query] = process.argv.slice(2).filter((a) => !a.startsWith("-"));
 const { hostname, port, pathname } = new URL(url);
 const READERS = Number(count);
 
@@ -45,7 +47,11 @@ function open(): Promise<Reader> {
     };
     socket.on("data", onData);
     socket.on("error", reject);
-    socket.write(`GET ${pathname}/events HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAccept: text/event-stream\r\n\r\n`);
+    socket.write(
+      `GET ${pathname}/events${
+        query ? `?${query}` : ""
+      } HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAccept: text/event-stream\r\n\r\n`,
+    );
   });
 }
 

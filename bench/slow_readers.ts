@@ -17,6 +17,8 @@
 // buffers at most `maxBufferedEvents` (4096 by default) items; a stalled reader
 // is dropped past that, so the ratio should stay near 1 (the issue's target:
 // under 2). The table also says how many readers the server dropped.
+// `--no-deltas` makes the readers ask for `?deltas=false` (one frame per
+// streamed chunk instead of two: what the delta frames cost).
 
 import { spawn } from "node:child_process";
 import process from "node:process";
@@ -30,6 +32,7 @@ import { numberOption, runtimeVersion } from "./_stats.ts";
 const TURNS = numberOption("turns", "BENCH_TURNS", 60);
 const READERS = numberOption("readers", "BENCH_READERS", 40);
 const ROUNDS = numberOption("rounds", "BENCH_ROUNDS", 2);
+const QUERY = process.argv.includes("--no-deltas") ? "deltas=false" : "";
 
 interface ReadersReport {
   readonly readers: number;
@@ -47,7 +50,9 @@ function stalledReaders(url: string, readers: number) {
     : g.Bun !== undefined
     ? [script]
     : ["--import", "tsx", script];
-  const child = spawn(process.execPath, [...args, url, String(readers)], { stdio: ["pipe", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [...args, url, String(readers), ...(QUERY ? [QUERY] : [])], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
   let out = "";
   const lines: string[] = [];
   const waiters: ((line: string) => void)[] = [];
@@ -159,7 +164,11 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 const best = (runs: Run[], key: "ms" | "cpu") => Math.min(...runs.map((r) => r[key]));
 const each = (runs: Run[], key: "ms" | "cpu" | "sys") => runs.map((r) => r[key].toFixed(0)).join(", ");
-console.log(`slow readers, ${runtimeVersion()}, ${TURNS} turns of 200 deltas, best of ${ROUNDS} rounds`);
+console.log(
+  `slow readers, ${runtimeVersion()}, ${TURNS} turns of 200 deltas, best of ${ROUNDS} rounds${
+    QUERY ? `, readers ask ?${QUERY}` : ""
+  }`,
+);
 console.log(
   "| readers that stopped reading | turns took ms (each round) | ratio | server CPU ms (each round) | ratio | dropped by the server |",
 );
