@@ -10,7 +10,7 @@
  * @module
  */
 
-import { buildOuterStack, Context } from "cordis";
+import { buildOuterStack, Context, symbols } from "cordis";
 import { HarnessError } from "./harness_error.ts";
 import { withoutStacks } from "./_without_stacks.ts";
 
@@ -179,6 +179,29 @@ function dispatcherOf(scope: ScopeInfo | undefined): object {
   };
 }
 
+/**
+ * Cordis's own `get`, called on its reflect service with this context as
+ * `ctx`: what the bound `raw.get` does, without going through the traceable
+ * proxy of the service (whose traps walk property descriptors for `ctx`,
+ * `_getImpl` and `store` on every lookup: ~8 K instructions each on Node).
+ * The proxy hands the method this same context as `ctx` when the context is
+ * not a shadow; otherwise, or when the service does not look as expected,
+ * `undefined` (and the bound `raw.get` is used).
+ */
+function directLookup(raw: Context): ((name: string) => unknown) | undefined {
+  const raws = raw as unknown as Record<symbol, unknown>;
+  if (raws[symbols.shadow] !== undefined) return undefined;
+  const reflect = (raw.reflect as unknown as Record<symbol, unknown>)?.[symbols.original] as
+    | { get?: unknown; _getImpl?: unknown; store?: unknown }
+    | undefined;
+  if (
+    typeof reflect?.get !== "function" || typeof reflect._getImpl !== "function" || typeof reflect.store !== "object"
+  ) {
+    return undefined;
+  }
+  return (reflect.get as (name: string) => unknown).bind(Object.create(reflect, { ctx: { value: raw } }));
+}
+
 /** Key of a context's cached `get` (a symbol, so no service name can shadow it). */
 const LOOKUP: unique symbol = Symbol("lookup");
 
@@ -227,7 +250,7 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
     // Reads of Cordis's own accessors (no user code): no stack captures.
     this.#events = withoutStacks(() => raw.events);
     this.#hooks = this.#events._hooks;
-    this[LOOKUP] = withoutStacks(() => raw.get);
+    this[LOOKUP] = withoutStacks(() => directLookup(raw) ?? raw.get);
   }
 
   #idle(name: string): boolean {

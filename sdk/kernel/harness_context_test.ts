@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createKernel, type HarnessContext, HarnessError, type KernelEvents } from "./mod.ts";
+import { createKernel, createScope, type HarnessContext, HarnessError, type KernelEvents } from "./mod.ts";
+import { wrapContext } from "./harness_context.ts";
 
 interface Events extends KernelEvents {
   "t/note": (value: string) => void;
@@ -205,5 +206,63 @@ describe("HarnessContext plugins, effects and services", () => {
     const ctx: Ctx = createKernel<Events, Services>();
     assert.throws(() => ctx.service("counter"), (e) => HarnessError.isInstance(e, "SERVICE_MISSING"));
     assert.equal(ctx.get("counter"), undefined);
+  });
+});
+
+describe("HarnessContext service lookups", () => {
+  // get()/service() call Cordis's `get` on its reflect service directly (not through the service's traceable proxy);
+  // each lookup must answer what Cordis's own `raw.get` answers, in every state a service can be in.
+  const same = (ctxs: Ctx[], label: string) => {
+    for (const [i, c] of ctxs.entries()) {
+      assert.equal(
+        c.get("counter"),
+        (c.raw as unknown as { get(n: string): unknown }).get("counter"),
+        `${label} #${i}`,
+      );
+    }
+  };
+
+  it("answers as Cordis's own get: absent, provided, loading, isolated, scoped, disposed", async () => {
+    const root: Ctx = createKernel<Events, Services>();
+    const ctxs: Ctx[] = [root];
+    same(ctxs, "absent");
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    // A provider whose plugin is still loading: Cordis hides the service until the fiber is active.
+    const slow = root.plugin(async (pctx: Ctx) => {
+      ctxs.push(pctx);
+      pctx.provide("counter", { count: 1 });
+      await gate;
+    });
+    await tick();
+    same(ctxs, "loading");
+    open();
+    await slow.ready;
+    await tick();
+    same(ctxs, "active");
+    assert.equal(root.get("counter")?.count, 1);
+    const scope = createScope(root, "agent");
+    ctxs.push(scope.ctx as unknown as Ctx);
+    await scope.ready;
+    same(ctxs, "scoped");
+    // An isolated context has its own "counter": provided there, absent from the others.
+    const isolated = wrapContext<Events, Services>(root.raw.isolate("counter"));
+    ctxs.push(isolated);
+    same(ctxs, "isolated, before");
+    const inner = isolated.plugin((pctx: Ctx) => {
+      ctxs.push(pctx);
+      pctx.provide("counter", { count: 2 });
+    });
+    await inner.ready;
+    await tick();
+    same(ctxs, "isolated, provided");
+    assert.equal(isolated.get("counter")?.count, 2);
+    assert.equal(root.get("counter")?.count, 1);
+    await slow.dispose();
+    await tick();
+    same(ctxs, "disposed");
+    assert.equal(root.get("counter"), undefined);
+    await inner.dispose();
+    await scope.dispose();
   });
 });
