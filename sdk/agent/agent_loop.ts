@@ -3,7 +3,8 @@
  *
  * This file is longer than the house limit on purpose: the loop is one state
  * machine (turn → claim → pre-step → step → request → stream → tools → step end
- * → turn end) and reads best in one place. The order of events it writes is
+ * → turn end) and reads best in one place; what holds no loop state lives beside
+ * it (`_loop_values.ts`, `_update_queue.ts`). The order of events it writes is
  * the specification of `CONTRACTS.md` §Loop:
  *
  * ```
@@ -31,14 +32,7 @@
 import type { HarnessContext, ScopeInfo } from "../kernel/harness_context.ts";
 import type { HarnessCtx } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
-import type {
-  AssistantMessage,
-  ContentBlock,
-  MessageSource,
-  SystemMessage,
-  ToolCallBlock,
-  UserMessage,
-} from "../llm/messages.ts";
+import type { AssistantMessage, ContentBlock, SystemMessage, ToolCallBlock, UserMessage } from "../llm/messages.ts";
 import type { TokenUsage } from "../llm/stream_chunk.ts";
 import { BlockAssembler } from "../llm/block_assembler.ts";
 import type { GenerateOptions, LlmCallConfig } from "../llm/llm_adapter.ts";
@@ -77,6 +71,18 @@ import { forEachChunk } from "../llm/_guard_stream.ts";
 import { appendChunk } from "../session/session.ts";
 import { seqList } from "../session/_copy_event_data.ts";
 import { type FailedRunResult, TurnFailedError } from "./turn_failed_error.ts";
+import {
+  addUsage,
+  callConfig,
+  defaultSleep,
+  PROMPT_CONTEXT_PREFIX,
+  promptContextName,
+  sameHeaderInput,
+  toInboxMessage,
+  toolErrorMessage,
+  ZERO_USAGE,
+} from "./_loop_values.ts";
+import { UpdateQueue } from "./_update_queue.ts";
 
 /** Services and events the loop uses. */
 export interface LoopServices {
@@ -115,191 +121,6 @@ interface StepOutcome {
   /** Tool calls ran: the model is owed another request. */
   readonly owesRequest?: boolean;
   readonly concluded?: boolean;
-}
-
-const defaultSleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    if (signal.aborted || ms <= 0) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-
-function toInboxMessage(input: AgentInput, id: string): UserMessage | SystemMessage {
-  if (typeof input === "string") {
-    return { id, role: "user", content: [{ type: "text", text: input }], source: { kind: "user" } };
-  }
-  if (Array.isArray(input)) return { id, role: "user", content: input as ContentBlock[], source: { kind: "user" } };
-  const message = input as UserMessage | SystemMessage;
-  if (
-    (message.role !== "user" && message.role !== "system") || !Array.isArray(message.content) ||
-    typeof message.id !== "string"
-  ) {
-    throw new HarnessError("INVALID_ARGS", "Agent input must be a string, content blocks, or a user or system message");
-  }
-  if (
-    message.role === "system" &&
-    (message.content.length === 0 || !message.content.every((b) => b.type === "text" && b.text !== ""))
-  ) {
-    // Checked here, not when the step enters it: a system message holds non-empty text only.
-    throw new HarnessError("INVALID_ARGS", "A system message given as agent input holds non-empty text blocks only");
-  }
-  return message;
-}
-
-function addUsage(total: TokenUsage, usage: TokenUsage): TokenUsage {
-  return {
-    inputTokens: total.inputTokens + usage.inputTokens,
-    outputTokens: total.outputTokens + usage.outputTokens,
-    cacheReadTokens: (total.cacheReadTokens ?? 0) + (usage.cacheReadTokens ?? 0),
-    cacheWriteTokens: (total.cacheWriteTokens ?? 0) + (usage.cacheWriteTokens ?? 0),
-    reasoningTokens: (total.reasoningTokens ?? 0) + (usage.reasoningTokens ?? 0),
-  };
-}
-
-const ZERO_USAGE: TokenUsage = { inputTokens: 0, outputTokens: 0 };
-
-function callConfig(options: AgentOptions): LlmCallConfig {
-  const config: { -readonly [K in keyof LlmCallConfig]: LlmCallConfig[K] } = {
-    provider: options.provider,
-    model: options.model,
-  };
-  if (options.reasoningEffort !== undefined) config.reasoningEffort = options.reasoningEffort;
-  if (options.temperature !== undefined) config.temperature = options.temperature;
-  if (options.maxTokens !== undefined) config.maxTokens = options.maxTokens;
-  if (options.stop !== undefined) config.stop = [...options.stop];
-  return config;
-}
-
-// Whether two header inputs are the same values: the six config fields (the
-// stop list item by item), the adapter-default markers, the system text, and
-// the tool schemas as the same objects.
-function sameHeaderInput(a: EpochHeader, b: EpochHeader): boolean {
-  const c = a.config, d = b.config;
-  if (
-    a.system !== b.system || c.provider !== d.provider || c.model !== d.model ||
-    c.reasoningEffort !== d.reasoningEffort || c.temperature !== d.temperature || c.maxTokens !== d.maxTokens ||
-    !sameList(c.stop, d.stop) || !sameDefaults(a.adapterDefaults, b.adapterDefaults)
-  ) {
-    return false;
-  }
-  return sameList(a.tools, b.tools);
-}
-
-function sameList<T>(x: readonly T[] | undefined, y: readonly T[] | undefined): boolean {
-  if (x === y) return true;
-  if (x === undefined || y === undefined || x.length !== y.length) return false;
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
-  return true;
-}
-
-function onlyDefaultKeys(value: object): boolean {
-  const keys = Object.keys(value);
-  for (let i = 0; i < keys.length; i++) if (keys[i] !== "reasoningEffort" && keys[i] !== "maxTokens") return false;
-  return true;
-}
-
-function sameDefaults(x: EpochHeader["adapterDefaults"], y: EpochHeader["adapterDefaults"]): boolean {
-  if (x === y) return true;
-  if (x === undefined || y === undefined) return false;
-  if (x.reasoningEffort !== y.reasoningEffort || x.maxTokens !== y.maxTokens) return false;
-  // Nothing else in either (the header compares the whole object).
-  return onlyDefaultKeys(x) && onlyDefaultKeys(y);
-}
-
-/** The source plugin name of a logged prompt context is this prefix and the context's name. */
-const PROMPT_CONTEXT_PREFIX = "system-prompt/context:";
-
-function promptContextName(source: MessageSource): string | undefined {
-  return source.kind === "plugin" && source.plugin.startsWith(PROMPT_CONTEXT_PREFIX)
-    ? source.plugin.slice(PROMPT_CONTEXT_PREFIX.length)
-    : undefined;
-}
-
-function toolErrorMessage(id: string, callId: string, text: string): UserMessage {
-  return {
-    id,
-    role: "user",
-    content: [{ type: "tool-result", toolCallId: callId, content: [{ type: "text", text }], isError: true }],
-    source: { kind: "tool", callId },
-  };
-}
-
-/**
- * A queue that feeds one `subscribe()` iterator. Written as a plain async
- * iterator (not a generator) so that `return()` ends it at once, even while
- * the consumer is waiting for the next item.
- */
-class UpdateQueue implements AsyncIterableIterator<AgentUpdate> {
-  readonly #items: AgentUpdate[] = [];
-  #waiting: ((result: IteratorResult<AgentUpdate>) => void) | undefined;
-  #closed = false;
-  #overflow: HarnessError | undefined;
-  readonly #onClose: () => void;
-  readonly #max: number;
-
-  constructor(onClose: () => void, max: number) {
-    this.#onClose = onClose;
-    this.#max = max;
-  }
-
-  push(update: AgentUpdate): void {
-    if (this.#closed) return;
-    const waiting = this.#waiting;
-    if (waiting) {
-      this.#waiting = undefined;
-      waiting({ value: update, done: false });
-    } else if (this.#items.length >= this.#max) {
-      // A consumer this far behind is dropped rather than buffered without bound.
-      this.#items.length = 0;
-      this.#overflow = new HarnessError(
-        "SUBSCRIBER_OVERFLOW",
-        `The subscriber fell more than ${this.#max} updates behind and was dropped; resume from the session log`,
-      );
-      this.close();
-    } else {
-      this.#items.push(update);
-    }
-  }
-
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#onClose();
-    const waiting = this.#waiting;
-    this.#waiting = undefined;
-    waiting?.({ value: undefined, done: true });
-  }
-
-  next(): Promise<IteratorResult<AgentUpdate>> {
-    if (this.#items.length > 0) return Promise.resolve({ value: this.#items.shift()!, done: false });
-    if (this.#overflow !== undefined) {
-      const error = this.#overflow;
-      this.#overflow = undefined;
-      return Promise.reject(error);
-    }
-    if (this.#closed) return Promise.resolve({ value: undefined, done: true });
-    return new Promise(this.#park);
-  }
-
-  // The executor of a waiting read, made once per queue rather than once per read.
-  readonly #park = (resolve: (result: IteratorResult<AgentUpdate>) => void): void => {
-    this.#waiting = resolve;
-  };
-
-  return(): Promise<IteratorResult<AgentUpdate>> {
-    this.#items.length = 0;
-    this.close();
-    return Promise.resolve({ value: undefined, done: true });
-  }
-
-  [Symbol.asyncIterator](): AsyncIterableIterator<AgentUpdate> {
-    return this;
-  }
 }
 
 /**

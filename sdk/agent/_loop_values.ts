@@ -1,0 +1,127 @@
+/**
+ * The agent loop's plain helpers: turning agent input into an inbox message,
+ * summing usage, the call config of agent options, comparing header inputs by
+ * value, the names of logged prompt contexts, and the message of a refused
+ * tool call. None of them touches the loop's state.
+ *
+ * @module
+ */
+
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { ContentBlock, MessageSource, SystemMessage, UserMessage } from "../llm/messages.ts";
+import type { TokenUsage } from "../llm/stream_chunk.ts";
+import type { LlmCallConfig } from "../llm/llm_adapter.ts";
+import type { EpochHeader } from "../session/session_events.ts";
+import type { AgentInput, AgentOptions } from "./agent.ts";
+
+export const defaultSleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal.aborted || ms <= 0) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+
+export function toInboxMessage(input: AgentInput, id: string): UserMessage | SystemMessage {
+  if (typeof input === "string") {
+    return { id, role: "user", content: [{ type: "text", text: input }], source: { kind: "user" } };
+  }
+  if (Array.isArray(input)) return { id, role: "user", content: input as ContentBlock[], source: { kind: "user" } };
+  const message = input as UserMessage | SystemMessage;
+  if (
+    (message.role !== "user" && message.role !== "system") || !Array.isArray(message.content) ||
+    typeof message.id !== "string"
+  ) {
+    throw new HarnessError("INVALID_ARGS", "Agent input must be a string, content blocks, or a user or system message");
+  }
+  if (
+    message.role === "system" &&
+    (message.content.length === 0 || !message.content.every((b) => b.type === "text" && b.text !== ""))
+  ) {
+    // Checked here, not when the step enters it: a system message holds non-empty text only.
+    throw new HarnessError("INVALID_ARGS", "A system message given as agent input holds non-empty text blocks only");
+  }
+  return message;
+}
+
+export function addUsage(total: TokenUsage, usage: TokenUsage): TokenUsage {
+  return {
+    inputTokens: total.inputTokens + usage.inputTokens,
+    outputTokens: total.outputTokens + usage.outputTokens,
+    cacheReadTokens: (total.cacheReadTokens ?? 0) + (usage.cacheReadTokens ?? 0),
+    cacheWriteTokens: (total.cacheWriteTokens ?? 0) + (usage.cacheWriteTokens ?? 0),
+    reasoningTokens: (total.reasoningTokens ?? 0) + (usage.reasoningTokens ?? 0),
+  };
+}
+
+export const ZERO_USAGE: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+
+export function callConfig(options: AgentOptions): LlmCallConfig {
+  const config: { -readonly [K in keyof LlmCallConfig]: LlmCallConfig[K] } = {
+    provider: options.provider,
+    model: options.model,
+  };
+  if (options.reasoningEffort !== undefined) config.reasoningEffort = options.reasoningEffort;
+  if (options.temperature !== undefined) config.temperature = options.temperature;
+  if (options.maxTokens !== undefined) config.maxTokens = options.maxTokens;
+  if (options.stop !== undefined) config.stop = [...options.stop];
+  return config;
+}
+
+// Whether two header inputs are the same values: the six config fields (the
+// stop list item by item), the adapter-default markers, the system text, and
+// the tool schemas as the same objects.
+export function sameHeaderInput(a: EpochHeader, b: EpochHeader): boolean {
+  const c = a.config, d = b.config;
+  if (
+    a.system !== b.system || c.provider !== d.provider || c.model !== d.model ||
+    c.reasoningEffort !== d.reasoningEffort || c.temperature !== d.temperature || c.maxTokens !== d.maxTokens ||
+    !sameList(c.stop, d.stop) || !sameDefaults(a.adapterDefaults, b.adapterDefaults)
+  ) {
+    return false;
+  }
+  return sameList(a.tools, b.tools);
+}
+
+function sameList<T>(x: readonly T[] | undefined, y: readonly T[] | undefined): boolean {
+  if (x === y) return true;
+  if (x === undefined || y === undefined || x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
+}
+
+function onlyDefaultKeys(value: object): boolean {
+  const keys = Object.keys(value);
+  for (let i = 0; i < keys.length; i++) if (keys[i] !== "reasoningEffort" && keys[i] !== "maxTokens") return false;
+  return true;
+}
+
+function sameDefaults(x: EpochHeader["adapterDefaults"], y: EpochHeader["adapterDefaults"]): boolean {
+  if (x === y) return true;
+  if (x === undefined || y === undefined) return false;
+  if (x.reasoningEffort !== y.reasoningEffort || x.maxTokens !== y.maxTokens) return false;
+  // Nothing else in either (the header compares the whole object).
+  return onlyDefaultKeys(x) && onlyDefaultKeys(y);
+}
+
+/** The source plugin name of a logged prompt context is this prefix and the context's name. */
+export const PROMPT_CONTEXT_PREFIX = "system-prompt/context:";
+
+export function promptContextName(source: MessageSource): string | undefined {
+  return source.kind === "plugin" && source.plugin.startsWith(PROMPT_CONTEXT_PREFIX)
+    ? source.plugin.slice(PROMPT_CONTEXT_PREFIX.length)
+    : undefined;
+}
+
+export function toolErrorMessage(id: string, callId: string, text: string): UserMessage {
+  return {
+    id,
+    role: "user",
+    content: [{ type: "tool-result", toolCallId: callId, content: [{ type: "text", text }], isError: true }],
+    source: { kind: "tool", callId },
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * `UpdateQueue`: what feeds one `Agent.subscribe()` iterator, with its bound.
+ *
+ * @module
+ */
+
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { AgentUpdate } from "./agent.ts";
+
+/**
+ * A queue that feeds one `subscribe()` iterator. Written as a plain async
+ * iterator (not a generator) so that `return()` ends it at once, even while
+ * the consumer is waiting for the next item.
+ */
+export class UpdateQueue implements AsyncIterableIterator<AgentUpdate> {
+  readonly #items: AgentUpdate[] = [];
+  #waiting: ((result: IteratorResult<AgentUpdate>) => void) | undefined;
+  #closed = false;
+  #overflow: HarnessError | undefined;
+  readonly #onClose: () => void;
+  readonly #max: number;
+
+  constructor(onClose: () => void, max: number) {
+    this.#onClose = onClose;
+    this.#max = max;
+  }
+
+  push(update: AgentUpdate): void {
+    if (this.#closed) return;
+    const waiting = this.#waiting;
+    if (waiting) {
+      this.#waiting = undefined;
+      waiting({ value: update, done: false });
+    } else if (this.#items.length >= this.#max) {
+      // A consumer this far behind is dropped rather than buffered without bound.
+      this.#items.length = 0;
+      this.#overflow = new HarnessError(
+        "SUBSCRIBER_OVERFLOW",
+        `The subscriber fell more than ${this.#max} updates behind and was dropped; resume from the session log`,
+      );
+      this.close();
+    } else {
+      this.#items.push(update);
+    }
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#onClose();
+    const waiting = this.#waiting;
+    this.#waiting = undefined;
+    waiting?.({ value: undefined, done: true });
+  }
+
+  next(): Promise<IteratorResult<AgentUpdate>> {
+    if (this.#items.length > 0) return Promise.resolve({ value: this.#items.shift()!, done: false });
+    if (this.#overflow !== undefined) {
+      const error = this.#overflow;
+      this.#overflow = undefined;
+      return Promise.reject(error);
+    }
+    if (this.#closed) return Promise.resolve({ value: undefined, done: true });
+    return new Promise(this.#park);
+  }
+
+  // The executor of a waiting read, made once per queue rather than once per read.
+  readonly #park = (resolve: (result: IteratorResult<AgentUpdate>) => void): void => {
+    this.#waiting = resolve;
+  };
+
+  return(): Promise<IteratorResult<AgentUpdate>> {
+    this.#items.length = 0;
+    this.close();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<AgentUpdate> {
+    return this;
+  }
+}
