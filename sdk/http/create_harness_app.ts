@@ -1,9 +1,11 @@
 /**
  * `createHarnessApp()`: a harness as a Hono microservice (REST + SSE).
  *
- * Longer than the house limit on purpose: it is the route table of the service, and reading every
- * route with its validation and status codes side by side is the point; bodies, problems, auth,
- * SSE and the session host are in their own files.
+ * The options, the middleware and the wiring of the service; the `/sessions` routes are in
+ * `_session_routes.ts` (documented on {@linkcode createHarnessApp} below), the bearer check in
+ * `_bearer_guard.ts`, the `405` route table and mount path in `_route_table.ts`, pending approvals in
+ * `_pending_approvals.ts`; bodies, problems, SSE and the session host are in their own files. A little
+ * over the house limit: most of it is the public option types and the route documentation.
  *
  * @module
  */
@@ -11,30 +13,21 @@
 // hono/tiny: the same Hono with the PatternRouter, ~2.4 KB gzip smaller in a worker bundle than the default
 // SmartRouter (RegExp + Trie routers); this app has a few dozen routes, where either router is fast enough.
 import { Hono } from "hono/tiny";
-import type { Context, MiddlewareHandler } from "hono";
-import { bearerAuth } from "hono/bearer-auth";
+import type { Context } from "hono";
 import { cors } from "hono/cors";
 import { requestId } from "hono/request-id";
 import type { Agent } from "../agent/agent.ts";
-import { TurnFailedError } from "../agent/turn_failed_error.ts";
 import type { Harness } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
-import { Session } from "../session/session.ts";
-import { renderTranscript } from "../session/transcript.ts";
 import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts";
-import { approvalBody, cancelBody, createSessionBody, forkBody, messageBody, readBody } from "./_body.ts";
-import {
-  incarnationOf,
-  type LastEventId,
-  parseLastEventId,
-  readStored,
-  type ResetReason,
-  streamSessionEvents,
-  streamStoredEvents,
-} from "./_event_stream.ts";
+import { bearerGuard, TOKEN_SYNTAX } from "./_bearer_guard.ts";
+import { readStored } from "./_event_stream.ts";
+import { belongsTo, toPending } from "./_pending_approvals.ts";
 import { HttpProblem, problemResponse, toProblem } from "./_problem.ts";
+import { allowedMethods, mountOf } from "./_route_table.ts";
 import { checkSessionId } from "./_session_id.ts";
 import { SessionHost } from "./_session_host.ts";
+import { mountSessionRoutes } from "./_session_routes.ts";
 import { type HttpPendingApproval, type HttpSessionSummary, summarizeLog } from "./session_summary.ts";
 import { mountViewData, mountViewPages } from "./view/_view_routes.ts";
 
@@ -163,70 +156,11 @@ export interface HarnessAppEnv {
 /** The app returned by {@linkcode createHarnessApp}: a Hono app; add routes or mount it. */
 export type HarnessApp = Hono<HarnessAppEnv>;
 
-const CHALLENGE = 'Bearer realm="dsh-harness"';
-const TOKEN_SYNTAX = /^[A-Za-z0-9._~+/-]+=*$/;
-
-/**
- * Hono's bearer-auth (a constant-time comparison of hashed tokens) with our answers: its message options are
- * called to build the refusal, and throwing from them makes `onError` answer with problem+json.
- */
-function bearerGuard(token: string): MiddlewareHandler<HarnessAppEnv> {
-  const required = (c: Context): never => {
-    throw new HttpProblem(
-      401,
-      "AUTH_REQUIRED",
-      (c.req.header("authorization") ?? "") === ""
-        ? "The request has no Authorization header; send Authorization: Bearer <token>"
-        : "The Authorization header is not a bearer token",
-      { headers: { "www-authenticate": CHALLENGE } },
-    );
-  };
-  return bearerAuth({
-    token,
-    realm: "dsh-harness",
-    noAuthenticationHeaderMessage: required,
-    invalidAuthenticationHeaderMessage: required,
-    invalidTokenMessage: () => {
-      throw new HttpProblem(401, "INVALID_TOKEN", "The bearer token is not valid", {
-        headers: { "www-authenticate": `${CHALLENGE}, error="invalid_token"` },
-      });
-    },
-  });
-}
-
-/** The methods of each route, for `405` answers (`Allow`). */
-const ROUTES: readonly (readonly [RegExp, readonly string[]])[] = [
-  [/^\/sessions\/?$/, ["GET", "POST"]],
-  [/^\/sessions\/[^/]+\/?$/, ["GET", "DELETE"]],
-  [/^\/sessions\/[^/]+\/(messages|cancel|fork)\/?$/, ["POST"]],
-  [/^\/sessions\/[^/]+\/(events|transcript|projections|approvals)\/?$/, ["GET"]],
-  [/^\/sessions\/[^/]+\/approvals\/[^/]+\/?$/, ["POST"]],
-];
-
-function allowedMethods(path: string): readonly string[] | undefined {
-  return ROUTES.find(([pattern]) => pattern.test(path))?.[1];
-}
-
 function defaultLog(record: RequestLogRecord): void {
   const { error, ...rest } = record;
   const line = JSON.stringify({ level: record.status >= 500 ? "error" : "info", ...rest });
   if (error !== undefined) console.error(line, error);
   else console.log(line);
-}
-
-function toPending(p: PendingApproval): HttpPendingApproval {
-  return {
-    callId: p.callId,
-    toolName: p.toolName,
-    args: p.args,
-    ...(p.reason !== undefined ? { reason: p.reason } : {}),
-  };
-}
-
-function belongsTo(p: PendingApproval, agent: Agent): boolean {
-  if (p.sessionId !== undefined) return p.sessionId === agent.id;
-  for (let s = p.scope; s !== undefined; s = s.parent) if (s === agent.ctx.scope) return true;
-  return false;
 }
 
 /**
@@ -445,187 +379,20 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   };
   app.notFound(noRoute);
 
-  app.post("/sessions", async (c) => {
-    const body = await readBody(c.req.raw, createSessionBody, maxBodyBytes);
-    const agent = await host.create(body);
-    c.header("location", `${mountOf(c, "/sessions")}/sessions/${agent.id}`);
-    return c.json(summary(agent), 201);
-  });
-
-  app.get("/sessions", async (c) => {
-    const live = host.liveAgents().map(summary);
-    const stored = (await host.storedOnly()).map((s) => ({ ...s, live: false, status: "stored" as const }));
-    return c.json({ sessions: [...live, ...stored] });
-  });
-
-  app.get("/sessions/:id", async (c) => {
-    const id = c.req.param("id");
-    const agent = host.live(id);
-    if (agent !== undefined) return c.json(summary(agent));
-    const loaded = await inspectStored(id);
-    const result: HttpSessionSummary = {
-      id,
-      live: false,
-      status: "stored",
-      ...summarizeLog(loaded.events, projections),
-      createdAt: loaded.header.createdAt,
-      ...(loaded.header.parentSession !== undefined ? { parentSession: loaded.header.parentSession } : {}),
-      pendingApprovals: [],
-    };
-    return c.json(result);
-  });
-
-  app.delete("/sessions/:id", async (c) => {
-    const id = c.req.param("id");
-    if (!(await host.remove(id))) throw new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
-    return c.body(null, 204);
-  });
-
-  app.post("/sessions/:id/messages", async (c) => {
-    const body = await readBody(c.req.raw, messageBody, maxBodyBytes);
-    const agent = await host.agent(c.req.param("id"));
-    const content = body.content;
-    if (body.wait && body.mode === "followup") {
-      // A turn that ended in error is still the answer to "wait for my turn": the input was taken and the
-      // turn closed, so the route answers 200 with `result.reason.kind === "error"`, not a problem (a client
-      // that retried on 5xx would queue the message twice).
-      const result = await agent.run(content).catch((error: unknown) =>
-        error instanceof TurnFailedError ? error.result : Promise.reject(error)
-      );
-      return c.json({ mode: body.mode, result });
-    }
-    const entry = agent[body.mode](content);
-    if (body.wait) {
-      // Only a running agent has something to wait for: an inject never wakes one, and
-      // whenIdle() on an idle agent with queued next-step input may not settle.
-      if (agent.status === "running") await agent.whenIdle();
-      await agent.flushed();
-      return c.json({ id: entry.id, messageId: entry.message.id, mode: body.mode, status: agent.status });
-    }
-    // Acknowledged means durable: the answer waits for the batch holding the inbox splice.
-    const status = agent.status;
-    await agent.flushed();
-    return c.json({ id: entry.id, messageId: entry.message.id, mode: body.mode, status }, 202);
-  });
-
-  app.post("/sessions/:id/cancel", async (c) => {
-    const body = await readBody(c.req.raw, cancelBody, maxBodyBytes);
-    const agent = await host.agent(c.req.param("id"));
-    const wasRunning = agent.status === "running";
-    agent.cancel("user", { keepInbox: body.keepInbox });
-    return c.json({ id: agent.id, cancelled: wasRunning, status: agent.status }, 202);
-  });
-
-  app.get("/sessions/:id/events", async (c) => {
-    const lastEventId = c.req.header("last-event-id");
-    const fromQuery = c.req.query("from");
-    let from = 0;
-    let claimed: LastEventId | undefined;
-    if (lastEventId !== undefined && lastEventId.trim() !== "") {
-      claimed = parseLastEventId(lastEventId);
-      if (claimed === undefined) {
-        throw new HttpProblem(400, "INVALID_LAST_EVENT_ID", "Last-Event-ID must be the id of an event");
-      }
-      from = claimed.seq + 1;
-    } else if (fromQuery !== undefined) {
-      if (!/^\d{1,15}$/.test(fromQuery)) throw new HttpProblem(400, "INVALID_QUERY", "from must be a seq");
-      from = Number(fromQuery);
-    }
-    const id = c.req.param("id");
-    // Where the stream starts: a Last-Event-ID of another life of the log, or
-    // beyond it, restarts from seq 0 with `event: reset`; `?from=` beyond the log is refused.
-    const start = (incarnation: string, length: number): { from: number; reset?: ResetReason } => {
-      if (claimed?.incarnation !== undefined && claimed.incarnation !== incarnation) {
-        return { from: 0, reset: "incarnation" };
-      }
-      if (from <= length) return { from };
-      if (claimed !== undefined) return { from: 0, reset: "ahead" };
-      throw new HttpProblem(
-        400,
-        "INVALID_LAST_EVENT_ID",
-        `The stream cannot start at seq ${from}: the log of session "${id}" has ${length} events`,
-      );
-    };
-    const streamOptions = {
-      deltas: c.req.query("deltas") !== "false",
-      follow: c.req.query("follow") !== "false",
-      keepAliveMs,
-      maxBuffered,
-      pollMs: tailPollMs,
-      storage: harness.storage,
-      watchApprovals,
-    };
-    const agent = host.live(id);
-    if (agent === undefined) {
-      // Reading or tailing a stored session resumes nothing and takes no lease.
-      const stored = await readStoredSession(id);
-      return streamStoredEvents(
-        c,
-        {
-          id,
-          header: stored.header,
-          events: stored.events,
-          storage: harness.storage!,
-          ctx: harness.ctx,
-          live: () => host.live(id),
-        },
-        { ...streamOptions, ...start(incarnationOf(stored.header), stored.events.length) },
-      );
-    }
-    return streamSessionEvents(c, harness.ctx, agent, {
-      ...streamOptions,
-      ...start(incarnationOf(agent.session.header), agent.session.seq),
-    });
-  });
-
-  app.get("/sessions/:id/transcript", async (c) => {
-    const id = c.req.param("id");
-    const format = c.req.query("format") ??
-      (c.req.header("accept")?.includes("application/json") ? "json" : "markdown");
-    if (format !== "markdown" && format !== "json") {
-      throw new HttpProblem(400, "INVALID_QUERY", "format must be markdown or json");
-    }
-    const agent = host.live(id);
-    const events = agent !== undefined ? agent.session.events : (await inspectStored(id)).events;
-    if (format === "markdown") {
-      return c.body(renderTranscript(events), 200, { "content-type": "text/markdown; charset=utf-8" });
-    }
-    const session = agent?.session ?? Session.create(id, events);
-    return c.json({ id, seq: events.length, messages: session.deriveMessages() });
-  });
-
-  app.get("/sessions/:id/projections", async (c) => {
-    const id = c.req.param("id");
-    const agent = host.live(id);
-    const source = agent !== undefined ? agent.session : (await inspectStored(id)).events;
-    const seq = agent !== undefined ? agent.session.seq : (source as readonly unknown[]).length;
-    return c.json({ id, seq, projections: projections.snapshot(source) });
-  });
-
-  app.post("/sessions/:id/fork", async (c) => {
-    const body = await readBody(c.req.raw, forkBody, maxBodyBytes);
-    const source = await host.agent(c.req.param("id"));
-    const child = await host.fork(source, body.boundary, body.id);
-    c.header("location", `${mountOf(c, "/sessions/:id/fork")}/sessions/${child.id}`);
-    return c.json(summary(child), 201);
-  });
-
-  app.get("/sessions/:id/approvals", async (c) => {
-    const id = c.req.param("id");
-    const agent = host.live(id);
-    if (agent === undefined) await inspectStored(id); // a stored session has no pending question
-    return c.json({ approvals: agent === undefined ? [] : pendingOf(agent) });
-  });
-
-  app.post("/sessions/:id/approvals/:callId", async (c) => {
-    const body = await readBody(c.req.raw, approvalBody, maxBodyBytes);
-    const agent = await host.agent(c.req.param("id"));
-    const callId = c.req.param("callId");
-    const waiting = queue?.pending().find((p) => p.callId === callId && belongsTo(p, agent));
-    if (queue === undefined || waiting === undefined || !queue.answer(callId, body.decision === "allow")) {
-      throw new HttpProblem(404, "APPROVAL_NOT_FOUND", `No approval is pending for call "${callId}" of this session`);
-    }
-    return c.json({ callId, outcome: body.decision === "allow" ? "allowed-once" : "rejected" });
+  mountSessionRoutes(app, {
+    harness,
+    host,
+    projections,
+    maxBodyBytes,
+    keepAliveMs,
+    maxBuffered,
+    tailPollMs,
+    watchApprovals,
+    queue,
+    pendingOf,
+    summary,
+    readStoredSession,
+    inspectStored,
   });
 
   if (options.view !== false) {
@@ -668,10 +435,4 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   app.all("*", noRoute);
 
   return app;
-}
-
-/** The path this app is mounted under (`""` at the root), from the route that matched: `/api` for `/api/sessions`. */
-function mountOf(c: Context<HarnessAppEnv>, route: string): string {
-  const matched = c.req.routePath;
-  return matched.endsWith(route) ? matched.slice(0, matched.length - route.length) : "";
 }

@@ -1,0 +1,24 @@
+// Internal: where the HTTP app's routes are — the methods of each route (for `405`) and the path the app is
+// mounted under (moved out of `create_harness_app.ts`).
+
+import type { Context } from "hono";
+import type { HarnessAppEnv } from "./create_harness_app.ts";
+
+/** The methods of each route, for `405` answers (`Allow`). */
+const ROUTES: readonly (readonly [RegExp, readonly string[]])[] = [
+  [/^\/sessions\/?$/, ["GET", "POST"]],
+  [/^\/sessions\/[^/]+\/?$/, ["GET", "DELETE"]],
+  [/^\/sessions\/[^/]+\/(messages|cancel|fork)\/?$/, ["POST"]],
+  [/^\/sessions\/[^/]+\/(events|transcript|projections|approvals)\/?$/, ["GET"]],
+  [/^\/sessions\/[^/]+\/approvals\/[^/]+\/?$/, ["POST"]],
+];
+
+export function allowedMethods(path: string): readonly string[] | undefined {
+  return ROUTES.find(([pattern]) => pattern.test(path))?.[1];
+}
+
+/** The path this app is mounted under (`""` at the root), from the route that matched: `/api` for `/api/sessions`. */
+export function mountOf(c: Context<HarnessAppEnv>, route: string): string {
+  const matched = c.req.routePath;
+  return matched.endsWith(route) ? matched.slice(0, matched.length - route.length) : "";
+}

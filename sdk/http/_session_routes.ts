@@ -1,0 +1,234 @@
+// Internal: the `/sessions` routes of the HTTP app (moved out of `create_harness_app.ts`, which documents them
+// on `createHarnessApp` and mounts them between its middleware and its catch-all). What they share with the
+// app comes in `SessionRoutesContext`; the route bodies are as they were there.
+
+import type { Agent } from "../agent/agent.ts";
+import { TurnFailedError } from "../agent/turn_failed_error.ts";
+import type { Harness } from "../harness.ts";
+import type { LoadedSession } from "../persistence/session_storage.ts";
+import type { SessionProjections } from "../projections/session_projections.ts";
+import { Session } from "../session/session.ts";
+import { renderTranscript } from "../session/transcript.ts";
+import type { ApprovalQueue } from "../tools/approval_queue.ts";
+import { approvalBody, cancelBody, createSessionBody, forkBody, messageBody, readBody } from "./_body.ts";
+import {
+  incarnationOf,
+  type LastEventId,
+  parseLastEventId,
+  type readStored,
+  type ResetReason,
+  streamSessionEvents,
+  streamStoredEvents,
+} from "./_event_stream.ts";
+import { belongsTo } from "./_pending_approvals.ts";
+import { HttpProblem } from "./_problem.ts";
+import { mountOf } from "./_route_table.ts";
+import type { SessionHost } from "./_session_host.ts";
+import type { HarnessApp } from "./create_harness_app.ts";
+import { type HttpPendingApproval, type HttpSessionSummary, summarizeLog } from "./session_summary.ts";
+
+/** What the session routes share with `createHarnessApp`: its options, session host, approvals and stored reads. */
+export interface SessionRoutesContext {
+  readonly harness: Harness;
+  readonly host: SessionHost;
+  readonly projections: SessionProjections;
+  readonly maxBodyBytes: number;
+  readonly keepAliveMs: number;
+  readonly maxBuffered: number;
+  readonly tailPollMs: number;
+  readonly watchApprovals: (agent: Agent, listener: (pending: readonly unknown[]) => void) => () => void;
+  readonly queue: ApprovalQueue | undefined;
+  readonly pendingOf: (agent: Agent) => HttpPendingApproval[];
+  readonly summary: (agent: Agent) => HttpSessionSummary;
+  readonly readStoredSession: (id: string) => ReturnType<typeof readStored>;
+  readonly inspectStored: (id: string) => Promise<LoadedSession>;
+}
+
+/** Mounts `POST`/`GET /sessions` and every `/sessions/:id` route on `app`. */
+export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContext): void {
+  const { harness, host, projections, maxBodyBytes, keepAliveMs, maxBuffered, tailPollMs } = context;
+  const { watchApprovals, queue, pendingOf, summary, readStoredSession, inspectStored } = context;
+
+  app.post("/sessions", async (c) => {
+    const body = await readBody(c.req.raw, createSessionBody, maxBodyBytes);
+    const agent = await host.create(body);
+    c.header("location", `${mountOf(c, "/sessions")}/sessions/${agent.id}`);
+    return c.json(summary(agent), 201);
+  });
+
+  app.get("/sessions", async (c) => {
+    const live = host.liveAgents().map(summary);
+    const stored = (await host.storedOnly()).map((s) => ({ ...s, live: false, status: "stored" as const }));
+    return c.json({ sessions: [...live, ...stored] });
+  });
+
+  app.get("/sessions/:id", async (c) => {
+    const id = c.req.param("id");
+    const agent = host.live(id);
+    if (agent !== undefined) return c.json(summary(agent));
+    const loaded = await inspectStored(id);
+    const result: HttpSessionSummary = {
+      id,
+      live: false,
+      status: "stored",
+      ...summarizeLog(loaded.events, projections),
+      createdAt: loaded.header.createdAt,
+      ...(loaded.header.parentSession !== undefined ? { parentSession: loaded.header.parentSession } : {}),
+      pendingApprovals: [],
+    };
+    return c.json(result);
+  });
+
+  app.delete("/sessions/:id", async (c) => {
+    const id = c.req.param("id");
+    if (!(await host.remove(id))) throw new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
+    return c.body(null, 204);
+  });
+
+  app.post("/sessions/:id/messages", async (c) => {
+    const body = await readBody(c.req.raw, messageBody, maxBodyBytes);
+    const agent = await host.agent(c.req.param("id"));
+    const content = body.content;
+    if (body.wait && body.mode === "followup") {
+      // A turn that ended in error is still the answer to "wait for my turn": the input was taken and the
+      // turn closed, so the route answers 200 with `result.reason.kind === "error"`, not a problem (a client
+      // that retried on 5xx would queue the message twice).
+      const result = await agent.run(content).catch((error: unknown) =>
+        error instanceof TurnFailedError ? error.result : Promise.reject(error)
+      );
+      return c.json({ mode: body.mode, result });
+    }
+    const entry = agent[body.mode](content);
+    if (body.wait) {
+      // Only a running agent has something to wait for: an inject never wakes one, and
+      // whenIdle() on an idle agent with queued next-step input may not settle.
+      if (agent.status === "running") await agent.whenIdle();
+      await agent.flushed();
+      return c.json({ id: entry.id, messageId: entry.message.id, mode: body.mode, status: agent.status });
+    }
+    // Acknowledged means durable: the answer waits for the batch holding the inbox splice.
+    const status = agent.status;
+    await agent.flushed();
+    return c.json({ id: entry.id, messageId: entry.message.id, mode: body.mode, status }, 202);
+  });
+
+  app.post("/sessions/:id/cancel", async (c) => {
+    const body = await readBody(c.req.raw, cancelBody, maxBodyBytes);
+    const agent = await host.agent(c.req.param("id"));
+    const wasRunning = agent.status === "running";
+    agent.cancel("user", { keepInbox: body.keepInbox });
+    return c.json({ id: agent.id, cancelled: wasRunning, status: agent.status }, 202);
+  });
+
+  app.get("/sessions/:id/events", async (c) => {
+    const lastEventId = c.req.header("last-event-id");
+    const fromQuery = c.req.query("from");
+    let from = 0;
+    let claimed: LastEventId | undefined;
+    if (lastEventId !== undefined && lastEventId.trim() !== "") {
+      claimed = parseLastEventId(lastEventId);
+      if (claimed === undefined) {
+        throw new HttpProblem(400, "INVALID_LAST_EVENT_ID", "Last-Event-ID must be the id of an event");
+      }
+      from = claimed.seq + 1;
+    } else if (fromQuery !== undefined) {
+      if (!/^\d{1,15}$/.test(fromQuery)) throw new HttpProblem(400, "INVALID_QUERY", "from must be a seq");
+      from = Number(fromQuery);
+    }
+    const id = c.req.param("id");
+    // Where the stream starts: a Last-Event-ID of another life of the log, or
+    // beyond it, restarts from seq 0 with `event: reset`; `?from=` beyond the log is refused.
+    const start = (incarnation: string, length: number): { from: number; reset?: ResetReason } => {
+      if (claimed?.incarnation !== undefined && claimed.incarnation !== incarnation) {
+        return { from: 0, reset: "incarnation" };
+      }
+      if (from <= length) return { from };
+      if (claimed !== undefined) return { from: 0, reset: "ahead" };
+      throw new HttpProblem(
+        400,
+        "INVALID_LAST_EVENT_ID",
+        `The stream cannot start at seq ${from}: the log of session "${id}" has ${length} events`,
+      );
+    };
+    const streamOptions = {
+      deltas: c.req.query("deltas") !== "false",
+      follow: c.req.query("follow") !== "false",
+      keepAliveMs,
+      maxBuffered,
+      pollMs: tailPollMs,
+      storage: harness.storage,
+      watchApprovals,
+    };
+    const agent = host.live(id);
+    if (agent === undefined) {
+      // Reading or tailing a stored session resumes nothing and takes no lease.
+      const stored = await readStoredSession(id);
+      return streamStoredEvents(
+        c,
+        {
+          id,
+          header: stored.header,
+          events: stored.events,
+          storage: harness.storage!,
+          ctx: harness.ctx,
+          live: () => host.live(id),
+        },
+        { ...streamOptions, ...start(incarnationOf(stored.header), stored.events.length) },
+      );
+    }
+    return streamSessionEvents(c, harness.ctx, agent, {
+      ...streamOptions,
+      ...start(incarnationOf(agent.session.header), agent.session.seq),
+    });
+  });
+
+  app.get("/sessions/:id/transcript", async (c) => {
+    const id = c.req.param("id");
+    const format = c.req.query("format") ??
+      (c.req.header("accept")?.includes("application/json") ? "json" : "markdown");
+    if (format !== "markdown" && format !== "json") {
+      throw new HttpProblem(400, "INVALID_QUERY", "format must be markdown or json");
+    }
+    const agent = host.live(id);
+    const events = agent !== undefined ? agent.session.events : (await inspectStored(id)).events;
+    if (format === "markdown") {
+      return c.body(renderTranscript(events), 200, { "content-type": "text/markdown; charset=utf-8" });
+    }
+    const session = agent?.session ?? Session.create(id, events);
+    return c.json({ id, seq: events.length, messages: session.deriveMessages() });
+  });
+
+  app.get("/sessions/:id/projections", async (c) => {
+    const id = c.req.param("id");
+    const agent = host.live(id);
+    const source = agent !== undefined ? agent.session : (await inspectStored(id)).events;
+    const seq = agent !== undefined ? agent.session.seq : (source as readonly unknown[]).length;
+    return c.json({ id, seq, projections: projections.snapshot(source) });
+  });
+
+  app.post("/sessions/:id/fork", async (c) => {
+    const body = await readBody(c.req.raw, forkBody, maxBodyBytes);
+    const source = await host.agent(c.req.param("id"));
+    const child = await host.fork(source, body.boundary, body.id);
+    c.header("location", `${mountOf(c, "/sessions/:id/fork")}/sessions/${child.id}`);
+    return c.json(summary(child), 201);
+  });
+
+  app.get("/sessions/:id/approvals", async (c) => {
+    const id = c.req.param("id");
+    const agent = host.live(id);
+    if (agent === undefined) await inspectStored(id); // a stored session has no pending question
+    return c.json({ approvals: agent === undefined ? [] : pendingOf(agent) });
+  });
+
+  app.post("/sessions/:id/approvals/:callId", async (c) => {
+    const body = await readBody(c.req.raw, approvalBody, maxBodyBytes);
+    const agent = await host.agent(c.req.param("id"));
+    const callId = c.req.param("callId");
+    const waiting = queue?.pending().find((p) => p.callId === callId && belongsTo(p, agent));
+    if (queue === undefined || waiting === undefined || !queue.answer(callId, body.decision === "allow")) {
+      throw new HttpProblem(404, "APPROVAL_NOT_FOUND", `No approval is pending for call "${callId}" of this session`);
+    }
+    return c.json({ callId, outcome: body.decision === "allow" ? "allowed-once" : "rejected" });
+  });
+}
