@@ -430,12 +430,14 @@ export class LoopAgent implements Agent {
       // The wake that steering asked for is served by this claim.
       this.#wakePending = false;
       if (first) claimed.push(...this.inbox.claim("next-turn", 1));
+      // A literal filled by push, not `claimed.map()`: an inlined map makes a holey array, a deopt at the first read.
+      const proposed: (UserMessage | SystemMessage)[] = [];
       for (const entry of claimed) {
         this.#claimedBy.set(entry.id, turn);
         this.#ctx.emit("agent/inbox/claimed", this, entry, turn);
+        proposed.push(entry.message);
       }
       if (!first && claimed.length === 0 && !owesRequest) break;
-      const proposed = claimed.map((entry) => entry.message);
       await this.#checkpoint();
       const decision: PreStepDecision = await this.#ctx.waterfall(
         "agent/pre-step",
