@@ -131,6 +131,13 @@ function count(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 && !Object.is(value, -0);
 }
 
+// The last list takeSeqList froze whose seqs strictly increase: checked while
+// it was still a plain array, because reading a frozen array is a slow path
+// on JavaScriptCore (a map lookup per index), and the surface's check of an
+// assistant message's chunk seqs would otherwise read every one again.
+let increasing: readonly number[] | undefined;
+let increasingEnd = -1;
+
 /**
  * The seq list made by {@linkcode seqList}, frozen in place, when every item
  * is a non-negative integer; `undefined` for any other value (including a
@@ -139,6 +146,26 @@ function count(value: unknown): value is number {
 export function takeSeqList(value: unknown): readonly number[] | undefined {
   if (!Array.isArray(value) || !owned.delete(value)) return undefined;
   const length = value.length;
-  for (let i = 0; i < length; i++) if (!count(value[i])) return undefined;
-  return Object.freeze(value);
+  let last = -1;
+  let ordered = true;
+  for (let i = 0; i < length; i++) {
+    const seq: unknown = value[i];
+    if (!count(seq)) return undefined;
+    if (seq <= last) ordered = false;
+    last = seq;
+  }
+  const frozen = Object.freeze(value);
+  increasing = ordered && length > 0 ? frozen : undefined;
+  increasingEnd = last;
+  return frozen;
+}
+
+/**
+ * The last seq of `value` when it is the last list {@linkcode takeSeqList}
+ * froze and its seqs strictly increase (so none repeats, and each is a
+ * non-negative safe integer); `undefined` for any other value. The list is
+ * frozen, so what was checked still holds.
+ */
+export function increasingSeqsEnd(value: unknown): number | undefined {
+  return value === increasing && value !== undefined ? increasingEnd : undefined;
 }

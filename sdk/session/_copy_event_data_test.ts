@@ -2,7 +2,15 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { runInNewContext } from "node:vm";
 import fc from "fast-check";
-import { copyPlainJson, EMPTY_ARRAY, isVetted, seqList, takeSeqList, vouch } from "./_copy_event_data.ts";
+import {
+  copyPlainJson,
+  EMPTY_ARRAY,
+  increasingSeqsEnd,
+  isVetted,
+  seqList,
+  takeSeqList,
+  vouch,
+} from "./_copy_event_data.ts";
 import { copySeqs } from "./_copy_chunk_data.ts";
 import { deepFreeze } from "./deep_freeze.ts";
 import { copyLosslessJson } from "./lossless_json.ts";
@@ -188,6 +196,82 @@ describe("seqList() / takeSeqList()", () => {
     bad.push(1, -0);
     assert.equal(takeSeqList(bad), undefined);
     assert.ok(!Object.isFrozen(bad));
+  });
+});
+
+describe("the surface's check of a taken seq list", () => {
+  // One session per list: `prior` custom events, then an assistant message citing `seqs`, given either as a
+  // list made by seqList() (frozen in place; the surface skips its walk when takeSeqList found the seqs in
+  // strictly increasing order) or as a plain array (copied by copySeqs; always walked).
+  const attempt = (seqs: number[], prior: number, taken: boolean, type = "assistant/message") => {
+    const session = Session.create("s", undefined, { now: () => 1 });
+    for (let i = 0; i < prior; i++) looseAppend(session)("acme/x", { i });
+    let list = seqs;
+    if (taken) {
+      list = seqList();
+      list.push(...seqs);
+    }
+    const data = type === "assistant/message"
+      ? {
+        turn: 1,
+        step: 1,
+        message: { id: "a", role: "assistant", content: [], source: { kind: "model", provider: "p", model: "m" } },
+      }
+      : { id: "u", role: "user", content: [{ type: "text", text: "u" }], source: { kind: "user" } };
+    try {
+      const event = looseAppend(session)(type, data, { surfaceOp: "append", sourceEventSeqs: list });
+      assert.ok(Object.isFrozen(event.sourceEventSeqs));
+      return { ok: [...event.sourceEventSeqs!], seq: session.seq };
+    } catch (error) {
+      const e = error as { code?: string; message?: string };
+      return { code: e.code, message: e.message, seq: session.seq };
+    }
+  };
+
+  it("accepts and rejects exactly what the walk does, with the same error", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.nat(12), { maxLength: 8 }),
+        fc.nat(10),
+        fc.constantFrom("assistant/message", "user/message"),
+        (seqs, prior, type) => {
+          assert.deepEqual(attempt(seqs, prior, true, type), attempt(seqs, prior, false, type));
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it("walks a list that cites a later seq, repeats one or is out of order", () => {
+    assert.deepEqual(attempt([0, 1, 2], 3, true), { ok: [0, 1, 2], seq: 4 });
+    for (
+      const [seqs, text] of [
+        [[0, 1, 3], "cites the later seq 3"],
+        [[0, 3, 5], "cites the later seq 3"],
+        [[0, 1, 1], "repeats 1"],
+        [[2, 0, 2], "repeats 2"],
+      ] as const
+    ) {
+      const outcome = attempt([...seqs], 3, true);
+      assert.equal(outcome.code, "SOURCE_SEQS_INVALID");
+      assert.ok(outcome.message?.includes(text), outcome.message);
+      assert.equal(outcome.seq, 3);
+    }
+    // Only the last list taken, when increasing, is vouched for; the others are walked.
+    const first = seqList();
+    first.push(0, 4);
+    assert.equal(increasingSeqsEnd(takeSeqList(first)), 4);
+    const second = seqList();
+    second.push(5, 6);
+    assert.equal(increasingSeqsEnd(takeSeqList(second)), 6);
+    assert.equal(increasingSeqsEnd(first), undefined);
+    const unordered = seqList();
+    unordered.push(1, 0);
+    assert.equal(increasingSeqsEnd(takeSeqList(unordered)), undefined);
+    assert.equal(increasingSeqsEnd(second), undefined);
+    assert.equal(increasingSeqsEnd(takeSeqList(seqList())), undefined);
+    assert.equal(increasingSeqsEnd([5, 6]), undefined);
+    assert.equal(increasingSeqsEnd(undefined), undefined);
   });
 });
 

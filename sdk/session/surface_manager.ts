@@ -20,6 +20,7 @@
 
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent, SessionEventMap, SurfaceEventType } from "./session_events.ts";
+import { increasingSeqsEnd } from "./_copy_event_data.ts";
 import { jsonEqual } from "./_json_equal.ts";
 
 /** The live, read-only view of a session's surface. */
@@ -299,6 +300,11 @@ export class SurfaceManager {
   }
 
   #checkSources(event: SessionEvent, sources: unknown): void {
+    // The session's own chunk-seq list, found in strictly increasing order
+    // before it was frozen: only its last seq can be too late. Anything else
+    // (and that list when it is) takes the walk below, with its own errors.
+    const end = increasingSeqsEnd(sources);
+    if (end !== undefined && end < event.seq) return;
     if (!Array.isArray(sources)) {
       fail("SOURCE_SEQS_INVALID", event, `sourceEventSeqs of event ${event.seq} is not an array`);
     }
