@@ -2,6 +2,10 @@
  * `SystemPrompt` (`ctx.systemPrompt`): ordered, scoped contributions assembled
  * into the system text and the tool schemas of a request.
  *
+ * Longer than the house limit: `SystemPrompt` is one registry whose cached
+ * assembly (`assembleForRequest`) reads its private layers and providers; what
+ * holds no registry state lives beside it (`_prompt_values.ts`, `_tool_schemas.ts`).
+ *
  * @module
  */
 
@@ -9,6 +13,8 @@ import type { ScopeInfo } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { ToolSchema } from "../llm/messages.ts";
 import { admittedListeners, announce, runWaterfall } from "./_scoped_dispatch.ts";
+import { byOrder, chainOf, checkAborted, isThenable, sameItems } from "./_prompt_values.ts";
+import { checkSchemas, pickTools, projections, projectSchema, providerFailed } from "./_tool_schemas.ts";
 import type {
   AssembleContext,
   AssembledPrompt,
@@ -36,77 +42,6 @@ interface ProviderEntry {
 
 type Kind = "sections" | "contexts" | "variables";
 
-function chainOf(scope: ScopeInfo | undefined): (ScopeInfo | undefined)[] {
-  const chain: (ScopeInfo | undefined)[] = [];
-  for (let s = scope; s !== undefined; s = s.parent) chain.unshift(s);
-  chain.unshift(undefined);
-  return chain; // farthest (global) first, nearest last
-}
-
-function byOrder(a: PromptPart, b: PromptPart): number {
-  return a.order - b.order || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-}
-
-function checkAborted(context: AssembleContext): void {
-  if (context.signal?.aborted) {
-    throw new HarnessError("ABORTED", "Prompt assembly was aborted", { cause: context.signal.reason });
-  }
-}
-
-// The projection of a frozen schema whose parameters are deep-frozen (the tool
-// runtime's): made once and shared, frozen, so that the same tool gives the
-// same schema object on every assembly (the loop then compares request headers
-// by identity instead of as JSON). Keyed by the source schema and by the
-// projection itself (a projection projects to itself).
-const projections = new WeakMap<object, ToolSchema>();
-
-function ownData(value: object, ...keys: string[]): boolean {
-  for (const key of keys) {
-    const descriptor = Object.getOwnPropertyDescriptor(value, key);
-    if (descriptor === undefined || !("value" in descriptor)) return false;
-  }
-  return true;
-}
-
-function projectSchema(schema: ToolSchema): ToolSchema {
-  if (typeof schema === "object" && schema !== null) {
-    const known = projections.get(schema);
-    if (known !== undefined) return known;
-  }
-  if (
-    typeof schema !== "object" || schema === null || typeof schema.name !== "string" ||
-    typeof schema.description !== "string" || typeof schema.parameters !== "object" || schema.parameters === null
-  ) {
-    throw new HarnessError(
-      "PROMPT_ASSEMBLY_INVALID",
-      "A tool provider returned a schema without name, description and parameters",
-    );
-  }
-  const name = schema.name, description = schema.description, parameters = schema.parameters;
-  // Allowlist: nothing but these three fields ever reaches a model.
-  // Deep-frozen parameters (the tool runtime's) cannot change under us: share them instead of cloning per request.
-  if (isDeepFrozen(parameters)) {
-    const projection: ToolSchema = { name, description, parameters };
-    // A getter could answer differently next time: only plain data properties are shared.
-    if (!Object.isFrozen(schema) || !ownData(schema, "name", "description", "parameters")) return projection;
-    Object.freeze(projection);
-    projections.set(schema, projection);
-    projections.set(projection, projection);
-    return projection;
-  }
-  return { name, description, parameters: structuredClone(parameters) as Record<string, unknown> };
-}
-
-const deepFrozen = new WeakSet<object>();
-
-function isDeepFrozen(value: unknown): boolean {
-  if (typeof value !== "object" || value === null) return true;
-  if (deepFrozen.has(value)) return true;
-  if (!Object.isFrozen(value) || !Object.values(value).every(isDeepFrozen)) return false;
-  deepFrozen.add(value);
-  return true;
-}
-
 /** What the loop's cached assembly keeps per scope (see {@linkcode assembleForRequest}). */
 interface FastEntry {
   /** The registration version the entry was made for. */
@@ -126,47 +61,6 @@ interface FastEntry {
 }
 
 const GLOBAL_SCOPE = {};
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (typeof value === "object" || typeof value === "function") && value !== null &&
-    typeof (value as { then?: unknown }).then === "function";
-}
-
-function sameItems(a: readonly unknown[], b: readonly unknown[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-/**
- * Pick the tools of one assembly from its providers' projected schemas, in
- * provider order: a duplicate name is taken from the nearest provider, at the
- * rank of its first appearance.
- */
-function pickTools(projected: readonly (readonly ToolSchema[])[], depths: readonly number[]): ToolSchema[] {
-  const picked = new Map<string, { schema: ToolSchema; depth: number; rank: number }>();
-  let rank = 0;
-  for (let i = 0; i < projected.length; i++) {
-    const d = depths[i];
-    for (const schema of projected[i]) {
-      const seen = picked.get(schema.name);
-      if (seen === undefined || d > seen.depth) picked.set(schema.name, { schema, depth: d, rank: seen?.rank ?? rank });
-      rank++;
-    }
-  }
-  return [...picked.values()].sort((a, b) => a.rank - b.rank).map((p) => p.schema);
-}
-
-function providerFailed(cause: unknown): HarnessError {
-  return new HarnessError("PROMPT_TEXT_FAILED", "Prompt tool provider failed to evaluate", { cause });
-}
-
-function checkSchemas(schemas: unknown): readonly unknown[] {
-  if (!Array.isArray(schemas)) {
-    throw new HarnessError("PROMPT_ASSEMBLY_INVALID", "A tool provider did not return an array of schemas");
-  }
-  return schemas;
-}
 
 let assembleNow: (prompt: SystemPrompt, context: AssembleContext) => AssembledPrompt | Promise<AssembledPrompt>;
 
