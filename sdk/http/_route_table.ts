@@ -13,8 +13,16 @@ const ROUTES: readonly (readonly [RegExp, readonly string[]])[] = [
   [/^\/sessions\/[^/]+\/approvals\/[^/]+\/?$/, ["POST"]],
 ];
 
-export function allowedMethods(path: string): readonly string[] | undefined {
-  return ROUTES.find(([pattern]) => pattern.test(path))?.[1];
+/** The timeline's routes (`view/_view_routes.ts`), there unless the app is made with `view: false`. */
+const VIEW_ROUTES: readonly (readonly [RegExp, readonly string[]])[] = [
+  [/^\/view(\/compare|\/client\.js)?\/?$/, ["GET"]],
+  [/^\/sessions\/[^/]+\/(view|log|surface)\/?$/, ["GET"]],
+];
+
+/** The methods of the route at `path` (relative to the mount path), `undefined` where there is none. */
+export function allowedMethods(path: string, view: boolean): readonly string[] | undefined {
+  const match = ([pattern]: readonly [RegExp, readonly string[]]) => pattern.test(path);
+  return ROUTES.find(match)?.[1] ?? (view ? VIEW_ROUTES.find(match)?.[1] : undefined);
 }
 
 /** The path this app is mounted under (`""` at the root), from the route that matched: `/api` for `/api/sessions`. */

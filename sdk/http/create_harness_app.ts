@@ -369,7 +369,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   // Unknown routes: a parent app that mounts this one (`parent.route("/api", app)`) answers
   // them with its own not-found handler, so a catch-all route (registered last) answers them here.
   const noRoute = (c: Context<HarnessAppEnv>): never => {
-    const allowed = allowedMethods(c.req.path.slice(mountOf(c, "/*").length));
+    const allowed = allowedMethods(c.req.path.slice(mountOf(c, "/*").length), options.view !== false);
     if (allowed !== undefined) {
       throw new HttpProblem(405, "METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${c.req.path}`, {
         headers: { allow: allowed.join(", ") },

@@ -748,6 +748,12 @@ describe("createHarnessApp() edges", () => {
         ["DELETE", "/sessions/s1/events", "GET"],
         ["POST", "/sessions/s1/projections", "GET"],
         ["GET", "/sessions/s1/approvals/c1", "POST"],
+        ["POST", "/sessions/s1/log", "GET"],
+        ["DELETE", "/sessions/s1/surface", "GET"],
+        ["PUT", "/sessions/s1/view", "GET"],
+        ["POST", "/view", "GET"],
+        ["POST", "/view/compare", "GET"],
+        ["DELETE", "/view/client.js", "GET"],
       ];
       for (const [method, path, allow] of cases) {
         const res = await call(method, path);
@@ -762,6 +768,21 @@ describe("createHarnessApp() edges", () => {
       assert.equal(missing.status, 404);
       assert.equal(missing.headers.get("x-content-type-options"), "nosniff");
       await missing.body?.cancel();
+    });
+  });
+
+  it("answers the timeline's paths 404, not 405, when the app has no timeline (view: false)", async () => {
+    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] }, { view: false });
+    await withServer(served, async ({ call }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      for (const [method, path] of [["GET", "/sessions/s1/log"], ["POST", "/sessions/s1/log"], ["POST", "/view"]]) {
+        const res = await call(method, path);
+        assert.equal(res.status, 404, `${method} ${path}`);
+        assert.equal((await res.json()).code, "NOT_FOUND");
+      }
+      const wrong = await call("PUT", "/sessions/s1/events");
+      assert.equal(wrong.status, 405);
+      await wrong.body?.cancel();
     });
   });
 
