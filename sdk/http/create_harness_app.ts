@@ -19,6 +19,7 @@ import { requestId } from "hono/request-id";
 import type { Agent } from "../agent/agent.ts";
 import type { Harness } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
+import type { SessionStorage } from "../persistence/session_storage.ts";
 import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts";
 import { bearerGuard, TOKEN_SYNTAX } from "./_bearer_guard.ts";
 import { readStored } from "./_event_stream.ts";
@@ -406,11 +407,12 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     });
   }
 
-  async function readStoredSession(id: string) {
+  // A stored session's log read by `read`, a missing storage or session answered 404 `SESSION_NOT_FOUND`.
+  async function fromStorage<T>(id: string, read: (storage: SessionStorage) => Promise<T>): Promise<T> {
     const storage = harness.storage;
     if (storage === undefined) throw new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
     try {
-      return await readStored(storage, id);
+      return await read(storage);
     } catch (error) {
       if (HarnessError.isInstance(error, "SESSION_NOT_FOUND")) {
         throw new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
@@ -418,18 +420,11 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       throw error;
     }
   }
-
-  async function inspectStored(id: string) {
-    const storage = harness.storage;
-    if (storage === undefined) throw new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
-    try {
-      return await storage.inspect(id);
-    } catch (error) {
-      if (HarnessError.isInstance(error, "SESSION_NOT_FOUND")) {
-        throw new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
-      }
-      throw error;
-    }
+  function readStoredSession(id: string) {
+    return fromStorage(id, (storage) => readStored(storage, id));
+  }
+  function inspectStored(id: string) {
+    return fromStorage(id, (storage) => storage.inspect(id));
   }
 
   app.all("*", noRoute);
