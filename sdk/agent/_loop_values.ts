@@ -1,8 +1,8 @@
 /**
  * The agent loop's plain helpers: turning agent input into an inbox message,
- * summing usage, the call config of agent options, comparing header inputs by
- * value, the names of logged prompt contexts, and the message of a refused
- * tool call. None of them touches the loop's state.
+ * summing usage, comparing header inputs by value, the names of logged prompt
+ * contexts, and the message of a refused tool call. None of them touches the
+ * loop's state.
  *
  * @module
  */
@@ -10,9 +10,8 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { ContentBlock, MessageSource, SystemMessage, UserMessage } from "../llm/messages.ts";
 import type { TokenUsage } from "../llm/stream_chunk.ts";
-import type { LlmCallConfig } from "../llm/llm_adapter.ts";
 import type { EpochHeader } from "../session/session_events.ts";
-import type { AgentInput, AgentOptions } from "./agent.ts";
+import type { AgentInput } from "./agent.ts";
 
 export const defaultSleep = (ms: number, signal: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
@@ -59,18 +58,6 @@ export function addUsage(total: TokenUsage, usage: TokenUsage): TokenUsage {
 }
 
 export const ZERO_USAGE: TokenUsage = { inputTokens: 0, outputTokens: 0 };
-
-export function callConfig(options: AgentOptions): LlmCallConfig {
-  const config: { -readonly [K in keyof LlmCallConfig]: LlmCallConfig[K] } = {
-    provider: options.provider,
-    model: options.model,
-  };
-  if (options.reasoningEffort !== undefined) config.reasoningEffort = options.reasoningEffort;
-  if (options.temperature !== undefined) config.temperature = options.temperature;
-  if (options.maxTokens !== undefined) config.maxTokens = options.maxTokens;
-  if (options.stop !== undefined) config.stop = [...options.stop];
-  return config;
-}
 
 // Whether two header inputs are the same values: the six config fields (the
 // stop list item by item), the adapter-default markers, the system text, and

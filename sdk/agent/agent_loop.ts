@@ -35,7 +35,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import type { AssistantMessage, ContentBlock, SystemMessage, ToolCallBlock, UserMessage } from "../llm/messages.ts";
 import type { TokenUsage } from "../llm/stream_chunk.ts";
 import { BlockAssembler } from "../llm/block_assembler.ts";
-import type { GenerateOptions, LlmCallConfig } from "../llm/llm_adapter.ts";
+import { callConfigOf, type GenerateOptions, type LlmCallConfig } from "../llm/llm_adapter.ts";
 import { LlmFailure, type LlmFailureData } from "../llm/llm_failure.ts";
 import type { LlmRuntime } from "../llm/llm_runtime.ts";
 import { isRetryableFailure, retryDelayMs, type RetryPolicy } from "../llm/retry_policy.ts";
@@ -73,7 +73,6 @@ import { seqList } from "../session/_copy_event_data.ts";
 import { type FailedRunResult, TurnFailedError } from "./turn_failed_error.ts";
 import {
   addUsage,
-  callConfig,
   defaultSleep,
   PROMPT_CONTEXT_PREFIX,
   promptContextName,
@@ -503,7 +502,7 @@ export class LoopAgent implements Agent {
     entered: readonly (UserMessage | SystemMessage)[],
     signal: AbortSignal,
   ): Promise<StepOutcome> {
-    const draft = callConfig(this.options);
+    const draft = callConfigOf(this.options);
     const config = await this.#ctx.waterfall(
       "agent/request",
       this,
