@@ -261,12 +261,12 @@ describe("resolveConfig()", () => {
       {
         name: "profiles/base.jsonc",
         url: "file:///home/me/.dsh/profiles/base.jsonc",
-        value: { plugins: ["./plugins/audit.ts", "../shared/log.ts", "npm:dsh-plugin", "@acme/plugin"] },
+        value: { plugins: ["./plugins/audit.ts", "../common/log.ts", "npm:dsh-plugin", "@acme/plugin"] },
       },
     ]);
     assert.deepEqual(config.plugins, [
       "file:///home/me/.dsh/profiles/plugins/audit.ts",
-      "file:///home/me/.dsh/shared/log.ts",
+      "file:///home/me/.dsh/common/log.ts",
       "npm:dsh-plugin",
       "@acme/plugin",
     ]);

@@ -7,6 +7,10 @@
  * by an event map `E`, services by a service map `S`, and every dispatch is
  * filtered by the scope of the context that dispatches it (see `scope.ts`).
  *
+ * A little longer than the house limit on purpose: the public context types and
+ * the one class that implements them over Cordis (dispatch modes, effects,
+ * service lookups) change together and are read together.
+ *
  * @module
  */
 
