@@ -136,6 +136,16 @@ export function writeNumber(b: Uint8Array, p: number, value: number): number {
   return p;
 }
 
+// The letter after the backslash of JSON's two-character escapes, by character code (0: none).
+const SHORT_ESCAPE = new Uint8Array(0x5d);
+SHORT_ESCAPE[0x22] = 0x22; // "
+SHORT_ESCAPE[0x5c] = 0x5c; // backslash
+SHORT_ESCAPE[0x08] = 0x62; // b
+SHORT_ESCAPE[0x0c] = 0x66; // f
+SHORT_ESCAPE[0x0a] = 0x6e; // n
+SHORT_ESCAPE[0x0d] = 0x72; // r
+SHORT_ESCAPE[0x09] = 0x74; // t
+
 /** The UTF-8 bytes of `JSON.stringify(text)`; room for `jsonStringMax(text)` bytes. */
 export function writeJsonString(b: Uint8Array, p: number, text: string): number {
   const n = text.length;
@@ -147,30 +157,11 @@ export function writeJsonString(b: Uint8Array, p: number, text: string): number 
         b[p++] = c;
         continue;
       }
+      // A control character, `"` or a backslash (all below 0x5d): its two-character escape, else \u00XX.
       b[p++] = 0x5c;
-      switch (c) {
-        case 0x22:
-        case 0x5c:
-          b[p++] = c;
-          break;
-        case 0x08:
-          b[p++] = 0x62; // b
-          break;
-        case 0x0c:
-          b[p++] = 0x66; // f
-          break;
-        case 0x0a:
-          b[p++] = 0x6e; // n
-          break;
-        case 0x0d:
-          b[p++] = 0x72; // r
-          break;
-        case 0x09:
-          b[p++] = 0x74; // t
-          break;
-        default:
-          p = unicodeEscape(b, p, c);
-      }
+      const short = SHORT_ESCAPE[c];
+      if (short !== 0) b[p++] = short;
+      else p = unicodeEscape(b, p, c);
     } else if (c < 0x800) {
       b[p++] = 0xc0 | (c >> 6);
       b[p++] = 0x80 | (c & 0x3f);

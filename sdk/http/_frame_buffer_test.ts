@@ -29,6 +29,15 @@ describe("FrameBuffer", () => {
     );
   });
 
+  it("jsonString() escapes every code unit below 0x800 as JSON.stringify does", () => {
+    const out = new FrameBuffer(16);
+    for (let c = 0; c < 0x800; c++) {
+      const text = `a${String.fromCharCode(c)}b`;
+      out.jsonString(text);
+      assert.deepEqual(out.take(), encoder.encode(JSON.stringify(text)), `code unit ${c.toString(16)}`);
+    }
+  });
+
   it("text() writes what TextEncoder writes, ASCII or not", () => {
     fc.assert(
       fc.property(fc.array(anyText, { maxLength: 5 }), fc.integer({ min: 1, max: 64 }), (texts, capacity) => {
