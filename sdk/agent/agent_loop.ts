@@ -68,7 +68,7 @@ import type { AgentEvents, PreStepDecision, RequestErrorAction } from "./agent_e
 import { Inbox } from "./inbox.ts";
 import { RequestChecker } from "./_request_check.ts";
 import { forEachChunk } from "../llm/_guard_stream.ts";
-import { appendChunk } from "../session/session.ts";
+import { appendBracket, appendChunk } from "../session/session.ts";
 import { seqList } from "../session/_copy_event_data.ts";
 import { type FailedRunResult, TurnFailedError } from "./turn_failed_error.ts";
 import {
@@ -413,7 +413,7 @@ export class LoopAgent implements Agent {
     this.#turnUsage = ZERO_USAGE;
     this.#turnText = "";
     this.#wakePending = false;
-    this.session.append("turn/start", { turn });
+    appendBracket(this.session, "turn/start", turn);
     let step = 0;
     let owesRequest = false;
     let reason: TurnEndReason | undefined;
@@ -457,9 +457,9 @@ export class LoopAgent implements Agent {
         break;
       }
       step++;
-      this.session.append("step/start", { turn, step });
+      appendBracket(this.session, "step/start", turn, step);
       const outcome = await this.#runStep(turn, step, decision.messages, signal);
-      this.session.append("step/end", { turn, step });
+      appendBracket(this.session, "step/end", turn, step);
       if (outcome.kind === "aborted") reason = aborted();
       else if (outcome.kind === "error") reason = { kind: "error", error: outcome.failure! };
       else if (outcome.kind === "max-tokens") reason = { kind: "max-tokens" };

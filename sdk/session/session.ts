@@ -318,6 +318,37 @@ export function appendChunk(
   return appendChunkTo(session, turn, step, chunk);
 }
 
+let appendBracketTo: (session: Session, type: BracketType, turn: number, step: number | undefined) => SessionEvent;
+
+/** The loop's bracket events whose data is its turn (and step) counters alone. */
+export type BracketType = "turn/start" | "step/start" | "step/end";
+
+/**
+ * Internal (not exported by the package): the agent loop's `turn/start`,
+ * `step/start` and `step/end`. The same as `session.append(type, { turn })`
+ * (`step` undefined) or `session.append(type, { turn, step })` — same event,
+ * checks and errors — but for counting integers (the only data the types
+ * accept) the session builds the frozen data from the two counters instead of
+ * copying a caller's object; anything else takes `append` itself.
+ *
+ * @param session The session (a real `Session`).
+ * @param type The event type.
+ * @param turn The turn.
+ * @param step The step (`step/start`, `step/end`); undefined for `turn/start`.
+ * @returns The committed event.
+ */
+export function appendBracket(session: Session, type: BracketType, turn: number, step?: number): SessionEvent {
+  if (isCount(turn) && (type === "turn/start" ? step === undefined : isCount(step))) {
+    return appendBracketTo(session, type, turn, step);
+  }
+  return session.append(type, (step === undefined ? { turn } : { turn, step }) as never);
+}
+
+/** An integer from 1 that JSON carries exactly. */
+function isCount(n: unknown): n is number {
+  return Number.isSafeInteger(n) && (n as number) >= 1;
+}
+
 export class Session {
   /** Deep-frozen creation metadata. */
   readonly header: SessionHeader;
@@ -543,6 +574,22 @@ export class Session {
 
   static {
     appendChunkTo = (session, turn, step, chunk) => session.#appendChunk(turn, step, chunk);
+    appendBracketTo = (session, type, turn, step) => session.#appendBracket(type, turn, step);
+  }
+
+  // `append(type, { turn, step })` for counting integers (see appendBracket()): the type is a core one without a surface
+  // intent and the data the session's own, so what is left of append is the envelope, the type's own rule
+  // (validateEventData, as append runs it) and the commit.
+  #appendBracket(type: BracketType, turn: number, step: number | undefined): SessionEvent {
+    if (this.#publishing) {
+      throw new HarnessError("APPEND_REENTERED", `Cannot append ${type} to session ${this.id} from inside an observer`);
+    }
+    const data = Object.freeze(step === undefined ? { turn } : { turn, step });
+    const event = this.#envelope(type, data, undefined, false, true);
+    validateEventData(type, event.data, event.seq);
+    this.#commit(event);
+    if (this.#observers.length > 0) this.#publish(event);
+    return event;
   }
 
   // `append("assistant/chunk", { turn, step, chunk })`, step for step (see appendChunk()).
@@ -577,14 +624,22 @@ export class Session {
     return event;
   }
 
-  #envelope(type: string, data: unknown, intent: SurfaceIntent | undefined, ignorable = false): SessionEvent {
+  #envelope(
+    type: string,
+    data: unknown,
+    intent: SurfaceIntent | undefined,
+    ignorable = false,
+    own = false,
+  ): SessionEvent {
     const time = this.#now();
     if (!isTime(time)) {
       throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a non-negative safe integer`);
     }
-    // The exact fast copies first; anything they do not take, the generic walk copies or rejects.
-    const copied = (type === "assistant/chunk" ? copyChunkData(data) : copyPlainJson(data)) ??
-      copyLosslessJson(data, "data");
+    // The session's own frozen data as it is; else the exact fast copies first, and anything they do not take,
+    // the generic walk copies or rejects.
+    const copied = own
+      ? data
+      : (type === "assistant/chunk" ? copyChunkData(data) : copyPlainJson(data)) ?? copyLosslessJson(data, "data");
     // An inbox entry's message is appended again when its turn claims it: that append shares the logged copy.
     if (type === "agent/inbox/spliced") vouchInserted(copied);
     const event: Record<string, unknown> = { type, seq: this.#log.length, time, data: copied };

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { Session, SESSION_FORMAT_VERSION } from "./session.ts";
+import fc from "fast-check";
+import { appendBracket, type BracketType, Session, SESSION_FORMAT_VERSION } from "./session.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent, SessionEventMap } from "./mod.ts";
 import type { UserMessage } from "../llm/messages.ts";
@@ -476,5 +477,100 @@ describe("Session derived state", () => {
     session.append("user/message", user("u0"), { surfaceOp: "append" });
     assert.equal(session.surface, surface);
     assert.deepEqual(surface.nodes, [0]);
+  });
+});
+
+describe("appendBracket() (the loop's turn/start, step/start and step/end)", () => {
+  // What appendBracket() stands for: append() of `{ turn }` (no step) or `{ turn, step }`.
+  const data = (turn: unknown, step: unknown) => step === undefined ? { turn } : { turn, step };
+  // The committed event, or the error's code (a non-HarnessError as its string).
+  const outcome = (run: () => SessionEvent) => {
+    try {
+      const event = run();
+      assert.ok(Object.isFrozen(event) && Object.isFrozen(event.data));
+      return { event };
+    } catch (error) {
+      return { error: HarnessError.isInstance(error) ? error.code : String(error) };
+    }
+  };
+
+  it("commits what append() commits: the same events, deep-frozen, seen by observers alike", () => {
+    const steps: [BracketType, number, number | undefined][] = [
+      ["turn/start", 1, undefined],
+      ["step/start", 1, 1],
+      ["step/end", 1, 1],
+      ["step/start", 1, 2],
+      ["step/end", 1, 2],
+      ["turn/start", 2, undefined],
+    ];
+    const a = Session.create("s", undefined, { now: clock() });
+    const b = Session.create("s", undefined, { now: clock() });
+    const seen: [SessionEvent[], SessionEvent[]] = [[], []];
+    a.observe((e) => void seen[0].push(e));
+    b.observe((e) => void seen[1].push(e));
+    for (const [type, turn, step] of steps) {
+      const fast = appendBracket(a, type, turn, step);
+      const general = loose(b).append(type, data(turn, step));
+      assert.deepEqual(fast, general);
+      assert.ok(Object.isFrozen(fast) && Object.isFrozen(fast.data));
+    }
+    assert.deepEqual(a.events, b.events);
+    assert.deepEqual(seen[0], seen[1]);
+  });
+
+  it("accepts exactly what append() accepts, with the same event or the same error", () => {
+    // Counting integers and everything near them that append() refuses (or takes): 0, negatives, fractions,
+    // -0, NaN, infinities, unsafe integers, a missing or extra step, non-numbers.
+    const value = fc.oneof(
+      fc.integer({ min: -2, max: 4 }),
+      fc.constantFrom(0, -0, 1.5, Number.NaN, Infinity, -Infinity, 2 ** 53, 2 ** 53 - 1, -(2 ** 53), undefined),
+      fc.double(),
+      fc.constantFrom("1", null, true, {}),
+    );
+    fc.assert(
+      fc.property(fc.constantFrom<BracketType>("turn/start", "step/start", "step/end"), value, value, (type, t, s) => {
+        const a = Session.create("s", undefined, { now: clock() });
+        const b = Session.create("s", undefined, { now: clock() });
+        const fast = outcome(() => appendBracket(a, type, t as number, s as number | undefined));
+        const general = outcome(() => loose(b).append(type, data(t, s)));
+        assert.deepEqual(fast, general);
+        assert.deepEqual(a.events, b.events);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("refuses an append from inside an observer, as append() does", () => {
+    const session = Session.create("s");
+    const codes: unknown[] = [];
+    session.observe((event) => {
+      if (event.type !== "user/message") return;
+      for (
+        const run of [() => appendBracket(session, "turn/start", 2), () => session.append("turn/start", { turn: 2 })]
+      ) {
+        try {
+          run();
+        } catch (error) {
+          codes.push(HarnessError.isInstance(error) ? error.code : error);
+        }
+      }
+    });
+    session.append("user/message", user("m1"), { surfaceOp: "append" });
+    assert.deepEqual(codes, ["APPEND_REENTERED", "APPEND_REENTERED"]);
+    assert.equal(session.seq, 1);
+  });
+
+  it("reports a bad clock as append() does, committing nothing", () => {
+    // The clock is good for the header, then returns -1.
+    const badLater = () => {
+      let calls = 0;
+      return () => calls++ === 0 ? 0 : -1;
+    };
+    const a = Session.create("s", undefined, { now: badLater() });
+    const b = Session.create("s", undefined, { now: badLater() });
+    const fast = outcome(() => appendBracket(a, "step/start", 1, 1));
+    assert.deepEqual(fast, { error: "INVALID_ARGS" });
+    assert.deepEqual(fast, outcome(() => b.append("step/start", { turn: 1, step: 1 })));
+    assert.equal(a.seq, 0);
   });
 });
