@@ -62,7 +62,11 @@ browserSuite("session timeline in Chromium: live follow", (browser) => {
       assert.ok(served.lastEventIds.length >= 2);
       assert.match(served.lastEventIds[1] ?? "", /^\d+$/);
       await shot(page, "live-done.png");
-      assert.deepEqual(errors.filter((e) => !e.includes("ERR_INCOMPLETE_CHUNKED_ENCODING")), []);
+      // The cut itself shows as an incomplete chunked body (Node's and Deno's servers) or a reset connection
+      // (Bun's server ends an errored body with a reset); nothing else may fail.
+      const cutShown = /ERR_INCOMPLETE_CHUNKED_ENCODING|ERR_CONNECTION_RESET/;
+      assert.ok(errors.filter((e) => cutShown.test(e)).length <= served.lastEventIds.length - 1, errors.join("\n"));
+      assert.deepEqual(errors.filter((e) => !cutShown.test(e)), []);
     } finally {
       await page.close();
       await served.server.close();
