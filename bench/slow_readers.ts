@@ -17,8 +17,8 @@
 // buffers at most `maxBufferedEvents` (4096 by default) items; a stalled reader
 // is dropped past that, so the ratio should stay near 1 (the issue's target:
 // under 2). The table also says how many readers the server dropped.
-// `--no-deltas` makes the readers ask for `?deltas=false` (one frame per
-// streamed chunk instead of two: what the delta frames cost).
+// `--no-deltas` makes the readers ask for `?deltas=false` (every event as
+// `event: session`, the whole log: larger frames for the streamed chunks).
 
 import { spawn } from "node:child_process";
 import process from "node:process";

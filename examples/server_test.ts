@@ -65,7 +65,7 @@ describe("server examples", () => {
           const { result } = await reply.json();
           assert.deepEqual([result.text, result.turn], ["You said: Again", 2]);
           const events = await readEvents(
-            await fetch(`${server.url}/sessions/demo/events?follow=false`, { headers }),
+            await fetch(`${server.url}/sessions/demo/events?follow=false&deltas=false`, { headers }),
           );
           const logged = events.filter((e) => e.event === "session").map((e) => JSON.parse(e.data));
           assert.deepEqual(logged.map((e) => e.seq), logged.map((_, i) => i));

@@ -2,18 +2,22 @@
 // Longer than the house limit on purpose: backlog, live tail, incarnation reset
 // and the bounded reader buffer are one resumption contract.
 //
-// Contract: every event is sent once, in seq order, as `event: session` with
-// `id: <incarnation>:<seq>`; a client that reconnects with that id as
-// `Last-Event-ID` gets seq+1 onwards. With storage, only events already on
-// storage are sent (the stream follows the persistence plugin's
+// Contract: every event is sent once, in seq order, with `id:
+// <incarnation>:<seq>`; a client that reconnects with that id as
+// `Last-Event-ID` gets seq+1 onwards. A streamed delta (text, reasoning or
+// tool-call chunk) goes as `event: delta`, a small frame a client appends to
+// its block, every other event as `event: session` (the event itself); with
+// `deltas: false`, every event as `event: session`. With storage, only events
+// already on storage are sent (the stream follows the persistence plugin's
 // `session/durable` announcements), so a client never holds an event that a
-// restarted server lacks. The incarnation names one life of the log (its
-// header's random `incarnation` token; `createdAt` for older logs): a
-// `Last-Event-ID` of another incarnation (the session was deleted and created
-// again, even within the same millisecond), or one beyond the log, gets
-// `event: reset` and the log from seq 0, never a silent gap. Live streaming deltas
-// (`event: delta`, not yet durable), status changes (`event: status`) and
-// `event: approvals` carry no id, so they never move the resume point. A
+// restarted server lacks; a delta goes out ahead of storage as soon as it is
+// committed, without an id (the resume point does not move), and is not sent
+// again unless the stream is resumed from before it. The incarnation names one
+// life of the log (its header's random `incarnation` token; `createdAt` for
+// older logs): a `Last-Event-ID` of another incarnation (the session was
+// deleted and created again, even within the same millisecond), or one beyond
+// the log, gets `event: reset` and the log from seq 0, never a silent gap.
+// Status changes (`event: status`) and `event: approvals` carry no id. A
 // comment line is written every `keepAliveMs`. The stream ends (`event: end`)
 // when the agent is disposed (or, with `follow: false`, right after the log).
 // A client disconnect only unsubscribes — it never cancels.
@@ -39,7 +43,7 @@ import { incarnationOf } from "../session/_incarnation.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { SseBody } from "./_sse_body.ts";
 import { type FeedReader, liveFeed, type Segment } from "./_live_feed.ts";
-import { FrameWriter, otherFrame, sessionFrame } from "./_sse_frames.ts";
+import { deltaFrame, FrameWriter, isStreamedDelta, otherFrame, sessionFrame } from "./_sse_frames.ts";
 
 /** The stored-session tail's wake-up (an agent for the session went live here). */
 type Item = { readonly kind: "wake" };
@@ -142,7 +146,7 @@ export interface EventStreamOptions {
   readonly from: number;
   /** Start with `event: reset` (then the log from `from`, which is 0). */
   readonly reset?: ResetReason;
-  /** Send live streaming deltas. */
+  /** Send each streamed delta as `event: delta` (else as `event: session`, like every other event). */
   readonly deltas: boolean;
   /** Keep the stream open for live events; `false` ends it after the log (`event: end`). */
   readonly follow: boolean;
@@ -168,16 +172,19 @@ const encoder = new TextEncoder();
 /** The last frame of a reader dropped for falling behind (it carries no id: the resume point stays). */
 const DROPPED = 'event: dropped\ndata: {"reason":"slow-reader"}\n\n';
 
-/** One open stream: where it is in the log, and how to write to it. */
-class Writer {
+/** One open stream: where it is in the log, and how to write to it (exported for tests). */
+export class Writer {
   next: number;
   readonly queue: ItemQueue;
   readonly #stream: SseBody;
   readonly #incarnation: string;
+  readonly #deltas: boolean;
 
-  constructor(stream: SseBody, incarnation: string, from: number, maxBuffered: number) {
+  constructor(stream: SseBody, incarnation: string, options: EventStreamOptions) {
+    const { from, maxBuffered } = options;
     this.#stream = stream;
     this.#incarnation = incarnation;
+    this.#deltas = options.deltas;
     this.next = from;
     // A stalled reader blocks the pending write; aborting the response releases it.
     this.queue = new ItemQueue(maxBuffered, () => {
@@ -226,17 +233,21 @@ class Writer {
     }
     if (segment.startSeq > this.next) await this.events(session.slice(this.next, segment.startSeq));
     await this.flush();
-    // The frames it has not sent, as runs of the segment's bytes.
+    // The frames it has not sent, as runs of the segment's bytes: not those of events it wrote from the log,
+    // nor the others that entered before it joined (a delta sent ahead of storage then has a seq at or past
+    // the end of the log it wrote: it was committed after it joined).
     const { bytes, ends, seqs } = segment;
     const runs: number[] = [];
     for (let i = 0; i < ends.length; i++) {
       const seq = seqs[i];
-      if (seq < 0 ? i < reader.skip : seq !== this.next) continue;
+      if (seq < 0 ? i < reader.skip : seq < this.next) continue;
       const start = i === 0 ? 0 : ends[i - 1];
       if (runs.length > 0 && runs[runs.length - 1] === start) runs[runs.length - 1] = ends[i];
       else runs.push(start, ends[i]);
       if (seq >= 0) this.next = seq + 1;
     }
+    // Streamed chunks whose delta went out ahead of storage have no frame of their own here.
+    if (segment.endSeq > this.next) this.next = segment.endSeq;
     reader.skip = 0;
     if (runs.length === 0 || this.gone) return;
     if (runs.length === 2) return await this.#stream.write(bytes.subarray(runs[0], runs[1]));
@@ -254,7 +265,8 @@ class Writer {
     for (const event of events) {
       if (this.gone) return;
       if (event.seq !== this.next) continue;
-      this.#add(sessionFrame(event, this.#incarnation));
+      const frame = this.#deltas && isStreamedDelta(event) ? deltaFrame(event, this.#incarnation) : undefined;
+      this.#add(frame ?? sessionFrame(event, this.#incarnation));
       this.next = event.seq + 1;
       if (this.#pendingLength >= 65536) await this.flush();
     }
@@ -273,7 +285,7 @@ function open(
   body: (w: Writer) => Promise<void>,
 ): Response {
   const stream = new SseBody();
-  const w = new Writer(stream, incarnation, options.from, options.maxBuffered);
+  const w = new Writer(stream, incarnation, options);
   // Only the response body's cancellation means the client left: Deno aborts
   // `request.signal` as soon as a response is returned, streaming or not.
   stream.onAbort(() => w.queue.close());

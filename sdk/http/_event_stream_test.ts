@@ -7,6 +7,12 @@ import { counterClock } from "../agent/_test_support.ts";
 import { fileStorage } from "../persistence/file_storage.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
+import type { LlmAdapter } from "../llm/llm_adapter.ts";
+import { appendChunk, Session } from "../session/session.ts";
+import { Writer } from "./_event_stream.ts";
+import type { Segment } from "./_live_feed.ts";
+import { SseBody } from "./_sse_body.ts";
+import { deltaFrame, deltaOf, sessionFrame } from "./_sse_frames.ts";
 import { type Served, serveHarness, type SseClient, type SseMessage } from "./_test_client.ts";
 
 async function withServer(served: Served, body: (s: Served) => Promise<void>): Promise<void> {
@@ -31,6 +37,7 @@ function nextWithin(stream: SseClient, pending: { read?: Promise<SseMessage | un
 }
 
 const seqOf = (m: SseMessage) => Number(m.id!.split(":")[1]);
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
 
 describe("event stream with storage", () => {
   it("carries only events that are on storage", async () => {
@@ -65,6 +72,72 @@ describe("event stream with storage", () => {
       const rest = await stream.until((m) => m.event === "session" && m.data.type === "turn/end");
       assert.equal(seqOf(rest.at(-1)!), agent.session.seq - 1);
       await stream.close();
+    });
+  });
+
+  it("sends each delta once, ahead of storage and without an id; a resumed stream sends it again with its id", async () => {
+    const storage = memoryStorage();
+    const served = await serveHarness({
+      adapters: [scriptedAdapter({
+        chunks: [
+          { type: "block-start", index: 0, blockType: "text" },
+          ...["One", " two", " three"].map((text) => ({ type: "text-delta" as const, index: 0, text })),
+          { type: "block-end", index: 0, block: { type: "text", text: "One two three" } },
+          { type: "finish", reason: { kind: "stop" } },
+        ],
+      })],
+      storage,
+      batchWindowMs: 60_000, // only barriers write
+    });
+    await withServer(served, async ({ harness, call, events }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      const agent = harness.ctx.service("agents").get("s1")!;
+      const stream = await events("s1");
+      const pending: { read?: Promise<SseMessage | undefined> } = {};
+      agent.followup("Hello");
+      await agent.whenIdle();
+      const stored = await storage.stat("s1").then((s) => s!.nextSeq);
+      const early: SseMessage[] = [];
+      for (
+        let m = await nextWithin(stream, pending, 100);
+        m !== undefined;
+        m = await nextWithin(stream, pending, 100)
+      ) {
+        early.push(m);
+      }
+      const deltas = early.filter((m) => m.event === "delta");
+      const log = agent.session.events;
+      const streamed = log.filter((e) => e.type === "assistant/chunk" && e.data.chunk.type === "text-delta");
+      assert.equal(streamed.length, 3);
+      assert.deepEqual(deltas.map((m) => m.data.seq), streamed.map((e) => e.seq), "every delta, before storage");
+      assert.ok(deltas.every((m) => m.id === undefined && m.data.seq >= stored), "ahead of storage, without an id");
+      assert.ok(early.every((m) => m.event !== "session" || seqOf(m) < stored), "session frames wait for storage");
+      await agent.flushed();
+      // The read left pending by the last wait gets the first message after it.
+      const next = await pending.read!;
+      const rest = [next!, ...await stream.until((m) => m.event === "session" && m.data.type === "turn/end")];
+      await stream.close();
+      const sessionFrames = [...early, ...rest].filter((m) => m.event === "session");
+      // The log's other events, each once; no session frame of a streamed delta, no delta sent twice.
+      assert.deepEqual(
+        sessionFrames.map(seqOf),
+        log.filter((e) => !streamed.includes(e)).map((e) => e.seq),
+      );
+      assert.equal(rest.filter((m) => m.event === "delta").length, 0);
+
+      // Resumed from before the deltas: they come again, from the log, with their ids.
+      const blockStart = streamed[0].seq - 1;
+      const resumed = await events(
+        "s1",
+        { "last-event-id": `${incarnationOf(harness, "s1")}:${blockStart}` },
+        "?follow=false",
+      );
+      const again = await resumed.until((m) => m.event === "end");
+      assert.deepEqual(again.filter((m) => m.id !== undefined).map(seqOf), range(blockStart + 1, log.length));
+      assert.deepEqual(
+        again.filter((m) => m.event === "delta").map((m) => m.data),
+        streamed.map((e) => JSON.parse(JSON.stringify(deltaOf(e)))),
+      );
     });
   });
 
@@ -118,6 +191,74 @@ describe("event stream with storage", () => {
       assert.equal(seqOf(aheadGot[2]), 0);
     });
   }
+
+  it("readers that join while a turn streams get each event once, in one form or the other", async () => {
+    // The model streams a delta only when the test grants a permit; a reader joins after each batch.
+    const script = scriptedAdapter({
+      chunks: [
+        { type: "block-start", index: 0, blockType: "text" },
+        ...Array.from({ length: 60 }, (_, i) => ({ type: "text-delta" as const, index: 0, text: `w${i} ` })),
+        { type: "block-end", index: 0, block: { type: "text", text: "" } },
+        { type: "finish", reason: { kind: "stop" } },
+      ],
+    });
+    let permits = 0;
+    let wake: (() => void) | undefined;
+    const paced: LlmAdapter = {
+      provider: script.provider,
+      models: script.models,
+      async *stream(options) {
+        for await (const chunk of script.stream(options)) {
+          if (chunk.type === "text-delta") {
+            while (permits === 0) await new Promise<void>((resolve) => (wake = resolve));
+            permits--;
+          }
+          yield chunk;
+        }
+      },
+    };
+    const storage = memoryStorage();
+    const served = await serveHarness({ adapters: [paced], storage, batchWindowMs: 3 });
+    await withServer(served, async ({ harness, call, events }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      const agent = harness.ctx.service("agents").get("s1")!;
+      const readers: { from: number; messages: Promise<SseMessage[]> }[] = [];
+      const join = async (lastId?: string) => {
+        const stream = await events("s1", lastId === undefined ? {} : { "last-event-id": lastId });
+        const from = lastId === undefined ? 0 : Number(lastId.split(":")[1]) + 1;
+        readers.push({ from, messages: stream.until((m) => m.event === "session" && m.data.type === "turn/end") });
+      };
+      await join();
+      agent.followup("Go");
+      for (let batch = 0; batch < 12; batch++) {
+        permits += 5;
+        wake?.();
+        // Let some deltas through, some of them to storage, then join from the start and mid-log.
+        await new Promise((resolve) => setTimeout(resolve, batch % 3));
+        await join();
+        const stored = (await storage.stat("s1"))?.nextSeq ?? 0;
+        if (stored > 2) await join(`${incarnationOf(harness, "s1")}:${stored - 2}`);
+      }
+      await agent.whenIdle();
+      await agent.flushed();
+      const log = agent.session.events;
+      for (const [r, { from, messages }] of readers.entries()) {
+        const got = await messages;
+        const seen: number[] = [];
+        for (const m of got) {
+          if (m.event === "session") seen.push(seqOf(m));
+          if (m.event === "delta") {
+            if (m.id !== undefined) assert.equal(seqOf(m), m.data.seq);
+            assert.deepEqual(m.data, JSON.parse(JSON.stringify(deltaOf(log[m.data.seq]))));
+            seen.push(m.data.seq);
+          }
+        }
+        assert.deepEqual([...seen].sort((a, b) => a - b), range(from, log.length), `reader ${r} from ${from}`);
+        const ids = got.filter((m) => m.id !== undefined).map(seqOf);
+        assert.deepEqual(ids, [...ids].sort((a, b) => a - b), `reader ${r}: ids in order`);
+      }
+    });
+  });
 
   it("reads and tails a stored session without resuming it or taking its writer lease", async () => {
     const dir = await mkdtemp(join(tmpdir(), "dsh-tail-"));
@@ -281,7 +422,8 @@ describe("event stream writes", () => {
         return chunks;
       });
       await (await call("POST", "/sessions/s1/messages", { content: "second", wait: true })).json();
-      const length = harness.ctx.service("agents").get("s1")!.session.seq;
+      const log = harness.ctx.service("agents").get("s1")!.session.events;
+      const length = log.length;
       await harness.dispose();
       for (const [i, chunks] of (await Promise.all(reads)).entries()) {
         const text = chunks.join("");
@@ -290,9 +432,15 @@ describe("event stream writes", () => {
         const ids = [...text.matchAll(/^id: [0-9a-z]+:(\d+)$/gm)].map((m) => Number(m[1]));
         const first = starts[i] === "" ? 0 : Number(starts[i]) + 1;
         assert.deepEqual(ids, Array.from({ length: length - first }, (_, k) => first + k), `reader ${i}`);
+        // Each streamed delta from its start on came as `event: delta` (with its id), every other event as
+        // `event: session`.
         const deltas = [...text.matchAll(/^event: delta$/gm)].length;
-        assert.equal(deltas, 50, `reader ${i} got the second turn's deltas`);
-        // About 110 events and 50 deltas: one write per event would be 160 writes.
+        const streamed = log.slice(first).filter((e) =>
+          e.type === "assistant/chunk" && e.data.chunk.type === "text-delta"
+        );
+        assert.equal(deltas, streamed.length, `reader ${i} got the deltas`);
+        assert.equal([...text.matchAll(/^event: session$/gm)].length, length - first - deltas, `reader ${i}`);
+        // About 110 events, 100 of them deltas: one write per event would be 110 writes.
         assert.ok(chunks.length < 20, `reader ${i}: ${chunks.length} writes`);
       }
     });
@@ -302,3 +450,54 @@ describe("event stream writes", () => {
 function incarnationOf(harness: Served["harness"], id: string): string {
   return harness.ctx.service("agents").get(id)!.session.header.incarnation!;
 }
+
+describe("event stream writer", () => {
+  /** A log: turn/start, step/start, block-start (2), five text deltas (3–7), block-end (8). */
+  function log() {
+    const session = Session.create("s", undefined, { now: () => 1 });
+    session.append("turn/start", { turn: 1 });
+    session.append("step/start", { turn: 1, step: 1 });
+    appendChunk(session, 1, 1, { type: "block-start", index: 0, blockType: "text" });
+    for (let i = 3; i <= 7; i++) appendChunk(session, 1, 1, { type: "text-delta", index: 0, text: `d${i}` });
+    appendChunk(session, 1, 1, { type: "block-end", index: 0, block: { type: "text", text: "d3d4d5d6d7" } });
+    return session;
+  }
+
+  /** A segment of these frames, each with the seq a reader may resume after (`-1`: none). */
+  function segment(frames: [string, number][], startSeq: number, endSeq: number): Segment {
+    const text = frames.map(([frame]) => frame);
+    const ends: number[] = [];
+    let at = 0;
+    for (const frame of text) ends.push(at += new TextEncoder().encode(frame).length);
+    const bytes = new TextEncoder().encode(text.join(""));
+    return { bytes, ends, seqs: frames.map(([, seq]) => seq), startSeq, endSeq, before: 0, end: false };
+  }
+
+  it("skips the deltas a joining reader wrote from the log, and moves past those sent ahead of storage", async () => {
+    const session = log();
+    const events = session.events;
+    const body = new SseBody();
+    const options = { from: 4, deltas: true, follow: true, keepAliveMs: 1_000, maxBuffered: 100, pollMs: 10 };
+    const w = new Writer(body, "inc", options);
+    // The reader wrote the log up to delta 3 (seq 4 next) and joined the open segment after its first frame.
+    const reader = { pos: 0, skip: 1, maxBuffered: 100, drop: () => {} };
+    // Deltas 3–7 went out ahead of storage (no id); then block-start (2) reached storage, and 3–7 after it.
+    const first = segment(
+      [...[3, 4, 5, 6, 7].map((s): [string, number] => [deltaFrame(events[s])!, -1]), [
+        sessionFrame(events[2], "inc"),
+        2,
+      ]],
+      2,
+      8,
+    );
+    const read = new Response(body.readable).text();
+    await w.segment(first, reader, session);
+    assert.equal(w.next, 8, "the deltas sent ahead of storage count as sent");
+    await w.segment(segment([[sessionFrame(events[8], "inc"), 8]], 8, 9), reader, session);
+    body.close();
+    const text = await read;
+    const deltaSeqs = [...text.matchAll(/"seq":(\d+),"turn"/g)].map((m) => Number(m[1]));
+    assert.deepEqual(deltaSeqs, [4, 5, 6, 7], "each delta once, none it had before it joined");
+    assert.deepEqual([...text.matchAll(/^id: inc:(\d+)$/gm)].map((m) => Number(m[1])), [8]);
+  });
+});

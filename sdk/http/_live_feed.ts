@@ -20,20 +20,24 @@ import type { HarnessCtx } from "../harness.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { FrameBuffer } from "./_frame_buffer.ts";
+import { isStreamedDelta } from "./_sse_frames.ts";
 
 /** Frame writers shared with `_event_stream.ts`: each writes one whole frame into `out`. */
 export interface FrameCodec {
   /** The `event: session` frame of an event, with its `<incarnation>:<seq>` id. */
   session(out: FrameBuffer, event: SessionEvent): void;
-  /** The `event: delta` frame of a streamed chunk; `false` (nothing written) when it is not one. */
-  delta(out: FrameBuffer, event: SessionEvent): boolean;
+  /**
+   * The `event: delta` frame of a streamed chunk, with its id when `withId`;
+   * `false` (nothing written) when it is not one.
+   */
+  delta(out: FrameBuffer, event: SessionEvent, withId: boolean): boolean;
   /** Any other frame (`status`, `approvals`, `end`). */
   other(out: FrameBuffer, event: string, data: unknown): void;
 }
 
 /** What the feed is made for: readers with the same options share one. */
 export interface FeedOptions {
-  /** Send live streaming deltas. */
+  /** Send each streamed chunk as `event: delta` (else as `event: session`, like every other event). */
   readonly deltas: boolean;
   /** Send only events on storage: set when the harness has storage. */
   readonly storage?: SessionStorage;
@@ -45,7 +49,11 @@ export interface FeedOptions {
 export interface Segment {
   /** The frames, one after another, as UTF-8. */
   readonly bytes: Uint8Array;
-  /** Where each frame ends in `bytes`, and the seq of each session frame (`-1` for the others). */
+  /**
+   * Where each frame ends in `bytes`, and the seq of each frame a reader may
+   * resume after (session frames, and delta frames with an id); `-1` for the
+   * others (a delta sent ahead of storage among them).
+   */
   readonly ends: readonly number[];
   readonly seqs: readonly number[];
   /** The seq of the first session frame it would hold (the feed's next seq when it opened). */
@@ -115,11 +123,14 @@ export class LiveFeed {
     const session = agent.session;
     this.#startSeq = this.#nextSeq = session.seq;
     const durable = options.storage !== undefined;
-    if (!durable || options.deltas) {
+    if (!durable) {
+      // Without storage a committed event is acknowledged: it enters at once.
+      this.#off.push(session.observe((event) => this.#events(event.seq + 1)));
+    } else if (options.deltas) {
+      // With storage a streamed chunk goes out as soon as it is committed, ahead of storage and
+      // without an id; its session frame is not sent (a reader that resumes gets it from the log).
       this.#off.push(session.observe((event) => {
-        // Without storage a committed event is acknowledged: it enters at once.
-        if (!durable) this.#events(event.seq + 1);
-        if (options.deltas && !this.#ended && codec.delta(this.#out, event)) this.#add(-1);
+        if (!this.#ended && codec.delta(this.#out, event, false)) this.#add(-1);
       }));
     }
     if (durable) {
@@ -216,6 +227,12 @@ export class LiveFeed {
   }
 
   #session(event: SessionEvent): void {
+    const { deltas, storage } = this.options;
+    if (deltas && isStreamedDelta(event)) {
+      // Sent ahead of storage when there is storage, else now, with its id.
+      if (storage === undefined && this.#codec.delta(this.#out, event, true)) this.#add(event.seq);
+      return;
+    }
     this.#codec.session(this.#out, event);
     this.#add(event.seq);
   }

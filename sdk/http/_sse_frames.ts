@@ -1,20 +1,21 @@
 // Internal: the SSE frames of the event streams (`GET /sessions/:id/events`).
 //
 // A streamed chunk (`assistant/chunk` with a text, reasoning or tool-call
-// delta) is most of what a stream carries: one `event: session` frame and one
-// `event: delta` frame per chunk. `JSON.stringify` of the event and of a
-// delta object built for it were the largest per-chunk cost of serving a
-// stream (most on Deno and Node; on Node the object spread of the delta even
-// more). For those events the frames are written here by hand from the
-// event's fields: as text for a reader's backlog (`sessionFrame`), and as
-// UTF-8 straight into a live feed's segment (`FrameWriter`), where the delta
-// frame copies the bytes of the text its session frame has just escaped. The
-// output is byte for byte what `JSON.stringify` gives (`_sse_frames_test.ts`
-// checks it on random events of every chunk kind). The hand encoder only
-// takes an event whose objects have exactly the keys, in the order, that the
-// session writes (`type, seq, time, data`; `turn, step, chunk`; the chunk's
-// own), no `toJSON`, and finite numbers and strings where those belong;
-// anything else, and every other event, goes through `JSON.stringify`.
+// delta) is most of what a stream carries. A stream sends it once: as
+// `event: delta` by default (a small frame a client appends to the block it
+// names), or as `event: session` in a stream that asked for the whole log
+// (`?deltas=false`). `JSON.stringify` of the event and of a delta object built
+// for it were the largest per-chunk cost of serving a stream (most on Deno and
+// Node; on Node the object spread of the delta even more). For those events the
+// frames are written here by hand from the event's fields: as text for a
+// reader's backlog (`sessionFrame`, `deltaFrame`), and as UTF-8 straight into a
+// live feed's segment (`FrameWriter`). The output is byte for byte what
+// `JSON.stringify` gives (`_sse_frames_test.ts` checks it on random events of
+// every chunk kind). The hand encoder only takes an event whose objects have
+// exactly the keys, in the order, that the session writes (`type, seq, time,
+// data`; `turn, step, chunk`; the chunk's own), no `toJSON`, and finite numbers
+// and strings where those belong; anything else, and every other event, goes
+// through `JSON.stringify`.
 
 import type { SessionEvent } from "../session/session_events.ts";
 import {
@@ -75,9 +76,9 @@ interface DeltaParts {
   readonly text: string;
 }
 
-// The parts of the last event read: its session frame and its delta frame are
-// made one after the other (without storage), and read it once. Only a frozen
-// event (as the session makes them) is taken from here.
+// The parts of the last event read: the feeds of one agent (one per kind of
+// reader) write the same event one after the other, and read it once. Only a
+// frozen event (as the session makes them) is taken from here.
 let last: DeltaParts | undefined;
 
 /** The most bytes {@linkcode writeToolHead} writes for `p` (its key after the name included). */
@@ -156,13 +157,31 @@ export function sessionFrame(event: SessionEvent, incarnation: string): string {
   return `event: session\ndata: ${json}\nid: ${incarnation}:${event.seq}\n\n`;
 }
 
-/** The `event: delta` frame of a streamed chunk, if the event is one. */
-export function deltaFrame(event: SessionEvent): string | undefined {
+/**
+ * The `event: delta` frame of a streamed chunk, if the event is one; with its
+ * `<incarnation>:<seq>` id when `incarnation` is given (the chunk is
+ * acknowledged: a reader may resume after it).
+ */
+export function deltaFrame(event: SessionEvent, incarnation?: string): string | undefined {
   if (event.type !== "assistant/chunk") return undefined;
   const parts = deltaParts(event);
-  if (parts !== undefined) return `event: delta\ndata: ${deltaJson(parts)}\n\n`;
-  const delta = deltaOf(event);
-  return delta === undefined ? undefined : `event: delta\ndata: ${JSON.stringify(delta)}\n\n`;
+  let json: string;
+  if (parts !== undefined) json = deltaJson(parts);
+  else {
+    const delta = deltaOf(event);
+    if (delta === undefined) return undefined;
+    json = JSON.stringify(delta);
+  }
+  return incarnation === undefined
+    ? `event: delta\ndata: ${json}\n\n`
+    : `event: delta\ndata: ${json}\nid: ${incarnation}:${event.seq}\n\n`;
+}
+
+/** Whether a stream that sends deltas sends `event` as an `event: delta` frame (a text, reasoning or tool-call delta). */
+export function isStreamedDelta(event: SessionEvent): boolean {
+  if (event.type !== "assistant/chunk") return false;
+  const type = event.data?.chunk?.type;
+  return type === "text-delta" || type === "reasoning-delta" || type === "tool-call-delta";
 }
 
 /** Any other frame (`ready`, `reset`, `status`, `approvals`, `end`). */
@@ -174,7 +193,6 @@ const encoder = new TextEncoder();
 const SESSION_HEAD = encoder.encode('event: session\ndata: {"type":"assistant/chunk","seq":');
 const TIME = encoder.encode(',"time":');
 const DELTA_HEAD = encoder.encode('event: delta\ndata: {"seq":');
-const DELTA_TAIL = encoder.encode("}\n\n");
 const NAME = encoder.encode(',"name":');
 const ARGUMENTS = encoder.encode(',"argumentsDelta":');
 const TEXT = encoder.encode(',"text":');
@@ -186,27 +204,23 @@ const TOOL_EXTRA = NAME.length + ARGUMENTS.length;
  * bytes: the same bytes as {@linkcode sessionFrame}, {@linkcode deltaFrame}
  * and {@linkcode otherFrame} give as text. For a streamed chunk, the parts
  * between its seq, time and text repeat from one chunk to the next (the same
- * turn, step, kind and block index), so they are kept as bytes, and the delta
- * frame copies the text its session frame has just escaped.
+ * turn, step, kind and block index), so they are kept as bytes.
  */
 export class FrameWriter {
   /** `}}}\nid: <incarnation>:`, after a chunk's text. */
   readonly #idHead: Uint8Array;
+  /** `}\nid: <incarnation>:`, after a delta's payload. */
+  readonly #deltaIdHead: Uint8Array;
   /** `\nid: <incarnation>:`, after any other event's JSON. */
   readonly #idText: string;
   // The bytes from the time to the text of the last chunk kind written, for each frame.
   #key: DeltaParts | undefined;
   #sessionMiddle: Uint8Array = new Uint8Array(0);
   #deltaMiddle: Uint8Array = new Uint8Array(0);
-  // Where the escaped text of the last chunk written went.
-  #textParts: DeltaParts | undefined;
-  #textOut: FrameBuffer | undefined;
-  #textTaken = 0;
-  #textStart = 0;
-  #textEnd = 0;
 
   constructor(incarnation: string) {
     this.#idHead = encoder.encode(`}}}\nid: ${incarnation}:`);
+    this.#deltaIdHead = encoder.encode(`}\nid: ${incarnation}:`);
     this.#idText = `\nid: ${incarnation}:`;
   }
 
@@ -234,13 +248,7 @@ export class FrameWriter {
     at = writeNumber(b, at, p.time);
     at = writeBytes(b, at, this.#sessionMiddle);
     if (tool) at = writeToolHead(b, at, p, ARGUMENTS);
-    const start = at;
     at = writeJsonString(b, at, p.text);
-    this.#textParts = p;
-    this.#textOut = out;
-    this.#textTaken = out.taken;
-    this.#textStart = start;
-    this.#textEnd = at;
     at = writeBytes(b, at, this.#idHead);
     at = writeNumber(b, at, p.seq);
     b[at++] = 0x0a;
@@ -248,36 +256,43 @@ export class FrameWriter {
     out.commit(at);
   }
 
-  /** {@linkcode deltaFrame}, written into `out`; `false` (nothing written) when the event is not a streamed chunk. */
-  delta(out: FrameBuffer, event: SessionEvent): boolean {
+  /**
+   * {@linkcode deltaFrame}, written into `out`, with the id when `withId`;
+   * `false` (nothing written) when the event is not a streamed chunk.
+   */
+  delta(out: FrameBuffer, event: SessionEvent, withId: boolean): boolean {
     if (event.type !== "assistant/chunk") return false;
     const p = deltaParts(event);
     if (p === undefined) {
       const delta = deltaOf(event);
       if (delta === undefined) return false;
-      out.text(`event: delta\ndata: ${JSON.stringify(delta)}\n\n`);
+      out.text(`event: delta\ndata: ${JSON.stringify(delta)}`);
+      if (withId) {
+        out.text(this.#idText);
+        out.text(`${event.seq}`);
+      }
+      out.text("\n\n");
       return true;
     }
     this.#middles(p);
     const tool = p.kind === "tool-call-delta";
-    // The session frame of this chunk was just written into the same bytes: its escaped text is copied.
-    const copy = this.#textParts === p && this.#textOut === out && this.#textTaken === out.taken;
     const b = out.reserve(
-      DELTA_HEAD.length + NUMBER_MAX + this.#deltaMiddle.length + DELTA_TAIL.length +
-        (copy ? this.#textEnd - this.#textStart : jsonStringMax(p.text)) +
-        (tool ? toolHeadMax(p) : 0),
+      DELTA_HEAD.length + this.#deltaMiddle.length + this.#deltaIdHead.length + 2 * NUMBER_MAX + 2 +
+        jsonStringMax(p.text) + (tool ? toolHeadMax(p) : 0),
     );
     let at = writeBytes(b, out.length, DELTA_HEAD);
     at = writeNumber(b, at, p.seq);
     at = writeBytes(b, at, this.#deltaMiddle);
     if (tool) at = writeToolHead(b, at, p, TEXT);
-    if (copy) {
-      b.copyWithin(at, this.#textStart, this.#textEnd);
-      at += this.#textEnd - this.#textStart;
+    at = writeJsonString(b, at, p.text);
+    if (withId) {
+      at = writeBytes(b, at, this.#deltaIdHead);
+      at = writeNumber(b, at, p.seq);
     } else {
-      at = writeJsonString(b, at, p.text);
+      b[at++] = 0x7d; // }
     }
-    at = writeBytes(b, at, DELTA_TAIL);
+    b[at++] = 0x0a;
+    b[at++] = 0x0a;
     out.commit(at);
     return true;
   }

@@ -6,7 +6,15 @@ import { appendChunk, Session } from "../session/session.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import type { StreamChunk } from "../llm/stream_chunk.ts";
 import { FrameBuffer } from "./_frame_buffer.ts";
-import { deltaFrame, deltaOf, fastChunkJson, FrameWriter, otherFrame, sessionFrame } from "./_sse_frames.ts";
+import {
+  deltaFrame,
+  deltaOf,
+  fastChunkJson,
+  FrameWriter,
+  isStreamedDelta,
+  otherFrame,
+  sessionFrame,
+} from "./_sse_frames.ts";
 
 // Each property runs this many cases: 1,000 by default, more with DSH_PROPERTY_RUNS.
 const RUNS = Math.max(1000, Number(process.env.DSH_PROPERTY_RUNS ?? 0) || 0);
@@ -15,9 +23,11 @@ const RUNS = Math.max(1000, Number(process.env.DSH_PROPERTY_RUNS ?? 0) || 0);
 function referenceSession(event: SessionEvent, incarnation: string): string {
   return `event: session\ndata: ${JSON.stringify(event)}\nid: ${incarnation}:${event.seq}\n\n`;
 }
-function referenceDelta(event: SessionEvent): string | undefined {
+function referenceDelta(event: SessionEvent, incarnation?: string): string | undefined {
   const delta = deltaOf(event);
-  return delta === undefined ? undefined : `event: delta\ndata: ${JSON.stringify(delta)}\n\n`;
+  if (delta === undefined) return undefined;
+  const id = incarnation === undefined ? "" : `\nid: ${incarnation}:${event.seq}`;
+  return `event: delta\ndata: ${JSON.stringify(delta)}${id}\n\n`;
 }
 
 // Any UTF-16 code unit, lone surrogates and control characters included.
@@ -100,12 +110,16 @@ const decoder = new TextDecoder();
 
 /**
  * The frames of `events` as the byte writers write them into one small buffer
- * (it grows), each session frame followed by the delta frame when there is
- * one, taken after every `takeEvery` events, against the reference frames.
+ * (it grows): for each event its delta frame when there is one (with its id
+ * when `withId`, else without), or else its session frame, or both in either
+ * order (`order`: 0 session only, 1 delta only, 2 session then delta, 3 delta
+ * then session), taken after every `takeEvery` events, against the reference
+ * frames.
  */
-function assertBytes(events: readonly SessionEvent[], takeEvery: number, deltaFirst = false): void {
+function assertBytes(events: readonly SessionEvent[], takeEvery: number, withId = false, order = 2): void {
   const out = new FrameBuffer(16);
   const w = new FrameWriter("inc0");
+  const incarnation = withId ? "inc0" : undefined;
   let expected = "";
   const check = () => {
     const bytes = out.take();
@@ -113,17 +127,20 @@ function assertBytes(events: readonly SessionEvent[], takeEvery: number, deltaFi
     assert.deepEqual(bytes, encoder.encode(expected));
     expected = "";
   };
-  events.forEach((e, i) => {
-    if (deltaFirst) {
-      assert.equal(w.delta(out, e), referenceDelta(e) !== undefined);
-      expected += referenceDelta(e) ?? "";
-    }
+  const session = (e: SessionEvent) => {
     w.session(out, e);
     expected += referenceSession(e, "inc0");
-    if (!deltaFirst) {
-      assert.equal(w.delta(out, e), referenceDelta(e) !== undefined);
-      expected += referenceDelta(e) ?? "";
-    }
+  };
+  const delta = (e: SessionEvent) => {
+    const reference = referenceDelta(e, incarnation);
+    assert.equal(w.delta(out, e, withId), reference !== undefined);
+    expected += reference ?? "";
+  };
+  events.forEach((e, i) => {
+    if (order === 0) session(e);
+    else if (order === 1) delta(e);
+    else if (order === 2) (session(e), delta(e));
+    else (delta(e), session(e));
     if ((i + 1) % takeEvery === 0) check();
   });
   w.other(out, "end", { id: "s\u00e9", seq: events.length });
@@ -150,7 +167,13 @@ function bentEvent(
 describe("FrameWriter", () => {
   it("write the UTF-8 bytes of the reference frames, one segment after another", () => {
     fc.assert(
-      fc.property(fc.array(event, { maxLength: 8 }), fc.integer({ min: 1, max: 4 }), fc.boolean(), assertBytes),
+      fc.property(
+        fc.array(event, { maxLength: 8 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 3 }),
+        assertBytes,
+      ),
       { numRuns: RUNS },
     );
   });
@@ -162,51 +185,45 @@ describe("FrameWriter", () => {
         try {
           referenceDelta(frozen);
         } catch {
-          assert.throws(() => new FrameWriter("i").delta(new FrameBuffer(), frozen));
+          assert.throws(() => new FrameWriter("i").delta(new FrameBuffer(), frozen, false));
           return;
         }
         assertBytes([frozen], 1);
+        assertBytes([frozen], 1, true);
       }),
       { numRuns: RUNS },
     );
   });
 
-  it("copy a delta's escaped text only from the same chunk's session frame, in the same bytes", () => {
-    // Frozen, as the session makes them: the parts read for one frame serve the next.
-    const a = Object.freeze(eventOf(1, 1, 1, 1, { type: "text-delta", index: 0, text: "a\n😀" }));
-    const b = Object.freeze(eventOf(2, 1, 1, 1, { type: "text-delta", index: 0, text: "bb\t" }));
+  it("write a delta's id only when asked, for every kind of delta", () => {
     const w = new FrameWriter("i");
     const out = new FrameBuffer(8);
-    const other = new FrameBuffer(8);
-    // Taken in between: the bytes where a's text was are written over.
-    w.session(out, a);
-    out.take();
-    out.text("Z".repeat(64));
-    w.delta(out, a);
-    assert.equal(decoder.decode(out.take()), "Z".repeat(64) + referenceDelta(a));
-    // Another buffer (taken as often).
-    w.session(out, b);
-    other.take();
-    other.take();
-    other.text("Y".repeat(64));
-    w.delta(other, b);
-    assert.equal(decoder.decode(other.take()), "Y".repeat(64) + referenceDelta(b));
-    // Another chunk.
-    out.take();
-    w.session(out, a);
-    w.session(out, b);
-    w.delta(out, a);
-    assert.equal(decoder.decode(out.take()), referenceSession(a, "i") + referenceSession(b, "i") + referenceDelta(a));
+    const chunks = [
+      { type: "text-delta", index: 0, text: "a\n😀" },
+      { type: "reasoning-delta", index: 1, text: "hm" },
+      { type: "tool-call-delta", index: 2, id: "c", name: "n", argumentsDelta: "{" },
+      { type: "tool-call-delta", index: 2, id: "c", argumentsDelta: "}" },
+    ];
+    for (const [n, chunk] of chunks.entries()) {
+      const e = Object.freeze(eventOf(10 + n, 1, 1, 1, chunk));
+      w.delta(out, e, true);
+      w.delta(out, e, false);
+      const [withId, without] = decoder.decode(out.take()).split("\n\n");
+      assert.equal(withId + "\n\n", referenceDelta(e, "i"));
+      assert.equal(without + "\n\n", referenceDelta(e));
+      assert.ok(withId.endsWith(`\nid: i:${10 + n}`), withId);
+    }
   });
 });
 
 describe("sessionFrame() and deltaFrame()", () => {
   it("write exactly what JSON.stringify writes, for every chunk kind", () => {
     fc.assert(
-      fc.property(event, fc.boolean(), (e, deltaFirst) => {
-        const delta = deltaFirst ? deltaFrame(e) : undefined;
+      fc.property(event, fc.boolean(), fc.boolean(), (e, deltaFirst, withId) => {
+        const incarnation = withId ? "inc0" : undefined;
+        const delta = deltaFirst ? deltaFrame(e, incarnation) : undefined;
         assert.equal(sessionFrame(e, "inc0"), referenceSession(e, "inc0"));
-        assert.equal(deltaFirst ? delta : deltaFrame(e), referenceDelta(e));
+        assert.equal(deltaFirst ? delta : deltaFrame(e, incarnation), referenceDelta(e, incarnation));
       }),
       { numRuns: RUNS },
     );
@@ -226,6 +243,7 @@ describe("sessionFrame() and deltaFrame()", () => {
         }
         assert.equal(sessionFrame(frozen, "i"), referenceSession(frozen, "i"));
         assert.equal(deltaFrame(frozen), reference);
+        assert.equal(deltaFrame(frozen, "i"), referenceDelta(frozen, "i"));
       }),
       { numRuns: RUNS },
     );
@@ -265,6 +283,7 @@ describe("sessionFrame() and deltaFrame()", () => {
         const e of [appendChunk(session, 1, 1, chunk), session.append("assistant/chunk", { turn: 1, step: 1, chunk })]
       ) {
         assert.equal(fastChunkJson(e), JSON.stringify(e));
+        assert.ok(isStreamedDelta(e));
         assert.equal(sessionFrame(e, "inc"), referenceSession(e, "inc"));
         assert.equal(deltaFrame(e), referenceDelta(e));
       }
@@ -276,6 +295,7 @@ describe("sessionFrame() and deltaFrame()", () => {
     });
     assert.equal(fastChunkJson(start), undefined);
     assert.equal(deltaFrame(start), undefined);
+    assert.ok(!isStreamedDelta(start) && !isStreamedDelta(session.events[0]));
     assert.equal(deltaFrame(session.events[0]), undefined);
   });
 

@@ -1,7 +1,10 @@
 // Test support (not published): an SSE client over real fetch and
 // EventSourceParserStream, and a harness + app + loopback server fixture.
 
+import assert from "node:assert/strict";
 import { EventSourceParserStream } from "eventsource-parser/stream";
+import type { SessionEvent } from "../session/session_events.ts";
+import { deltaOf, isStreamedDelta } from "./_sse_frames.ts";
 import { createHarness, type CreateHarnessOptions, type Harness } from "../harness.ts";
 import { createHarnessApp, type HarnessAppOptions, type RequestLogRecord } from "./create_harness_app.ts";
 import { type LoopbackServer, serveOnLoopback } from "./_test_server.ts";
@@ -74,6 +77,43 @@ export class SseClient {
 /** The session events (`event: session`) among messages. */
 export function sessionEvents(messages: readonly SseMessage[]): SseMessage[] {
   return messages.filter((m) => m.event === "session");
+}
+
+/** The frames among messages that stand for an event of the log: session frames, and deltas with an id. */
+export function loggedFrames(messages: readonly SseMessage[]): SseMessage[] {
+  return messages.filter((m) => m.event === "session" || (m.event === "delta" && m.id !== undefined));
+}
+
+/** The seq of each frame that stands for an event of the log, as its id says. */
+export function loggedSeqs(messages: readonly SseMessage[]): number[] {
+  return loggedFrames(messages).map((m) => Number(m.id?.split(":").at(-1)));
+}
+
+/**
+ * Assert that each frame among messages that stands for an event is that
+ * event of `log`: the event itself (`event: session`), or, for a streamed
+ * delta, its delta (`event: delta`, which a stream that sends deltas sends
+ * instead). Returns how many of each there were.
+ */
+export function assertFramesOfLog(
+  messages: readonly SseMessage[],
+  log: readonly SessionEvent[],
+): { session: number; delta: number } {
+  const counts = { session: 0, delta: 0 };
+  for (const m of loggedFrames(messages)) {
+    const seq = Number(m.id?.split(":").at(-1));
+    const event = log[seq];
+    assert.ok(event !== undefined, `frame ${m.id} is beyond the log`);
+    if (m.event === "session") {
+      assert.deepEqual(m.data, JSON.parse(JSON.stringify(event)));
+      counts.session++;
+    } else {
+      assert.ok(isStreamedDelta(event), `frame ${m.id} is a delta of an event that is not one`);
+      assert.deepEqual(m.data, JSON.parse(JSON.stringify(deltaOf(event))));
+      counts.delta++;
+    }
+  }
+  return counts;
 }
 
 /** A harness served over loopback by the app. */

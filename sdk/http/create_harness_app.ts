@@ -181,13 +181,17 @@ function defaultLog(record: RequestLogRecord): void {
  *   With storage, the answer comes only once the input (and, with `wait: true`, the turn's end) is on storage.
  * - `POST /sessions/:id/cancel` `{ keepInbox? }`: the only way to stop a turn. A client that disconnects
  *   from any request, the event stream included, never cancels the agent.
- * - `GET /sessions/:id/events`: SSE. Every event as `event: session` with `id: <incarnation>:<seq>` (with
- *   storage, only events already on storage), live streaming deltas as `event: delta`, `event: status`,
- *   `event: approvals`, keep-alive comments. Resume with `Last-Event-ID` (or `?from=<seq>` for the first seq
- *   wanted); an id of another incarnation of the log (deleted and created again) or beyond it gets
- *   `event: reset` and the log from seq 0. `?deltas=false` drops deltas; `?follow=false` ends the stream
- *   after the log (`event: end`). A session only in storage is read and tailed without being resumed and
- *   without its writer lease. A reader more than `maxBufferedEvents` behind is dropped (`event: dropped`).
+ * - `GET /sessions/:id/events`: SSE. Every event of the log once, in seq order, with `id: <incarnation>:<seq>`
+ *   (with storage, only events already on storage): a streamed delta (text, reasoning or tool-call) as
+ *   `event: delta` (`{ seq, turn, step, index, blockType, text, id?, name? }`), every other event as
+ *   `event: session`; then `event: status`, `event: approvals` and keep-alive comments. With storage a delta
+ *   goes out as soon as it is committed, ahead of storage and so without an id (a stream resumed from an
+ *   earlier id sends it again, with its id: a client drops a delta whose seq it has). `?deltas=false` sends
+ *   every event as `event: session` (the whole log, e.g. to mirror it). Resume with `Last-Event-ID` (or
+ *   `?from=<seq>` for the first seq wanted); an id of another incarnation of the log (deleted and created
+ *   again) or beyond it gets `event: reset` and the log from seq 0. `?follow=false` ends the stream after the
+ *   log (`event: end`). A session only in storage is read and tailed without being resumed and without its
+ *   writer lease. A reader more than `maxBufferedEvents` behind is dropped (`event: dropped`).
  * - `GET /sessions/:id/transcript?format=markdown|json` (markdown by default; JSON is `{ id, seq, messages }`).
  * - `GET /sessions/:id/projections`: `{ id, seq, projections }`, the client view of every registered projection unit
  *   (`turnBoundary`, `todos`, `usageTotals`, `childSessions`, …), live or stored.
