@@ -2,7 +2,6 @@
 // mounted under (moved out of `create_harness_app.ts`).
 
 import type { Context } from "hono";
-import type { HarnessAppEnv } from "./create_harness_app.ts";
 
 /** The methods of each route, for `405` answers (`Allow`). */
 const ROUTES: readonly (readonly [RegExp, readonly string[]])[] = [
@@ -26,7 +25,7 @@ export function allowedMethods(path: string, view: boolean): readonly string[] |
 }
 
 /** The path this app is mounted under (`""` at the root), from the route that matched: `/api` for `/api/sessions`. */
-export function mountOf(c: Context<HarnessAppEnv>, route: string): string {
+export function mountOf(c: Context, route: string): string {
   const matched = c.req.routePath;
   return matched.endsWith(route) ? matched.slice(0, matched.length - route.length) : "";
 }

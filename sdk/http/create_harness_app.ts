@@ -284,7 +284,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     const watch = (pending: readonly PendingApproval[]) =>
       listener(pending.filter((p) => belongsTo(p, agent)).map(toPending));
     approvalWatchers.add(watch);
-    return () => approvalWatchers.delete(watch);
+    return () => void approvalWatchers.delete(watch);
   };
   let queue: ApprovalQueue | undefined;
   if (options.approvals !== false) {

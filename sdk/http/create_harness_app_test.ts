@@ -868,6 +868,12 @@ describe("createHarnessApp() mounted under a sub-path", () => {
       assert.equal(wrongMethod.status, 405);
       assert.equal((await wrongMethod.json()).code, "METHOD_NOT_ALLOWED");
       assert.equal(await (await parent.request("/")).text(), "home", "the parent's own routes are untouched");
+      // The timeline's pages link to the app under its mount path.
+      for (const page of ["/api/v1/view", "/api/v1/view/compare", "/api/v1/sessions/m1/view"]) {
+        const html = await (await parent.request(page)).text();
+        assert.match(html, /data-base="\/api\/v1"/, page);
+        assert.match(html, /src="\/api\/v1\/view\/client\.js"/, page);
+      }
     });
   });
 });

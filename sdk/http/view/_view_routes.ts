@@ -6,10 +6,11 @@
 // data they read — the log, the derived history at a seq — goes through
 // `mountViewData`, mounted after it like every other route.
 
-import type { Context, Hono } from "hono";
+import type { Hono } from "hono";
 import type { SessionHeader } from "../../session/session.ts";
 import type { SessionEvent } from "../../session/session_events.ts";
 import { HttpProblem } from "../_problem.ts";
+import { mountOf } from "../_route_table.ts";
 import { checkSessionId } from "../_session_id.ts";
 import { surfaceAt } from "./_surface_at.ts";
 
@@ -24,12 +25,6 @@ export type LogReader = (id: string) => Promise<{
 
 const SEQ = /^\d{1,15}$/;
 
-/** The path the app is mounted at: the request path without its known suffix. */
-function baseOf(c: Context, suffix: string): string {
-  const path = c.req.path;
-  return path.endsWith(suffix) ? path.slice(0, path.length - suffix.length) : "";
-}
-
 // deno-lint-ignore no-explicit-any
 type AnyHono = Hono<any, any, any>;
 
@@ -42,10 +37,10 @@ const clientScriptModule = () => import("./_view_client_script.ts");
 /** `GET /view`, `/view/compare`, `/view/client.js` and `/sessions/:id/view`: no auth, no data. */
 export function mountViewPages(app: AnyHono): void {
   const noStore = { "cache-control": "no-store" };
-  app.get("/view", async (c) => c.html((await viewPageModule()).viewPage("index", baseOf(c, "/view")), 200, noStore));
+  app.get("/view", async (c) => c.html((await viewPageModule()).viewPage("index", mountOf(c, "/view")), 200, noStore));
   app.get(
     "/view/compare",
-    async (c) => c.html((await viewPageModule()).viewPage("compare", baseOf(c, "/view/compare")), 200, noStore),
+    async (c) => c.html((await viewPageModule()).viewPage("compare", mountOf(c, "/view/compare")), 200, noStore),
   );
   app.get("/view/client.js", async (c) =>
     c.body((await clientScriptModule()).VIEW_CLIENT_SCRIPT, 200, {
@@ -55,7 +50,7 @@ export function mountViewPages(app: AnyHono): void {
   app.get("/sessions/:id/view", async (c) => {
     const id = checkSessionId(c.req.param("id"));
     const { viewPage } = await viewPageModule();
-    return c.html(viewPage("session", baseOf(c, `/sessions/${id}/view`), id), 200, noStore);
+    return c.html(viewPage("session", mountOf(c, "/sessions/:id/view"), id), 200, noStore);
   });
 }
 
