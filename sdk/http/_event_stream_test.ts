@@ -13,15 +13,7 @@ import { Writer } from "./_event_stream.ts";
 import type { Segment } from "./_live_feed.ts";
 import { SseBody } from "./_sse_body.ts";
 import { deltaFrame, deltaOf, sessionFrame } from "./_sse_frames.ts";
-import { type Served, serveHarness, type SseClient, type SseMessage } from "./_test_client.ts";
-
-async function withServer(served: Served, body: (s: Served) => Promise<void>): Promise<void> {
-  try {
-    await body(served);
-  } finally {
-    await served.close();
-  }
-}
+import { type Served, serveHarness, type SseClient, type SseMessage, withServer } from "./_test_client.ts";
 
 /** The next message, or `undefined` when none comes within `ms` (the read stays pending for the next call). */
 function nextWithin(stream: SseClient, pending: { read?: Promise<SseMessage | undefined> }, ms: number) {

@@ -5,7 +5,9 @@ import assert from "node:assert/strict";
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import type { SessionEvent } from "../session/session_events.ts";
 import { deltaOf, isStreamedDelta } from "./_sse_frames.ts";
+import { z } from "zod";
 import { createHarness, type CreateHarnessOptions, type Harness } from "../harness.ts";
+import { defineTool } from "../tools/define_tool.ts";
 import { createHarnessApp, type HarnessAppOptions, type RequestLogRecord } from "./create_harness_app.ts";
 import { type LoopbackServer, serveOnLoopback } from "./_test_server.ts";
 
@@ -114,6 +116,36 @@ export function assertFramesOfLog(
     }
   }
   return counts;
+}
+
+/** A tool `lookup` that answers `value of <key>`, after `hold()` when given. */
+export function lookupTool(hold?: () => Promise<void>) {
+  return defineTool({
+    name: "lookup",
+    description: "Look a key up",
+    parameters: z.object({ key: z.string() }),
+    output: { schema: z.string(), render: (_args: { key: string }, value: string) => value },
+    execute: async ({ key }: { key: string }) => {
+      await hold?.();
+      return `value of ${key}`;
+    },
+  });
+}
+
+/** The live agent of a session. */
+export function agentOf(harness: Harness, id: string) {
+  const agent = harness.ctx.service("agents").get(id);
+  assert.ok(agent, `agent ${id} is live`);
+  return agent;
+}
+
+/** Run `body` with the served harness, then close it. */
+export async function withServer(served: Served, body: (s: Served) => Promise<void>): Promise<void> {
+  try {
+    await body(served);
+  } finally {
+    await served.close();
+  }
 }
 
 /** A harness served over loopback by the app. */

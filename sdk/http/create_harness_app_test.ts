@@ -1,48 +1,28 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { z } from "zod";
-import { defineTool } from "../tools/define_tool.ts";
-import { HarnessError } from "../kernel/harness_error.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
-import { createHarness, type Harness } from "../harness.ts";
 import type { LlmAdapter } from "../llm/llm_adapter.ts";
 import { LlmFailure } from "../llm/llm_failure.ts";
 import type { PreToolDecision } from "../tools/tool_events.ts";
 import { createHarnessApp } from "./create_harness_app.ts";
 import {
+  agentOf,
   assertFramesOfLog,
   gate,
   loggedSeqs,
+  lookupTool,
   type Served,
   serveHarness,
   sessionEvents,
   type SseMessage,
+  withServer,
 } from "./_test_client.ts";
-
-function lookupTool(hold?: () => Promise<void>) {
-  return defineTool({
-    name: "lookup",
-    description: "Look a key up",
-    parameters: z.object({ key: z.string() }),
-    output: { schema: z.string(), render: (_args: { key: string }, value: string) => value },
-    execute: async ({ key }: { key: string }) => {
-      await hold?.();
-      return `value of ${key}`;
-    },
-  });
-}
 
 const toolTurn: ScriptEntry[] = [
   toolCallResponse([{ id: "call-1", name: "lookup", arguments: '{"key":"a"}' }]),
   textResponse("The value is a."),
 ];
-
-function agentOf(harness: Harness, id: string) {
-  const agent = harness.ctx.service("agents").get(id);
-  assert.ok(agent, `agent ${id} is live`);
-  return agent;
-}
 
 /** The seqs of the frames that stand for events (session frames, and deltas with an id). */
 const seqs = loggedSeqs;
@@ -52,14 +32,6 @@ function range(n: number): number[] {
 }
 
 const isTurnEnd = (m: SseMessage) => m.event === "session" && m.data.type === "turn/end";
-
-async function withServer(served: Served, body: (s: Served) => Promise<void>): Promise<void> {
-  try {
-    await body(served);
-  } finally {
-    await served.close();
-  }
-}
 
 describe("createHarnessApp()", () => {
   it("refuses to start without a token unless auth is explicitly disabled", async () => {
@@ -441,152 +413,6 @@ describe("createHarnessApp()", () => {
   });
 });
 
-describe("createHarnessApp() with bad input", () => {
-  async function badInputServer() {
-    const storage = memoryStorage();
-    const served = await serveHarness(
-      { adapters: [scriptedAdapter(textResponse("Hi"))], tools: [lookupTool()], storage },
-      { maxBodyBytes: 1024 },
-    );
-    await served.call("POST", "/sessions", { id: "s1" });
-    await (await served.call("POST", "/sessions/s1/messages", { content: "Hello", wait: true })).json();
-    return { served, storage };
-  }
-
-  async function expectProblem(response: Response, status: number, code: string): Promise<Record<string, unknown>> {
-    assert.equal(response.headers.get("content-type"), "application/problem+json");
-    const body = await response.json();
-    assert.deepEqual([response.status, body.code, body.status], [status, code, status], JSON.stringify(body));
-    assert.equal(body.type, `urn:dsh-harness:problem:${code}`);
-    assert.equal(typeof body.title, "string");
-    assert.equal(typeof body.detail, "string");
-    assert.equal(body.requestId, response.headers.get("x-request-id"));
-    return body;
-  }
-
-  it("answers each bad request with a problem+json and leaves the session log unchanged", async () => {
-    const { served, storage } = await badInputServer();
-    await withServer(served, async ({ harness, call, url, token }) => {
-      const session = agentOf(harness, "s1").session;
-      const seqBefore = session.seq;
-      const storedBefore = (await storage.list()).map((h) => h.id);
-      const raw = (path: string, init: RequestInit) => fetch(url + path, init);
-      const json = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-
-      // malformed JSON, wrong types, unknown fields, wrong media type
-      await expectProblem(
-        await raw("/sessions/s1/messages", { method: "POST", headers: json, body: "{not json" }),
-        400,
-        "INVALID_JSON",
-      );
-      const wrongType = await expectProblem(
-        await call("POST", "/sessions/s1/messages", { content: 42 }),
-        422,
-        "INVALID_BODY",
-      );
-      assert.deepEqual((wrongType.errors as { path: string }[]).map((e) => e.path), ["content"]);
-      await expectProblem(
-        await call("POST", "/sessions/s1/messages", { content: "x", mode: "shout" }),
-        422,
-        "INVALID_BODY",
-      );
-      await expectProblem(await call("POST", "/sessions/s1/messages", { content: "x", extra: 1 }), 422, "INVALID_BODY");
-      await expectProblem(
-        await call("POST", "/sessions/s1/messages", { content: [{ type: "tool-call" }] }),
-        422,
-        "INVALID_BODY",
-      );
-      await expectProblem(await call("POST", "/sessions", { tools: "lookup" }), 422, "INVALID_BODY");
-      await expectProblem(await call("POST", "/sessions", { tools: ["nope"] }), 422, "UNKNOWN_TOOL");
-      await expectProblem(await call("POST", "/sessions/s1/fork", { boundary: -1 }), 422, "INVALID_BODY");
-      await expectProblem(await call("POST", "/sessions/s1/approvals/c1", { decision: "maybe" }), 422, "INVALID_BODY");
-      await expectProblem(
-        await raw("/sessions/s1/messages", {
-          method: "POST",
-          headers: { ...json, "content-type": "text/plain" },
-          body: "hi",
-        }),
-        415,
-        "UNSUPPORTED_MEDIA_TYPE",
-      );
-
-      // oversized body
-      const big = JSON.stringify({ content: "x".repeat(2048) });
-      await expectProblem(await call("POST", "/sessions/s1/messages", big), 413, "BODY_TOO_LARGE");
-      const chunks = [`{"content":"${"x".repeat(600)}`, "x".repeat(600), '"}'];
-      const streamed = new ReadableStream<Uint8Array>({
-        pull(controller) {
-          const next = chunks.shift();
-          if (next === undefined) controller.close();
-          else controller.enqueue(new TextEncoder().encode(next));
-        },
-      });
-      const chunked = await raw("/sessions/s1/messages", {
-        method: "POST",
-        headers: json,
-        body: streamed,
-        duplex: "half",
-      } as RequestInit);
-      await expectProblem(chunked, 413, "BODY_TOO_LARGE");
-
-      // unknown session, unknown route
-      await expectProblem(await call("POST", "/sessions/nope/messages", { content: "x" }), 404, "SESSION_NOT_FOUND");
-      await expectProblem(await call("GET", "/sessions/nope/events"), 404, "SESSION_NOT_FOUND");
-      await expectProblem(await call("GET", "/sessions/nope"), 404, "SESSION_NOT_FOUND");
-      await expectProblem(await call("GET", "/nowhere"), 404, "NOT_FOUND");
-      await expectProblem(await call("POST", "/sessions", { id: "s1" }), 409, "SESSION_ALREADY_EXISTS");
-      await expectProblem(
-        await call("GET", "/sessions/s1/events", undefined, { "last-event-id": "x" }),
-        400,
-        "INVALID_LAST_EVENT_ID",
-      );
-      await expectProblem(await call("GET", `/sessions/s1/events?from=${seqBefore + 1}`), 400, "INVALID_LAST_EVENT_ID");
-      await expectProblem(await call("GET", "/sessions/s1/events?from=-1"), 400, "INVALID_QUERY");
-      await expectProblem(await call("POST", "/sessions", { reasoningEffort: "extreme" }), 422, "INVALID_BODY");
-
-      // missing, malformed and wrong tokens
-      const missing = await raw("/sessions/s1", {});
-      assert.equal(missing.headers.get("www-authenticate"), 'Bearer realm="dsh-harness"');
-      await expectProblem(missing, 401, "AUTH_REQUIRED");
-      await expectProblem(
-        await raw("/sessions/s1", { headers: { authorization: `Basic ${token}` } }),
-        401,
-        "AUTH_REQUIRED",
-      );
-      const wrong = await raw("/sessions/s1/messages", {
-        method: "POST",
-        headers: { ...json, authorization: `Bearer ${token}x` },
-        body: JSON.stringify({ content: "x" }),
-      });
-      assert.match(wrong.headers.get("www-authenticate") ?? "", /error="invalid_token"/);
-      await expectProblem(wrong, 401, "INVALID_TOKEN");
-      await expectProblem(
-        await raw("/sessions/s1/cancel", { method: "POST", headers: { authorization: "Bearer " } }),
-        401,
-        "AUTH_REQUIRED",
-      );
-
-      // path-like session ids never reach the harness or storage
-      for (const id of ["..%2F..%2Fetc", "..%2fs1", "a.b", "x%5Cy", "s1%00", "%2e%2e%2fs1", "-s1", "s".repeat(129)]) {
-        await expectProblem(
-          await call("POST", `/sessions/${id}/messages`, { content: "x" }),
-          400,
-          "INVALID_SESSION_ID",
-        );
-        await expectProblem(await call("GET", `/sessions/${id}`), 400, "INVALID_SESSION_ID");
-        await expectProblem(await call("DELETE", `/sessions/${id}`), 400, "INVALID_SESSION_ID");
-      }
-      const pathId = await expectProblem(await call("POST", "/sessions", { id: "../s1" }), 422, "INVALID_BODY");
-      assert.deepEqual((pathId.errors as { path: string }[]).map((e) => e.path), ["id"]);
-
-      assert.equal(session.seq, seqBefore, "the session log is unchanged");
-      assert.equal(agentOf(harness, "s1").session, session);
-      assert.deepEqual((await storage.list()).map((h) => h.id), storedBefore, "storage is unchanged");
-      assert.deepEqual(harness.ctx.service("agents").list().map((a) => a.id), ["s1"]);
-    });
-  });
-});
-
 async function served2Events(call: Served["call"]): Promise<string[]> {
   const text = await (await call("GET", "/sessions/s1/events?follow=false")).text();
   return [...text.matchAll(/^event: (.+)$/gm)].map((m) => m[1]);
@@ -649,49 +475,6 @@ describe("createHarnessApp() over storage", () => {
   });
 });
 
-describe("createHarnessApp() bearer auth (Hono's bearer-auth)", () => {
-  async function statusesFor(token: string, headers: readonly (string | undefined)[]) {
-    const harness = await createHarness({ adapters: [scriptedAdapter(textResponse("ok"))] });
-    try {
-      const app = createHarnessApp(harness, { token, log: false });
-      const out: [number, string, string | null][] = [];
-      for (const authorization of headers) {
-        const response = await app.request(
-          "/sessions",
-          authorization === undefined ? {} : { headers: { authorization } },
-        );
-        const body = response.status === 200 ? { code: "OK" } : await response.json();
-        assert.equal(
-          response.headers.get("content-type"),
-          response.status === 200 ? "application/json" : "application/problem+json",
-        );
-        out.push([response.status, body.code, response.headers.get("www-authenticate")]);
-      }
-      return out;
-    } finally {
-      await harness.dispose();
-    }
-  }
-
-  it("accepts the token; a missing or malformed header is AUTH_REQUIRED, a wrong token INVALID_TOKEN (problem+json)", async () => {
-    const required = [401, "AUTH_REQUIRED", 'Bearer realm="dsh-harness"'];
-    const invalid = [401, "INVALID_TOKEN", 'Bearer realm="dsh-harness", error="invalid_token"'];
-    assert.deepEqual(await statusesFor("s3cr3t-T0k.en~+/=", ["Bearer s3cr3t-T0k.en~+/="]), [[200, "OK", null]]);
-    const malformed = [undefined, "", "s3cret", "Basic s3cret", "Bearer", "Bearer ", "Bearer a b", "Bearer s3cret!"];
-    assert.deepEqual(await statusesFor("s3cret", malformed), malformed.map(() => required));
-    const wrong = ["Bearer s3cre", "Bearer S3CRET", "Bearer x", "Bearer s3crets"];
-    assert.deepEqual(await statusesFor("s3cret", wrong), wrong.map(() => invalid));
-  });
-
-  it("refuses a token that no Authorization header could carry", async () => {
-    const harness = await createHarness({});
-    for (const token of ["has space", "tab\t", "ünïcode", "a=b"]) {
-      assert.throws(() => createHarnessApp(harness, { token }), { code: "INVALID_ARGS" }, token);
-    }
-    await harness.dispose();
-  });
-});
-
 describe("createHarnessApp() wait: true", () => {
   it("answers 200 with the turn's result when the turn ends in error, and the session takes the next message", async () => {
     const model = scriptedAdapter([
@@ -710,170 +493,6 @@ describe("createHarnessApp() wait: true", () => {
       }]);
       const again = await call("POST", "/sessions/s1/messages", { content: "Again", wait: true });
       assert.deepEqual([again.status, (await again.json()).result.text], [200, "Back"]);
-    });
-  });
-});
-
-describe("createHarnessApp() edges", () => {
-  it("maps storage errors to statuses with their codes", async () => {
-    const storage = memoryStorage();
-    const broken = {
-      ...storage,
-      kind: "broken",
-      list: () => storage.list(),
-      stat: (id: string) => storage.stat(id),
-      inspect: () =>
-        Promise.reject(new HarnessError("SESSION_CORRUPT", "Session log x is corrupt at line 3: the line is not JSON")),
-    };
-    await storage.create({ id: "s1", createdAt: 1 });
-    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))], storage: broken });
-    await withServer(served, async ({ call }) => {
-      const res = await call("GET", "/sessions/s1");
-      assert.equal(res.status, 500);
-      assert.equal((await res.json()).code, "SESSION_CORRUPT");
-    });
-  });
-
-  it("refuses an unknown provider or model at once, leaving nothing stored", async () => {
-    const storage = memoryStorage();
-    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))], storage });
-    await withServer(served, async ({ harness, call }) => {
-      const provider = await call("POST", "/sessions", { id: "p", provider: "nowhere" });
-      assert.equal(provider.status, 422);
-      assert.equal((await provider.json()).code, "UNKNOWN_PROVIDER");
-      const model = await call("POST", "/sessions", { id: "m", model: "no-such-model" });
-      assert.equal(model.status, 422);
-      assert.equal((await model.json()).code, "UNKNOWN_MODEL");
-      assert.deepEqual(await storage.list(), []);
-      assert.deepEqual(harness.ctx.service("agents").list(), []);
-      assert.equal((await call("POST", "/sessions", { id: "ok" })).status, 201);
-    });
-  });
-
-  it("answers a known path with a wrong method 405 with Allow; every answer says nosniff", async () => {
-    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] });
-    await withServer(served, async ({ call }) => {
-      await call("POST", "/sessions", { id: "s1" });
-      const cases: [string, string, string][] = [
-        ["PUT", "/sessions", "GET, POST"],
-        ["POST", "/sessions/s1", "GET, DELETE"],
-        ["GET", "/sessions/s1/messages", "POST"],
-        ["DELETE", "/sessions/s1/events", "GET"],
-        ["POST", "/sessions/s1/projections", "GET"],
-        ["GET", "/sessions/s1/approvals/c1", "POST"],
-        ["POST", "/sessions/s1/log", "GET"],
-        ["DELETE", "/sessions/s1/surface", "GET"],
-        ["PUT", "/sessions/s1/view", "GET"],
-        ["POST", "/view", "GET"],
-        ["POST", "/view/compare", "GET"],
-        ["DELETE", "/view/client.js", "GET"],
-      ];
-      for (const [method, path, allow] of cases) {
-        const res = await call(method, path);
-        assert.equal(res.status, 405, `${method} ${path}`);
-        assert.equal(res.headers.get("allow"), allow);
-        assert.equal((await res.json()).code, "METHOD_NOT_ALLOWED");
-      }
-      const ok = await call("GET", "/sessions");
-      assert.equal(ok.headers.get("x-content-type-options"), "nosniff");
-      await ok.body?.cancel();
-      const missing = await call("GET", "/nowhere");
-      assert.equal(missing.status, 404);
-      assert.equal(missing.headers.get("x-content-type-options"), "nosniff");
-      await missing.body?.cancel();
-    });
-  });
-
-  it("answers the timeline's paths 404, not 405, when the app has no timeline (view: false)", async () => {
-    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] }, { view: false });
-    await withServer(served, async ({ call }) => {
-      await call("POST", "/sessions", { id: "s1" });
-      for (const [method, path] of [["GET", "/sessions/s1/log"], ["POST", "/sessions/s1/log"], ["POST", "/view"]]) {
-        const res = await call(method, path);
-        assert.equal(res.status, 404, `${method} ${path}`);
-        assert.equal((await res.json()).code, "NOT_FOUND");
-      }
-      const wrong = await call("PUT", "/sessions/s1/events");
-      assert.equal(wrong.status, 405);
-      await wrong.body?.cancel();
-    });
-  });
-
-  it("answers cross-origin requests only when cors is given", async () => {
-    const preflight = {
-      origin: "https://app.example",
-      "access-control-request-method": "POST",
-      "access-control-request-headers": "authorization, content-type",
-    };
-    const off = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] });
-    await withServer(off, async ({ url }) => {
-      const res = await fetch(`${url}/sessions`, { method: "OPTIONS", headers: preflight });
-      assert.equal(res.headers.get("access-control-allow-origin"), null);
-      await res.body?.cancel();
-    });
-    const on = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] }, {
-      cors: { origin: "https://app.example" },
-    });
-    await withServer(on, async ({ url, call }) => {
-      const res = await fetch(`${url}/sessions`, { method: "OPTIONS", headers: preflight });
-      assert.equal(res.status, 204);
-      assert.equal(res.headers.get("access-control-allow-origin"), "https://app.example");
-      assert.match(res.headers.get("access-control-allow-headers") ?? "", /authorization/i);
-      await res.body?.cancel();
-      const listed = await call("GET", "/sessions", undefined, { origin: "https://app.example" });
-      assert.equal(listed.headers.get("access-control-allow-origin"), "https://app.example");
-      await listed.body?.cancel();
-    });
-  });
-
-  it("accepts image blocks only with https:, http: or data: URLs", async () => {
-    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] });
-    await withServer(served, async ({ call }) => {
-      await call("POST", "/sessions", { id: "s1" });
-      const image = (url: string) => ({
-        mode: "inject",
-        content: [{ type: "image", mediaType: "image/png", url }],
-      });
-      for (const url of ["file:///etc/passwd", "javascript:alert(1)", "ftp://host/x.png"]) {
-        const res = await call("POST", "/sessions/s1/messages", image(url));
-        assert.equal(res.status, 422, url);
-        assert.equal((await res.json()).code, "INVALID_BODY");
-      }
-      for (const url of ["https://example.com/x.png", "data:image/png;base64,AAAA"]) {
-        assert.equal((await call("POST", "/sessions/s1/messages", image(url))).status, 202, url);
-      }
-    });
-  });
-});
-
-describe("createHarnessApp() mounted under a sub-path", () => {
-  it("builds Location from the mount path and answers unknown routes with problem+json", async () => {
-    const served = await serveHarness({ adapters: [scriptedAdapter([textResponse("Hi.")])] });
-    await withServer(served, async ({ harness }) => {
-      const { Hono } = await import("hono");
-      const parent = new Hono();
-      parent.get("/", (c) => c.text("home"));
-      parent.route("/api/v1", createHarnessApp(harness, { auth: false, log: false }));
-      const json = { "content-type": "application/json" };
-      const created = await parent.request("/api/v1/sessions", { method: "POST", headers: json, body: '{"id":"m1"}' });
-      assert.equal(created.status, 201);
-      assert.equal(created.headers.get("location"), "/api/v1/sessions/m1");
-      assert.equal((await parent.request("/api/v1/sessions/m1")).status, 200);
-
-      const unknown = await parent.request("/api/v1/nothing-here");
-      assert.equal(unknown.status, 404);
-      assert.match(unknown.headers.get("content-type") ?? "", /^application\/problem\+json/);
-      assert.equal((await unknown.json()).code, "NOT_FOUND");
-      const wrongMethod = await parent.request("/api/v1/sessions/m1", { method: "PUT" });
-      assert.equal(wrongMethod.status, 405);
-      assert.equal((await wrongMethod.json()).code, "METHOD_NOT_ALLOWED");
-      assert.equal(await (await parent.request("/")).text(), "home", "the parent's own routes are untouched");
-      // The timeline's pages link to the app under its mount path.
-      for (const page of ["/api/v1/view", "/api/v1/view/compare", "/api/v1/sessions/m1/view"]) {
-        const html = await (await parent.request(page)).text();
-        assert.match(html, /data-base="\/api\/v1"/, page);
-        assert.match(html, /src="\/api\/v1\/view\/client\.js"/, page);
-      }
     });
   });
 });
