@@ -7,13 +7,19 @@ import { counterClock } from "../agent/_test_support.ts";
 import { fileStorage } from "../persistence/file_storage.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
-import type { LlmAdapter } from "../llm/llm_adapter.ts";
 import { appendChunk, Session } from "../session/session.ts";
 import { Writer } from "./_event_stream.ts";
 import type { Segment } from "./_live_feed.ts";
 import { SseBody } from "./_sse_body.ts";
 import { deltaFrame, deltaOf, sessionFrame } from "./_sse_frames.ts";
-import { type Served, serveHarness, type SseClient, type SseMessage, withServer } from "./_test_client.ts";
+import {
+  pacedAdapter,
+  type Served,
+  serveHarness,
+  type SseClient,
+  type SseMessage,
+  withServer,
+} from "./_test_client.ts";
 
 /** The next message, or `undefined` when none comes within `ms` (the read stays pending for the next call). */
 function nextWithin(stream: SseClient, pending: { read?: Promise<SseMessage | undefined> }, ms: number) {
@@ -194,21 +200,7 @@ describe("event stream with storage", () => {
         { type: "finish", reason: { kind: "stop" } },
       ],
     });
-    let permits = 0;
-    let wake: (() => void) | undefined;
-    const paced: LlmAdapter = {
-      provider: script.provider,
-      models: script.models,
-      async *stream(options) {
-        for await (const chunk of script.stream(options)) {
-          if (chunk.type === "text-delta") {
-            while (permits === 0) await new Promise<void>((resolve) => (wake = resolve));
-            permits--;
-          }
-          yield chunk;
-        }
-      },
-    };
+    const { adapter: paced, grant } = pacedAdapter(script);
     const storage = memoryStorage();
     const served = await serveHarness({ adapters: [paced], storage, batchWindowMs: 3 });
     await withServer(served, async ({ harness, call, events }) => {
@@ -223,8 +215,7 @@ describe("event stream with storage", () => {
       await join();
       agent.followup("Go");
       for (let batch = 0; batch < 12; batch++) {
-        permits += 5;
-        wake?.();
+        grant(5);
         // Let some deltas through, some of them to storage, then join from the start and mid-log.
         await new Promise((resolve) => setTimeout(resolve, batch % 3));
         await join();

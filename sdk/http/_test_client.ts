@@ -7,6 +7,7 @@ import type { SessionEvent } from "../session/session_events.ts";
 import { deltaOf, isStreamedDelta } from "./_sse_frames.ts";
 import { z } from "zod";
 import { createHarness, type CreateHarnessOptions, type Harness } from "../harness.ts";
+import type { LlmAdapter } from "../llm/llm_adapter.ts";
 import { defineTool } from "../tools/define_tool.ts";
 import { createHarnessApp, type HarnessAppOptions, type RequestLogRecord } from "./create_harness_app.ts";
 import { type LoopbackServer, serveOnLoopback } from "./_test_server.ts";
@@ -130,6 +131,32 @@ export function lookupTool(hold?: () => Promise<void>) {
       return `value of ${key}`;
     },
   });
+}
+
+/** `adapter` streaming as `inner` does, each text delta only once the test grants a permit for it. */
+export function pacedAdapter(inner: LlmAdapter): { adapter: LlmAdapter; grant(n: number): void } {
+  let permits = 0;
+  let wake: (() => void) | undefined;
+  const adapter: LlmAdapter = {
+    provider: inner.provider,
+    models: inner.models,
+    async *stream(options) {
+      for await (const chunk of inner.stream(options)) {
+        if (chunk.type === "text-delta") {
+          while (permits === 0) await new Promise<void>((resolve) => (wake = resolve));
+          permits--;
+        }
+        yield chunk;
+      }
+    },
+  };
+  return {
+    adapter,
+    grant(n) {
+      permits += n;
+      wake?.();
+    },
+  };
 }
 
 /** The live agent of a session. */

@@ -2,7 +2,6 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
-import type { LlmAdapter } from "../llm/llm_adapter.ts";
 import { LlmFailure } from "../llm/llm_failure.ts";
 import type { PreToolDecision } from "../tools/tool_events.ts";
 import { createHarnessApp } from "./create_harness_app.ts";
@@ -12,6 +11,7 @@ import {
   gate,
   loggedSeqs,
   lookupTool,
+  pacedAdapter,
   type Served,
   serveHarness,
   sessionEvents,
@@ -154,25 +154,7 @@ describe("createHarnessApp()", () => {
     ]);
     // The model streams a text delta only when the test grants a permit, so the
     // turn is still running whenever the client reconnects (until all 150 are granted).
-    let permits = 0;
-    let wake: (() => void) | undefined;
-    const grant = (n: number) => {
-      permits += n;
-      wake?.();
-    };
-    const paced: LlmAdapter = {
-      provider: script.provider,
-      models: script.models,
-      async *stream(options) {
-        for await (const chunk of script.stream(options)) {
-          if (chunk.type === "text-delta") {
-            while (permits === 0) await new Promise<void>((resolve) => (wake = resolve));
-            permits--;
-          }
-          yield chunk;
-        }
-      },
-    };
+    const { adapter: paced, grant } = pacedAdapter(script);
     const served = await serveHarness({ adapters: [paced], tools: [lookupTool()] });
     await withServer(served, async ({ harness, call, events }) => {
       await call("POST", "/sessions", { id: "s1" });
