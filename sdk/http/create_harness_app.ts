@@ -185,8 +185,9 @@ function defaultLog(record: RequestLogRecord): void {
  *   (with storage, only events already on storage): a streamed delta (text, reasoning or tool-call) as
  *   `event: delta` (`{ seq, turn, step, index, blockType, text, id?, name? }`), every other event as
  *   `event: session`; then `event: status`, `event: approvals` and keep-alive comments. With storage a delta
- *   goes out as soon as it is committed, ahead of storage and so without an id (a stream resumed from an
- *   earlier id sends it again, with its id: a client drops a delta whose seq it has). `?deltas=false` sends
+ *   goes out as soon as it is committed, ahead of storage and so without an id: it is on storage once a frame
+ *   with a later id arrives, and a stream resumed from an earlier id sends it again, with its id (a client
+ *   drops a delta whose seq it has). `?deltas=false` sends
  *   every event as `event: session` (the whole log, e.g. to mirror it). Resume with `Last-Event-ID` (or
  *   `?from=<seq>` for the first seq wanted); an id of another incarnation of the log (deleted and created
  *   again) or beyond it gets `event: reset` and the log from seq 0. `?follow=false` ends the stream after the
