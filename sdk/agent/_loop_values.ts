@@ -1,8 +1,9 @@
 /**
  * The agent loop's plain helpers: turning agent input into an inbox message,
  * summing usage, comparing header inputs by value, the names of logged prompt
- * contexts, and the message of a refused tool call. None of them touches the
- * loop's state.
+ * contexts, the message of a refused tool call, the failure data of a call
+ * that could not be prepared, and the default action after a failed request.
+ * None of them touches the loop's state.
  *
  * @module
  */
@@ -10,8 +11,11 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { ContentBlock, MessageSource, SystemMessage, UserMessage } from "../llm/messages.ts";
 import type { TokenUsage } from "../llm/stream_chunk.ts";
+import { LlmFailure, type LlmFailureData } from "../llm/llm_failure.ts";
+import { isRetryableFailure, retryDelayMs, type RetryPolicy } from "../llm/retry_policy.ts";
 import type { EpochHeader } from "../session/session_events.ts";
 import type { AgentInput } from "./agent.ts";
+import type { RequestErrorAction } from "./agent_events.ts";
 
 export const defaultSleep = (ms: number, signal: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
@@ -111,4 +115,27 @@ export function toolErrorMessage(id: string, callId: string, text: string): User
     content: [{ type: "tool-result", toolCallId: callId, content: [{ type: "text", text }], isError: true }],
     source: { kind: "tool", callId },
   };
+}
+
+/** The failure data of an error thrown while preparing a call: an {@linkcode LlmFailure}'s own, else its code. */
+export function failureOf(error: unknown): LlmFailureData {
+  return error instanceof LlmFailure ? error.toData() : {
+    code: HarnessError.isInstance(error) ? error.code : "UNKNOWN",
+    message: error instanceof Error ? error.message : String(error),
+  };
+}
+
+/**
+ * What a failed request does when no `agent/request-error` listener decides: retry after the policy's delay while the
+ * failure is retryable and retries are left, else fail.
+ */
+export function defaultRequestErrorAction(
+  policy: RetryPolicy,
+  attempt: number,
+  failure: LlmFailureData,
+): RequestErrorAction {
+  if (isRetryableFailure(failure) && attempt <= policy.maxRetries) {
+    return { kind: "retry", delayMs: retryDelayMs(policy, attempt, failure) };
+  }
+  return { kind: "fail" };
 }

@@ -36,9 +36,9 @@ import type { AssistantMessage, ContentBlock, SystemMessage, ToolCallBlock, User
 import type { TokenUsage } from "../llm/stream_chunk.ts";
 import { BlockAssembler } from "../llm/block_assembler.ts";
 import { callConfigOf, type GenerateOptions, type LlmCallConfig } from "../llm/llm_adapter.ts";
-import { LlmFailure, type LlmFailureData } from "../llm/llm_failure.ts";
-import type { LlmRuntime } from "../llm/llm_runtime.ts";
-import { isRetryableFailure, retryDelayMs, type RetryPolicy } from "../llm/retry_policy.ts";
+import type { LlmFailureData } from "../llm/llm_failure.ts";
+import type { LlmRuntime, PreparedCall } from "../llm/llm_runtime.ts";
+import type { RetryPolicy } from "../llm/retry_policy.ts";
 import { canonicalHeader, headerEquals } from "../session/header_equals.ts";
 import type {
   EpochHeader,
@@ -64,7 +64,7 @@ import type {
   RunResult,
   SubscribeOptions,
 } from "./agent.ts";
-import type { AgentEvents, PreStepDecision, RequestErrorAction } from "./agent_events.ts";
+import type { AgentEvents, PreStepDecision } from "./agent_events.ts";
 import { Inbox } from "./inbox.ts";
 import { RequestChecker } from "./_request_check.ts";
 import { forEachChunk } from "../llm/_guard_stream.ts";
@@ -73,7 +73,9 @@ import { seqList } from "../session/_copy_event_data.ts";
 import { type FailedRunResult, TurnFailedError } from "./turn_failed_error.ts";
 import {
   addUsage,
+  defaultRequestErrorAction,
   defaultSleep,
+  failureOf,
   PROMPT_CONTEXT_PREFIX,
   promptContextName,
   sameHeaderInput,
@@ -417,11 +419,10 @@ export class LoopAgent implements Agent {
     let step = 0;
     let owesRequest = false;
     let reason: TurnEndReason | undefined;
-    const aborted = (): TurnEndReason => ({ kind: "aborted", reason: this.#cancelCause ?? "user" });
 
     while (reason === undefined) {
       if (signal.aborted) {
-        reason = aborted();
+        reason = this.#aborted();
         break;
       }
       const first = step === 0;
@@ -445,7 +446,7 @@ export class LoopAgent implements Agent {
         () => Promise.resolve({ kind: "enter", messages: proposed }),
       );
       if (signal.aborted) {
-        reason = aborted();
+        reason = this.#aborted();
         break;
       }
       if (decision.kind === "reject") {
@@ -460,10 +461,10 @@ export class LoopAgent implements Agent {
       appendBracket(this.session, "step/start", turn, step);
       const outcome = await this.#runStep(turn, step, decision.messages, signal);
       appendBracket(this.session, "step/end", turn, step);
-      if (outcome.kind === "aborted") reason = aborted();
+      if (outcome.kind === "aborted") reason = this.#aborted();
       else if (outcome.kind === "error") reason = { kind: "error", error: outcome.failure! };
       else if (outcome.kind === "max-tokens") reason = { kind: "max-tokens" };
-      else if (signal.aborted) reason = aborted();
+      else if (signal.aborted) reason = this.#aborted();
       if (reason !== undefined) break;
       owesRequest = outcome.owesRequest === true && outcome.concluded !== true;
       if (outcome.concluded) {
@@ -472,10 +473,14 @@ export class LoopAgent implements Agent {
       }
       if (owesRequest || this.inbox.count("next-step") > 0) continue;
       await this.#ctx.serial("agent/turn-stopping", this, turn);
-      if (signal.aborted) reason = aborted();
+      if (signal.aborted) reason = this.#aborted();
       else if (this.inbox.count("next-step") === 0) reason = { kind: "completed" };
     }
     this.#endTurn(turn, reason ?? { kind: "completed" });
+  }
+
+  #aborted(): TurnEndReason {
+    return { kind: "aborted", reason: this.#cancelCause ?? "user" };
   }
 
   #endTurn(turn: number, reason: TurnEndReason): void {
@@ -514,11 +519,7 @@ export class LoopAgent implements Agent {
     try {
       prepared = this.#svc.llm.prepareCall(config);
     } catch (error) {
-      const failure: LlmFailureData = error instanceof LlmFailure ? error.toData() : {
-        code: HarnessError.isInstance(error) ? error.code : "UNKNOWN",
-        message: error instanceof Error ? error.message : String(error),
-      };
-      return { kind: "error", failure };
+      return { kind: "error", failure: failureOf(error) };
     }
     const scope = this.#scope;
     // Synchronous and cached while nothing in the prompt is dynamic (see assembleForRequest).
@@ -533,94 +534,98 @@ export class LoopAgent implements Agent {
     }
     this.#recordHeader(prepared, assembly);
 
-    const buildRequest = (): GenerateOptions => {
-      const header = this.session.requestHeader()!;
-      // The request object is frozen; the messages, config and tools come from
-      // the log, where every event is deep-frozen on append. The messages
-      // array itself is the request's own fresh copy and is not frozen:
-      // JavaScriptCore freezes an array element by element (about 1 µs per
-      // message on Bun, 4 ms a request at 4,000 messages), which made every
-      // step cost O(history) there. Changing the copy cannot reach the log.
-      const built: GenerateOptions = Object.freeze({
-        ...header.config,
-        messages: this.session.deriveMessages(),
-        ...(header.system !== undefined ? { system: header.system } : {}),
-        ...(header.tools !== undefined ? { tools: header.tools } : {}),
-        signal,
-        sessionId: this.id,
-      });
-      if (this.#init.invariants) (this.#checker ??= new RequestChecker(this.session)).check(built);
-      return built;
-    };
-    let request = buildRequest();
+    let request = this.#buildRequest(signal);
 
     let attempt = 0;
     let assembler: BlockAssembler;
     let chunkSeqs: number[];
     while (true) {
       attempt++;
-      assembler = new BlockAssembler();
-      // Filled here and handed to one append, which freezes it in place.
-      chunkSeqs = seqList();
-      await this.#checkpoint();
-      const seqs = chunkSeqs, blocks = assembler;
-      // Each chunk is logged from the reaction to the adapter's own promise (push mode), with no extra hop.
-      await forEachChunk(prepared.stream(request, { context: this.#ctx as never }), (chunk) => {
-        const event = appendChunk(this.session, turn, step, chunk);
-        seqs.push(event.seq);
-        // The logged copy: the assistant message then shares its frozen blocks and usage.
-        blocks.push(event.data.chunk);
-        if (chunk.type === "usage") this.#turnUsage = addUsage(this.#turnUsage, chunk.usage);
-      });
+      ({ assembler, seqs: chunkSeqs } = await this.#stream(turn, step, prepared, request));
       const finish = assembler.finish ?? { kind: "error", failure: { code: "STREAM_CLOSED", message: "No finish" } };
-      if (signal.aborted) {
-        const partial = assembler.interruptedBlocks();
-        if (partial.length > 0) this.#appendAssistant(turn, step, partial, prepared.config, chunkSeqs, undefined, true);
-        return { kind: "aborted" };
-      }
+      if (signal.aborted) return this.#interrupted(turn, step, assembler, prepared.config, chunkSeqs);
       if (finish.kind === "error" || finish.kind === "aborted") {
-        const failure = finish.failure;
-        const fallback = (): Promise<RequestErrorAction> => {
-          if (isRetryableFailure(failure) && attempt <= this.#init.retryPolicy.maxRetries) {
-            return Promise.resolve({ kind: "retry", delayMs: retryDelayMs(this.#init.retryPolicy, attempt, failure) });
-          }
-          return Promise.resolve({ kind: "fail" });
-        };
-        const action = await this.#ctx.waterfall(
-          "agent/request-error",
-          this,
-          { turn, step, attempt, failure },
-          fallback,
-        );
-        if (action.kind !== "retry" || signal.aborted) {
-          return signal.aborted ? { kind: "aborted" } : { kind: "error", failure };
-        }
-        this.session.append("llm/retry", { turn, step, attempt, delayMs: action.delayMs, failure });
-        await this.#sleep(action.delayMs, signal);
-        if (signal.aborted) return { kind: "aborted" };
+        const next = await this.#afterFailedRequest(turn, step, attempt, finish.failure, signal);
+        if (next !== "retry" && next !== "rebuild") return next;
         // A listener that changed the log (compaction after an overflow) asks for a request derived anew.
-        if (action.rebuild === true) request = buildRequest();
+        if (next === "rebuild") request = this.#buildRequest(signal);
         continue;
       }
       break;
     }
 
     const blocks = assembler.blocks();
-    this.#appendAssistant(
-      turn,
-      step,
-      blocks,
-      prepared.config,
-      chunkSeqs,
-      assembler.usage,
-      false,
-      assembler.replayState,
-    );
+    const { usage, replayState } = assembler;
+    this.#appendAssistant(turn, step, blocks, prepared.config, chunkSeqs, usage, false, replayState);
     if (assembler.finish?.kind === "max-tokens") return { kind: "max-tokens" };
     const calls = blocks.filter((b): b is ToolCallBlock => b.type === "tool-call");
     if (calls.length === 0) return { kind: "ok" };
     const concluded = await this.#runTools(turn, step, calls, signal);
     return { kind: signal.aborted ? "aborted" : "ok", owesRequest: true, concluded };
+  }
+
+  // One attempt's stream, in a function of its own: V8 may pretenure the seq list's allocation site mid-session, and
+  // the code it then throws away is this small function's, not #runStep's.
+  async #stream(turn: number, step: number, prepared: PreparedCall, request: GenerateOptions) {
+    const blocks = new BlockAssembler();
+    // Filled here and handed to one append, which freezes it in place.
+    const seqs = seqList();
+    await this.#checkpoint();
+    // Each chunk is logged from the reaction to the adapter's own promise (push mode), with no extra hop.
+    await forEachChunk(prepared.stream(request, { context: this.#ctx as never }), (chunk) => {
+      const event = appendChunk(this.session, turn, step, chunk);
+      seqs.push(event.seq);
+      // The logged copy: the assistant message then shares its frozen blocks and usage.
+      blocks.push(event.data.chunk);
+      if (chunk.type === "usage") this.#turnUsage = addUsage(this.#turnUsage, chunk.usage);
+    });
+    return { assembler: blocks, seqs };
+  }
+
+  // Out of line (rare): the hot #runStep stays small for TurboFan.
+  #interrupted(turn: number, step: number, assembler: BlockAssembler, config: LlmCallConfig, seqs: number[]) {
+    const partial = assembler.interruptedBlocks();
+    if (partial.length > 0) this.#appendAssistant(turn, step, partial, config, seqs, undefined, true);
+    return { kind: "aborted" } as const;
+  }
+
+  // A failed request (rare, out of line): the request-error hook decides between a retry (after its delay; "rebuild"
+  // when a listener changed the log) and the step's end.
+  async #afterFailedRequest(
+    turn: number,
+    step: number,
+    attempt: number,
+    failure: LlmFailureData,
+    signal: AbortSignal,
+  ): Promise<StepOutcome | "retry" | "rebuild"> {
+    const policy = this.#init.retryPolicy;
+    const fallback = () => Promise.resolve(defaultRequestErrorAction(policy, attempt, failure));
+    const action = await this.#ctx.waterfall("agent/request-error", this, { turn, step, attempt, failure }, fallback);
+    if (action.kind !== "retry" || signal.aborted) {
+      return signal.aborted ? { kind: "aborted" } : { kind: "error", failure };
+    }
+    this.session.append("llm/retry", { turn, step, attempt, delayMs: action.delayMs, failure });
+    await this.#sleep(action.delayMs, signal);
+    if (signal.aborted) return { kind: "aborted" };
+    return action.rebuild === true ? "rebuild" : "retry";
+  }
+
+  #buildRequest(signal: AbortSignal): GenerateOptions {
+    const header = this.session.requestHeader()!;
+    // The request object is frozen; the messages, config and tools come from the log, where every event is deep-frozen
+    // on append. The messages array itself is the request's own fresh copy and is not frozen: JavaScriptCore freezes
+    // an array element by element (about 1 µs per message on Bun, 4 ms a request at 4,000 messages), which made every
+    // step cost O(history) there. Changing the copy cannot reach the log.
+    const built: GenerateOptions = Object.freeze({
+      ...header.config,
+      messages: this.session.deriveMessages(),
+      ...(header.system !== undefined ? { system: header.system } : {}),
+      ...(header.tools !== undefined ? { tools: header.tools } : {}),
+      signal,
+      sessionId: this.id,
+    });
+    if (this.#init.invariants) (this.#checker ??= new RequestChecker(this.session)).check(built);
+    return built;
   }
 
   /**

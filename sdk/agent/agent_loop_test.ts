@@ -284,6 +284,28 @@ describe("agent loop event sequences", () => {
     await harness.dispose();
   });
 
+  it("a call that cannot be prepared ends the turn with its failure: an LlmFailure's own data, else the error's code", async () => {
+    const { harness, agent, model } = await setup([textResponse("never"), textResponse("never")]);
+    const provider = ["elsewhere", ""];
+    agent.ctx.on("agent/request", async (_a, _d, next) => ({ ...(await next()), provider: provider.shift()! }));
+    const codes: unknown[] = [];
+    for (const text of ["Hi", "Again"]) {
+      const error = await agent.run(text).then(() => assert.fail("run() resolved"), (e: unknown) => e);
+      assert.ok(error instanceof TurnFailedError);
+      codes.push(error.failure.code, error.result.reason.kind);
+    }
+    // NO_ADAPTER is an LlmFailure (its toData()); INVALID_ARGS a HarnessError (its code and message).
+    assert.deepEqual(codes, ["NO_ADAPTER", "error", "INVALID_ARGS", "error"]);
+    assert.equal(model.requests.length, 0);
+    assert.deepEqual(summarize(agent.session.events).slice(-3), [
+      "step/start 2.1",
+      "step/end 2.1",
+      "turn/end 2 error:INVALID_ARGS",
+    ]);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
   it("max-tokens ends the turn and drops tool calls", async () => {
     const chunks: StreamChunk[] = [
       { type: "block-start", index: 0, blockType: "text" },

@@ -584,7 +584,12 @@ export class Session {
     if (this.#publishing) {
       throw new HarnessError("APPEND_REENTERED", `Cannot append ${type} to session ${this.id} from inside an observer`);
     }
-    const data = Object.freeze(step === undefined ? { turn } : { turn, step });
+    // Built from an empty object (no allocation site): a literal's site, once V8 pretenures it, would deoptimise the
+    // loop functions this append is inlined into.
+    const data: { turn?: number; step?: number } = {};
+    data.turn = turn;
+    if (step !== undefined) data.step = step;
+    Object.freeze(data);
     const event = this.#envelope(type, data, undefined, false, true);
     validateEventData(type, event.data, event.seq);
     this.#commit(event);
