@@ -81,11 +81,24 @@ export interface RunResult {
 export type AgentUpdate =
   | { readonly kind: "event"; readonly event: SessionEvent }
   | {
+    /**
+     * A streamed delta, sent besides its `assistant/chunk` event: the text to
+     * append to block `index` of the step (a tool call's arguments, with the
+     * call's `id`, and its `name` on the delta that first carries it).
+     */
     readonly kind: "delta";
+    /** The seq of the `assistant/chunk` event it comes from. */
+    readonly seq: number;
     readonly turn: number;
     readonly step: number;
+    /** The block it belongs to, as the stream numbers them. */
+    readonly index: number;
     readonly blockType: "text" | "reasoning" | "tool-call";
     readonly text: string;
+    /** The tool call's id (`tool-call` deltas only). */
+    readonly id?: string;
+    /** The tool's name, on the tool call's delta that carries it. */
+    readonly name?: string;
   }
   | { readonly kind: "status"; readonly status: AgentStatus };
 

@@ -303,13 +303,34 @@ export class LoopAgent implements Agent {
     for (let i = 0; i < queues.length; i++) queues[i].push({ kind: "event", event });
     if (event.type === "assistant/chunk") {
       const { turn, step, chunk } = event.data;
-      const type = chunk.type;
+      const type = chunk.type, seq = event.seq;
       const delta: AgentUpdate | undefined = type === "text-delta"
-        ? { kind: "delta", turn, step, blockType: "text", text: chunk.text }
+        ? { kind: "delta", seq, turn, step, index: chunk.index, blockType: "text", text: chunk.text }
         : type === "reasoning-delta"
-        ? { kind: "delta", turn, step, blockType: "reasoning", text: chunk.text }
+        ? { kind: "delta", seq, turn, step, index: chunk.index, blockType: "reasoning", text: chunk.text }
         : type === "tool-call-delta"
-        ? { kind: "delta", turn, step, blockType: "tool-call", text: chunk.argumentsDelta }
+        ? chunk.name === undefined
+          ? {
+            kind: "delta",
+            seq,
+            turn,
+            step,
+            index: chunk.index,
+            blockType: "tool-call",
+            text: chunk.argumentsDelta,
+            id: chunk.id,
+          }
+          : {
+            kind: "delta",
+            seq,
+            turn,
+            step,
+            index: chunk.index,
+            blockType: "tool-call",
+            text: chunk.argumentsDelta,
+            id: chunk.id,
+            name: chunk.name,
+          }
         : undefined;
       if (delta !== undefined) { for (let i = 0; i < queues.length; i++) queues[i].push(delta); }
     }

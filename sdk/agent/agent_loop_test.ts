@@ -8,7 +8,7 @@ import type { SessionEvent } from "../session/mod.ts";
 import { checkInvariants } from "../invariants/mod.ts";
 import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
 import { HarnessError } from "../kernel/mod.ts";
-import type { Agent } from "./agent.ts";
+import type { Agent, AgentUpdate } from "./agent.ts";
 import { TurnFailedError } from "./turn_failed_error.ts";
 import { counterClock, counterIds, summarize } from "./_test_support.ts";
 
@@ -737,6 +737,61 @@ describe("Agent handle", () => {
     assert.ok(seen.includes("status:idle"));
     assert.ok(seen.includes("turn/end"));
     assert.equal(seen.filter((s) => s.startsWith("delta:")).join("").replaceAll("delta:", ""), "Hey");
+  });
+
+  it("subscribe() deltas name their chunk: seq, block index, and a tool call's id and name", async () => {
+    const { harness, agent } = await setup([
+      toolCallResponse([
+        { id: "call_1", name: "add", arguments: '{"a":2,"b":3}' },
+        { id: "call_2", name: "add", arguments: '{"a":1,"b":1}' },
+      ], { reasoning: "Need to add" }),
+      textResponse("The sums are 5 and 2", { reasoning: "Both done" }),
+    ]);
+    const deltas: Extract<AgentUpdate, { kind: "delta" }>[] = [];
+    const done = (async () => {
+      for await (const update of agent.subscribe()) if (update.kind === "delta") deltas.push(update);
+    })();
+    await agent.run("What are 2+3 and 1+1?");
+    await harness.dispose();
+    await done;
+    const streamed = agent.session.events.filter((e) =>
+      e.type === "assistant/chunk" && e.data.chunk.type.endsWith("-delta")
+    );
+    assert.deepEqual(deltas.map((d) => d.seq), streamed.map((e) => e.seq));
+    for (const d of deltas) {
+      const event = agent.session.at(d.seq)!;
+      assert.ok(event.type === "assistant/chunk");
+      const { turn, step, chunk } = event.data;
+      assert.ok(chunk.type === "text-delta" || chunk.type === "reasoning-delta" || chunk.type === "tool-call-delta");
+      const { kind: _kind, ...rest } = d;
+      assert.deepEqual(
+        rest,
+        chunk.type === "tool-call-delta"
+          ? {
+            seq: d.seq,
+            turn,
+            step,
+            index: chunk.index,
+            blockType: "tool-call",
+            text: chunk.argumentsDelta,
+            id: chunk.id,
+            ...(chunk.name === undefined ? {} : { name: chunk.name }),
+          }
+          : {
+            seq: d.seq,
+            turn,
+            step,
+            index: chunk.index,
+            blockType: chunk.type === "text-delta" ? "text" : "reasoning",
+            text: chunk.text,
+          },
+      );
+    }
+    // Two calls in one step: their deltas tell them apart by index and id.
+    const calls = deltas.filter((d) => d.blockType === "tool-call");
+    assert.deepEqual([...new Set(calls.map((d) => `${d.index}:${d.id}`))].length, 2);
+    assert.ok(calls.some((d) => d.name === "add"));
+    assert.deepEqual([...new Set(deltas.filter((d) => d.step === 2).map((d) => d.blockType))], ["reasoning", "text"]);
   });
 
   it("whenIdle() resolves after queued turns; runMaintenance() runs from idle and holds new turns", async () => {
