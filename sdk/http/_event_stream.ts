@@ -6,8 +6,10 @@
 // <incarnation>:<seq>`; a client that reconnects with that id as
 // `Last-Event-ID` gets seq+1 onwards. A streamed delta (text, reasoning or
 // tool-call chunk) goes as `event: delta`, a small frame a client appends to
-// its block, every other event as `event: session` (the event itself); with
-// `deltas: false`, every event as `event: session`. With storage, only events
+// its block (consecutive chunks of one block written together, in a segment
+// of the live feed or in a backlog, go as one frame: `seq` to `last`, the id
+// naming the last), every other event as `event: session` (the event itself);
+// with `deltas: false`, every event as `event: session`. With storage, only events
 // already on storage are sent (the stream follows the persistence plugin's
 // `session/durable` announcements), so a client never holds an event that a
 // restarted server lacks; a delta goes out ahead of storage as soon as it is
@@ -43,7 +45,7 @@ import { incarnationOf } from "../session/_incarnation.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { SseBody } from "./_sse_body.ts";
 import { type FeedReader, liveFeed, type Segment } from "./_live_feed.ts";
-import { deltaFrame, FrameWriter, isStreamedDelta, otherFrame, sessionFrame } from "./_sse_frames.ts";
+import { continuesRun, deltaRunFrame, FrameWriter, isStreamedDelta, otherFrame, sessionFrame } from "./_sse_frames.ts";
 
 /** The stored-session tail's wake-up (an agent for the session went live here). */
 type Item = { readonly kind: "wake" };
@@ -261,15 +263,34 @@ export class Writer {
     await this.#stream.write(out);
   }
 
+  /** Write the frames of `events` from `next` on; a run of streamed chunks of one block goes as one delta frame. */
   async events(events: readonly SessionEvent[]): Promise<void> {
+    const run: SessionEvent[] = [];
+    let runLength = 0;
+    const endRun = () => {
+      if (run.length === 0) return;
+      const frame = deltaRunFrame(run, this.#incarnation);
+      // Not a streamed chunk after all (deltaRunFrame reads only those): each as a session frame.
+      if (frame === undefined) { for (const e of run) this.#add(sessionFrame(e, this.#incarnation)); }
+      else this.#add(frame);
+      run.length = 0;
+      runLength = 0;
+    };
     for (const event of events) {
       if (this.gone) return;
       if (event.seq !== this.next) continue;
-      const frame = this.#deltas && isStreamedDelta(event) ? deltaFrame(event, this.#incarnation) : undefined;
-      this.#add(frame ?? sessionFrame(event, this.#incarnation));
       this.next = event.seq + 1;
+      if (this.#deltas && isStreamedDelta(event)) {
+        if (run.length > 0 && !continuesRun(run[run.length - 1], event)) endRun();
+        run.push(event);
+        runLength += 64;
+        if (runLength < 65536) continue;
+      }
+      endRun();
+      if (!(this.#deltas && isStreamedDelta(event))) this.#add(sessionFrame(event, this.#incarnation));
       if (this.#pendingLength >= 65536) await this.flush();
     }
+    endRun();
   }
 
   async send(event: string, data: unknown): Promise<void> {

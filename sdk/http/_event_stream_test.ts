@@ -11,9 +11,13 @@ import { appendChunk, Session } from "../session/session.ts";
 import { Writer } from "./_event_stream.ts";
 import type { Segment } from "./_live_feed.ts";
 import { SseBody } from "./_sse_body.ts";
-import { deltaFrame, deltaOf, sessionFrame } from "./_sse_frames.ts";
+import { deltaFrame, isStreamedDelta, sessionFrame } from "./_sse_frames.ts";
 import {
+  assertFramesOfLog,
+  deltaPayloadOf,
+  loggedSeqs,
   pacedAdapter,
+  parseFrames,
   type Served,
   serveHarness,
   type SseClient,
@@ -107,7 +111,10 @@ describe("event stream with storage", () => {
       const log = agent.session.events;
       const streamed = log.filter((e) => e.type === "assistant/chunk" && e.data.chunk.type === "text-delta");
       assert.equal(streamed.length, 3);
-      assert.deepEqual(deltas.map((m) => m.data.seq), streamed.map((e) => e.seq), "every delta, before storage");
+      // A run of one block's chunks goes as one frame (`seq` to `last`).
+      const covered = deltas.flatMap((m) => range(m.data.seq, (m.data.last ?? m.data.seq) + 1));
+      assert.deepEqual(covered, streamed.map((e) => e.seq), "every delta, before storage");
+      for (const m of deltas) assert.deepEqual(m.data, deltaPayloadOf(log, m.data.seq, m.data.last));
       assert.ok(deltas.every((m) => m.id === undefined && m.data.seq >= stored), "ahead of storage, without an id");
       assert.ok(early.every((m) => m.event !== "session" || seqOf(m) < stored), "session frames wait for storage");
       await agent.flushed();
@@ -131,10 +138,11 @@ describe("event stream with storage", () => {
         "?follow=false",
       );
       const again = await resumed.until((m) => m.event === "end");
-      assert.deepEqual(again.filter((m) => m.id !== undefined).map(seqOf), range(blockStart + 1, log.length));
+      assert.deepEqual(loggedSeqs(again), range(blockStart + 1, log.length));
       assert.deepEqual(
         again.filter((m) => m.event === "delta").map((m) => m.data),
-        streamed.map((e) => JSON.parse(JSON.stringify(deltaOf(e)))),
+        [deltaPayloadOf(log, streamed[0].seq, streamed[2].seq)],
+        "the three chunks as one frame, with the id of the last",
       );
     });
   });
@@ -190,58 +198,67 @@ describe("event stream with storage", () => {
     });
   }
 
-  it("readers that join while a turn streams get each event once, in one form or the other", async () => {
-    // The model streams a delta only when the test grants a permit; a reader joins after each batch.
-    const script = scriptedAdapter({
-      chunks: [
-        { type: "block-start", index: 0, blockType: "text" },
-        ...Array.from({ length: 60 }, (_, i) => ({ type: "text-delta" as const, index: 0, text: `w${i} ` })),
-        { type: "block-end", index: 0, block: { type: "text", text: "" } },
-        { type: "finish", reason: { kind: "stop" } },
-      ],
-    });
-    const { adapter: paced, grant } = pacedAdapter(script);
-    const storage = memoryStorage();
-    const served = await serveHarness({ adapters: [paced], storage, batchWindowMs: 3 });
-    await withServer(served, async ({ harness, call, events }) => {
-      await call("POST", "/sessions", { id: "s1" });
-      const agent = harness.ctx.service("agents").get("s1")!;
-      const readers: { from: number; messages: Promise<SseMessage[]> }[] = [];
-      const join = async (lastId?: string) => {
-        const stream = await events("s1", lastId === undefined ? {} : { "last-event-id": lastId });
-        const from = lastId === undefined ? 0 : Number(lastId.split(":")[1]) + 1;
-        readers.push({ from, messages: stream.until((m) => m.event === "session" && m.data.type === "turn/end") });
-      };
-      await join();
-      agent.followup("Go");
-      for (let batch = 0; batch < 12; batch++) {
-        grant(5);
-        // Let some deltas through, some of them to storage, then join from the start and mid-log.
-        await new Promise((resolve) => setTimeout(resolve, batch % 3));
+  for (const withStorage of [true, false]) {
+    it(`readers that join while a turn streams get each event once, in one form or the other (${withStorage ? "storage" : "no storage"})`, async () => {
+      // The model streams a delta only when the test grants a permit; a reader joins after each batch.
+      const script = scriptedAdapter({
+        chunks: [
+          { type: "block-start", index: 0, blockType: "text" },
+          ...Array.from({ length: 60 }, (_, i) => ({ type: "text-delta" as const, index: 0, text: `w${i} ` })),
+          { type: "block-end", index: 0, block: { type: "text", text: "" } },
+          { type: "finish", reason: { kind: "stop" } },
+        ],
+      });
+      const { adapter: paced, grant } = pacedAdapter(script);
+      const storage = memoryStorage();
+      const served = await serveHarness({
+        adapters: [paced],
+        storage: withStorage ? storage : undefined,
+        batchWindowMs: 3,
+      });
+      await withServer(served, async ({ harness, call, events }) => {
+        await call("POST", "/sessions", { id: "s1" });
+        const agent = harness.ctx.service("agents").get("s1")!;
+        const readers: { from: number; messages: Promise<SseMessage[]> }[] = [];
+        const join = async (lastId?: string) => {
+          const stream = await events("s1", lastId === undefined ? {} : { "last-event-id": lastId });
+          const from = lastId === undefined ? 0 : Number(lastId.split(":")[1]) + 1;
+          readers.push({ from, messages: stream.until((m) => m.event === "session" && m.data.type === "turn/end") });
+        };
         await join();
-        const stored = (await storage.stat("s1"))?.nextSeq ?? 0;
-        if (stored > 2) await join(`${incarnationOf(harness, "s1")}:${stored - 2}`);
-      }
-      await agent.whenIdle();
-      await agent.flushed();
-      const log = agent.session.events;
-      for (const [r, { from, messages }] of readers.entries()) {
-        const got = await messages;
-        const seen: number[] = [];
-        for (const m of got) {
-          if (m.event === "session") seen.push(seqOf(m));
-          if (m.event === "delta") {
-            if (m.id !== undefined) assert.equal(seqOf(m), m.data.seq);
-            assert.deepEqual(m.data, JSON.parse(JSON.stringify(deltaOf(log[m.data.seq]))));
-            seen.push(m.data.seq);
-          }
+        agent.followup("Go");
+        for (let batch = 0; batch < 12; batch++) {
+          grant(5);
+          // Let some deltas through, some of them to storage, then join from the start and mid-log.
+          await new Promise((resolve) => setTimeout(resolve, batch % 3));
+          await join();
+          const stored = withStorage
+            ? (await storage.stat("s1"))?.nextSeq ?? 0
+            : harness.ctx.service("agents").get("s1")!.session.seq;
+          if (stored > 2) await join(`${incarnationOf(harness, "s1")}:${stored - 2}`);
         }
-        assert.deepEqual([...seen].sort((a, b) => a - b), range(from, log.length), `reader ${r} from ${from}`);
-        const ids = got.filter((m) => m.id !== undefined).map(seqOf);
-        assert.deepEqual(ids, [...ids].sort((a, b) => a - b), `reader ${r}: ids in order`);
-      }
+        await agent.whenIdle();
+        await agent.flushed();
+        const log = agent.session.events;
+        for (const [r, { from, messages }] of readers.entries()) {
+          const got = await messages;
+          const seen: number[] = [];
+          for (const m of got) {
+            if (m.event === "session") seen.push(seqOf(m));
+            if (m.event === "delta") {
+              const last = m.data.last ?? m.data.seq;
+              if (m.id !== undefined) assert.equal(seqOf(m), last);
+              assert.deepEqual(m.data, deltaPayloadOf(log, m.data.seq, last));
+              seen.push(...range(Number(m.data.seq), Number(last) + 1));
+            }
+          }
+          assert.deepEqual([...seen].sort((a, b) => a - b), range(from, log.length), `reader ${r} from ${from}`);
+          const ids = got.filter((m) => m.id !== undefined).map(seqOf);
+          assert.deepEqual(ids, [...ids].sort((a, b) => a - b), `reader ${r}: ids in order`);
+        }
+      });
     });
-  });
+  }
 
   it("reads and tails a stored session without resuming it or taking its writer lease", async () => {
     const dir = await mkdtemp(join(tmpdir(), "dsh-tail-"));
@@ -360,14 +377,17 @@ describe("event stream readers that stop reading", () => {
         const text = await response.text();
         assert.doesNotMatch(text, /event: end/);
         assert.match(text, /event: dropped\ndata: \{"reason":"slow-reader"\}\n\n$/, "the reason is its last frame");
-        const ids = [...text.matchAll(/^id: [0-9a-z]+:(\d+)$/gm)].map((m) => Number(m[1]));
-        assert.ok(ids.length < length, "the reader was dropped before the log's end");
-        assert.deepEqual(ids, ids.map((_, i) => i));
+        // What it holds with ids is a prefix of the log, but for the deltas sent ahead of storage, without one.
+        const held = loggedSeqs(parseFrames(text));
+        const end = (held.at(-1) ?? -1) + 1;
+        assert.ok(end < length, "the reader was dropped before the log's end");
+        const log = harness.ctx.service("agents").get("s1")!.session.events;
+        const prefix = range(0, end).filter((s) => held.includes(s) || isStreamedDelta(log[s]));
+        assert.deepEqual(prefix, range(0, end));
       }
       // Resuming with the last id it holds loses nothing.
       const resumed = await app.request("/sessions/s1/events?follow=false", { headers: { "last-event-id": "0" } });
-      const rest = [...(await resumed.text()).matchAll(/^id: [0-9a-z]+:(\d+)$/gm)].map((m) => Number(m[1]));
-      assert.deepEqual(rest, Array.from({ length: length - 1 }, (_, i) => i + 1));
+      assert.deepEqual(loggedSeqs(parseFrames(await resumed.text())), range(1, length));
     });
   });
 });
@@ -412,17 +432,18 @@ describe("event stream writes", () => {
         const text = chunks.join("");
         assert.match(text, /event: end\n/);
         for (const chunk of chunks) assert.ok(chunk.endsWith("\n\n"), "a write holds whole frames");
-        const ids = [...text.matchAll(/^id: [0-9a-z]+:(\d+)$/gm)].map((m) => Number(m[1]));
         const first = starts[i] === "" ? 0 : Number(starts[i]) + 1;
-        assert.deepEqual(ids, Array.from({ length: length - first }, (_, k) => first + k), `reader ${i}`);
-        // Each streamed delta from its start on came as `event: delta` (with its id), every other event as
-        // `event: session`.
-        const deltas = [...text.matchAll(/^event: delta$/gm)].length;
+        const messages = parseFrames(text);
+        assert.deepEqual(loggedSeqs(messages), range(first, length), `reader ${i}`);
+        // The streamed deltas from its start on came as `event: delta` (a run of a block's chunks as one frame,
+        // with the id of the last), every other event as `event: session`.
+        const counts = assertFramesOfLog(messages, log);
         const streamed = log.slice(first).filter((e) =>
           e.type === "assistant/chunk" && e.data.chunk.type === "text-delta"
         );
-        assert.equal(deltas, streamed.length, `reader ${i} got the deltas`);
-        assert.equal([...text.matchAll(/^event: session$/gm)].length, length - first - deltas, `reader ${i}`);
+        assert.equal(counts.chunks, streamed.length, `reader ${i} got the deltas`);
+        assert.equal(counts.session, length - first - counts.chunks, `reader ${i}`);
+        assert.ok(counts.delta < streamed.length / 10, `reader ${i}: ${counts.delta} delta frames`);
         // About 110 events, 100 of them deltas: one write per event would be 110 writes.
         assert.ok(chunks.length < 20, `reader ${i}: ${chunks.length} writes`);
       }
@@ -482,5 +503,57 @@ describe("event stream writer", () => {
     const deltaSeqs = [...text.matchAll(/"seq":(\d+),"turn"/g)].map((m) => Number(m[1]));
     assert.deepEqual(deltaSeqs, [4, 5, 6, 7], "each delta once, none it had before it joined");
     assert.deepEqual([...text.matchAll(/^id: inc:(\d+)$/gm)].map((m) => Number(m[1])), [8]);
+  });
+});
+
+describe("event stream delta runs", () => {
+  it("a reader that joins during a run gets the chunks after it in a frame of their own", async () => {
+    const { createHarness } = await import("../harness.ts");
+    const { liveFeed } = await import("./_live_feed.ts");
+    const { FrameWriter } = await import("./_sse_frames.ts");
+    const harness = await createHarness({ adapters: [], model: { provider: "scripted", model: "scripted-model" } });
+    try {
+      const agent = await harness.createAgent({ id: "s" });
+      const session = agent.session;
+      const inc = session.header.incarnation!;
+      const options = { from: 0, deltas: true, follow: true, keepAliveMs: 60_000, maxBuffered: 100, pollMs: 10 };
+      const feed = liveFeed(harness.ctx, agent, options, new FrameWriter(inc));
+      const early = feed.join(100, () => {});
+      session.append("turn/start", { turn: 1 });
+      session.append("step/start", { turn: 1, step: 1 });
+      appendChunk(session, 1, 1, { type: "block-start", index: 0, blockType: "text" });
+      appendChunk(session, 1, 1, { type: "text-delta", index: 0, text: "a" });
+      appendChunk(session, 1, 1, { type: "text-delta", index: 0, text: "b" });
+      // Joins while the open segment ends with the run of "a" and "b": it writes the log up to here itself.
+      const late = feed.join(100, () => {});
+      const lateFrom = session.seq;
+      appendChunk(session, 1, 1, { type: "text-delta", index: 0, text: "c" });
+      appendChunk(session, 1, 1, { type: "text-delta", index: 0, text: "d" });
+      const stop = new Promise<void>(() => {});
+      const segment = (await feed.segment(late, stop))!;
+      assert.equal(segment, await feed.segment(early, stop), "one segment, read by both");
+      const text = async (reader: typeof late, from: number) => {
+        const body = new SseBody();
+        const read = new Response(body.readable).text();
+        const w = new Writer(body, inc, options);
+        await w.events(session.slice(0, from));
+        await w.segment(segment, reader, session);
+        body.close();
+        return parseFrames(await read);
+      };
+      const log = session.events;
+      for (const [reader, from] of [[early, 0], [late, lateFrom]] as const) {
+        const frames = await text(reader, from);
+        assert.deepEqual(loggedSeqs(frames), range(0, log.length), `the reader from ${from}`);
+        assertFramesOfLog(frames, log);
+      }
+      // The early reader got "cd" in a frame of its own, after the frame of "ab".
+      const early2 = (await text(early, 0)).filter((m) => m.event === "delta").map((m) => m.data.text);
+      assert.deepEqual(early2, ["ab", "cd"]);
+      feed.leave(early);
+      feed.leave(late);
+    } finally {
+      await harness.dispose();
+    }
   });
 });

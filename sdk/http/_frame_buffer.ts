@@ -148,8 +148,19 @@ SHORT_ESCAPE[0x09] = 0x74; // t
 
 /** The UTF-8 bytes of `JSON.stringify(text)`; room for `jsonStringMax(text)` bytes. */
 export function writeJsonString(b: Uint8Array, p: number, text: string): number {
-  const n = text.length;
   b[p++] = 0x22;
+  p = writeJsonStringBody(b, p, text);
+  b[p++] = 0x22;
+  return p;
+}
+
+/**
+ * The UTF-8 bytes of `JSON.stringify(text)` without its quotes: what goes
+ * between them, so that texts written one after another make the JSON string
+ * of their concatenation.
+ */
+export function writeJsonStringBody(b: Uint8Array, p: number, text: string): number {
+  const n = text.length;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
     if (c < 0x80) {
@@ -186,7 +197,6 @@ export function writeJsonString(b: Uint8Array, p: number, text: string): number 
       }
     }
   }
-  b[p++] = 0x22;
   return p;
 }
 

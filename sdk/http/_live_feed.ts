@@ -27,10 +27,13 @@ export interface FrameCodec {
   /** The `event: session` frame of an event, with its `<incarnation>:<seq>` id. */
   session(out: FrameBuffer, event: SessionEvent): void;
   /**
-   * The `event: delta` frame of a streamed chunk, with its id when `withId`;
-   * `false` (nothing written) when it is not one.
+   * The `event: delta` frame of a streamed chunk, with its id when `withId`:
+   * a new frame, or the last frame in `out` extended to carry it too (a run
+   * of chunks of one block); `false` (nothing written) when it is not one.
    */
-  delta(out: FrameBuffer, event: SessionEvent, withId: boolean): boolean;
+  delta(out: FrameBuffer, event: SessionEvent, withId: boolean): "new" | "extended" | false;
+  /** The next delta starts a frame of its own. */
+  cut(): void;
   /** Any other frame (`status`, `approvals`, `end`). */
   other(out: FrameBuffer, event: string, data: unknown): void;
 }
@@ -130,7 +133,10 @@ export class LiveFeed {
       // With storage a streamed chunk goes out as soon as it is committed, ahead of storage and
       // without an id; its session frame is not sent (a reader that resumes gets it from the log).
       this.#off.push(session.observe((event) => {
-        if (!this.#ended && codec.delta(this.#out, event, false)) this.#add(-1);
+        if (this.#ended) return;
+        const written = codec.delta(this.#out, event, false);
+        if (written === "new") this.#add(-1);
+        else if (written === "extended") this.#extend(-1);
       }));
     }
     if (durable) {
@@ -164,6 +170,8 @@ export class LiveFeed {
 
   /** Start reading at the segment being gathered now. */
   join(maxBuffered: number, drop: () => void): FeedReader {
+    // The reader skips the frames already in the open segment: none of them may grow to carry later chunks.
+    this.#codec.cut();
     const reader: FeedReader = {
       pos: this.#base + this.#segments.length,
       skip: this.#ends.length,
@@ -230,7 +238,10 @@ export class LiveFeed {
     const { deltas, storage } = this.options;
     if (deltas && isStreamedDelta(event)) {
       // Sent ahead of storage when there is storage, else now, with its id.
-      if (storage === undefined && this.#codec.delta(this.#out, event, true)) this.#add(event.seq);
+      if (storage !== undefined) return;
+      const written = this.#codec.delta(this.#out, event, true);
+      if (written === "new") this.#add(event.seq);
+      else if (written === "extended") this.#extend(event.seq);
       return;
     }
     this.#codec.session(this.#out, event);
@@ -241,6 +252,14 @@ export class LiveFeed {
     if (this.#ended) return;
     this.#codec.other(this.#out, event, data);
     this.#add(-1, seal);
+  }
+
+  /** The last frame of the open segment now also carries the chunk `seq` (`-1`: sent ahead of storage). */
+  #extend(seq: number): void {
+    const last = this.#ends.length - 1;
+    this.#ends[last] = this.#out.length;
+    this.#seqs[last] = seq;
+    if (this.#out.length >= SEAL_LENGTH) this.#seal(false);
   }
 
   /** A frame was written into the open segment. */

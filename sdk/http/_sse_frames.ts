@@ -3,8 +3,9 @@
 // A streamed chunk (`assistant/chunk` with a text, reasoning or tool-call
 // delta) is most of what a stream carries. A stream sends it once: as
 // `event: delta` by default (a small frame a client appends to the block it
-// names), or as `event: session` in a stream that asked for the whole log
-// (`?deltas=false`). `JSON.stringify` of the event and of a delta object built
+// names; a run of one block's chunks written together is one frame with their
+// joined text, `seq` to `last`), or as `event: session` in a stream that
+// asked for the whole log (`?deltas=false`). `JSON.stringify` of the event and of a delta object built
 // for it were the largest per-chunk cost of serving a stream (most on Deno and
 // Node; on Node the object spread of the delta even more). For those events the
 // frames are written here by hand from the event's fields: as text for a
@@ -24,6 +25,7 @@ import {
   NUMBER_MAX,
   writeBytes,
   writeJsonString,
+  writeJsonStringBody,
   writeNumber,
 } from "./_frame_buffer.ts";
 
@@ -132,10 +134,14 @@ function chunkJson(p: DeltaParts): string {
   return `${head}"id":${JSON.stringify(p.id)},${name}"argumentsDelta":${text}}}}`;
 }
 
-/** The JSON of a delta's payload, exactly as `JSON.stringify(deltaOf(event))`. */
-function deltaJson(p: DeltaParts): string {
+/**
+ * The JSON of a delta's payload, exactly as `JSON.stringify(deltaOf(event))`;
+ * for a run, with the run's `text` and `last` seq (`JSON.stringify({
+ * ...deltaOf(first), text, last })`).
+ */
+function deltaJson(p: DeltaParts, runText?: string, last?: number): string {
   const head = `{"seq":${p.seq},"turn":${p.turn},"step":${p.step},"index":${p.index},`;
-  const text = JSON.stringify(p.text);
+  const text = JSON.stringify(runText ?? p.text) + (last === undefined ? "" : `,"last":${last}`);
   if (p.kind === "text-delta") return `${head}"blockType":"text","text":${text}}`;
   if (p.kind === "reasoning-delta") return `${head}"blockType":"reasoning","text":${text}}`;
   const name = p.name === undefined ? "" : `"name":${JSON.stringify(p.name)},`;
@@ -164,17 +170,64 @@ export function sessionFrame(event: SessionEvent, incarnation: string): string {
  */
 export function deltaFrame(event: SessionEvent, incarnation?: string): string | undefined {
   if (event.type !== "assistant/chunk") return undefined;
-  const parts = deltaParts(event);
+  return deltaRunFrame([event], incarnation);
+}
+
+/**
+ * The `event: delta` frame of a run of streamed chunks (each one
+ * {@linkcode continuesRun} the one before): the first one's payload with the
+ * run's text and, past one chunk, `last`, the seq of its last chunk, which
+ * its id names. `undefined` when the first is not a streamed chunk.
+ */
+export function deltaRunFrame(run: readonly SessionEvent[], incarnation?: string): string | undefined {
+  const first = run[0], lastEvent = run[run.length - 1];
+  const text = run.length === 1 ? undefined : run.map(deltaText).join("");
+  const last = run.length === 1 ? undefined : lastEvent.seq;
+  const parts = deltaParts(first);
   let json: string;
-  if (parts !== undefined) json = deltaJson(parts);
+  if (parts !== undefined) json = deltaJson(parts, text, last);
   else {
-    const delta = deltaOf(event);
+    const delta = deltaOf(first);
     if (delta === undefined) return undefined;
-    json = JSON.stringify(delta);
+    json = JSON.stringify(text === undefined ? delta : { ...delta, text, last });
   }
   return incarnation === undefined
     ? `event: delta\ndata: ${json}\n\n`
-    : `event: delta\ndata: ${json}\nid: ${incarnation}:${event.seq}\n\n`;
+    : `event: delta\ndata: ${json}\nid: ${incarnation}:${lastEvent.seq}\n\n`;
+}
+
+/** The text a streamed chunk adds (`text`, or a tool call's `argumentsDelta`). */
+function deltaText(event: SessionEvent): string {
+  const chunk = (event as SessionEvent<"assistant/chunk">).data.chunk;
+  return chunk.type === "tool-call-delta" ? chunk.argumentsDelta : (chunk as { text: string }).text;
+}
+
+/**
+ * Whether `next` continues the delta frame that `prev` is the last chunk of:
+ * the next seq, a streamed chunk of the same kind, turn, step and block (and
+ * tool call, not naming it again), after a text that does not end inside a
+ * surrogate pair (the frame's JSON is then exactly `JSON.stringify` of the
+ * joined text).
+ */
+export function continuesRun(prev: SessionEvent, next: SessionEvent): boolean {
+  if (next.seq !== prev.seq + 1 || prev.type !== "assistant/chunk" || next.type !== "assistant/chunk") return false;
+  const a = prev.data, b = next.data;
+  const x = a.chunk as Record<string, unknown>, y = b.chunk as Record<string, unknown>;
+  if (a.turn !== b.turn || a.step !== b.step || x.type !== y.type || x.index !== y.index) return false;
+  let text: unknown, added: unknown;
+  if (y.type === "tool-call-delta") {
+    if (x.id !== y.id || Object.prototype.hasOwnProperty.call(y, "name")) return false;
+    text = x.argumentsDelta;
+    added = y.argumentsDelta;
+  } else if (y.type === "text-delta" || y.type === "reasoning-delta") {
+    text = x.text;
+    added = y.text;
+  } else {
+    return false;
+  }
+  if (typeof text !== "string" || typeof added !== "string") return false;
+  const end = text.charCodeAt(text.length - 1);
+  return !(end >= 0xd800 && end <= 0xdbff);
 }
 
 /** Whether a stream that sends deltas sends `event` as an `event: delta` frame (a text, reasoning or tool-call delta). */
@@ -196,6 +249,7 @@ const DELTA_HEAD = encoder.encode('event: delta\ndata: {"seq":');
 const NAME = encoder.encode(',"name":');
 const ARGUMENTS = encoder.encode(',"argumentsDelta":');
 const TEXT = encoder.encode(',"text":');
+const LAST = encoder.encode(',"last":');
 /** Room for the literals of a tool-call delta beyond the others' (`,"name":` and `,"argumentsDelta":`). */
 const TOOL_EXTRA = NAME.length + ARGUMENTS.length;
 
@@ -213,12 +267,18 @@ export class FrameWriter {
   readonly #deltaIdHead: Uint8Array;
   /** `\nid: <incarnation>:`, after any other event's JSON. */
   readonly #idText: string;
+  readonly #incarnation: string;
   // The bytes from the time to the text of the last chunk kind written, for each frame.
   #key: DeltaParts | undefined;
   #sessionMiddle: Uint8Array = new Uint8Array(0);
   #deltaMiddle: Uint8Array = new Uint8Array(0);
+  /** The delta frame written last: where it is (`out` until its next `take()`), where its text ends, its last chunk. */
+  #run:
+    | { out: FrameBuffer; taken: number; end: number; textEnd: number; withId: boolean; last: SessionEvent }
+    | undefined;
 
   constructor(incarnation: string) {
+    this.#incarnation = incarnation;
     this.#idHead = encoder.encode(`}}}\nid: ${incarnation}:`);
     this.#deltaIdHead = encoder.encode(`}\nid: ${incarnation}:`);
     this.#idText = `\nid: ${incarnation}:`;
@@ -257,27 +317,43 @@ export class FrameWriter {
   }
 
   /**
-   * {@linkcode deltaFrame}, written into `out`, with the id when `withId`;
-   * `false` (nothing written) when the event is not a streamed chunk.
+   * {@linkcode deltaFrame}, written into `out`, with the id when `withId`:
+   * `"new"`; or, when the last frame in `out` is the delta frame of the chunk
+   * before it and the chunk {@linkcode continuesRun} it, that frame made the
+   * frame of the run ({@linkcode deltaRunFrame}): `"extended"`. `false`
+   * (nothing written) when the event is not a streamed chunk.
    */
-  delta(out: FrameBuffer, event: SessionEvent, withId: boolean): boolean {
+  delta(out: FrameBuffer, event: SessionEvent, withId: boolean): "new" | "extended" | false {
     if (event.type !== "assistant/chunk") return false;
+    const run = this.#run;
+    if (
+      run !== undefined && run.out === out && run.taken === out.taken && run.end === out.length &&
+      run.withId === withId && continuesRun(run.last, event)
+    ) {
+      const text = deltaText(event);
+      const b = out.reserve(jsonStringMax(text) + LAST.length + this.#deltaIdHead.length + 2 * NUMBER_MAX + 3);
+      let at = writeJsonStringBody(b, run.textEnd, text);
+      run.textEnd = at;
+      b[at++] = 0x22; // the closing quote
+      at = writeBytes(b, at, LAST);
+      at = this.#deltaTail(b, writeNumber(b, at, event.seq), event.seq, withId);
+      out.commit(at);
+      run.last = event;
+      run.end = at;
+      return "extended";
+    }
+    this.#run = undefined;
     const p = deltaParts(event);
     if (p === undefined) {
-      const delta = deltaOf(event);
-      if (delta === undefined) return false;
-      out.text(`event: delta\ndata: ${JSON.stringify(delta)}`);
-      if (withId) {
-        out.text(this.#idText);
-        out.text(`${event.seq}`);
-      }
-      out.text("\n\n");
-      return true;
+      const frame = deltaFrame(event, withId ? this.#incarnation : undefined);
+      if (frame === undefined) return false;
+      out.text(frame);
+      return "new";
     }
     this.#middles(p);
     const tool = p.kind === "tool-call-delta";
     const b = out.reserve(
-      DELTA_HEAD.length + this.#deltaMiddle.length + this.#deltaIdHead.length + 2 * NUMBER_MAX + 2 +
+      DELTA_HEAD.length + this.#deltaMiddle.length + this.#deltaIdHead.length + 2 * NUMBER_MAX + 3 +
         jsonStringMax(p.text) + (tool ? toolHeadMax(p) : 0),
     );
     let at = writeBytes(b, out.length, DELTA_HEAD);
@@ -285,16 +361,30 @@ export class FrameWriter {
     at = writeBytes(b, at, this.#deltaMiddle);
     if (tool) at = writeToolHead(b, at, p, TEXT);
     at = writeJsonString(b, at, p.text);
+    const textEnd = at - 1;
+    at = this.#deltaTail(b, at, p.seq, withId);
+    out.commit(at);
+    // A frozen event (as the session makes them) can start a run: its fields are read once.
+    if (Object.isFrozen(event)) this.#run = { out, taken: out.taken, end: at, textEnd, withId, last: event };
+    return "new";
+  }
+
+  /** The next delta starts a frame of its own (a reader joins, and skips the frames before). */
+  cut(): void {
+    this.#run = undefined;
+  }
+
+  /** `}` and, `withId`, the id line of `seq`, then the blank line. */
+  #deltaTail(b: Uint8Array, at: number, seq: number, withId: boolean): number {
     if (withId) {
       at = writeBytes(b, at, this.#deltaIdHead);
-      at = writeNumber(b, at, p.seq);
+      at = writeNumber(b, at, seq);
     } else {
       b[at++] = 0x7d; // }
     }
     b[at++] = 0x0a;
     b[at++] = 0x0a;
-    out.commit(at);
-    return true;
+    return at;
   }
 
   /** {@linkcode otherFrame}, written into `out`. */

@@ -7,8 +7,10 @@ import type { SessionEvent } from "../session/session_events.ts";
 import type { StreamChunk } from "../llm/stream_chunk.ts";
 import { FrameBuffer } from "./_frame_buffer.ts";
 import {
+  continuesRun,
   deltaFrame,
   deltaOf,
+  deltaRunFrame,
   fastChunkJson,
   FrameWriter,
   isStreamedDelta,
@@ -23,6 +25,16 @@ const RUNS = Math.max(1000, Number(process.env.DSH_PROPERTY_RUNS ?? 0) || 0);
 function referenceSession(event: SessionEvent, incarnation: string): string {
   return `event: session\ndata: ${JSON.stringify(event)}\nid: ${incarnation}:${event.seq}\n\n`;
 }
+/** The frame of a run of chunks: `JSON.stringify` of the first one's delta with the joined text and `last`. */
+function referenceRun(run: readonly SessionEvent[], incarnation?: string): string {
+  if (run.length === 1) return referenceDelta(run[0], incarnation)!;
+  const deltas = run.map((e) => deltaOf(e)!);
+  const last = run[run.length - 1].seq;
+  const data = { ...deltas[0], text: deltas.map((d) => d.text).join(""), last };
+  const id = incarnation === undefined ? "" : `\nid: ${incarnation}:${last}`;
+  return `event: delta\ndata: ${JSON.stringify(data)}${id}\n\n`;
+}
+
 function referenceDelta(event: SessionEvent, incarnation?: string): string | undefined {
   const delta = deltaOf(event);
   if (delta === undefined) return undefined;
@@ -120,21 +132,39 @@ function assertBytes(events: readonly SessionEvent[], takeEvery: number, withId 
   const out = new FrameBuffer(16);
   const w = new FrameWriter("inc0");
   const incarnation = withId ? "inc0" : undefined;
-  let expected = "";
+  // The frames written since the last take, and the run of chunks the last one carries, if it is a delta frame
+  // that a next chunk may extend (of frozen events).
+  let frames: string[] = [];
+  let run: SessionEvent[] | undefined;
   const check = () => {
     const bytes = out.take();
+    const expected = frames.join("");
     assert.equal(decoder.decode(bytes), expected);
     assert.deepEqual(bytes, encoder.encode(expected));
-    expected = "";
+    frames = [];
+    run = undefined;
   };
   const session = (e: SessionEvent) => {
     w.session(out, e);
-    expected += referenceSession(e, "inc0");
+    frames.push(referenceSession(e, "inc0"));
+    run = undefined;
   };
   const delta = (e: SessionEvent) => {
+    const written = w.delta(out, e, withId);
+    if (e.type !== "assistant/chunk") {
+      assert.equal(written, false);
+      return;
+    }
+    if (run !== undefined && continuesRun(run[run.length - 1], e)) {
+      assert.equal(written, "extended");
+      run.push(e);
+      frames[frames.length - 1] = referenceRun(run, incarnation);
+      return;
+    }
     const reference = referenceDelta(e, incarnation);
-    assert.equal(w.delta(out, e, withId), reference !== undefined);
-    expected += reference ?? "";
+    assert.equal(written, reference === undefined ? false : "new");
+    run = reference !== undefined && Object.isFrozen(e) ? [e] : undefined;
+    if (reference !== undefined) frames.push(reference);
   };
   events.forEach((e, i) => {
     if (order === 0) session(e);
@@ -144,7 +174,7 @@ function assertBytes(events: readonly SessionEvent[], takeEvery: number, withId 
     if ((i + 1) % takeEvery === 0) check();
   });
   w.other(out, "end", { id: "s\u00e9", seq: events.length });
-  expected += otherFrame("end", { id: "s\u00e9", seq: events.length });
+  frames.push(otherFrame("end", { id: "s\u00e9", seq: events.length }));
   check();
 }
 
@@ -193,6 +223,74 @@ describe("FrameWriter", () => {
       }),
       { numRuns: RUNS },
     );
+  });
+
+  it("write a run of one block's chunks as one delta frame, the id naming its last chunk", () => {
+    // Consecutive seqs, mostly one block: what a model stream commits. A step to another block, a tool
+    // call that names itself again, or a text ending inside a surrogate pair starts a frame of its own.
+    const piece = fc.oneof(
+      { weight: 4, arbitrary: text },
+      { weight: 1, arbitrary: fc.constantFrom("\ud83d", "\ude00", "a\ud83d", "\ude00b", "😀") },
+    );
+    const step = fc.record({
+      text: piece,
+      block: fc.oneof({ weight: 6, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.nat(2) }),
+      kind: fc.oneof(
+        { weight: 6, arbitrary: fc.constant("same") },
+        { weight: 1, arbitrary: fc.constantFrom("text-delta", "reasoning-delta", "tool-call-delta") },
+      ),
+      named: fc.oneof({ weight: 6, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(step, { minLength: 1, maxLength: 30 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.boolean(),
+        fc.nat(1000),
+        (steps, takeEvery, withId, seq0) => {
+          let kind = "text-delta";
+          const events = steps.map((st, i) => {
+            if (st.kind !== "same") kind = st.kind;
+            const chunk = kind === "tool-call-delta"
+              ? {
+                type: kind,
+                index: st.block,
+                id: `call${st.block}`,
+                ...(st.named ? { name: "n" } : {}),
+                argumentsDelta: st.text,
+              }
+              : { type: kind, index: st.block, text: st.text };
+            return Object.freeze(eventOf(seq0 + i, 1_700_000_000_000 + i, 2, 3, chunk));
+          });
+          assertBytes(events, takeEvery, withId, 1);
+          // The frame's text is the run's text; its JSON is exactly JSON.stringify's.
+          const frame = deltaRunFrame(events.slice(0, 1), withId ? "i" : undefined)!;
+          assert.equal(frame, referenceRun(events.slice(0, 1), withId ? "i" : undefined));
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("continue a run only with the next chunk of the same block, kind and call", () => {
+    const e = (seq: number, chunk: Record<string, unknown>, turn = 1, step = 1) =>
+      Object.freeze(eventOf(seq, 1, turn, step, chunk));
+    const text = (seq: number, t: string, index = 0) => e(seq, { type: "text-delta", index, text: t });
+    assert.ok(continuesRun(text(1, "a"), text(2, "b")));
+    assert.ok(!continuesRun(text(1, "a"), text(3, "b")), "not the next seq");
+    assert.ok(!continuesRun(text(1, "a"), text(2, "b", 1)), "another block");
+    assert.ok(!continuesRun(text(1, "a"), e(2, { type: "reasoning-delta", index: 0, text: "b" })), "another kind");
+    assert.ok(!continuesRun(text(1, "a"), e(2, { type: "text-delta", index: 0, text: "b" }, 1, 2)), "another step");
+    assert.ok(!continuesRun(text(1, "a"), e(2, { type: "text-delta", index: 0, text: "b" }, 2, 1)), "another turn");
+    assert.ok(!continuesRun(text(1, "a\ud83d"), text(2, "\ude00")), "a surrogate pair across chunks");
+    assert.ok(continuesRun(text(1, "a\ude00"), text(2, "\ud83d")), "a low surrogate at the end is no pair's half");
+    assert.ok(!continuesRun(text(1, "a"), e(2, { type: "block-end", index: 0, block: { type: "text", text: "" } })));
+    const call = (seq: number, extra: Record<string, unknown>) =>
+      e(seq, { type: "tool-call-delta", index: 0, id: "c", ...extra, argumentsDelta: "{" });
+    assert.ok(continuesRun(call(1, { name: "n" }), call(2, {})));
+    assert.ok(!continuesRun(call(1, {}), call(2, { name: "n" })), "a delta that names the call starts a frame");
+    assert.ok(!continuesRun(call(1, {}), e(2, { type: "tool-call-delta", index: 0, id: "d", argumentsDelta: "}" })));
+    assert.ok(!continuesRun(text(1, "a"), e(2, { type: "text-delta", index: 0, text: 7 })), "not a text");
   });
 
   it("write a delta's id only when asked, for every kind of delta", () => {

@@ -77,6 +77,21 @@ export class SseClient {
   }
 }
 
+/** The messages of an SSE text read whole (comments and `retry:` ignored). */
+export function parseFrames(text: string): SseMessage[] {
+  const out: SseMessage[] = [];
+  for (const frame of text.split("\n\n")) {
+    let event = "message", id: string | undefined, data: string | undefined;
+    for (const line of frame.split("\n")) {
+      if (line.startsWith("event: ")) event = line.slice(7);
+      else if (line.startsWith("id: ")) id = line.slice(4);
+      else if (line.startsWith("data: ")) data = line.slice(6);
+    }
+    if (data !== undefined) out.push({ event, id, data: JSON.parse(data) });
+  }
+  return out;
+}
+
 /** The session events (`event: session`) among messages. */
 export function sessionEvents(messages: readonly SseMessage[]): SseMessage[] {
   return messages.filter((m) => m.event === "session");
@@ -87,22 +102,47 @@ export function loggedFrames(messages: readonly SseMessage[]): SseMessage[] {
   return messages.filter((m) => m.event === "session" || (m.event === "delta" && m.id !== undefined));
 }
 
-/** The seq of each frame that stands for an event of the log, as its id says. */
+/**
+ * The seq of each event of the log that the frames among messages stand for:
+ * a session frame's, and each chunk of a delta frame with an id (`seq` to
+ * `last`; its id names the last).
+ */
 export function loggedSeqs(messages: readonly SseMessage[]): number[] {
-  return loggedFrames(messages).map((m) => Number(m.id?.split(":").at(-1)));
+  return loggedFrames(messages).flatMap((m) => {
+    const id = Number(m.id?.split(":").at(-1));
+    if (m.event === "session") return [id];
+    const first: number = m.data.seq, last: number = m.data.last ?? m.data.seq;
+    assert.equal(id, last, `the id of delta frame ${JSON.stringify(m.data)} names its last chunk`);
+    return Array.from({ length: last - first + 1 }, (_, i) => first + i);
+  });
 }
 
 /**
- * Assert that each frame among messages that stands for an event is that
- * event of `log`: the event itself (`event: session`), or, for a streamed
- * delta, its delta (`event: delta`, which a stream that sends deltas sends
- * instead). Returns how many of each there were.
+ * The payload a delta frame carries for the chunks `first` to `last` of
+ * `log`: the first one's delta with the run's text, and `last` when it
+ * carries more than one.
+ */
+export function deltaPayloadOf(log: readonly SessionEvent[], first: number, last = first): Record<string, unknown> {
+  const head = deltaOf(log[first]);
+  assert.ok(head !== undefined, `event ${first} is a streamed delta`);
+  if (last === first) return head;
+  const run = log.slice(first, last + 1).map((e) => deltaOf(e));
+  assert.ok(run.every((d) => d !== undefined && d.blockType === head.blockType && d.index === head.index));
+  return { ...head, text: run.map((d) => d!.text).join(""), last };
+}
+
+/**
+ * Assert that each frame among messages that stands for events is those
+ * events of `log`: the event itself (`event: session`), or, for a run of
+ * streamed chunks of one block, their delta (`event: delta`, which a stream
+ * that sends deltas sends instead). Returns how many frames of each kind
+ * there were, and how many chunks the delta frames carried.
  */
 export function assertFramesOfLog(
   messages: readonly SseMessage[],
   log: readonly SessionEvent[],
-): { session: number; delta: number } {
-  const counts = { session: 0, delta: 0 };
+): { session: number; delta: number; chunks: number } {
+  const counts = { session: 0, delta: 0, chunks: 0 };
   for (const m of loggedFrames(messages)) {
     const seq = Number(m.id?.split(":").at(-1));
     const event = log[seq];
@@ -111,9 +151,12 @@ export function assertFramesOfLog(
       assert.deepEqual(m.data, JSON.parse(JSON.stringify(event)));
       counts.session++;
     } else {
-      assert.ok(isStreamedDelta(event), `frame ${m.id} is a delta of an event that is not one`);
-      assert.deepEqual(m.data, JSON.parse(JSON.stringify(deltaOf(event))));
+      for (let s = m.data.seq; s <= seq; s++) {
+        assert.ok(isStreamedDelta(log[s]), `frame ${m.id} carries event ${s}, which is not a streamed delta`);
+      }
+      assert.deepEqual(m.data, JSON.parse(JSON.stringify(deltaPayloadOf(log, m.data.seq, seq))));
       counts.delta++;
+      counts.chunks += seq - m.data.seq + 1;
     }
   }
   return counts;

@@ -182,8 +182,10 @@ function defaultLog(record: RequestLogRecord): void {
  * - `POST /sessions/:id/cancel` `{ keepInbox? }`: the only way to stop a turn. A client that disconnects
  *   from any request, the event stream included, never cancels the agent.
  * - `GET /sessions/:id/events`: SSE. Every event of the log once, in seq order, with `id: <incarnation>:<seq>`
- *   (with storage, only events already on storage): a streamed delta (text, reasoning or tool-call) as
- *   `event: delta` (`{ seq, turn, step, index, blockType, text, id?, name? }`), every other event as
+ *   (with storage, only events already on storage): streamed deltas (text, reasoning or tool-call) as
+ *   `event: delta` (`{ seq, turn, step, index, blockType, text, id?, name?, last? }`: the text to append to
+ *   block `index`; consecutive chunks of one block that reach the stream together come as one frame with their
+ *   joined text, `seq` the first chunk's, `last` the last's, which the id names), every other event as
  *   `event: session`; then `event: status`, `event: approvals` and keep-alive comments. With storage a delta
  *   goes out as soon as it is committed, ahead of storage and so without an id: it is on storage once a frame
  *   with a later id arrives, and a stream resumed from an earlier id sends it again, with its id (a client

@@ -65,12 +65,13 @@ describe("createHarnessApp()", () => {
       await stream.close();
 
       const log = agentOf(harness, "s1").session.events;
-      // Every event once, in order: each streamed delta as `event: delta` (with its id: without storage it is
-      // acknowledged at once), every other event as `event: session`.
+      // Every event once, in order: streamed deltas as `event: delta` (a run of one block's chunks as one frame,
+      // with the id of its last: without storage it is acknowledged at once), every other event as
+      // `event: session`.
       assert.deepEqual(seqs(messages), range(log.length));
       const counts = assertFramesOfLog(messages, log);
       assert.equal(
-        counts.delta,
+        counts.chunks,
         log.filter((e) => e.type === "assistant/chunk" && e.data.chunk.type.endsWith("-delta")).length,
       );
       assert.ok(counts.delta > 0);
