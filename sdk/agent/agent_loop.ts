@@ -52,6 +52,7 @@ import type { Session } from "../session/session.ts";
 import type { SessionStore } from "../session/session_store.ts";
 import { scheduleToolCalls } from "../tools/schedule_tool_calls.ts";
 import type { ToolRuntime } from "../tools/tool_runtime.ts";
+import type { ToolExecutionResult } from "../tools/tool_execution_result.ts";
 import type { SystemPrompt } from "../prompt/system_prompt.ts";
 import { assembleForRequest } from "../prompt/system_prompt.ts";
 import type {
@@ -793,33 +794,26 @@ export class LoopAgent implements Agent {
         step,
       });
     };
-    // One call has nothing to schedule (no classification, no pool): it runs and is taken at once.
-    const results = calls.length === 1 ? [{ item: calls[0], result: await run(calls[0]) }] : scheduleToolCalls(calls, {
-      maxParallel: this.#init.maxParallelToolCalls,
-      isParallel: (call) => {
-        try {
-          return tools.executionMode({ name: call.name, arguments: call.arguments, scope }) === "parallel";
-        } catch {
-          return false;
-        }
-      },
-      run,
-    });
     const deferred: { context: UserMessage; resultSeq: number }[] = [];
-    for await (const { item, result } of results) {
-      const resultEvent = this.session.append(
-        "tool/result",
-        {
-          turn,
-          step,
-          message: result.message,
-          ...(result.error !== undefined ? { error: result.error } : {}),
-          ...(result.meta !== undefined ? { meta: result.meta } : {}),
+    // One call has nothing to schedule (no classification, no pool, no async iteration): it runs and is taken at once.
+    if (calls.length === 1) {
+      const result = await run(calls[0]);
+      concluded = this.#takeResult(turn, step, callSeqs.get(calls[0].id)!, result, deferred);
+    } else {
+      const results = scheduleToolCalls(calls, {
+        maxParallel: this.#init.maxParallelToolCalls,
+        isParallel: (call) => {
+          try {
+            return tools.executionMode({ name: call.name, arguments: call.arguments, scope }) === "parallel";
+          } catch {
+            return false;
+          }
         },
-        { surfaceOp: "append", sourceEventSeqs: [callSeqs.get(item.id)!] },
-      );
-      for (const context of result.contexts ?? []) deferred.push({ context, resultSeq: resultEvent.seq });
-      if (result.concludeTurn === true) concluded = true;
+        run,
+      });
+      for await (const { item, result } of results) {
+        if (this.#takeResult(turn, step, callSeqs.get(item.id)!, result, deferred)) concluded = true;
+      }
     }
     // Tool contexts follow every result of the step (providers want a call's results contiguous). Text
     // contexts are logged as system/message; one with other blocks (an image) waits in the inbox as user input.
@@ -836,5 +830,28 @@ export class LoopAgent implements Agent {
       }
     }
     return concluded;
+  }
+
+  // Log one call's result; its contexts wait in `deferred` for the step's last result. True when it concludes the turn.
+  #takeResult(
+    turn: number,
+    step: number,
+    callSeq: number,
+    result: Pick<ToolExecutionResult, "message" | "error" | "meta" | "concludeTurn" | "contexts">,
+    deferred: { context: UserMessage; resultSeq: number }[],
+  ): boolean {
+    const resultEvent = this.session.append(
+      "tool/result",
+      {
+        turn,
+        step,
+        message: result.message,
+        ...(result.error !== undefined ? { error: result.error } : {}),
+        ...(result.meta !== undefined ? { meta: result.meta } : {}),
+      },
+      { surfaceOp: "append", sourceEventSeqs: [callSeq] },
+    );
+    for (const context of result.contexts ?? []) deferred.push({ context, resultSeq: resultEvent.seq });
+    return result.concludeTurn === true;
   }
 }

@@ -167,6 +167,37 @@ describe("agent loop event sequences", () => {
     });
   });
 
+  it("a tool that concludes the turn ends it after its step, alone or among several calls", async () => {
+    const finish = defineTool({
+      name: "finish",
+      description: "End the turn",
+      parameters: z.object({}),
+      output: { schema: z.string(), render: (_a, v) => v },
+      execute: (_args, exec) => {
+        exec.concludeTurn();
+        return "finished";
+      },
+    });
+    const calls = [{ id: "c1", name: "finish", arguments: "{}" }, {
+      id: "c2",
+      name: "add",
+      arguments: '{"a":1,"b":2}',
+    }];
+    for (const n of [1, 2]) {
+      const { harness, agent, model } = await setup([toolCallResponse(calls.slice(0, n)), textResponse("never")], {
+        tools: [add, finish],
+      });
+      const result = await agent.run("go");
+      assert.deepEqual(result.reason, { kind: "completed" });
+      assert.equal(model.requests.length, 1, `${n} call(s): no request after the concluding step`);
+      const s = summarize(agent.session.events);
+      assert.equal(s.filter((line) => line.startsWith("tool/result")).length, n);
+      assert.deepEqual(s.slice(-2), ["step/end 1.1", "turn/end 1 completed"]);
+      assertValidLog(agent.session.events);
+      await harness.dispose();
+    }
+  });
+
   it("parallel calls overlap, an exclusive call waits for them and blocks the next; results keep model order", async () => {
     const log: string[] = [];
     const gates = new Map<string, { promise: Promise<void>; resolve: () => void }>();
