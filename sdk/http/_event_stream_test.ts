@@ -557,3 +557,31 @@ describe("event stream delta runs", () => {
     }
   });
 });
+
+describe("event stream bound", () => {
+  it("counts every chunk a delta frame carries against a reader's bound", async () => {
+    const { createHarness } = await import("../harness.ts");
+    const { liveFeed } = await import("./_live_feed.ts");
+    const { FrameWriter } = await import("./_sse_frames.ts");
+    const harness = await createHarness({ adapters: [], model: { provider: "scripted", model: "scripted-model" } });
+    try {
+      const agent = await harness.createAgent({ id: "s" });
+      const session = agent.session;
+      const feed = liveFeed(harness.ctx, agent, { deltas: true }, new FrameWriter(session.header.incarnation!));
+      let dropped = 0;
+      const stalled = feed.join(10, () => dropped++);
+      const reading = feed.join(1000, () => dropped += 100);
+      session.append("turn/start", { turn: 1 });
+      session.append("step/start", { turn: 1, step: 1 });
+      appendChunk(session, 1, 1, { type: "block-start", index: 0, blockType: "text" });
+      for (let i = 0; i < 30; i++) appendChunk(session, 1, 1, { type: "text-delta", index: 0, text: `w${i} ` });
+      const segment = (await feed.segment(reading, new Promise<void>(() => {})))!;
+      assert.equal(segment.ends.length, 4, "three session frames and one delta frame of 30 chunks");
+      assert.equal(dropped, 1, "the reader that wrote nothing is 33 items behind, past its 10: dropped");
+      feed.leave(reading);
+      feed.leave(stalled);
+    } finally {
+      await harness.dispose();
+    }
+  });
+});

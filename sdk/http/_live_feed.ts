@@ -63,7 +63,7 @@ export interface Segment {
   readonly startSeq: number;
   /** The next seq after it. */
   readonly endSeq: number;
-  /** Frames in the feed before this segment. */
+  /** Items in the feed before this segment: frames, and each chunk past the first that a delta frame carries. */
   readonly before: number;
   /** It ends the stream (`event: end`). */
   readonly end: boolean;
@@ -105,8 +105,14 @@ export class LiveFeed {
   #startSeq: number;
   /** The seq of the next session frame to enter the feed. */
   #nextSeq: number;
-  /** Frames that entered the feed, sealed or not. */
+  /**
+   * Items that entered the feed, sealed or not: frames, and each chunk a
+   * delta frame carries past its first (a reader's bound counts what it lags
+   * behind in events, however they are framed).
+   */
   #count = 0;
+  /** Items in the open segment. */
+  #openItems = 0;
   #sealTimer: ReturnType<typeof setTimeout> | undefined;
   #ending = false;
   #ended = false;
@@ -259,6 +265,8 @@ export class LiveFeed {
     const last = this.#ends.length - 1;
     this.#ends[last] = this.#out.length;
     this.#seqs[last] = seq;
+    this.#count++;
+    this.#openItems++;
     if (this.#out.length >= SEAL_LENGTH) this.#seal(false);
   }
 
@@ -267,6 +275,7 @@ export class LiveFeed {
     this.#ends.push(this.#out.length);
     this.#seqs.push(seq);
     this.#count++;
+    this.#openItems++;
     if (!seal) return;
     if (this.#out.length >= SEAL_LENGTH) this.#seal(false);
     else this.#sealTimer ??= setTimeout(() => this.#seal(false), SEAL_MS);
@@ -300,11 +309,12 @@ export class LiveFeed {
       seqs: this.#seqs,
       startSeq: this.#startSeq,
       endSeq: this.#nextSeq,
-      before: this.#count - ends.length,
+      before: this.#count - this.#openItems,
       end,
     });
     this.#ends = [];
     this.#seqs = [];
+    this.#openItems = 0;
     this.#startSeq = this.#nextSeq;
     // A reader this far behind is dropped: its stream ends and it resumes from its Last-Event-ID.
     for (const reader of this.#readers) {

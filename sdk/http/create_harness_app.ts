@@ -108,8 +108,9 @@ export interface HarnessAppOptions {
    */
   readonly log?: ((record: RequestLogRecord) => void) | false;
   /**
-   * The most items (events, deltas, status changes) an event stream buffers
-   * for a reader that does not keep up; past it the reader is dropped (its
+   * The most items (events, each chunk a delta frame carries, status changes)
+   * an event stream buffers for a reader that does not keep up; past it the
+   * reader is dropped (its
    * response ends with `event: dropped`, data `{"reason":"slow-reader"}`) and
    * resumes with its `Last-Event-ID`, so a stalled client never slows an agent.
    *
