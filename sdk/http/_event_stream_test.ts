@@ -575,8 +575,13 @@ describe("event stream bound", () => {
       session.append("step/start", { turn: 1, step: 1 });
       appendChunk(session, 1, 1, { type: "block-start", index: 0, blockType: "text" });
       for (let i = 0; i < 30; i++) appendChunk(session, 1, 1, { type: "text-delta", index: 0, text: `w${i} ` });
-      const segment = (await feed.segment(reading, new Promise<void>(() => {})))!;
+      const never = new Promise<void>(() => {});
+      const segment = (await feed.segment(reading, never))!;
       assert.equal(segment.ends.length, 4, "three session frames and one delta frame of 30 chunks");
+      assert.equal(dropped, 0, "a reader waiting for the segment just sealed lags nothing yet, however large it is");
+      reading.pos++; // the reading one wrote it; the stalled one did not
+      appendChunk(session, 1, 1, { type: "block-end", index: 0, block: { type: "text", text: "" } });
+      await feed.segment(reading, never);
       assert.equal(dropped, 1, "the reader that wrote nothing is 33 items behind, past its 10: dropped");
       feed.leave(reading);
       feed.leave(stalled);

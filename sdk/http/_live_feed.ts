@@ -316,10 +316,13 @@ export class LiveFeed {
     this.#seqs = [];
     this.#openItems = 0;
     this.#startSeq = this.#nextSeq;
-    // A reader this far behind is dropped: its stream ends and it resumes from its Last-Event-ID.
+    // A reader this far behind is dropped: its stream ends and it resumes from its Last-Event-ID. What it
+    // lags is what it has not written of the segments before this one: a reader waiting for this one has
+    // been offered nothing yet, however many items it holds.
+    const sealed = this.#segments[this.#segments.length - 1];
     for (const reader of this.#readers) {
       const at = this.#segments[reader.pos - this.#base];
-      if (at !== undefined && this.#count - at.before > reader.maxBuffered) {
+      if (at !== undefined && sealed.before - at.before > reader.maxBuffered) {
         this.#readers.delete(reader);
         reader.drop();
       }
