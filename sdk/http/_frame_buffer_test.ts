@@ -19,8 +19,10 @@ const anyText = fc.oneof(
 
 describe("FrameBuffer", () => {
   it("jsonString() writes the UTF-8 bytes of JSON.stringify(text)", () => {
+    // Short texts and long ones (past the length the runtime's encoder takes over), ASCII or not.
+    const someText = fc.oneof(anyText, fc.string({ minLength: 60, maxLength: 300 }), anyText.map((t) => t.repeat(40)));
     fc.assert(
-      fc.property(fc.array(anyText, { maxLength: 5 }), fc.integer({ min: 1, max: 64 }), (texts, capacity) => {
+      fc.property(fc.array(someText, { maxLength: 5 }), fc.integer({ min: 1, max: 64 }), (texts, capacity) => {
         const out = new FrameBuffer(capacity);
         for (const text of texts) out.jsonString(text);
         assert.deepEqual(out.take(), encoder.encode(texts.map((t) => JSON.stringify(t)).join("")));
@@ -39,8 +41,10 @@ describe("FrameBuffer", () => {
   });
 
   it("text() writes what TextEncoder writes, ASCII or not", () => {
+    // Short texts and long ones (past the length the runtime's encoder takes over), ASCII or not.
+    const someText = fc.oneof(anyText, fc.string({ minLength: 60, maxLength: 300 }), anyText.map((t) => t.repeat(40)));
     fc.assert(
-      fc.property(fc.array(anyText, { maxLength: 5 }), fc.integer({ min: 1, max: 64 }), (texts, capacity) => {
+      fc.property(fc.array(someText, { maxLength: 5 }), fc.integer({ min: 1, max: 64 }), (texts, capacity) => {
         const out = new FrameBuffer(capacity);
         for (const text of texts) out.text(text);
         // Each text on its own: two halves of a pair written one after the other stay two replacement characters.
