@@ -114,6 +114,10 @@ export class LiveFeed {
   /** Items in the open segment. */
   #openItems = 0;
   #sealTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Without storage: the events below this seq are committed, and the ones from `#nextSeq` not yet written. */
+  #pendingTo = 0;
+  /** Writing the pending events: the segment seals after them. */
+  #draining = false;
   #ending = false;
   #ended = false;
   #closed = false;
@@ -134,7 +138,12 @@ export class LiveFeed {
     const durable = options.storage !== undefined;
     if (!durable) {
       // Without storage a committed event is acknowledged: it enters at once.
-      this.#off.push(session.observe((event) => this.#events(event.seq + 1)));
+      // Its frames are written when the segment seals (or before any other frame, or a reader's join): one
+      // tight loop per segment instead of a frame writer call inside each commit of the agent's stream.
+      this.#off.push(session.observe((event) => {
+        this.#pendingTo = event.seq + 1;
+        this.#sealTimer ??= setTimeout(() => this.#seal(false), SEAL_MS);
+      }));
     } else if (options.deltas) {
       // With storage a streamed chunk goes out as soon as it is committed, ahead of storage and
       // without an id; its session frame is not sent (a reader that resumes gets it from the log).
@@ -176,6 +185,9 @@ export class LiveFeed {
 
   /** Start reading at the segment being gathered now. */
   join(maxBuffered: number, drop: () => void): FeedReader {
+    // The reader writes the log up to now itself, and skips the frames in the open segment: they are all written
+    // first.
+    this.#drain();
     // The reader skips the frames already in the open segment: none of them may grow to carry later chunks.
     this.#codec.cut();
     const reader: FeedReader = {
@@ -256,6 +268,7 @@ export class LiveFeed {
 
   #other(event: string, data: unknown, seal = true): void {
     if (this.#ended) return;
+    this.#drain();
     this.#codec.other(this.#out, event, data);
     this.#add(-1, seal);
   }
@@ -267,7 +280,7 @@ export class LiveFeed {
     this.#seqs[last] = seq;
     this.#count++;
     this.#openItems++;
-    if (this.#out.length >= SEAL_LENGTH) this.#seal(false);
+    if (!this.#draining && this.#out.length >= SEAL_LENGTH) this.#seal(false);
   }
 
   /** A frame was written into the open segment. */
@@ -276,7 +289,7 @@ export class LiveFeed {
     this.#seqs.push(seq);
     this.#count++;
     this.#openItems++;
-    if (!seal) return;
+    if (!seal || this.#draining) return;
     if (this.#out.length >= SEAL_LENGTH) this.#seal(false);
     else this.#sealTimer ??= setTimeout(() => this.#seal(false), SEAL_MS);
   }
@@ -298,7 +311,19 @@ export class LiveFeed {
     this.close();
   }
 
+  /** Write the frames of the committed events not written yet (without storage). */
+  #drain(): void {
+    if (this.#pendingTo <= this.#nextSeq || this.#draining) return;
+    this.#draining = true;
+    try {
+      this.#events(this.#pendingTo);
+    } finally {
+      this.#draining = false;
+    }
+  }
+
   #seal(end: boolean): void {
+    this.#drain();
     clearTimeout(this.#sealTimer);
     this.#sealTimer = undefined;
     const ends = this.#ends;
