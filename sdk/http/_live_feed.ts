@@ -6,14 +6,17 @@
 // the cost, most of all through Deno's and Bun's web streams). A feed listens
 // to the session once, writes each SSE frame once, as UTF-8, into the bytes
 // of an open segment (`_frame_buffer.ts`: no string per frame, no join or
-// encoding pass), and seals the segment 5 ms after its first frame or at
-// 256 KB. Each
-// reader then writes whole segments, the same bytes for every reader that is
-// caught up, with one wake-up per segment. A reader that is not at a segment's
-// first seq (it joined mid-way, or wrote a backlog past it) writes its own
-// copy of that segment without the frames it already sent, after any events
-// it lacks from the log. Readers more than their `maxBuffered` frames behind
-// are dropped; segments no reader still needs are released.
+// encoding pass), and seals the segment 5 ms after its first event or at
+// 256 KB. Without storage the frames of the committed events are written when
+// the segment seals (or before any other frame or a reader's join), not inside
+// each commit; a run of one block's streamed chunks becomes one delta frame.
+// Each reader then writes whole segments, the same bytes for every reader that
+// is caught up, with one wake-up per segment. A reader that is not at a
+// segment's first seq (it joined mid-way, or wrote a backlog past it) writes
+// its own copy of that segment without the frames it already sent, after any
+// events it lacks from the log. A reader more than its `maxBuffered` items
+// (events, however framed) behind in the segments sealed before the newest is
+// dropped; segments no reader still needs are released.
 
 import type { Agent, AgentStatus } from "../agent/agent.ts";
 import type { HarnessCtx } from "../harness.ts";
