@@ -189,8 +189,9 @@ function defaultLog(record: RequestLogRecord): void {
  *   joined text, `seq` the first chunk's, `last` the last's, which the id names), every other event as
  *   `event: session`; then `event: status`, `event: approvals` and keep-alive comments. With storage a delta
  *   goes out as soon as it is committed, ahead of storage and so without an id: it is on storage once a frame
- *   with a later id arrives, and a stream resumed from an earlier id sends it again, with its id (a client
- *   drops a delta whose seq it has). `?deltas=false` sends
+ *   with a later id arrives, and a stream resumed from an earlier id sends it again, with its id (a client that
+ *   reconnects drops the text of the deltas it got without an id since its last id, and takes them again from the
+ *   stream). `?deltas=false` sends
  *   every event as `event: session` (the whole log, e.g. to mirror it). Resume with `Last-Event-ID` (or
  *   `?from=<seq>` for the first seq wanted); an id of another incarnation of the log (deleted and created
  *   again) or beyond it gets `event: reset` and the log from seq 0. `?follow=false` ends the stream after the
