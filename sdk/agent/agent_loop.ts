@@ -33,7 +33,7 @@ import type { HarnessContext, ScopeInfo } from "../kernel/harness_context.ts";
 import type { HarnessCtx } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { AssistantMessage, ContentBlock, SystemMessage, ToolCallBlock, UserMessage } from "../llm/messages.ts";
-import type { TokenUsage } from "../llm/stream_chunk.ts";
+import type { StreamChunk, TokenUsage } from "../llm/stream_chunk.ts";
 import { BlockAssembler } from "../llm/block_assembler.ts";
 import { callConfigOf, type GenerateOptions, type LlmCallConfig } from "../llm/llm_adapter.ts";
 import type { LlmFailureData } from "../llm/llm_failure.ts";
@@ -130,6 +130,19 @@ interface StepOutcome {
  *
  * Internal to the SDK: agents are made by `ctx.agents.create()` or `harness.createAgent()`.
  */
+/** The `subscribe()` update of a tool call's delta: `name` only on the delta that carries it. */
+function toolCallDelta(
+  seq: number,
+  turn: number,
+  step: number,
+  chunk: Extract<StreamChunk, { type: "tool-call-delta" }>,
+): AgentUpdate {
+  const { index, id, name, argumentsDelta: text } = chunk;
+  return name === undefined
+    ? { kind: "delta", seq, turn, step, index, blockType: "tool-call", text, id }
+    : { kind: "delta", seq, turn, step, index, blockType: "tool-call", text, id, name };
+}
+
 export class LoopAgent implements Agent {
   readonly id: string;
   readonly options: AgentOptions;
@@ -310,28 +323,7 @@ export class LoopAgent implements Agent {
         : type === "reasoning-delta"
         ? { kind: "delta", seq, turn, step, index: chunk.index, blockType: "reasoning", text: chunk.text }
         : type === "tool-call-delta"
-        ? chunk.name === undefined
-          ? {
-            kind: "delta",
-            seq,
-            turn,
-            step,
-            index: chunk.index,
-            blockType: "tool-call",
-            text: chunk.argumentsDelta,
-            id: chunk.id,
-          }
-          : {
-            kind: "delta",
-            seq,
-            turn,
-            step,
-            index: chunk.index,
-            blockType: "tool-call",
-            text: chunk.argumentsDelta,
-            id: chunk.id,
-            name: chunk.name,
-          }
+        ? toolCallDelta(seq, turn, step, chunk)
         : undefined;
       if (delta !== undefined) { for (let i = 0; i < queues.length; i++) queues[i].push(delta); }
     }

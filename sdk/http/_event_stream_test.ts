@@ -7,11 +7,12 @@ import { counterClock } from "../agent/_test_support.ts";
 import { fileStorage } from "../persistence/file_storage.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
+import { createHarness } from "../harness.ts";
 import { appendChunk, Session } from "../session/session.ts";
 import { Writer } from "./_event_stream.ts";
-import type { Segment } from "./_live_feed.ts";
+import { liveFeed, type Segment } from "./_live_feed.ts";
 import { SseBody } from "./_sse_body.ts";
-import { deltaFrame, isStreamedDelta, sessionFrame } from "./_sse_frames.ts";
+import { deltaFrame, FrameWriter, isStreamedDelta, sessionFrame } from "./_sse_frames.ts";
 import {
   assertFramesOfLog,
   deltaPayloadOf,
@@ -506,18 +507,21 @@ describe("event stream writer", () => {
   });
 });
 
+/** A new agent without storage and the live feed of its deltas (the caller disposes the harness). */
+async function feedOfNewAgent() {
+  const harness = await createHarness({ adapters: [], model: { provider: "scripted", model: "scripted-model" } });
+  const agent = await harness.createAgent({ id: "s" });
+  const session = agent.session;
+  const feed = liveFeed(harness.ctx, agent, { deltas: true }, new FrameWriter(session.header.incarnation!));
+  return { harness, session, feed };
+}
+
 describe("event stream delta runs", () => {
   it("a reader that joins during a run gets the chunks after it in a frame of their own", async () => {
-    const { createHarness } = await import("../harness.ts");
-    const { liveFeed } = await import("./_live_feed.ts");
-    const { FrameWriter } = await import("./_sse_frames.ts");
-    const harness = await createHarness({ adapters: [], model: { provider: "scripted", model: "scripted-model" } });
+    const { harness, session, feed } = await feedOfNewAgent();
     try {
-      const agent = await harness.createAgent({ id: "s" });
-      const session = agent.session;
       const inc = session.header.incarnation!;
       const options = { from: 0, deltas: true, follow: true, keepAliveMs: 60_000, maxBuffered: 100, pollMs: 10 };
-      const feed = liveFeed(harness.ctx, agent, options, new FrameWriter(inc));
       const early = feed.join(100, () => {});
       session.append("turn/start", { turn: 1 });
       session.append("step/start", { turn: 1, step: 1 });
@@ -560,14 +564,8 @@ describe("event stream delta runs", () => {
 
 describe("event stream bound", () => {
   it("counts every chunk a delta frame carries against a reader's bound", async () => {
-    const { createHarness } = await import("../harness.ts");
-    const { liveFeed } = await import("./_live_feed.ts");
-    const { FrameWriter } = await import("./_sse_frames.ts");
-    const harness = await createHarness({ adapters: [], model: { provider: "scripted", model: "scripted-model" } });
+    const { harness, session, feed } = await feedOfNewAgent();
     try {
-      const agent = await harness.createAgent({ id: "s" });
-      const session = agent.session;
-      const feed = liveFeed(harness.ctx, agent, { deltas: true }, new FrameWriter(session.header.incarnation!));
       let dropped = 0;
       const stalled = feed.join(10, () => dropped++);
       const reading = feed.join(1000, () => dropped += 100);
