@@ -171,6 +171,9 @@ export interface EventStreamOptions {
 // themselves are written by `_sse_frames.ts`.
 const encoder = new TextEncoder();
 
+/** The most chunks one delta frame of a backlog carries. */
+const MAX_RUN = 1024;
+
 /** The last frame of a reader dropped for falling behind (it carries no id: the resume point stays). */
 const DROPPED = 'event: dropped\ndata: {"reason":"slow-reader"}\n\n';
 
@@ -266,15 +269,11 @@ export class Writer {
   /** Write the frames of `events` from `next` on; a run of streamed chunks of one block goes as one delta frame. */
   async events(events: readonly SessionEvent[]): Promise<void> {
     const run: SessionEvent[] = [];
-    let runLength = 0;
     const endRun = () => {
       if (run.length === 0) return;
-      const frame = deltaRunFrame(run, this.#incarnation);
-      // Not a streamed chunk after all (deltaRunFrame reads only those): each as a session frame.
-      if (frame === undefined) { for (const e of run) this.#add(sessionFrame(e, this.#incarnation)); }
-      else this.#add(frame);
+      // Every chunk of a run is a streamed delta, so deltaRunFrame writes a frame.
+      this.#add(deltaRunFrame(run, this.#incarnation)!);
       run.length = 0;
-      runLength = 0;
     };
     for (const event of events) {
       if (this.gone) return;
@@ -283,11 +282,12 @@ export class Writer {
       if (this.#deltas && isStreamedDelta(event)) {
         if (run.length > 0 && !continuesRun(run[run.length - 1], event)) endRun();
         run.push(event);
-        runLength += 64;
-        if (runLength < 65536) continue;
+        if (run.length < MAX_RUN) continue;
+        endRun();
+      } else {
+        endRun();
+        this.#add(sessionFrame(event, this.#incarnation));
       }
-      endRun();
-      if (!(this.#deltas && isStreamedDelta(event))) this.#add(sessionFrame(event, this.#incarnation));
       if (this.#pendingLength >= 65536) await this.flush();
     }
     endRun();

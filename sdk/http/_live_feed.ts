@@ -151,10 +151,7 @@ export class LiveFeed {
       // With storage a streamed chunk goes out as soon as it is committed, ahead of storage and
       // without an id; its session frame is not sent (a reader that resumes gets it from the log).
       this.#off.push(session.observe((event) => {
-        if (this.#ended) return;
-        const written = codec.delta(this.#out, event, false);
-        if (written === "new") this.#add(-1);
-        else if (written === "extended") this.#extend(-1);
+        if (!this.#ended) this.#delta(event, false);
       }));
     }
     if (durable) {
@@ -259,10 +256,7 @@ export class LiveFeed {
     const { deltas, storage } = this.options;
     if (deltas && isStreamedDelta(event)) {
       // Sent ahead of storage when there is storage, else now, with its id.
-      if (storage !== undefined) return;
-      const written = this.#codec.delta(this.#out, event, true);
-      if (written === "new") this.#add(event.seq);
-      else if (written === "extended") this.#extend(event.seq);
+      if (storage === undefined) this.#delta(event, true);
       return;
     }
     this.#codec.session(this.#out, event);
@@ -274,6 +268,14 @@ export class LiveFeed {
     this.#drain();
     this.#codec.other(this.#out, event, data);
     this.#add(-1, seal);
+  }
+
+  /** A streamed chunk's delta frame, new or the last one extended; with its id, a point a reader may resume after. */
+  #delta(event: SessionEvent, withId: boolean): void {
+    const written = this.#codec.delta(this.#out, event, withId);
+    const seq = withId ? event.seq : -1;
+    if (written === "new") this.#add(seq);
+    else if (written === "extended") this.#extend(seq);
   }
 
   /** The last frame of the open segment now also carries the chunk `seq` (`-1`: sent ahead of storage). */

@@ -1,4 +1,7 @@
 // Internal: the SSE frames of the event streams (`GET /sessions/:id/events`).
+// Longer than the house limit on purpose: the text frames (a backlog) and the
+// byte writer (a live feed) must agree byte for byte, so both stay here with
+// the one shape check they share.
 //
 // A streamed chunk (`assistant/chunk` with a text, reasoning or tool-call
 // delta) is most of what a stream carries. A stream sends it once: as
