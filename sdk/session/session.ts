@@ -532,9 +532,7 @@ export class Session {
     data: SessionEventMap[T],
     ...intent: SessionAppendArgs<T>
   ): SessionEvent<T> {
-    if (this.#publishing) {
-      throw new HarnessError("APPEND_REENTERED", `Cannot append ${type} to session ${this.id} from inside an observer`);
-    }
+    this.#refuseReentry(type);
     if (typeof type !== "string" || type.length === 0) {
       throw new HarnessError("INVALID_ARGS", "Event type must be a non-empty string");
     }
@@ -581,9 +579,7 @@ export class Session {
   // intent and the data the session's own, so what is left of append is the envelope, the type's own rule
   // (validateEventData, as append runs it) and the commit.
   #appendBracket(type: BracketType, turn: number, step: number | undefined): SessionEvent {
-    if (this.#publishing) {
-      throw new HarnessError("APPEND_REENTERED", `Cannot append ${type} to session ${this.id} from inside an observer`);
-    }
+    this.#refuseReentry(type);
     // Built from an empty object (no allocation site): a literal's site, once V8 pretenures it, would deoptimise the
     // loop functions this append is inlined into.
     const data: { turn?: number; step?: number } = {};
@@ -599,17 +595,9 @@ export class Session {
 
   // `append("assistant/chunk", { turn, step, chunk })`, step for step (see appendChunk()).
   #appendChunk(turn: number, step: number, chunk: unknown): SessionEvent<"assistant/chunk"> {
-    if (this.#publishing) {
-      throw new HarnessError(
-        "APPEND_REENTERED",
-        `Cannot append assistant/chunk to session ${this.id} from inside an observer`,
-      );
-    }
+    this.#refuseReentry("assistant/chunk");
     const seq = this.#log.length;
-    const time = this.#now();
-    if (!isTime(time)) {
-      throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a non-negative safe integer`);
-    }
+    const time = this.#time();
     const fast = chunkPayload(turn, step, chunk);
     const data = fast ?? copyLosslessJson({ turn, step, chunk }, "data");
     const event = Object.freeze({ type: "assistant/chunk", seq, time, data }) as unknown as SessionEvent<
@@ -623,8 +611,7 @@ export class Session {
     }
     // What #commit does for an event without surface metadata that is not a request header or context.
     commitPlain(this.#surface, event);
-    this.#log.push(event);
-    this.#snapshot = undefined;
+    this.#logged(event);
     if (this.#observers.length > 0) this.#publish(event);
     return event;
   }
@@ -636,10 +623,7 @@ export class Session {
     ignorable = false,
     own = false,
   ): SessionEvent {
-    const time = this.#now();
-    if (!isTime(time)) {
-      throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a non-negative safe integer`);
-    }
+    const time = this.#time();
     // The session's own frozen data as it is; else the exact fast copies first, and anything they do not take,
     // the generic walk copies or rejects.
     const copied = own
@@ -663,10 +647,31 @@ export class Session {
   // Validate against the surface and commit; throws before any change.
   #commit(event: SessionEvent): void {
     this.#surface.commit(event);
-    this.#log.push(event);
-    this.#snapshot = undefined;
+    this.#logged(event);
     if (event.type === "request/header") this.#requestHeader = deepFreeze(canonicalHeader(event.data.header));
     else if (event.type === "request/context") this.#requestContext = event.data;
+  }
+
+  /** The event is committed: it joins the log, and the cached snapshot is stale. */
+  #logged(event: SessionEvent): void {
+    this.#log.push(event);
+    this.#snapshot = undefined;
+  }
+
+  /** Refuse an append made from inside an observer (while an event is being published). */
+  #refuseReentry(type: string): void {
+    if (this.#publishing) {
+      throw new HarnessError("APPEND_REENTERED", `Cannot append ${type} to session ${this.id} from inside an observer`);
+    }
+  }
+
+  /** The clock's time for a new event; a clock that is not a non-negative safe integer is refused. */
+  #time(): number {
+    const time = this.#now();
+    if (!isTime(time)) {
+      throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a non-negative safe integer`);
+    }
+    return time;
   }
 
   #publish(event: SessionEvent): void {
