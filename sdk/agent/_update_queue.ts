@@ -13,6 +13,10 @@ import type { AgentUpdate } from "./agent.ts";
  * the consumer is waiting for the next item.
  */
 export class UpdateQueue implements AsyncIterableIterator<AgentUpdate> {
+  // The oldest buffered update, then the rest in order. A streamed delta is usually the only one buffered (pushed
+  // right after its event, which the waiting reader took): it stays in `#first`, because an array that a `shift()`
+  // empties loses its backing store on V8, and the next `push` allocates a new one, once per chunk.
+  #first: AgentUpdate | undefined;
   readonly #items: AgentUpdate[] = [];
   #waiting: ((result: IteratorResult<AgentUpdate>) => void) | undefined;
   #closed = false;
@@ -31,8 +35,11 @@ export class UpdateQueue implements AsyncIterableIterator<AgentUpdate> {
     if (waiting) {
       this.#waiting = undefined;
       waiting({ value: update, done: false });
-    } else if (this.#items.length >= this.#max) {
+    } else if (this.#first === undefined) {
+      this.#first = update;
+    } else if (1 + this.#items.length >= this.#max) {
       // A consumer this far behind is dropped rather than buffered without bound.
+      this.#first = undefined;
       this.#items.length = 0;
       this.#overflow = new HarnessError(
         "SUBSCRIBER_OVERFLOW",
@@ -54,7 +61,11 @@ export class UpdateQueue implements AsyncIterableIterator<AgentUpdate> {
   }
 
   next(): Promise<IteratorResult<AgentUpdate>> {
-    if (this.#items.length > 0) return Promise.resolve({ value: this.#items.shift()!, done: false });
+    const first = this.#first;
+    if (first !== undefined) {
+      this.#first = this.#items.length > 0 ? this.#items.shift() : undefined;
+      return Promise.resolve({ value: first, done: false });
+    }
     if (this.#overflow !== undefined) {
       const error = this.#overflow;
       this.#overflow = undefined;
@@ -70,6 +81,7 @@ export class UpdateQueue implements AsyncIterableIterator<AgentUpdate> {
   };
 
   return(): Promise<IteratorResult<AgentUpdate>> {
+    this.#first = undefined;
     this.#items.length = 0;
     this.close();
     return Promise.resolve({ value: undefined, done: true });
