@@ -209,6 +209,35 @@ function directLookup(raw: Context): ((name: string) => unknown) | undefined {
 /** Key of a context's cached `get` (a symbol, so no service name can shadow it). */
 const LOOKUP: unique symbol = Symbol("lookup");
 
+/** Key of a context's listener check (see emitterOf()). */
+const IDLE: unique symbol = Symbol("idle");
+
+/**
+ * Internal (not exported by the package): `(a, b) => ctx.emit(name, a, b)`,
+ * with `ctx.emit` read once. For a harness context it first asks the event
+ * registry whether anything listens to `name` and returns at once when nothing
+ * does, without the bound call and the rest-argument array of `emit` (the
+ * session store emits `session/event` for every committed event, chunks
+ * included, and by default nothing listens). Listeners added or removed later
+ * are seen: the registry is asked on every call.
+ *
+ * @param ctx A harness context, or any object with an `emit` method.
+ * @param name The event.
+ * @returns The emitter.
+ */
+export function emitterOf(
+  ctx: { emit(name: never, ...args: never[]): void },
+  name: string,
+): (a: unknown, b: unknown) => void {
+  const emit = ctx.emit as unknown as (name: string, a: unknown, b: unknown) => void;
+  const idle = (ctx as unknown as Record<symbol, unknown>)[IDLE];
+  if (typeof idle !== "function") return (a, b) => emit(name, a, b);
+  const isIdle = idle as (name: string) => boolean;
+  return (a, b) => {
+    if (!isIdle(name)) emit(name, a, b);
+  };
+}
+
 const wrappers = new WeakMap<object, object>();
 
 function toCordisPlugin(
@@ -239,6 +268,9 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
    * 15 µs on Node against 1 µs for the bound function kept here.
    */
   readonly [LOOKUP]: (name: string) => unknown;
+
+  /** Whether nothing listens to `name` (for emitterOf()). */
+  readonly [IDLE] = (name: string): boolean => this.#idle(name);
 
   /**
    * The event registry's listener lists, read once: `events` is itself a

@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { HarnessContext, PluginObject } from "../kernel/harness_context.ts";
+import { emitterOf, type HarnessContext, type PluginObject } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { Session, type SessionHeader, type SessionHeaderInit } from "./session.ts";
 import type { SessionEvent } from "./session_events.ts";
@@ -215,10 +215,10 @@ export class SessionStore {
         details: { sessionId: session.id },
       });
     }
-    const ctx = this.#contextOf(session);
-    // The method is read once: each read through the context view costs a proxy trap, on every event.
-    const emit = ctx.emit;
-    const unobserve = session.observe((event, s) => emit("session/event", s, event));
+    // The method is read once (each read through the context view costs a proxy trap), and an event nobody
+    // listens to returns before the call.
+    const emit = emitterOf(this.#contextOf(session), "session/event");
+    const unobserve = session.observe((event, s) => emit(s, event));
     const entry: Entry = { session, unobserve };
     this.#live.set(session.id, entry);
     attached.add(session);

@@ -95,6 +95,41 @@ describe("SessionStore lifecycle", () => {
     assert.ok(HarnessError.isInstance(errors[0], "APPEND_REENTERED"));
   });
 
+  it("publishes session/event to listeners added and removed after the session entered", async () => {
+    // The store's emitter skips the call while nothing listens: it must ask on every event, not once.
+    const { ctx, store } = await setup();
+    const a = createScope(ctx, "a");
+    const session = store.create("late");
+    const scoped = store.create("scoped", { ctx: a.ctx });
+    session.append("turn/start", { turn: 1 });
+    scoped.append("turn/start", { turn: 1 });
+    const heard: string[] = [];
+    const off = ctx.on("session/event", (s, e) => void heard.push(`root ${s.id}:${e.seq}`));
+    const offScoped = a.ctx.on("session/event", (s, e) => void heard.push(`a ${s.id}:${e.seq}`));
+    session.append("turn/end", { turn: 1, reason: { kind: "completed" } });
+    scoped.append("turn/end", { turn: 1, reason: { kind: "completed" } });
+    off();
+    session.append("turn/start", { turn: 2 });
+    scoped.append("turn/start", { turn: 2 });
+    offScoped();
+    scoped.append("turn/end", { turn: 2, reason: { kind: "completed" } });
+    // A session dispatched from the root is heard in every scope (see the scoped dispatch test below).
+    assert.deepEqual(heard, ["root late:1", "a late:1", "root scoped:1", "a scoped:1", "a late:2", "a scoped:2"]);
+  });
+
+  it("publishes every event through a dispatch context that is not a harness context", () => {
+    const calls: string[] = [];
+    const dispatch = {
+      emit: (name: string, s: Session, e?: SessionEvent) => void calls.push(`${name} ${s.id}${e ? `:${e.seq}` : ""}`),
+      parallel: () => Promise.resolve(),
+      effect: () => () => Promise.resolve(),
+    };
+    const store = new SessionStore(dispatch as never);
+    const session = store.create("plain", { ctx: dispatch as never });
+    session.append("turn/start", { turn: 1 });
+    assert.deepEqual(calls, ["session/created plain", "session/event plain:0"]);
+  });
+
   it("prepare() builds without entering; enter() checks ids and its disposer detaches silently", async () => {
     const { ctx, store } = await setup();
     const events: string[] = [];
