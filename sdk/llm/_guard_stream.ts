@@ -93,6 +93,8 @@ function watchAbort(signal: AbortSignal, onAbort: () => void): void {
     const set = new Set<() => void>();
     watchers = set;
     relays.set(signal, set);
+    // Without `{ once: true }`: a signal fires once, the relay is dropped when it does, and an options object costs
+    // a dictionary conversion per signal (a turn's, on Deno in JS).
     signal.addEventListener("abort", () => {
       relays.delete(signal);
       for (const watcher of set) {
@@ -106,7 +108,7 @@ function watchAbort(signal: AbortSignal, onAbort: () => void): void {
         }
       }
       set.clear();
-    }, { once: true });
+    });
   }
   watchers.add(onAbort);
 }

@@ -10,6 +10,8 @@
 // only the time it takes. Each property is read once, and the copy is made of
 // what was read.
 
+import { vouch } from "./_copy_event_data.ts";
+
 const hasOwn = Object.prototype.hasOwnProperty;
 
 function plain(value: unknown): value is Record<string, unknown> {
@@ -59,20 +61,22 @@ const USAGE_KEYS: ReadonlySet<string> = new Set([
   "reasoningTokens",
 ]);
 
-// A text, reasoning or tool-call block with exactly its fields, all strings.
+// A text, reasoning or tool-call block with exactly its fields, all strings. The copy is vouched for (see
+// _copy_event_data.ts), as is a usage copy: the loop's assistant message carries the logged block-end blocks and
+// usage, and its append then shares them instead of copying them again.
 function copyBlock(block: unknown): Readonly<Record<string, unknown>> | undefined {
   if (!plain(block)) return undefined;
   const type = block.type;
   if (type === "text" || type === "reasoning") {
     if (!hasExactly(block, TEXT_BLOCK_KEYS)) return undefined;
     const text = block.text;
-    return typeof text === "string" ? Object.freeze({ type, text }) : undefined;
+    return typeof text === "string" ? vouch(Object.freeze({ type, text })) : undefined;
   }
   if (type === "tool-call") {
     if (!hasExactly(block, CALL_BLOCK_KEYS)) return undefined;
     const id = block.id, name = block.name, args = block.arguments;
     if (typeof id !== "string" || typeof name !== "string" || typeof args !== "string") return undefined;
-    return Object.freeze({ type, id, name, arguments: args });
+    return vouch(Object.freeze({ type, id, name, arguments: args }));
   }
   return undefined;
 }
@@ -89,7 +93,7 @@ function copyUsage(usage: unknown): Readonly<Record<string, number>> | undefined
     if (!count(value)) return undefined;
     out[key] = value;
   }
-  return Object.freeze(out);
+  return vouch(Object.freeze(out));
 }
 
 function copyChunk(chunk: Record<string, unknown>): Readonly<Record<string, unknown>> | undefined {

@@ -676,8 +676,11 @@ export class Session {
 
   #publish(event: SessionEvent): void {
     this.#publishing = true;
+    // Indexed, not for-of: every event passes here, and the lower tiers run for-of through an array iterator.
+    const observers = this.#observers;
     try {
-      for (const observer of this.#observers) {
+      for (let i = 0; i < observers.length; i++) {
+        const observer = observers[i];
         try {
           observer(event, this);
         } catch (error) {
