@@ -23,7 +23,7 @@ import type { HarnessCtx } from "../harness.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { FrameBuffer } from "./_frame_buffer.ts";
-import { isStreamedDelta } from "./_sse_frames.ts";
+import { continuesRun, isStreamedDelta } from "./_sse_frames.ts";
 
 /** Frame writers shared with `_event_stream.ts`: each writes one whole frame into `out`. */
 export interface FrameCodec {
@@ -35,6 +35,13 @@ export interface FrameCodec {
    * of chunks of one block); `false` (nothing written) when it is not one.
    */
   delta(out: FrameBuffer, event: SessionEvent, withId: boolean): "new" | "extended" | false;
+  /**
+   * The delta frame that `delta()` wrote last, still the last in `out`, made
+   * to carry the chunks `events[from]` to `events[to - 1]` too (each one
+   * `continuesRun` the one before, the first that frame's last chunk);
+   * `false` (nothing written) when it cannot.
+   */
+  extend(out: FrameBuffer, events: readonly SessionEvent[], from: number, to: number, withId: boolean): boolean;
   /** The next delta starts a frame of its own. */
   cut(): void;
   /** Any other frame (`status`, `approvals`, `end`). */
@@ -245,9 +252,23 @@ export class LiveFeed {
     if (nextSeq <= this.#nextSeq) return;
     if (!this.#ended) {
       const session = this.agent.session;
-      // One event at a time (the common case without storage) needs no slice of the log.
+      // One event at a time needs no slice of the log.
       if (nextSeq === this.#nextSeq + 1) this.#session(session.at(this.#nextSeq)!);
-      else for (const event of session.slice(this.#nextSeq, nextSeq)) this.#session(event);
+      else {
+        const events = session.slice(this.#nextSeq, nextSeq);
+        const runs = this.options.deltas && this.options.storage === undefined;
+        for (let i = 0; i < events.length; i++) {
+          this.#session(events[i]);
+          if (!runs || !isStreamedDelta(events[i])) continue;
+          // The chunks that continue it join its frame in one write.
+          let to = i + 1;
+          while (to < events.length && continuesRun(events[to - 1], events[to])) to++;
+          if (to > i + 1 && this.#codec.extend(this.#out, events, i + 1, to, true)) {
+            this.#extend(events[to - 1].seq, to - i - 1);
+            i = to - 1;
+          }
+        }
+      }
     }
     this.#nextSeq = nextSeq;
   }
@@ -278,13 +299,13 @@ export class LiveFeed {
     else if (written === "extended") this.#extend(seq);
   }
 
-  /** The last frame of the open segment now also carries the chunk `seq` (`-1`: sent ahead of storage). */
-  #extend(seq: number): void {
+  /** The last frame of the open segment now also carries `chunks` more, to the chunk `seq` (`-1`: sent ahead of storage). */
+  #extend(seq: number, chunks = 1): void {
     const last = this.#ends.length - 1;
     this.#ends[last] = this.#out.length;
     this.#seqs[last] = seq;
-    this.#count++;
-    this.#openItems++;
+    this.#count += chunks;
+    this.#openItems += chunks;
     if (!this.#draining && this.#out.length >= SEAL_LENGTH) this.#seal(false);
   }
 

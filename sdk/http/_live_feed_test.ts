@@ -9,6 +9,7 @@ const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 const codec: FrameCodec = {
   session: (out: FrameBuffer, event: SessionEvent) => out.text(`s${event.seq};`),
   delta: () => false,
+  extend: () => false,
   cut: () => {},
   other: (out: FrameBuffer, event: string) => out.text(`${event};`),
 };

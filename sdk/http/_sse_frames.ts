@@ -291,7 +291,9 @@ export class FrameWriter {
   session(out: FrameBuffer, event: SessionEvent): void {
     const p = deltaParts(event);
     if (p === undefined) {
-      out.text(`event: session\ndata: ${JSON.stringify(event)}`);
+      // The JSON goes to the encoder as it is, not joined to the head first (one copy of it fewer).
+      out.text("event: session\ndata: ");
+      out.text(JSON.stringify(event));
       out.text(this.#idText);
       const seq = event.seq;
       if (finite(seq)) out.number(seq);
@@ -370,6 +372,40 @@ export class FrameWriter {
     // A frozen event (as the session makes them) can start a run: its fields are read once.
     if (Object.isFrozen(event)) this.#run = { out, taken: out.taken, end: at, textEnd, withId, last: event };
     return "new";
+  }
+
+  /**
+   * The delta frame written last by {@linkcode delta} (still the last frame in
+   * `out`) made to carry `events[from]` to `events[to - 1]` too: chunks that
+   * each {@linkcode continuesRun} the one before, the first continuing that
+   * frame's last. Their texts are joined and encoded in one pass (not one
+   * frame tail per chunk), for the same bytes as {@linkcode deltaRunFrame}.
+   * `false` (nothing written) when that frame cannot take them.
+   */
+  extend(out: FrameBuffer, events: readonly SessionEvent[], from: number, to: number, withId: boolean): boolean {
+    const run = this.#run;
+    if (
+      run === undefined || run.out !== out || run.taken !== out.taken || run.end !== out.length ||
+      run.withId !== withId || from >= to || !continuesRun(run.last, events[from])
+    ) return false;
+    let text = "";
+    for (let i = from; i < to; i++) text += deltaText(events[i]);
+    // Each text ends outside a surrogate pair (continuesRun), so the JSON of the joined text is the JSON of
+    // each one after the other.
+    const json = JSON.stringify(text);
+    out.commit(run.textEnd);
+    out.text(json.slice(1, -1));
+    const last = events[to - 1];
+    const b = out.reserve(1 + LAST.length + this.#deltaIdHead.length + 2 * NUMBER_MAX + 2);
+    let at = out.length;
+    run.textEnd = at;
+    b[at++] = 0x22; // the closing quote
+    at = writeBytes(b, at, LAST);
+    at = this.#deltaTail(b, writeNumber(b, at, last.seq), last.seq, withId);
+    out.commit(at);
+    run.last = last;
+    run.end = at;
+    return true;
   }
 
   /** The next delta starts a frame of its own (a reader joins, and skips the frames before). */

@@ -178,6 +178,40 @@ function assertBytes(events: readonly SessionEvent[], takeEvery: number, withId 
   check();
 }
 
+/**
+ * The bytes of `events` (streamed chunks) written as a live feed drains them,
+ * `takeEvery` at a time: each chunk that starts a frame by `delta()`, and the
+ * chunks after it that continue it in one `extend()`. They must be the bytes
+ * that `delta()` chunk by chunk gives (which `assertBytes` checks against the
+ * references).
+ */
+function assertBatchedBytes(events: readonly SessionEvent[], takeEvery: number, withId: boolean): void {
+  const one = new FrameBuffer(16), batched = new FrameBuffer(16);
+  const w1 = new FrameWriter("inc0"), w2 = new FrameWriter("inc0");
+  for (let start = 0; start < events.length; start += takeEvery) {
+    const batch = events.slice(start, start + takeEvery);
+    for (const e of batch) w1.delta(one, e, withId);
+    for (let i = 0; i < batch.length; i++) {
+      w2.delta(batched, batch[i], withId);
+      let to = i + 1;
+      while (to < batch.length && continuesRun(batch[to - 1], batch[to])) to++;
+      if (to > i + 1) {
+        assert.ok(w2.extend(batched, batch, i + 1, to, withId), "a run continues the frame just written");
+        i = to - 1;
+      }
+    }
+    assert.equal(decoder.decode(batched.take()), decoder.decode(one.take()));
+  }
+  // A frame taken out of the buffer, or written with the other id rule, is not extended.
+  if (events.length > 1 && continuesRun(events[0], events[1])) {
+    w2.delta(batched, events[0], withId);
+    batched.take();
+    assert.equal(w2.extend(batched, events, 1, 2, withId), false);
+    w2.delta(batched, events[0], withId);
+    assert.equal(w2.extend(batched, events, 1, 2, !withId), false);
+  }
+}
+
 /** A chunk event bent at the event, its data or its chunk, frozen. */
 function bentEvent(
   seq: number,
@@ -263,6 +297,7 @@ describe("FrameWriter", () => {
             return Object.freeze(eventOf(seq0 + i, 1_700_000_000_000 + i, 2, 3, chunk));
           });
           assertBytes(events, takeEvery, withId, 1);
+          assertBatchedBytes(events, takeEvery, withId);
           // The frame's text is the run's text; its JSON is exactly JSON.stringify's.
           const frame = deltaRunFrame(events.slice(0, 1), withId ? "i" : undefined)!;
           assert.equal(frame, referenceRun(events.slice(0, 1), withId ? "i" : undefined));
