@@ -7,9 +7,11 @@
 //   node --import tsx bench/slow_readers.ts
 //
 // Options: `--turns N` (default 60), `--readers N` (default 40), `--rounds N`
-// (default 2: none, stalled, none, stalled… in one process, the best of each
+// (default 10: none, stalled, none, stalled… in one process; the best of each
 // kind is reported, wall time and the server process's CPU time, which other
-// load on the machine disturbs less). Each turn streams 200 text deltas. The stalled readers
+// load on the machine disturbs less, and the medians of the later half of the
+// rounds, after the runtime's compilers have warmed up: the first rounds take
+// two to four times as long). Each turn streams 200 text deltas. The stalled readers
 // are raw TCP sockets in a child process (bench/_stalled_readers.ts) that read
 // the response head and the `ready` event and then nothing: the kernel's
 // buffers fill and the server meets backpressure, as with a user's stalled
@@ -27,11 +29,11 @@ import { createHarness } from "../mod.ts";
 import { createHarnessApp } from "../sdk/http/mod.ts";
 import { serveOnLoopback } from "../sdk/http/_test_server.ts";
 import { scriptedAdapter } from "../testing/mod.ts";
-import { numberOption, runtimeVersion } from "./_stats.ts";
+import { median, numberOption, runtimeVersion } from "./_stats.ts";
 
 const TURNS = numberOption("turns", "BENCH_TURNS", 60);
 const READERS = numberOption("readers", "BENCH_READERS", 40);
-const ROUNDS = numberOption("rounds", "BENCH_ROUNDS", 2);
+const ROUNDS = numberOption("rounds", "BENCH_ROUNDS", 10);
 const QUERY = process.argv.includes("--no-deltas") ? "deltas=false" : "";
 
 interface ReadersReport {
@@ -186,3 +188,14 @@ console.log(
   } | ${report?.dropped ?? "?"} of ${READERS} (${((report?.bytes ?? 0) / READERS / 1e6).toFixed(1)} MB each) |`,
 );
 console.log(`server system CPU ms (each round): none ${each(none, "sys")}; ${READERS} readers ${each(stalled, "sys")}`);
+const laterMedian = (runs: Run[], key: "ms" | "cpu") =>
+  median(runs.slice(Math.floor(runs.length / 2)).map((r) => r[key]));
+console.log(
+  `medians of rounds ${Math.floor(ROUNDS / 2) + 1}–${ROUNDS}: turns took ${
+    laterMedian(none, "ms").toFixed(1)
+  } ms with none, ${laterMedian(stalled, "ms").toFixed(1)} with ${READERS} (ratio ${
+    (laterMedian(stalled, "ms") / laterMedian(none, "ms")).toFixed(2)
+  }); server CPU ${laterMedian(none, "cpu").toFixed(1)} / ${laterMedian(stalled, "cpu").toFixed(1)} ms (ratio ${
+    (laterMedian(stalled, "cpu") / laterMedian(none, "cpu")).toFixed(2)
+  })`,
+);
