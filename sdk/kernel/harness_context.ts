@@ -238,6 +238,19 @@ export function emitterOf(
   };
 }
 
+/**
+ * Internal (not exported by the package): whether `ctx` is a harness context
+ * in which nothing listens to `name` now; false for any other object.
+ *
+ * @param ctx A harness context, or any other dispatch object.
+ * @param name The event.
+ * @returns Whether an emit of `name` would reach no listener.
+ */
+export function unheard(ctx: object, name: string): boolean {
+  const idle = (ctx as Record<symbol, unknown>)[IDLE];
+  return typeof idle === "function" && (idle as (name: string) => boolean)(name) === true;
+}
+
 const wrappers = new WeakMap<object, object>();
 
 function toCordisPlugin(

@@ -11,7 +11,7 @@
  * @module
  */
 
-import { emitterOf, type HarnessContext, type PluginObject } from "../kernel/harness_context.ts";
+import { emitterOf, type HarnessContext, type PluginObject, unheard } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { Session, type SessionHeader, type SessionHeaderInit } from "./session.ts";
 import type { SessionEvent } from "./session_events.ts";
@@ -97,6 +97,9 @@ interface Entry {
   readonly session: Session;
   readonly unobserve: () => void;
 }
+
+/** What flush() gives while nothing listens to `session/flush`: one resolved promise, shared. */
+const FLUSHED: Promise<boolean> = Promise.resolve(true);
 
 const HEADER_KEYS = [
   "version",
@@ -297,7 +300,10 @@ export class SessionStore {
       return Promise.reject(error); // as the async function it was: a rejection, never a throw
     }
     try {
-      flushing = this.#contextOf(session).parallel("session/flush", session);
+      const ctx = this.#contextOf(session);
+      // Nothing listens (the default without storage): the answer without a listeners' promise and a reaction to it.
+      if (unheard(ctx, "session/flush")) return FLUSHED;
+      flushing = ctx.parallel("session/flush", session);
     } catch (error) {
       return Promise.reject(flushFailed(session, error));
     }

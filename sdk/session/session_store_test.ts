@@ -192,6 +192,43 @@ describe("SessionStore lifecycle", () => {
     assert.equal(await store.flush(Session.create("f")), false);
   });
 
+  it("flush() without a listener resolves true; a listener added later (also in a scope) is waited for", async () => {
+    const { ctx, store } = await setup();
+    const a = createScope(ctx, "a");
+    const session = store.create("quiet");
+    const scoped = store.create("scoped", { ctx: a.ctx });
+    assert.equal(await store.flush(session), true);
+    assert.equal(await store.flush(scoped), true);
+    const heard: string[] = [];
+    let release!: () => void;
+    const off = a.ctx.on("session/flush", async (s) => {
+      heard.push(`start ${s.id}`);
+      await new Promise<void>((resolve) => (release = resolve));
+      heard.push(`end ${s.id}`);
+    });
+    const flushing = store.flush(scoped);
+    assert.deepEqual(heard, ["start scoped"]);
+    release();
+    assert.equal(await flushing, true);
+    assert.deepEqual(heard, ["start scoped", "end scoped"]);
+    off();
+    assert.equal(await store.flush(scoped), true);
+    assert.deepEqual(heard, ["start scoped", "end scoped"]);
+  });
+
+  it("flush() through a dispatch context that is not a harness context calls its parallel()", async () => {
+    const calls: string[] = [];
+    const dispatch = {
+      emit: () => {},
+      parallel: (name: string, s: Session) => (calls.push(`${name} ${s.id}`), Promise.resolve()),
+      effect: () => () => Promise.resolve(),
+    };
+    const store = new SessionStore(dispatch as never);
+    const session = store.create("plain", { ctx: dispatch as never });
+    assert.equal(await store.flush(session), true);
+    assert.deepEqual(calls, ["session/flush plain"]);
+  });
+
   it("a failing flush listener rejects flush() (fails closed)", async () => {
     const { ctx, store } = await setup();
     ctx.on("session/flush", () => Promise.reject(new Error("disk full")));
