@@ -21,11 +21,13 @@
 // under 2). The table also says how many readers the server dropped.
 // `--no-deltas` makes the readers ask for `?deltas=false` (every event as
 // `event: session`, the whole log: larger frames for the streamed chunks).
+// `--storage` gives the harness `memoryStorage()`: the streams then carry only
+// what is durable, and the deltas ahead of storage without ids.
 
 import { spawn } from "node:child_process";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { createHarness } from "../mod.ts";
+import { createHarness, memoryStorage } from "../mod.ts";
 import { createHarnessApp } from "../sdk/http/mod.ts";
 import { serveOnLoopback } from "../sdk/http/_test_server.ts";
 import { scriptedAdapter } from "../testing/mod.ts";
@@ -35,6 +37,7 @@ const TURNS = numberOption("turns", "BENCH_TURNS", 60);
 const READERS = numberOption("readers", "BENCH_READERS", 40);
 const ROUNDS = numberOption("rounds", "BENCH_ROUNDS", 10);
 const QUERY = process.argv.includes("--no-deltas") ? "deltas=false" : "";
+const STORAGE = process.argv.includes("--storage");
 
 interface ReadersReport {
   readonly readers: number;
@@ -112,6 +115,7 @@ async function measure(
     }))],
     model: { provider: "scripted", model: "scripted-model" },
     invariants: false,
+    ...(STORAGE ? { storage: memoryStorage() } : {}),
   });
   const app = createHarnessApp(harness, { auth: false, log: false });
   const server = await serveOnLoopback(app.fetch);
@@ -169,7 +173,7 @@ const each = (runs: Run[], key: "ms" | "cpu" | "sys") => runs.map((r) => r[key].
 console.log(
   `slow readers, ${runtimeVersion()}, ${TURNS} turns of 200 deltas, best of ${ROUNDS} rounds${
     QUERY ? `, readers ask ?${QUERY}` : ""
-  }`,
+  }${STORAGE ? ", memoryStorage()" : ""}`,
 );
 console.log(
   "| readers that stopped reading | turns took ms (each round) | ratio | server CPU ms (each round) | ratio | dropped by the server |",

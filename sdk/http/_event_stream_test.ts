@@ -562,6 +562,49 @@ describe("event stream delta runs", () => {
   });
 });
 
+describe("event stream deltas ahead of storage", () => {
+  it("writes a block's deltas before the block's end, however soon it is stored", async () => {
+    const storage = memoryStorage();
+    const harness = await createHarness({
+      adapters: [],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage,
+      batchWindowMs: 60_000, // only the announcement below makes anything durable
+    });
+    try {
+      const agent = await harness.createAgent({ id: "s" });
+      const session = agent.session;
+      const feed = liveFeed(
+        harness.ctx,
+        agent,
+        { deltas: true, storage },
+        new FrameWriter(session.header.incarnation!),
+      );
+      const reader = feed.join(100, () => {});
+      const from = session.seq;
+      session.append("turn/start", { turn: 1 });
+      session.append("step/start", { turn: 1, step: 1 });
+      appendChunk(session, 1, 1, { type: "block-start", index: 0, blockType: "text" });
+      for (const text of ["a", "b", "c"]) appendChunk(session, 1, 1, { type: "text-delta", index: 0, text });
+      appendChunk(session, 1, 1, { type: "block-end", index: 0, block: { type: "text", text: "abc" } });
+      // The block reaches storage before the feed's segment seals.
+      harness.ctx.emit("session/durable", session, session.seq);
+      const segment = (await feed.segment(reader, new Promise<void>(() => {})))!;
+      const frames = parseFrames(new TextDecoder().decode(segment.bytes));
+      const log = session.events;
+      assert.deepEqual(
+        frames.map((m) => m.event === "delta" ? `delta ${m.data.seq}-${m.data.last} ${m.id ?? "no id"}` : seqOf(m)),
+        [`delta ${from + 3}-${from + 5} no id`, ...range(from, from + 3), from + 6],
+        "the deltas (ahead of storage: one frame, without an id) come before the block's end",
+      );
+      assert.deepEqual(frames[0].data, deltaPayloadOf(log, from + 3, from + 5));
+      feed.leave(reader);
+    } finally {
+      await harness.dispose();
+    }
+  });
+});
+
 describe("event stream bound", () => {
   it("counts every chunk a delta frame carries against a reader's bound", async () => {
     const { harness, session, feed } = await feedOfNewAgent();

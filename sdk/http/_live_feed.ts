@@ -1,5 +1,6 @@
 // Internal: the live tail of one agent, encoded once and shared by every event
-// stream that follows it.
+// stream that follows it. Longer than the house limit on purpose: what enters
+// a segment, when it seals and who may still read it are one bookkeeping.
 //
 // A stream used to get its own queue item, wake-up and write per event, so 40
 // readers cost 40 times the per-event work (the fan-out, not the agent, was
@@ -9,7 +10,9 @@
 // encoding pass), and seals the segment 5 ms after its first event or at
 // 256 KB. Without storage the frames of the committed events are written when
 // the segment seals (or before any other frame or a reader's join), not inside
-// each commit; a run of one block's streamed chunks becomes one delta frame.
+// each commit, and so are, with storage, the deltas sent ahead of storage; a
+// run of one block's streamed chunks becomes one delta frame, its texts
+// encoded in one pass.
 // Each reader then writes whole segments, the same bytes for every reader that
 // is caught up, with one wake-up per segment. A reader that is not at a
 // segment's first seq (it joined mid-way, or wrote a backlog past it) writes
@@ -126,6 +129,9 @@ export class LiveFeed {
   #sealTimer: ReturnType<typeof setTimeout> | undefined;
   /** Without storage: the events below this seq are committed, and the ones from `#nextSeq` not yet written. */
   #pendingTo = 0;
+  /** With storage and deltas: the events from `#previewFrom` below `#previewTo` are committed, their deltas not written. */
+  #previewFrom: number;
+  #previewTo: number;
   /** Writing the pending events: the segment seals after them. */
   #draining = false;
   #ending = false;
@@ -145,6 +151,7 @@ export class LiveFeed {
     this.#renew();
     const session = agent.session;
     this.#startSeq = this.#nextSeq = session.seq;
+    this.#previewFrom = this.#previewTo = session.seq;
     const durable = options.storage !== undefined;
     if (!durable) {
       // Without storage a committed event is acknowledged: it enters at once.
@@ -155,15 +162,20 @@ export class LiveFeed {
         this.#sealTimer ??= setTimeout(() => this.#seal(false), SEAL_MS);
       }));
     } else if (options.deltas) {
-      // With storage a streamed chunk goes out as soon as it is committed, ahead of storage and
-      // without an id; its session frame is not sent (a reader that resumes gets it from the log).
+      // With storage a streamed chunk goes out ahead of storage, without an id, in the segment it is committed in
+      // (its frame written, like the committed events' without storage, when the segment seals or before any other
+      // frame); its session frame is not sent (a reader that resumes gets it from the log).
       this.#off.push(session.observe((event) => {
-        if (!this.#ended) this.#delta(event, false);
+        this.#previewTo = event.seq + 1;
+        this.#sealTimer ??= setTimeout(() => this.#seal(false), SEAL_MS);
       }));
     }
     if (durable) {
       this.#off.push(ctx.on("session/durable", (s, nextSeq) => {
-        if (s === session) this.#events(nextSeq);
+        if (s !== session) return;
+        // The deltas committed before go first: a block's deltas precede its end.
+        this.#drain();
+        this.#events(nextSeq);
       }));
     }
     this.#off.push(ctx.on("agent/status", (a, status: AgentStatus) => {
@@ -258,15 +270,8 @@ export class LiveFeed {
         const events = session.slice(this.#nextSeq, nextSeq);
         const runs = this.options.deltas && this.options.storage === undefined;
         for (let i = 0; i < events.length; i++) {
-          this.#session(events[i]);
-          if (!runs || !isStreamedDelta(events[i])) continue;
-          // The chunks that continue it join its frame in one write.
-          let to = i + 1;
-          while (to < events.length && continuesRun(events[to - 1], events[to])) to++;
-          if (to > i + 1 && this.#codec.extend(this.#out, events, i + 1, to, true)) {
-            this.#extend(events[to - 1].seq, to - i - 1);
-            i = to - 1;
-          }
+          if (runs && isStreamedDelta(events[i])) i = this.#run(events, i, true);
+          else this.#session(events[i]);
         }
       }
     }
@@ -289,6 +294,19 @@ export class LiveFeed {
     this.#drain();
     this.#codec.other(this.#out, event, data);
     this.#add(-1, seal);
+  }
+
+  /**
+   * The delta frame of `events[i]`, a streamed chunk, that carries the chunks after it that continue it too (their
+   * texts in one write); returns the index of the last chunk it carries.
+   */
+  #run(events: readonly SessionEvent[], i: number, withId: boolean): number {
+    this.#delta(events[i], withId);
+    let to = i + 1;
+    while (to < events.length && continuesRun(events[to - 1], events[to])) to++;
+    if (to === i + 1 || !this.#codec.extend(this.#out, events, i + 1, to, withId)) return i;
+    this.#extend(withId ? events[to - 1].seq : -1, to - i - 1);
+    return to - 1;
   }
 
   /** A streamed chunk's delta frame, new or the last one extended; with its id, a point a reader may resume after. */
@@ -337,12 +355,19 @@ export class LiveFeed {
     this.close();
   }
 
-  /** Write the frames of the committed events not written yet (without storage). */
+  /** Write the frames of the committed events not written yet: without storage all, with storage their deltas. */
   #drain(): void {
-    if (this.#pendingTo <= this.#nextSeq || this.#draining) return;
+    if (this.#draining || this.#ended) return;
+    const pending = this.#pendingTo > this.#nextSeq, previews = this.#previewTo > this.#previewFrom;
+    if (!pending && !previews) return;
     this.#draining = true;
     try {
-      this.#events(this.#pendingTo);
+      if (pending) this.#events(this.#pendingTo);
+      if (previews) {
+        const events = this.agent.session.slice(this.#previewFrom, this.#previewTo);
+        this.#previewFrom = this.#previewTo;
+        for (let i = 0; i < events.length; i++) if (isStreamedDelta(events[i])) i = this.#run(events, i, false);
+      }
     } finally {
       this.#draining = false;
     }
