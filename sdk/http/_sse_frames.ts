@@ -256,6 +256,16 @@ const LAST = encoder.encode(',"last":');
 /** Room for the literals of a tool-call delta beyond the others' (`,"name":` and `,"argumentsDelta":`). */
 const TOOL_EXTRA = NAME.length + ARGUMENTS.length;
 
+/** A delta frame that the next chunks may extend: where it is (`out` until its next `take()`), where its text ends. */
+interface OpenRun {
+  out: FrameBuffer;
+  taken: number;
+  end: number;
+  textEnd: number;
+  withId: boolean;
+  last: SessionEvent;
+}
+
 /**
  * The frames of one incarnation's streams, written as UTF-8 into a segment's
  * bytes: the same bytes as {@linkcode sessionFrame}, {@linkcode deltaFrame}
@@ -276,9 +286,7 @@ export class FrameWriter {
   #sessionMiddle: Uint8Array = new Uint8Array(0);
   #deltaMiddle: Uint8Array = new Uint8Array(0);
   /** The delta frame written last: where it is (`out` until its next `take()`), where its text ends, its last chunk. */
-  #run:
-    | { out: FrameBuffer; taken: number; end: number; textEnd: number; withId: boolean; last: SessionEvent }
-    | undefined;
+  #run: OpenRun | undefined;
 
   constructor(incarnation: string) {
     this.#incarnation = incarnation;
@@ -337,14 +345,7 @@ export class FrameWriter {
     ) {
       const text = deltaText(event);
       const b = out.reserve(jsonStringMax(text) + LAST.length + this.#deltaIdHead.length + 2 * NUMBER_MAX + 3);
-      let at = writeJsonStringBody(b, run.textEnd, text);
-      run.textEnd = at;
-      b[at++] = 0x22; // the closing quote
-      at = writeBytes(b, at, LAST);
-      at = this.#deltaTail(b, writeNumber(b, at, event.seq), event.seq, withId);
-      out.commit(at);
-      run.last = event;
-      run.end = at;
+      this.#endRun(out, b, writeJsonStringBody(b, run.textEnd, text), run, event, withId);
       return "extended";
     }
     this.#run = undefined;
@@ -395,9 +396,16 @@ export class FrameWriter {
     const json = JSON.stringify(text);
     out.commit(run.textEnd);
     out.text(json.slice(1, -1));
-    const last = events[to - 1];
     const b = out.reserve(1 + LAST.length + this.#deltaIdHead.length + 2 * NUMBER_MAX + 2);
-    let at = out.length;
+    this.#endRun(out, b, out.length, run, events[to - 1], withId);
+    return true;
+  }
+
+  /**
+   * The run's text ends at `at` in `b` (reserved in `out`): its closing quote, `last` (the seq of `last`, now its
+   * last chunk), and the frame's end.
+   */
+  #endRun(out: FrameBuffer, b: Uint8Array, at: number, run: OpenRun, last: SessionEvent, withId: boolean): void {
     run.textEnd = at;
     b[at++] = 0x22; // the closing quote
     at = writeBytes(b, at, LAST);
@@ -405,7 +413,6 @@ export class FrameWriter {
     out.commit(at);
     run.last = last;
     run.end = at;
-    return true;
   }
 
   /** The next delta starts a frame of its own (a reader joins, and skips the frames before). */
