@@ -307,7 +307,7 @@ export class LoopAgent implements Agent {
   }
 
   /**
-   * Publish a committed event to subscribers (the factory wires this to `session/event`).
+   * Publish a committed event to subscribers (the factory wires this to an observer of the session).
    *
    * @param event The committed event.
    */

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { counterClock } from "../agent/_test_support.ts";
 import { fileStorage } from "../persistence/file_storage.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
+import type { SessionStorage } from "../persistence/session_storage.ts";
 import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
 import { createHarness } from "../harness.ts";
 import { appendChunk, Session } from "../session/session.ts";
@@ -598,6 +599,47 @@ describe("event stream deltas ahead of storage", () => {
         "the deltas (ahead of storage: one frame, without an id) come before the block's end",
       );
       assert.deepEqual(frames[0].data, deltaPayloadOf(log, from + 3, from + 5));
+      feed.leave(reader);
+    } finally {
+      await harness.dispose();
+    }
+  });
+});
+
+describe("event stream deltas ahead of storage at the end", () => {
+  it("writes a block's deltas before the block's end when the session is released before the segment seals", async () => {
+    const harness = await createHarness({ adapters: [], model: { provider: "scripted", model: "scripted-model" } });
+    try {
+      const agent = await harness.createAgent({ id: "s" });
+      const session = agent.session;
+      // What the feed asks of storage at the end: how far the log is stored (all of it).
+      const storage = { stat: () => Promise.resolve({ nextSeq: session.seq }) } as unknown as SessionStorage;
+      const feed = liveFeed(
+        harness.ctx,
+        agent,
+        { deltas: true, storage },
+        new FrameWriter(session.header.incarnation!),
+      );
+      const reader = feed.join(100, () => {});
+      const from = session.seq;
+      session.append("turn/start", { turn: 1 });
+      appendChunk(session, 1, 1, { type: "block-start", index: 0, blockType: "text" });
+      for (const text of ["a", "b"]) appendChunk(session, 1, 1, { type: "text-delta", index: 0, text });
+      appendChunk(session, 1, 1, { type: "block-end", index: 0, block: { type: "text", text: "ab" } });
+      harness.ctx.emit("session/disposed", session);
+      const never = new Promise<void>(() => {});
+      const frames = [];
+      for (let segment = await feed.segment(reader, never); segment !== undefined; reader.pos++) {
+        frames.push(...parseFrames(new TextDecoder().decode(segment.bytes)));
+        if (segment.end) break;
+        segment = await feed.segment(reader, never);
+      }
+      assert.deepEqual(
+        frames.map((m) =>
+          m.event === "delta" ? `delta ${m.data.seq}-${m.data.last}` : m.event === "end" ? "end" : seqOf(m)
+        ),
+        [`delta ${from + 2}-${from + 3}`, from, from + 1, from + 4, "end"],
+      );
       feed.leave(reader);
     } finally {
       await harness.dispose();

@@ -172,10 +172,7 @@ export class LiveFeed {
     }
     if (durable) {
       this.#off.push(ctx.on("session/durable", (s, nextSeq) => {
-        if (s !== session) return;
-        // The deltas committed before go first: a block's deltas precede its end.
-        this.#drain();
-        this.#events(nextSeq);
+        if (s === session) this.#durable(nextSeq);
       }));
     }
     this.#off.push(ctx.on("agent/status", (a, status: AgentStatus) => {
@@ -257,6 +254,12 @@ export class LiveFeed {
 
   #renew(): void {
     this.#changed = new Promise((resolve) => (this.#signal = resolve));
+  }
+
+  /** With storage: the events below `nextSeq` are on storage; the deltas committed before go first (a block's deltas precede its end). */
+  #durable(nextSeq: number): void {
+    this.#drain();
+    this.#events(nextSeq);
   }
 
   /** Session frames up to `nextSeq` (exclusive) enter the feed. */
@@ -344,7 +347,7 @@ export class LiveFeed {
     const { storage } = this.options;
     if (storage !== undefined) {
       try {
-        this.#events((await storage.stat(this.agent.id))?.nextSeq ?? 0);
+        this.#durable((await storage.stat(this.agent.id))?.nextSeq ?? 0);
       } catch {
         // The stream still ends; a reader resumes from what it holds.
       }
