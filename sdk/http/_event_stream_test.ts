@@ -8,7 +8,7 @@ import { fileStorage } from "../persistence/file_storage.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
 import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
-import { createHarness } from "../harness.ts";
+import { createHarness, type Harness } from "../harness.ts";
 import { appendChunk, Session } from "../session/session.ts";
 import { Writer } from "./_event_stream.ts";
 import { liveFeed, type Segment } from "./_live_feed.ts";
@@ -563,7 +563,39 @@ describe("event stream delta runs", () => {
   });
 });
 
+/**
+ * A feed of deltas with `storage` for a new agent, one reader, and a block of `texts` committed after it joined
+ * (`turn/start`, `block-start`, the deltas, `block-end`); `from` is the seq of `turn/start`.
+ */
+async function storageFeedWithBlock(harness: Harness, storage: (session: Session) => SessionStorage, texts: string[]) {
+  const agent = await harness.createAgent({ id: "s" });
+  const session = agent.session;
+  const feed = liveFeed(
+    harness.ctx,
+    agent,
+    { deltas: true, storage: storage(session) },
+    new FrameWriter(session.header.incarnation!),
+  );
+  const reader = feed.join(100, () => {});
+  const from = session.seq;
+  session.append("turn/start", { turn: 1 });
+  appendChunk(session, 1, 1, { type: "block-start", index: 0, blockType: "text" });
+  for (const text of texts) appendChunk(session, 1, 1, { type: "text-delta", index: 0, text });
+  appendChunk(session, 1, 1, { type: "block-end", index: 0, block: { type: "text", text: texts.join("") } });
+  return { session, feed, reader, from };
+}
+
+/** A frame as `delta <seq>-<last> <id or "no id">`, the event's seq, or its event name. */
+const frameName = (m: SseMessage) =>
+  m.event === "delta"
+    ? `delta ${m.data.seq}-${m.data.last} ${m.id ?? "no id"}`
+    : m.event === "session"
+    ? seqOf(m)
+    : m.event;
+
 describe("event stream deltas ahead of storage", () => {
+  const never = new Promise<void>(() => {});
+
   it("writes a block's deltas before the block's end, however soon it is stored", async () => {
     const storage = memoryStorage();
     const harness = await createHarness({
@@ -573,73 +605,37 @@ describe("event stream deltas ahead of storage", () => {
       batchWindowMs: 60_000, // only the announcement below makes anything durable
     });
     try {
-      const agent = await harness.createAgent({ id: "s" });
-      const session = agent.session;
-      const feed = liveFeed(
-        harness.ctx,
-        agent,
-        { deltas: true, storage },
-        new FrameWriter(session.header.incarnation!),
-      );
-      const reader = feed.join(100, () => {});
-      const from = session.seq;
-      session.append("turn/start", { turn: 1 });
-      session.append("step/start", { turn: 1, step: 1 });
-      appendChunk(session, 1, 1, { type: "block-start", index: 0, blockType: "text" });
-      for (const text of ["a", "b", "c"]) appendChunk(session, 1, 1, { type: "text-delta", index: 0, text });
-      appendChunk(session, 1, 1, { type: "block-end", index: 0, block: { type: "text", text: "abc" } });
+      const { session, feed, reader, from } = await storageFeedWithBlock(harness, () => storage, ["a", "b", "c"]);
       // The block reaches storage before the feed's segment seals.
       harness.ctx.emit("session/durable", session, session.seq);
-      const segment = (await feed.segment(reader, new Promise<void>(() => {})))!;
-      const frames = parseFrames(new TextDecoder().decode(segment.bytes));
-      const log = session.events;
+      const frames = parseFrames(new TextDecoder().decode((await feed.segment(reader, never))!.bytes));
       assert.deepEqual(
-        frames.map((m) => m.event === "delta" ? `delta ${m.data.seq}-${m.data.last} ${m.id ?? "no id"}` : seqOf(m)),
-        [`delta ${from + 3}-${from + 5} no id`, ...range(from, from + 3), from + 6],
+        frames.map(frameName),
+        [`delta ${from + 2}-${from + 4} no id`, from, from + 1, from + 5],
         "the deltas (ahead of storage: one frame, without an id) come before the block's end",
       );
-      assert.deepEqual(frames[0].data, deltaPayloadOf(log, from + 3, from + 5));
+      assert.deepEqual(frames[0].data, deltaPayloadOf(session.events, from + 2, from + 4));
       feed.leave(reader);
     } finally {
       await harness.dispose();
     }
   });
-});
 
-describe("event stream deltas ahead of storage at the end", () => {
-  it("writes a block's deltas before the block's end when the session is released before the segment seals", async () => {
+  it("writes them before the block's end when the session is released before the segment seals", async () => {
     const harness = await createHarness({ adapters: [], model: { provider: "scripted", model: "scripted-model" } });
     try {
-      const agent = await harness.createAgent({ id: "s" });
-      const session = agent.session;
       // What the feed asks of storage at the end: how far the log is stored (all of it).
-      const storage = { stat: () => Promise.resolve({ nextSeq: session.seq }) } as unknown as SessionStorage;
-      const feed = liveFeed(
-        harness.ctx,
-        agent,
-        { deltas: true, storage },
-        new FrameWriter(session.header.incarnation!),
-      );
-      const reader = feed.join(100, () => {});
-      const from = session.seq;
-      session.append("turn/start", { turn: 1 });
-      appendChunk(session, 1, 1, { type: "block-start", index: 0, blockType: "text" });
-      for (const text of ["a", "b"]) appendChunk(session, 1, 1, { type: "text-delta", index: 0, text });
-      appendChunk(session, 1, 1, { type: "block-end", index: 0, block: { type: "text", text: "ab" } });
+      const stored = (session: Session) =>
+        ({ stat: () => Promise.resolve({ nextSeq: session.seq }) }) as unknown as SessionStorage;
+      const { session, feed, reader, from } = await storageFeedWithBlock(harness, stored, ["a", "b"]);
       harness.ctx.emit("session/disposed", session);
-      const never = new Promise<void>(() => {});
-      const frames = [];
+      const frames: SseMessage[] = [];
       for (let segment = await feed.segment(reader, never); segment !== undefined; reader.pos++) {
         frames.push(...parseFrames(new TextDecoder().decode(segment.bytes)));
         if (segment.end) break;
         segment = await feed.segment(reader, never);
       }
-      assert.deepEqual(
-        frames.map((m) =>
-          m.event === "delta" ? `delta ${m.data.seq}-${m.data.last}` : m.event === "end" ? "end" : seqOf(m)
-        ),
-        [`delta ${from + 2}-${from + 3}`, from, from + 1, from + 4, "end"],
-      );
+      assert.deepEqual(frames.map(frameName), [`delta ${from + 2}-${from + 3} no id`, from, from + 1, from + 4, "end"]);
       feed.leave(reader);
     } finally {
       await harness.dispose();
