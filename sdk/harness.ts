@@ -32,6 +32,7 @@ import type { Agent, AgentHandle, AgentOptions } from "./agent/agent.ts";
 import type { AgentEvents } from "./agent/agent_events.ts";
 import { AgentRegistry, type CreateAgentOptions } from "./agent/agent_registry.ts";
 import { createLoopFactory } from "./agent/agent_loop_plugin.ts";
+import { randomId } from "./session/_flat_string.ts";
 
 /** Every event of a harness: the kernel's and each subsystem's. Applications may augment it. */
 export interface HarnessEvents
@@ -207,7 +208,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
   const options = await withConfig(input);
   const ctx = createKernel<HarnessEvents, HarnessServices>();
   const now = options.now ?? Date.now;
-  const newId = options.newId ?? (() => crypto.randomUUID());
+  const newId = options.newId ?? randomId;
   const handles = new Map<string, AgentHandle>();
   let disposed = false;
 

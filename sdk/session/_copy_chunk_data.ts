@@ -11,6 +11,7 @@
 // what was read.
 
 import { vouch } from "./_copy_event_data.ts";
+import { flatString } from "./_flat_string.ts";
 
 const hasOwn = Object.prototype.hasOwnProperty;
 
@@ -61,7 +62,8 @@ const USAGE_KEYS: ReadonlySet<string> = new Set([
   "reasoningTokens",
 ]);
 
-// A text, reasoning or tool-call block with exactly its fields, all strings. The copy is vouched for (see
+// A text, reasoning or tool-call block with exactly its fields, all strings. Its text (an adapter's `+=` of the
+// deltas) is flattened: the log keeps it for good (see _flat_string.ts). The copy is vouched for (see
 // _copy_event_data.ts), as is a usage copy: the loop's assistant message carries the logged block-end blocks and
 // usage, and its append then shares them instead of copying them again.
 function copyBlock(block: unknown): Readonly<Record<string, unknown>> | undefined {
@@ -70,13 +72,13 @@ function copyBlock(block: unknown): Readonly<Record<string, unknown>> | undefine
   if (type === "text" || type === "reasoning") {
     if (!hasExactly(block, TEXT_BLOCK_KEYS)) return undefined;
     const text = block.text;
-    return typeof text === "string" ? vouch(Object.freeze({ type, text })) : undefined;
+    return typeof text === "string" ? vouch(Object.freeze({ type, text: flatString(text) })) : undefined;
   }
   if (type === "tool-call") {
     if (!hasExactly(block, CALL_BLOCK_KEYS)) return undefined;
     const id = block.id, name = block.name, args = block.arguments;
     if (typeof id !== "string" || typeof name !== "string" || typeof args !== "string") return undefined;
-    return vouch(Object.freeze({ type, id, name, arguments: args }));
+    return vouch(Object.freeze({ type, id, name, arguments: flatString(args) }));
   }
   return undefined;
 }
