@@ -1,5 +1,7 @@
 /**
- * `UpdateQueue`: what feeds one `Agent.subscribe()` iterator, with its bound.
+ * What the agent hands its updates to: an `UpdateQueue` feeds one
+ * `Agent.subscribe()` iterator, with its bound; an `UpdateListener` calls one
+ * `Agent.listen()` listener at once.
  *
  * @module
  */
@@ -7,12 +9,18 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { AgentUpdate } from "./agent.ts";
 
+/** Where the agent publishes its updates, in order; `close()` ends the delivery. */
+export interface UpdateSink {
+  push(update: AgentUpdate): void;
+  close(): void;
+}
+
 /**
  * A queue that feeds one `subscribe()` iterator. Written as a plain async
  * iterator (not a generator) so that `return()` ends it at once, even while
  * the consumer is waiting for the next item.
  */
-export class UpdateQueue implements AsyncIterableIterator<AgentUpdate> {
+export class UpdateQueue implements AsyncIterableIterator<AgentUpdate>, UpdateSink {
   // The oldest buffered update, then the rest in order. A streamed delta is usually the only one buffered (pushed
   // right after its event, which the waiting reader took): it stays in `#first`, because an array that a `shift()`
   // empties loses its backing store on V8, and the next `push` allocates a new one, once per chunk.
@@ -89,5 +97,34 @@ export class UpdateQueue implements AsyncIterableIterator<AgentUpdate> {
 
   [Symbol.asyncIterator](): AsyncIterableIterator<AgentUpdate> {
     return this;
+  }
+}
+
+/**
+ * Calls one `listen()` listener with each update, synchronously. A listener
+ * that throws is reported on the console and keeps listening, as a session
+ * observer does: the agent and the other listeners go on.
+ */
+export class UpdateListener implements UpdateSink {
+  #listener: ((update: AgentUpdate) => void) | undefined;
+  readonly #agentId: string;
+
+  constructor(listener: (update: AgentUpdate) => void, agentId: string) {
+    this.#listener = listener;
+    this.#agentId = agentId;
+  }
+
+  push(update: AgentUpdate): void {
+    const listener = this.#listener;
+    if (listener === undefined) return;
+    try {
+      listener(update);
+    } catch (error) {
+      console.error(`[@dsh/harness] a listener of agent ${this.#agentId} threw:`, error);
+    }
+  }
+
+  close(): void {
+    this.#listener = undefined;
   }
 }

@@ -203,6 +203,47 @@ export interface Agent {
    * `SUBSCRIBER_OVERFLOW`.
    */
   subscribe(options?: SubscribeOptions): AsyncIterable<AgentUpdate>;
+  /**
+   * Hear what `subscribe()` yields — committed events, streaming deltas and
+   * status changes, in the same order — synchronously, as each happens: an
+   * event and its delta from inside the session's append, a status change when
+   * it is made. Nothing is buffered, so nothing is dropped and no promise is
+   * made per update: the cheap way to follow an agent (in the peer benchmark's
+   * conversation 13–32 % less CPU than a `for await` over `subscribe()`, see
+   * bench/PROFILE.md).
+   *
+   * The listener runs inside the append, so it must not append to the session
+   * or call what does (`followup`, `steer`, `cancel`…): such an append throws
+   * `APPEND_REENTERED`. Queue that work instead (`queueMicrotask`). A listener
+   * that throws is reported on the console and keeps listening; the agent and
+   * the other listeners go on. Disposing the agent ends every listener.
+   *
+   * @param listener Called with each update.
+   * @returns Stops the listener; calling it again does nothing.
+   * @throws {HarnessError} `INVALID_ARGS` when `listener` is not a function.
+   *
+   * @example Count the streamed text as it arrives
+   * ```ts
+   * import { createHarness } from "@dsh/harness";
+   * import { scriptedAdapter, textResponse } from "@dsh/harness/testing";
+   * import assert from "node:assert/strict";
+   *
+   * const harness = await createHarness({
+   *   adapters: [scriptedAdapter(textResponse("Hello there"))],
+   *   model: { provider: "scripted", model: "scripted-model" },
+   * });
+   * const agent = await harness.createAgent();
+   * let streamed = "";
+   * const stop = agent.listen((update) => {
+   *   if (update.kind === "delta" && update.blockType === "text") streamed += update.text;
+   * });
+   * const result = await agent.run("Hi");
+   * stop();
+   * assert.equal(streamed, result.text);
+   * await harness.dispose();
+   * ```
+   */
+  listen(listener: (update: AgentUpdate) => void): () => void;
 }
 
 /** A created agent plus the capability to dispose it. */

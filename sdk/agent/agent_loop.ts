@@ -84,7 +84,7 @@ import {
   toolErrorMessage,
   ZERO_USAGE,
 } from "./_loop_values.ts";
-import { UpdateQueue } from "./_update_queue.ts";
+import { UpdateListener, UpdateQueue, type UpdateSink } from "./_update_queue.ts";
 
 /** Services and events the loop uses. */
 export interface LoopServices {
@@ -176,8 +176,9 @@ export class LoopAgent implements Agent {
   #turnUsage: TokenUsage = ZERO_USAGE;
   /** The text of the turn's latest assistant message that had text. */
   #turnText = "";
-  // Replaced, never changed in place (a publish iterates the list it started with).
-  #queues: readonly UpdateQueue[] = [];
+  // The subscribers' queues and the listeners. Replaced, never changed in place (a publish iterates the list it
+  // started with).
+  #sinks: readonly UpdateSink[] = [];
   readonly #claimedBy = new Map<string, number>();
   readonly #runWaiters = new Map<string, { resolve: (r: RunResult) => void; reject: (e: unknown) => void }>();
 
@@ -300,10 +301,27 @@ export class LoopAgent implements Agent {
     if (!Number.isInteger(max) || max <= 0) {
       throw new HarnessError("INVALID_ARGS", "maxBuffered must be a positive integer");
     }
-    const queue: UpdateQueue = new UpdateQueue(() => (this.#queues = this.#queues.filter((q) => q !== queue)), max);
+    const queue: UpdateQueue = new UpdateQueue(() => this.#drop(queue), max);
     if (this.#disposed) queue.close();
-    else this.#queues = [...this.#queues, queue];
+    else this.#sinks = [...this.#sinks, queue];
     return queue;
+  }
+
+  listen(listener: (update: AgentUpdate) => void): () => void {
+    if (typeof listener !== "function") {
+      throw new HarnessError("INVALID_ARGS", "listen() takes a function");
+    }
+    const sink = new UpdateListener(listener, this.id);
+    if (this.#disposed) sink.close();
+    else this.#sinks = [...this.#sinks, sink];
+    return () => {
+      sink.close();
+      this.#drop(sink);
+    };
+  }
+
+  #drop(sink: UpdateSink): void {
+    if (this.#sinks.includes(sink)) this.#sinks = this.#sinks.filter((s) => s !== sink);
   }
 
   /**
@@ -312,9 +330,9 @@ export class LoopAgent implements Agent {
    * @param event The committed event.
    */
   publish(event: SessionEvent): void {
-    const queues = this.#queues;
-    if (queues.length === 0) return;
-    for (let i = 0; i < queues.length; i++) queues[i].push({ kind: "event", event });
+    const sinks = this.#sinks;
+    if (sinks.length === 0) return;
+    for (let i = 0; i < sinks.length; i++) sinks[i].push({ kind: "event", event });
     if (event.type === "assistant/chunk") {
       const { turn, step, chunk } = event.data;
       const type = chunk.type, seq = event.seq;
@@ -325,7 +343,7 @@ export class LoopAgent implements Agent {
         : type === "tool-call-delta"
         ? toolCallDelta(seq, turn, step, chunk)
         : undefined;
-      if (delta !== undefined) { for (let i = 0; i < queues.length; i++) queues[i].push(delta); }
+      if (delta !== undefined) { for (let i = 0; i < sinks.length; i++) sinks[i].push(delta); }
     }
   }
 
@@ -344,8 +362,9 @@ export class LoopAgent implements Agent {
       waiter.reject(new HarnessError("AGENT_DISPOSED", `Agent "${this.id}" was disposed before input "${id}" ran`));
     }
     this.#runWaiters.clear();
-    for (const queue of this.#queues) queue.close();
-    this.#queues = [];
+    const sinks = this.#sinks;
+    this.#sinks = [];
+    for (const sink of sinks) sink.close();
     this.#releaseIdle();
   }
 
@@ -392,7 +411,7 @@ export class LoopAgent implements Agent {
     if (this.#status === status) return;
     this.#status = status;
     this.#ctx.emit("agent/status", this, status);
-    for (const queue of this.#queues) queue.push({ kind: "status", status });
+    for (const sink of this.#sinks) sink.push({ kind: "status", status });
   }
 
   /** After a defect, close whatever step and turn are open so the log stays well-formed. */

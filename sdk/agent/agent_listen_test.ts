@@ -1,0 +1,182 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { z } from "zod";
+import { createHarness, type Harness } from "../harness.ts";
+import { scriptedAdapter, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
+import { defineTool } from "../tools/mod.ts";
+import type { AgentUpdate } from "./agent.ts";
+import { counterClock, counterIds } from "./_test_support.ts";
+
+const echo = defineTool({
+  name: "echo",
+  description: "Echo the input",
+  parameters: z.object({ text: z.string() }),
+  output: { schema: z.string(), render: (_args, text) => text },
+  execute: ({ text }) => text,
+});
+
+async function agentWith(script: Parameters<typeof scriptedAdapter>[0]) {
+  const harness: Harness = await createHarness({
+    adapters: [scriptedAdapter(script)],
+    model: { provider: "scripted", model: "scripted-model" },
+    tools: [echo],
+    now: counterClock(),
+    newId: counterIds(),
+  });
+  return { harness, agent: await harness.createAgent({ id: "a1" }) };
+}
+
+const CONVERSATION = () => [
+  toolCallResponse([{ id: "c1", name: "echo", arguments: '{"text":"hi"}' }], { reasoning: "Echo it" }),
+  textResponse("Echoed: hi"),
+];
+
+/** A comparable form of an update: the event itself is compared by its seq. */
+function key(update: AgentUpdate): string {
+  if (update.kind === "event") return `event ${update.event.seq} ${update.event.type}`;
+  if (update.kind === "status") return `status ${update.status}`;
+  return `delta ${JSON.stringify(update)}`;
+}
+
+/** Capture console.error while `run` runs. */
+async function capturingErrors(run: () => Promise<void>): Promise<unknown[][]> {
+  const original = console.error;
+  const calls: unknown[][] = [];
+  console.error = (...args: unknown[]) => void calls.push(args);
+  try {
+    await run();
+  } finally {
+    console.error = original;
+  }
+  return calls;
+}
+
+describe("Agent.listen()", () => {
+  it("hears what subscribe() yields, in the same order", async () => {
+    const { harness, agent } = await agentWith(CONVERSATION());
+    const heard: string[] = [];
+    agent.listen((update) => heard.push(key(update)));
+    const yielded: string[] = [];
+    const reading = (async () => {
+      for await (const update of agent.subscribe()) yielded.push(key(update));
+    })();
+    await agent.run("Echo hi");
+    await harness.dispose();
+    await reading;
+    assert.deepEqual(heard, yielded);
+    // Every event of the log, and each delta after its chunk's event.
+    const events = heard.filter((k) => k.startsWith("event "));
+    assert.deepEqual(events, agent.session.events.map((e) => `event ${e.seq} ${e.type}`));
+    const deltas = heard.filter((k) => k.startsWith("delta "));
+    assert.ok(deltas.length > 0);
+    for (const delta of deltas) {
+      const seq = JSON.parse(delta.slice("delta ".length)).seq;
+      assert.equal(heard[heard.indexOf(delta) - 1], `event ${seq} assistant/chunk`);
+    }
+    assert.deepEqual(heard.filter((k) => k.startsWith("status ")), ["status running", "status idle"]);
+  });
+
+  it("is called inside the append: the event is the log's last when the listener hears it", async () => {
+    const { harness, agent } = await agentWith(CONVERSATION());
+    const lag: number[] = [];
+    agent.listen((update) => {
+      if (update.kind === "event") lag.push(agent.session.events.length - 1 - update.event.seq);
+      if (update.kind === "delta") lag.push(agent.session.events.length - 1 - update.seq);
+    });
+    await agent.run("Echo hi");
+    assert.ok(lag.length > agent.session.events.length);
+    assert.deepEqual([...new Set(lag)], [0]);
+    await harness.dispose();
+  });
+
+  it("a listener that throws is reported and keeps listening; the turn and the other listeners go on", async () => {
+    const { harness, agent } = await agentWith(CONVERSATION());
+    let thrown = 0;
+    agent.listen(() => {
+      thrown++;
+      throw new Error("listener broke");
+    });
+    const heard: string[] = [];
+    agent.listen((update) => heard.push(key(update)));
+    let text = "";
+    const errors = await capturingErrors(async () => {
+      text = (await agent.run("Echo hi")).text;
+    });
+    assert.equal(text, "Echoed: hi");
+    assert.equal(thrown, heard.length);
+    assert.equal(errors.length, thrown);
+    assert.match(String(errors[0][0]), /a listener of agent a1 threw/);
+    assert.equal((errors[0][1] as Error).message, "listener broke");
+    await harness.dispose();
+  });
+
+  it("an append from inside the listener is refused with APPEND_REENTERED, and the log stays whole", async () => {
+    const { harness, agent } = await agentWith([textResponse("ok"), textResponse("again")]);
+    const refused: unknown[] = [];
+    agent.listen((update) => {
+      if (update.kind !== "event" || update.event.type !== "turn/end") return;
+      try {
+        agent.followup("more");
+      } catch (error) {
+        refused.push(error);
+      }
+    });
+    await agent.run("Hi");
+    assert.equal(refused.length, 1);
+    assert.equal((refused[0] as { code?: string }).code, "APPEND_REENTERED");
+    assert.equal(agent.session.events.filter((e) => e.type === "turn/end").length, 1);
+    assert.equal(agent.inbox.count("next-turn"), 0); // the refused followup left nothing behind
+    assert.equal((await agent.run("Next")).text, "again");
+    await harness.dispose();
+  });
+
+  it("stops when its function is called (twice is harmless), also from inside itself", async () => {
+    const { harness, agent } = await agentWith([textResponse("one"), textResponse("two")]);
+    let heard = 0;
+    const stop = agent.listen(() => void heard++);
+    let once = 0;
+    const stopSelf = agent.listen(() => {
+      once++;
+      stopSelf();
+    });
+    // A listener stopped by an earlier one during a delivery does not hear that update either.
+    let stopLater = () => {};
+    agent.listen(() => stopLater());
+    let later = 0;
+    stopLater = agent.listen(() => void later++);
+    await agent.run("first");
+    assert.equal(later, 0);
+    const afterFirst = heard;
+    assert.ok(afterFirst > 0);
+    stop();
+    stop();
+    await agent.run("second");
+    assert.equal(heard, afterFirst);
+    assert.equal(once, 1);
+    await harness.dispose();
+  });
+
+  it("ends on dispose; a listener added after dispose is never called", async () => {
+    const { harness, agent } = await agentWith([textResponse("ok")]);
+    const heard: string[] = [];
+    agent.listen((update) => heard.push(key(update)));
+    await agent.run("Hi");
+    const count = heard.length;
+    await harness.dispose();
+    let late = 0;
+    const stop = agent.listen(() => void late++);
+    // The session outlives the agent: what is appended to it now reaches no listener.
+    agent.session.append("todo/write", { todos: [] });
+    stop();
+    assert.equal(heard.length, count);
+    assert.equal(late, 0);
+  });
+
+  it("takes only a function (INVALID_ARGS)", async () => {
+    const { harness, agent } = await agentWith([]);
+    for (const bad of [undefined, null, "fn", { call() {} }]) {
+      assert.throws(() => agent.listen(bad as never), { code: "INVALID_ARGS" });
+    }
+    await harness.dispose();
+  });
+});
