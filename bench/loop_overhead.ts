@@ -7,13 +7,15 @@
  * first-20 vs last-20 turn medians.
  *
  * Usage: `deno run -A --v8-flags=--expose-gc bench/loop_overhead.ts [--turns 200] [--repeat 3] [--invariants-on]
- * [--subject bare|scripted|replay|invariants-on]`, `bun bench/loop_overhead.ts …`,
+ * [--subject bare|scripted|replay|invariants-on|listen]`, `bun bench/loop_overhead.ts …`,
  * `node --expose-gc --import tsx bench/loop_overhead.ts …`. `BENCH_TURNS` may give T instead of `--turns`.
  *
  * Each subject runs a 20-turn warm-up session that is discarded, then
  * `repeat` fresh sessions of T turns; the figures are medians over the
  * repeats. Harness runs have the invariants off; `--invariants-on` adds one
- * run with them on (the defaults), so their cost is visible.
+ * run with them on (the defaults), so their cost is visible, and one more
+ * whose app counts the deltas with a synchronous `agent.listen()` instead of
+ * a `for await` over `agent.subscribe()` (the `listen` subject).
  *
  * Without `--subject` every subject runs in this one process (interleaved),
  * so a later session runs on a heap that earlier large sessions have grown:
@@ -136,6 +138,7 @@ async function runHarness(
   turns: number,
   adapter: LlmAdapter,
   invariants: boolean,
+  consume: "subscribe" | "listen" = "subscribe",
 ): Promise<HarnessRun> {
   const before = heapBaseline();
   let ids = 0;
@@ -150,9 +153,14 @@ async function runHarness(
   let agent: Agent | undefined;
   try {
     agent = await harness.createAgent();
-    const updates = (async () => {
-      for await (const update of agent.subscribe()) if (update.kind === "delta") deltas++;
-    })();
+    const updates = consume === "listen"
+      ? (agent.listen((update) => {
+        if (update.kind === "delta") deltas++;
+      }),
+        undefined)
+      : (async () => {
+        for await (const update of agent.subscribe()) if (update.kind === "delta") deltas++;
+      })();
     const times: number[] = [];
     const cpuTimes: number[] = [];
     let answers = 0;
@@ -200,7 +208,7 @@ function medianFigures(runs: readonly RunFigures[]): RunFigures {
 const turns = numberOption("turns", "BENCH_TURNS", 200);
 const repeat = numberOption("repeat", "BENCH_REPEAT", 3);
 const withInvariants = flag("invariants-on");
-const SUBJECTS = ["bare", "scripted", "replay", "invariants-on"] as const;
+const SUBJECTS = ["bare", "scripted", "replay", "invariants-on", "listen"] as const;
 type Subject = typeof SUBJECTS[number];
 const only = subjectOption();
 
@@ -214,7 +222,7 @@ function subjectOption(): Subject | undefined {
   return name;
 }
 const wants = (subject: Subject): boolean =>
-  only === undefined ? subject !== "invariants-on" || withInvariants : only === subject;
+  only === undefined ? (subject !== "invariants-on" && subject !== "listen") || withInvariants : only === subject;
 
 // Warm-up: one discarded 20-turn session per subject. The replay warm-up
 // plays the first 20 turns of a recorded scripted session.
@@ -246,12 +254,19 @@ if (wants("invariants-on")) {
   await runHarness("harness-scripted (invariants on) warm-up", WARMUP_TURNS, benchAdapter(), true);
   invariantsOn = (await runHarness("harness-scripted (invariants on)", turns, benchAdapter(), true)).figures;
 }
+let listening: RunFigures | undefined;
+if (wants("listen")) {
+  await runHarness("harness-scripted (listen) warm-up", WARMUP_TURNS, benchAdapter(), true, "listen");
+  listening = (await runHarness("harness-scripted (invariants on, listen)", turns, benchAdapter(), true, "listen"))
+    .figures;
+}
 
 const rows: [string, RunFigures][] = [];
 if (runs.bare.length > 0) rows.push(["bare", medianFigures(runs.bare)]);
 if (runs.scripted.length > 0) rows.push(["harness-scripted", medianFigures(runs.scripted)]);
 if (runs.replay.length > 0) rows.push(["harness-replay", medianFigures(runs.replay)]);
 if (invariantsOn) rows.push(["harness-scripted, invariants on (1 run)", invariantsOn]);
+if (listening) rows.push(["harness-scripted, invariants on, listen() (1 run)", listening]);
 const bare = rows.find(([name]) => name === "bare")?.[1];
 
 console.log(

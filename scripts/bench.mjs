@@ -500,7 +500,7 @@ async function benchLoop() {
     for (const [runtime, how] of Object.entries(RUNTIMES)) {
       // Each subject in its own process: a session must not run on a heap that earlier large sessions grew.
       let merged;
-      for (const subject of ["bare", "scripted", "replay", "invariants-on"]) {
+      for (const subject of ["bare", "scripted", "replay", "invariants-on", "listen"]) {
         console.log(`\n=== loop overhead: ${runtime}, T = ${turns}, ${subject}`);
         const [cmd, args] = how("bench/loop_overhead.ts", { gc: true });
         const out = await run(cmd, [
@@ -566,7 +566,9 @@ async function benchLoop() {
     "async generator with one `await` per chunk. *harness-scripted* runs it through `createHarness()` " +
     "(invariants off) with that model as its adapter; *harness-replay* through `replayAdapter()` on a fixture " +
     "recorded from the same conversation (`loadFixture(events)`, not strict); *bare* is plain code folding the " +
-    "same generator's chunks into messages. The application counts deltas through `agent.subscribe()`. " +
+    "same generator's chunks into messages. The application counts deltas with a `for await` over " +
+    "`agent.subscribe()`, except in the *listen()* row (invariants on, as in the row above it), where it counts " +
+    "them with the synchronous `agent.listen()`. " +
     "Each subject runs in its own process (a session timed after other large sessions in the same process ran " +
     "on their grown heap) — a 20-turn warm-up session, then fresh sessions of T turns (a replay process first " +
     `records its fixture, untimed); T = ${SIZES.turns} figures are ` +
