@@ -209,7 +209,7 @@ export interface Agent {
    * event and its delta from inside the session's append, a status change when
    * it is made. Nothing is buffered, so nothing is dropped and no promise is
    * made per update: the cheap way to follow an agent (in the peer benchmark's
-   * conversation 13–32 % less CPU than a `for await` over `subscribe()`, see
+   * conversation 10–32 % less CPU than a `for await` over `subscribe()`, see
    * bench/PROFILE.md).
    *
    * The listener runs inside the append, so it must not append to the session
