@@ -209,8 +209,8 @@ export interface Agent {
    * event and its delta from inside the session's append, a status change when
    * it is made. Nothing is buffered, so nothing is dropped and no promise is
    * made per update: the cheap way to follow an agent (in the peer benchmark's
-   * conversation 10–32 % less CPU than a `for await` over `subscribe()`, see
-   * bench/PROFILE.md).
+   * conversation 3–32 % less CPU than a `for await` over `subscribe()`, median
+   * 13 %; see bench/PROFILE.md).
    *
    * The listener runs inside the append, so it must not append to the session
    * or call what does (`followup`, `steer`, `cancel`…): such an append throws
