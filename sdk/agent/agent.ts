@@ -212,9 +212,13 @@ export interface Agent {
    * conversation 3–32 % less CPU than a `for await` over `subscribe()`, median
    * 13 %; see bench/PROFILE.md).
    *
-   * The listener runs inside the append, so it must not append to the session
-   * or call what does (`followup`, `steer`, `cancel`…): such an append throws
-   * `APPEND_REENTERED`. Queue that work instead (`queueMicrotask`). A listener
+   * Events and deltas are heard from inside the append, so the listener must
+   * not append to the session there: `followup`, `steer`, `inject`, `send` and
+   * `run` throw `APPEND_REENTERED`, and so does `cancel` when it has queued
+   * input to discard. Status changes are heard outside any append, while the
+   * agent is between turns: input queued then starts the next turn at once,
+   * and the listeners not yet reached hear only the newer status. Queue such
+   * work with `queueMicrotask()` to keep it out of the delivery. A listener
    * that throws is reported on the console and keeps listening; the agent and
    * the other listeners go on. Disposing the agent ends every listener.
    *

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { createHarness, type Harness } from "../harness.ts";
 import { scriptedAdapter, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
 import { defineTool } from "../tools/mod.ts";
+import type { SessionEvent } from "../session/mod.ts";
 import type { AgentUpdate } from "./agent.ts";
 import { counterClock, counterIds } from "./_test_support.ts";
 
@@ -36,6 +37,11 @@ function key(update: AgentUpdate): string {
   if (update.kind === "event") return `event ${update.event.seq} ${update.event.type}`;
   if (update.kind === "status") return `status ${update.status}`;
   return `delta ${JSON.stringify(update)}`;
+}
+
+/** Whether the event is a streamed chunk that a delta update accompanies. */
+function isDeltaChunk(event: SessionEvent): boolean {
+  return event.type === "assistant/chunk" && event.data.chunk.type.endsWith("-delta");
 }
 
 /** Capture console.error while `run` runs. */
@@ -153,6 +159,74 @@ describe("Agent.listen()", () => {
     await agent.run("second");
     assert.equal(heard, afterFirst);
     assert.equal(once, 1);
+    await harness.dispose();
+  });
+
+  it("stopping one listener or closing a subscription leaves the others hearing everything", async () => {
+    const { harness, agent } = await agentWith(CONVERSATION());
+    const kept: string[] = [];
+    let stopFirst = () => {};
+    stopFirst = agent.listen((update) => {
+      if (update.kind === "delta") stopFirst();
+    });
+    agent.listen((update) => kept.push(key(update)));
+    const closing = agent.subscribe()[Symbol.asyncIterator]();
+    const closed = closing.next().then(() => closing.return!());
+    await agent.run("Echo hi");
+    await closed;
+    assert.deepEqual(
+      kept.filter((k) => k.startsWith("event ")),
+      agent.session.events.map((e) => `event ${e.seq} ${e.type}`),
+    );
+    assert.ok(kept.includes("status idle"));
+    await harness.dispose();
+  });
+
+  it("a listener added during a delivery starts with the next update: never a delta without its event", async () => {
+    const { harness, agent } = await agentWith(CONVERSATION());
+    const late: AgentUpdate[] = [];
+    let added = false;
+    agent.listen((update) => {
+      if (!added && update.kind === "event" && isDeltaChunk(update.event)) {
+        added = true;
+        agent.listen((u) => late.push(u));
+      }
+    });
+    await agent.run("Echo hi");
+    assert.ok(late.length > 0);
+    const first = late[0];
+    const chunkSeq = agent.session.events.find(isDeltaChunk)!.seq;
+    assert.ok(
+      first.kind === "event" && first.event.seq === chunkSeq + 1,
+      "it starts with the event after the one being delivered",
+    );
+    const heardEvents = new Set(late.flatMap((u) => (u.kind === "event" ? [u.event.seq] : [])));
+    for (const u of late) {
+      if (u.kind === "delta") assert.ok(heardEvents.has(u.seq), `delta of seq ${u.seq} without its event`);
+    }
+    await harness.dispose();
+  });
+
+  it("input queued when the agent turns idle starts the next turn; later listeners never hear a stale idle", async () => {
+    const { harness, agent } = await agentWith([textResponse("one"), textResponse("two")]);
+    let queued = false;
+    agent.listen((update) => {
+      if (update.kind === "status" && update.status === "idle" && !queued) {
+        queued = true;
+        agent.followup("again");
+      }
+    });
+    const statuses: string[] = [];
+    agent.listen((update) => {
+      if (update.kind === "status") statuses.push(`${update.status} (agent ${agent.status})`);
+    });
+    const result = await agent.run("Hi");
+    assert.equal(result.text, "one");
+    // run() settles once the agent is idle again, after the turn the listener queued.
+    assert.equal(agent.status, "idle");
+    assert.equal(agent.session.events.filter((e) => e.type === "turn/end").length, 2);
+    // Each status heard is the agent's status when it is heard.
+    assert.deepEqual(statuses, ["running (agent running)", "running (agent running)", "idle (agent idle)"]);
     await harness.dispose();
   });
 

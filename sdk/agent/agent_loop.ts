@@ -397,7 +397,8 @@ export class LoopAgent implements Agent {
     } finally {
       this.#pumping = undefined;
       this.#setStatus("idle");
-      this.#releaseIdle();
+      // A status listener may have queued input and started the next pump: the waiters wait for that one to end.
+      if (this.#pumping === undefined) this.#releaseIdle();
     }
   }
 
@@ -411,7 +412,10 @@ export class LoopAgent implements Agent {
     if (this.#status === status) return;
     this.#status = status;
     this.#ctx.emit("agent/status", this, status);
-    for (const sink of this.#sinks) sink.push({ kind: "status", status });
+    // A status change is not made inside an append, so a listener may act on it (queue input: the next pump starts and
+    // announces `running` at once). The sinks not reached by then hear the newer status only, never a stale one after it.
+    const sinks = this.#sinks;
+    for (let i = 0; i < sinks.length && this.#status === status; i++) sinks[i].push({ kind: "status", status });
   }
 
   /** After a defect, close whatever step and turn are open so the log stays well-formed. */

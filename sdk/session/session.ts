@@ -679,7 +679,7 @@ export class Session {
     const time = this.#now();
     // The same value as the last event's (already checked): that one, boxed once.
     const last = this.#lastTime;
-    if (time === last) return last;
+    if (time === last && time !== 0) return last; // not for 0, which is also -0's equal
     if (!isTime(time)) {
       throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a non-negative safe integer`);
     }
