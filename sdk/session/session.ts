@@ -355,6 +355,7 @@ function isCount(n: unknown): n is number {
 // shape hold any value; an event then points at the box it is given, and #time() gives every event of the same
 // millisecond the same box. No effect on what the log holds, nor on other engines (JavaScriptCore stores doubles inline).
 Object.freeze({ type: "", seq: 0, time: null, data: null });
+const NO_TIME: object = Object.freeze({});
 
 export class Session {
   /** Deep-frozen creation metadata. */
@@ -374,8 +375,11 @@ export class Session {
   #derivedGeneration = 0;
   #requestHeader: EpochHeader | undefined;
   #requestContext: RequestContext | undefined;
-  /** The last time #time() returned: events of the same millisecond share it (see the note above the class). */
-  #lastTime: number | null = null;
+  /**
+   * The last time #time() returned: events of the same millisecond share it (see the note above the class). Before the
+   * first, an object of this module's that no clock can return, so that the first time is always checked.
+   */
+  #lastTime: unknown = NO_TIME;
 
   private constructor(
     id: string,
@@ -679,7 +683,7 @@ export class Session {
     const time = this.#now();
     // The same value as the last event's (already checked): that one, boxed once.
     const last = this.#lastTime;
-    if (time === last && time !== 0) return last; // not for 0, which is also -0's equal
+    if (time === last && time !== 0) return last as number; // not for 0, which is also -0's equal
     if (!isTime(time)) {
       throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a non-negative safe integer`);
     }

@@ -284,6 +284,30 @@ describe("Session validation of what is seeded or restored", () => {
     assert.equal(session.seq, 0);
   });
 
+  it("checks every time the clock gives: the first, a repeated one, and one after a good one", () => {
+    // A clock that turns bad after the header's time, then recovers: each bad value is refused, whether or not it is
+    // the first of the session (events of one millisecond share their time) or the same as the one before.
+    for (const bad of [null, undefined, Number.NaN, -1, 0.5, "7"]) {
+      const times: unknown[] = [5, bad, bad, 7, 7, bad, 7];
+      const session = Session.create("s", undefined, { now: () => times.shift() as number });
+      const logged: unknown[] = [];
+      for (let i = 0; i < 6; i++) {
+        try {
+          logged.push(session.append("turn/start", { turn: 1 }).time);
+        } catch (error) {
+          assert.equal((error as { code?: string }).code, "INVALID_ARGS", String(bad));
+          logged.push("refused");
+        }
+      }
+      assert.deepEqual(logged, ["refused", "refused", 7, 7, "refused", 7], String(bad));
+    }
+    // 0 and -0 are both good times, each logged as the clock gave it.
+    const zeros = [0, -0, 0];
+    const session = Session.create("z", undefined, { createdAt: 0, now: () => zeros.shift() as number });
+    const logged = [1, 2, 3].map(() => session.append("turn/start", { turn: 1 }).time);
+    assert.ok(Object.is(logged[0], 0) && Object.is(logged[1], -0) && Object.is(logged[2], 0), String(logged));
+  });
+
   it("reads each seed entry once, and each of its properties once", () => {
     const accepted = { type: "turn/start", seq: 0, time: 1, data: { turn: 1 } };
     let reads = 0;
