@@ -201,6 +201,10 @@ export interface Agent {
    * Live committed events, streaming deltas and status changes; ends on
    * dispose. A consumer more than `maxBuffered` updates behind is dropped with
    * `SUBSCRIBER_OVERFLOW`.
+   *
+   * An event is delivered once it is committed to the session's log: with
+   * storage, before it is on storage. `flushed()` resolves (and the kernel's
+   * `session/durable` event is emitted) once it is; `run()` settles only then.
    */
   subscribe(options?: SubscribeOptions): AsyncIterable<AgentUpdate>;
   /**
@@ -220,7 +224,9 @@ export interface Agent {
    * and the listeners not yet reached hear only the newer status. Queue such
    * work with `queueMicrotask()` to keep it out of the delivery. A listener
    * that throws is reported on the console and keeps listening; the agent and
-   * the other listeners go on. Disposing the agent ends every listener.
+   * the other listeners go on. Disposing the agent ends every listener. As with
+   * `subscribe()`, an event is heard when it is committed to the log, before
+   * storage has it: `flushed()` and `session/durable` say when it has.
    *
    * @param listener Called with each update.
    * @returns Stops the listener; calling it again does nothing.
