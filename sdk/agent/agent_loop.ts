@@ -125,11 +125,6 @@ interface StepOutcome {
   readonly concluded?: boolean;
 }
 
-/**
- * The loop's `Agent` implementation.
- *
- * Internal to the SDK: agents are made by `ctx.agents.create()` or `harness.createAgent()`.
- */
 /** The `subscribe()` update of a tool call's delta: `name` only on the delta that carries it. */
 function toolCallDelta(
   seq: number,
@@ -143,6 +138,11 @@ function toolCallDelta(
     : { kind: "delta", seq, turn, step, index, blockType: "tool-call", text, id, name };
 }
 
+/**
+ * The loop's `Agent` implementation.
+ *
+ * Internal to the SDK: agents are made by `ctx.agents.create()` or `harness.createAgent()`.
+ */
 export class LoopAgent implements Agent {
   readonly id: string;
   readonly options: AgentOptions;

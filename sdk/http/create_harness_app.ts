@@ -110,9 +110,9 @@ export interface HarnessAppOptions {
   /**
    * The most items (events, each chunk a delta frame carries, status changes)
    * an event stream buffers for a reader that does not keep up; past it the
-   * reader is dropped (its
-   * response ends with `event: dropped`, data `{"reason":"slow-reader"}`) and
-   * resumes with its `Last-Event-ID`, so a stalled client never slows an agent.
+   * reader is dropped (its response ends with `event: dropped`, data
+   * `{"reason":"slow-reader"}`) and resumes with its `Last-Event-ID`, so a
+   * stalled client never slows an agent.
    *
    * @default {4096}
    */

@@ -230,12 +230,17 @@ export function emitterOf(
   name: string,
 ): (a: unknown, b: unknown) => void {
   const emit = ctx.emit as unknown as (name: string, a: unknown, b: unknown) => void;
-  const idle = (ctx as unknown as Record<symbol, unknown>)[IDLE];
-  if (typeof idle !== "function") return (a, b) => emit(name, a, b);
-  const isIdle = idle as (name: string) => boolean;
+  const isIdle = idleCheckOf(ctx);
+  if (isIdle === undefined) return (a, b) => emit(name, a, b);
   return (a, b) => {
     if (!isIdle(name)) emit(name, a, b);
   };
+}
+
+/** A harness context's listener check (`[IDLE]`), or `undefined` for any other object. */
+function idleCheckOf(ctx: object): ((name: string) => boolean) | undefined {
+  const idle = (ctx as Record<symbol, unknown>)[IDLE];
+  return typeof idle === "function" ? idle as (name: string) => boolean : undefined;
 }
 
 /**
@@ -247,8 +252,7 @@ export function emitterOf(
  * @returns Whether an emit of `name` would reach no listener.
  */
 export function unheard(ctx: object, name: string): boolean {
-  const idle = (ctx as Record<symbol, unknown>)[IDLE];
-  return typeof idle === "function" && (idle as (name: string) => boolean)(name) === true;
+  return idleCheckOf(ctx)?.(name) === true;
 }
 
 const wrappers = new WeakMap<object, object>();
