@@ -44,6 +44,21 @@ const CLOSED: StreamChunk = {
   },
 };
 
+/** The terminal chunk for a producer whose `next()` answered something that is not an iterator result. */
+function notAResult(answer: unknown): StreamChunk {
+  const what = answer === null ? "null" : typeof answer;
+  return {
+    type: "finish",
+    reason: {
+      kind: "error",
+      failure: {
+        code: "MALFORMED_RESPONSE",
+        message: `Model stream's next() answered ${what}, not an iterator result object`,
+      },
+    },
+  };
+}
+
 const DONE: IteratorResult<StreamChunk> = Object.freeze({ value: undefined, done: true });
 
 /**
@@ -182,13 +197,16 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
       return settle(this.#abortResult());
     }
     this.#waiting = settle;
-    let next: Promise<IteratorResult<StreamChunk>>;
+    // Typed as the protocol says; #onStep checks what it actually gets.
+    let next: Promise<IteratorResult<StreamChunk>> | IteratorResult<StreamChunk>;
     try {
       next = this.#iterator!.next();
     } catch (error) {
       next = Promise.reject(error);
     }
-    next.then(this.#onStep, this.#onError);
+    // As `for await` does, an answer that is not a promise is taken as the result itself (a thenable is followed).
+    if (next instanceof Promise) next.then(this.#onStep, this.#onError);
+    else Promise.resolve(next).then(this.#onStep, this.#onError);
   }
 
   // The two settlers of a pull, made once per stream rather than once per
@@ -199,7 +217,10 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
     const resolve = this.#waiting;
     if (resolve === undefined) return;
     this.#waiting = undefined;
-    if (step.done) {
+    if (typeof step !== "object" || step === null) {
+      // Where `for await` would throw a TypeError: the call fails; the next pull closes the producer.
+      resolve(this.#final(notAResult(step)));
+    } else if (step.done) {
       this.#iterator = undefined;
       resolve(this.#final(this.#signal.aborted ? abortedFinish(this.#signal) : CLOSED));
     } else if (step.value?.type === "finish") {

@@ -131,3 +131,51 @@ describe("forEachChunk()", () => {
     }
   });
 });
+
+describe("guardStream() over a producer that breaks the iterator protocol", () => {
+  // A hand-written iterator whose next() gives `answers` in turn (then ends), recording whether it was closed.
+  function producer(answers: (() => unknown)[]) {
+    const state = { closed: false };
+    let i = 0;
+    const open = () =>
+      ({
+        [Symbol.asyncIterator]: () => ({
+          next: () => (i < answers.length ? answers[i++]() : Promise.resolve({ value: undefined, done: true })),
+          return: () => {
+            state.closed = true;
+            return Promise.resolve({ value: undefined, done: true });
+          },
+        }),
+      }) as unknown as AsyncIterable<StreamChunk>;
+    return { open, state };
+  }
+
+  it("ends the call with a MALFORMED_RESPONSE error when next() answers a non-object, and closes the producer", async () => {
+    for (const bad of [undefined, null, 42, "chunk"]) {
+      for (const settled of [true, false]) {
+        for (const drive of [pushed, collect]) {
+          const answer = () => settled ? Promise.resolve(bad) : bad;
+          const { open, state } = producer([() => Promise.resolve({ value: text("a"), done: false }), answer]);
+          const seen = await drive(guardStream(open, new AbortController().signal));
+          const label = `${String(bad)} (${settled ? "a promise" : "as is"}, ${drive.name})`;
+          assert.equal(seen.length, 2, label);
+          assert.deepEqual(seen[0], text("a"), label);
+          const last = seen[1];
+          assert.equal(last.type === "finish" && last.reason.kind, "error", label);
+          assert.equal(
+            last.type === "finish" && last.reason.kind === "error" && last.reason.failure.code,
+            "MALFORMED_RESPONSE",
+          );
+          assert.equal(state.closed, true, label);
+        }
+      }
+    }
+  });
+
+  it("takes an answer that is not a promise as the result itself, as for await does", async () => {
+    for (const drive of [pushed, collect]) {
+      const { open } = producer([() => ({ value: text("a"), done: false }), () => ({ value: stop, done: false })]);
+      assert.deepEqual(await drive(guardStream(open, new AbortController().signal)), [text("a"), stop]);
+    }
+  });
+});
