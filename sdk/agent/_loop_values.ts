@@ -118,6 +118,24 @@ export function toolErrorMessage(id: string, callId: string, text: string): User
 }
 
 /** The failure data of an error thrown while preparing a call: an {@linkcode LlmFailure}'s own, else its code. */
+/**
+ * The failure of a model response with a tool call that has no name (its
+ * stream never gave one): such a call can be neither logged nor answered, and
+ * a call left unanswered in the history would fail every later request.
+ */
+export function namelessCall(blocks: readonly ContentBlock[]): LlmFailureData | undefined {
+  for (let i = 0; i < blocks.length; i++) {
+    const block = blocks[i];
+    if (block.type === "tool-call" && block.name === "") {
+      return {
+        code: "MALFORMED_RESPONSE",
+        message: `Model response has tool call ${JSON.stringify(block.id)} (block ${i}) without a tool name`,
+      };
+    }
+  }
+  return undefined;
+}
+
 export function failureOf(error: unknown): LlmFailureData {
   return error instanceof LlmFailure ? error.toData() : {
     code: HarnessError.isInstance(error) ? error.code : "UNKNOWN",

@@ -77,6 +77,7 @@ import {
   defaultRequestErrorAction,
   defaultSleep,
   failureOf,
+  namelessCall,
   PROMPT_CONTEXT_PREFIX,
   promptContextName,
   sameHeaderInput,
@@ -576,22 +577,25 @@ export class LoopAgent implements Agent {
     let attempt = 0;
     let assembler: BlockAssembler;
     let chunkSeqs: number[];
+    let blocks: ContentBlock[];
     while (true) {
       attempt++;
       ({ assembler, seqs: chunkSeqs } = await this.#stream(turn, step, prepared, request));
       const finish = assembler.finish ?? { kind: "error", failure: { code: "STREAM_CLOSED", message: "No finish" } };
       if (signal.aborted) return this.#interrupted(turn, step, assembler, prepared.config, chunkSeqs);
-      if (finish.kind === "error" || finish.kind === "aborted") {
-        const next = await this.#afterFailedRequest(turn, step, attempt, finish.failure, signal);
-        if (next !== "retry" && next !== "rebuild") return next;
-        // A listener that changed the log (compaction after an overflow) asks for a request derived anew.
-        if (next === "rebuild") request = this.#buildRequest(signal);
-        continue;
+      let failure = finish.kind === "error" || finish.kind === "aborted" ? finish.failure : undefined;
+      if (failure === undefined) {
+        blocks = assembler.blocks();
+        // A call that cannot be logged (and answered) fails the request rather than the session's next ones.
+        failure = namelessCall(blocks);
+        if (failure === undefined) break;
       }
-      break;
+      const next = await this.#afterFailedRequest(turn, step, attempt, failure, signal);
+      if (next !== "retry" && next !== "rebuild") return next;
+      // A listener that changed the log (compaction after an overflow) asks for a request derived anew.
+      if (next === "rebuild") request = this.#buildRequest(signal);
     }
 
-    const blocks = assembler.blocks();
     const { usage, replayState } = assembler;
     this.#appendAssistant(turn, step, blocks, prepared.config, chunkSeqs, usage, false, replayState);
     if (assembler.finish?.kind === "max-tokens") return { kind: "max-tokens" };

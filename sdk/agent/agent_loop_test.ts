@@ -304,6 +304,30 @@ describe("agent loop event sequences", () => {
     await harness.dispose();
   });
 
+  it("a tool call the stream never named fails the request (MALFORMED_RESPONSE), so the next turn's request stays valid", async () => {
+    const nameless: StreamChunk[] = [
+      { type: "block-start", index: 0, blockType: "tool-call" },
+      { type: "tool-call-delta", index: 0, id: "call-1", argumentsDelta: '{"a":1,"b":2}' },
+      { type: "finish", reason: { kind: "tool-calls" } },
+    ];
+    const { harness, agent, model } = await setup([{ chunks: nameless }, textResponse("Back")]);
+    const error = await agent.run("Hi").then(() => assert.fail("run() resolved"), (e: unknown) => e);
+    assert.ok(error instanceof TurnFailedError);
+    assert.equal(error.failure.code, "MALFORMED_RESPONSE");
+    assert.match(error.failure.message, /"call-1".*without a tool name/);
+    // The chunks are logged; no assistant message carries the call, so nothing is left unanswered.
+    assert.deepEqual(summarize(agent.session.events).slice(-4), [
+      "request/context",
+      "assistant/chunk×3",
+      "step/end 1.1",
+      "turn/end 1 error:MALFORMED_RESPONSE",
+    ]);
+    assert.equal((await agent.run("Again")).text, "Back");
+    assert.deepEqual(model.requests[1].messages.map((m) => m.role), ["user", "user"]);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
   it("retries stop after the policy's maximum", async () => {
     const failure = new LlmFailure("SERVER", "Down", { status: 503 });
     const { harness, agent, model } = await setup({ throw: failure }, {
