@@ -27,7 +27,7 @@ import { escapeSessionId, makeHeader, validateSessionId } from "./_header.ts";
 import { decodePlainLog, decodeZstdLog } from "./_log_decoder.ts";
 import { LOG_FORMAT_VERSION, migrateLog } from "./_log_migrations.ts";
 import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "./_validate_batch.ts";
-import { createLock, processLeases, readLiveLock, WriterLease } from "./_writer_lease.ts";
+import { createLock, forgetLock, processLeases, readLiveLock, WriterLease } from "./_writer_lease.ts";
 import type { FileStorageOptions } from "./file_storage.ts";
 import { repairReport, repairStoredLog } from "./_check_stored_log.ts";
 import type {
@@ -407,6 +407,7 @@ class FileSessionStorage implements SessionStorage {
       processLeases.drop(dir, lease);
       const live = await readLiveLock(lockPath).catch(() => undefined);
       if (live?.token === token) await fsOps.unlink(lockPath).catch(() => {});
+      forgetLock(token);
     });
     processLeases.set(dir, lease);
     return lease;

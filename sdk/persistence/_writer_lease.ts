@@ -2,7 +2,7 @@
 // instance of this module copy, keyed by the session's storage key), plus,
 // for fileStorage, a lock file that other processes respect.
 
-import { errorCode, fsOps, processAlive } from "./_fs.ts";
+import { currentPid, errorCode, fsOps, processAlive } from "./_fs.ts";
 import { invalidArgs, writerBusy } from "./_errors.ts";
 import type { SessionWriter } from "./session_storage.ts";
 
@@ -88,55 +88,128 @@ export interface LockInfo {
   readonly acquiredAt: number;
 }
 
-/** The live lock of a lock file, or `undefined` when there is none or its process is gone. */
-export async function readLiveLock(path: string): Promise<LockInfo | undefined> {
-  let text: string;
+// The tokens of the lock files this process holds, shared by every copy of this module loaded in it: a lock that
+// names this process's pid is live only while one of them holds it (a lock left by an earlier process that had the
+// same pid, as a container's first process has on every start, is not).
+const HELD = Symbol.for("@dsh/harness/held-lock-tokens");
+
+function heldTokens(): Set<string> {
+  const global = globalThis as unknown as Record<symbol, Set<string> | undefined>;
+  return global[HELD] ??= new Set();
+}
+
+function isLive(info: LockInfo): boolean {
+  if (typeof info.pid !== "number") return true; // nobody can tell it is dead
+  if (info.pid === currentPid()) return heldTokens().has(info.token);
+  return processAlive(info.pid) !== false;
+}
+
+async function readText(path: string): Promise<string | undefined> {
   try {
-    text = new TextDecoder().decode(await fsOps.readFile(path));
+    return new TextDecoder().decode(await fsOps.readFile(path));
   } catch (error) {
     if (errorCode(error) === "ENOENT") return undefined;
     throw error;
   }
-  let info: LockInfo;
+}
+
+/** A lock file as read: its text, and whether it proves a live holder. `undefined` when there is none. */
+async function readLock(path: string): Promise<{ text: string; info: LockInfo | undefined } | undefined> {
+  const text = await readText(path);
+  if (text === undefined) return undefined;
+  let info: unknown;
   try {
     info = JSON.parse(text);
   } catch {
     // Lock files are published whole, so this one was damaged: nobody can prove to hold it.
-    return undefined;
+    return { text, info: undefined };
   }
-  if (typeof info?.pid === "number" && processAlive(info.pid) === false) return undefined;
-  return info;
+  const lock = info as LockInfo | null;
+  if (typeof lock !== "object" || lock === null || typeof lock.token !== "string") return { text, info: undefined };
+  return { text, info: isLive(lock) ? lock : undefined };
+}
+
+/** The live lock of a lock file, or `undefined` when there is none, it is damaged, or its holder is gone. */
+export async function readLiveLock(path: string): Promise<LockInfo | undefined> {
+  return (await readLock(path))?.info;
+}
+
+// Publish `temp`'s content at `path` exclusively; `false` when `path` exists.
+async function publish(temp: string, path: string, content: string): Promise<boolean> {
+  try {
+    await fsOps.link(temp, path);
+    return true;
+  } catch (error) {
+    if (errorCode(error) === "EEXIST") return false;
+    // No hard links here: an exclusive create (its content lands just after).
+    try {
+      await fsOps.writeFile(path, content, "wx");
+      return true;
+    } catch (inner) {
+      if (errorCode(inner) === "EEXIST") return false;
+      throw inner;
+    }
+  }
 }
 
 /**
  * Create the lock file exclusively, with its content in place from the first
  * moment (written to a temp file, then hard-linked), taking over a stale one.
- * `false` when a live lock exists.
+ * `false` when a live lock exists, or another process is taking it over.
+ *
+ * Only a takeover removes a lock file it did not create, and only while it
+ * holds the takeover guard (`<lock>.takeover`, published the same way) and
+ * finds the lock still the one it judged stale: two processes that found the
+ * same dead lock cannot both remove it, and neither can remove the lock the
+ * other then created.
  */
 export async function createLock(path: string, info: LockInfo): Promise<boolean> {
   const temp = `${path}.${info.token}.tmp`;
-  await fsOps.writeFile(temp, JSON.stringify(info), "wx");
+  const content = JSON.stringify(info);
+  const held = heldTokens();
+  // Held from before it is published: another copy of this module in this process must see it live at once.
+  held.add(info.token);
+  let created = false;
   try {
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        await fsOps.link(temp, path);
-        return true;
-      } catch (error) {
-        if (errorCode(error) !== "EEXIST") {
-          // No hard links here: fall back to an exclusive create (its content lands just after).
-          try {
-            await fsOps.writeFile(path, JSON.stringify(info), "wx");
-            return true;
-          } catch (inner) {
-            if (errorCode(inner) !== "EEXIST") throw inner;
-          }
-        }
-      }
-      if (await readLiveLock(path) !== undefined) return false;
-      await fsOps.unlink(path).catch(() => {});
+    await fsOps.writeFile(temp, content, "wx");
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (await publish(temp, path, content)) return created = true;
+      const found = await readLock(path);
+      if (found?.info !== undefined) return false;
+      if (found !== undefined && !(await removeStale(path, found.text, temp, content))) return false;
     }
     return false;
   } finally {
+    if (!created) held.delete(info.token);
     await fsOps.unlink(temp).catch(() => {});
   }
+}
+
+/** Forget a released lock's token (its file is removed by the caller). */
+export function forgetLock(token: string): void {
+  heldTokens().delete(token);
+}
+
+// Remove the stale lock `judged` (its text) under the takeover guard; `false` when another process holds the guard.
+async function removeStale(path: string, judged: string, temp: string, content: string): Promise<boolean> {
+  const guard = `${path}.takeover`;
+  if (!(await takeGuard(guard, temp, content))) return false;
+  try {
+    // Nobody else removes the lock while the guard is held, and a new one cannot be linked over it.
+    if (await readText(path) === judged) await fsOps.unlink(path);
+    return true;
+  } finally {
+    await fsOps.unlink(guard).catch(() => {});
+  }
+}
+
+async function takeGuard(guard: string, temp: string, content: string): Promise<boolean> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    if (await publish(temp, guard, content)) return true;
+    const found = await readLock(guard);
+    if (found?.info !== undefined) return false; // a live takeover: it will create the lock
+    // Its taker died mid-takeover (or it is damaged): remove it, if it is still the one just read.
+    if (found !== undefined && await readText(guard) === found.text) await fsOps.unlink(guard).catch(() => {});
+  }
+  return false;
 }

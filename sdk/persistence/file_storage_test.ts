@@ -1,6 +1,6 @@
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HarnessError } from "../kernel/harness_error.ts";
@@ -497,6 +497,64 @@ describe("fileStorage() durability", () => {
     const again = await a.acquireWriter("s");
     await again.release();
     assert.deepEqual(await readdir(join(dir, "s")), ["session.v1.jsonl"]);
+  });
+
+  it("a lock naming this process is live only while this process holds it", async () => {
+    const dir = await tempDir();
+    const a = fileStorage(dir);
+    await a.create({ id: "s" });
+    const pid = (globalThis as { process: { pid: number } }).process.pid;
+    // Left by an earlier process that had this pid (a container's first process has the same one on every start).
+    await writeFile(join(dir, "s", "writer.lock"), JSON.stringify({ token: "earlier-run", pid, acquiredAt: 0 }));
+    const ev = { type: "todo/write", seq: 0, time: 1, data: { todos: [] } } as SessionEvent;
+    await a.append("s", [ev], { expectedSeq: 0 });
+    const writer = await a.acquireWriter("s");
+    assert.equal(JSON.parse(await readFile(join(dir, "s", "writer.lock"), "utf8")).token, writer.token);
+    // Another instance that reaches the folder by another path (its own lease table key) sees this one as live.
+    await symlink(join(dir, "s"), join(dir, "t"));
+    const b = fileStorage(dir);
+    await assert.rejects(b.acquireWriter("t"), code("SESSION_WRITER_BUSY"));
+    await writer.release();
+    const next = await b.acquireWriter("t");
+    await next.release();
+  });
+
+  it("two takers of one stale lock never both get the lease, and the loser never removes the winner's lock", async () => {
+    const dir = await tempDir();
+    const storage = fileStorage(dir);
+    await storage.create({ id: "s" });
+    await symlink(join(dir, "s"), join(dir, "t")); // a second lease key for the same folder: another process's view
+    const dead = { token: "dead", pid: 2 ** 22 + 12345, acquiredAt: 0 };
+    let contested = 0;
+    for (let round = 0; round < 60; round++) {
+      await writeFile(join(dir, "s", "writer.lock"), JSON.stringify({ ...dead, token: `dead-${round}` }));
+      const taken = await Promise.allSettled([storage.acquireWriter("s"), storage.acquireWriter("t")]);
+      const won = taken.flatMap((r) => r.status === "fulfilled" ? [r.value] : []);
+      for (const r of taken) if (r.status === "rejected") assert.ok(code("SESSION_WRITER_BUSY")(r.reason));
+      assert.ok(won.length <= 1, `round ${round}: both took the lease`);
+      if (won.length === 1) {
+        if (taken.some((r) => r.status === "rejected")) contested++;
+        assert.equal(JSON.parse(await readFile(join(dir, "s", "writer.lock"), "utf8")).token, won[0].token);
+        await won[0].release();
+      }
+      assert.deepEqual((await readdir(join(dir, "s"))).sort(), ["session.v1.jsonl"]);
+    }
+    assert.ok(contested > 0, "the takers never met");
+  });
+
+  it("a takeover guard left by a dead process is cleared; a live one makes the lease busy", async () => {
+    const dir = await tempDir();
+    const storage = fileStorage(dir);
+    await storage.create({ id: "s" });
+    const lock = join(dir, "s", "writer.lock");
+    await writeFile(lock, JSON.stringify({ token: "dead", pid: 2 ** 22 + 12345, acquiredAt: 0 }));
+    const ppid = (globalThis as { process: { ppid: number } }).process.ppid;
+    await writeFile(`${lock}.takeover`, JSON.stringify({ token: "taking", pid: ppid, acquiredAt: 0 }));
+    await assert.rejects(storage.acquireWriter("s"), code("SESSION_WRITER_BUSY"));
+    await writeFile(`${lock}.takeover`, JSON.stringify({ token: "crashed", pid: 2 ** 22 + 12346, acquiredAt: 0 }));
+    const writer = await storage.acquireWriter("s");
+    assert.deepEqual((await readdir(join(dir, "s"))).sort(), ["session.v1.jsonl", "writer.lock"]);
+    await writer.release();
   });
 
   it("stat() reads the tail of large lines and of zstd files", async () => {
