@@ -22,6 +22,7 @@ import { installToolRuntime } from "./tools/tool_runtime_plugin.ts";
 import { SystemPrompt } from "./prompt/system_prompt.ts";
 import type { SystemPromptEvents } from "./prompt/system_prompt_events.ts";
 import { persistencePlugin } from "./persistence/persistence_plugin.ts";
+import { durableStart } from "./agent/_durable_start.ts";
 import { type SessionProjections, sessionProjectionsPlugin } from "./projections/session_projections.ts";
 // The configuration's machinery (`./_apply_config.ts`, which brings permission rules and memory storage) is
 // imported when a configuration is given: a program that passes none does not load it.
@@ -168,14 +169,22 @@ export interface Harness {
   readonly ctx: HarnessCtx;
   /** The live session store. */
   readonly sessions: SessionStore;
-  /** Create an agent over a new session. */
+  /**
+   * Create an agent over a new session. With storage, the agent is handed out
+   * once its session holds the writer lease and is on storage.
+   *
+   * @throws {HarnessError} the storage's error when it cannot be (`SESSION_WRITER_BUSY` when another process holds
+   *   the session's lease); the agent is then disposed.
+   */
   createAgent(options?: CreateAgentOptions): Promise<Agent>;
   /**
    * Continue a stored session in a new agent: the log is loaded (and repaired
    * if the process that wrote it crashed), the inbox rebuilt from it, and the
-   * next request records a `resume` header.
+   * next request records a `resume` header. The agent is handed out once it
+   * holds the session's writer lease.
    *
-   * @throws {HarnessError} `NO_STORAGE` without storage, `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS` when live.
+   * @throws {HarnessError} `NO_STORAGE` without storage, `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS` when live,
+   *   `SESSION_WRITER_BUSY` when another process holds the session's lease (nothing is left live).
    */
   resumeAgent(sessionId: string, options?: ResumeOptions): Promise<Agent>;
   /** The storage given in the options, if any. */
@@ -189,7 +198,8 @@ export interface Harness {
   fork(source: Session | string, boundary?: number, childId?: string): Promise<Session>;
   /**
    * Fork a session (live, or only in storage) at a turn boundary into a new
-   * live agent that continues from the prefix.
+   * live agent that continues from the prefix (on storage, when storage is
+   * set, before it is handed out).
    *
    * @throws {HarnessError} `SESSION_NOT_FOUND`, `INVALID_BOUNDARY`, `OPEN_TURN`, `SESSION_ALREADY_EXISTS`.
    */
@@ -268,6 +278,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     async createAgent(agentOptions = {}) {
       if (disposed) throw new HarnessError("HARNESS_DISPOSED", "Cannot create an agent: the harness is disposed");
       const handle = await ctx.service("agents").create(ctx as unknown as HarnessContext, agentOptions);
+      if (options.storage !== undefined) await durableStart(handle);
       handles.set(handle.agent.id, handle);
       return handle.agent;
     },
@@ -289,6 +300,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
         events: loaded.events,
         header: loaded.header as unknown as Readonly<Record<string, unknown>>,
       });
+      await durableStart(handle);
       handles.set(handle.agent.id, handle);
       return handle.agent;
     },
@@ -324,6 +336,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
           ...(parent.profile !== undefined ? { profile: parent.profile } : {}),
         },
       });
+      if (options.storage !== undefined) await durableStart(handle);
       handles.set(handle.agent.id, handle);
       return handle.agent;
     },

@@ -12,6 +12,7 @@ import type { SessionStorage } from "../persistence/session_storage.ts";
 import type { SessionProfile } from "../session/session.ts";
 import { forkBoundary } from "../session/session_store.ts";
 import { HttpProblem } from "./_problem.ts";
+import { durableStart } from "../agent/_durable_start.ts";
 import type { CreateSessionBody } from "./_body.ts";
 
 function notFound(id: string): HttpProblem {
@@ -138,6 +139,8 @@ export class SessionHost {
       stop,
       setup: (ctx) => this.#applyProfile(ctx, profile),
     });
+    // A 201 for the fork means it is on storage.
+    if (this.#storage !== undefined) await durableStart(handle);
     this.#handles.set(id, handle);
     return handle.agent;
   }

@@ -236,6 +236,48 @@ describe("createHarnessApp() edges", () => {
     });
   });
 
+  it("answers 201 for a new session or a fork once it is on storage; a lease held elsewhere is 409, not a zombie", async () => {
+    const memory = memoryStorage();
+    // Writes that take a while, as a disk's or a database's do.
+    const later = <T>(write: () => Promise<T>) => new Promise((r) => setTimeout(r, 5)).then(write);
+    let refuse = false; // another process holds the lease of every session that is not yet live here
+    const storage = new Proxy(memory, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target);
+        if (typeof value !== "function") return value;
+        const bound = value.bind(target);
+        if (key === "acquireWriter") {
+          return (id: string) =>
+            refuse
+              ? Promise.reject(new HarnessError("SESSION_WRITER_BUSY", `Another writer holds session "${id}"`))
+              : bound(id);
+        }
+        return key === "create" || key === "append" ? (...args: unknown[]) => later(() => bound(...args)) : bound;
+      },
+    });
+    await memory.create({ id: "stored", createdAt: 1 });
+    const served = await serveHarness({
+      adapters: [scriptedAdapter([textResponse("Hi"), textResponse("Again")])],
+      storage,
+    });
+    await withServer(served, async ({ harness, call }) => {
+      assert.equal((await call("POST", "/sessions", { id: "s1" })).status, 201);
+      assert.equal((await memory.stat("s1"))?.nextSeq, agentOf(harness, "s1").session.seq);
+      await call("POST", "/sessions/s1/messages", { content: "Hi", wait: true });
+      assert.equal((await call("POST", "/sessions/s1/fork", { id: "f1" })).status, 201);
+      assert.equal((await memory.stat("f1"))?.nextSeq, agentOf(harness, "f1").session.seq);
+
+      refuse = true;
+      const busy = await call("POST", "/sessions/stored/messages", { content: "Hi" });
+      assert.equal(busy.status, 409);
+      assert.equal((await busy.json()).code, "SESSION_WRITER_BUSY");
+      assert.equal((await call("POST", "/sessions", { id: "s2" })).status, 409);
+      assert.deepEqual(harness.ctx.service("agents").list().map((a) => a.id).sort(), ["f1", "s1"]);
+      refuse = false; // the other process let go: the session resumes here
+      assert.equal((await call("POST", "/sessions/stored/messages", { content: "Hi", wait: true })).status, 200);
+    });
+  });
+
   it("answers a known path with a wrong method 405 with Allow; every answer says nosniff", async () => {
     const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] });
     await withServer(served, async ({ call }) => {

@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -160,6 +160,58 @@ describe("resumeAgent()", () => {
     await live.run("hi");
     await assert.rejects(harness.resumeAgent("live"), { code: "SESSION_ALREADY_EXISTS" });
     await harness.dispose();
+  });
+});
+
+describe("agents over storage start durable", () => {
+  it("createAgent() and forkAgent() hand out an agent whose session is already on storage", async () => {
+    const memory = memoryStorage();
+    // Writes that take a while, as a disk's or a database's do.
+    const later = <T>(write: () => Promise<T>) => new Promise((r) => setTimeout(r, 5)).then(write);
+    const storage = new Proxy(memory, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target);
+        if (typeof value !== "function") return value;
+        const bound = value.bind(target);
+        return key === "create" || key === "append" ? (...args: unknown[]) => later(() => bound(...args)) : bound;
+      },
+    });
+    const { harness } = await harnessWith(storage, [textResponse("x")]);
+    const agent = await harness.createAgent({ id: "s1" });
+    assert.equal((await storage.stat("s1"))?.nextSeq, agent.session.seq);
+    await agent.run("hi");
+    const child = await harness.forkAgent("s1", { id: "c1" });
+    assert.equal((await storage.stat("c1"))?.nextSeq, child.session.seq);
+    await harness.dispose();
+  });
+
+  it("a session whose lease another process holds is refused with SESSION_WRITER_BUSY and nothing is left live", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dsh-durable-start-"));
+    try {
+      const storage = fileStorage(dir);
+      const { harness } = await harnessWith(storage, [textResponse("Back")]);
+      await storage.create({ id: "s1" });
+      // Another live process holds s1's lease (this process's parent stands in for it).
+      const lock = join(dir, "s1", "writer.lock");
+      const ppid = (globalThis as { process: { ppid: number } }).process.ppid;
+      await writeFile(lock, JSON.stringify({ token: "other", pid: ppid, acquiredAt: 0 }));
+      await assert.rejects(harness.resumeAgent("s1"), { code: "SESSION_WRITER_BUSY" });
+      await assert.rejects(harness.createAgent({ id: "s2" }).then(() => harness.createAgent({ id: "s2" })), {
+        code: "SESSION_ALREADY_EXISTS",
+      });
+      await mkdir(join(dir, "s3"));
+      await writeFile(join(dir, "s3", "writer.lock"), JSON.stringify({ token: "other", pid: ppid, acquiredAt: 0 }));
+      await assert.rejects(harness.createAgent({ id: "s3" }), { code: "SESSION_WRITER_BUSY" });
+      for (const id of ["s1", "s3"]) assert.equal(harness.sessions.get(id), undefined, `${id} stayed live`);
+      // Once the other process lets go, the session resumes here and writes.
+      await rm(lock);
+      const agent = await harness.resumeAgent("s1");
+      assert.equal((await agent.run("hi")).text, "Back");
+      assert.equal((await storage.stat("s1"))?.nextSeq, agent.session.seq);
+      await harness.dispose();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,0 +1,24 @@
+// Internal: a new agent over storage is handed out once its session is there.
+
+import { HarnessError } from "../kernel/harness_error.ts";
+import type { AgentHandle } from "./agent.ts";
+
+/**
+ * Wait until the new agent's session holds its writer lease and is on
+ * storage. When it cannot be (another process holds the lease, the storage
+ * fails), the agent is disposed and the storage's own error thrown (a
+ * `SESSION_WRITER_BUSY`, say, rather than the flush's wrapper): no agent is
+ * left running in memory that could never write, and nothing is reported
+ * created before it is durable.
+ *
+ * @param handle The agent just created, resumed or forked.
+ */
+export async function durableStart(handle: AgentHandle): Promise<void> {
+  try {
+    await handle.agent.flushed();
+  } catch (error) {
+    await handle.dispose().catch(() => {/* the first error is the one to report */});
+    const cause = HarnessError.isInstance(error, "SESSION_FLUSH_FAILED") ? (error as Error).cause : undefined;
+    throw HarnessError.isInstance(cause) ? cause : error;
+  }
+}
