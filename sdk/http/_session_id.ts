@@ -1,6 +1,7 @@
 // Internal: session ids that may travel in URLs and reach storage.
 
 import { HttpProblem } from "./_problem.ts";
+import { escapeSessionId } from "../persistence/_header.ts";
 
 /**
  * Letters, digits, `_` and `-`, 1 to 128 characters, starting with a letter or
@@ -9,9 +10,9 @@ import { HttpProblem } from "./_problem.ts";
  */
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
-/** Whether `id` is an acceptable session id. */
+/** Whether `id` is an acceptable session id: the pattern, and an id every storage takes (see validateSessionId). */
 export function isValidSessionId(id: unknown): id is string {
-  return typeof id === "string" && SESSION_ID.test(id);
+  return typeof id === "string" && SESSION_ID.test(id) && escapeSessionId(id).length <= 255;
 }
 
 /** Return `id` when acceptable, else throw a 400 problem. */
@@ -20,7 +21,7 @@ export function checkSessionId(id: string | undefined): string {
     throw new HttpProblem(
       400,
       "INVALID_SESSION_ID",
-      "Session ids are 1 to 128 letters, digits, underscores or hyphens, starting with a letter or digit",
+      "Session ids are 1 to 128 letters, digits, underscores or hyphens, starting with a letter or digit (at most 85 capitals)",
     );
   }
   return id;

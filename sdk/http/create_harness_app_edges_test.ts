@@ -137,7 +137,19 @@ describe("createHarnessApp() with bad input", () => {
       );
 
       // path-like session ids never reach the harness or storage
-      for (const id of ["..%2F..%2Fetc", "..%2fs1", "a.b", "x%5Cy", "s1%00", "%2e%2e%2fs1", "-s1", "s".repeat(129)]) {
+      for (
+        const id of [
+          "..%2F..%2Fetc",
+          "..%2fs1",
+          "a.b",
+          "x%5Cy",
+          "s1%00",
+          "%2e%2e%2fs1",
+          "-s1",
+          "s".repeat(129),
+          "S".repeat(86),
+        ]
+      ) {
         await expectProblem(
           await call("POST", `/sessions/${id}/messages`, { content: "x" }),
           400,

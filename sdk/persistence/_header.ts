@@ -7,10 +7,15 @@ import type { NewSessionHeader } from "./session_storage.ts";
 import { INCARNATION_PATTERN, newIncarnation } from "../session/_incarnation.ts";
 
 const MAX_ID_LENGTH = 128;
+/** The longest file name most file systems take, in bytes: the escaped id names the session's directory. */
+const MAX_NAME_BYTES = 255;
 
 /**
- * Refuse ids that are not plain names: empty, too long, `.`/`..`, or holding a
- * path separator or a control character. Throws `INVALID_SESSION_ID`.
+ * Refuse ids that are not plain names: empty, too long (over 128 characters,
+ * or over 255 bytes once escaped as a directory name, see
+ * {@linkcode escapeSessionId}), `.`/`..`, or holding a path separator or a
+ * control character. The same rule for every backend, so that a session can
+ * move between them. Throws `INVALID_SESSION_ID`.
  */
 export function validateSessionId(sessionId: unknown): asserts sessionId is string {
   let problem: string | undefined;
@@ -21,6 +26,12 @@ export function validateSessionId(sessionId: unknown): asserts sessionId is stri
   else if (/[/\\]/.test(sessionId)) problem = "it contains a path separator";
   // deno-lint-ignore no-control-regex
   else if (/[\u0000-\u001f\u007f]/.test(sessionId)) problem = "it contains a control character";
+  else {
+    const name = escapeSessionId(sessionId).length; // ASCII: characters are bytes
+    if (name > MAX_NAME_BYTES) {
+      problem = `it is too long once escaped as a directory name (${name} bytes, at most ${MAX_NAME_BYTES})`;
+    }
+  }
   if (problem !== undefined) {
     throw new HarnessError("INVALID_SESSION_ID", `Session id ${JSON.stringify(sessionId)} is refused: ${problem}`, {
       details: { sessionId },

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { fileStorage, type FileStorageOptions } from "./file_storage.ts";
+import { memoryStorage } from "./memory_storage.ts";
 import { fsOps } from "./_fs.ts";
 import { frameEnd, zstd } from "./_zstd.ts";
 import { storageContract } from "./_test_storage_contract.ts";
@@ -73,6 +74,11 @@ describe("fileStorage() loads its implementation on first use", () => {
       assert.throws(() => storage.create({ id: "s", createdAt: -1 }), code("INVALID_ARGS"));
       assert.throws(() => storage.append("s", [], { expectedSeq: -1 }), code("INVALID_ARGS"));
       assert.throws(() => storage.load(".."), code("INVALID_SESSION_ID"));
+      // Upper case and non-ASCII bytes take three characters each in the directory name, which takes 255 bytes.
+      for (const id of ["A".repeat(86), "é".repeat(43)]) {
+        assert.throws(() => storage.create({ id }), code("INVALID_SESSION_ID"), id);
+        assert.throws(() => memoryStorage().create({ id }), code("INVALID_SESSION_ID"), id);
+      }
       // Issued in one tick while the implementation loads: they must run in this order.
       const event: SessionEvent = { type: "turn/start", seq: 0, time: 1, data: { turn: 1 } };
       const created = storage.create({ id: "s", createdAt: 1 });
@@ -83,6 +89,11 @@ describe("fileStorage() loads its implementation on first use", () => {
       assert.deepEqual((await loaded).events.slice(0, 1), [event]);
       // Loaded: the same checks, now made by the implementation.
       assert.throws(() => storage.stat("a/b"), code("INVALID_SESSION_ID"));
+      assert.throws(() => storage.stat("A".repeat(100)), code("INVALID_SESSION_ID"));
+      for (const id of ["A".repeat(85), "a".repeat(128), "é".repeat(42)]) {
+        assert.equal((await storage.create({ id })).id, id);
+        assert.equal((await storage.load(id)).header.id, id);
+      }
       assert.equal(storage.kind, "file");
     } finally {
       await rm(dir, { recursive: true, force: true });
