@@ -174,6 +174,10 @@ export interface Agent {
    * @throws {HarnessError} `INPUT_DISCARDED` when `cancel()` discards the
    *   input before a turn takes it; `AGENT_DISPOSED` when the agent is or
    *   gets disposed.
+   * @throws The defect itself (also announced on `agent/error`) when the loop
+   *   could not open or close a turn: a throwing listener or service, a clock
+   *   that returns a bad time. The loop then waits for the next input; input
+   *   still queued stays queued, and a turn left open is closed first.
    *
    * @example A failed turn rejects; its result rides on the error
    * ```ts

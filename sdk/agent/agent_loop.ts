@@ -164,6 +164,8 @@ export class LoopAgent implements Agent {
   #idleWaiters: (() => void)[] = [];
   #firstRequestOfLoop = true;
   #turn: number;
+  /** A defect whose turn could not be closed (see #afterDefect). */
+  #unclosed: { readonly error: unknown } | undefined;
   /** The request-reconstruction invariant, when invariants are on. */
   #checker: RequestChecker | undefined;
   /** What the last step's header was built from, and the header in force it matched. */
@@ -386,13 +388,18 @@ export class LoopAgent implements Agent {
       while (this.#hasWork()) {
         const turnsBefore = this.#turn;
         try {
+          // A turn a defect left open (its close failed too) is closed before the next one.
+          const unclosed = this.#unclosed;
+          this.#unclosed = undefined;
+          if (unclosed !== undefined) this.#closeTurnAfterDefect(unclosed.error);
           await this.#runTurn();
         } catch (error) {
-          // A defect outside model calls (a throwing listener, a broken service): report it and stop this turn.
-          this.#ctx.emit("agent/error", this, error);
-          this.#closeTurnAfterDefect(error);
-          // A defect before any turn could open would repeat on every try: stop until the next wake.
-          if (this.#turn === turnsBefore) break;
+          // A defect outside model calls (a throwing listener, a broken service, a bad clock): report it, stop this
+          // turn. One before any turn could open would repeat on every try: stop until the next wake.
+          if (!this.#afterDefect(error) || this.#turn === turnsBefore) {
+            this.#failWaiters(error);
+            break;
+          }
         }
       }
     } finally {
@@ -417,6 +424,28 @@ export class LoopAgent implements Agent {
     // announces `running` at once). The sinks not reached by then hear the newer status only, never a stale one after it.
     const sinks = this.#sinks;
     for (let i = 0; i < sinks.length && this.#status === status; i++) sinks[i].push({ kind: "status", status });
+  }
+
+  // Out of line (rare). Report a defect and close what it left open; false when even that failed (the log takes no
+  // append now): the turn is then closed at the next wake.
+  #afterDefect(error: unknown): boolean {
+    this.#ctx.emit("agent/error", this, error);
+    try {
+      this.#closeTurnAfterDefect(error);
+      return true;
+    } catch (closing) {
+      this.#ctx.emit("agent/error", this, closing);
+      this.#unclosed = { error };
+      return false;
+    }
+  }
+
+  // The loop stops until the next wake with no turn to end: every run() waiting learns why, rather than never.
+  #failWaiters(error: unknown): void {
+    const waiters = [...this.#runWaiters.values()];
+    this.#runWaiters.clear();
+    this.#claimedBy.clear();
+    for (const waiter of waiters) waiter.reject(error);
   }
 
   /** After a defect, close whatever step and turn are open so the log stays well-formed. */
@@ -449,11 +478,13 @@ export class LoopAgent implements Agent {
       tools: this.#ctx.service("tools"),
       systemPrompt: this.#ctx.service("systemPrompt"),
     };
-    const turn = ++this.#turn;
+    const turn = this.#turn + 1;
     this.#turnUsage = ZERO_USAGE;
     this.#turnText = "";
     this.#wakePending = false;
     appendBracket(this.session, "turn/start", turn);
+    // Counted once logged: a turn/start that could not be appended opened no turn.
+    this.#turn = turn;
     let step = 0;
     let owesRequest = false;
     let reason: TurnEndReason | undefined;

@@ -328,6 +328,41 @@ describe("agent loop event sequences", () => {
     await harness.dispose();
   });
 
+  it("a clock that goes bad at any point of a turn fails run() without hanging the loop; the session recovers", async () => {
+    // How many times a turn reads the clock.
+    let reads = 0;
+    const counted = await setup([textResponse("x")], { now: () => 1000 + reads++ });
+    reads = 0;
+    await counted.agent.run("Hi");
+    const perTurn = reads;
+    await counted.harness.dispose();
+    assert.ok(perTurn > 5);
+
+    for (let good = 0; good < perTurn; good++) {
+      // Good until armed; then `good` more good reads, and bad from there until disarmed.
+      let armed = false;
+      let calls = 0;
+      const now = () => {
+        if (!armed) return 1000;
+        calls++;
+        return calls > good ? -1 : 1000 + calls;
+      };
+      const { harness, agent } = await setup([textResponse("x"), textResponse("y"), textResponse("z")], { now });
+      armed = true;
+      let timerFired = false;
+      const timer = new Promise<void>((resolve) => setTimeout(() => resolve(void (timerFired = true)), 0));
+      const outcome = await agent.run("Hi").then(() => "resolved", (e: unknown) => (e as { code?: string }).code);
+      await timer;
+      assert.ok(timerFired, `clock bad after ${good} reads: the loop starved the timers`);
+      assert.ok(outcome === "INVALID_ARGS" || outcome === "TURN_FAILED", `after ${good} reads: ${outcome}`);
+      armed = false;
+      await agent.run("Again");
+      assert.equal(agent.status, "idle");
+      assertValidLog(agent.session.events);
+      await harness.dispose();
+    }
+  });
+
   it("retries stop after the policy's maximum", async () => {
     const failure = new LlmFailure("SERVER", "Down", { status: 503 });
     const { harness, agent, model } = await setup({ throw: failure }, {

@@ -217,18 +217,31 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
     const resolve = this.#waiting;
     if (resolve === undefined) return;
     this.#waiting = undefined;
-    if (typeof step !== "object" || step === null) {
-      // Where `for await` would throw a TypeError: the call fails; the next pull closes the producer.
-      resolve(this.#final(notAResult(step)));
-    } else if (step.done) {
-      this.#iterator = undefined;
-      resolve(this.#final(this.#signal.aborted ? abortedFinish(this.#signal) : CLOSED));
-    } else if (step.value?.type === "finish") {
-      resolve(this.#final(step.value));
-    } else {
-      resolve(step.done === false ? step : { value: step.value, done: false });
+    let result: IteratorResult<StreamChunk>;
+    try {
+      result = this.#answer(step);
+    } catch (error) {
+      // A getter of the producer's result threw, where `for await` would throw: the call fails; the next pull closes
+      // the producer.
+      result = this.#final(thrownFinish(error, this.#signal));
     }
+    resolve(result);
   };
+
+  // What the consumer gets for the producer's answer: its chunk, or the terminal one.
+  #answer(step: IteratorResult<StreamChunk>): IteratorResult<StreamChunk> {
+    // Where `for await` would throw a TypeError: the call fails; the next pull closes the producer.
+    if (typeof step !== "object" || step === null) return this.#final(notAResult(step));
+    const done = step.done;
+    if (done) {
+      this.#iterator = undefined;
+      return this.#final(this.#signal.aborted ? abortedFinish(this.#signal) : CLOSED);
+    }
+    const value = step.value;
+    if (value?.type === "finish") return this.#final(value);
+    // The producer's own result when it is an exact one (no allocation per chunk).
+    return done === false ? step : { value, done: false };
+  }
 
   readonly #onError = (error: unknown): void => {
     const resolve = this.#waiting;

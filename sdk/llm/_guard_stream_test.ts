@@ -172,6 +172,51 @@ describe("guardStream() over a producer that breaks the iterator protocol", () =
     }
   });
 
+  it("ends the call with an error finish when a getter of the result or of its chunk's type throws", async () => {
+    const throwing = (what: string) => {
+      throw new Error(`${what} getter`);
+    };
+    const answers = [
+      () =>
+        Promise.resolve({
+          get done() {
+            return throwing("done");
+          },
+          value: text("a"),
+        }),
+      () =>
+        Promise.resolve({
+          done: false,
+          get value() {
+            return throwing("value");
+          },
+        }),
+      () =>
+        Promise.resolve({
+          done: false,
+          value: {
+            get type() {
+              return throwing("type");
+            },
+          },
+        }),
+    ];
+    for (const bad of answers) {
+      for (const drive of [pushed, collect]) {
+        const { open, state } = producer([bad]);
+        const seen = await drive(guardStream(open, new AbortController().signal));
+        assert.equal(seen.length, 1);
+        const last = seen[0];
+        assert.equal(last.type === "finish" && last.reason.kind, "error");
+        assert.match(
+          last.type === "finish" && last.reason.kind === "error" ? last.reason.failure.message : "",
+          /getter/,
+        );
+        assert.equal(state.closed, true);
+      }
+    }
+  });
+
   it("takes an answer that is not a promise as the result itself, as for await does", async () => {
     for (const drive of [pushed, collect]) {
       const { open } = producer([() => ({ value: text("a"), done: false }), () => ({ value: stop, done: false })]);
