@@ -19,7 +19,12 @@ export interface ChatRequestDialect {
   readonly provider: string;
   /** Send `reasoning_content` back on assistant turns that had reasoning. */
   readonly sendReasoningContent: boolean;
-  /** Accept image blocks (as `image_url` parts); otherwise they fail with `UNSUPPORTED_FEATURE`. */
+  /**
+   * Accept image blocks (as `image_url` parts). Otherwise an image in the
+   * request's newest user message fails the call with `UNSUPPORTED_FEATURE`,
+   * and one in older history is sent as a note that it was left out, so that
+   * the session's later requests still go through.
+   */
   readonly images: boolean;
   /** Add the reasoning fields for a requested effort. */
   readonly reasoning: (body: Record<string, unknown>, effort: string) => void;
@@ -33,7 +38,8 @@ export function chatRequestBody(options: GenerateOptions, dialect: ChatRequestDi
   const config = options;
   const messages: WireMessage[] = [];
   if (options.system !== undefined && options.system !== "") messages.push({ role: "system", content: options.system });
-  for (const message of options.messages) messages.push(...wireMessages(message, dialect));
+  const last = options.messages.length - 1;
+  options.messages.forEach((message, i) => messages.push(...wireMessages(message, dialect, i === last)));
   const body: Record<string, unknown> = {
     model: config.model,
     messages,
@@ -53,7 +59,7 @@ export function chatRequestBody(options: GenerateOptions, dialect: ChatRequestDi
   return body;
 }
 
-function wireMessages(message: Message, dialect: ChatRequestDialect): WireMessage[] {
+function wireMessages(message: Message, dialect: ChatRequestDialect, newest: boolean): WireMessage[] {
   if (message.role === "assistant") return [assistantMessage(message.content, dialect)];
   if (message.role === "system") {
     // Logged context (prompt contexts, hook and tool context) goes in the system role, where it was logged.
@@ -64,10 +70,10 @@ function wireMessages(message: Message, dialect: ChatRequestDialect): WireMessag
   const out: WireMessage[] = [];
   const rest: ContentBlock[] = [];
   for (const block of message.content) {
-    if (block.type === "tool-result") out.push(toolMessage(block, dialect));
+    if (block.type === "tool-result") out.push(toolMessage(block));
     else rest.push(block);
   }
-  if (rest.length > 0 || out.length === 0) out.push({ role: "user", content: userContent(rest, dialect) });
+  if (rest.length > 0 || out.length === 0) out.push({ role: "user", content: userContent(rest, dialect, newest) });
   return out;
 }
 
@@ -89,29 +95,40 @@ function assistantMessage(content: readonly ContentBlock[], dialect: ChatRequest
   return wire;
 }
 
-function toolMessage(block: ToolResultBlock, dialect: ChatRequestDialect): WireMessage {
+function toolMessage(block: ToolResultBlock): WireMessage {
   let text = "";
   for (const part of block.content) {
-    if (part.type === "text") text += (text === "" ? "" : "\n") + part.text;
-    else if (!dialect.images) unsupportedImage(dialect);
+    // A tool message carries text only: an image the tool returned is named, not dropped without a word.
+    const line = part.type === "text"
+      ? part.text
+      : part.type === "image"
+      ? omittedImage("tool messages carry text only")
+      : "";
+    if (line !== "") text += (text === "" ? "" : "\n") + line;
   }
   return { role: "tool", tool_call_id: block.toolCallId, content: text === "" ? "(no output)" : text };
 }
 
-function userContent(blocks: readonly ContentBlock[], dialect: ChatRequestDialect): unknown {
-  if (blocks.every((b) => b.type === "text")) {
-    return blocks.map((b) => (b as { text: string }).text).join("\n");
-  }
+function userContent(blocks: readonly ContentBlock[], dialect: ChatRequestDialect, newest: boolean): unknown {
   const parts: Record<string, unknown>[] = [];
   for (const block of blocks) {
     if (block.type === "text") parts.push({ type: "text", text: block.text });
     else if (block.type === "image") {
-      if (!dialect.images) unsupportedImage(dialect);
-      parts.push({ type: "image_url", image_url: { url: imageUrl(block) } });
+      if (dialect.images) parts.push({ type: "image_url", image_url: { url: imageUrl(block) } });
+      else if (newest) unsupportedImage(dialect);
+      else {parts.push({
+          type: "text",
+          text: omittedImage(`provider "${dialect.provider}" does not accept image input`),
+        });}
     }
     // Reasoning and tool-call blocks have no user-side form; they are not sent.
   }
+  if (parts.every((p) => p.type === "text")) return parts.map((p) => p.text).join("\n");
   return parts;
+}
+
+function omittedImage(why: string): string {
+  return `[image not sent: ${why}]`;
 }
 
 function imageUrl(block: ImageBlock): string {

@@ -388,6 +388,41 @@ describe("deepseekAdapter() over HTTP on recorded streams", () => {
     assert.equal(server.requests.length, before);
   });
 
+  it("sends an image of older history, and one a tool returned, as a note: the session's next requests go through", async () => {
+    play = () => ({ body: sseText(fixturePayloads("deepseek-text.chunks.jsonl")) });
+    const before = server.requests.length;
+    const image = { type: "image", mediaType: "image/png", data: "AAAA" } as const;
+    const finish = finishOf(
+      await stream({
+        ...request(),
+        messages: [
+          { id: "u1", role: "user", content: [{ type: "text", text: "Look" }, image], source: { kind: "user" } },
+          {
+            id: "a1",
+            role: "assistant",
+            content: [{ type: "tool-call", id: "c1", name: "shot", arguments: "{}" }],
+            source: { kind: "model", provider: "deepseek", model: "deepseek-chat" },
+          },
+          {
+            id: "t1",
+            role: "user",
+            content: [{ type: "tool-result", toolCallId: "c1", content: [image] }],
+            source: { kind: "tool", callId: "c1" },
+          },
+          ...request().messages,
+        ],
+      }),
+    );
+    assert.notEqual(finish.type === "finish" && finish.reason.kind, "error"); // the recorded answer's own finish
+    const sent = (server.requests[before].json as { messages: { role: string; content: unknown }[] }).messages;
+    assert.deepEqual(sent.map((m) => [m.role, m.content]), [
+      ["user", 'Look\n[image not sent: provider "deepseek" does not accept image input]'],
+      ["assistant", ""],
+      ["tool", "[image not sent: tool messages carry text only]"],
+      ["user", "Hi"],
+    ]);
+  });
+
   it("refuses image input with UNSUPPORTED_FEATURE", async () => {
     const finish = finishOf(
       await stream(request("deepseek-chat", {
