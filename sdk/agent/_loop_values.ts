@@ -33,13 +33,20 @@ export function toInboxMessage(input: AgentInput, id: string): UserMessage | Sys
   if (typeof input === "string") {
     return { id, role: "user", content: [{ type: "text", text: input }], source: { kind: "user" } };
   }
-  if (Array.isArray(input)) return { id, role: "user", content: input as ContentBlock[], source: { kind: "user" } };
-  const message = input as UserMessage | SystemMessage;
+  if (Array.isArray(input)) {
+    checkInputBlocks(input);
+    return { id, role: "user", content: input as ContentBlock[], source: { kind: "user" } };
+  }
+  const message = input as UserMessage | SystemMessage | null | undefined;
   if (
-    (message.role !== "user" && message.role !== "system") || !Array.isArray(message.content) ||
-    typeof message.id !== "string"
+    typeof message !== "object" || message === null || (message.role !== "user" && message.role !== "system") ||
+    !Array.isArray(message.content) || typeof message.id !== "string"
   ) {
     throw new HarnessError("INVALID_ARGS", "Agent input must be a string, content blocks, or a user or system message");
+  }
+  const source = message.source as { kind?: unknown } | null | undefined;
+  if (typeof source !== "object" || source === null || typeof source.kind !== "string") {
+    throw new HarnessError("INVALID_ARGS", "A message given as agent input needs a source with a kind");
   }
   if (
     message.role === "system" &&
@@ -48,7 +55,30 @@ export function toInboxMessage(input: AgentInput, id: string): UserMessage | Sys
     // Checked here, not when the step enters it: a system message holds non-empty text only.
     throw new HarnessError("INVALID_ARGS", "A system message given as agent input holds non-empty text blocks only");
   }
+  if (message.role === "user") checkInputBlocks(message.content);
   return message;
+}
+
+// What a user puts in a message: text, and images with a media type and either data or a URL. A tool call or result
+// given as input would enter the history without its other half, and every later request would carry it.
+function checkInputBlocks(blocks: readonly unknown[]): void {
+  blocks.forEach((value, i) => {
+    const block = value as Record<string, unknown> | null;
+    const ok = typeof block === "object" && block !== null && (
+      (block.type === "text" && typeof block.text === "string") ||
+      (block.type === "image" && typeof block.mediaType === "string" && block.mediaType !== "" &&
+        (typeof block.data === "string") !== (typeof block.url === "string") &&
+        (block.data === undefined || typeof block.data === "string") &&
+        (block.url === undefined || typeof block.url === "string"))
+    );
+    if (!ok) {
+      throw new HarnessError(
+        "INVALID_ARGS",
+        `Agent input block ${i} is not a text block or an image block (mediaType, and data or url)`,
+        { details: { index: i } },
+      );
+    }
+  });
 }
 
 export function addUsage(total: TokenUsage, usage: TokenUsage): TokenUsage {

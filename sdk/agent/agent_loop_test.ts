@@ -507,6 +507,33 @@ describe("agent loop event sequences", () => {
     await harness.dispose();
   });
 
+  it("user input holds text and well-formed images only; anything else is INVALID_ARGS and nothing is logged", async () => {
+    const { harness, agent } = await setup([textResponse("ok")]);
+    const seq = agent.session.seq;
+    const source = { kind: "user" } as const;
+    const bad: unknown[] = [
+      null,
+      undefined,
+      [{ type: "image", data: 5 }],
+      [{ type: "image", mediaType: "image/png" }],
+      [{ type: "image", mediaType: "image/png", data: "AAAA", url: "https://x/y.png" }],
+      [{ type: "text" }],
+      [null],
+      [{ type: "tool-call", id: "c1", name: "add", arguments: "{}" }],
+      [{ type: "tool-result", toolCallId: "nowhere", content: [] }],
+      { id: "m1", role: "user", content: [{ type: "text", text: "no source" }] },
+      { id: "m2", role: "user", content: [{ type: "reasoning", text: "hmm" }], source },
+    ];
+    for (const input of bad) {
+      assert.throws(() => agent.followup(input as never), { code: "INVALID_ARGS" }, JSON.stringify(input));
+      await assert.rejects(agent.run(input as never), { code: "INVALID_ARGS" }, JSON.stringify(input));
+    }
+    assert.equal(agent.session.seq, seq, "nothing was logged");
+    const image = { type: "image", mediaType: "image/png", url: "https://x/y.png" } as const;
+    assert.equal((await agent.run([{ type: "text", text: "Look" }, image])).text, "ok");
+    await harness.dispose();
+  });
+
   it("a followup queued while running gets a turn of its own", async () => {
     const started = deferred();
     const release = deferred();
