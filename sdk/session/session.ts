@@ -678,7 +678,7 @@ export class Session {
     }
   }
 
-  /** The clock's time for a new event; a clock that is not a non-negative safe integer is refused. */
+  /** The clock's time for a new event; a clock that is not a non-negative safe integer is refused, and -0 is 0. */
   #time(): number {
     const time = this.#now();
     // The same value as the last event's (already checked): that one, boxed once.
@@ -688,7 +688,8 @@ export class Session {
       throw new HarnessError("INVALID_ARGS", `Session clock returned ${String(time)}, not a non-negative safe integer`);
     }
     this.#lastTime = time;
-    return time;
+    // -0 is logged as 0: JSON has no -0, so a stored log reads it back as 0 (and the log is what storage keeps).
+    return time === 0 ? 0 : time;
   }
 
   #publish(event: SessionEvent): void {
