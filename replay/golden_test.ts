@@ -130,6 +130,26 @@ describe("unifiedDiff()", () => {
     assert.deepEqual(hunks, ["@@ -1,6 +1,6 @@", "@@ -15,6 +15,6 @@"]);
   });
 
+  it("texts too far apart for a shortest diff get one hunk from the first change to the last, still a correct diff", () => {
+    // 40 blocks of 10 common lines then 40 changed ones: 3,200 edits, past the search's limit.
+    const block = (side: string, n: number) => [
+      ...Array.from({ length: 10 }, (_, i) => `same ${n}.${i}`),
+      ...Array.from({ length: 40 }, (_, i) => `${side} ${n}.${i}`),
+    ];
+    const expected = Array.from({ length: 40 }, (_, n) => block("old", n)).flat().join("\n") + "\n";
+    const actual = Array.from({ length: 40 }, (_, n) => block("new", n)).flat().join("\n");
+    const diff = unifiedDiff(expected, actual).split("\n");
+    assert.deepEqual(diff.filter((l) => l.startsWith("@@")), ["@@ -8,1993 +8,1993 @@"]);
+    // Applying the hunk to the expected text gives the actual one.
+    const body = diff.slice(3, -1).filter((l) => !l.startsWith("\\"));
+    const kept = expected.split("\n").slice(0, 7);
+    const rebuilt = [...kept, ...body.filter((l) => !l.startsWith("-")).map((l) => l.slice(1))];
+    assert.equal(rebuilt.join("\n"), actual);
+    assert.equal(diff.at(-2), "\\ No newline at end of file");
+    // Small changes are still diffed line by line.
+    assert.equal(unifiedDiff("a\nb\n", "a\nx\nb\n"), "--- expected\n+++ actual\n@@ -1,2 +1,3 @@\n a\n+x\n b\n");
+  });
+
   it("a changed system prompt or tool schema shows in the golden diff, without strict replay", async () => {
     await withDir(async (dir) => {
       const path = join(dir, "conversation.golden.md");
