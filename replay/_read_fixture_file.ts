@@ -146,14 +146,27 @@ async function readSidecar(path: string): Promise<unknown> {
   let text: string;
   try {
     text = await readFile(path, "utf8");
-  } catch {
-    return undefined;
+  } catch (cause) {
+    if ((cause as { code?: unknown }).code === "ENOENT") return undefined;
+    throw new HarnessError("INVALID_FIXTURE", `Replay override file ${path} cannot be read: ${String(cause)}`, {
+      cause,
+    });
   }
+  let overrides: unknown;
   try {
-    return JSON.parse(text);
+    overrides = JSON.parse(text);
   } catch (cause) {
     throw new HarnessError("INVALID_FIXTURE", `Replay override file ${path} is not valid JSON`, { cause });
   }
+  // The shape replayAdapter takes (it checks each entry and patch when it applies them).
+  const patches = (overrides as { patches?: unknown } | null)?.patches;
+  if (!Array.isArray(overrides) && !(typeof overrides === "object" && overrides !== null && Array.isArray(patches))) {
+    throw new HarnessError(
+      "INVALID_FIXTURE",
+      `Replay override file ${path} holds neither an array of entries nor { "patches": [...] }`,
+    );
+  }
+  return overrides;
 }
 
 /** Read the session logs of a fixture file or directory, and its override sidecar. */

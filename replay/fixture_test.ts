@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileStorage, HarnessError, packChunkRows, type SessionEvent } from "../mod.ts";
@@ -118,6 +118,31 @@ describe("loadFixture()", () => {
       assert.deepEqual(fixture.sessions[0].events, events);
       assert.equal(fixture.sessions[0].calls[0].chunks.length, 4);
       assert.deepEqual(fixture.overrides, { patches: [{ at: 0, entry: { chunks: [] } }] });
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
+  it("refuses an override sidecar that cannot be read or has another shape, with INVALID_FIXTURE", async () => {
+    const dir = await tempDir();
+    try {
+      const lines = [{ type: "session", version: 1, id: "plain", createdAt: 5 }];
+      await writeFile(join(dir, "plain.jsonl"), lines.map((r) => JSON.stringify(r)).join("\n") + "\n");
+      const sidecar = join(dir, "plain.override.json");
+      for (const text of ["null", "5", '"x"', "{}", '{"patches":{}}']) {
+        await writeFile(sidecar, text);
+        await assert.rejects(
+          loadFixture(join(dir, "plain.jsonl")),
+          (e: unknown) => HarnessError.isInstance(e, "INVALID_FIXTURE") && /neither an array/.test(e.message),
+          text,
+        );
+      }
+      await rm(sidecar);
+      await mkdir(sidecar); // there, but not a file
+      await assert.rejects(
+        loadFixture(join(dir, "plain.jsonl")),
+        (e: unknown) => HarnessError.isInstance(e, "INVALID_FIXTURE") && /cannot be read/.test(e.message),
+      );
     } finally {
       await rm(dir, { recursive: true });
     }

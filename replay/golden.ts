@@ -74,7 +74,8 @@ export function normalizeText(text: string): string {
  * @param path The golden file, e.g. `examples/fixtures/weather.golden.md`.
  * @param options Update and normalisation.
  * @returns `"matched"` or `"updated"`.
- * @throws {HarnessError} `GOLDEN_MISMATCH` with the diff; `GOLDEN_MISSING` when the file does not exist.
+ * @throws {HarnessError} `GOLDEN_MISMATCH` with the diff; `GOLDEN_MISSING` when the file does not exist;
+ *   `GOLDEN_UNREADABLE` when it exists but cannot be read (a directory, no permission).
  *
  * @example
  * ```ts
@@ -107,6 +108,12 @@ export async function assertGolden(
   try {
     golden = (await readFile(file, "utf8")).replace(/\r\n/g, "\n");
   } catch (cause) {
+    if ((cause as { code?: unknown }).code !== "ENOENT") {
+      throw new HarnessError("GOLDEN_UNREADABLE", `Golden file ${file} cannot be read: ${String(cause)}`, {
+        cause,
+        details: { file },
+      });
+    }
     throw new HarnessError(
       "GOLDEN_MISSING",
       `Golden file ${file} does not exist; run with DSH_GOLDEN=update to create it`,
@@ -134,7 +141,7 @@ export async function assertGolden(
  * @param path The golden file.
  * @param options Transcript and golden options.
  * @returns `"matched"` or `"updated"`.
- * @throws {HarnessError} `GOLDEN_MISMATCH` or `GOLDEN_MISSING` (see {@linkcode assertGolden}).
+ * @throws {HarnessError} `GOLDEN_MISMATCH`, `GOLDEN_MISSING` or `GOLDEN_UNREADABLE` (see {@linkcode assertGolden}).
  */
 export function assertGoldenTranscript(
   events: readonly SessionEvent[],

@@ -65,11 +65,15 @@ describe("assertGolden()", () => {
     });
   });
 
-  it("fails when the golden file is missing, telling how to create it", async () => {
+  it("fails when the golden file is missing, telling how to create it; one that cannot be read is not missing", async () => {
     await withDir(async (dir) => {
       await assert.rejects(
         assertGolden("x", join(dir, "missing.golden.md"), { update: false }),
         (error: unknown) => HarnessError.isInstance(error, "GOLDEN_MISSING") && /DSH_GOLDEN=update/.test(error.message),
+      );
+      await assert.rejects(
+        assertGolden("x", dir, { update: false }), // a directory
+        (error: unknown) => HarnessError.isInstance(error, "GOLDEN_UNREADABLE"),
       );
     });
   });

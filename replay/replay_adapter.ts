@@ -158,11 +158,16 @@ function applyOverrides(scripts: Script[], overrides: ReplayOverrides | undefine
     scripts[0].entries.splice(0, Infinity, ...entries.map((e, i) => checkEntry(e, `${i}`)));
     return;
   }
-  const patches = (overrides as { patches?: unknown }).patches;
+  const patches = typeof overrides === "object" && overrides !== null
+    ? (overrides as { patches?: unknown }).patches
+    : undefined;
   if (!Array.isArray(patches)) {
     throw new HarnessError("INVALID_ARGS", "Replay overrides must be an array of entries or { patches: [...] }");
   }
   for (const [i, patch] of (patches as ReplayPatch[]).entries()) {
+    if (typeof patch !== "object" || patch === null) {
+      throw new HarnessError("INVALID_ARGS", `Replay patch ${i} is not an object`);
+    }
     const which = patch.session ?? 0;
     const script = typeof which === "number" ? scripts[which] : scripts.find((s) => s.session.id === which);
     if (script === undefined) {

@@ -287,6 +287,11 @@ describe("replayAdapter() scripts and cursors", () => {
       () => replayAdapter({ fixture: twoSessions(), overrides: [{ nothing: 1 } as never] }),
       /must be \{ chunks \}/,
     );
+    for (const overrides of [null, 5, { patches: [null] }]) {
+      assert.throws(() => replayAdapter({ fixture: twoSessions(), overrides: overrides as never }), {
+        code: "INVALID_ARGS",
+      });
+    }
   });
 });
 
