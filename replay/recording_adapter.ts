@@ -15,6 +15,9 @@ import {
   type Session,
   type StreamChunk,
 } from "../mod.ts";
+import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { validateSessionId } from "../sdk/persistence/_header.ts";
 import { toPath } from "./_read_fixture_file.ts";
 
 /** The adapter returned by {@linkcode recordingAdapter}. */
@@ -112,27 +115,55 @@ export interface WriteFixtureOptions {
 /**
  * Write session logs as a fixture: a storage directory in the persistence
  * module's format (`fileStorage`), one `<id>/session.v1.jsonl` per session.
- * Sessions already stored in the directory are deleted first, so the
- * directory holds exactly this run.
+ * Sessions already stored in the directory are replaced, so that it holds
+ * exactly this run; other files in it (an override sidecar) stay.
+ *
+ * The ids are checked before anything is written, and the new logs are
+ * written whole beside the directory before any old one is removed: a
+ * failure while writing leaves the old fixture as it was.
  *
  * @param dir The fixture directory.
  * @param sessions The sessions, in order.
  * @param options The encoding.
  * @returns Resolves once every log is durable.
+ * @throws {HarnessError} `INVALID_SESSION_ID` for an id no storage takes; `INVALID_ARGS` for a session given twice
+ *   or a path that is a file.
  */
 export async function writeFixture(
   dir: string | URL,
   sessions: readonly Session[],
   options: WriteFixtureOptions = {},
 ): Promise<void> {
-  const storage = fileStorage(toPath(dir), { compression: options.compression ?? "none" });
-  for (const stored of await storage.list()) await storage.delete(stored.id);
+  const path = toPath(dir);
+  const ids = new Set<string>();
   for (const session of sessions) {
-    const h = session.header;
-    const header: Record<string, unknown> = { id: session.id, createdAt: h.createdAt };
-    for (const key of ["cwd", "parentSession", "seedLength", "origin", "delegationDepth"] as const) {
-      if (h[key] !== undefined) header[key] = h[key];
+    validateSessionId(session.id);
+    if (ids.has(session.id)) {
+      throw new HarnessError("INVALID_ARGS", `Session ${JSON.stringify(session.id)} is given twice`);
     }
-    await storage.create(header as unknown as NewSessionHeader, { events: session.events });
+    ids.add(session.id);
+  }
+  const kind = await stat(path).then((s) => (s.isDirectory() ? "directory" : "file"), () => "none");
+  if (kind === "file") {
+    throw new HarnessError("INVALID_ARGS", `Fixture path ${path} is a file; a recorded fixture is a directory`);
+  }
+  const compression = options.compression ?? "none";
+  const staging = `${path.replace(/[/\\]+$/, "")}.recording-${crypto.randomUUID()}`;
+  try {
+    const written = fileStorage(staging, { compression });
+    for (const session of sessions) {
+      const h = session.header;
+      const header: Record<string, unknown> = { id: session.id, createdAt: h.createdAt };
+      for (const key of ["cwd", "parentSession", "seedLength", "origin", "delegationDepth"] as const) {
+        if (h[key] !== undefined) header[key] = h[key];
+      }
+      await written.create(header as unknown as NewSessionHeader, { events: session.events });
+    }
+    await mkdir(path, { recursive: true });
+    const storage = fileStorage(path, { compression });
+    for (const stored of await storage.list()) await storage.delete(stored.id);
+    for (const name of await readdir(staging)) await rename(join(staging, name), join(path, name));
+  } finally {
+    await rm(staging, { recursive: true, force: true });
   }
 }

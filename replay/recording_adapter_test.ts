@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -58,6 +58,29 @@ describe("recordingAdapter()", () => {
       await writeFixture(dir, [second.session], { compression: "zstd" });
       const fixture = await loadFixture(dir);
       assert.deepEqual(fixture.sessions.map((s) => s.id), ["new"]);
+    });
+  });
+
+  it("writeFixture() checks everything before it replaces anything, and keeps the directory's other files", async () => {
+    await withDir(async (dir) => {
+      const fx = join(dir, "fx");
+      const old = await runSession([scriptedAdapter(conversation())], { id: "old" });
+      await writeFixture(fx, [old.session]);
+      await writeFile(join(fx, "replay.override.json"), JSON.stringify([{ hang: true }]));
+      const made = await runSession([scriptedAdapter(conversation())], { id: "new" });
+      // An id no storage takes, a session given twice, a path that is a file: refused, the old fixture untouched.
+      const { session: bad } = await runSession([scriptedAdapter(conversation())], { id: "a/b" });
+      await assert.rejects(writeFixture(fx, [made.session, bad]), { code: "INVALID_SESSION_ID" });
+      await assert.rejects(writeFixture(fx, [made.session, made.session]), { code: "INVALID_ARGS" });
+      await writeFile(join(dir, "file.jsonl"), "");
+      await assert.rejects(writeFixture(join(dir, "file.jsonl"), [made.session]), { code: "INVALID_ARGS" });
+      assert.deepEqual((await loadFixture(fx)).sessions.map((s) => s.id), ["old"]);
+      // A replacement that goes through keeps the sidecar, and leaves nothing beside the directory.
+      await writeFixture(fx, [made.session]);
+      const fixture = await loadFixture(fx);
+      assert.deepEqual(fixture.sessions.map((s) => s.id), ["new"]);
+      assert.deepEqual(fixture.overrides, [{ hang: true }]);
+      assert.deepEqual((await readdir(dir)).sort(), ["file.jsonl", "fx"]);
     });
   });
 });
