@@ -6,12 +6,14 @@
 // persistence module's line decoder: a plain file per header-delimited log
 // (`decodeRecordLines`), a directory through `fileStorage`.
 
-import { readFile, stat } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { fileStorage, HarnessError, SESSION_FORMAT_VERSION } from "../mod.ts";
 import { type DecodedLines, decodeRecordLines } from "../sdk/persistence/_log_decoder.ts";
 import { openLine } from "../sdk/persistence/_record_checksum.ts";
+import { escapeSessionId } from "../sdk/persistence/_header.ts";
+import { parseLogFileName } from "../sdk/persistence/_file_log.ts";
 import type { FixtureLog } from "./fixture.ts";
 
 const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];
@@ -130,7 +132,22 @@ async function readLogFile(file: string): Promise<FixtureLog[]> {
 async function readStorageDir(dir: string): Promise<FixtureLog[]> {
   const storage = fileStorage(dir);
   const logs: FixtureLog[] = [];
-  for (const header of await storage.list()) {
+  const headers = await storage.list();
+  // list() leaves out a session it cannot read, or whose folder is not named after its id: in a fixture that would
+  // drop a recorded session without a word, and replay would then report a false divergence.
+  const listed = new Set(headers.map((header) => escapeSessionId(header.id)));
+  for (const name of await readdir(dir)) {
+    if (name.startsWith(".") || listed.has(name)) continue;
+    const inside = await readdir(join(dir, name)).catch(() => [] as string[]); // a file, such as the sidecar
+    if (inside.some((entry) => parseLogFileName(entry) !== undefined)) {
+      throw new HarnessError(
+        "INVALID_FIXTURE",
+        `Fixture ${dir} has a session folder ${name} whose log cannot be read or whose header names another id`,
+        { details: { dir, folder: name } },
+      );
+    }
+  }
+  for (const header of headers) {
     const { events } = await storage.inspect(header.id);
     logs.push({
       id: header.id,

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileStorage, HarnessError, packChunkRows, type SessionEvent } from "../mod.ts";
@@ -143,6 +143,31 @@ describe("loadFixture()", () => {
         loadFixture(join(dir, "plain.jsonl")),
         (e: unknown) => HarnessError.isInstance(e, "INVALID_FIXTURE") && /cannot be read/.test(e.message),
       );
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
+  it("refuses a fixture directory with a session folder it cannot read or that is named after another id", async () => {
+    const dir = await tempDir();
+    try {
+      const events = await recordConversation();
+      const storage = fileStorage(dir);
+      await storage.create({ id: "alpha", createdAt: 1 }, { events });
+      await storage.create({ id: "beta", createdAt: 2 }, { events });
+      assert.deepEqual((await loadFixture(dir)).sessions.map((s) => s.id), ["alpha", "beta"]);
+      const file = join(dir, "alpha", "session.v1.jsonl");
+      const text = await readFile(file, "utf8");
+      const refused = async (folder: string) =>
+        await assert.rejects(
+          loadFixture(dir),
+          (e: unknown) => HarnessError.isInstance(e, "INVALID_FIXTURE") && e.message.includes(`folder ${folder} `),
+        );
+      await writeFile(file, text.replace('"type":"session"', '"type":"sessioN"'));
+      await refused("alpha");
+      await writeFile(file, text);
+      await rename(join(dir, "alpha"), join(dir, "gamma"));
+      await refused("gamma");
     } finally {
       await rm(dir, { recursive: true });
     }
