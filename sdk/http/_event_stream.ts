@@ -39,6 +39,7 @@
 import type { Context } from "hono";
 import type { Agent } from "../agent/agent.ts";
 import type { HarnessCtx } from "../harness.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
 import type { Session, SessionHeader } from "../session/session.ts";
 import { incarnationOf } from "../session/_incarnation.ts";
@@ -301,6 +302,7 @@ export class Writer {
 
 function open(
   c: Context,
+  id: string,
   incarnation: string,
   options: EventStreamOptions,
   body: (w: Writer) => Promise<void>,
@@ -315,8 +317,14 @@ function open(
     try {
       await body(w);
       await w.flush();
-    } catch {
-      // A write to a closed connection: the client is gone; nothing to report.
+    } catch (error) {
+      // A write to a closed connection: the client is gone; nothing to report. Anything else (the log could not be
+      // read, say) ends the stream as the reader expects, with `end`, and says why.
+      if (!w.gone) {
+        const code = HarnessError.isInstance(error) ? error.code : "INTERNAL";
+        const message = error instanceof Error ? error.message : String(error);
+        await w.send("end", { id, seq: w.next, error: { code, message } }).then(() => w.flush()).catch(() => {});
+      }
     } finally {
       clearInterval(keepAlive);
       w.queue.close();
@@ -392,7 +400,7 @@ export function streamSessionEvents(
   options: EventStreamOptions,
 ): Response {
   const incarnation = incarnationOf(agent.session.header);
-  return open(c, incarnation, options, async (w) => {
+  return open(c, agent.id, incarnation, options, async (w) => {
     await ready(w, agent.id, incarnation, agent.session.seq, agent.status, options);
     await followLive(w, ctx, agent, options);
   });
@@ -429,7 +437,7 @@ export async function readStored(storage: SessionStorage, id: string): Promise<
  */
 export function streamStoredEvents(c: Context, source: StoredSource, options: EventStreamOptions): Response {
   const incarnation = incarnationOf(source.header);
-  return open(c, incarnation, options, async (w) => {
+  return open(c, source.id, incarnation, options, async (w) => {
     const { id, storage, ctx } = source;
     await ready(w, id, incarnation, source.events.length, "stored", options);
     await w.events(source.events.slice(w.next));
@@ -462,7 +470,15 @@ export function streamStoredEvents(c: Context, source: StoredSource, options: Ev
     });
     try {
       while (!w.gone) {
-        const live = source.live();
+        let live: Agent | undefined;
+        try {
+          live = source.live();
+        } catch (error) {
+          // The harness was disposed (its agents are gone): the stream ends with it.
+          if (!HarnessError.isInstance(error, "SERVICE_MISSING")) throw error;
+          await w.send("end", { id, seq: w.next });
+          return;
+        }
         if (live !== undefined) {
           // Deleted and created again here: the new life is another log.
           if (incarnationOf(live.session.header) === incarnation) return await followLive(w, ctx, live, options);

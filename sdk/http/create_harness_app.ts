@@ -196,7 +196,9 @@ function defaultLog(record: RequestLogRecord): void {
  *   `?from=<seq>` for the first seq wanted); an id of another incarnation of the log (deleted and created
  *   again) or beyond it gets `event: reset` and the log from seq 0. `?follow=false` ends the stream after the
  *   log (`event: end`). A session only in storage is read and tailed without being resumed and without its
- *   writer lease. A reader more than `maxBufferedEvents` behind is dropped (`event: dropped`).
+ *   writer lease. A reader more than `maxBufferedEvents` behind is dropped (`event: dropped`). A stream that
+ *   cannot go on ends with `event: end` too: when the harness is disposed, and, carrying `error: { code, message }`,
+ *   when the stored log cannot be read.
  * - `GET /sessions/:id/transcript?format=markdown|json` (markdown by default; JSON is `{ id, seq, messages }`).
  * - `GET /sessions/:id/projections`: `{ id, seq, projections }`, the client view of every registered projection unit
  *   (`turnBoundary`, `todos`, `usageTotals`, `childSessions`, …), live or stored.

@@ -290,6 +290,39 @@ describe("createHarnessApp() edges", () => {
     });
   });
 
+  it("a followed stored session's stream ends with event: end when the harness goes, and says why when the log fails", async () => {
+    const memory = memoryStorage();
+    await memory.create({ id: "stored", createdAt: 1 });
+    let failing = false;
+    const storage = new Proxy(memory, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target);
+        if (typeof value !== "function") return value;
+        const bound = value.bind(target);
+        if (key !== "stat") return bound;
+        return (id: string) =>
+          failing ? Promise.reject(new HarnessError("SESSION_CORRUPT", `Session log ${id} is corrupt`)) : bound(id);
+      },
+    });
+    const frames = async (response: Response) => (await response.text()).split("\n").filter((l) => l !== "");
+    for (const ending of ["dispose", "corrupt"] as const) {
+      const harness = await createHarness({ adapters: [scriptedAdapter(textResponse("Hi"))], storage });
+      const app = createHarnessApp(harness, { auth: false, log: false, tailPollMs: 5 });
+      const response = await app.request("/sessions/stored/events");
+      await new Promise((resolve) => setTimeout(resolve, 20)); // the stream tails the stored log
+      if (ending === "dispose") await harness.dispose();
+      else failing = true;
+      const lines = await frames(response);
+      const end = lines.indexOf("event: end");
+      assert.ok(end >= 0, `${ending}: ${lines.join(" | ")}`);
+      const data = JSON.parse(lines[end + 1].slice("data: ".length));
+      if (ending === "dispose") assert.deepEqual(data, { id: "stored", seq: 0 });
+      else assert.deepEqual([data.id, data.error.code], ["stored", "SESSION_CORRUPT"]);
+      failing = false;
+      await harness.dispose();
+    }
+  });
+
   it("answers a known path with a wrong method 405 with Allow; every answer says nosniff", async () => {
     const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] });
     await withServer(served, async ({ call }) => {
