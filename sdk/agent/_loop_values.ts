@@ -166,6 +166,56 @@ export function namelessCall(blocks: readonly ContentBlock[]): LlmFailureData | 
   return undefined;
 }
 
+/**
+ * A finish's failure as the loop reports it: the adapter's own when it has
+ * a string `code` and `message`; else a `MALFORMED_RESPONSE` saying what was
+ * missing (a failed finish with no failure data, a numeric code).
+ */
+export function checkedFailure(failure: unknown): LlmFailureData {
+  const given = failure as { code?: unknown; message?: unknown } | null | undefined;
+  if (
+    typeof given === "object" && given !== null && typeof given.code === "string" && given.code !== "" &&
+    typeof given.message === "string"
+  ) {
+    return failure as LlmFailureData;
+  }
+  return {
+    code: "MALFORMED_RESPONSE",
+    message: "Model stream finished with an error but no failure data (a string code and message)",
+  };
+}
+
+/** What an `agent/pre-step` listener returned, checked; `INVALID_ARGS` for anything else. */
+export function checkPreStep(decision: unknown): void {
+  const d = decision as { kind?: unknown; messages?: unknown; reason?: unknown } | null | undefined;
+  const ok = typeof d === "object" && d !== null &&
+    ((d.kind === "enter" && Array.isArray(d.messages)) ||
+      (d.kind === "reject" && (d.reason === undefined || typeof d.reason === "string")));
+  if (!ok) {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      `agent/pre-step gave ${JSON.stringify(decision) ?? String(decision)}, not { kind: "enter", messages } ` +
+        `or { kind: "reject", reason? }`,
+    );
+  }
+}
+
+/** What an `agent/request-error` listener returned, checked; `INVALID_ARGS` for anything else. */
+export function checkRequestErrorAction(action: unknown): void {
+  const a = action as { kind?: unknown; delayMs?: unknown; rebuild?: unknown } | null | undefined;
+  const ok = typeof a === "object" && a !== null &&
+    (a.kind === "fail" ||
+      (a.kind === "retry" && typeof a.delayMs === "number" && Number.isFinite(a.delayMs) && a.delayMs >= 0 &&
+        (a.rebuild === undefined || typeof a.rebuild === "boolean")));
+  if (!ok) {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      `agent/request-error gave ${JSON.stringify(action) ?? String(action)}, not { kind: "retry", delayMs, ` +
+        `rebuild? } or { kind: "fail" }`,
+    );
+  }
+}
+
 export function failureOf(error: unknown): LlmFailureData {
   return error instanceof LlmFailure ? error.toData() : {
     code: HarnessError.isInstance(error) ? error.code : "UNKNOWN",

@@ -74,6 +74,9 @@ import { seqList } from "../session/_copy_event_data.ts";
 import { type FailedRunResult, TurnFailedError } from "./turn_failed_error.ts";
 import {
   addUsage,
+  checkedFailure,
+  checkPreStep,
+  checkRequestErrorAction,
   defaultRequestErrorAction,
   defaultSleep,
   failureOf,
@@ -245,6 +248,9 @@ export class LoopAgent implements Agent {
   }
 
   cancel(cause: TurnEndCancelCause, options: CancelOptions = {}): void {
+    if (typeof cause !== "string" || (cause as string) === "") {
+      throw new HarnessError("INVALID_ARGS", `cancel() takes a cause such as "user", not ${String(cause)}`);
+    }
     if (!options.keepInbox) {
       const discarded = this.inbox.clear();
       for (const entry of discarded) {
@@ -269,6 +275,7 @@ export class LoopAgent implements Agent {
   }
 
   async runMaintenance<T>(task: () => Promise<T> | T): Promise<T> {
+    if (typeof task !== "function") throw new HarnessError("INVALID_ARGS", "runMaintenance() takes a function");
     while (this.#pumping || this.#maintenance) {
       await (this.#pumping ?? this.#maintenance);
     }
@@ -514,6 +521,7 @@ export class LoopAgent implements Agent {
         { turn, step: step + 1, messages: proposed },
         () => Promise.resolve({ kind: "enter", messages: proposed }),
       );
+      checkPreStep(decision);
       if (signal.aborted) {
         reason = this.#aborted();
         break;
@@ -614,7 +622,7 @@ export class LoopAgent implements Agent {
       ({ assembler, seqs: chunkSeqs } = await this.#stream(turn, step, prepared, request));
       const finish = assembler.finish ?? { kind: "error", failure: { code: "STREAM_CLOSED", message: "No finish" } };
       if (signal.aborted) return this.#interrupted(turn, step, assembler, prepared.config, chunkSeqs);
-      let failure = finish.kind === "error" || finish.kind === "aborted" ? finish.failure : undefined;
+      let failure = finish.kind === "error" || finish.kind === "aborted" ? checkedFailure(finish.failure) : undefined;
       if (failure === undefined) {
         blocks = assembler.blocks();
         // A call that cannot be logged (and answered) fails the request rather than the session's next ones.
@@ -673,6 +681,7 @@ export class LoopAgent implements Agent {
     const policy = this.#init.retryPolicy;
     const fallback = () => Promise.resolve(defaultRequestErrorAction(policy, attempt, failure));
     const action = await this.#ctx.waterfall("agent/request-error", this, { turn, step, attempt, failure }, fallback);
+    checkRequestErrorAction(action);
     if (action.kind !== "retry" || signal.aborted) {
       return signal.aborted ? { kind: "aborted" } : { kind: "error", failure };
     }

@@ -363,6 +363,42 @@ describe("agent loop event sequences", () => {
     }
   });
 
+  it("garbage from a pre-step or request-error listener, or a failed finish without failure data, fails the turn with a code", async () => {
+    const stop: StreamChunk = { type: "finish", reason: { kind: "stop" } };
+    const failedWith = (failure: unknown) => ({
+      chunks: [{ type: "finish", reason: { kind: "error", ...(failure === undefined ? {} : { failure }) } } as never],
+    });
+    const { harness, agent } = await setup([
+      failedWith(undefined),
+      failedWith({ code: 5, message: null }),
+      { throw: new LlmFailure("SERVER", "Down", { status: 503 }) },
+      { chunks: [stop] },
+    ]);
+    const failure = async () => {
+      const error = await agent.run("Hi").then(() => assert.fail("run() resolved"), (e: unknown) => e);
+      assert.ok(error instanceof TurnFailedError, String(error));
+      return error.failure;
+    };
+    for (let i = 0; i < 2; i++) assert.equal((await failure()).code, "MALFORMED_RESPONSE");
+    const offRetry = agent.ctx.on("agent/request-error", () => Promise.resolve(null as never));
+    assert.match((await failure()).message, /agent\/request-error gave null/);
+    offRetry();
+    for (const garbage of [null, { kind: "zzz" }, { kind: "enter" }]) {
+      const off = agent.ctx.on("agent/pre-step", () => Promise.resolve(garbage as never));
+      const failed = await failure();
+      assert.equal(failed.code, "INVALID_ARGS");
+      assert.match(failed.message, /agent\/pre-step gave/);
+      off();
+    }
+    assert.equal((await agent.run("Hi")).reason.kind, "completed");
+    for (const cause of [{ weird: [1, 2] }, 1n, ""]) {
+      assert.throws(() => agent.cancel(cause as never), { code: "INVALID_ARGS" });
+    }
+    await assert.rejects(agent.runMaintenance(5 as never), { code: "INVALID_ARGS" });
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
   it("retries stop after the policy's maximum", async () => {
     const failure = new LlmFailure("SERVER", "Down", { status: 503 });
     const { harness, agent, model } = await setup({ throw: failure }, {
