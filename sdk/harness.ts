@@ -22,7 +22,7 @@ import { installToolRuntime } from "./tools/tool_runtime_plugin.ts";
 import { SystemPrompt } from "./prompt/system_prompt.ts";
 import type { SystemPromptEvents } from "./prompt/system_prompt_events.ts";
 import { persistencePlugin } from "./persistence/persistence_plugin.ts";
-import { durableStart } from "./agent/_durable_start.ts";
+import { durableStart, storageError } from "./agent/_durable_start.ts";
 import { type SessionProjections, sessionProjectionsPlugin } from "./projections/session_projections.ts";
 // The configuration's machinery (`./_apply_config.ts`, which brings permission rules and memory storage) is
 // imported when a configuration is given: a program that passes none does not load it.
@@ -192,8 +192,11 @@ export interface Harness {
   /** Dispose one agent created by this harness. */
   disposeAgent(agent: Agent | string): Promise<void>;
   /**
-   * Fork a session at a turn boundary into a new live session (persisted when
-   * storage is set). The source may be live, or only in storage.
+   * Fork a session at a turn boundary into a new live session (on storage,
+   * when storage is set, before it is handed out). The source may be live, or
+   * only in storage.
+   *
+   * @throws {HarnessError} the storage's error when the child cannot be stored (it is then removed).
    */
   fork(source: Session | string, boundary?: number, childId?: string): Promise<Session>;
   /**
@@ -351,22 +354,34 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     },
     async fork(source, boundary, childId) {
       const sessions = ctx.service("sessions");
+      let child: Session;
       if (typeof source !== "string" || sessions.get(source) !== undefined) {
-        return sessions.fork(source, boundary, childId);
+        child = sessions.fork(source, boundary, childId);
+      } else {
+        if (options.storage === undefined) {
+          throw new HarnessError("SESSION_NOT_FOUND", `Session "${source}" is not live and the harness has no storage`);
+        }
+        const loaded = await options.storage.inspect(source);
+        // Enter the stored log for the time of the fork only: the store's fork
+        // rules (boundary, open turn, lineage) then apply unchanged.
+        const stored = sessions.prepare(source, { seed: loaded.events, header: loaded.header });
+        const detach = sessions.enter(stored);
+        try {
+          child = sessions.fork(stored, boundary ?? loaded.events.length - 1, childId);
+        } finally {
+          detach();
+        }
       }
-      if (options.storage === undefined) {
-        throw new HarnessError("SESSION_NOT_FOUND", `Session "${source}" is not live and the harness has no storage`);
+      if (options.storage !== undefined) {
+        // Handed out once stored, as an agent's session is (see durableStart).
+        try {
+          await sessions.flush(child);
+        } catch (error) {
+          sessions.dispose(child);
+          throw storageError(error);
+        }
       }
-      const loaded = await options.storage.inspect(source);
-      // Enter the stored log for the time of the fork only: the store's fork
-      // rules (boundary, open turn, lineage) then apply unchanged.
-      const stored = sessions.prepare(source, { seed: loaded.events, header: loaded.header });
-      const detach = sessions.enter(stored);
-      try {
-        return sessions.fork(stored, boundary ?? loaded.events.length - 1, childId);
-      } finally {
-        detach();
-      }
+      return child;
     },
     async dispose() {
       if (disposed) return;

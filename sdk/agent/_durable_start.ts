@@ -18,7 +18,12 @@ export async function durableStart(handle: AgentHandle): Promise<void> {
     await handle.agent.flushed();
   } catch (error) {
     await handle.dispose().catch(() => {/* the first error is the one to report */});
-    const cause = HarnessError.isInstance(error, "SESSION_FLUSH_FAILED") ? (error as Error).cause : undefined;
-    throw HarnessError.isInstance(cause) ? cause : error;
+    throw storageError(error);
   }
+}
+
+/** The storage's own error behind a failed flush (`SESSION_WRITER_BUSY`, say), else the error itself. */
+export function storageError(error: unknown): unknown {
+  const cause = HarnessError.isInstance(error, "SESSION_FLUSH_FAILED") ? (error as Error).cause : undefined;
+  return HarnessError.isInstance(cause) ? cause : error;
 }

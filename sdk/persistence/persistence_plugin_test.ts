@@ -182,6 +182,8 @@ describe("agents over storage start durable", () => {
     await agent.run("hi");
     const child = await harness.forkAgent("s1", { id: "c1" });
     assert.equal((await storage.stat("c1"))?.nextSeq, child.session.seq);
+    const forked = await harness.fork("s1", undefined, "f1");
+    assert.equal((await storage.stat("f1"))?.nextSeq, forked.seq);
     await harness.dispose();
   });
 
@@ -199,10 +201,13 @@ describe("agents over storage start durable", () => {
       await assert.rejects(harness.createAgent({ id: "s2" }).then(() => harness.createAgent({ id: "s2" })), {
         code: "SESSION_ALREADY_EXISTS",
       });
-      await mkdir(join(dir, "s3"));
-      await writeFile(join(dir, "s3", "writer.lock"), JSON.stringify({ token: "other", pid: ppid, acquiredAt: 0 }));
+      for (const id of ["s3", "f3"]) {
+        await mkdir(join(dir, id));
+        await writeFile(join(dir, id, "writer.lock"), JSON.stringify({ token: "other", pid: ppid, acquiredAt: 0 }));
+      }
       await assert.rejects(harness.createAgent({ id: "s3" }), { code: "SESSION_WRITER_BUSY" });
-      for (const id of ["s1", "s3"]) assert.equal(harness.sessions.get(id), undefined, `${id} stayed live`);
+      await assert.rejects(harness.fork("s2", undefined, "f3"), { code: "SESSION_WRITER_BUSY" });
+      for (const id of ["s1", "s3", "f3"]) assert.equal(harness.sessions.get(id), undefined, `${id} stayed live`);
       // Once the other process lets go, the session resumes here and writes.
       await rm(lock);
       const agent = await harness.resumeAgent("s1");

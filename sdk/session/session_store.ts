@@ -405,6 +405,20 @@ export class SessionStore {
     return this.create(childId ?? this.#newId(), options);
   }
 
+  /**
+   * Remove one session created by `create()` (or `fork()`) from the store,
+   * emitting `session/disposed`, as disposing its context would.
+   *
+   * @param session The session.
+   * @returns `false` when the store did not create it or it is gone already.
+   */
+  dispose(session: Session): boolean {
+    const dispose = this.#owned.get(session);
+    if (dispose === undefined) return false;
+    dispose();
+    return true;
+  }
+
   /** Remove every session created by `create()`, emitting `session/disposed` for each. */
   disposeAll(): void {
     for (const dispose of [...this.#owned.values()].reverse()) dispose();

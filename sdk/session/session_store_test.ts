@@ -248,6 +248,22 @@ describe("SessionStore lifecycle", () => {
     assert.deepEqual(disposed.sort(), ["a", "b"]);
     assert.equal(store.list().length, 0);
   });
+
+  it("dispose() removes one session it created, once; not one it only entered", async () => {
+    const { ctx, store } = await setup();
+    const disposed: string[] = [];
+    ctx.on("session/disposed", (s) => void disposed.push(s.id));
+    const a = store.create("a");
+    const b = store.create("b");
+    const entered = store.prepare("c");
+    store.enter(entered);
+    assert.equal(store.dispose(a), true);
+    assert.equal(store.dispose(a), false);
+    assert.equal(store.dispose(entered), false);
+    assert.deepEqual(disposed, ["a"]);
+    assert.deepEqual(store.list().map((s) => s.id).sort(), ["b", "c"]);
+    assert.equal(store.get("b"), b);
+  });
 });
 
 describe("SessionStore scoped dispatch", () => {
