@@ -10,12 +10,17 @@
  * event committed before it is durable, and rejects when the write failed
  * (the loop fails closed). The log itself is the queue: a flush writes
  * `events[nextStoredSeq..]`, so nothing is copied twice and a failed batch is
- * retried whole at the next flush.
+ * retried whole at the next flush. When that retry finds storage ahead (the
+ * failed append's answer was lost after the storage took it, or the storage
+ * took part of the batch), it goes on from there if what storage holds is the
+ * session's own events, and fails as before if it is anything else.
  *
  * @module
  */
 
 import type { HarnessContext } from "../kernel/harness_context.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import { jsonEqual } from "../session/_json_equal.ts";
 import type { Session, SessionEvents } from "../session/mod.ts";
 import type { NewSessionHeader, SessionStorage, SessionWriter } from "./session_storage.ts";
 
@@ -91,6 +96,19 @@ export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, op
   const tracked = new Map<Session, Tracked>();
   const releasing = new Set<Promise<void>>();
 
+  // An append whose answer was lost after the storage took it (a timeout, a dropped connection), or a storage that
+  // took part of a batch and then failed, leaves storage ahead of this writer. When what it holds past `nextSeq` is
+  // this session's own events, the writer goes on from there; anything else is not ours, and the write fails.
+  const caughtUp = async (t: Tracked): Promise<boolean> => {
+    const stat = await storage.stat(t.session.id);
+    if (stat === undefined || stat.torn || stat.nextSeq <= t.nextSeq || stat.nextSeq > t.session.seq) return false;
+    const stored = (await storage.inspect(t.session.id)).events;
+    const ours = t.session.slice(t.nextSeq, stat.nextSeq);
+    for (let i = 0; i < ours.length; i++) if (!jsonEqual(stored[t.nextSeq + i], ours[i])) return false;
+    t.nextSeq = stat.nextSeq;
+    return true;
+  };
+
   const write = (t: Tracked): Promise<void> => {
     if (t.timer !== undefined) {
       clearTimeout(t.timer);
@@ -103,9 +121,16 @@ export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, op
       await t.ready;
       const end = t.session.seq;
       if (end <= t.nextSeq) return;
-      const batch = t.session.slice(t.nextSeq, end);
-      const result = await storage.append(t.session.id, batch, { expectedSeq: t.nextSeq, writer: t.writer });
-      t.nextSeq = result.nextSeq;
+      try {
+        const batch = t.session.slice(t.nextSeq, end);
+        t.nextSeq = (await storage.append(t.session.id, batch, { expectedSeq: t.nextSeq, writer: t.writer })).nextSeq;
+      } catch (error) {
+        if (!HarnessError.isInstance(error, "SESSION_SEQ_MISMATCH") || !(await caughtUp(t))) throw error;
+        if (t.nextSeq < end) {
+          const rest = t.session.slice(t.nextSeq, end);
+          t.nextSeq = (await storage.append(t.session.id, rest, { expectedSeq: t.nextSeq, writer: t.writer })).nextSeq;
+        }
+      }
       ctx.emit("session/durable", t.session, t.nextSeq);
     });
     t.queued = attempt;

@@ -113,6 +113,46 @@ describe("persistence plugin", () => {
     assert.equal(errors.length, 1);
     await harness.dispose();
   });
+
+  it("after an append whose answer was lost (or that stored part of a batch), the writer catches up with its own events", async () => {
+    for (const fault of ["answer lost", "part stored", "someone else's"] as const) {
+      const memory = memoryStorage();
+      let armed = false;
+      const storage = new Proxy(memory, {
+        get(target, key) {
+          const value = Reflect.get(target, key, target);
+          if (typeof value !== "function") return value;
+          const bound = value.bind(target);
+          if (key !== "append") return bound;
+          return async (id: string, events: SessionEvent[], options: { expectedSeq: number }) => {
+            if (!armed) return await bound(id, events, options);
+            armed = false;
+            const stored = fault === "answer lost"
+              ? events
+              : fault === "part stored"
+              ? events.slice(0, 1)
+              : [{ ...events[0], data: { turn: 99 } }];
+            await bound(id, stored, options);
+            throw new Error("connection reset");
+          };
+        },
+      });
+      const { harness } = await harnessWith(storage, [textResponse("one"), textResponse("two")]);
+      const agent = await harness.createAgent({ id: "s" });
+      armed = true;
+      await assert.rejects(agent.run("hi"));
+      if (fault === "someone else's") {
+        // What storage holds past this writer's count is not its own: the writes keep failing, nothing is overwritten.
+        await assert.rejects(agent.flushed(), { code: "SESSION_FLUSH_FAILED" });
+        assert.deepEqual((await memory.inspect("s")).events.at(-1)?.data, { turn: 99 });
+      } else {
+        await agent.flushed();
+        assert.equal((await agent.run("again")).reason.kind, "completed");
+        assert.deepEqual(strip((await memory.inspect("s")).events), strip(agent.session.events), fault);
+      }
+      await harness.dispose();
+    }
+  });
 });
 
 describe("resumeAgent()", () => {
