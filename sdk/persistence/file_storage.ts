@@ -4,6 +4,10 @@
  *
  * Layout: `<dir>/<escaped id>/session.v1.jsonl` (or `session.v1.jsonl.zstd`
  * with `compression: "zstd"`), plus `writer.lock` while a writer lease is held.
+ * A lock whose process is gone is taken over, by one process only: under
+ * `writer.lock.takeover`, published as the lock is, and only while the lock is
+ * still the one judged stale. A lock naming this process is live while this
+ * process (any copy of the module in it) holds its token.
  *
  * Format versions (002 §9.3): the version is in the file name, `session.jsonl`
  * for v0 and `session.vN.jsonl` from v1 on. A session directory may hold
