@@ -6,6 +6,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
+import { slowWrites, withFaults } from "../persistence/_test_storage_faults.ts";
 import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
 import { createHarness } from "../harness.ts";
 import { createHarnessApp } from "./create_harness_app.ts";
@@ -250,22 +251,12 @@ describe("createHarnessApp() edges", () => {
 
   it("answers 201 for a new session or a fork once it is on storage; a lease held elsewhere is 409, not a zombie", async () => {
     const memory = memoryStorage();
-    // Writes that take a while, as a disk's or a database's do.
-    const later = <T>(write: () => Promise<T>) => new Promise((r) => setTimeout(r, 5)).then(write);
     let refuse = false; // another process holds the lease of every session that is not yet live here
-    const storage = new Proxy(memory, {
-      get(target, key) {
-        const value = Reflect.get(target, key, target);
-        if (typeof value !== "function") return value;
-        const bound = value.bind(target);
-        if (key === "acquireWriter") {
-          return (id: string) =>
-            refuse
-              ? Promise.reject(new HarnessError("SESSION_WRITER_BUSY", `Another writer holds session "${id}"`))
-              : bound(id);
-        }
-        return key === "create" || key === "append" ? (...args: unknown[]) => later(() => bound(...args)) : bound;
-      },
+    const storage = withFaults(slowWrites(memory), {
+      acquireWriter: (acquire) => (id) =>
+        refuse
+          ? Promise.reject(new HarnessError("SESSION_WRITER_BUSY", `Another writer holds session "${id}"`))
+          : acquire(id),
     });
     await memory.create({ id: "stored", createdAt: 1 });
     const served = await serveHarness({
@@ -294,15 +285,9 @@ describe("createHarnessApp() edges", () => {
     const memory = memoryStorage();
     await memory.create({ id: "stored", createdAt: 1 });
     let failing = false;
-    const storage = new Proxy(memory, {
-      get(target, key) {
-        const value = Reflect.get(target, key, target);
-        if (typeof value !== "function") return value;
-        const bound = value.bind(target);
-        if (key !== "stat") return bound;
-        return (id: string) =>
-          failing ? Promise.reject(new HarnessError("SESSION_CORRUPT", `Session log ${id} is corrupt`)) : bound(id);
-      },
+    const storage = withFaults(memory, {
+      stat: (stat) => (id) =>
+        failing ? Promise.reject(new HarnessError("SESSION_CORRUPT", `Session log ${id} is corrupt`)) : stat(id),
     });
     const frames = async (response: Response) => (await response.text()).split("\n").filter((l) => l !== "");
     for (const ending of ["dispose", "corrupt"] as const) {

@@ -13,6 +13,7 @@ import { counterClock, counterIds, summarize } from "../agent/_test_support.ts";
 import { fileStorage } from "./file_storage.ts";
 import { memoryStorage } from "./memory_storage.ts";
 import type { SessionStorage } from "./session_storage.ts";
+import { slowWrites, withFaults } from "./_test_storage_faults.ts";
 
 function harnessWith(storage: SessionStorage, script: Script, extra: Partial<CreateHarnessOptions> = {}) {
   const model = scriptedAdapter(script);
@@ -118,23 +119,17 @@ describe("persistence plugin", () => {
     for (const fault of ["answer lost", "part stored", "someone else's"] as const) {
       const memory = memoryStorage();
       let armed = false;
-      const storage = new Proxy(memory, {
-        get(target, key) {
-          const value = Reflect.get(target, key, target);
-          if (typeof value !== "function") return value;
-          const bound = value.bind(target);
-          if (key !== "append") return bound;
-          return async (id: string, events: SessionEvent[], options: { expectedSeq: number }) => {
-            if (!armed) return await bound(id, events, options);
-            armed = false;
-            const stored = fault === "answer lost"
-              ? events
-              : fault === "part stored"
-              ? events.slice(0, 1)
-              : [{ ...events[0], data: { turn: 99 } }];
-            await bound(id, stored, options);
-            throw new Error("connection reset");
-          };
+      const storage = withFaults(memory, {
+        append: (append) => async (id, events, options) => {
+          if (!armed) return await append(id, events, options);
+          armed = false;
+          const stored = fault === "answer lost"
+            ? events
+            : fault === "part stored"
+            ? events.slice(0, 1)
+            : [{ ...events[0], data: { turn: 99 } } as SessionEvent];
+          await append(id, stored, options);
+          throw new Error("connection reset");
         },
       });
       const { harness } = await harnessWith(storage, [textResponse("one"), textResponse("two")]);
@@ -206,16 +201,7 @@ describe("resumeAgent()", () => {
 describe("agents over storage start durable", () => {
   it("createAgent() and forkAgent() hand out an agent whose session is already on storage", async () => {
     const memory = memoryStorage();
-    // Writes that take a while, as a disk's or a database's do.
-    const later = <T>(write: () => Promise<T>) => new Promise((r) => setTimeout(r, 5)).then(write);
-    const storage = new Proxy(memory, {
-      get(target, key) {
-        const value = Reflect.get(target, key, target);
-        if (typeof value !== "function") return value;
-        const bound = value.bind(target);
-        return key === "create" || key === "append" ? (...args: unknown[]) => later(() => bound(...args)) : bound;
-      },
-    });
+    const storage = slowWrites(memory);
     const { harness } = await harnessWith(storage, [textResponse("x")]);
     const agent = await harness.createAgent({ id: "s1" });
     assert.equal((await storage.stat("s1"))?.nextSeq, agent.session.seq);
