@@ -7,7 +7,10 @@
  * A lock whose process is gone is taken over, by one process only: under
  * `writer.lock.takeover`, published as the lock is, and only while the lock is
  * still the one judged stale. A lock naming this process is live while this
- * process (any copy of the module in it) holds its token.
+ * process (any copy of the module in it) holds its token. Liveness is judged
+ * by process id on this machine: processes in other containers sharing the
+ * directory cannot be seen, so a session is written by one instance at a time
+ * (or use a storage with a renewed lease, such as PostgreSQL's).
  *
  * Format versions (002 §9.3): the version is in the file name, `session.jsonl`
  * for v0 and `session.vN.jsonl` from v1 on. A session directory may hold
