@@ -42,6 +42,9 @@ function subjectOf(path: string): string {
   return absolute ? `/${joined}` : joined === "" ? "." : joined;
 }
 
+/** A POSIX absolute path, a Windows drive or UNC path. */
+const ABSOLUTE = /^(?:[/\\]|[A-Za-z]:)/;
+
 const cutLine = (line: string, max: number): string => (line.length > max ? `${line.slice(0, max)}… [line cut]` : line);
 
 /**
@@ -70,7 +73,11 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
   const maxChars = options.maxOutputChars ?? 30_000;
   const defaultLines = options.defaultReadLines ?? 2000;
   const maxLine = options.maxLineChars ?? 2000;
-  const path = z.string().min(1).describe("A path relative to the project root");
+  // Relative only: permission rules match the path as given (see subjectOf), so an absolute path to the same file
+  // would pass a rule written for its relative form.
+  const path = z.string().min(1).refine((p) => !ABSOLUTE.test(p), {
+    message: "Give a path relative to the project root, not an absolute one",
+  }).describe("A path relative to the project root");
 
   const readFile = defineTool({
     name: "read_file",

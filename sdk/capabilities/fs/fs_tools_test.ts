@@ -88,4 +88,26 @@ describe("fsTools()", () => {
     );
     assert.equal((await call("grep", { pattern: "(" })).code, "INVALID_ARGS");
   });
+
+  it("takes paths relative to the root only: an absolute one would pass a rule written for the relative form", async () => {
+    const call = setup(memoryFs({ files: { "secret/key.txt": "TOPSECRET\n" } }));
+    const absolute = ["/secret/key.txt", "\\secret\\key.txt", "C:/secret/key.txt", "c:secret"];
+    for (const path of absolute) {
+      for (
+        const [name, args] of [
+          ["read_file", { path }],
+          ["write_file", { path, content: "x" }],
+          ["edit_file", { path, old_string: "TOP", new_string: "x" }],
+          ["list_dir", { path }],
+          ["glob", { pattern: "*", path }],
+          ["grep", { pattern: "SECRET", path }],
+        ] as const
+      ) {
+        const result = await call(name, args);
+        assert.equal(result.code, "INVALID_ARGS", `${name} ${path}`);
+        assert.ok(!result.text.includes("TOPSECRET"), `${name} ${path}`);
+      }
+    }
+    assert.match((await call("read_file", { path: "secret/key.txt" })).text, /TOPSECRET/);
+  });
 });
