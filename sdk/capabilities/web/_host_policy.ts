@@ -19,17 +19,57 @@ function v4(host: string): number | undefined {
   return parts.reduce((n, p) => n * 256 + +p, 0);
 }
 
+const privateV4 = (n: number) => V4_PRIVATE.some(([base, bits]) => (n >>> (32 - bits)) === (base >>> (32 - bits)));
+
+/** The eight 16-bit groups of an IPv6 literal (`::` and a dotted IPv4 tail allowed), or `undefined`. */
+function v6(host: string): number[] | undefined {
+  let text = host;
+  const tail: number[] = [];
+  const dotted = /^(.*:)(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted) {
+    const n = v4(dotted[2]);
+    if (n === undefined) return undefined;
+    tail.push(n >>> 16, n & 0xffff);
+    text = dotted[1].endsWith("::") ? dotted[1] : dotted[1].slice(0, -1);
+  }
+  const halves = text.split("::");
+  if (halves.length > 2) return undefined;
+  const parse = (
+    part: string,
+  ) => (part === "" ? [] : part.split(":").map((g) => /^[0-9a-f]{1,4}$/.test(g) ? parseInt(g, 16) : NaN));
+  const head = parse(halves[0]);
+  const rest = halves.length === 2 ? parse(halves[1]) : [];
+  const given = head.length + rest.length + tail.length;
+  if (head.some(Number.isNaN) || rest.some(Number.isNaN)) return undefined;
+  if (halves.length === 1 ? given !== 8 : given > 7) return undefined;
+  return [...head, ...new Array(8 - given).fill(0), ...rest, ...tail];
+}
+
+function privateV6(g: readonly number[]): boolean {
+  const v4Of = (hi: number, lo: number) => ((hi << 16) >>> 0) + lo;
+  const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  if (zeros(0, 7) && (g[7] === 0 || g[7] === 1)) return true; // :: and ::1
+  if ((g[0] & 0xfe00) === 0xfc00) return true; // fc00::/7 unique local
+  if ((g[0] & 0xffc0) === 0xfe80 || (g[0] & 0xffc0) === 0xfec0) return true; // link-local, old site-local
+  if ((g[0] & 0xff00) === 0xff00) return true; // multicast
+  // An IPv4 address inside IPv6: mapped (::ffff:a.b.c.d), compatible (::a.b.c.d), NAT64 (64:ff9b::a.b.c.d) and 6to4
+  // (2002:AABB:CCDD::) reach the IPv4 host they carry.
+  if (zeros(0, 5) && (g[5] === 0xffff || g[5] === 0)) return privateV4(v4Of(g[6], g[7]));
+  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return privateV4(v4Of(g[6], g[7]));
+  if (g[0] === 0x2002) return privateV4(v4Of(g[1], g[2]));
+  return false;
+}
+
 /** Whether a host (hostname or IP literal, brackets stripped) is local or private. */
 export function isPrivateHost(host: string): boolean {
   const h = host.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
   if (h === "localhost" || h.endsWith(".localhost")) return true;
   const n = v4(h);
-  if (n !== undefined) return V4_PRIVATE.some(([base, bits]) => (n >>> (32 - bits)) === (base >>> (32 - bits)));
+  if (n !== undefined) return privateV4(n);
   if (h.includes(":")) {
-    if (h === "::" || h === "::1") return true;
-    if (/^f[cd][0-9a-f]{2}:/.test(h) || /^fe[89ab][0-9a-f]:/.test(h)) return true;
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(h);
-    if (mapped) return isPrivateHost(mapped[1]);
+    const groups = v6(h.replace(/%.*$/, "")); // a zone index names an interface: the address is what counts
+    // A literal this parser cannot read is refused rather than let through.
+    return groups === undefined || privateV6(groups);
   }
   return false;
 }

@@ -94,6 +94,10 @@ describe("httpWeb()", () => {
       await assert.rejects(httpWeb().fetch(`${base}/page`), code("WEB_HOST_DENIED"));
       await assert.rejects(web({ denyHosts: ["127.0.0.1"] }).fetch(`${base}/page`), code("WEB_HOST_DENIED"));
       await assert.rejects(web().fetch(`${base}/away`), code("WEB_HOST_DENIED"));
+      const port = new URL(base).port;
+      for (const host of ["[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "[::1]"]) {
+        await assert.rejects(httpWeb().fetch(`http://${host}:${port}/page`), code("WEB_HOST_DENIED"), host);
+      }
       await assert.rejects(web().fetch("file:///etc/passwd"), code("WEB_INVALID_URL"));
       await assert.rejects(web().fetch("not a url"), code("WEB_INVALID_URL"));
     });
@@ -158,11 +162,23 @@ describe("host policy", () => {
         "fe80::1",
         "::ffff:127.0.0.1",
         "100.64.0.1",
+        // IPv4 inside IPv6, as the URL parser writes it ([::ffff:127.0.0.1] becomes [::ffff:7f00:1]) and otherwise
+        "[::ffff:7f00:1]",
+        "::ffff:a9fe:a9fe",
+        "0:0:0:0:0:ffff:0a00:1",
+        "::127.0.0.1",
+        "64:ff9b::c0a8:101",
+        "2002:7f00:1::",
+        "ff02::1",
+        "fe80::1%eth0",
+        "1::2::3", // not an address this parser reads: refused, not let through
       ]
     ) {
       assert.equal(isPrivateHost(h), true, h);
     }
-    for (const h of ["example.com", "8.8.8.8", "172.32.0.1", "192.169.0.1", "2001:db8::1", "1.2.3.4"]) {
+    for (
+      const h of ["example.com", "8.8.8.8", "172.32.0.1", "192.169.0.1", "2001:db8::1", "1.2.3.4", "::ffff:808:808"]
+    ) {
       assert.equal(isPrivateHost(h), false, h);
     }
   });
