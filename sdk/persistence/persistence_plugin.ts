@@ -21,6 +21,7 @@
 import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { jsonEqual } from "../session/_json_equal.ts";
+import { incarnationOf } from "../session/_incarnation.ts";
 import type { Session, SessionEvents } from "../session/mod.ts";
 import type { NewSessionHeader, SessionStorage, SessionWriter } from "./session_storage.ts";
 
@@ -156,6 +157,12 @@ export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, op
         const events = session.events;
         await storage.create(storedHeader(session), { events, writer: t.writer });
         t.nextSeq = events.length;
+      } else if (incarnationOf(stat.header) !== incarnationOf(session.header)) {
+        // Another log of the same id (a new session, not this one continued from storage): appending this
+        // session's events after it would mix two logs.
+        throw new HarnessError("SESSION_ALREADY_EXISTS", `Session "${session.id}" is already stored`, {
+          details: { sessionId: session.id },
+        });
       } else {
         t.nextSeq = stat.nextSeq;
       }

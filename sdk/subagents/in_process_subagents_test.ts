@@ -243,6 +243,42 @@ describe("inProcessSubagents", () => {
   });
 });
 
+describe("child session ids", () => {
+  it("a call id the model reuses in a later turn gets a child session of its own, each stored whole", async () => {
+    const storage = memoryStorage();
+    const task = (prompt: string) =>
+      toolCallResponse([
+        { id: "call_0", name: "task", arguments: JSON.stringify({ agent: "worker", description: prompt, prompt }) },
+      ]);
+    const model = scriptedAdapter((request) => {
+      if (request.sessionId !== "parent") return textResponse(`done by ${request.sessionId}`);
+      const last = request.messages.at(-1);
+      const asked = last?.role === "user" && last.content[0]?.type === "text" ? last.content[0].text : undefined;
+      return asked === undefined ? textResponse("ok") : task(`Do ${asked}`);
+    });
+    const harness = await scenarioHarness(model, { storage });
+    const parent = await harness.createAgent({ id: "parent" });
+    for (const prompt of ["first", "second"]) assert.equal((await parent.run(prompt)).reason.kind, "completed");
+    const spawned = parent.session.events.flatMap((e) => e.type === "subagent/spawned" ? [e.data.session] : []);
+    assert.deepEqual(spawned, ["parent.call_0", "parent.call_0.2"]);
+    await harness.dispose();
+    for (const id of spawned) {
+      const { events } = await storage.inspect(id);
+      assert.deepEqual(checkInvariants(events), [], id);
+      assert.equal(events.filter((e) => e.type === "turn/start").length, 1, id);
+    }
+  });
+
+  it("a new session under an id that is already stored is refused, not appended to the stored log", async () => {
+    const storage = memoryStorage();
+    await storage.create({ id: "taken", createdAt: 1 });
+    const harness = await scenarioHarness(scriptedAdapter([textResponse("x")]), { storage });
+    await assert.rejects(harness.createAgent({ id: "taken" }), { code: "SESSION_ALREADY_EXISTS" });
+    assert.equal((await storage.stat("taken"))?.nextSeq, 0);
+    await harness.dispose();
+  });
+});
+
 describe("a child whose turn fails", () => {
   it("is a SUBAGENT_FAILED tool error of the parent's call, not a failed parent turn", async () => {
     const model = scriptedAdapter((request): ScriptEntry => {

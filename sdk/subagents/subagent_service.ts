@@ -156,7 +156,7 @@ export class SubagentService {
     }
     if (request.signal?.aborted) throw new HarnessError("ABORTED", "The delegation was cancelled before it started");
     const mode = definition.mode ?? "in-process";
-    const childId = request.childId ?? `${request.parent}.${request.callId}`;
+    const childId = request.childId ?? this.#freeChildId(parentSession, `${request.parent}.${request.callId}`);
     const header = {
       parentSession: parentSession.id,
       origin: "subagent",
@@ -224,6 +224,17 @@ export class SubagentService {
     if (definition === undefined) return false;
     this.#apply(definition, agent.ctx, header.delegationDepth ?? 1);
     return true;
+  }
+
+  // `<parent>.<call id>`, or with `.2`, `.3`… when a child of that name was already made: models and servers reuse
+  // call ids across turns (`call_0`), and two children must never share one session (and one stored log).
+  #freeChildId(parent: Session, base: string): string {
+    const made = new Set<unknown>();
+    for (const event of parent.events) if (event.type === "subagent/spawned") made.add(event.data.session);
+    const sessions = this.#ctx.service("sessions");
+    let id = base;
+    for (let n = 2; made.has(id) || this.#creating.has(id) || sessions.get(id) !== undefined; n++) id = `${base}.${n}`;
+    return id;
   }
 
   #start(
