@@ -7,6 +7,7 @@ import type { NewSessionHeader } from "./session_storage.ts";
 import { INCARNATION_PATTERN, newIncarnation } from "../session/_incarnation.ts";
 
 const MAX_ID_LENGTH = 128;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 /** The longest file name most file systems take, in bytes: the escaped id names the session's directory. */
 const MAX_NAME_BYTES = 255;
 
@@ -26,6 +27,8 @@ export function validateSessionId(sessionId: unknown): asserts sessionId is stri
   else if (/[/\\]/.test(sessionId)) problem = "it contains a path separator";
   // deno-lint-ignore no-control-regex
   else if (/[\u0000-\u001f\u007f]/.test(sessionId)) problem = "it contains a control character";
+  // Not UTF-8 text: drivers and file names write a lone surrogate as U+FFFD, so two such ids would share one log.
+  else if (LONE_SURROGATE.test(sessionId)) problem = "it contains a lone surrogate (it is not well-formed text)";
   else {
     const name = escapeSessionId(sessionId).length; // ASCII: characters are bytes
     if (name > MAX_NAME_BYTES) {

@@ -3,7 +3,7 @@
 import type { SessionEvent } from "../session/session_events.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { invalidArgs } from "./_errors.ts";
-import { validateEnvelope, validateEventData } from "../session/_validate_event.ts";
+import { isEventTypeText, validateEnvelope, validateEventData } from "../session/_validate_event.ts";
 
 /**
  * Check the shape of a batch (bad arguments, thrown at once): an array of
@@ -15,6 +15,9 @@ export function validateBatchShape(events: readonly SessionEvent[]): void {
     const event = events[i] as { type?: unknown; time?: unknown; data?: unknown } | null;
     if (typeof event !== "object" || event === null) throw invalidArgs(`Event ${i} of the batch is not an object`);
     if (typeof event.type !== "string" || event.type === "") throw invalidArgs(`Event ${i} of the batch has no type`);
+    if (!isEventTypeText(event.type)) {
+      throw invalidArgs(`Event ${i} of the batch has a type with a control character or a lone surrogate`);
+    }
     if (!Number.isFinite(event.time)) throw invalidArgs(`Event ${i} of the batch has no finite time`);
     if (!("data" in event) || event.data === undefined) throw invalidArgs(`Event ${i} of the batch has no data`);
   }

@@ -17,6 +17,15 @@ const isCount = (v: unknown): boolean => typeof v === "number" && Number.isSafeI
 /** Whether `v` can be an event `time` or a header `createdAt`: a non-negative safe integer (milliseconds). */
 export const isTime = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 
+// deno-lint-ignore no-control-regex
+const NOT_TYPE_TEXT = /[\u0000-\u001f\u007f]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Whether an event type is text every storage keeps as it is: no control
+ * character (PostgreSQL's text refuses U+0000) and no lone surrogate.
+ */
+export const isEventTypeText = (type: string): boolean => !NOT_TYPE_TEXT.test(type);
+
 const ADAPTER_DEFAULT_KEYS: ReadonlySet<string> = new Set(["reasoningEffort", "maxTokens"]);
 
 /** Check an envelope read from a seed or from storage (the keys and scalar fields). */

@@ -28,7 +28,7 @@ import type {
   SurfaceIntent,
 } from "./session_events.ts";
 import { commitPlain, isSurfaceEventType, type SessionSurface, SurfaceManager } from "./surface_manager.ts";
-import { isTime, validateEnvelope, validateEventData } from "./_validate_event.ts";
+import { isEventTypeText, isTime, validateEnvelope, validateEventData } from "./_validate_event.ts";
 
 /** The format version stamped on new session headers. */
 export const SESSION_FORMAT_VERSION: number = 1;
@@ -546,8 +546,11 @@ export class Session {
     ...intent: SessionAppendArgs<T>
   ): SessionEvent<T> {
     this.#refuseReentry(type);
-    if (typeof type !== "string" || type.length === 0) {
-      throw new HarnessError("INVALID_ARGS", "Event type must be a non-empty string");
+    if (typeof type !== "string" || type.length === 0 || !isEventTypeText(type)) {
+      throw new HarnessError(
+        "INVALID_ARGS",
+        "Event type must be a non-empty string of well-formed text without control characters",
+      );
     }
     if (type === "session/end-seed") {
       throw new HarnessError(

@@ -114,6 +114,12 @@ describe("Session.append()", () => {
     const session = Session.create("s");
     loose(session).append("hook/invoked", { handlerId: "h" });
     assert.equal(session.events[0].type, "hook/invoked");
+    loose(session).append("note/✓😀", { ok: true });
+    // Text every storage keeps as it is: no control character (PostgreSQL's text refuses U+0000), no lone surrogate.
+    for (const type of ["x/a\u0000b", "x/\n", "x/\u007f", "x/\uD800", "x/\uDC00y"]) {
+      assert.throws(() => loose(session).append(type, { n: 1 }), { code: "INVALID_ARGS" }, JSON.stringify(type));
+    }
+    assert.equal(session.seq, 2);
   });
 
   it("reserves session/end-seed for the constructor", () => {
