@@ -18,6 +18,8 @@ export interface PreStepProposal {
   readonly step: number;
   /** The claimed input, in claim order (system messages are context, entered as `system/message`). */
   readonly messages: readonly (UserMessage | SystemMessage)[];
+  /** The turn's signal: work a listener starts (a model call, say) stops with the turn (`cancel()`, dispose). */
+  readonly signal: AbortSignal;
 }
 
 /** The decision of `agent/pre-step`: enter (possibly rewritten) messages, or reject the step. */
@@ -39,6 +41,8 @@ export interface RequestErrorInfo {
   /** 1 for the first attempt of the step. */
   readonly attempt: number;
   readonly failure: LlmFailureData;
+  /** The turn's signal: work a listener starts stops with the turn (`cancel()`, dispose). */
+  readonly signal: AbortSignal;
 }
 
 /** What to do about a failed model call. */
@@ -87,6 +91,9 @@ export interface AgentEvents {
     info: RequestErrorInfo,
     next: () => Promise<RequestErrorAction>,
   ) => Promise<RequestErrorAction>;
-  /** The turn is about to end naturally; listeners may `steer()` to keep it going. */
-  "agent/turn-stopping": (agent: Agent, turn: number) => void | Promise<void>;
+  /**
+   * The turn is about to end naturally; listeners may `steer()` to keep it going. `signal` is the turn's: work a
+   * listener starts stops with the turn (`cancel()`, dispose).
+   */
+  "agent/turn-stopping": (agent: Agent, turn: number, signal: AbortSignal) => void | Promise<void>;
 }

@@ -518,7 +518,7 @@ export class LoopAgent implements Agent {
       const decision: PreStepDecision = await this.#ctx.waterfall(
         "agent/pre-step",
         this,
-        { turn, step: step + 1, messages: proposed },
+        { turn, step: step + 1, messages: proposed, signal },
         () => Promise.resolve({ kind: "enter", messages: proposed }),
       );
       checkPreStep(decision);
@@ -549,7 +549,7 @@ export class LoopAgent implements Agent {
         break;
       }
       if (owesRequest || this.inbox.count("next-step") > 0) continue;
-      await this.#ctx.serial("agent/turn-stopping", this, turn);
+      await this.#ctx.serial("agent/turn-stopping", this, turn, signal);
       if (signal.aborted) reason = this.#aborted();
       else if (this.inbox.count("next-step") === 0) reason = { kind: "completed" };
     }
@@ -680,7 +680,8 @@ export class LoopAgent implements Agent {
   ): Promise<StepOutcome | "retry" | "rebuild"> {
     const policy = this.#init.retryPolicy;
     const fallback = () => Promise.resolve(defaultRequestErrorAction(policy, attempt, failure));
-    const action = await this.#ctx.waterfall("agent/request-error", this, { turn, step, attempt, failure }, fallback);
+    const info = { turn, step, attempt, failure, signal };
+    const action = await this.#ctx.waterfall("agent/request-error", this, info, fallback);
     checkRequestErrorAction(action);
     if (action.kind !== "retry" || signal.aborted) {
       return signal.aborted ? { kind: "aborted" } : { kind: "error", failure };

@@ -90,7 +90,8 @@ export function compactionPlugin(ctx: HarnessContext, options: CompactionOptions
     const window = agent.session.requestContext()?.contextWindow;
     if (window !== undefined && proposal.step === 1) {
       const used = estimate(agent.session.deriveMessages(), agent.session.requestHeader()?.system);
-      if (used > window * threshold) await run(agent, "threshold");
+      // On the turn's signal: a summary call that hangs stops with the turn (cancel, dispose).
+      if (used > window * threshold) await run(agent, "threshold", proposal.signal);
     }
     return next();
   });
@@ -100,7 +101,7 @@ export function compactionPlugin(ctx: HarnessContext, options: CompactionOptions
     const key = `${info.turn}.${info.step}`;
     if (info.failure.code !== "CONTEXT_WINDOW_EXCEEDED" || recovered.get(agent) === key) return next();
     recovered.set(agent, key);
-    const outcome = await run(agent, "overflow");
+    const outcome = await run(agent, "overflow", info.signal);
     if (outcome.kind !== "completed") return next();
     return { kind: "retry", delayMs: 0, rebuild: true };
   });

@@ -79,6 +79,36 @@ describe("compaction", () => {
     await harness.dispose();
   });
 
+  it("a summary call that hangs stops with the turn: cancel() ends the turn, dispose() returns", async () => {
+    const long = "x".repeat(2000);
+    const model = scriptedAdapter(
+      (request, i): ScriptEntry => request.purpose === "compaction" ? { hang: true } : textResponse(`${long} ${i}`),
+      { models: [{ id: "scripted-model", contextWindow: 300 }] },
+    );
+    const harness = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      plugins: [[compactionPlugin, {}]],
+    });
+    const agent = await harness.createAgent({ id: "h1" });
+    await agent.run("one");
+    const started = new Promise<void>((resolve) => {
+      const off = agent.session.observe((event) => {
+        if (event.type !== "compaction/start") return;
+        off();
+        queueMicrotask(resolve);
+      });
+    });
+    const second = agent.run("two");
+    await started;
+    agent.cancel("user");
+    assert.equal((await second).reason.kind, "aborted");
+    const end = agent.session.events.find((e) => e.type === "compaction/end");
+    assert.equal(end?.type === "compaction/end" && end.data.outcome, "failed");
+    assert.deepEqual(checkInvariants(agent.session.events), []);
+    await harness.dispose();
+  });
+
   it("recovers from CONTEXT_WINDOW_EXCEEDED: compacts, then retries the step with a rebuilt request", async () => {
     let overflowed = false;
     const { harness, agent, model } = await setup((request, i) => {
