@@ -293,7 +293,7 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
           const results = await invoke("UserPromptSubmit", {
             ...baseInput(agent.session, agent.id, "UserPromptSubmit"),
             prompt: textOf(prompt),
-          }, { session: agent.session, log: true });
+          }, { session: agent.session, signal: proposal.signal, log: true });
           for (const { verdict, handlerId } of results) {
             if (verdict.stop) {
               agent.cancel("hook", { keepInbox: true });
@@ -315,13 +315,13 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
 
     if (has("Stop")) {
       const continued = new WeakMap<Agent, { turn: number; count: number }>();
-      ctx.on("agent/turn-stopping", async (agent, turn) => {
+      ctx.on("agent/turn-stopping", async (agent, turn, signal) => {
         const seen = continued.get(agent);
         const count = seen?.turn === turn ? seen.count : 0;
         const results = await invoke("Stop", {
           ...baseInput(agent.session, agent.id, "Stop"),
           stop_hook_active: count > 0,
-        }, { session: agent.session, log: true });
+        }, { session: agent.session, signal, log: true });
         const blocked = results.find((r) => r.verdict.outcome === "block" && r.verdict.stop !== true);
         if (blocked === undefined || count >= maxStop) return;
         continued.set(agent, { turn, count: count + 1 });

@@ -375,6 +375,29 @@ describe("hookBridge: failures never break the turn", () => {
     assert.deepEqual(hookLog(events), [["Stop", "error", "HOOK_NO_SUBPROCESS"]]);
   });
 
+  it("UserPromptSubmit and Stop hooks stop with the turn: cancel() ends a turn waiting on one", async () => {
+    for (const event of ["UserPromptSubmit", "Stop"] as const) {
+      let entered!: () => void;
+      const started = new Promise<void>((resolve) => (entered = resolve));
+      const waitsForCancel = {
+        type: "function" as const,
+        name: "waits",
+        timeout: 3600,
+        run: (_input: unknown, { signal }: { signal: AbortSignal }) =>
+          new Promise<undefined>((resolve) => {
+            entered();
+            signal.addEventListener("abort", () => resolve(undefined));
+          }),
+      };
+      const s = await setup({ [event]: [{ hooks: [waitsForCancel] }] }, [textResponse("ok")]);
+      const run = s.agent.run("go");
+      await started;
+      s.agent.cancel("user");
+      assert.equal((await run).reason.kind, "aborted", event);
+      await done(s);
+    }
+  });
+
   it("function hooks: a decision, a throw (HOOK_FAILED) and a hang (HOOK_TIMEOUT)", async () => {
     const s = await setup({
       PreToolUse: [{
