@@ -10,6 +10,7 @@ import type { LlmAdapter } from "./llm/mod.ts";
 import type { AdapterConfig, HarnessConfig, StorageConfig } from "./config/harness_config.ts";
 import type { LoadedConfig } from "./config/resolve_config.ts";
 import { permissionFor } from "./config/permission_for.ts";
+import { harnessConfigSchema } from "./config/harness_config_schema.ts";
 import type { ToolDefinition, ToolEvents, ToolRuntime } from "./tools/mod.ts";
 import { isDefaultAsk } from "./tools/_default_decision.ts";
 import type { SessionStorage } from "./persistence/session_storage.ts";
@@ -39,7 +40,26 @@ export function defaultEnv(name: string): string | undefined {
 export type ConfigInput = HarnessConfig | LoadedConfig;
 
 export function effectiveConfig(input: ConfigInput): HarnessConfig {
-  return "origins" in input && "config" in input ? input.config : input as HarnessConfig;
+  const given = typeof input === "object" && input !== null && "origins" in input && "config" in input
+    ? input.config
+    : input;
+  // What loadConfig() and resolveConfig() return fits already; a hand-made object is checked the same way.
+  const checked = harnessConfigSchema.safeParse(given);
+  if (!checked.success) {
+    const issue = checked.error.issues[0];
+    const path = issue.path.map(String).join(".");
+    throw new HarnessError(
+      "CONFIG_SCHEMA",
+      `Invalid configuration given to createHarness: ${path || "(root)"}: ${issue.message}; ` +
+        "build it with resolveConfig() or loadConfig()",
+      {
+        details: {
+          issues: checked.error.issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message })),
+        },
+      },
+    );
+  }
+  return given as HarnessConfig;
 }
 
 export function adaptersFromConfig(

@@ -197,6 +197,26 @@ describe("createHarness({ config })", () => {
     );
   });
 
+  it("refuses a configuration object that does not fit the schema (CONFIG_SCHEMA), and a malformed permission rule", async () => {
+    const whole = resolveConfig([]).config;
+    for (const config of [null, "x", {}, { ...whole, model: undefined }, { ...whole, permissions: "all" }]) {
+      await assert.rejects(
+        createHarness({ config: config as never }),
+        { code: "CONFIG_SCHEMA" },
+        JSON.stringify(config),
+      );
+    }
+    assert.throws(() => resolveConfig([{ name: "a", text: 5 as never }]), { code: "INVALID_ARGS" });
+    for (const tool of ["x(", "x)", "a(b)c", "(x)"]) {
+      assert.throws(
+        () => resolveConfig([{ name: "p", value: { permissions: [{ tool, action: "deny" }] } }]),
+        { code: "CONFIG_SCHEMA" },
+        tool,
+      );
+    }
+    resolveConfig([{ name: "p", value: { permissions: [{ tool: "bash(git *)", action: "allow" }] } }]);
+  });
+
   it("runs the invariants by default when built from a configuration, and a configuration may turn them off", async () => {
     const value = {
       model: { provider: "local", model: "m1" },

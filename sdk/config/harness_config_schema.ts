@@ -25,8 +25,12 @@ const reasoningEffort = z.enum(["minimal", "low", "medium", "high", "max"]);
 const temperature = z.number().min(0).max(2);
 const positiveInt = z.number().int().positive();
 const compression = z.enum(["zstd", "none"]);
+// `name` or `name(pattern)`: a parenthesis anywhere else is a typo, and the rule would match nothing.
+const permissionTool = name.refine((tool) => !/[()]/.test(tool) || /^[^()]+\(.*\)$/s.test(tool), {
+  message: 'Expected a tool name, or "name(pattern)" with one pair of parentheses around the pattern',
+});
 const permissionRule = z.strictObject({
-  tool: name,
+  tool: permissionTool,
   action: z.enum(["allow", "deny", "ask"]),
   reason: z.string().optional(),
 });

@@ -130,6 +130,9 @@ function prepareLayer(layer: ConfigLayer): PreparedLayer {
     throw new HarnessError("INVALID_ARGS", "A configuration layer needs a non-empty name");
   }
   const { name } = layer;
+  if (layer.text !== undefined && typeof layer.text !== "string") {
+    throw new HarnessError("INVALID_ARGS", `Configuration layer "${name}" has a text that is not a string`);
+  }
   let text: JsoncText | undefined;
   let value = layer.value;
   if (layer.text !== undefined) {

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { HarnessError } from "../kernel/harness_error.ts";
 import type { HarnessContext, HarnessPlugin } from "../kernel/harness_context.ts";
 import type { SystemMessage, UserMessage } from "../llm/messages.ts";
 import type { HookEventName } from "../session/session_events.ts";
@@ -154,6 +155,17 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  */
 export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void> {
   const table = (options.hooks ?? {}) as HookTable;
+  // As the configuration schema allows: a timer fires at once past 2^31 - 1 ms, so a longer one would be none.
+  for (const matchers of Object.values(table)) {
+    for (const matcher of matchers ?? []) {
+      for (const handler of matcher.hooks ?? []) {
+        const timeout = (handler as { timeout?: unknown }).timeout;
+        if (timeout !== undefined && !(typeof timeout === "number" && timeout > 0 && timeout <= 3600)) {
+          throw new HarnessError("INVALID_ARGS", `A hook timeout is 0 to 3600 seconds, not ${String(timeout)}`);
+        }
+      }
+    }
+  }
   const maxStop = options.maxStopContinuations ?? 8;
   const plugin = (raw: HarnessContext) => {
     const ctx = raw as unknown as Ctx;

@@ -375,6 +375,20 @@ describe("hookBridge: failures never break the turn", () => {
     assert.deepEqual(hookLog(events), [["Stop", "error", "HOOK_NO_SUBPROCESS"]]);
   });
 
+  it("refuses a hook timeout past what a timer keeps (3600 s, as the configuration allows)", () => {
+    for (const timeout of [0, -1, 3601, 2 ** 31, Infinity, Number.NaN]) {
+      const hook = { type: "function" as const, name: "h", timeout, run: () => undefined };
+      assert.throws(
+        () => hookBridge({ hooks: { Stop: [{ hooks: [hook] }] } }),
+        { code: "INVALID_ARGS" },
+        String(timeout),
+      );
+    }
+    hookBridge({
+      hooks: { Stop: [{ hooks: [{ type: "function", name: "h", timeout: 3600, run: () => undefined }] }] },
+    });
+  });
+
   it("UserPromptSubmit and Stop hooks stop with the turn: cancel() ends a turn waiting on one", async () => {
     for (const event of ["UserPromptSubmit", "Stop"] as const) {
       let entered!: () => void;

@@ -25,7 +25,7 @@ export const secret = defineTool({
 
 export async function scenarioHarness(
   model: LlmAdapter,
-  options: { storage?: SessionStorage; mode?: SubagentMode; idPrefix?: string } = {},
+  options: { storage?: SessionStorage; mode?: SubagentMode; idPrefix?: string; maxDepth?: number } = {},
 ): Promise<Harness> {
   let t = 1000;
   let n = 0;
@@ -39,6 +39,7 @@ export async function scenarioHarness(
     newId: () => `${options.idPrefix ?? "id"}-${++n}`,
     plugins: [
       inProcessSubagents({
+        ...(options.maxDepth !== undefined ? { maxDepth: options.maxDepth } : {}),
         agents: [{
           name: "worker",
           description: "Works on one task",

@@ -269,6 +269,16 @@ describe("child session ids", () => {
     }
   });
 
+  it("refuses a depth limit that is not a non-negative integer", async () => {
+    for (const maxDepth of [Number.NaN, -1, 0.5, Infinity]) {
+      await assert.rejects(
+        scenarioHarness(scriptedAdapter([textResponse("x")]), { maxDepth }),
+        { code: "INVALID_ARGS" },
+        String(maxDepth),
+      );
+    }
+  });
+
   it("a new session under an id that is already stored is refused, not appended to the stored log", async () => {
     const storage = memoryStorage();
     await storage.create({ id: "taken", createdAt: 1 });

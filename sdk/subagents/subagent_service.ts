@@ -78,7 +78,11 @@ export class SubagentService {
    */
   constructor(ctx: HarnessContext, options: SubagentServiceOptions = {}) {
     this.#ctx = ctx as unknown as HarnessContext<object, Services>;
-    this.#maxDepth = options.maxDepth ?? 1;
+    const maxDepth = options.maxDepth ?? 1;
+    if (!Number.isInteger(maxDepth) || maxDepth < 0) {
+      throw new HarnessError("INVALID_ARGS", `maxDepth must be a non-negative integer, not ${String(maxDepth)}`);
+    }
+    this.#maxDepth = maxDepth;
     this.#toolName = options.toolName ?? "task";
   }
 

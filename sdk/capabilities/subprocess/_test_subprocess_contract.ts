@@ -125,6 +125,10 @@ export function subprocessContract(target: SubprocessTarget): void {
       await assert.rejects(service.run(["dsh-no-such-program-xyz"]), code("SPAWN_FAILED"));
       await assert.rejects(service.run([]), code("INVALID_ARGS"));
       await assert.rejects(service.run(["sh"], { timeoutMs: -1 }), code("INVALID_ARGS"));
+      // A timer fires at once past 2^31 - 1 ms: such a timeout would be none.
+      for (const timeoutMs of [2 ** 31, Infinity]) {
+        await assert.rejects(service.run(["sh"], { timeoutMs }), code("INVALID_ARGS"), String(timeoutMs));
+      }
     });
 
     it("stops the whole process group on timeout: no descendant survives", async () => {

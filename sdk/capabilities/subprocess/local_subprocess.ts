@@ -33,6 +33,8 @@ export interface LocalSubprocessOptions {
 }
 
 const DEFAULT_MAX_OUTPUT = 1_048_576;
+/** The longest delay a timer keeps: setTimeout fires at once past it. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * A {@linkcode SubprocessService} that runs programs on this machine.
@@ -72,8 +74,9 @@ function checkArgs(argv: readonly string[], options: RunOptions): void {
   for (const arg of argv) if (typeof arg !== "string") bad("every argv entry must be a string");
   if (argv[0] === "") bad("the program name is empty");
   const { timeoutMs, maxOutputBytes } = options;
-  if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && timeoutMs > 0)) {
-    bad("timeoutMs must be a positive number");
+  // A timer fires at once past 2^31 - 1 ms (about 24.8 days): a longer timeout would be none at all.
+  if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)) {
+    bad(`timeoutMs must be a positive number of at most ${MAX_TIMER_MS}`);
   }
   if (maxOutputBytes !== undefined && !(Number.isInteger(maxOutputBytes) && maxOutputBytes >= 0)) {
     bad("maxOutputBytes must be a non-negative integer");
