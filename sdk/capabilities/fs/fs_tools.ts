@@ -10,6 +10,7 @@ import { HarnessError } from "../../kernel/harness_error.ts";
 import { defineTool } from "../../tools/define_tool.ts";
 import type { AnyToolDefinition } from "../../tools/tool_definition.ts";
 import { capText, serviceOf, type ServiceSource } from "../_cap_text.ts";
+import { nestedRepeat } from "./_nested_repeat.ts";
 import type { FsService } from "./fs_service.ts";
 
 /** Options of {@linkcode fsTools}. */
@@ -245,6 +246,13 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
         regex = new RegExp(args.pattern, args.ignore_case ? "i" : "");
       } catch (cause) {
         throw new HarnessError("INVALID_ARGS", `Invalid regular expression: ${(cause as Error).message}`, { cause });
+      }
+      if (nestedRepeat(args.pattern)) {
+        throw new HarnessError(
+          "INVALID_ARGS",
+          "The pattern repeats a group that itself repeats, like (a+)+, which can take exponential time: drop the " +
+            "inner repeat, or bound the outer one, e.g. {1,10}",
+        );
       }
       const service = serviceOf(fs);
       const max = args.max_matches ?? 200;

@@ -89,6 +89,17 @@ describe("fsTools()", () => {
     assert.equal((await call("grep", { pattern: "(" })).code, "INVALID_ARGS");
   });
 
+  it("grep refuses a pattern that repeats a repeated group (exponential backtracking that would block the process)", async () => {
+    const call = setup(memoryFs({ files: { "a.txt": `${"a".repeat(34)}!\n`, "v.txt": "version 1.2.3\n" } }));
+    for (const pattern of ["^(a+)+$", "(\\w*)*!", "(?:a|b+)*c", "(x{2,})+"]) {
+      const result = await call("grep", { pattern });
+      assert.equal(result.code, "INVALID_ARGS", pattern);
+      assert.match(result.text, /bound the outer one/);
+    }
+    assert.equal((await call("grep", { pattern: "(\\d+\\.){1,10}\\d+" })).text, "v.txt:1: version 1.2.3");
+    assert.equal((await call("grep", { pattern: "[(+)]*a+!" })).text, `a.txt:1: ${"a".repeat(34)}!`);
+  });
+
   it("takes paths relative to the root only: an absolute one would pass a rule written for the relative form", async () => {
     const call = setup(memoryFs({ files: { "secret/key.txt": "TOPSECRET\n" } }));
     const absolute = ["/secret/key.txt", "\\secret\\key.txt", "C:/secret/key.txt", "c:secret"];
