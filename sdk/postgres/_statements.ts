@@ -81,7 +81,7 @@ export function statements(schema: string): Statements {
     // Row by row, to name the bad row when the joined text does not parse.
     loadRows: `SELECT seq::float8 AS seq, event FROM ${s}.session_events WHERE session_id = $1 ORDER BY seq`,
     // $1 id, $2 from seq, $3 limit
-    tail: `SELECT s.next_seq::float8 AS next_seq,
+    tail: `SELECT s.next_seq::float8 AS next_seq, s.header,
         (SELECT string_agg(x.event, ',' ORDER BY x.seq) FROM (
           SELECT e.seq, e.event FROM ${s}.session_events e
           WHERE e.session_id = s.id AND e.seq >= $2::bigint ORDER BY e.seq LIMIT $3::int

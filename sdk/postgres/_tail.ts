@@ -6,12 +6,34 @@
 // notification is lost with a broken connection, the poll interval bounds the
 // delay.
 
+import { HarnessError } from "../kernel/harness_error.ts";
 import { corrupt, notFound } from "../persistence/_errors.ts";
+import { incarnationOf } from "../session/_incarnation.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import type { Statements } from "./_statements.ts";
 import type { PostgresExecutor, PostgresUnlisten } from "./postgres_executor.ts";
 
 const PAGE = 500;
+
+/** A driver error of a read (the server is down, the connection dropped) as `SESSION_READ_FAILED`. */
+export function readFailed(what: string, sessionId: string | undefined, cause: unknown): HarnessError {
+  if (HarnessError.isInstance(cause)) return cause;
+  return new HarnessError(
+    "SESSION_READ_FAILED",
+    `Reading from PostgreSQL failed (${what}): ${(cause as Error)?.message ?? String(cause)}`,
+    { cause, details: sessionId === undefined ? { what } : { sessionId, what } },
+  );
+}
+
+// The incarnation in a stored header (see incarnationOf); a header that cannot be read stands for itself.
+function lifeOf(header: unknown): string {
+  const text = String(header);
+  try {
+    return incarnationOf(JSON.parse(text));
+  } catch {
+    return text;
+  }
+}
 
 export class PostgresTail {
   readonly #db: PostgresExecutor;
@@ -67,15 +89,24 @@ export class PostgresTail {
       await this.#listen();
       await this.#ensure();
       let next = fromSeq;
-      let first = true;
+      // The life of the log being followed: a session deleted and created again under the same id between two
+      // reads is another log, and its events are not this one's continuation.
+      let life: string | undefined;
       while (signal?.aborted !== true && !this.#closed) {
         pending = false;
-        const rows = await this.#db.query(this.#sql.tail, [sessionId, next, PAGE]);
+        let rows;
+        try {
+          rows = await this.#db.query(this.#sql.tail, [sessionId, next, PAGE]);
+        } catch (error) {
+          throw readFailed("follow", sessionId, error);
+        }
         if (rows.length === 0) {
-          if (first) throw notFound(sessionId);
+          if (life === undefined) throw notFound(sessionId);
           return;
         }
-        first = false;
+        const now = lifeOf(rows[0].header);
+        if (life !== undefined && now !== life) return;
+        life = now;
         const text = rows[0].events;
         if (typeof text === "string" && text.length > 0) {
           let events: SessionEvent[];

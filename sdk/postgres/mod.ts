@@ -12,6 +12,8 @@
  * import assert from "node:assert/strict";
  *
  * const pool = new pg.Pool({ connectionString: "postgres://app@127.0.0.1:5432/app" });
+ * // An idle client whose connection drops (a server restart) emits "error": without a listener the process ends.
+ * pool.on("error", (error) => console.error("PostgreSQL pool:", error.message));
  * const storage = postgresStorage({ client: pool, schema: "agents", leaseMs: 10_000 });
  * // createHarness({ storage, ... }) and createHarnessApp(harness) on every instance.
  * assert.equal(storage.kind, "postgres");

@@ -48,7 +48,7 @@ import type {
 import { migrate } from "./_migrations.ts";
 import { type Statements, statements } from "./_statements.ts";
 import { type PostgresClient, type PostgresExecutor, toPostgresExecutor } from "./postgres_executor.ts";
-import { PostgresTail } from "./_tail.ts";
+import { PostgresTail, readFailed } from "./_tail.ts";
 
 /** Options of {@linkcode postgresStorage}. */
 export interface PostgresStorageOptions {
@@ -143,13 +143,32 @@ function leaseLost(sessionId: string, action: string): HarnessError {
 
 function writeFailed(sessionId: string, action: string, cause: unknown): HarnessError {
   if (HarnessError.isInstance(cause)) return cause;
+  // Not "refused": a connection lost after the commit fails the call too (the next write finds the outcome).
   return new HarnessError(
     "SESSION_WRITE_FAILED",
-    `PostgreSQL refused to ${action} session ${JSON.stringify(sessionId)}: ${
+    `Writing to PostgreSQL failed (${action}, session ${JSON.stringify(sessionId)}): ${
       (cause as Error)?.message ?? String(cause)
     }`,
     { cause, details: { sessionId, action } },
   );
+}
+
+/** The UTF-8 length of a text, without encoding it. */
+function utf8Length(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) bytes += 1;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        bytes += 2; // four bytes for the pair's two code units
+        i++;
+      } else bytes += 2;
+    } else bytes += 2;
+  }
+  return bytes;
 }
 
 function unrefTimer(timer: unknown): void {
@@ -270,6 +289,15 @@ class PgStorage implements PostgresSessionStorage {
     return await this.#db.query(text, params, name === undefined ? undefined : { name });
   }
 
+  /** A read: a driver error (the server is down, the connection dropped) is `SESSION_READ_FAILED`. */
+  async #select(text: string, params: readonly unknown[], what: string, sessionId?: string) {
+    try {
+      return await this.#query(text, params);
+    } catch (error) {
+      throw readFailed(what, sessionId, error);
+    }
+  }
+
   #token(sessionId: string, writer: SessionWriter | undefined, action: string): string | null {
     if (writer === undefined) return null;
     if (!(writer instanceof PgWriter) || writer.sessionId !== sessionId) {
@@ -293,7 +321,7 @@ class PgStorage implements PostgresSessionStorage {
       const text = JSON.stringify(event);
       types.push(event.type);
       texts.push(text);
-      bytes += text.length + 1;
+      bytes += utf8Length(text) + 1;
     }
     return { types, texts, bytes };
   }
@@ -372,7 +400,7 @@ class PgStorage implements PostgresSessionStorage {
   }
 
   async #readLog(sessionId: string): Promise<{ header: SessionHeader; events: SessionEvent[] }> {
-    const rows = await this.#query(this.#sql.load, [sessionId]);
+    const rows = await this.#select(this.#sql.load, [sessionId], "load", sessionId);
     if (rows.length === 0) throw notFound(sessionId);
     const row = rows[0];
     const header = parseHeader(this.#parse(String(row.header), 1), this.#file, sessionId);
@@ -416,7 +444,7 @@ class PgStorage implements PostgresSessionStorage {
   }
 
   async #readRows(sessionId: string): Promise<SessionEvent[]> {
-    const rows = await this.#query(this.#sql.loadRows, [sessionId]);
+    const rows = await this.#select(this.#sql.loadRows, [sessionId], "load", sessionId);
     return rows.map((row) => this.#parse(String(row.event), num(row.seq) + 2) as SessionEvent);
   }
 
@@ -447,7 +475,7 @@ class PgStorage implements PostgresSessionStorage {
   }
 
   async list(): Promise<SessionHeader[]> {
-    const rows = await this.#query(this.#sql.list, []);
+    const rows = await this.#select(this.#sql.list, [], "list");
     const headers: SessionHeader[] = [];
     for (const row of rows) {
       try {
@@ -462,7 +490,7 @@ class PgStorage implements PostgresSessionStorage {
   stat(sessionId: string): Promise<SessionStat | undefined> {
     validateSessionId(sessionId);
     return (async () => {
-      const rows = await this.#query(this.#sql.stat, [sessionId]);
+      const rows = await this.#select(this.#sql.stat, [sessionId], "stat", sessionId);
       if (rows.length === 0) return undefined;
       const row = rows[0];
       return {
@@ -495,7 +523,12 @@ class PgStorage implements PostgresSessionStorage {
     validateSessionId(sessionId);
     return (async () => {
       const token = this.#newId();
-      const rows = await this.#query(this.#sql.acquire, [sessionId, token, this.#leaseMs]);
+      let rows;
+      try {
+        rows = await this.#query(this.#sql.acquire, [sessionId, token, this.#leaseMs]);
+      } catch (error) {
+        throw writeFailed(sessionId, "acquire the writer lease", error);
+      }
       if (rows.length === 0) throw writerBusy(sessionId, "acquire the writer lease");
       const writer = new PgWriter(this, sessionId, token, num(rows[0].fence), Math.max(10, this.#leaseMs / 3));
       this.#writers.add(writer);

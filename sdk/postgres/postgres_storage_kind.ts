@@ -42,8 +42,10 @@ import { postgresStorage, type PostgresStorageOptions } from "./postgres_storage
  *   env: (name) => (name === "APP_DATABASE_URL" ? "postgres://app@127.0.0.1:5432/app" : undefined),
  *   storageKinds: {
  *     postgres: postgresStorageKind((url) => {
- *       pools.push(new pg.Pool({ connectionString: url }));
- *       return pools[0];
+ *       const pool = new pg.Pool({ connectionString: url });
+ *       pool.on("error", (error) => console.error("PostgreSQL pool:", error.message)); // a dropped idle client
+ *       pools.push(pool);
+ *       return pool;
  *     }),
  *   },
  * });

@@ -219,6 +219,47 @@ describe("postgresStorage() on a PostgreSQL server", () => {
     }
   });
 
+  it("a tail ends when its session is deleted and created again, without the new log's events", async () => {
+    const a = await make({ pollMs: 50 });
+    try {
+      await a.storage.create({ id: "r" }, { events: todos(3) });
+      const seen: number[] = [];
+      const done = (async () => {
+        for await (const event of a.storage.follow!("r")) seen.push(event.seq);
+      })();
+      while (seen.length < 3) await sleep(5);
+      // Another life of the id, made between two reads of the tail (the delete sends no notification).
+      await a.storage.delete("r");
+      await a.storage.create({ id: "r" }, { events: todos(5) });
+      await done;
+      assert.deepEqual(seen, [0, 1, 2]);
+    } finally {
+      await a.after();
+    }
+  });
+
+  it("counts stored size in UTF-8 bytes; a read the driver fails is SESSION_READ_FAILED", async () => {
+    const a = await make();
+    try {
+      const one = (content: string) => {
+        const [event] = todos(1);
+        return [{ ...event, data: { todos: [{ content, status: "pending" }] } }] as SessionEvent[];
+      };
+      await a.storage.create({ id: "ascii", createdAt: 1 }, { events: one("e".repeat(1000)) });
+      await a.storage.create({ id: "utf-8", createdAt: 1 }, { events: one("é".repeat(1000)) });
+      const ascii = (await a.storage.stat("ascii"))!.size;
+      assert.equal((await a.storage.stat("utf-8"))!.size - ascii, 1000); // ids of one length: the header counts too
+      await a.pool.end(); // every later query fails in the driver
+      for (const read of [() => a.storage.load("ascii"), () => a.storage.stat("ascii"), () => a.storage.list()]) {
+        await assert.rejects(read(), code("SESSION_READ_FAILED"));
+      }
+      await assert.rejects(a.storage.acquireWriter("ascii"), code("SESSION_WRITE_FAILED"));
+    } finally {
+      await a.storage.close();
+      await dropSchema(server.admin, a.schema);
+    }
+  });
+
   it("migrations are versioned, idempotent, safe when instances start at once, and refuse a newer schema", async () => {
     const schema = testSchema("m");
     const pools = [testPool(server.url, 1), testPool(server.url, 1), testPool(server.url, 1)];
