@@ -168,6 +168,15 @@ function pgPoolQuery(
   };
 }
 
+const RELISTEN_FIRST_MS = 100;
+const RELISTEN_MAX_MS = 30_000;
+
+/** Keep a timer from holding the process open (Node, Bun, Deno). */
+function unref(timer: unknown): void {
+  if (typeof timer === "object" && timer !== null && "unref" in timer) (timer as { unref(): void }).unref();
+  else (globalThis as { Deno?: { unrefTimer?(id: number): void } }).Deno?.unrefTimer?.(timer as number);
+}
+
 /** LISTEN on one dedicated pool connection shared by every channel and subscriber. */
 function pgPoolListener(
   connect: () => Promise<PgListenClient>,
@@ -188,12 +197,13 @@ function pgPoolListener(
         for (const fn of subscribers.get(message.channel) ?? []) fn(message.payload ?? "");
       });
       client.on("error", () => {
-        // The connection broke: forget it; the next listen opens a new one (tails also poll).
-        // Once handed back to the pool, the pool owns its errors: release only once.
+        // The connection broke: forget it, and listen to the channels still wanted on a new one (tails poll
+        // meanwhile). Once handed back to the pool, the pool owns its errors: release only once.
         if (returned.has(client)) return;
         returned.add(client);
         if (connection !== undefined && current === client) connection = undefined;
         client.release(true);
+        relistenLater();
       });
       current = client;
       return client;
@@ -202,6 +212,28 @@ function pgPoolListener(
       throw error;
     });
     return connection;
+  };
+  // After a broken connection (a server restart, a failover): LISTEN again on a new one, retrying with a growing
+  // delay while the server is away. Without it every tail would poll for the rest of the process's life.
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  let delay = RELISTEN_FIRST_MS;
+  const relistenLater = (): void => {
+    if (retry !== undefined || subscribers.size === 0) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void serial(async () => {
+        if (subscribers.size === 0 || connection !== undefined) return;
+        try {
+          const client = await open();
+          for (const channel of subscribers.keys()) await client.query(`LISTEN ${quoteIdent(channel)}`);
+          delay = RELISTEN_FIRST_MS;
+        } catch {
+          delay = Math.min(delay * 2, RELISTEN_MAX_MS);
+          relistenLater();
+        }
+      });
+    }, delay);
+    unref(retry);
   };
   return (channel, onNotify) =>
     serial(async () => {

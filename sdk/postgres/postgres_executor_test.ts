@@ -85,3 +85,40 @@ describe("postgresStorage appends as a prepared statement on a PostgreSQL server
     }
   });
 });
+
+describe("toPostgresExecutor() listening on a pg Pool", () => {
+  it("listens again on a new connection after the old one broke (a server restart)", async () => {
+    type Handler = (value: never) => void;
+    const clients: { queries: string[]; handlers: Map<string, Handler>; released: boolean }[] = [];
+    let refuse = 1; // the first reconnect finds the server still away
+    const pool = {
+      totalCount: 0,
+      query: () => Promise.resolve({ rows: [] }),
+      connect() {
+        if (clients.length > 0 && refuse-- > 0) return Promise.reject(new Error("server starting up"));
+        const client = { queries: [] as string[], handlers: new Map<string, Handler>(), released: false };
+        clients.push(client);
+        return Promise.resolve({
+          query: (text: string) => Promise.resolve(void client.queries.push(text)),
+          on: (event: string, fn: Handler) => void client.handlers.set(event, fn),
+          release: () => void (client.released = true),
+        });
+      },
+    };
+    const executor = toPostgresExecutor(pool as never);
+    const heard: string[] = [];
+    const unlisten = await executor.listen!("appends", (payload) => void heard.push(payload));
+    assert.deepEqual(clients[0].queries, ['LISTEN "appends"']);
+    clients[0].handlers.get("error")!(new Error("terminating connection") as never);
+    assert.equal(clients[0].released, true);
+    // Retried with a growing delay until the server is back (100 ms, then 200 ms here).
+    for (let waited = 0; clients.length < 2 || clients[1].queries.length === 0; waited += 10) {
+      assert.ok(waited < 5000, "no new LISTEN");
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert.deepEqual(clients[1].queries, ['LISTEN "appends"']);
+    clients[1].handlers.get("notification")!({ channel: "appends", payload: "3 s" } as never);
+    assert.deepEqual(heard, ["3 s"]);
+    await unlisten();
+  });
+});
