@@ -64,7 +64,10 @@ export interface RunResult {
  * (`SPAWN_FAILED`) or the arguments are bad (`INVALID_ARGS`). Every process of
  * a run lives in its own process group: when the run ends (the leader exits,
  * the timeout elapses or the signal aborts) the whole group is stopped, so no
- * descendant outlives the call.
+ * descendant that stays in the group outlives the call. A descendant that
+ * leaves it (`setsid`, a daemon that detaches) is not found and keeps running:
+ * a process group is not a sandbox; run untrusted commands in a container or
+ * a VM whose end stops everything in it.
  */
 export interface SubprocessService {
   /**
