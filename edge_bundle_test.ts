@@ -88,6 +88,13 @@ describe("edge bundles", () => {
     );
   });
 
+  it("the core needs no zod: only tools that use it and the config subpath import it", async () => {
+    // zod is a peer of tools written with it; the core bundled without it stays small (bench/RESULTS.md, mod.ts).
+    const result = await build("mod.ts", { platform: "neutral" });
+    const zod = Object.keys(result.metafile.inputs).filter((path) => /node_modules\/zod\//.test(path));
+    assert.deepEqual(zod, []);
+  });
+
   it("file storage is the only code that reaches node: modules in the core bundle", async () => {
     const result = await build("mod.ts", { platform: "neutral", external: ["zod"] });
     const reached = builtinImports(result.metafile).map((u) => `${u.importer} ${u.path}`).sort();

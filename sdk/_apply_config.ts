@@ -10,7 +10,6 @@ import type { LlmAdapter } from "./llm/mod.ts";
 import type { AdapterConfig, HarnessConfig, StorageConfig } from "./config/harness_config.ts";
 import type { LoadedConfig } from "./config/resolve_config.ts";
 import { permissionFor } from "./config/permission_for.ts";
-import { harnessConfigSchema } from "./config/harness_config_schema.ts";
 import type { ToolDefinition, ToolEvents, ToolRuntime } from "./tools/mod.ts";
 import { isDefaultAsk } from "./tools/_default_decision.ts";
 import type { SessionStorage } from "./persistence/session_storage.ts";
@@ -43,23 +42,52 @@ export function effectiveConfig(input: ConfigInput): HarnessConfig {
   const given = typeof input === "object" && input !== null && "origins" in input && "config" in input
     ? input.config
     : input;
-  // What loadConfig() and resolveConfig() return fits already; a hand-made object is checked the same way.
-  const checked = harnessConfigSchema.safeParse(given);
-  if (!checked.success) {
-    const issue = checked.error.issues[0];
-    const path = issue.path.map(String).join(".");
+  // What loadConfig() and resolveConfig() return fits already (they check it against harnessConfigSchema); a
+  // hand-made object is checked here for what the harness reads, without the schema (zod stays out of the core).
+  const problem = configProblem(given);
+  if (problem !== undefined) {
     throw new HarnessError(
       "CONFIG_SCHEMA",
-      `Invalid configuration given to createHarness: ${path || "(root)"}: ${issue.message}; ` +
-        "build it with resolveConfig() or loadConfig()",
-      {
-        details: {
-          issues: checked.error.issues.map((i) => ({ path: i.path.map(String).join("."), message: i.message })),
-        },
-      },
+      `Invalid configuration given to createHarness: ${problem}; build it with resolveConfig() or loadConfig()`,
+      { details: { problem } },
     );
   }
   return given as HarnessConfig;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const isStrings = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === "string");
+const optional = (v: unknown, test: (v: unknown) => boolean) => v === undefined || v === null || test(v);
+
+/** The first way `config` does not fit what the harness reads from a configuration, or `undefined`. */
+function configProblem(config: unknown): string | undefined {
+  if (!isObject(config)) return "(root): expected an object";
+  const model = config.model;
+  if (!isObject(model)) return "model: expected an object";
+  for (const key of ["provider", "model"] as const) {
+    if (!optional(model[key], (v) => typeof v === "string")) return `model.${key}: expected a string`;
+  }
+  if (!isObject(config.adapters)) return "adapters: expected an object";
+  for (const [name, adapter] of Object.entries(config.adapters)) {
+    if (!isObject(adapter) || typeof adapter.kind !== "string") return `adapters.${name}: expected { kind, … }`;
+  }
+  if (!optional(config.tools, isStrings)) return "tools: expected an array of tool names";
+  const rules = config.permissions;
+  if (!Array.isArray(rules)) return "permissions: expected an array";
+  for (const [i, rule] of rules.entries()) {
+    if (!isObject(rule) || typeof rule.tool !== "string" || !["allow", "deny", "ask"].includes(rule.action as string)) {
+      return `permissions.${i}: expected { tool, action: "allow" | "deny" | "ask" }`;
+    }
+  }
+  if (!isObject(config.storage) || typeof config.storage.kind !== "string") return "storage: expected { kind, … }";
+  if (!isStrings(config.plugins)) return "plugins: expected an array of plugin names";
+  const parallel = config.maxParallelToolCalls;
+  if (!(Number.isInteger(parallel) && (parallel as number) > 0)) {
+    return "maxParallelToolCalls: expected a positive integer";
+  }
+  if (typeof config.invariants !== "boolean") return "invariants: expected true or false";
+  if (!optional(config.hooks, isObject)) return "hooks: expected an object";
+  return undefined;
 }
 
 export function adaptersFromConfig(
