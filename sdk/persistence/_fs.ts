@@ -45,6 +45,7 @@ export const fsOps = {
   link: async (from: string, to: string): Promise<void> => (await nodeFs()).link(from, to),
   unlink: async (path: string): Promise<void> => (await nodeFs()).unlink(path),
   rename: async (from: string, to: string): Promise<void> => (await nodeFs()).rename(from, to),
+  utimes: async (path: string, atime: Date, mtime: Date): Promise<void> => (await nodeFs()).utimes(path, atime, mtime),
   mkdir: async (path: string): Promise<void> => {
     await (await nodeFs()).mkdir(path, { recursive: true });
   },

@@ -88,20 +88,47 @@ export interface LockInfo {
   readonly acquiredAt: number;
 }
 
-// The tokens of the lock files this process holds, shared by every copy of this module loaded in it: a lock that
-// names this process's pid is live only while one of them holds it (a lock left by an earlier process that had the
-// same pid, as a container's first process has on every start, is not).
+// The tokens of the lock files this thread holds, shared by every copy of this module loaded in it. A lock that
+// names this process's pid and a token held here is live. One with another token is another thread's (a worker's:
+// same pid, its own globals) or an earlier process's that had the same pid, as a container's first process has on
+// every start: the holder renews its lock's mtime every RENEW_MS, so a lock not renewed for STALE_MS is the earlier
+// process's.
 const HELD = Symbol.for("@dsh/harness/held-lock-tokens");
+let RENEW_MS = 10_000;
+let STALE_MS = 30_000;
+
+/** Test support: shorter renewal and staleness periods. */
+export function lockTimingForTests(renewMs: number, staleMs: number): () => void {
+  const before = [RENEW_MS, STALE_MS];
+  RENEW_MS = renewMs;
+  STALE_MS = staleMs;
+  return () => void ([RENEW_MS, STALE_MS] = before);
+}
+const renewals = new Map<string, ReturnType<typeof setInterval>>();
 
 function heldTokens(): Set<string> {
   const global = globalThis as unknown as Record<symbol, Set<string> | undefined>;
   return global[HELD] ??= new Set();
 }
 
-function isLive(info: LockInfo): boolean {
+async function isLive(info: LockInfo, path: string): Promise<boolean> {
   if (typeof info.pid !== "number") return true; // nobody can tell it is dead
-  if (info.pid === currentPid()) return heldTokens().has(info.token);
-  return processAlive(info.pid) !== false;
+  if (info.pid !== currentPid()) return processAlive(info.pid) !== false;
+  if (heldTokens().has(info.token)) return true;
+  const stat = await fsOps.stat(path).catch(() => undefined);
+  return stat !== undefined && Date.now() - stat.mtimeMs < STALE_MS;
+}
+
+// Keep a held lock's mtime fresh (see HELD); the timer does not keep the process alive.
+function renew(path: string, token: string): void {
+  const timer = setInterval(() => {
+    const now = new Date();
+    fsOps.utimes(path, now, now).catch(() => {/* gone or moved: its release or takeover decides */});
+  }, RENEW_MS);
+  const t = timer as unknown as { unref?: () => void };
+  if (typeof t.unref === "function") t.unref();
+  else (globalThis as { Deno?: { unrefTimer?(id: number): void } }).Deno?.unrefTimer?.(timer as unknown as number);
+  renewals.set(token, timer);
 }
 
 async function readText(path: string): Promise<string | undefined> {
@@ -126,7 +153,7 @@ async function readLock(path: string): Promise<{ text: string; info: LockInfo | 
   }
   const lock = info as LockInfo | null;
   if (typeof lock !== "object" || lock === null || typeof lock.token !== "string") return { text, info: undefined };
-  return { text, info: isLive(lock) ? lock : undefined };
+  return { text, info: await isLive(lock, path) ? lock : undefined };
 }
 
 /** The live lock of a lock file, or `undefined` when there is none, it is damaged, or its holder is gone. */
@@ -173,7 +200,10 @@ export async function createLock(path: string, info: LockInfo): Promise<boolean>
   try {
     await fsOps.writeFile(temp, content, "wx");
     for (let attempt = 0; attempt < 3; attempt++) {
-      if (await publish(temp, path, content)) return created = true;
+      if (await publish(temp, path, content)) {
+        renew(path, info.token);
+        return created = true;
+      }
       const found = await readLock(path);
       if (found?.info !== undefined) return false;
       if (found !== undefined && !(await removeStale(path, found.text, temp, content))) return false;
@@ -185,9 +215,11 @@ export async function createLock(path: string, info: LockInfo): Promise<boolean>
   }
 }
 
-/** Forget a released lock's token (its file is removed by the caller). */
+/** Forget a released lock's token and stop renewing it (its file is removed by the caller). */
 export function forgetLock(token: string): void {
   heldTokens().delete(token);
+  clearInterval(renewals.get(token));
+  renewals.delete(token);
 }
 
 // Remove the stale lock `judged` (its text) under the takeover guard; `false` when another process holds the guard.
@@ -196,7 +228,11 @@ async function removeStale(path: string, judged: string, temp: string, content: 
   if (!(await takeGuard(guard, temp, content))) return false;
   try {
     // Nobody else removes the lock while the guard is held, and a new one cannot be linked over it.
-    if (await readText(path) === judged) await fsOps.unlink(path);
+    if (await readText(path) === judged) {
+      await fsOps.unlink(path).catch((error) => {
+        if (errorCode(error) !== "ENOENT") throw error;
+      });
+    }
     return true;
   } finally {
     await fsOps.unlink(guard).catch(() => {});
@@ -208,8 +244,25 @@ async function takeGuard(guard: string, temp: string, content: string): Promise<
     if (await publish(temp, guard, content)) return true;
     const found = await readLock(guard);
     if (found?.info !== undefined) return false; // a live takeover: it will create the lock
-    // Its taker died mid-takeover (or it is damaged): remove it, if it is still the one just read.
-    if (found !== undefined && await readText(guard) === found.text) await fsOps.unlink(guard).catch(() => {});
+    if (found === undefined) continue;
+    // Its taker died mid-takeover (or it is damaged). Move it aside under a name of this taker's own (of two that
+    // found it, one moves it), then check that what was moved is the guard judged stale: a read then an unlink
+    // could remove the guard another taker published in between.
+    const aside = `${temp}.dead`;
+    try {
+      await fsOps.rename(guard, aside);
+    } catch (error) {
+      if (errorCode(error) === "ENOENT") continue;
+      throw error;
+    }
+    if (await readText(aside) === found.text) {
+      await fsOps.unlink(aside).catch(() => {});
+      continue;
+    }
+    // Another taker's fresh guard was moved: put it back and leave the takeover to it.
+    await fsOps.link(aside, guard).catch(() => {});
+    await fsOps.unlink(aside).catch(() => {});
+    return false;
   }
   return false;
 }

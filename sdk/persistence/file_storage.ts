@@ -6,8 +6,12 @@
  * with `compression: "zstd"`), plus `writer.lock` while a writer lease is held.
  * A lock whose process is gone is taken over, by one process only: under
  * `writer.lock.takeover`, published as the lock is, and only while the lock is
- * still the one judged stale. A lock naming this process is live while this
- * process (any copy of the module in it) holds its token. Liveness is judged
+ * still the one judged stale (a stale guard is moved aside and checked before
+ * it is removed). A lock naming this process is live while this thread (any
+ * copy of the module in it) holds its token, or while its holder renews it
+ * (every 10 s; another thread's), and stale once not renewed for 30 s (an
+ * earlier process with the same pid, as a restarted container's pid 1: its
+ * sessions wait up to 30 s after the restart). Liveness is judged
  * by process id on this machine: processes in other containers sharing the
  * directory cannot be seen, so a session is written by one instance at a time
  * (or use a storage with a renewed lease, such as PostgreSQL's).

@@ -1,6 +1,6 @@
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, truncate, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, truncate, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HarnessError } from "../kernel/harness_error.ts";
@@ -8,6 +8,7 @@ import type { SessionEvent } from "../session/session_events.ts";
 import { fileStorage, type FileStorageOptions } from "./file_storage.ts";
 import { memoryStorage } from "./memory_storage.ts";
 import { fsOps } from "./_fs.ts";
+import { lockTimingForTests } from "./_writer_lease.ts";
 import { frameEnd, zstd } from "./_zstd.ts";
 import { storageContract } from "./_test_storage_contract.ts";
 import { LogBuilder } from "./_test_log.ts";
@@ -511,14 +512,22 @@ describe("fileStorage() durability", () => {
     assert.deepEqual(await readdir(join(dir, "s")), ["session.v1.jsonl"]);
   });
 
-  it("a lock naming this process is live only while this process holds it", async () => {
+  it("a lock naming this process is live while a thread of it holds it: its own token, or renewed lately", async () => {
     const dir = await tempDir();
     const a = fileStorage(dir);
     await a.create({ id: "s" });
     const pid = (globalThis as { process: { pid: number } }).process.pid;
-    // Left by an earlier process that had this pid (a container's first process has the same one on every start).
-    await writeFile(join(dir, "s", "writer.lock"), JSON.stringify({ token: "earlier-run", pid, acquiredAt: 0 }));
+    const lock = join(dir, "s", "writer.lock");
     const ev = { type: "todo/write", seq: 0, time: 1, data: { todos: [] } } as SessionEvent;
+    // Another thread's (a worker's: this pid, a token this thread does not hold), renewed lately: live.
+    await writeFile(lock, JSON.stringify({ token: "a-worker", pid, acquiredAt: 0 }));
+    await assert.rejects(a.acquireWriter("s"), code("SESSION_WRITER_BUSY"));
+    await assert.rejects(a.append("s", [ev], { expectedSeq: 0 }), code("SESSION_WRITER_BUSY"));
+    // Left by an earlier process that had this pid (a container's first process has the same one on every start):
+    // nobody renewed it for longer than a holder's renewals are apart.
+    await writeFile(lock, JSON.stringify({ token: "earlier-run", pid, acquiredAt: 0 }));
+    const past = new Date(Date.now() - 60_000);
+    await utimes(lock, past, past);
     await a.append("s", [ev], { expectedSeq: 0 });
     const writer = await a.acquireWriter("s");
     assert.equal(JSON.parse(await readFile(join(dir, "s", "writer.lock"), "utf8")).token, writer.token);
@@ -531,6 +540,26 @@ describe("fileStorage() durability", () => {
     await next.release();
   });
 
+  it("a held lock is renewed, so another thread of this process (its own globals) keeps seeing it live", async () => {
+    const restore = lockTimingForTests(20, 150);
+    try {
+      const dir = await tempDir();
+      const a = fileStorage(dir);
+      await a.create({ id: "s" });
+      await symlink(join(dir, "s"), join(dir, "t")); // the other thread reaches the folder under its own lease key
+      const writer = await a.acquireWriter("s");
+      // Seen from a thread that does not hold the token (a worker has its own globals).
+      const held = (globalThis as unknown as Record<symbol, Set<string>>)[Symbol.for("@dsh/harness/held-lock-tokens")];
+      held.delete(writer.token);
+      await new Promise((resolve) => setTimeout(resolve, 400)); // well past the staleness period: renewed meanwhile
+      await assert.rejects(fileStorage(dir).acquireWriter("t"), code("SESSION_WRITER_BUSY"));
+      held.add(writer.token);
+      await writer.release();
+    } finally {
+      restore();
+    }
+  });
+
   it("two takers of one stale lock never both get the lease, and the loser never removes the winner's lock", async () => {
     const dir = await tempDir();
     const storage = fileStorage(dir);
@@ -538,8 +567,12 @@ describe("fileStorage() durability", () => {
     await symlink(join(dir, "s"), join(dir, "t")); // a second lease key for the same folder: another process's view
     const dead = { token: "dead", pid: 2 ** 22 + 12345, acquiredAt: 0 };
     let contested = 0;
-    for (let round = 0; round < 60; round++) {
+    for (let round = 0; round < 120; round++) {
       await writeFile(join(dir, "s", "writer.lock"), JSON.stringify({ ...dead, token: `dead-${round}` }));
+      // Every other round, a takeover guard left by a taker that died too: clearing it must not let both through.
+      if (round % 2 === 1) {
+        await writeFile(join(dir, "s", "writer.lock.takeover"), JSON.stringify({ ...dead, token: `guard-${round}` }));
+      }
       const taken = await Promise.allSettled([storage.acquireWriter("s"), storage.acquireWriter("t")]);
       const won = taken.flatMap((r) => r.status === "fulfilled" ? [r.value] : []);
       for (const r of taken) if (r.status === "rejected") assert.ok(code("SESSION_WRITER_BUSY")(r.reason));
