@@ -111,13 +111,17 @@ function heldTokens(): Set<string> {
   return global[HELD] ??= new Set();
 }
 
-async function isLive(info: LockInfo, path: string): Promise<boolean> {
+async function isLive(info: LockInfo, path: string, staleMs: number): Promise<boolean> {
   if (typeof info.pid !== "number") return true; // nobody can tell it is dead
   if (info.pid !== currentPid()) return processAlive(info.pid) !== false;
   if (heldTokens().has(info.token)) return true;
   const stat = await fsOps.stat(path).catch(() => undefined);
-  return stat !== undefined && Date.now() - stat.mtimeMs < STALE_MS;
+  return stat !== undefined && Date.now() - stat.mtimeMs < staleMs;
 }
+
+// A takeover guard is held for the few file operations of a takeover and never renewed: one of this pid that no
+// thread here holds is stale after this long (one a taker put back after moving it aside, see takeGuard).
+const GUARD_STALE_MS = 5_000;
 
 // Keep a held lock's mtime fresh (see HELD); the timer does not keep the process alive.
 function renew(path: string, token: string): void {
@@ -141,7 +145,10 @@ async function readText(path: string): Promise<string | undefined> {
 }
 
 /** A lock file as read: its text, and whether it proves a live holder. `undefined` when there is none. */
-async function readLock(path: string): Promise<{ text: string; info: LockInfo | undefined } | undefined> {
+async function readLock(
+  path: string,
+  staleMs = STALE_MS,
+): Promise<{ text: string; info: LockInfo | undefined } | undefined> {
   const text = await readText(path);
   if (text === undefined) return undefined;
   let info: unknown;
@@ -153,7 +160,7 @@ async function readLock(path: string): Promise<{ text: string; info: LockInfo | 
   }
   const lock = info as LockInfo | null;
   if (typeof lock !== "object" || lock === null || typeof lock.token !== "string") return { text, info: undefined };
-  return { text, info: await isLive(lock, path) ? lock : undefined };
+  return { text, info: await isLive(lock, path, staleMs) ? lock : undefined };
 }
 
 /** The live lock of a lock file, or `undefined` when there is none, it is damaged, or its holder is gone. */
@@ -242,7 +249,7 @@ async function removeStale(path: string, judged: string, temp: string, content: 
 async function takeGuard(guard: string, temp: string, content: string): Promise<boolean> {
   for (let attempt = 0; attempt < 2; attempt++) {
     if (await publish(temp, guard, content)) return true;
-    const found = await readLock(guard);
+    const found = await readLock(guard, GUARD_STALE_MS);
     if (found?.info !== undefined) return false; // a live takeover: it will create the lock
     if (found === undefined) continue;
     // Its taker died mid-takeover (or it is damaged). Move it aside under a name of this taker's own (of two that
@@ -259,7 +266,8 @@ async function takeGuard(guard: string, temp: string, content: string): Promise<
       await fsOps.unlink(aside).catch(() => {});
       continue;
     }
-    // Another taker's fresh guard was moved: put it back and leave the takeover to it.
+    // Another taker's fresh guard was moved: put it back and leave the takeover to it. (If that taker finished in
+    // between, the guard put back outlives it; it is stale GUARD_STALE_MS later.)
     await fsOps.link(aside, guard).catch(() => {});
     await fsOps.unlink(aside).catch(() => {});
     return false;
