@@ -38,8 +38,11 @@ export function chatRequestBody(options: GenerateOptions, dialect: ChatRequestDi
   const config = options;
   const messages: WireMessage[] = [];
   if (options.system !== undefined && options.system !== "") messages.push({ role: "system", content: options.system });
-  const last = options.messages.length - 1;
-  options.messages.forEach((message, i) => messages.push(...wireMessages(message, dialect, i === last)));
+  // The newest user input (context a hook entered after it, as a system message, does not make it older).
+  const newest = options.messages.findLastIndex((m) =>
+    m.role === "user" && m.content.some((b) => b.type !== "tool-result")
+  );
+  options.messages.forEach((message, i) => messages.push(...wireMessages(message, dialect, i === newest)));
   const body: Record<string, unknown> = {
     model: config.model,
     messages,

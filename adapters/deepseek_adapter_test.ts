@@ -435,6 +435,23 @@ describe("deepseekAdapter() over HTTP on recorded streams", () => {
       })),
     );
     assert.equal((finish.reason as { failure: { code: string } }).failure.code, "UNSUPPORTED_FEATURE");
+    // Still the newest user input when a hook's context was entered after it (as a system message).
+    const withContext = finishOf(
+      await stream(request("deepseek-chat", {
+        messages: [{
+          id: "u1",
+          role: "user",
+          content: [{ type: "text", text: "Look" }, { type: "image", mediaType: "image/png", data: "AAAA" }],
+          source: { kind: "user" },
+        }, {
+          id: "s1",
+          role: "system",
+          content: [{ type: "text", text: "Context from a hook" }],
+          source: { kind: "plugin", plugin: "hooks" },
+        }],
+      })),
+    );
+    assert.equal((withContext.reason as { failure: { code: string } }).failure.code, "UNSUPPORTED_FEATURE");
   });
 });
 

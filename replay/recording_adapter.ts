@@ -162,7 +162,11 @@ export async function writeFixture(
     await mkdir(path, { recursive: true });
     const storage = fileStorage(path, { compression });
     for (const stored of await storage.list()) await storage.delete(stored.id);
-    for (const name of await readdir(staging)) await rename(join(staging, name), join(path, name));
+    for (const name of await readdir(staging)) {
+      // A folder of that name that list() did not take (its log unreadable) is the same session, replaced too.
+      await rm(join(path, name), { recursive: true, force: true });
+      await rename(join(staging, name), join(path, name));
+    }
   } finally {
     await rm(staging, { recursive: true, force: true });
   }

@@ -81,6 +81,10 @@ describe("recordingAdapter()", () => {
       assert.deepEqual(fixture.sessions.map((s) => s.id), ["new"]);
       assert.deepEqual(fixture.overrides, [{ hang: true }]);
       assert.deepEqual((await readdir(dir)).sort(), ["file.jsonl", "fx"]);
+      // A session folder whose log is damaged (so that loading refuses the fixture) is replaced by a new recording.
+      await writeFile(join(fx, "new", "session.v1.jsonl"), "not a log\n");
+      await writeFixture(fx, [made.session]);
+      assert.deepEqual((await loadFixture(fx)).sessions.map((s) => s.id), ["new"]);
     });
   });
 });

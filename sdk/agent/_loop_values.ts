@@ -59,22 +59,25 @@ export function toInboxMessage(input: AgentInput, id: string): UserMessage | Sys
   return message;
 }
 
-// What a user puts in a message: text, and images with a media type and either data or a URL. A tool call or result
-// given as input would enter the history without its other half, and every later request would carry it.
+// What a user puts in a message: text, images with a media type and either data or a URL, and block types of
+// plugins (ContentBlockMap is open; an adapter refuses what it cannot send). Never a tool call or a tool result,
+// which would enter the history without its other half, and every later request would carry it.
 function checkInputBlocks(blocks: readonly unknown[]): void {
   blocks.forEach((value, i) => {
     const block = value as Record<string, unknown> | null;
-    const ok = typeof block === "object" && block !== null && (
-      (block.type === "text" && typeof block.text === "string") ||
-      (block.type === "image" && typeof block.mediaType === "string" && block.mediaType !== "" &&
-        (typeof block.data === "string") !== (typeof block.url === "string") &&
-        (block.data === undefined || typeof block.data === "string") &&
-        (block.url === undefined || typeof block.url === "string"))
-    );
+    let ok = typeof block === "object" && block !== null && typeof block.type === "string" && block.type !== "";
+    if (ok && block!.type === "text") ok = typeof block!.text === "string";
+    else if (ok && block!.type === "image") {
+      ok = typeof block!.mediaType === "string" && block!.mediaType !== "" &&
+        (typeof block!.data === "string") !== (typeof block!.url === "string") &&
+        (block!.data === undefined || typeof block!.data === "string") &&
+        (block!.url === undefined || typeof block!.url === "string");
+    } else if (ok) ok = block!.type !== "tool-call" && block!.type !== "tool-result";
     if (!ok) {
       throw new HarnessError(
         "INVALID_ARGS",
-        `Agent input block ${i} is not a text block or an image block (mediaType, and data or url)`,
+        `Agent input block ${i} is not a text block, an image block (mediaType, and data or url) or a plugin's ` +
+          "block (tool calls and results are the loop's own)",
         { details: { index: i } },
       );
     }

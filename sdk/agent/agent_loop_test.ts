@@ -543,10 +543,9 @@ describe("agent loop event sequences", () => {
     await harness.dispose();
   });
 
-  it("user input holds text and well-formed images only; anything else is INVALID_ARGS and nothing is logged", async () => {
+  it("user input holds no tool call or result, and well-formed text and images; else INVALID_ARGS, nothing logged", async () => {
     const { harness, agent } = await setup([textResponse("ok")]);
     const seq = agent.session.seq;
-    const source = { kind: "user" } as const;
     const bad: unknown[] = [
       null,
       undefined,
@@ -558,7 +557,7 @@ describe("agent loop event sequences", () => {
       [{ type: "tool-call", id: "c1", name: "add", arguments: "{}" }],
       [{ type: "tool-result", toolCallId: "nowhere", content: [] }],
       { id: "m1", role: "user", content: [{ type: "text", text: "no source" }] },
-      { id: "m2", role: "user", content: [{ type: "reasoning", text: "hmm" }], source },
+      [{ text: "no type" }],
     ];
     for (const input of bad) {
       assert.throws(() => agent.followup(input as never), { code: "INVALID_ARGS" }, JSON.stringify(input));
@@ -566,7 +565,9 @@ describe("agent loop event sequences", () => {
     }
     assert.equal(agent.session.seq, seq, "nothing was logged");
     const image = { type: "image", mediaType: "image/png", url: "https://x/y.png" } as const;
-    assert.equal((await agent.run([{ type: "text", text: "Look" }, image])).text, "ok");
+    // A plugin's own block type (ContentBlockMap is open to declaration merging) is the adapter's to take or refuse.
+    const document = { type: "document", name: "a.pdf" } as never;
+    assert.equal((await agent.run([{ type: "text", text: "Look" }, image, document])).text, "ok");
     await harness.dispose();
   });
 

@@ -161,7 +161,10 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
       for (const handler of matcher.hooks ?? []) {
         const timeout = (handler as { timeout?: unknown }).timeout;
         if (timeout !== undefined && !(typeof timeout === "number" && timeout > 0 && timeout <= 3600)) {
-          throw new HarnessError("INVALID_ARGS", `A hook timeout is 0 to 3600 seconds, not ${String(timeout)}`);
+          throw new HarnessError(
+            "INVALID_ARGS",
+            `A hook timeout is more than 0 and at most 3600 seconds, not ${String(timeout)}`,
+          );
         }
       }
     }

@@ -16,7 +16,7 @@ const imageBlock = z.strictObject({
 const content = z.union([z.string().min(1), z.array(z.union([textBlock, imageBlock])).min(1)]);
 const sessionId = z.string().refine(isValidSessionId, {
   message:
-    "Session ids are 1 to 128 letters, digits, underscores or hyphens, starting with a letter or digit (at most 85 capitals)",
+    "Session ids are 1 to 128 letters, digits, underscores or hyphens, starting with a letter or digit; a capital counts three toward a limit of 255 (length + 2 × capitals)",
 });
 const toolName = z.string().min(1).max(128);
 

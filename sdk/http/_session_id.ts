@@ -21,7 +21,7 @@ export function checkSessionId(id: string | undefined): string {
     throw new HttpProblem(
       400,
       "INVALID_SESSION_ID",
-      "Session ids are 1 to 128 letters, digits, underscores or hyphens, starting with a letter or digit (at most 85 capitals)",
+      "Session ids are 1 to 128 letters, digits, underscores or hyphens, starting with a letter or digit; a capital counts three toward a limit of 255 (length + 2 × capitals)",
     );
   }
   return id;

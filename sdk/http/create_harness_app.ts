@@ -206,8 +206,8 @@ function defaultLog(record: RequestLogRecord): void {
  *   (inclusive, a turn boundary; default the whole log), driven by its own agent (201).
  * - `GET /sessions/:id/approvals`, `POST /sessions/:id/approvals/:callId` `{ decision: "allow" | "reject" }`.
  *
- * Session ids are 1–128 letters, digits, `_` or `-` (nothing a path can be made of; at most 85 capitals, which
- * take three bytes each in a file storage's directory name). Every response
+ * Session ids are 1–128 letters, digits, `_` or `-` (nothing a path can be made of), whose length plus twice their
+ * capitals is at most 255 (a capital takes three bytes of a file storage's directory name). Every response
  * carries `X-Request-Id` (Hono's request-id middleware: the client's, when it is 1–128 letters, digits, `_`
  * or `-`, else a new one), which the log records. Bearer auth is Hono's bearer-auth middleware (the token
  * must be RFC 6750 token68 text); its refusals are problem+json `AUTH_REQUIRED` / `INVALID_TOKEN` (401).

@@ -103,6 +103,7 @@ export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, op
   const caughtUp = async (t: Tracked): Promise<boolean> => {
     const stat = await storage.stat(t.session.id);
     if (stat === undefined || stat.torn || stat.nextSeq <= t.nextSeq || stat.nextSeq > t.session.seq) return false;
+    if (incarnationOf(stat.header) !== incarnationOf(t.session.header)) return false; // another life of the id
     const stored = (await storage.inspect(t.session.id)).events;
     const ours = t.session.slice(t.nextSeq, stat.nextSeq);
     for (let i = 0; i < ours.length; i++) if (!jsonEqual(stored[t.nextSeq + i], ours[i])) return false;

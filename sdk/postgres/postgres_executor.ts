@@ -222,8 +222,9 @@ function pgPoolListener(
     retry = setTimeout(() => {
       retry = undefined;
       void serial(async () => {
-        if (subscribers.size === 0 || connection !== undefined) return;
+        if (subscribers.size === 0) return;
         try {
+          // LISTEN is idempotent: on a connection a new subscriber opened meanwhile, it adds the others' channels.
           const client = await open();
           for (const channel of subscribers.keys()) await client.query(`LISTEN ${quoteIdent(channel)}`);
           delay = RELISTEN_FIRST_MS;

@@ -119,6 +119,18 @@ describe("toPostgresExecutor() listening on a pg Pool", () => {
     assert.deepEqual(clients[1].queries, ['LISTEN "appends"']);
     clients[1].handlers.get("notification")!({ channel: "appends", payload: "3 s" } as never);
     assert.deepEqual(heard, ["3 s"]);
+    // Broken again; this time another channel's subscriber opens the new connection before the retry runs: the
+    // retry still listens to the first channel on it.
+    clients[1].handlers.get("error")!(new Error("terminating connection") as never);
+    const unlistenOther = await executor.listen!("others", () => {});
+    assert.deepEqual(clients[2].queries, ['LISTEN "others"']);
+    for (let waited = 0; !clients[2].queries.includes('LISTEN "appends"'); waited += 10) {
+      assert.ok(waited < 5000, "the first channel was not listened to again");
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    clients[2].handlers.get("notification")!({ channel: "appends", payload: "4 s" } as never);
+    assert.deepEqual(heard, ["3 s", "4 s"]);
+    await unlistenOther();
     await unlisten();
   });
 });

@@ -1,16 +1,16 @@
 // Internal: a guard for the regular expressions grep is given. JavaScript's engine backtracks, and a pattern that
 // repeats a group which itself repeats ((a+)+, (\w*)*) can take exponential time on a line of a few dozen
-// characters, with the event loop blocked: no cancel, no timer, no other agent. Bounded outer repeats ({1,10})
-// are polynomial and allowed. A heuristic for that one shape, not a proof that a pattern is fast.
+// characters, with the event loop blocked: no cancel, no timer, no other agent. An outer repeat of at most 3 ({2},
+// {1,3}) is polynomial of a low degree and allowed; {1,10} is not (about n^10: seconds at 40 characters). A heuristic for that one shape, not a proof that a pattern is fast.
 
 /**
- * Whether `source` repeats (`*`, `+`, `{n,}`, or `{n,m}` with m above 10) a
+ * Whether `source` repeats (`*`, `+`, `{n,}`, or `{n,m}` with m above 3) a
  * group that contains such a repeat.
  */
 export function nestedRepeat(source: string): boolean {
   const frames: boolean[] = [false]; // per open group: whether it holds a repeat
   let i = 0;
-  // The repeat quantifier at `at` (*, +, {n,} or {n,m} with m > 10), and where it ends; `undefined` when none.
+  // The repeat quantifier at `at` (*, +, {n,} or {n,m} with m > 3), and where it ends; `undefined` when none.
   const repeatAt = (at: number): number | undefined => {
     const c = source[at];
     if (c === "*" || c === "+") return at + 1;
@@ -18,7 +18,7 @@ export function nestedRepeat(source: string): boolean {
     const m = /^\{(\d+)(,(\d*))?\}/.exec(source.slice(at));
     if (m === null) return undefined;
     const max = m[2] === undefined ? Number(m[1]) : m[3] === "" ? Infinity : Number(m[3]);
-    return max > 10 ? at + m[0].length : undefined;
+    return max > 3 ? at + m[0].length : undefined;
   };
   const afterAtom = (at: number) => {
     const end = repeatAt(at);

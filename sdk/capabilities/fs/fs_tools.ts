@@ -250,8 +250,8 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
       if (nestedRepeat(args.pattern)) {
         throw new HarnessError(
           "INVALID_ARGS",
-          "The pattern repeats a group that itself repeats, like (a+)+, which can take exponential time: drop the " +
-            "inner repeat, or bound the outer one, e.g. {1,10}",
+          "The pattern repeats a group that itself repeats, like (a+)+, which can take exponential time: drop " +
+            "one of the two repeats (search for the repeated unit alone), or bound the outer one to at most 3",
         );
       }
       const service = serviceOf(fs);

@@ -91,12 +91,12 @@ describe("fsTools()", () => {
 
   it("grep refuses a pattern that repeats a repeated group (exponential backtracking that would block the process)", async () => {
     const call = setup(memoryFs({ files: { "a.txt": `${"a".repeat(34)}!\n`, "v.txt": "version 1.2.3\n" } }));
-    for (const pattern of ["^(a+)+$", "(\\w*)*!", "(?:a|b+)*c", "(x{2,})+"]) {
+    for (const pattern of ["^(a+)+$", "(\\w*)*!", "(?:a|b+)*c", "(x{2,})+", "^(a+){1,10}$"]) {
       const result = await call("grep", { pattern });
       assert.equal(result.code, "INVALID_ARGS", pattern);
-      assert.match(result.text, /bound the outer one/);
+      assert.match(result.text, /bound the outer one to at most 3/);
     }
-    assert.equal((await call("grep", { pattern: "(\\d+\\.){1,10}\\d+" })).text, "v.txt:1: version 1.2.3");
+    assert.equal((await call("grep", { pattern: "(\\d+\\.){1,3}\\d+" })).text, "v.txt:1: version 1.2.3");
     assert.equal((await call("grep", { pattern: "[(+)]*a+!" })).text, `a.txt:1: ${"a".repeat(34)}!`);
   });
 
