@@ -5,9 +5,9 @@ import { corrupt, formatUnsupported, invalidArgs } from "./_errors.ts";
 import { SESSION_FORMAT_VERSION, type SessionHeader } from "../session/session.ts";
 import type { NewSessionHeader } from "./session_storage.ts";
 import { INCARNATION_PATTERN, newIncarnation } from "../session/_incarnation.ts";
+import { LONE_SURROGATE } from "../session/_validate_event.ts";
 
 const MAX_ID_LENGTH = 128;
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 /** The longest file name most file systems take, in bytes: the escaped id names the session's directory. */
 const MAX_NAME_BYTES = 255;
 

@@ -3,6 +3,7 @@
 // for fileStorage, a lock file that other processes respect.
 
 import { currentPid, errorCode, fsOps, processAlive } from "./_fs.ts";
+import { unrefTimer } from "../kernel/_unref_timer.ts";
 import { invalidArgs, writerBusy } from "./_errors.ts";
 import type { SessionWriter } from "./session_storage.ts";
 
@@ -129,9 +130,7 @@ function renew(path: string, token: string): void {
     const now = new Date();
     fsOps.utimes(path, now, now).catch(() => {/* gone or moved: its release or takeover decides */});
   }, RENEW_MS);
-  const t = timer as unknown as { unref?: () => void };
-  if (typeof t.unref === "function") t.unref();
-  else (globalThis as { Deno?: { unrefTimer?(id: number): void } }).Deno?.unrefTimer?.(timer as unknown as number);
+  unrefTimer(timer);
   renewals.set(token, timer);
 }
 

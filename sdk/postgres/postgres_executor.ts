@@ -8,6 +8,7 @@
  * @module
  */
 
+import { unrefTimer } from "../kernel/_unref_timer.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 
 /** A row as a driver returns it: column name to value. */
@@ -171,12 +172,6 @@ function pgPoolQuery(
 const RELISTEN_FIRST_MS = 100;
 const RELISTEN_MAX_MS = 30_000;
 
-/** Keep a timer from holding the process open (Node, Bun, Deno). */
-function unref(timer: unknown): void {
-  if (typeof timer === "object" && timer !== null && "unref" in timer) (timer as { unref(): void }).unref();
-  else (globalThis as { Deno?: { unrefTimer?(id: number): void } }).Deno?.unrefTimer?.(timer as number);
-}
-
 /** LISTEN on one dedicated pool connection shared by every channel and subscriber. */
 function pgPoolListener(
   connect: () => Promise<PgListenClient>,
@@ -234,7 +229,7 @@ function pgPoolListener(
         }
       });
     }, delay);
-    unref(retry);
+    unrefTimer(retry);
   };
   return (channel, onNotify) =>
     serial(async () => {

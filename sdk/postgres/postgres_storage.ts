@@ -25,6 +25,7 @@
  */
 
 import { HarnessError } from "../kernel/harness_error.ts";
+import { unrefTimer } from "../kernel/_unref_timer.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { alreadyExists, corrupt, invalidArgs, notFound, seqMismatch, writerBusy } from "../persistence/_errors.ts";
 import { validateEnvelope, validateEventData } from "../session/_validate_event.ts";
@@ -169,14 +170,6 @@ function utf8Length(text: string): number {
     } else bytes += 2;
   }
   return bytes;
-}
-
-function unrefTimer(timer: unknown): void {
-  if (typeof timer === "object" && timer !== null && "unref" in timer) (timer as { unref(): void }).unref();
-  else {
-    const deno = (globalThis as { Deno?: { unrefTimer?(id: number): void } }).Deno;
-    if (typeof timer === "number") deno?.unrefTimer?.(timer);
-  }
 }
 
 class PgWriter implements PostgresSessionWriter {

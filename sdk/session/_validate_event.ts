@@ -17,14 +17,16 @@ const isCount = (v: unknown): boolean => typeof v === "number" && Number.isSafeI
 /** Whether `v` can be an event `time` or a header `createdAt`: a non-negative safe integer (milliseconds). */
 export const isTime = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 
+/** A UTF-16 surrogate without its other half: text that is not well-formed (drivers and file names write U+FFFD). */
+export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 // deno-lint-ignore no-control-regex
-const NOT_TYPE_TEXT = /[\u0000-\u001f\u007f]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /**
  * Whether an event type is text every storage keeps as it is: no control
  * character (PostgreSQL's text refuses U+0000) and no lone surrogate.
  */
-export const isEventTypeText = (type: string): boolean => !NOT_TYPE_TEXT.test(type);
+export const isEventTypeText = (type: string): boolean => !CONTROL.test(type) && !LONE_SURROGATE.test(type);
 
 const ADAPTER_DEFAULT_KEYS: ReadonlySet<string> = new Set(["reasoningEffort", "maxTokens"]);
 

@@ -30,9 +30,10 @@ export interface FsToolsOptions {
 /**
  * A path as permission rules see it: lexically normalised, so that
  * `src/../secrets/key` is matched as `secrets/key`, not as something under `src/`.
+ * Only relative paths reach it: the tools' parameters refuse absolute ones, and
+ * a subject is taken from arguments that passed them.
  */
 function subjectOf(path: string): string {
-  const absolute = path.startsWith("/");
   const out: string[] = [];
   for (const part of path.replaceAll("\\", "/").split("/")) {
     if (part === "" || part === ".") continue;
@@ -40,7 +41,7 @@ function subjectOf(path: string): string {
     else out.push(part);
   }
   const joined = out.join("/");
-  return absolute ? `/${joined}` : joined === "" ? "." : joined;
+  return joined === "" ? "." : joined;
 }
 
 /** A POSIX absolute path, a Windows drive or UNC path. */
