@@ -22,7 +22,7 @@ import {
   readTail,
   truncateTo,
 } from "./_file_log.ts";
-import { errorCode, fsOps, joinPath, syncDir } from "./_fs.ts";
+import { currentPid, errorCode, fsOps, joinPath, pidNamespace, syncDir } from "./_fs.ts";
 import { escapeSessionId, makeHeader, validateSessionId } from "./_header.ts";
 import { decodePlainLog, decodeZstdLog } from "./_log_decoder.ts";
 import { LOG_FORMAT_VERSION, migrateLog } from "./_log_migrations.ts";
@@ -396,8 +396,12 @@ class FileSessionStorage implements SessionStorage {
     const token = this.#newId();
     try {
       await fsOps.mkdir(dir);
-      const pid = (globalThis as { process?: { pid?: number } }).process?.pid;
-      const created = await createLock(lockPath, { token, pid, acquiredAt: this.#now() });
+      const created = await createLock(lockPath, {
+        token,
+        pid: currentPid(),
+        host: await pidNamespace(),
+        acquiredAt: this.#now(),
+      });
       if (!created) throw writerBusy(sessionId, "acquire the writer lease");
     } catch (error) {
       processLeases.drop(dir);

@@ -50,6 +50,7 @@ export const fsOps = {
     await (await nodeFs()).mkdir(path, { recursive: true });
   },
   readdir: async (path: string): Promise<string[]> => (await nodeFs()).readdir(path),
+  readlink: async (path: string): Promise<string> => (await nodeFs()).readlink(path),
   stat: async (path: string): Promise<{ size: number; mtimeMs: number; isDirectory(): boolean }> =>
     (await nodeFs()).stat(path),
   rm: async (path: string): Promise<void> => (await nodeFs()).rm(path, { recursive: true, force: true }),
@@ -94,4 +95,26 @@ export function processAlive(pid: number): boolean | undefined {
 /** This process's id, when the runtime exposes one. */
 export function currentPid(): number | undefined {
   return (globalThis as { process?: { pid?: number } }).process?.pid;
+}
+
+let namespace: Promise<string | undefined> | undefined;
+
+/**
+ * Names the process-id namespace this process lives in, so that a lock file's
+ * pid can be judged only where it means the same process: on Linux the boot id
+ * (one per machine and boot) and the pid namespace (one per container).
+ * `undefined` where neither can be read (other systems, no permission).
+ */
+export function pidNamespace(): Promise<string | undefined> {
+  return namespace ??= readNamespace();
+}
+
+async function readNamespace(): Promise<string | undefined> {
+  try {
+    const boot = new TextDecoder().decode(await fsOps.readFile("/proc/sys/kernel/random/boot_id")).trim();
+    const ns = await fsOps.readlink("/proc/self/ns/pid");
+    return boot !== "" && ns !== "" ? `${boot}/${ns}` : undefined;
+  } catch {
+    return undefined;
+  }
 }

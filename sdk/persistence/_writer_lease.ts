@@ -2,7 +2,7 @@
 // instance of this module copy, keyed by the session's storage key), plus,
 // for fileStorage, a lock file that other processes respect.
 
-import { currentPid, errorCode, fsOps, processAlive } from "./_fs.ts";
+import { currentPid, errorCode, fsOps, pidNamespace, processAlive } from "./_fs.ts";
 import { unrefTimer } from "../kernel/_unref_timer.ts";
 import { invalidArgs, writerBusy } from "./_errors.ts";
 import type { SessionWriter } from "./session_storage.ts";
@@ -86,6 +86,8 @@ export const processLeases: LeaseTable = new LeaseTable();
 export interface LockInfo {
   readonly token: string;
   readonly pid?: number;
+  /** The pid namespace `pid` belongs to ({@linkcode pidNamespace}); absent in locks of earlier versions. */
+  readonly host?: string;
   readonly acquiredAt: number;
 }
 
@@ -114,8 +116,14 @@ function heldTokens(): Set<string> {
 
 async function isLive(info: LockInfo, path: string, staleMs: number): Promise<boolean> {
   if (typeof info.pid !== "number") return true; // nobody can tell it is dead
+  // A pid of another container or machine names no process here (or another one): only its renewals tell.
+  if (typeof info.host === "string" && info.host !== await pidNamespace()) return renewedWithin(path, staleMs);
   if (info.pid !== currentPid()) return processAlive(info.pid) !== false;
   if (heldTokens().has(info.token)) return true;
+  return renewedWithin(path, staleMs);
+}
+
+async function renewedWithin(path: string, staleMs: number): Promise<boolean> {
   const stat = await fsOps.stat(path).catch(() => undefined);
   return stat !== undefined && Date.now() - stat.mtimeMs < staleMs;
 }

@@ -11,11 +11,13 @@
  * copy of the module in it) holds its token, or while its holder renews it
  * (every 10 s; another thread's), and stale once not renewed for 30 s (an
  * earlier process with the same pid, as a restarted container's pid 1: its
- * sessions wait up to 30 s after the restart). A lock of another pid is
- * judged by whether that pid exists here: processes in other containers
- * sharing the directory cannot be seen, so a session is written by one
- * instance at a time (or use a storage with a renewed lease, such as
- * PostgreSQL's).
+ * sessions wait up to 30 s after the restart). A lock of another pid of this
+ * pid namespace (a lock names its holder's: on Linux the boot id and the pid
+ * namespace) is judged by whether that pid exists; one from another container
+ * or machine sharing the directory, by its renewals alone: stale once not
+ * renewed for 30 s (their clocks must agree within ~20 s, and a holder whose
+ * process stalls that long can lose its lock to another; PostgreSQL's lease
+ * fences such a writer, this lock cannot).
  *
  * Format versions (002 §9.3): the version is in the file name, `session.jsonl`
  * for v0 and `session.vN.jsonl` from v1 on. A session directory may hold

@@ -7,7 +7,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { fileStorage, type FileStorageOptions } from "./file_storage.ts";
 import { memoryStorage } from "./memory_storage.ts";
-import { fsOps } from "./_fs.ts";
+import { fsOps, pidNamespace } from "./_fs.ts";
 import { lockTimingForTests } from "./_writer_lease.ts";
 import { frameEnd, zstd } from "./_zstd.ts";
 import { storageContract } from "./_test_storage_contract.ts";
@@ -538,6 +538,41 @@ describe("fileStorage() durability", () => {
     await writer.release();
     const next = await b.acquireWriter("t");
     await next.release();
+  });
+
+  it("a lock from another pid namespace (container, machine) is judged by its renewals, not by its pid", async () => {
+    const here = await pidNamespace();
+    const dir = await tempDir();
+    const a = fileStorage(dir);
+    await a.create({ id: "s" });
+    const mine = await a.acquireWriter("s");
+    const written = JSON.parse(await readFile(join(dir, "s", "writer.lock"), "utf8"));
+    assert.equal(written.host, here); // a lock says where its pid means something
+    await mine.release();
+
+    const lock = join(dir, "s", "writer.lock");
+    const ev = { type: "todo/write", seq: 0, time: 1, data: { todos: [] } } as SessionEvent;
+    // A holder in another container: its pid exists nowhere here, but it renewed its lock lately.
+    const foreign = { token: "elsewhere", pid: 2 ** 22 + 12345, host: "another-boot/pid:[1]", acquiredAt: 0 };
+    await writeFile(lock, JSON.stringify(foreign));
+    await assert.rejects(a.acquireWriter("s"), code("SESSION_WRITER_BUSY"));
+    await assert.rejects(a.append("s", [ev], { expectedSeq: 0 }), code("SESSION_WRITER_BUSY"));
+    // Its pid being alive here says nothing either: it is some other process of this namespace.
+    await writeFile(lock, JSON.stringify({ ...foreign, pid: (globalThis as { process: { pid: number } }).process.pid }));
+    await assert.rejects(a.acquireWriter("s"), code("SESSION_WRITER_BUSY"));
+    // Not renewed for longer than the staleness period: that holder is gone.
+    const past = new Date(Date.now() - 60_000);
+    await utimes(lock, past, past);
+    await a.append("s", [ev], { expectedSeq: 0 });
+    const taken = await a.acquireWriter("s");
+    assert.equal(JSON.parse(await readFile(lock, "utf8")).token, taken.token);
+    await taken.release();
+    // A lock of this namespace with a dead pid is stale at once, renewed or not (a crash on this machine).
+    if (here !== undefined) {
+      await writeFile(lock, JSON.stringify({ ...foreign, host: here }));
+      const again = await a.acquireWriter("s");
+      await again.release();
+    }
   });
 
   it("a held lock is renewed, so another thread of this process (its own globals) keeps seeing it live", async () => {
