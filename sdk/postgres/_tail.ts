@@ -11,6 +11,7 @@ import { corrupt, notFound } from "../persistence/_errors.ts";
 import { incarnationOf } from "../session/_incarnation.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import type { Statements } from "./_statements.ts";
+import { deadline } from "./_deadline.ts";
 import type { PostgresExecutor, PostgresUnlisten } from "./postgres_executor.ts";
 
 const PAGE = 500;
@@ -39,15 +40,17 @@ export class PostgresTail {
   readonly #db: PostgresExecutor;
   readonly #sql: Statements;
   readonly #pollMs: number;
+  readonly #timeoutMs: number;
   readonly #ensure: () => Promise<void>;
   readonly #waiters = new Map<string, Set<() => void>>();
   #listening: Promise<PostgresUnlisten | undefined> | undefined;
   #closed = false;
 
-  constructor(db: PostgresExecutor, sql: Statements, pollMs: number, ensure: () => Promise<void>) {
+  constructor(db: PostgresExecutor, sql: Statements, pollMs: number, timeoutMs: number, ensure: () => Promise<void>) {
     this.#db = db;
     this.#sql = sql;
     this.#pollMs = pollMs;
+    this.#timeoutMs = timeoutMs;
     this.#ensure = ensure;
   }
 
@@ -61,7 +64,13 @@ export class PostgresTail {
     const listen = this.#db.listen;
     if (listen === undefined || this.#closed) return Promise.resolve(undefined);
     this.#listening ??= this.#ensure()
-      .then(() => listen.call(this.#db, this.#sql.channel, this.#onNotify))
+      .then(() => {
+        const attempt = listen.call(this.#db, this.#sql.channel, this.#onNotify);
+        return deadline(attempt, this.#timeoutMs).catch((error) => {
+          attempt.then((unlisten) => unlisten(), () => {}).catch(() => {}); // answered too late: let it go
+          throw error;
+        });
+      })
       .catch(() => {
         // Could not listen now: poll, and try again with the next tail.
         this.#listening = undefined;
@@ -96,7 +105,7 @@ export class PostgresTail {
         pending = false;
         let rows;
         try {
-          rows = await this.#db.query(this.#sql.tail, [sessionId, next, PAGE]);
+          rows = await deadline(this.#db.query(this.#sql.tail, [sessionId, next, PAGE]), this.#timeoutMs);
         } catch (error) {
           throw readFailed("follow", sessionId, error);
         }

@@ -50,6 +50,7 @@ import { migrate } from "./_migrations.ts";
 import { type Statements, statements } from "./_statements.ts";
 import { type PostgresClient, type PostgresExecutor, toPostgresExecutor } from "./postgres_executor.ts";
 import { PostgresTail, readFailed } from "./_tail.ts";
+import { deadline } from "./_deadline.ts";
 
 /** Options of {@linkcode postgresStorage}. */
 export interface PostgresStorageOptions {
@@ -77,6 +78,17 @@ export interface PostgresStorageOptions {
    */
   readonly pollMs?: number;
   /**
+   * How long a statement may go unanswered before its call fails, in
+   * milliseconds: `SESSION_WRITE_FAILED` for writes, `SESSION_READ_FAILED` for
+   * reads (with a silent network partition a driver may wait for ever). The
+   * statement may still complete on the server; the next append of the session
+   * finds out. Migrations and lease renewals have deadlines of their own (a
+   * renewal waits at most until the next one is due).
+   *
+   * @default {60000}
+   */
+  readonly timeoutMs?: number;
+  /**
    * Makes this a strict reader: it loads the core event types, these, and any
    * event marked `ignorable: true`, and refuses any other type with
    * `SESSION_UNKNOWN_EVENT_TYPE`. Without it every well-formed event is read.
@@ -101,7 +113,12 @@ export interface PostgresStorageOptions {
 export interface PostgresSessionWriter extends SessionWriter {
   /** The fence counter of the session's lease row when this lease was taken (grows with every take-over). */
   readonly fence: number;
-  /** `true` once a renewal found the lease expired or taken over; every write with it is refused. */
+  /**
+   * `true` once a renewal found the lease expired or taken over, or once no
+   * renewal has been answered for `leaseMs` (measured from when the last
+   * answered one was sent: the lease may have expired on the server); every
+   * write with it is then refused with `SESSION_LEASE_LOST`.
+   */
   readonly lost: boolean;
 }
 
@@ -172,6 +189,9 @@ function utf8Length(text: string): number {
   return bytes;
 }
 
+/** Milliseconds on a clock that never goes back (leases are timed on it, not on the wall clock). */
+const monotonic = (): number => performance.now();
+
 class PgWriter implements PostgresSessionWriter {
   readonly sessionId: string;
   readonly token: string;
@@ -180,13 +200,21 @@ class PgWriter implements PostgresSessionWriter {
   #lost = false;
   #timer: ReturnType<typeof setInterval> | undefined;
   readonly #storage: PgStorage;
+  readonly #leaseMs: number;
+  readonly #renewEveryMs: number;
+  // The lease is surely held until then (monotonic ms): the last answered renewal's send time plus the lease.
+  #heldUntil: number;
+  #renewing = false;
 
-  constructor(storage: PgStorage, sessionId: string, token: string, fence: number, renewEveryMs: number) {
+  constructor(storage: PgStorage, sessionId: string, token: string, fence: number, leaseMs: number, sentAt: number) {
     this.#storage = storage;
     this.sessionId = sessionId;
     this.token = token;
     this.fence = fence;
-    this.#timer = setInterval(() => this.#renew(), renewEveryMs);
+    this.#leaseMs = leaseMs;
+    this.#heldUntil = sentAt + leaseMs;
+    this.#renewEveryMs = Math.max(10, leaseMs / 3);
+    this.#timer = setInterval(() => this.#renew(), this.#renewEveryMs);
     unrefTimer(this.#timer);
   }
 
@@ -195,13 +223,22 @@ class PgWriter implements PostgresSessionWriter {
   }
 
   get lost(): boolean {
+    if (!this.#lost && !this.#released && monotonic() >= this.#heldUntil) this.markLost();
     return this.#lost;
   }
 
+  // One renewal at a time, each waiting at most until the next is due: a stalled connection does not pile renewals
+  // up, and the lease is given up (lost) once none has been answered for a whole lease.
   #renew(): void {
-    this.#storage.renew(this).then((held) => {
+    if (this.lost || this.#renewing) return;
+    this.#renewing = true;
+    const sentAt = monotonic();
+    deadline(this.#storage.renew(this), this.#renewEveryMs).then((held) => {
       if (!held) this.markLost();
-    }, () => {/* a failed renewal is retried at the next tick; the expiry fences writes meanwhile */});
+      else this.#heldUntil = Math.max(this.#heldUntil, sentAt + this.#leaseMs);
+    }, () => {/* unanswered or failed: retried at the next tick, until the lease is past */}).finally(() => {
+      this.#renewing = false;
+    });
   }
 
   markLost(): void {
@@ -236,6 +273,7 @@ class PgStorage implements PostgresSessionStorage {
   readonly #now: () => number;
   readonly #newId: () => string;
   readonly #leaseMs: number;
+  readonly #timeoutMs: number;
   readonly #writers = new Set<PgWriter>();
   readonly #tail: PostgresTail;
   #ready: Promise<void> | undefined;
@@ -250,6 +288,10 @@ class PgStorage implements PostgresSessionStorage {
     }
     this.#leaseMs = options.leaseMs ?? 30_000;
     if (!Number.isFinite(this.#leaseMs) || this.#leaseMs < 50) throw invalidArgs("leaseMs must be at least 50");
+    this.#timeoutMs = options.timeoutMs ?? 60_000;
+    if (!Number.isFinite(this.#timeoutMs) || this.#timeoutMs < 1 || this.#timeoutMs > 2 ** 31 - 1) {
+      throw invalidArgs("timeoutMs must be a number of milliseconds from 1 to 2^31 - 1");
+    }
     const pollMs = options.pollMs ?? 1000;
     if (!Number.isFinite(pollMs) || pollMs < 1) throw invalidArgs("pollMs must be a positive number");
     this.#db = toPostgresExecutor(options.client);
@@ -257,7 +299,7 @@ class PgStorage implements PostgresSessionStorage {
     this.#known = readerVocabulary(options.eventTypes);
     this.#now = options.now ?? Date.now;
     this.#newId = options.newId ?? (() => crypto.randomUUID());
-    this.#tail = new PostgresTail(this.#db, this.#sql, pollMs, () => this.#ensure());
+    this.#tail = new PostgresTail(this.#db, this.#sql, pollMs, this.#timeoutMs, () => this.#ensure());
   }
 
   get #file(): string {
@@ -279,7 +321,7 @@ class PgStorage implements PostgresSessionStorage {
 
   async #query(text: string, params: readonly unknown[], name?: string) {
     await this.#ensure();
-    return await this.#db.query(text, params, name === undefined ? undefined : { name });
+    return await deadline(this.#db.query(text, params, name === undefined ? undefined : { name }), this.#timeoutMs);
   }
 
   /** A read: a driver error (the server is down, the connection dropped) is `SESSION_READ_FAILED`. */
@@ -297,6 +339,7 @@ class PgStorage implements PostgresSessionStorage {
       throw invalidArgs(`The writer given is not a lease of session ${JSON.stringify(sessionId)} from this storage`);
     }
     if (writer.released) throw writerBusy(sessionId, `${action} with a released lease`);
+    if (writer.lost) throw leaseLost(sessionId, action);
     return writer.token;
   }
 
@@ -516,6 +559,8 @@ class PgStorage implements PostgresSessionStorage {
     validateSessionId(sessionId);
     return (async () => {
       const token = this.#newId();
+      await this.#ensure(); // the lease is timed from when the statement is sent, not from before the migrations
+      const sentAt = monotonic();
       let rows;
       try {
         rows = await this.#query(this.#sql.acquire, [sessionId, token, this.#leaseMs]);
@@ -523,7 +568,7 @@ class PgStorage implements PostgresSessionStorage {
         throw writeFailed(sessionId, "acquire the writer lease", error);
       }
       if (rows.length === 0) throw writerBusy(sessionId, "acquire the writer lease");
-      const writer = new PgWriter(this, sessionId, token, num(rows[0].fence), Math.max(10, this.#leaseMs / 3));
+      const writer = new PgWriter(this, sessionId, token, num(rows[0].fence), this.#leaseMs, sentAt);
       this.#writers.add(writer);
       return writer;
     })();

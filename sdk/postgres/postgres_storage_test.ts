@@ -9,6 +9,7 @@ import { dropSchema, testPool, testSchema, todoEvents, useTestPostgres } from ".
 import { migrationScript, SCHEMA_VERSION } from "./_migrations.ts";
 import { type PostgresSessionWriter, postgresStorage } from "./postgres_storage.ts";
 import { postgresStorageKind } from "./postgres_storage_kind.ts";
+import { type PostgresExecutor, toPostgresExecutor } from "./postgres_executor.ts";
 import { createHarness } from "../harness.ts";
 import { resolveConfig } from "../config/resolve_config.ts";
 import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
@@ -112,6 +113,65 @@ describe("postgresStorage() on a PostgreSQL server", () => {
     } finally {
       await b.close();
       await a.after();
+    }
+  });
+
+  it("a silent partition: calls fail after timeoutMs, renewals do not pile up, the writer knows its lease is lost", async () => {
+    const pool = testPool(server.url, 8);
+    const schema = testSchema();
+    const real = toPostgresExecutor(pool);
+    let stalled = false;
+    let unanswered = 0;
+    // The driver as it behaves when packets vanish: statements are sent and never answered.
+    const client: PostgresExecutor = {
+      query(text, params, options) {
+        if (!stalled) return real.query(text, params, options);
+        unanswered++;
+        return new Promise(() => {});
+      },
+    };
+    const storage = postgresStorage({ client, schema, leaseMs: 300, timeoutMs: 150 });
+    const other = postgresStorage({ client: pool, schema, leaseMs: 300 });
+    const within = <T>(ms: number, promise: Promise<T>) =>
+      Promise.race([promise, sleep(ms).then(() => Promise.reject(new Error(`still waiting after ${ms} ms`)))]);
+    try {
+      await storage.create({ id: "s" });
+      const writer = await storage.acquireWriter("s") as PostgresSessionWriter;
+      await storage.append("s", todos(2), { expectedSeq: 0, writer });
+      await sleep(450); // past one lease: renewed meanwhile
+      assert.equal(writer.lost, false);
+
+      stalled = true;
+      const started = Date.now();
+      await within(2000, assert.rejects(storage.stat("s"), code("SESSION_READ_FAILED")));
+      await within(
+        2000,
+        assert.rejects(storage.append("s", todos(1, 2), { expectedSeq: 2 }), code("SESSION_WRITE_FAILED")),
+      );
+      const tail = storage.follow("s")[Symbol.asyncIterator]();
+      await within(2000, assert.rejects(tail.next(), code("SESSION_READ_FAILED")));
+      assert.ok(Date.now() - started < 1500, `the three calls took ${Date.now() - started} ms`);
+      await sleep(900); // three leases: nine renewal ticks
+      assert.equal(writer.lost, true, "no renewal was answered for a whole lease");
+      const renewals = unanswered - 3;
+      assert.ok(renewals >= 1 && renewals <= 4, `${renewals} renewals sent into the partition`);
+      // Refused here, without a statement: the lease may be another instance's by now.
+      await assert.rejects(storage.append("s", todos(1, 2), { expectedSeq: 2, writer }), code("SESSION_LEASE_LOST"));
+      assert.equal(unanswered, renewals + 3);
+
+      // The partition heals: the lease expired on the server too, another instance takes the session over.
+      stalled = false;
+      const next = await other.acquireWriter("s") as PostgresSessionWriter;
+      assert.ok(next.fence > writer.fence);
+      await other.append("s", todos(1, 2), { expectedSeq: 2, writer: next });
+      assert.equal(writer.lost, true);
+      await next.release();
+    } finally {
+      stalled = false;
+      await storage.close();
+      await other.close();
+      await pool.end();
+      await dropSchema(server.admin, schema);
     }
   });
 
@@ -336,6 +396,9 @@ describe("postgresStorage() on a PostgreSQL server", () => {
   it("refuses bad options and an unknown writer", async () => {
     assert.throws(() => postgresStorage({ client: server.admin, schema: "Bad-Name" }), code("INVALID_ARGS"));
     assert.throws(() => postgresStorage({ client: {} as never }), code("INVALID_ARGS"));
+    for (const timeoutMs of [0, NaN, 2 ** 31]) {
+      assert.throws(() => postgresStorage({ client: server.admin, timeoutMs }), code("INVALID_ARGS"));
+    }
     const { storage, after } = await make();
     try {
       await storage.create({ id: "s" });
