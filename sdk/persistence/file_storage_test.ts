@@ -558,7 +558,10 @@ describe("fileStorage() durability", () => {
     await assert.rejects(a.acquireWriter("s"), code("SESSION_WRITER_BUSY"));
     await assert.rejects(a.append("s", [ev], { expectedSeq: 0 }), code("SESSION_WRITER_BUSY"));
     // Its pid being alive here says nothing either: it is some other process of this namespace.
-    await writeFile(lock, JSON.stringify({ ...foreign, pid: (globalThis as { process: { pid: number } }).process.pid }));
+    await writeFile(
+      lock,
+      JSON.stringify({ ...foreign, pid: (globalThis as { process: { pid: number } }).process.pid }),
+    );
     await assert.rejects(a.acquireWriter("s"), code("SESSION_WRITER_BUSY"));
     // Not renewed for longer than the staleness period: that holder is gone.
     const past = new Date(Date.now() - 60_000);
