@@ -269,6 +269,30 @@ describe("child session ids", () => {
     }
   });
 
+  it("a child name whose log storage already holds (an earlier life of the parent's) is passed over, not refused", async () => {
+    const storage = memoryStorage();
+    // A child log outlived its parent: the parent was deleted and a new session took its id.
+    await storage.create({ id: "parent.call_0", createdAt: 1 });
+    await storage.create({ id: "parent.call_0.2", createdAt: 1 });
+    const model = scriptedAdapter((request) => {
+      if (request.sessionId !== "parent") return textResponse(`done by ${request.sessionId}`);
+      if (request.messages.some((m) => m.content.some((b) => b.type === "tool-result"))) return textResponse("ok");
+      return toolCallResponse([
+        { id: "call_0", name: "task", arguments: JSON.stringify({ agent: "worker", description: "x", prompt: "y" }) },
+      ]);
+    });
+    const harness = await scenarioHarness(model, { storage });
+    const parent = await harness.createAgent({ id: "parent" });
+    assert.equal((await parent.run("go")).reason.kind, "completed");
+    const spawned = parent.session.events.flatMap((e) => e.type === "subagent/spawned" ? [e.data.session] : []);
+    assert.deepEqual(spawned, ["parent.call_0.3"]);
+    const result = parent.session.events.find((e) => e.type === "tool/result");
+    assert.equal(result?.type === "tool/result" && result.data.error, undefined);
+    await harness.dispose();
+    for (const id of ["parent.call_0", "parent.call_0.2"]) assert.equal((await storage.stat(id))?.nextSeq, 0, id);
+    assert.deepEqual(checkInvariants((await storage.inspect("parent.call_0.3")).events), []);
+  });
+
   it("refuses a depth limit that is not a non-negative integer", async () => {
     for (const maxDepth of [Number.NaN, -1, 0.5, Infinity]) {
       await assert.rejects(

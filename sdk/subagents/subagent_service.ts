@@ -7,6 +7,7 @@
 
 import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
+import { durableStart } from "../agent/_durable_start.ts";
 import type { Session } from "../session/session.ts";
 import type { SessionStore } from "../session/session_store.ts";
 import type { SystemPrompt } from "../prompt/system_prompt.ts";
@@ -69,6 +70,9 @@ export class SubagentService {
   readonly #maxDepth: number;
   readonly #toolName: string;
   readonly #creating = new Set<string>();
+  // Per parent session, the link (`subagent/spawned`) of its latest delegation: delegations are linked in the order
+  // they were asked for, however long each child takes to reach storage (a replayed log must read the same).
+  readonly #lastLink = new WeakMap<Session, Promise<void>>();
 
   /**
    * Create the service over a harness context (needs `agents`, `sessions`, `tools`, `systemPrompt`, `sessionProjections`).
@@ -160,7 +164,9 @@ export class SubagentService {
     }
     if (request.signal?.aborted) throw new HarnessError("ABORTED", "The delegation was cancelled before it started");
     const mode = definition.mode ?? "in-process";
-    const childId = request.childId ?? this.#freeChildId(parentSession, `${request.parent}.${request.callId}`);
+    const base = `${request.parent}.${request.callId}`;
+    const taken = new Set<string>();
+    let childId = request.childId ?? this.#freeChildId(parentSession, base, taken);
     const header = {
       parentSession: parentSession.id,
       origin: "subagent",
@@ -176,26 +182,54 @@ export class SubagentService {
       this.#apply(definition, ctx, depth);
       await definition.setup?.(ctx, agent);
     };
-    let handle: AgentHandle;
-    this.#creating.add(childId);
+    // Linked in the order the delegations were asked for (synchronously up to here), whatever each child's start
+    // takes: a replayed log reads the same.
+    const previousLink = this.#lastLink.get(parentSession);
+    let linked!: () => void;
+    const link = new Promise<void>((resolve) => linked = resolve);
+    this.#lastLink.set(parentSession, link);
+    let handle: AgentHandle | undefined;
     try {
-      handle = await this.#start(mode, { childId, parentSession, route, owner, header, setup });
+      while (handle === undefined) {
+        const id = childId;
+        this.#creating.add(id);
+        try {
+          const started = await this.#start(mode, { childId: id, parentSession, route, owner, header, setup });
+          // With storage, the child holds its lease and is stored before the parent links it (or it is disposed).
+          await durableStart(started);
+          handle = started;
+        } catch (error) {
+          // A name storage holds that this harness did not know of (a child log left by an earlier life of the
+          // parent, or another instance's): the next free one. A caller's own childId is not renamed.
+          const renamable = request.childId === undefined && taken.size < 8;
+          if (!renamable || !HarnessError.isInstance(error, "SESSION_ALREADY_EXISTS")) throw error;
+          taken.add(id);
+          childId = this.#freeChildId(parentSession, base, taken);
+        } finally {
+          this.#creating.delete(id);
+        }
+      }
+      await previousLink;
+      // The link is a log-only event of the parent's open turn (a delegation made outside any turn is
+      // still found through the child's header, `parentSession`).
+      if (this.#ctx.service("sessionProjections").stateOf(parentSession, turnBoundary).open !== undefined) {
+        parentSession.append("subagent/spawned", {
+          turn: request.turn,
+          step: request.step,
+          callId: request.callId,
+          session: childId,
+          mode,
+          agent: definition.name,
+        });
+      }
+    } catch (error) {
+      await handle?.dispose().catch(() => {/* the first error is the one to report */});
+      throw error;
     } finally {
-      this.#creating.delete(childId);
+      linked();
+      if (this.#lastLink.get(parentSession) === link) this.#lastLink.delete(parentSession);
     }
     const child = handle.agent;
-    // The link is a log-only event of the parent's open turn (a delegation made outside any turn is
-    // still found through the child's header, `parentSession`).
-    if (this.#ctx.service("sessionProjections").stateOf(parentSession, turnBoundary).open !== undefined) {
-      parentSession.append("subagent/spawned", {
-        turn: request.turn,
-        step: request.step,
-        callId: request.callId,
-        session: childId,
-        mode,
-        agent: definition.name,
-      });
-    }
     const cancel = () => child.cancel("parent");
     request.signal?.addEventListener("abort", cancel, { once: true });
     try {
@@ -231,13 +265,16 @@ export class SubagentService {
   }
 
   // `<parent>.<call id>`, or with `.2`, `.3`… when a child of that name was already made: models and servers reuse
-  // call ids across turns (`call_0`), and two children must never share one session (and one stored log).
-  #freeChildId(parent: Session, base: string): string {
+  // call ids across turns (`call_0`), and two children must never share one session (and one stored log). `taken`:
+  // names storage refused.
+  #freeChildId(parent: Session, base: string, taken: ReadonlySet<string>): string {
     const made = new Set<unknown>();
     for (const event of parent.events) if (event.type === "subagent/spawned") made.add(event.data.session);
     const sessions = this.#ctx.service("sessions");
     let id = base;
-    for (let n = 2; made.has(id) || this.#creating.has(id) || sessions.get(id) !== undefined; n++) id = `${base}.${n}`;
+    const used = (id: string) =>
+      made.has(id) || taken.has(id) || this.#creating.has(id) || sessions.get(id) !== undefined;
+    for (let n = 2; used(id); n++) id = `${base}.${n}`;
     return id;
   }
 
