@@ -126,6 +126,34 @@ const MIGRATIONS: readonly Migration[] = [
       $fn$;
     `,
   },
+  {
+    version: 4,
+    description: "delete_session() keeps the lease row, so that fence counters never go back",
+    // Version 1 removed an expired lease row with its session: a session created again under the same id started
+    // its fence counter at 1 again, and a fence an earlier writer had handed to another system (to fence its own
+    // writes) could come round again. The row stays now, expired; the next acquire counts on from it.
+    sql: (s) => `
+      CREATE OR REPLACE FUNCTION ${s}.delete_session(p_id text, p_token text) RETURNS text
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE found_id text;
+      BEGIN
+        IF p_token IS NULL THEN
+          PERFORM 1 FROM ${s}.session_writers WHERE session_id = p_id AND expires_at > clock_timestamp();
+          IF FOUND THEN RETURN 'busy'; END IF;
+        ELSE
+          PERFORM 1 FROM ${s}.session_writers
+            WHERE session_id = p_id AND token = p_token AND expires_at > clock_timestamp() FOR SHARE;
+          IF NOT FOUND THEN RETURN 'busy'; END IF;
+        END IF;
+        SELECT id INTO found_id FROM ${s}.sessions WHERE id = p_id FOR UPDATE;
+        IF NOT FOUND THEN RETURN 'missing'; END IF;
+        DELETE FROM ${s}.session_events WHERE session_id = p_id;
+        DELETE FROM ${s}.sessions WHERE id = p_id;
+        RETURN 'deleted';
+      END
+      $fn$;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

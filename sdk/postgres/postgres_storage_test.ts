@@ -175,6 +175,32 @@ describe("postgresStorage() on a PostgreSQL server", () => {
     }
   });
 
+  it("fence counters never go back, across a delete and a re-create of the same id", async () => {
+    const { storage, after } = await make();
+    try {
+      const fences: number[] = [];
+      for (let life = 0; life < 3; life++) {
+        await storage.create({ id: "s" });
+        for (let take = 0; take < 2; take++) {
+          const writer = await storage.acquireWriter("s") as PostgresSessionWriter;
+          fences.push(writer.fence);
+          await writer.release();
+        }
+        // Deleted without a writer (the lease row is expired), then with one (its row is live).
+        if (life % 2 === 0) assert.equal(await storage.delete("s"), true);
+        else {
+          const writer = await storage.acquireWriter("s") as PostgresSessionWriter;
+          fences.push(writer.fence);
+          assert.equal(await storage.delete("s", { writer }), true);
+          await writer.release();
+        }
+      }
+      for (let i = 1; i < fences.length; i++) assert.ok(fences[i] > fences[i - 1], `fences ${fences.join(", ")}`);
+    } finally {
+      await after();
+    }
+  });
+
   it("a take-over waits for an append in flight, which holds the lease row until it commits", async () => {
     const a = await make();
     const poolB = testPool(server.url, 2);
