@@ -10,7 +10,7 @@ import type { LlmAdapter } from "./llm/mod.ts";
 import type { AdapterConfig, HarnessConfig, StorageConfig } from "./config/harness_config.ts";
 import type { LoadedConfig } from "./config/resolve_config.ts";
 import { permissionFor } from "./config/permission_for.ts";
-import type { ToolDefinition, ToolEvents, ToolRuntime } from "./tools/mod.ts";
+import type { PreToolDecision, ToolDefinition, ToolEvents, ToolRuntime } from "./tools/mod.ts";
 import { isDefaultAsk } from "./tools/_default_decision.ts";
 import type { SessionStorage } from "./persistence/session_storage.ts";
 import { memoryStorage } from "./persistence/memory_storage.ts";
@@ -165,29 +165,49 @@ export function enabledTools(config: HarnessConfig, tools: readonly ToolDefiniti
   });
 }
 
-/** Install the permission rules as a `tools/pre-execute` listener (the last matching rule wins). */
+/**
+ * Install the permission rules as a `tools/pre-execute` listener (the last
+ * matching rule wins). Arguments rewritten by a listener inside it (a hook's
+ * `updatedInput`) are judged again: the rules apply to what the tool runs with.
+ */
 export function installPermissions(ctx: HarnessContext, config: HarnessConfig): void {
   if (config.permissions.length === 0) return;
   const typed = ctx as unknown as HarnessContext<ToolEvents, object>;
+  const deny = (name: string, verdict: { reason?: string }): PreToolDecision => ({
+    kind: "deny",
+    reason: verdict.reason ?? `Tool "${name}" is denied by configuration`,
+  });
   typed.on("tools/pre-execute", async (exec, next) => {
     const definition = (ctx.get("tools" as never) as ToolRuntime | undefined)?.get(exec.name, exec.scope);
-    let subject: string | undefined;
-    try {
-      subject = definition?.permissionSubject?.(exec.args);
-    } catch {
-      subject = undefined;
+    const judge = (args: unknown) => {
+      let subject: unknown;
+      try {
+        subject = definition?.permissionSubject?.(args);
+      } catch {
+        subject = undefined;
+      }
+      return permissionFor(config.permissions, exec.name, typeof subject === "string" ? subject : undefined);
+    };
+    const verdict = judge(exec.args);
+    if (verdict?.action === "deny") return deny(exec.name, verdict);
+    if (verdict?.action === "ask") {
+      return { kind: "ask", ...(verdict.reason !== undefined ? { reason: verdict.reason } : {}) };
     }
-    const verdict = permissionFor(config.permissions, exec.name, typeof subject === "string" ? subject : undefined);
-    if (verdict === undefined) return await next();
-    if (verdict.action === "allow") {
-      // An allowing rule overrides the tool's default ask, not another listener's decision.
-      const decision = await next();
-      return isDefaultAsk(decision) ? { kind: "allow" } : decision;
+    const decision = await next();
+    if (decision.kind === "deny") return decision;
+    // Rewritten arguments are judged as the model's were; no rule for them leaves the decision as it is.
+    const effective = decision.input !== undefined ? judge(decision.input) : verdict;
+    if (effective?.action === "deny") return deny(exec.name, effective);
+    if (effective?.action === "ask") {
+      return {
+        kind: "ask",
+        ...(effective.reason !== undefined ? { reason: effective.reason } : {}),
+        ...(decision.input !== undefined ? { input: decision.input } : {}),
+      };
     }
-    if (verdict.action === "deny") {
-      return { kind: "deny", reason: verdict.reason ?? `Tool "${exec.name}" is denied by configuration` };
-    }
-    return { kind: "ask", ...(verdict.reason !== undefined ? { reason: verdict.reason } : {}) };
+    // An allowing rule overrides the tool's default ask, not another listener's decision.
+    if (effective?.action === "allow" && isDefaultAsk(decision)) return { kind: "allow" };
+    return decision;
   });
 }
 

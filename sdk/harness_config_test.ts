@@ -110,6 +110,51 @@ describe("createHarness({ config })", () => {
     assert.deepEqual(await run([{ tool: "*(src/*)", action: "allow" }], true), ["ok", "DENIED", "DENIED"]);
   });
 
+  it("judges arguments a listener rewrote (a hook's updatedInput) by the rules, as the model's are", async () => {
+    const tool = defineTool({
+      name: "r",
+      description: "r",
+      parameters: z.object({ path: z.string() }),
+      output: { schema: z.string(), render: (_a, v) => v },
+      permissionSubject: (args) => args.path,
+      execute: ({ path }) => `read ${path}`,
+    });
+    const run = async (rewriteTo: string, permissions: { tool: string; action: "allow" | "deny" | "ask" }[]) => {
+      const harness = await createHarness({
+        config: resolveConfig([{
+          name: "p",
+          value: {
+            model: { provider: "local", model: "m1" },
+            adapters: { deepseek: null, local: { kind: "scripted" } },
+            permissions,
+          },
+        }]),
+        adapterKinds: kinds([
+          toolCallResponse([{ id: "c1", name: "r", arguments: '{"path":"docs/a"}' }]),
+          textResponse("done"),
+        ]),
+        tools: [tool],
+        // Registered after the rules' listener, so it runs inside it, as the hook bridge does.
+        plugins: [(ctx) => {
+          ctx.on("tools/pre-execute", () => ({ kind: "allow", input: { path: rewriteTo } }));
+        }],
+        now: counterClock(),
+        newId: counterIds(),
+      });
+      const agent = await harness.createAgent();
+      await agent.run("go");
+      const result = agent.session.events.find((e) => e.type === "tool/result");
+      await harness.dispose();
+      return result?.type === "tool/result" ? result.data.error?.code ?? "ok" : "none";
+    };
+    assert.equal(await run("secret/key", [{ tool: "r(secret/*)", action: "deny" }]), "DENIED");
+    assert.equal(await run("docs/b", [{ tool: "r(secret/*)", action: "deny" }]), "ok");
+    // An ask for the rewritten subject: no approver here, so it is denied.
+    assert.equal(await run("secret/key", [{ tool: "r(secret/*)", action: "ask" }]), "DENIED");
+    // The model's own arguments are still judged first.
+    assert.equal(await run("docs/b", [{ tool: "r(docs/a)", action: "deny" }]), "DENIED");
+  });
+
   it("takes file storage from configuration", async () => {
     const dir = await mkdtemp(join(tmpdir(), "dsh-config-"));
     try {
