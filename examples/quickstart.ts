@@ -65,7 +65,11 @@ function show(update: AgentUpdate): void {
   }
   if (update.kind !== "event") return;
   const { event } = update;
-  if (event.type === "tool/call") {
+  if (event.type === "llm/retry") {
+    // What the failed attempt streamed is discarded: the next attempt's text starts over.
+    endLine();
+    console.log(dim(`(the request failed: ${event.data.failure.code}; trying again, the answer starts over)`));
+  } else if (event.type === "tool/call") {
     endLine();
     console.log(`${dim("→")} ${event.data.name}(${event.data.arguments})`);
   } else if (event.type === "tool/result") {

@@ -83,14 +83,20 @@ export type AgentUpdate =
   | {
     /**
      * A streamed delta, sent besides its `assistant/chunk` event: the text to
-     * append to block `index` of the step (a tool call's arguments, with the
-     * call's `id`, and its `name` on the delta that first carries it).
+     * append to block `index` of the step's request `attempt` (a tool call's
+     * arguments, with the call's `id`, and its `name` on the delta that first
+     * carries it). A failed request that is retried (an `llm/retry` event)
+     * discards what its attempt streamed: the next attempt's blocks start
+     * again from index 0, so a consumer keys blocks by step, attempt and index
+     * (or starts the step's text again at `llm/retry`).
      */
     readonly kind: "delta";
     /** The seq of the `assistant/chunk` event it comes from. */
     readonly seq: number;
     readonly turn: number;
     readonly step: number;
+    /** The request attempt of the step: 1, then 2 after the first `llm/retry`, and so on. */
+    readonly attempt: number;
     /** The block it belongs to, as the stream numbers them. */
     readonly index: number;
     readonly blockType: "text" | "reasoning" | "tool-call";

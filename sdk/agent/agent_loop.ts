@@ -134,12 +134,13 @@ function toolCallDelta(
   seq: number,
   turn: number,
   step: number,
+  attempt: number,
   chunk: Extract<StreamChunk, { type: "tool-call-delta" }>,
 ): AgentUpdate {
   const { index, id, name, argumentsDelta: text } = chunk;
   return name === undefined
-    ? { kind: "delta", seq, turn, step, index, blockType: "tool-call", text, id }
-    : { kind: "delta", seq, turn, step, index, blockType: "tool-call", text, id, name };
+    ? { kind: "delta", seq, turn, step, attempt, index, blockType: "tool-call", text, id }
+    : { kind: "delta", seq, turn, step, attempt, index, blockType: "tool-call", text, id, name };
 }
 
 /**
@@ -180,6 +181,8 @@ export class LoopAgent implements Agent {
   #svc!: LoopServices;
   /** Usage of every model call of the running turn (failed attempts included). */
   #turnUsage: TokenUsage = ZERO_USAGE;
+  /** The request attempt of the running step (1, then 2 after a retry…): delta updates carry it. */
+  #attempt = 1;
   /** The text of the turn's latest assistant message that had text. */
   #turnText = "";
   // The subscribers' queues and the listeners. Replaced, never changed in place (a publish iterates the list it
@@ -345,13 +348,13 @@ export class LoopAgent implements Agent {
     for (let i = 0; i < sinks.length; i++) sinks[i].push({ kind: "event", event });
     if (event.type === "assistant/chunk") {
       const { turn, step, chunk } = event.data;
-      const type = chunk.type, seq = event.seq;
+      const type = chunk.type, seq = event.seq, attempt = this.#attempt;
       const delta: AgentUpdate | undefined = type === "text-delta"
-        ? { kind: "delta", seq, turn, step, index: chunk.index, blockType: "text", text: chunk.text }
+        ? { kind: "delta", seq, turn, step, attempt, index: chunk.index, blockType: "text", text: chunk.text }
         : type === "reasoning-delta"
-        ? { kind: "delta", seq, turn, step, index: chunk.index, blockType: "reasoning", text: chunk.text }
+        ? { kind: "delta", seq, turn, step, attempt, index: chunk.index, blockType: "reasoning", text: chunk.text }
         : type === "tool-call-delta"
-        ? toolCallDelta(seq, turn, step, chunk)
+        ? toolCallDelta(seq, turn, step, attempt, chunk)
         : undefined;
       if (delta !== undefined) { for (let i = 0; i < sinks.length; i++) sinks[i].push(delta); }
     }
@@ -618,7 +621,7 @@ export class LoopAgent implements Agent {
     let chunkSeqs: number[];
     let blocks: ContentBlock[];
     while (true) {
-      attempt++;
+      this.#attempt = ++attempt;
       ({ assembler, seqs: chunkSeqs } = await this.#stream(turn, step, prepared, request));
       const finish = assembler.finish ?? { kind: "error", failure: { code: "STREAM_CLOSED", message: "No finish" } };
       if (signal.aborted) return this.#interrupted(turn, step, assembler, prepared.config, chunkSeqs);

@@ -893,6 +893,29 @@ describe("Agent handle", () => {
     assert.equal(seen.filter((s) => s.startsWith("delta:")).join("").replaceAll("delta:", ""), "Hey");
   });
 
+  it("a retried request's deltas carry their attempt: keyed by it, the streamed text is the answer's, not twice", async () => {
+    const failure = new LlmFailure("SERVER", "Dropped mid-stream", { status: 503 });
+    const { harness, agent } = await setup([
+      { throw: failure, chunks: textResponse("The answer is 4").chunks.filter((c) => c.type !== "finish") },
+      textResponse("The answer is 42."),
+    ]);
+    const blocks = new Map<string, string>();
+    const attempts: number[] = [];
+    agent.listen((update) => {
+      if (update.kind !== "delta") return;
+      attempts.push(update.attempt);
+      const key = `${update.turn}.${update.step}.${update.attempt}.${update.index}`;
+      blocks.set(key, (blocks.get(key) ?? "") + update.text);
+    });
+    const result = await agent.run("What is 6 times 7?");
+    assert.equal(result.text, "The answer is 42.");
+    assert.ok(attempts.includes(1) && attempts.at(-1) === 2, attempts.join());
+    assert.equal(blocks.get("1.1.2.0"), "The answer is 42.");
+    assert.equal(blocks.get("1.1.1.0"), "The answer is 4");
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
   it("subscribe() deltas name their chunk: seq, block index, and a tool call's id and name", async () => {
     const { harness, agent } = await setup([
       toolCallResponse([
@@ -925,6 +948,7 @@ describe("Agent handle", () => {
             seq: d.seq,
             turn,
             step,
+            attempt: 1,
             index: chunk.index,
             blockType: "tool-call",
             text: chunk.argumentsDelta,
@@ -935,6 +959,7 @@ describe("Agent handle", () => {
             seq: d.seq,
             turn,
             step,
+            attempt: 1,
             index: chunk.index,
             blockType: chunk.type === "text-delta" ? "text" : "reasoning",
             text: chunk.text,
