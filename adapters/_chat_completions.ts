@@ -9,7 +9,7 @@ import { type GenerateOptions, LlmFailure, type StreamChunk } from "../sdk/llm/m
 import { HarnessError } from "../sdk/kernel/mod.ts";
 import type { EventSourceMessage } from "eventsource-parser";
 import { chatRequestBody, type ChatRequestDialect } from "./_chat_request.ts";
-import { type ChatStreamDialect, ChatStreamMapper } from "./_chat_stream.ts";
+import { type ChatStreamDialect, ChatStreamMapper, inBandFailure } from "./_chat_stream.ts";
 import { httpFailure } from "./_http_failure.ts";
 import { readSse } from "./_sse_reader.ts";
 import { USER_AGENT } from "./_version.ts";
@@ -45,6 +45,25 @@ export function checkBaseURL(value: unknown): string {
     throw new HarnessError("INVALID_ARGS", "Option baseURL must be an http(s) URL");
   }
   return value.replace(/\/+$/, "");
+}
+
+/** The failure of a 200 whose body is not an event stream: its `error` object's, else `MALFORMED_RESPONSE`. */
+function unexpectedBody(provider: string, type: string, text: string): LlmFailure {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const error = (parsed as { error?: unknown } | null)?.error;
+  if (error !== undefined && error !== null) return inBandFailure(provider, error, "instead of a stream");
+  const shown = text.trim().replace(/\s+/g, " ");
+  return new LlmFailure(
+    "MALFORMED_RESPONSE",
+    `Provider "${provider}" answered ${type} instead of an event stream: ${
+      shown.length > 300 ? `${shown.slice(0, 300)}…` : shown
+    }`,
+  );
 }
 
 function failure(code: string, message: string): StreamChunk {
@@ -124,8 +143,18 @@ export async function* streamChatCompletion(
     if (response.body === null) {
       throw new LlmFailure("MALFORMED_RESPONSE", `Provider "${endpoint.provider}" answered without a body`);
     }
+    let stream: ReadableStream<Uint8Array> = response.body;
+    const type = response.headers.get("content-type") ?? "";
+    if (type !== "" && !/^text\/event-stream\b/i.test(type)) {
+      // A 200 that is not a stream: an error object, a proxy's page, a completion that was not streamed.
+      arm();
+      const text = await response.text();
+      disarm();
+      if (!/^\s*(?:data|event|id|retry)?:/.test(text)) throw unexpectedBody(endpoint.provider, type, text);
+      stream = new Blob([text]).stream(); // events under another content type: read them all the same
+    }
     // Any bytes (keep-alive comments included) prove the provider is alive.
-    events = readSse(response.body, requestSignal, () => {
+    events = readSse(stream, requestSignal, () => {
       if (timer !== undefined) arm();
     });
     const mapper = new ChatStreamMapper(endpoint.response);

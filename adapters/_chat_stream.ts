@@ -11,7 +11,7 @@
  */
 
 import { type ContentBlock, type FinishReason, LlmFailure, type StreamChunk, type TokenUsage } from "../sdk/llm/mod.ts";
-import { isContextOverflow } from "./_http_failure.ts";
+import { isContextOverflow, statusCode } from "./_http_failure.ts";
 import type { ReasoningTokenAccounting } from "./openai_compatible_adapter.ts";
 
 /** How a dialect differs on the response side. */
@@ -147,9 +147,12 @@ export class ChatStreamMapper {
       ? JSON.stringify(fn.arguments) // a provider that sends parsed arguments: back to a raw string
       : "";
     let block = this.#tools.get(key);
+    // Another call at an index still open (a provider that numbers every whole call 0): a block of its own.
+    const id = typeof call.id === "string" && call.id !== "" ? call.id : undefined;
+    if (block !== undefined && id !== undefined && id !== block.id) block = undefined;
     if (block === undefined) {
       block = this.#open("tool-call", out);
-      block.id = typeof call.id === "string" && call.id !== "" ? call.id : `call_${block.index}`;
+      block.id = id ?? `call_${block.index}`;
       block.name = typeof fn.name === "string" ? fn.name : "";
       this.#tools.set(key, block);
       block.text += args;
@@ -191,10 +194,39 @@ export class ChatStreamMapper {
   }
 
   #inBandError(error: unknown): LlmFailure {
-    const message = isRecord(error) && typeof error.message === "string" ? error.message : JSON.stringify(error);
-    const code = isContextOverflow(message) ? "CONTEXT_WINDOW_EXCEEDED" : "SERVER";
-    return new LlmFailure(code, `Provider "${this.#dialect.provider}" reported an error mid-stream: ${message}`);
+    return inBandFailure(this.#dialect.provider, error, "mid-stream");
   }
+}
+
+/**
+ * The failure of an `error` object a provider sent with a 200 (in the stream,
+ * or as the whole body): classified by its status or code when it has one
+ * (`401`, `"invalid_api_key"`, `"rate_limit_exceeded"`…), else a `SERVER`
+ * failure (or `CONTEXT_WINDOW_EXCEEDED` by its message).
+ */
+export function inBandFailure(provider: string, error: unknown, where: string): LlmFailure {
+  const record = isRecord(error) ? error : {};
+  const message = typeof record.message === "string" ? record.message : JSON.stringify(error);
+  const status = [record.status, record.code, record.status_code].find((v): v is number =>
+    typeof v === "number" || (typeof v === "string" && /^[1-5][0-9][0-9]$/.test(v))
+  );
+  const names = [record.code, record.type, record.status].filter((v): v is string => typeof v === "string").join(" ");
+  const code = status !== undefined && Number(status) >= 400
+    ? statusCode(Number(status), message)
+    : isContextOverflow(message) || /context_length/i.test(names)
+    ? "CONTEXT_WINDOW_EXCEEDED"
+    : /auth|api_key|permission/i.test(names)
+    ? "AUTH"
+    : /quota|billing|insufficient_balance/i.test(names)
+    ? "QUOTA"
+    : /rate_limit/i.test(names)
+    ? "RATE_LIMIT"
+    : /invalid_request|bad_request/i.test(names)
+    ? "INVALID_REQUEST"
+    : "SERVER";
+  return new LlmFailure(code, `Provider "${provider}" reported an error ${where}: ${message}`, {
+    ...(status !== undefined ? { status: Number(status) } : {}),
+  });
 }
 
 function blockOf(block: OpenBlock): ContentBlock {

@@ -48,17 +48,21 @@ function bodyMessage(text: string): string {
   return trimmed.length > 500 ? `${trimmed.slice(0, 500)}…` : trimmed;
 }
 
+/** The failure code of an HTTP error status, given the provider's message. */
+export function statusCode(status: number, detail: string): string {
+  if (status === 401 || status === 403) return "AUTH";
+  if (status === 402 || (status === 429 && QUOTA.test(detail))) return "QUOTA";
+  if (status === 429) return "RATE_LIMIT";
+  if (status === 400) return isContextOverflow(detail) ? "CONTEXT_WINDOW_EXCEEDED" : "INVALID_REQUEST";
+  if (status === 413) return "INVALID_REQUEST";
+  if (status >= 500 && status <= 599) return "SERVER";
+  return `HTTP_${status}`;
+}
+
 /** The failure for a non-2xx response, from its status, headers and body text. */
 export function httpFailure(provider: string, status: number, headers: Headers, bodyText: string): LlmFailure {
   const detail = bodyMessage(bodyText);
-  let code: string;
-  if (status === 401 || status === 403) code = "AUTH";
-  else if (status === 402 || (status === 429 && QUOTA.test(detail))) code = "QUOTA";
-  else if (status === 429) code = "RATE_LIMIT";
-  else if (status === 400) code = isContextOverflow(detail) ? "CONTEXT_WINDOW_EXCEEDED" : "INVALID_REQUEST";
-  else if (status === 413) code = "INVALID_REQUEST";
-  else if (status >= 500 && status <= 599) code = "SERVER";
-  else code = `HTTP_${status}`;
+  const code = statusCode(status, detail);
   return new LlmFailure(code, `Provider "${provider}" answered HTTP ${status}${detail ? `: ${detail}` : ""}`, {
     status,
     providerRetryAfterMs: retryAfterMsOf(headers),

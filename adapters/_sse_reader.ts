@@ -37,7 +37,9 @@ export async function* readSse(
       const result = await Promise.race([read, aborted]);
       if (result.done) {
         done = true;
-        parser.feed(decoder.decode());
+        // A line end at the close: an event whose last line ended with a lone CR (held by the parser until it knows
+        // no LF follows) or that lacks only its blank line is dispatched; a line cut mid-way is still dropped.
+        parser.feed(`${decoder.decode()}\n`);
         parser.reset({ consume: true });
       } else {
         onBytes?.();

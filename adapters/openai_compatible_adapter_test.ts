@@ -218,3 +218,88 @@ describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
     );
   });
 });
+
+describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
+  let server: WireServer;
+  let answer: (res: import("node:http").ServerResponse) => void = () => {};
+  before(async () => {
+    server = await startWireServer((_req, res) => answer(res));
+  });
+  after(() => server.close());
+
+  const run = async (respond: typeof answer) => {
+    answer = respond;
+    const adapter = openaiCompatibleAdapter({
+      baseURL: server.url,
+      provider: "xai",
+      apiKey: "k",
+      models: [{ id: "grok-3-mini" }],
+    });
+    const chunks = await collect(adapter.stream(request()));
+    assert.deepEqual(checkStreamGrammar(chunks), []);
+    return { chunks, finish: finishOf(chunks).reason as { kind: string; failure?: { code: string; message: string } } };
+  };
+  const sse = (text: string, type = "text/event-stream") => (res: import("node:http").ServerResponse) => {
+    res.writeHead(200, { "Content-Type": type });
+    res.end(text);
+  };
+  const payload = (delta: unknown, finish: string | null = null) =>
+    `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+
+  it("two whole tool calls that share index 0 stay two calls", async () => {
+    const call = (id: string, name: string, args: string) => ({
+      tool_calls: [{ index: 0, id, type: "function", function: { name, arguments: args } }],
+    });
+    const { chunks, finish } = await run(sse(
+      payload(call("call_a", "weather", '{"city":"Paris"}')) + payload(call("call_b", "clock", '{"tz":"UTC"}')) +
+        payload({}, "tool_calls") + "data: [DONE]\n\n",
+    ));
+    assert.equal(finish.kind, "tool-calls");
+    const blocks = assemble(chunks).blocks();
+    assert.deepEqual(blocks, [
+      { type: "tool-call", id: "call_a", name: "weather", arguments: '{"city":"Paris"}' },
+      { type: "tool-call", id: "call_b", name: "clock", arguments: '{"tz":"UTC"}' },
+    ]);
+  });
+
+  it("a 200 that is not an event stream: its error object is classified, anything else is MALFORMED_RESPONSE", async () => {
+    const json = (body: unknown) => sse(JSON.stringify(body), "application/json");
+    let { finish } = await run(json({ error: { message: "Invalid API key", code: 401 } }));
+    assert.equal(finish.failure?.code, "AUTH");
+    assert.match(finish.failure!.message, /Invalid API key/);
+    ({ finish } = await run(json({ error: { message: "Slow down", type: "rate_limit_error" } })));
+    assert.equal(finish.failure?.code, "RATE_LIMIT");
+    ({ finish } = await run(sse("<html><body>Down for maintenance</body></html>", "text/html")));
+    assert.equal(finish.failure?.code, "MALFORMED_RESPONSE");
+    assert.match(finish.failure!.message, /text\/html instead of an event stream: <html><body>Down for maintenance/);
+    // Events under another content type are read all the same.
+    ({ finish } = await run(sse(payload({ content: "Hi" }, "stop") + "data: [DONE]\n\n", "application/json")));
+    assert.equal(finish.kind, "stop");
+  });
+
+  it("an error object mid-stream is classified by its status or code, else SERVER", async () => {
+    const cases: [unknown, string][] = [
+      [{ message: "Invalid API key", code: 401 }, "AUTH"],
+      [{ message: "Invalid API key", code: "invalid_api_key" }, "AUTH"],
+      [{ message: "You exceeded your quota", type: "insufficient_quota" }, "QUOTA"],
+      [{ message: "This model's maximum context length is 8192 tokens" }, "CONTEXT_WINDOW_EXCEEDED"],
+      [{ message: "Overloaded", type: "overloaded_error" }, "SERVER"],
+      ["boom", "SERVER"],
+    ];
+    for (const [error, code] of cases) {
+      const { finish } = await run(sse(payload({ content: "Hel" }) + `data: ${JSON.stringify({ error })}\n\n`));
+      assert.equal(finish.failure?.code, code, JSON.stringify(error));
+    }
+  });
+
+  it("a last event ended by a lone CR, or lacking only its blank line, still ends the stream", async () => {
+    const body = payload({ content: "Hi" }, "stop");
+    let { finish } = await run(sse(body.replaceAll("\n", "\r") + "data: [DONE]\r\r"));
+    assert.equal(finish.kind, "stop");
+    ({ finish } = await run(sse(body + "data: [DONE]\n")));
+    assert.equal(finish.kind, "stop");
+    // A line cut mid-way is still a torn stream.
+    ({ finish } = await run(sse(body + "data: [DO")));
+    assert.equal(finish.failure?.code, "STREAM_CLOSED");
+  });
+});
