@@ -8,6 +8,7 @@
 
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { AgentUpdate } from "./agent.ts";
+import { containRejection } from "../kernel/_contain_rejection.ts";
 
 /** Where the agent publishes its updates, in order; `close()` ends the delivery. */
 export interface UpdateSink {
@@ -118,10 +119,14 @@ export class UpdateListener implements UpdateSink {
     const listener = this.#listener;
     if (listener === undefined) return;
     try {
-      listener(update);
+      containRejection(listener(update), (error) => this.#report(error));
     } catch (error) {
-      console.error(`[@dsh/harness] a listener of agent ${this.#agentId} threw:`, error);
+      this.#report(error);
     }
+  }
+
+  #report(error: unknown): void {
+    console.error(`[@dsh/harness] a listener of agent ${this.#agentId} threw:`, error);
   }
 
   close(): void {

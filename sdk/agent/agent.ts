@@ -154,7 +154,9 @@ export interface Agent {
    * A durability barrier: resolves once every event committed before the call
    * (queued input included) is on storage, at once when the harness has no
    * storage. It waits for the current write batch instead of writing per
-   * event. Rejects with `SESSION_FLUSH_FAILED` when the write failed.
+   * event. Rejects with `SESSION_FLUSH_FAILED` when the write failed. After
+   * the agent is disposed it resolves at once: disposal made the session's
+   * last write, and `dispose()` reports its failure.
    */
   flushed(): Promise<void>;
   /**

@@ -58,6 +58,33 @@ async function capturingErrors(run: () => Promise<void>): Promise<unknown[][]> {
 }
 
 describe("Agent.listen()", () => {
+  it("an async listener or session observer that rejects is reported like one that throws, and the agent goes on", async () => {
+    const { harness, agent } = await agentWith(CONVERSATION());
+    const reported: unknown[] = [];
+    const original = console.error;
+    console.error = (...args: unknown[]) => void reported.push(args[0]);
+    try {
+      agent.listen(
+        (async (update: AgentUpdate) => {
+          if (update.kind === "status") throw new Error("listener broke");
+        }) as never,
+      );
+      agent.session.observe(
+        (async () => {
+          throw new Error("observer broke");
+        }) as never,
+      );
+      const result = await agent.run("Echo hi");
+      assert.equal(result.reason.kind, "completed");
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    } finally {
+      console.error = original;
+    }
+    assert.ok(reported.some((m) => String(m).includes("a listener of agent")), String(reported));
+    assert.ok(reported.some((m) => String(m).includes("an observer of session")), String(reported));
+    await harness.dispose();
+  });
+
   it("hears what subscribe() yields, in the same order", async () => {
     const { harness, agent } = await agentWith(CONVERSATION());
     const heard: string[] = [];

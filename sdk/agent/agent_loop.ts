@@ -306,6 +306,9 @@ export class LoopAgent implements Agent {
   }
 
   async flushed(): Promise<void> {
+    const sessions = this.#ctx.get("sessions");
+    // Disposed with its harness: the session was released (its last write made, a failure reported by dispose()).
+    if (sessions === undefined && this.#disposed) return;
     await this.#ctx.service("sessions").flush(this.session);
   }
 
@@ -389,7 +392,11 @@ export class LoopAgent implements Agent {
 
   #schedule(): void {
     if (this.#pumping || this.#maintenance || this.#disposed || !this.#hasWork()) return;
-    this.#pumping = this.#pump();
+    // Set before the pump runs: its first stretch is synchronous (status, turn/start, the claim and their
+    // listeners), and a dispose(), whenIdle() or runMaintenance() called from there must see a turn running.
+    let ended!: () => void;
+    this.#pumping = new Promise<void>((resolve) => ended = resolve);
+    this.#pump().then(ended, ended);
   }
 
   async #pump(): Promise<void> {

@@ -8,6 +8,7 @@ import type { SessionEvent } from "../session/mod.ts";
 import { checkInvariants } from "../invariants/mod.ts";
 import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
 import { HarnessError } from "../kernel/mod.ts";
+import { memoryStorage } from "../persistence/memory_storage.ts";
 import type { Agent, AgentUpdate } from "./agent.ts";
 import { TurnFailedError } from "./turn_failed_error.ts";
 import { counterClock, counterIds, summarize } from "./_test_support.ts";
@@ -865,6 +866,42 @@ describe("agent loop cancellation", () => {
     assert.deepEqual((await run).reason, { kind: "aborted", reason: "user" });
     assert.equal(model.requests.length, 1);
     assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+});
+
+describe("calls made from the first, synchronous stretch of a turn", () => {
+  it("dispose() from the claim of the input waits for the turn to close: stored as live, run() resolves", async () => {
+    const storage = memoryStorage();
+    const { harness, agent } = await setup([textResponse("Hi")], { storage });
+    let disposing: Promise<void> | undefined;
+    agent.ctx.on("agent/inbox/claimed", () => void (disposing ??= harness.dispose()));
+    const result = await agent.run("Hello");
+    await disposing;
+    assert.equal(result.reason.kind, "aborted");
+    const stored = await storage.inspect(agent.id);
+    assert.deepEqual(stored.repair.syntheticEvents, []);
+    assert.deepEqual(stored.events, agent.session.events);
+    assertValidLog(stored.events);
+    // Disposed with its harness: the last write was dispose()'s.
+    await agent.flushed();
+  });
+
+  it("whenIdle() and runMaintenance() called there wait for the turn", async () => {
+    const { harness, agent } = await setup([textResponse("Hi")]);
+    const seen: string[] = [];
+    agent.ctx.on("agent/inbox/claimed", () => {
+      agent.whenIdle().then(() => seen.push(`idle:${agent.status}`));
+      agent.runMaintenance(() => {
+        const open = agent.session.events.filter((e) => e.type === "turn/start").length >
+          agent.session.events.filter((e) => e.type === "turn/end").length;
+        seen.push(`maintenance:${open ? "turn open" : "between turns"}`);
+      });
+    });
+    await agent.run("Hello");
+    await agent.whenIdle();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual(seen.sort(), ["idle:idle", "maintenance:between turns"]);
     await harness.dispose();
   });
 });

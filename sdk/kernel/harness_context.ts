@@ -17,6 +17,7 @@
 import { buildOuterStack, Context, symbols } from "cordis";
 import { HarnessError } from "./harness_error.ts";
 import { withoutStacks } from "./_without_stacks.ts";
+import { containRejection } from "./_contain_rejection.ts";
 
 // deno-lint-ignore no-explicit-any
 type AnyFunction = (...args: any[]) => any;
@@ -329,7 +330,7 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
     const callbacks = this.#events.dispatch("emit", [this.#dispatcher, name, ...args]);
     for (const callback of callbacks) {
       try {
-        callback(...args);
+        containRejection(callback(...args), (error) => this.#reportListenerError(name, error));
       } catch (error) {
         this.#reportListenerError(name, error);
       }

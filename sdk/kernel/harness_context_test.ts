@@ -143,6 +143,22 @@ describe("HarnessContext dispatch modes", () => {
     assert.deepEqual(errors, [["t/note", "observer broke"]]);
   });
 
+  it("an async listener's rejection is reported as a throw is, not left unhandled", async () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    const errors: unknown[] = [];
+    ctx.on("kernel/listener-error", (name, error) => void errors.push([name, (error as Error).message]));
+    ctx.on(
+      "t/note",
+      (async () => {
+        await Promise.resolve();
+        throw new Error("async observer broke");
+      }) as never,
+    );
+    ctx.emit("t/note", "hello");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual(errors, [["t/note", "async observer broke"]]);
+  });
+
   it("on() returns a disposer that removes the listener", () => {
     const ctx: Ctx = createKernel<Events, Services>();
     const seen: string[] = [];

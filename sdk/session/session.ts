@@ -29,6 +29,7 @@ import type {
 } from "./session_events.ts";
 import { commitPlain, isSurfaceEventType, type SessionSurface, SurfaceManager } from "./surface_manager.ts";
 import { isEventTypeText, isTime, validateEnvelope, validateEventData } from "./_validate_event.ts";
+import { containRejection } from "../kernel/_contain_rejection.ts";
 
 /** The format version stamped on new session headers. */
 export const SESSION_FORMAT_VERSION: number = 1;
@@ -695,6 +696,10 @@ export class Session {
     return time === 0 ? 0 : time;
   }
 
+  #reportObserver(error: unknown): void {
+    console.error(`[@dsh/harness] an observer of session ${this.id} threw:`, error);
+  }
+
   #publish(event: SessionEvent): void {
     this.#publishing = true;
     // Indexed, not for-of: every event passes here, and the lower tiers run for-of through an array iterator.
@@ -703,9 +708,10 @@ export class Session {
       for (let i = 0; i < observers.length; i++) {
         const observer = observers[i];
         try {
-          observer(event, this);
+          const result: unknown = observer(event, this);
+          if (result !== undefined) containRejection(result, (error) => this.#reportObserver(error));
         } catch (error) {
-          console.error(`[@dsh/harness] an observer of session ${this.id} threw:`, error);
+          this.#reportObserver(error);
         }
       }
     } finally {
