@@ -226,7 +226,7 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     const agent = await host.agent(c.req.param("id"));
     const callId = c.req.param("callId");
     const waiting = queue?.pending().find((p) => p.callId === callId && belongsTo(p, agent));
-    if (queue === undefined || waiting === undefined || !queue.answer(callId, body.decision === "allow")) {
+    if (queue === undefined || waiting === undefined || !queue.answer(waiting, body.decision === "allow")) {
       throw new HttpProblem(404, "APPROVAL_NOT_FOUND", `No approval is pending for call "${callId}" of this session`);
     }
     return c.json({ callId, outcome: body.decision === "allow" ? "allowed-once" : "rejected" });

@@ -8,13 +8,21 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { ApprovalOutcome, ApprovalRequest, Approver } from "./approval_service.ts";
 
-/** A question waiting in an {@linkcode ApprovalQueue}: the request without its signal; answer with its `callId`. */
+/**
+ * A question waiting in an {@linkcode ApprovalQueue}: the request without its
+ * signal; answer with it, or with its `callId`.
+ */
 export type PendingApproval = Omit<ApprovalRequest, "signal">;
 
 /** Options of {@linkcode ApprovalQueue}. */
 export interface ApprovalQueueOptions {
   /** Called whenever a question is queued or leaves the queue (answered or withdrawn). */
   onChange?: (pending: readonly PendingApproval[]) => void;
+}
+
+/** Where a question waits: its session and call id. */
+function keyOf(question: Pick<PendingApproval, "callId" | "sessionId">): string {
+  return question.sessionId === undefined ? question.callId : `${question.sessionId}\u0000${question.callId}`;
 }
 
 interface Waiting {
@@ -24,8 +32,11 @@ interface Waiting {
 
 /**
  * Queues every approval request until {@linkcode ApprovalQueue.answer} is
- * called with its call id. A withdrawn request (its signal aborts) leaves the
- * queue as `cancelled`. Register `queue.approver` with the approval service.
+ * called for it. Questions are told apart by session and call id: call ids
+ * come from the model and repeat across sessions (`call_0`), so agents sharing
+ * one queue keep their questions apart. A withdrawn request (its signal
+ * aborts) leaves the queue as `cancelled`. Register `queue.approver` with the
+ * approval service.
  *
  * @example Answering a pending ask later
  * ```ts
@@ -69,11 +80,12 @@ export class ApprovalQueue {
         ...(scope !== undefined ? { scope } : {}),
         ...(sessionId !== undefined ? { sessionId } : {}),
       });
-      // A second ask for the same call id replaces the first, which is withdrawn.
-      this.#settle(callId, "cancelled", false);
-      const onAbort = () => this.#settle(callId, "cancelled");
+      // A second ask for the same call of the same session replaces the first, which is withdrawn.
+      const key = keyOf(pending);
+      this.#settle(key, "cancelled", false);
+      const onAbort = () => this.#settle(key, "cancelled");
       request.signal.addEventListener("abort", onAbort, { once: true });
-      this.#waiting.set(callId, {
+      this.#waiting.set(key, {
         pending,
         resolve: (outcome) => {
           request.signal.removeEventListener("abort", onAbort);
@@ -96,23 +108,42 @@ export class ApprovalQueue {
   /**
    * Answer a waiting question.
    *
-   * @param callId The call the question is about.
+   * @param question The question (an item of {@linkcode ApprovalQueue.pending}), or its call id when only one
+   *   session waits on that call id.
    * @param decision `true` grants once, `false` rejects, or an outcome.
-   * @returns `false` when no question waits for that call id.
-   * @throws {HarnessError} `INVALID_ARGS` when `decision` is not a boolean or an outcome.
+   * @returns `false` when no such question waits.
+   * @throws {HarnessError} `INVALID_ARGS` when `decision` is not a boolean or an outcome;
+   *   `APPROVAL_AMBIGUOUS` when questions of several sessions wait on that call id (answer with the question).
    */
-  answer(callId: string, decision: boolean | ApprovalOutcome): boolean {
+  answer(
+    question: string | Pick<PendingApproval, "callId" | "sessionId">,
+    decision: boolean | ApprovalOutcome,
+  ): boolean {
     const outcome = decision === true ? "allowed-once" : decision === false ? "rejected" : decision;
     if (!["allowed-once", "rejected", "cancelled", "unavailable"].includes(outcome)) {
       throw new HarnessError("INVALID_ARGS", `Cannot answer an approval with ${JSON.stringify(decision)}`);
     }
-    return this.#settle(callId, outcome);
+    if (typeof question === "object" && question !== null && typeof question.callId === "string") {
+      return this.#settle(keyOf(question), outcome);
+    }
+    if (typeof question !== "string") {
+      throw new HarnessError("INVALID_ARGS", "answer() takes a pending question or its call id");
+    }
+    const keys = [...this.#waiting].flatMap(([key, w]) => w.pending.callId === question ? [key] : []);
+    if (keys.length > 1) {
+      throw new HarnessError(
+        "APPROVAL_AMBIGUOUS",
+        `Questions of ${keys.length} sessions wait on call id ${JSON.stringify(question)}: answer with the question`,
+        { details: { callId: question } },
+      );
+    }
+    return keys.length === 1 && this.#settle(keys[0], outcome);
   }
 
-  #settle(callId: string, outcome: ApprovalOutcome, notify = true): boolean {
-    const waiting = this.#waiting.get(callId);
+  #settle(key: string, outcome: ApprovalOutcome, notify = true): boolean {
+    const waiting = this.#waiting.get(key);
     if (waiting === undefined) return false;
-    this.#waiting.delete(callId);
+    this.#waiting.delete(key);
     waiting.resolve(outcome);
     if (notify) this.#changed();
     return true;

@@ -30,6 +30,25 @@ describe("ApprovalQueue", () => {
     assert.deepEqual(changes, [["c1"], ["c1", "c2"], ["c1"], []]);
   });
 
+  it("keeps the questions of two sessions on one call id apart", async () => {
+    const queue = new ApprovalQueue();
+    const a = queue.approver({ ...request("call_1"), sessionId: "a" });
+    const b = queue.approver({ ...request("call_1"), sessionId: "b" });
+    assert.deepEqual(queue.pending().map((p) => `${p.sessionId}/${p.callId}`), ["a/call_1", "b/call_1"]);
+    assert.throws(() => queue.answer("call_1", true), (e) => HarnessError.isInstance(e, "APPROVAL_AMBIGUOUS"));
+    assert.equal(queue.answer(queue.pending()[0], true), true);
+    assert.equal(await a, "allowed-once");
+    // One left on that call id: the call id alone names it.
+    assert.equal(queue.answer("call_1", false), true);
+    assert.equal(await b, "rejected");
+    // A second ask of the same session's call replaces the first.
+    const first = queue.approver({ ...request("call_2"), sessionId: "a" });
+    const again = queue.approver({ ...request("call_2"), sessionId: "a" });
+    assert.equal(await first, "cancelled");
+    assert.equal(queue.answer({ callId: "call_2", sessionId: "a" }, true), true);
+    assert.equal(await again, "allowed-once");
+  });
+
   it("a withdrawn question leaves the queue as cancelled", async () => {
     const queue = new ApprovalQueue();
     const controller = new AbortController();
