@@ -89,6 +89,7 @@ import {
   ZERO_USAGE,
 } from "./_loop_values.ts";
 import { UpdateListener, UpdateQueue, type UpdateSink } from "./_update_queue.ts";
+import { ABORTED, untilAborted } from "../kernel/_until_aborted.ts";
 
 /** Services and events the loop uses. */
 export interface LoopServices {
@@ -525,14 +526,18 @@ export class LoopAgent implements Agent {
       }
       if (!first && claimed.length === 0 && !owesRequest) break;
       await this.#checkpoint();
-      const decision: PreStepDecision = await this.#ctx.waterfall(
-        "agent/pre-step",
-        this,
-        { turn, step: step + 1, messages: proposed, signal },
-        () => Promise.resolve({ kind: "enter", messages: proposed }),
+      // Listener chains are waited for until the turn is cancelled, not longer: one may ignore the signal.
+      const decision = await untilAborted<PreStepDecision>(
+        this.#ctx.waterfall(
+          "agent/pre-step",
+          this,
+          { turn, step: step + 1, messages: proposed, signal },
+          () => Promise.resolve({ kind: "enter", messages: proposed }),
+        ),
+        signal,
       );
-      checkPreStep(decision);
-      if (signal.aborted) {
+      if (decision !== ABORTED) checkPreStep(decision);
+      if (decision === ABORTED || signal.aborted) {
         reason = this.#aborted();
         break;
       }
@@ -559,7 +564,7 @@ export class LoopAgent implements Agent {
         break;
       }
       if (owesRequest || this.inbox.count("next-step") > 0) continue;
-      await this.#ctx.serial("agent/turn-stopping", this, turn, signal);
+      await untilAborted(this.#ctx.serial("agent/turn-stopping", this, turn, signal), signal);
       if (signal.aborted) reason = this.#aborted();
       else if (this.inbox.count("next-step") === 0) reason = { kind: "completed" };
     }
@@ -595,13 +600,11 @@ export class LoopAgent implements Agent {
     signal: AbortSignal,
   ): Promise<StepOutcome> {
     const draft = callConfigOf(this.options);
-    const config = await this.#ctx.waterfall(
-      "agent/request",
-      this,
-      { turn, step, config: draft },
-      () => Promise.resolve(draft),
+    const config = await untilAborted(
+      this.#ctx.waterfall("agent/request", this, { turn, step, config: draft }, () => Promise.resolve(draft)),
+      signal,
     );
-    if (signal.aborted) return { kind: "aborted" };
+    if (config === ABORTED || signal.aborted) return { kind: "aborted" };
     let prepared;
     try {
       prepared = this.#svc.llm.prepareCall(config);
@@ -691,7 +694,8 @@ export class LoopAgent implements Agent {
     const policy = this.#init.retryPolicy;
     const fallback = () => Promise.resolve(defaultRequestErrorAction(policy, attempt, failure));
     const info = { turn, step, attempt, failure, signal };
-    const action = await this.#ctx.waterfall("agent/request-error", this, info, fallback);
+    const action = await untilAborted(this.#ctx.waterfall("agent/request-error", this, info, fallback), signal);
+    if (action === ABORTED) return { kind: "aborted" };
     checkRequestErrorAction(action);
     if (action.kind !== "retry" || signal.aborted) {
       return signal.aborted ? { kind: "aborted" } : { kind: "error", failure };

@@ -623,6 +623,42 @@ describe("agent loop event sequences", () => {
 });
 
 describe("agent loop cancellation", () => {
+  it("a listener that ignores the turn's signal does not hold cancel() or dispose()", async () => {
+    const hooks = [
+      "agent/pre-step",
+      "agent/request",
+      "agent/request-error",
+      "agent/turn-stopping",
+      "tools/pre-execute",
+      "tools/execute",
+      "tools/post-execute",
+    ];
+    for (const hook of hooks) {
+      const failing = hook === "agent/request-error";
+      const { harness, agent } = await setup([
+        failing ? { throw: new LlmFailure("SERVER", "Down") } : toolCallResponse([
+          { id: "c1", name: "add", arguments: '{"a":1,"b":2}' },
+        ]),
+        textResponse("3"),
+      ]);
+      let entered!: () => void;
+      const reached = new Promise<void>((resolve) => entered = resolve);
+      // A hook waiting on something that never comes (a UI nobody answers), deaf to the signal.
+      (agent.ctx.on as (name: string, fn: () => unknown) => void)(hook, () => {
+        entered();
+        return new Promise(() => {});
+      });
+      const running = agent.run("Add 1 and 2").then((r) => r.reason.kind, (e) => `rejected ${e?.code}`);
+      await reached;
+      agent.cancel("user");
+      const within = (p: Promise<unknown>) =>
+        Promise.race([p, new Promise((resolve) => setTimeout(() => resolve("still waiting"), 2000))]);
+      assert.equal(await within(running), "aborted", hook);
+      assertValidLog(agent.session.events);
+      assert.equal(await within(harness.dispose().then(() => "disposed")), "disposed", hook);
+    }
+  });
+
   it("before the request: nothing of the step is committed but its bracket", async () => {
     const { harness, agent, model } = await setup([textResponse("never")]);
     agent.ctx.on("agent/request", async (_a, _d, next) => {

@@ -25,6 +25,7 @@ import type { ServiceHost } from "../prompt/registration_owner.ts";
 import type { ToolGuard } from "./tool_runtime.ts";
 import { defaultDecision } from "./_default_decision.ts";
 import { copyPlainJson, EMPTY_ARRAY, isVetted, vouch } from "../session/_copy_event_data.ts";
+import { ABORTED, untilAborted } from "../kernel/_until_aborted.ts";
 
 /** What the pipeline needs from the runtime (made once per runtime). */
 export interface PipelineDeps {
@@ -123,13 +124,15 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
   try {
     // Without listeners, the default at once (no promise to wait for).
     const listeners = admittedListeners(host, exec.scope, "tools/pre-execute");
-    decision = listeners.length === 0 ? defaultDecision(definition) : await runWaterfall(
-      listeners,
-      [exec],
-      () => Promise.resolve<PreToolDecision>(defaultDecision(definition)),
+    // Listener chains are waited for until the call is cancelled, not longer: one may ignore the signal.
+    const decided = listeners.length === 0 ? defaultDecision(definition) : await untilAborted(
+      runWaterfall(listeners, [exec], () => Promise.resolve<PreToolDecision>(defaultDecision(definition))),
+      exec.signal,
     );
+    if (decided === ABORTED) return finish(aborted());
+    decision = decided;
   } catch (error) {
-    return finish(failureFrom(error, "HOOK_FAILED"));
+    return finish(exec.signal.aborted ? aborted() : failureFrom(error, "HOOK_FAILED"));
   }
   if (!isDecision(decision, ["allow", "deny", "ask"])) {
     return finish(
@@ -151,12 +154,13 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
 
   // 2. monotonic guards
   for (const guard of deps.guards(exec.scope)) {
-    let reason: string | undefined | void;
+    let reason: string | undefined | void | typeof ABORTED;
     try {
-      reason = await guard(exec);
+      reason = await untilAborted(guard(exec), exec.signal);
     } catch (error) {
       reason = `a guard failed (${messageOf(error)})`;
     }
+    if (reason === ABORTED) return finish(aborted());
     if (typeof reason === "string") return finish(denied(exec, reason));
   }
 
@@ -193,18 +197,18 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
       outcome = failureFrom(error, "HOOK_FAILED");
     }
   } else {
-    outcome = await wrappedBody(wrappers, definition, exec, contexts, state);
+    const wrapped = await untilAborted(wrappedBody(wrappers, definition, exec, contexts, state), exec.signal);
+    outcome = wrapped === ABORTED ? aborted() : wrapped;
   }
 
   // 5. tools/post-execute
   try {
     const listeners = admittedListeners(host, exec.scope, "tools/post-execute");
-    const post: PostToolDecision = listeners.length === 0 ? { kind: "accept" } : await runWaterfall(
-      listeners,
-      [exec, outcome],
-      () => Promise.resolve<PostToolDecision>({ kind: "accept" }),
+    const post = listeners.length === 0 ? { kind: "accept" as const } : await untilAborted(
+      runWaterfall(listeners, [exec, outcome], () => Promise.resolve<PostToolDecision>({ kind: "accept" })),
+      exec.signal,
     );
-    outcome = applyPost(definition, exec, outcome, post, contexts);
+    outcome = post === ABORTED ? aborted() : applyPost(definition, exec, outcome, post, contexts);
   } catch (error) {
     outcome = failureFrom(error, "HOOK_FAILED");
   }
