@@ -7,22 +7,27 @@ export const ABORTED: unique symbol = Symbol("aborted");
 const whenAborted = new WeakMap<AbortSignal, Promise<typeof ABORTED>>();
 
 // One promise per signal, settled by one listener: a turn waits on several chains, and each wait adds only a
-// reaction, not an abort listener.
+// reaction, not an abort listener. It settles a macrotask after the abort: a chain that answers the abort at once
+// (in its abort listener, or in the reactions that follow, as a hook that cancels the turn and then decides does)
+// is still heard.
 function abortedPromise(signal: AbortSignal): Promise<typeof ABORTED> {
   let promise = whenAborted.get(signal);
   if (promise === undefined) {
-    promise = signal.aborted
-      ? Promise.resolve(ABORTED)
-      : new Promise((resolve) => signal.addEventListener("abort", () => resolve(ABORTED), { once: true }));
+    promise = new Promise((resolve) => {
+      const later = () => void setTimeout(() => resolve(ABORTED), 0);
+      if (signal.aborted) later();
+      else signal.addEventListener("abort", later, { once: true });
+    });
     whenAborted.set(signal, promise);
   }
   return promise;
 }
 
 /**
- * `value` as it settles, or {@linkcode ABORTED} as soon as `signal` aborts,
- * whichever comes first. A rejection of `value` after that is handled (and
- * dropped). A value that is not a promise is returned as it is.
+ * `value` as it settles, or {@linkcode ABORTED} once `signal` has aborted and
+ * `value` did not settle in the macrotask that followed, whichever comes
+ * first. A rejection of `value` after that is handled (and dropped). A value
+ * that is not a promise is returned as it is.
  *
  * @param value What a listener chain returned.
  * @param signal The caller's signal.
