@@ -66,7 +66,8 @@ describe("Agent.listen()", () => {
     try {
       agent.listen(
         (async (update: AgentUpdate) => {
-          if (update.kind === "status") throw new Error("listener broke");
+          await Promise.resolve();
+        if (update.kind === "status") throw new Error("listener broke");
         }) as never,
       );
       agent.session.observe(
