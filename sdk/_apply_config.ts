@@ -209,6 +209,17 @@ export function installPermissions(ctx: HarnessContext, config: HarnessConfig): 
     if (effective?.action === "allow" && isDefaultAsk(decision)) return { kind: "allow" };
     return decision;
   });
+  // What a call reaches beyond its own subject (each file a search reads, a link's target) is judged by the same
+  // rules; one that would ask cannot be asked mid-call, and is left out too.
+  const tools = ctx.get("tools" as never) as ToolRuntime | undefined;
+  if (tools === undefined) {
+    throw new HarnessError("CONFIG_PERMISSIONS", "Permission rules need the tool runtime, which is not installed");
+  }
+  tools.subjectGuard((exec, subject) => {
+    const verdict = permissionFor(config.permissions, exec.name, subject);
+    if (verdict === undefined || verdict.action === "allow") return undefined;
+    return verdict.reason ?? `Tool "${exec.name}" may not reach ${JSON.stringify(subject)} by configuration`;
+  });
 }
 
 /** Import plugin modules named by specifier; a module exports the plugin as `default` or `plugin`. */

@@ -7,6 +7,10 @@ import { scriptedAdapter, textResponse, toolCallResponse } from "../../testing/s
 import { counterClock, counterIds } from "../agent/_test_support.ts";
 import { capabilitiesPlugin } from "./capabilities_plugin.ts";
 import { memoryFs } from "./fs/memory_fs.ts";
+import { localFs } from "./fs/local_fs.ts";
+import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { localSubprocess } from "./subprocess/local_subprocess.ts";
 import { bashShell } from "./shell/bash_shell.ts";
 import { httpWeb } from "./web/http_web.ts";
@@ -134,6 +138,65 @@ describe("capabilitiesPlugin", () => {
     });
     assert.deepEqual(r.results.map((x) => x.code), ["DENIED", "DENIED", "ok", "DENIED"]);
     assert.equal(r.results[2].text, "hi");
+  });
+
+  it("a path rule holds for what a call reaches beyond its own path: files a search finds, where a link leads", async () => {
+    const root = await mkdtemp(join(tmpdir(), "dsh-reach-"));
+    try {
+      await mkdir(join(root, "secret"));
+      await mkdir(join(root, "src"));
+      await writeFile(join(root, "secret/key"), "TOKEN=hunter2\n");
+      await writeFile(join(root, "src/a.ts"), "const TOKEN = 1;\n");
+      await symlink("secret", join(root, "docs")); // a link inside the root, to the denied folder
+      await symlink("secret/key", join(root, "note.txt"));
+      const search = [
+        { id: "c1", name: "grep", arguments: '{"pattern":"TOKEN"}' },
+        { id: "c2", name: "grep", arguments: '{"pattern":"TOKEN","path":"secret"}' },
+        { id: "c3", name: "glob", arguments: '{"pattern":"**"}' },
+        { id: "c4", name: "list_dir", arguments: '{"path":"docs"}' },
+        { id: "c5", name: "read_file", arguments: '{"path":"docs/key"}' },
+        { id: "c6", name: "read_file", arguments: '{"path":"note.txt"}' },
+        { id: "c7", name: "write_file", arguments: '{"path":"docs/new","content":"x"}' },
+        { id: "c8", name: "read_file", arguments: '{"path":"src/a.ts"}' },
+      ];
+      const rules = (action: "deny" | "ask") => [
+        { tool: "write_file", action: "allow" as const },
+        { tool: "*(secret/*)", action },
+      ];
+      for (const action of ["deny", "ask"] as const) {
+        const harness = await createHarness({
+          adapters: [scriptedAdapter([toolCallResponse(search), textResponse("done")], { provider: "local" })],
+          model: { provider: "local", model: "scripted-model" },
+          config: resolveConfig([{
+            name: "p",
+            value: {
+              model: { provider: "local", model: "scripted-model" },
+              adapters: { deepseek: null },
+              permissions: rules(action),
+            },
+          }]),
+          plugins: [[capabilitiesPlugin, { fs: localFs({ root }) }]],
+          now: counterClock(),
+          newId: counterIds(),
+        });
+        const agent = await harness.createAgent();
+        await agent.run("go");
+        const results = resultsOf(agent.session.events);
+        await harness.dispose();
+        assert.equal(results[0].text, "src/a.ts:1: const TOKEN = 1;", action);
+        assert.match(results[1].text, /^No matches for \/TOKEN\/ in 0 files/, action);
+        // The link to the folder is listed as glob lists links (the folder is not under the rule, its files are);
+        // note.txt, a link to secret/key, is not.
+        assert.equal(results[2].text, "docs\nsrc/a.ts", action);
+        assert.match(results[3].text, /is empty/, action);
+        assert.deepEqual(results.slice(4, 7).map((r) => r.code), ["DENIED", "DENIED", "DENIED"], action);
+        assert.equal(results[7].code, "ok", action);
+        assert.doesNotMatch(results.map((r) => r.text).join("\n"), /hunter2/, action);
+      }
+      assert.deepEqual((await readdir(join(root, "secret"))).sort(), ["key"]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 
   it("gives permission rules normalised paths and simple commands only", async () => {

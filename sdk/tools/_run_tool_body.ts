@@ -24,12 +24,19 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * A body that returns or throws synchronously gives its outcome at once (not
  * a promise); the pipeline awaits only a promise.
  */
+/** What the pipeline and the body share: the call's marks, and its subject check when one applies. */
+export interface BodyState {
+  concluded: boolean;
+  finished: boolean;
+  permits?: (subject: string) => boolean;
+}
+
 export function runBody(
   definition: AnyToolDefinition,
   exec: ToolExecution,
   dispatchSignal: AbortSignal,
   contexts: UserMessage[],
-  state: { concluded: boolean; finished: boolean },
+  state: BodyState,
 ): ToolOutcome | Promise<ToolOutcome> {
   const timeout = definition.timeoutMs !== undefined ? new AbortController() : undefined;
   let signal = exec.signal;
@@ -63,6 +70,7 @@ export function runBody(
     concludeTurn(): void {
       state.concluded = true;
     },
+    ...(state.permits !== undefined ? { permits: state.permits } : {}),
   });
   // The body runs now. A synchronous one (a value or a throw, not a promise) is
   // over at once: no abort listener, timer or race is needed for it, and an

@@ -14,7 +14,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import type { UserMessage } from "../llm/messages.ts";
 import { deepFreeze, frozenJson } from "./_json.ts";
 import { jsonSchemaValidatorPending } from "./_json_schema.ts";
-import { runBody } from "./_run_tool_body.ts";
+import { type BodyState, runBody } from "./_run_tool_body.ts";
 import { failure, failureFrom, messageOf, normalizeContent, snapshotContext, success } from "./_tool_outcome.ts";
 import { admittedListeners, emitContained, reportListenerError, runWaterfall } from "../prompt/_scoped_dispatch.ts";
 import type { ApprovalService } from "./approval_service.ts";
@@ -22,7 +22,7 @@ import type { AnyToolDefinition, ToolExecution, ToolFailure, ToolOutcome } from 
 import type { PostToolDecision, PreToolDecision, ToolDispatchExecution } from "./tool_events.ts";
 import type { ToolExecutionInput, ToolExecutionResult } from "./tool_execution_result.ts";
 import type { ServiceHost } from "../prompt/registration_owner.ts";
-import type { ToolGuard } from "./tool_runtime.ts";
+import type { ToolGuard, ToolSubjectGuard } from "./tool_runtime.ts";
 import { defaultDecision } from "./_default_decision.ts";
 import { copyPlainJson, EMPTY_ARRAY, isVetted, vouch } from "../session/_copy_event_data.ts";
 import { ABORTED, untilAborted } from "../kernel/_until_aborted.ts";
@@ -32,6 +32,7 @@ export interface PipelineDeps {
   readonly host: ServiceHost;
   lookup(name: string, scope: ScopeInfo | undefined): AnyToolDefinition | undefined;
   guards(scope: ScopeInfo | undefined): ToolGuard[];
+  subjectGuards(scope: ScopeInfo | undefined): ToolSubjectGuard[];
   approvals(): ApprovalService | undefined;
   newId(): string;
 }
@@ -83,7 +84,7 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
     ...(input.step !== undefined ? { step: input.step } : {}),
   });
   const contexts: UserMessage[] = [];
-  const state = { concluded: false, finished: false };
+  const state: BodyState = { concluded: false, finished: false };
   const definition = deps.lookup(exec.name, exec.scope);
   // A raw JSON Schema's validator is imported on first use: let it load before anything validates.
   const validatorLoad = jsonSchemaValidatorPending();
@@ -181,6 +182,23 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
   }
   if (exec.signal.aborted) return finish(aborted());
 
+  // What the body may reach beyond its own subject: every subject guard must let it (one that throws does not).
+  const subjectGuards = deps.subjectGuards(exec.scope);
+  if (subjectGuards.length > 0) {
+    const judged = exec;
+    state.permits = (subject: string): boolean => {
+      if (typeof subject !== "string") return false;
+      for (const guard of subjectGuards) {
+        try {
+          if (typeof guard(judged, subject) === "string") return false;
+        } catch {
+          return false;
+        }
+      }
+      return true;
+    };
+  }
+
   // 4. tools/execute around the body
   let outcome: ToolOutcome;
   const wrappers = admittedListeners(host, exec.scope, "tools/execute");
@@ -227,7 +245,7 @@ async function wrappedBody(
   definition: AnyToolDefinition,
   exec: ToolExecution,
   contexts: UserMessage[],
-  state: { concluded: boolean; finished: boolean },
+  state: BodyState,
 ): Promise<ToolOutcome> {
   const dispatch: ToolDispatchExecution = { ...exec, signal: exec.signal };
   let outcome: ToolOutcome;

@@ -42,6 +42,7 @@ export {
   type ToolRestriction,
   ToolRuntime,
   type ToolRuntimeOptions,
+  type ToolSubjectGuard,
 } from "./tool_runtime.ts";
 export { toolRuntimePlugin, type ToolRuntimePluginOptions, type ToolServices } from "./tool_runtime_plugin.ts";
 export {

@@ -72,6 +72,14 @@ export interface ToolRunContext extends ToolExecution {
   deferContext(message: UserMessage): void;
   /** Mark a successful result of this call as the end of the turn. */
   concludeTurn(): void;
+  /**
+   * Whether this call may also reach `subject`: a path a search, a listing or
+   * a link leads to beyond the one the call was judged on. `false` when a
+   * subject guard ({@linkcode ToolRuntime.subjectGuard}), such as a
+   * configured deny or ask rule, refuses it. Absent when no subject guard
+   * applies to the call (everything it reaches is permitted).
+   */
+  readonly permits?: (subject: string) => boolean;
 }
 
 /** How a UI may show a pending call (a render intent, not a protocol). */

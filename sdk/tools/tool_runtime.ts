@@ -37,6 +37,13 @@ export interface ToolRestriction {
  */
 export type ToolGuard = (exec: ToolExecution) => string | undefined | void | Promise<string | undefined | void>;
 
+/**
+ * A check of one subject a call reaches beyond its own (a file a search reads,
+ * the target of a link): a string denies it, with that reason. Synchronous: a
+ * search asks it for every file.
+ */
+export type ToolSubjectGuard = (exec: ToolExecution, subject: string) => string | undefined | void;
+
 /** How a call is scheduled: `parallel` may overlap siblings, `exclusive` runs alone as a barrier. */
 export type ToolExecutionMode = "parallel" | "exclusive";
 
@@ -63,6 +70,11 @@ interface CompiledRestriction {
 
 interface GuardEntry {
   readonly guard: ToolGuard;
+  readonly scope: ScopeInfo | undefined;
+}
+
+interface SubjectGuardEntry {
+  readonly guard: ToolSubjectGuard;
   readonly scope: ScopeInfo | undefined;
 }
 
@@ -119,6 +131,7 @@ export class ToolRuntime {
   readonly #layers = new Map<ScopeInfo | undefined, Map<string, AnyToolDefinition>>();
   readonly #restrictions = new Map<ScopeInfo, CompiledRestriction[]>();
   #guards: GuardEntry[] = [];
+  #subjectGuards: SubjectGuardEntry[] = [];
   #deps: PipelineDeps | undefined;
 
   /**
@@ -320,6 +333,30 @@ export class ToolRuntime {
   }
 
   /**
+   * Add a subject guard: the file tools ask it, through the call's
+   * `permits(subject)`, for every path they reach beyond the one the call was
+   * judged on (each file `grep` reads, each entry `glob` and `list_dir`
+   * return, the target of a symbolic link), and leave out or refuse what it
+   * denies. The configured permission rules install one.
+   *
+   * @param guard The check; a string denies.
+   * @param owner The registering context (its scope and lifetime), if any.
+   * @returns A disposer.
+   */
+  subjectGuard(guard: ToolSubjectGuard, owner?: RegistrationOwner): () => void {
+    if (typeof guard !== "function") {
+      throw new HarnessError("INVALID_ARGS", "Cannot register a subject guard that is not a function");
+    }
+    const entry: SubjectGuardEntry = { guard, scope: owner?.scope };
+    return this.#own(owner, "tool subject guard", () => {
+      this.#subjectGuards.push(entry);
+      return () => {
+        this.#subjectGuards = this.#subjectGuards.filter((g) => g !== entry);
+      };
+    });
+  }
+
+  /**
    * How a call is scheduled. Only an exact `true` from the visible tool's
    * `isConcurrencySafe(args)` is `parallel`; unknown tools, invalid JSON, a
    * missing classifier, any other return and a throw are `exclusive`.
@@ -357,6 +394,10 @@ export class ToolRuntime {
       lookup: (name, scope) => this.get(name, scope),
       guards: (scope) =>
         this.#guards.length === 0 ? [] : this.#guards.filter((g) => appliesTo(g.scope, scope)).map((g) => g.guard),
+      subjectGuards: (scope) =>
+        this.#subjectGuards.length === 0
+          ? []
+          : this.#subjectGuards.filter((g) => appliesTo(g.scope, scope)).map((g) => g.guard),
       approvals: () => this.#options.approvals ?? (this.#host.raw.get("approvals") as ApprovalService | undefined),
       newId: () => {
         const newId = this.#options.newId;

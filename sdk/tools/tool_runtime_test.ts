@@ -193,3 +193,30 @@ describe("ToolRuntime registry", () => {
     );
   });
 });
+
+describe("ToolRuntime subject guards", () => {
+  it("a body reaches a subject only when every subject guard lets it; without guards it has no permits()", async () => {
+    const { ctx, tools } = setup();
+    ctx.on("tools/pre-execute", () => ({ kind: "allow" }));
+    const seen: unknown[] = [];
+    tools.register(echoTool("probe", {
+      execute: (_args: unknown, exec: { permits?: (subject: string) => boolean }) => {
+        seen.push(exec.permits === undefined ? "none" : ["src/a", "secret/b", "odd"].map((s) => exec.permits!(s)));
+        return "ok";
+      },
+    }));
+    const call = () => tools.execute({ callId: "c", name: "probe", arguments: '{"text":"x"}', signal });
+    await call();
+    const off = tools.subjectGuard((exec, subject) =>
+      exec.name === "probe" && subject.startsWith("secret/") ? "no secrets" : undefined
+    );
+    tools.subjectGuard((_exec, subject) => {
+      if (subject === "odd") throw new Error("cannot tell");
+    });
+    await call();
+    off();
+    await call();
+    assert.deepEqual(seen, ["none", [true, false, false], [true, true, false]]);
+    assert.throws(() => tools.subjectGuard("no" as never), (e) => HarnessError.isInstance(e, "INVALID_ARGS"));
+  });
+});

@@ -112,4 +112,11 @@ export interface FsService {
   mkdir(path: string, options?: RecursiveOptions): Promise<void>;
   /** Remove a file, a symbolic link (not its target) or a directory. */
   remove(path: string, options?: RecursiveOptions): Promise<void>;
+  /**
+   * Where a path really leads, relative to the root (`.` for the root): every
+   * symbolic link on the way resolved; a part that does not exist yet is kept
+   * as given. Absent in a file system without links. The file tools judge this
+   * path by the permission rules too, so a link cannot carry a call past them.
+   */
+  realPath?(path: string): Promise<string>;
 }

@@ -11,7 +11,8 @@ import { defineTool } from "../../tools/define_tool.ts";
 import type { AnyToolDefinition } from "../../tools/tool_definition.ts";
 import { capText, serviceOf, type ServiceSource } from "../_cap_text.ts";
 import { nestedRepeat } from "./_nested_repeat.ts";
-import type { FsService } from "./fs_service.ts";
+import type { FsEntry, FsService } from "./fs_service.ts";
+import type { ToolRunContext } from "../../tools/tool_definition.ts";
 
 /** Options of {@linkcode fsTools}. */
 export interface FsToolsOptions {
@@ -81,6 +82,42 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     message: "Give a path relative to the project root, not an absolute one",
   }).describe("A path relative to the project root");
 
+  // Path-scoped permission rules judge a call by the path it names. What the call reaches beyond it is judged too
+  // (exec.permits, present when a subject guard applies): where a symbolic link leads, and each file a search or a
+  // listing finds. (A link changed between this check and the operation is not caught.)
+  const realOf = async (path: string): Promise<string | undefined> => {
+    const service = serviceOf(fs);
+    if (service.realPath === undefined) return undefined;
+    try {
+      return subjectOf(await service.realPath(path));
+    } catch {
+      return undefined; // the operation itself reports what is wrong with the path
+    }
+  };
+  const reachable = async (exec: ToolRunContext, path: string): Promise<void> => {
+    if (exec.permits === undefined) return;
+    const real = await realOf(path);
+    if (real !== undefined && real !== subjectOf(path) && !exec.permits(real)) {
+      throw new HarnessError(
+        "DENIED",
+        `${path} leads to ${real}, which the permission rules do not let ${exec.name} reach`,
+      );
+    }
+  };
+  const visible = async (exec: ToolRunContext, path: string): Promise<boolean> => {
+    const permits = exec.permits;
+    if (permits === undefined) return true;
+    const subject = subjectOf(path);
+    if (!permits(subject)) return false;
+    const real = await realOf(path);
+    return real === undefined || real === subject || permits(real);
+  };
+  const visibleOnly = async (exec: ToolRunContext, paths: readonly string[]): Promise<string[]> => {
+    const out: string[] = [];
+    for (const path of paths) if (await visible(exec, path)) out.push(path);
+    return out;
+  };
+
   const readFile = defineTool({
     name: "read_file",
     description:
@@ -119,7 +156,8 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     isConcurrencySafe: () => true,
     permissionSubject: (args) => subjectOf(args.path),
     presentCall: (args) => ({ card: "file", title: `Read ${args.path}`, path: args.path }),
-    execute: async (args) => {
+    execute: async (args, exec) => {
+      await reachable(exec, args.path);
       const read = await serviceOf(fs).readText(args.path, {
         startLine: args.offset ?? 1,
         lineCount: args.limit ?? defaultLines,
@@ -139,7 +177,8 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     access: "write",
     permissionSubject: (args) => subjectOf(args.path),
     presentCall: (args) => ({ card: "file", title: `Write ${args.path}`, path: args.path }),
-    execute: async (args) => {
+    execute: async (args, exec) => {
+      await reachable(exec, args.path);
       await serviceOf(fs).writeFile(args.path, args.content);
       return { path: args.path, bytes: new TextEncoder().encode(args.content).length };
     },
@@ -162,7 +201,8 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     access: "write",
     permissionSubject: (args) => subjectOf(args.path),
     presentCall: (args) => ({ card: "diff", title: `Edit ${args.path}`, path: args.path }),
-    execute: async (args) => {
+    execute: async (args, exec) => {
+      await reachable(exec, args.path);
       const replacements = await serviceOf(fs).edit(args.path, args.old_string, args.new_string, {
         replaceAll: args.replace_all ?? false,
       });
@@ -185,7 +225,16 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     access: "read",
     isConcurrencySafe: () => true,
     permissionSubject: (args) => subjectOf(args.path ?? "."),
-    execute: async (args) => ({ path: args.path ?? ".", entries: await serviceOf(fs).list(args.path ?? ".") }),
+    execute: async (args, exec) => {
+      const dir = args.path ?? ".";
+      const entries = await serviceOf(fs).list(dir);
+      if (exec.permits === undefined) return { path: dir, entries };
+      const shown: FsEntry[] = [];
+      for (const entry of entries) {
+        if (await visible(exec, dir === "." ? entry.name : `${dir}/${entry.name}`)) shown.push(entry);
+      }
+      return { path: dir, entries: shown };
+    },
   });
 
   const globLimit = 1000;
@@ -208,8 +257,9 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     access: "read",
     isConcurrencySafe: () => true,
     permissionSubject: (args) => subjectOf(args.path ?? "."),
-    execute: async (args) => {
-      const paths = await serviceOf(fs).glob(args.pattern, { cwd: args.path ?? ".", limit: globLimit + 1 });
+    execute: async (args, exec) => {
+      let paths = await serviceOf(fs).glob(args.pattern, { cwd: args.path ?? ".", limit: globLimit + 1 });
+      if (exec.permits !== undefined) paths = await visibleOnly(exec, paths);
       return { paths: paths.slice(0, globLimit), truncated: paths.length > globLimit };
     },
   });
@@ -257,7 +307,8 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
       }
       const service = serviceOf(fs);
       const max = args.max_matches ?? 200;
-      const files = await service.glob(args.glob ?? "**", { cwd: args.path ?? ".", limit: 100_000 });
+      let files = await service.glob(args.glob ?? "**", { cwd: args.path ?? ".", limit: 100_000 });
+      if (exec.permits !== undefined) files = await visibleOnly(exec, files);
       const matches: { path: string; line: number; text: string }[] = [];
       let searched = 0;
       for (const file of files) {

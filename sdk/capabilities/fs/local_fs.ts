@@ -309,6 +309,12 @@ export function localFs(options: LocalFsOptions): FsService {
       const prefix = base.join("/");
       return out.sort().slice(0, limit).map((p) => (prefix === "" ? p : `${prefix}/${p}`));
     },
+    realPath: async (path) => {
+      const { real } = await roots();
+      const { abs } = await resolvePath(path);
+      if (abs === real) return ".";
+      return abs.slice(real === "/" ? 1 : real.length + 1);
+    },
     stat: async (path): Promise<FsStat> => {
       const { fs } = await host();
       const { abs, exists } = await resolvePath(path);
