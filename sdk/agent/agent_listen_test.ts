@@ -67,7 +67,7 @@ describe("Agent.listen()", () => {
       agent.listen(
         (async (update: AgentUpdate) => {
           await Promise.resolve();
-        if (update.kind === "status") throw new Error("listener broke");
+          if (update.kind === "status") throw new Error("listener broke");
         }) as never,
       );
       agent.session.observe(

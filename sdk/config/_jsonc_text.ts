@@ -57,6 +57,13 @@ export class JsoncText {
   static parse(text: string, file: string): JsoncText {
     const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
     if (stripComments(body).trim() === "") return new JsoncText(body, undefined, {});
+    const deep = tooDeep(body);
+    if (deep !== undefined) {
+      throw configError("CONFIG_SYNTAX", "Cannot parse the configuration", {
+        file,
+        position: new JsoncText(body, undefined, undefined).positionAt(deep),
+      }, `values nest deeper than ${MAX_DEPTH} levels`);
+    }
     const errors: ParseError[] = [];
     const root = parseTree(body, errors, { allowTrailingComma: true, disallowComments: false });
     const doc = new JsoncText(body, root, root === undefined ? undefined : getNodeValue(root));
@@ -116,4 +123,26 @@ function lineStarts(text: string): number[] {
     }
   }
   return starts;
+}
+
+/** How deep objects and arrays may nest in a configuration (the parser and every later walk recurse). */
+const MAX_DEPTH = 256;
+
+/** The offset of the first bracket past {@linkcode MAX_DEPTH}, outside strings and comments; else `undefined`. */
+function tooDeep(text: string): number | undefined {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) { // a string: skip to its closing quote
+      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++;
+    } else if (c === 0x2f && text.charCodeAt(i + 1) === 0x2f) { // a line comment
+      while (i < text.length && text.charCodeAt(i) !== 0x0a) i++;
+    } else if (c === 0x2f && text.charCodeAt(i + 1) === 0x2a) { // a block comment
+      const end = text.indexOf("*/", i + 2);
+      i = end < 0 ? text.length : end + 1;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > MAX_DEPTH) return i;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return undefined;
 }

@@ -4,6 +4,21 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import { JsoncText } from "./_jsonc_text.ts";
 
 describe("JsoncText", () => {
+  it("refuses values nested past 256 levels with CONFIG_SYNTAX at the bracket, not a stack overflow", () => {
+    const nested = (n: number) => `{"a": ${"[".repeat(n)}1${"]".repeat(n)}}`;
+    assert.deepEqual(JsoncText.parse(nested(255), "c.jsonc").value !== undefined, true);
+    for (const n of [257, 50_000]) {
+      assert.throws(() => JsoncText.parse(nested(n), "c.jsonc"), (error: unknown) => {
+        assert.ok(HarnessError.isInstance(error, "CONFIG_SYNTAX"));
+        assert.match((error as Error).message, /c\.jsonc:1:262: values nest deeper than 256 levels/);
+        return true;
+      });
+    }
+    // Brackets in strings and comments are not nesting.
+    const text = `{"s": "${"[".repeat(300)}", /* ${"{".repeat(300)} */ "b": 1}`;
+    assert.equal((JsoncText.parse(text, "c.jsonc").value as { b: number }).b, 1);
+  });
+
   it("counts lines across LF, CRLF and CR line ends", () => {
     const text = JsoncText.parse('{\r\n"a": {\n\r"b": 1\r\n}}', "t");
     assert.deepEqual(text.locate(["a"]), { line: 2, column: 6 });
