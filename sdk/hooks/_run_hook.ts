@@ -4,6 +4,7 @@
 
 import type { SubprocessService } from "../capabilities/subprocess/subprocess_service.ts";
 import type { HookHandler, HookInput, HookOutput, HookVerdict } from "./hook_definition.ts";
+import { assertLosslessJson } from "../session/lossless_json.ts";
 
 const DEFAULT_TIMEOUT_S = 60;
 
@@ -120,6 +121,18 @@ function readOutput(value: unknown, input: HookInput): HookVerdict {
       (out.decision === "approve" ? "allow" : out.decision === "block" ? "deny" : undefined);
     const reason = str(specific.permissionDecisionReason) ?? str(out.reason);
     const rewrite = specific.updatedInput !== undefined ? { updatedInput: specific.updatedInput } : {};
+    // A function hook answers with objects, not text: what it rewrites must be JSON to be logged and run.
+    if (specific.updatedInput !== undefined) {
+      try {
+        assertLosslessJson(specific.updatedInput, "updatedInput");
+      } catch (error) {
+        return {
+          outcome: "error",
+          code: "HOOK_BAD_OUTPUT",
+          reason: `The hook's updatedInput is not JSON: ${messageOf(error)}`,
+        };
+      }
+    }
     if (decision === "deny") return { outcome: "deny", reason: reason ?? "denied by a hook" };
     if (decision === "allow" || decision === "ask") {
       return { outcome: decision, ...(reason !== undefined ? { reason } : {}), ...rewrite };

@@ -455,6 +455,24 @@ describe("hookBridge: failures never break the turn", () => {
   });
 });
 
+describe("hookBridge: a function hook's answer that is not JSON", () => {
+  it("an updatedInput JSON cannot carry is HOOK_BAD_OUTPUT, logged, and the call goes on as the model made it", async () => {
+    const circular: Record<string, unknown> = { word: "alpha" };
+    circular.self = circular;
+    for (const updatedInput of [{ word: 1n }, circular, { word: () => "x" }]) {
+      const s = await setup({
+        PreToolUse: [{
+          hooks: [{ type: "function", name: "bad", run: () => ({ hookSpecificOutput: { updatedInput } }) as never }],
+        }],
+      }, [callLookup("alpha"), textResponse("ok")]);
+      await s.agent.run("go");
+      const events = await done(s);
+      assert.deepEqual(hookLog(events), [["PreToolUse", "error", "HOOK_BAD_OUTPUT"]]);
+      assert.equal(toolResult(events).code, undefined);
+    }
+  });
+});
+
 describe("hookBridge: configuration", () => {
   it("runs the hooks of a JSONC configuration file", async () => {
     const dir = await mkdtemp(join(tmpdir(), "dsh-hook-config-"));
