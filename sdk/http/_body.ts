@@ -70,7 +70,12 @@ async function readLimited(request: Request, maxBytes: number): Promise<string> 
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for (let r = await reader.read(); !r.done; r = await reader.read()) {
+  // The client went away mid-upload (a reset, an aborted request): its request, not a fault of the server.
+  const read = () =>
+    reader.read().catch((cause: unknown) => {
+      throw new HttpProblem(400, "BODY_INCOMPLETE", "The request body ended before it was complete", { cause });
+    });
+  for (let r = await read(); !r.done; r = await read()) {
     size += r.value.byteLength;
     if (size > maxBytes) {
       await reader.cancel().catch(() => {});

@@ -47,6 +47,7 @@ import type { SessionEvent } from "../session/session_events.ts";
 import { SseBody } from "./_sse_body.ts";
 import { type FeedReader, liveFeed, type Segment } from "./_live_feed.ts";
 import { continuesRun, deltaRunFrame, FrameWriter, isStreamedDelta, otherFrame, sessionFrame } from "./_sse_frames.ts";
+import { clientMessage } from "./_problem.ts";
 
 /** The stored-session tail's wake-up (an agent for the session went live here). */
 type Item = { readonly kind: "wake" };
@@ -322,7 +323,7 @@ function open(
       // read, say) ends the stream as the reader expects, with `end`, and says why.
       if (!w.gone) {
         const code = HarnessError.isInstance(error) ? error.code : "INTERNAL";
-        const message = error instanceof Error ? error.message : String(error);
+        const message = clientMessage(code, error instanceof Error ? error.message : String(error));
         await w.send("end", { id, seq: w.next, error: { code, message } }).then(() => w.flush()).catch(() => {});
       }
     } finally {

@@ -47,6 +47,25 @@ const STATUS_BY_CODE: Readonly<Record<string, number>> = {
   INVALID_EVENT: 422,
 };
 
+/** What a client is told of a server-side failure, instead of its message. */
+const SERVER_SIDE: Readonly<Record<string, string>> = {
+  SESSION_CORRUPT: "The stored log of this session is damaged",
+  SESSION_FORMAT_UNSUPPORTED: "The stored log of this session has a format this server cannot read",
+  SESSION_UNKNOWN_EVENT_TYPE: "The stored log of this session holds an event type this server does not read",
+  SESSION_WRITE_FAILED: "Writing to storage failed",
+  SESSION_READ_FAILED: "Reading from storage failed",
+  SESSION_FLUSH_FAILED: "Writing to storage failed",
+};
+
+/**
+ * What a client may be told of a server-side failure: the generic sentence for
+ * a storage failure (whose own message names paths or a driver's words), else
+ * the message itself.
+ */
+export function clientMessage(code: string, message: string): string {
+  return SERVER_SIDE[code] ?? message;
+}
+
 /** An error a route throws on purpose; `onError` turns it into a problem response. */
 export class HttpProblem extends HarnessError {
   readonly status: number;
@@ -83,7 +102,11 @@ export function toProblem(
   } else if (HarnessError.isInstance(error) && STATUS_BY_CODE[error.code] !== undefined) {
     status = STATUS_BY_CODE[error.code];
     code = error.code;
-    detail = error.message;
+    // A server-side failure's own message names the storage layout (file paths, a database's driver message): it
+    // goes to the server's log, the client gets what happened and the request id to find it there.
+    detail = status >= 500 && SERVER_SIDE[code] !== undefined
+      ? `${SERVER_SIDE[code]} (the server's log has the details: request ${requestId})`
+      : error.message;
   }
   const body: ProblemDetails = {
     type: `urn:dsh-harness:problem:${code}`,

@@ -229,8 +229,36 @@ describe("createHarnessApp() edges", () => {
     await withServer(served, async ({ call }) => {
       const res = await call("GET", "/sessions/s1");
       assert.equal(res.status, 500);
-      assert.equal((await res.json()).code, "SESSION_CORRUPT");
+      const problem = await res.json();
+      assert.equal(problem.code, "SESSION_CORRUPT");
+      // The message names the storage's layout: it stays in the server's log.
+      assert.equal(
+        problem.detail,
+        `The stored log of this session is damaged (the server's log has the details: request ${problem.requestId})`,
+      );
     });
+  });
+
+  it("a body that fails mid-upload (the client went away) is 400 BODY_INCOMPLETE, not a server fault", async () => {
+    const harness = await createHarness({
+      adapters: [scriptedAdapter([textResponse("ok")])],
+      storage: memoryStorage(),
+    });
+    const records: { status: number; code?: string }[] = [];
+    const app = createHarnessApp(harness, { token: "t", log: (r) => void records.push(r as never) });
+    const headers = { authorization: "Bearer t", "content-type": "application/json" };
+    await app.fetch(new Request("http://x/sessions", { method: "POST", headers, body: '{"id":"s1"}' }));
+    const body = new ReadableStream({
+      start: (c) => c.enqueue(new TextEncoder().encode('{"content":"hal')),
+      pull: (c) => c.error(new Error("connection reset by peer")),
+    });
+    const res = await app.fetch(
+      new Request("http://x/sessions/s1/messages", { method: "POST", headers, body, duplex: "half" } as RequestInit),
+    );
+    assert.equal(res.status, 400);
+    assert.equal((await res.json()).code, "BODY_INCOMPLETE");
+    assert.equal(records.at(-1)?.status, 400);
+    await harness.dispose();
   });
 
   it("refuses an unknown provider or model at once, leaving nothing stored", async () => {
@@ -302,7 +330,13 @@ describe("createHarnessApp() edges", () => {
       assert.ok(end >= 0, `${ending}: ${lines.join(" | ")}`);
       const data = JSON.parse(lines[end + 1].slice("data: ".length));
       if (ending === "dispose") assert.deepEqual(data, { id: "stored", seq: 0 });
-      else assert.deepEqual([data.id, data.error.code], ["stored", "SESSION_CORRUPT"]);
+      else {
+        assert.deepEqual(data, {
+          id: "stored",
+          seq: 0,
+          error: { code: "SESSION_CORRUPT", message: "The stored log of this session is damaged" },
+        });
+      }
       failing = false;
       await harness.dispose();
     }
