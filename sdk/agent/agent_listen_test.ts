@@ -72,6 +72,7 @@ describe("Agent.listen()", () => {
       );
       agent.session.observe(
         (async () => {
+          await Promise.resolve();
           throw new Error("observer broke");
         }) as never,
       );
