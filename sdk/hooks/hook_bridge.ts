@@ -184,10 +184,9 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
       const out: { verdict: HookVerdict; handlerId: string }[] = [];
       const signal = o.signal ?? new AbortController().signal;
       // Records belong to an open turn: a tool executed directly (not by the loop) logs nothing.
-      const session = o.log && o.session !== undefined &&
-          ctx.service("sessionProjections").stateOf(o.session, turnBoundary).open !== undefined
-        ? o.session
-        : undefined;
+      const openTurn = (s: Session) => ctx.service("sessionProjections").stateOf(s, turnBoundary).open?.turn;
+      const turn = o.log && o.session !== undefined ? openTurn(o.session) : undefined;
+      const session = turn !== undefined ? o.session : undefined;
       for (const matcher of table[event] ?? []) {
         if (!matches(matcher.matcher, o.subject)) continue;
         for (const handler of matcher.hooks) {
@@ -211,7 +210,9 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
           const logged = event === "Stop" && verdict.outcome === "block" && verdict.stop !== true
             ? { ...verdict, outcome: "continue-turn" as const }
             : verdict;
-          if (session !== undefined) {
+          // A hook that answered after its turn ended (the turn was cancelled and stopped waiting for it): its
+          // result belongs to no open turn, and is not logged (its hook/invoked stays without one).
+          if (session !== undefined && openTurn(session) === turn) {
             const { stop: _stop, ...fields } = logged;
             session.append("hook/result", { handlerId, ...fields });
           }

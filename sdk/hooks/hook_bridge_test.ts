@@ -473,6 +473,40 @@ describe("hookBridge: a function hook's answer that is not JSON", () => {
   });
 });
 
+describe("hookBridge: a hook that answers after its turn was cancelled", () => {
+  it("its late result is not logged after turn/end (nor into the next turn)", async () => {
+    let started!: () => void;
+    const entered = new Promise<void>((resolve) => started = resolve);
+    const s = await setup(
+      {
+        PreToolUse: [{
+          hooks: [{
+            type: "function",
+            name: "deaf",
+            timeout: 5,
+            run: async () => {
+              started();
+              await new Promise((resolve) => setTimeout(resolve, 200)); // ignores its signal
+              return {};
+            },
+          }],
+        }],
+      },
+      [callLookup("alpha"), textResponse("ok"), textResponse("again")],
+      { subprocess: false },
+    );
+    const run = s.agent.run("go");
+    await entered;
+    s.agent.cancel("user");
+    assert.equal((await run).reason.kind, "aborted");
+    await s.agent.run("next");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const events = await done(s);
+    assert.deepEqual(hookLog(events), []);
+    assert.equal(events.filter((e) => e.type === "hook/invoked").length, 1);
+  });
+});
+
 describe("hookBridge: configuration", () => {
   it("runs the hooks of a JSONC configuration file", async () => {
     const dir = await mkdtemp(join(tmpdir(), "dsh-hook-config-"));
