@@ -148,8 +148,14 @@ export interface Agent {
   cancel(cause: TurnEndCancelCause, options?: CancelOptions): void;
   /** Resolves when the agent has no turn running and no queued turn. */
   whenIdle(): Promise<void>;
-  /** Run `task` from a true idle phase: no turn starts until it settles. */
-  runMaintenance<T>(task: () => Promise<T> | T): Promise<T>;
+  /**
+   * Run `task` from a true idle phase: no turn starts until it settles. Its
+   * `signal` aborts when the agent is disposed, and disposal waits for the
+   * task to settle (so it writes nothing after the session is released).
+   *
+   * @throws {HarnessError} `AGENT_DISPOSED` once the agent is disposed.
+   */
+  runMaintenance<T>(task: (signal: AbortSignal) => Promise<T> | T): Promise<T>;
   /**
    * A durability barrier: resolves once every event committed before the call
    * (queued input included) is on storage, at once when the harness has no

@@ -166,6 +166,7 @@ export class LoopAgent implements Agent {
   #cancelCause: TurnEndCancelCause | undefined;
   #disposed = false;
   #maintenance: Promise<unknown> | undefined;
+  #maintenanceController: AbortController | undefined;
   #idleWaiters: (() => void)[] = [];
   #firstRequestOfLoop = true;
   #turn: number;
@@ -278,17 +279,23 @@ export class LoopAgent implements Agent {
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
-  async runMaintenance<T>(task: () => Promise<T> | T): Promise<T> {
+  async runMaintenance<T>(task: (signal: AbortSignal) => Promise<T> | T): Promise<T> {
     if (typeof task !== "function") throw new HarnessError("INVALID_ARGS", "runMaintenance() takes a function");
+    const disposed = () => new HarnessError("AGENT_DISPOSED", `Agent "${this.id}" was disposed`);
+    if (this.#disposed) throw disposed();
     while (this.#pumping || this.#maintenance) {
-      await (this.#pumping ?? this.#maintenance);
+      await (this.#pumping ?? this.#maintenance)?.catch(() => {});
+      if (this.#disposed) throw disposed();
     }
-    const running = (async () => await task())();
+    const controller = new AbortController();
+    this.#maintenanceController = controller;
+    const running = (async () => await task(controller.signal))();
     this.#maintenance = running;
     try {
       return await running;
     } finally {
       this.#maintenance = undefined;
+      this.#maintenanceController = undefined;
       this.#schedule();
     }
   }
@@ -375,6 +382,9 @@ export class LoopAgent implements Agent {
     this.cancel("disposed", { keepInbox: true });
     this.#disposed = true;
     await this.#pumping;
+    // A maintenance task (a manual compaction) stops too, and writes what it writes before the session goes.
+    this.#maintenanceController?.abort(new HarnessError("ABORTED", `Agent "${this.id}" is being disposed`));
+    await this.#maintenance?.catch(() => {/* its caller gets the failure */});
     for (const [id, waiter] of this.#runWaiters) {
       waiter.reject(new HarnessError("AGENT_DISPOSED", `Agent "${this.id}" was disposed before input "${id}" ran`));
     }

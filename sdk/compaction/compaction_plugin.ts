@@ -107,6 +107,7 @@ export function compactionPlugin(ctx: HarnessContext, options: CompactionOptions
   });
 
   typed.provide("compaction", {
-    compact: (agent) => agent.runMaintenance(() => run(agent, "manual")),
+    // On the maintenance signal: disposing the agent stops a summary call that hangs.
+    compact: (agent) => agent.runMaintenance((signal) => run(agent, "manual", signal)),
   });
 }

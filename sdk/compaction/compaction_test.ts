@@ -8,6 +8,8 @@ import { scriptedAdapter, type ScriptEntry, textResponse } from "../../testing/s
 import { counterClock, counterIds } from "../agent/_test_support.ts";
 import { compactionPlugin, type CompactionServices } from "./mod.ts";
 import { pluginCtx } from "../plugin_ctx.ts";
+import { memoryStorage } from "../persistence/memory_storage.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
 
 const textOf = (m: { content: readonly { type: string; text?: string }[] }) =>
   m.content.map((b) => (b.type === "text" ? b.text : "")).join("");
@@ -65,6 +67,32 @@ describe("compaction", () => {
     assert.deepEqual(last.messages.map(textOf)[0], "Summary of the earlier conversation:\n\nSUMMARY of turns");
     assert.equal(next.text, "answer 4", "the call index counts the summary call too");
     await harness.dispose();
+  });
+
+  it("a manual compaction stops with the agent's disposal and writes nothing after it; later ones are refused", async () => {
+    const storage = memoryStorage();
+    const model = scriptedAdapter(
+      (request) => request.purpose === "compaction" ? { hang: true } : textResponse("answer"),
+    );
+    const harness = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage,
+      plugins: [[compactionPlugin, {}]],
+    });
+    const agent = await harness.createAgent({ id: "c1" });
+    for (const q of ["first", "second", "third"]) await agent.run(q);
+    const compaction = pluginCtx<object, CompactionServices>(harness.ctx).service("compaction");
+    const compacting = compaction.compact(agent);
+    while (!model.requests.some((r) => r.purpose === "compaction")) await new Promise((r) => setTimeout(r, 5));
+    await harness.dispose();
+    const outcome = await compacting;
+    assert.equal(outcome.kind, "failed");
+    const stored = await storage.inspect("c1");
+    assert.deepEqual(stored.events, agent.session.events);
+    assert.deepEqual(stored.events.slice(-2).map((e) => e.type), ["compaction/start", "compaction/end"]);
+    assert.deepEqual(checkInvariants(stored.events), []);
+    await assert.rejects(agent.runMaintenance(() => 1), (e) => HarnessError.isInstance(e, "AGENT_DISPOSED"));
   });
 
   it("compacts before a step when the estimate crosses the threshold of the context window", async () => {
