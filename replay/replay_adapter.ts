@@ -35,7 +35,11 @@ import { recordedModels, toModelInfo } from "./_recorded_models.ts";
  * - `{ hang }` plays `chunks` (if any), then waits until the call is aborted
  *   and ends with an `aborted` finish.
  *
- * Strings in chunks may hold `{{fromRequest:<regex>}}` placeholders: each is
+ * A recorded call whose stream ended in an `aborted` finish (the user
+ * cancelled it) replays as a `{ hang }` entry of its other chunks.
+ *
+ * Strings in the chunks of overrides may hold `{{fromRequest:<regex>}}` placeholders (recorded calls play
+ * verbatim): each is
  * replaced, when the call is played, by the first match of the regular
  * expression (its first capture group when it has one) in the live request's
  * message texts, searched from the last message to the first, then in the
@@ -197,8 +201,10 @@ function abortedFinish(): StreamChunk {
  * Create a replay adapter over a fixture.
  *
  * Each live session (the request's `sessionId`) is bound, on its first call,
- * to the next unused script of the fixture (parents first, then children by
- * creation time); its calls then play that script's entries in order. A call
+ * to the unused script of the fixture session with the same id, or, when
+ * there is none (ids that differ between runs), to the next unused script
+ * that has calls (parents first, then children by creation time); its calls
+ * then play that script's entries in order. A call
  * past the end of the scripts, or of its session's script, fails loudly
  * (`REPLAY_EXHAUSTED`). In strict mode a live request that differs from the
  * recorded one fails with `REPLAY_DIVERGED`, naming the first difference
@@ -248,9 +254,21 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     ? fixtureFromLogs(options.fixture as readonly SessionEvent[])
     : options.fixture as Fixture;
   if (!Array.isArray(fixture.sessions)) throw new HarnessError("INVALID_ARGS", "A fixture must have a sessions array");
+  // Recorded entries play verbatim (placeholders are for overrides). A call the user cancelled mid-stream was
+  // recorded ending in an aborted finish: it replays as a hang, so the replayed run is cancelled at the same point
+  // instead of failing on a finish that arrives before the cancel.
+  const recordedEntries = new WeakSet<ReplayEntry>();
+  const recordedEntry = (call: FixtureCall): ReplayEntry => {
+    const last = call.chunks.at(-1);
+    const entry: ReplayEntry = last?.type === "finish" && last.reason.kind === "aborted"
+      ? { hang: true, chunks: call.chunks.slice(0, -1) }
+      : { chunks: call.chunks };
+    recordedEntries.add(entry);
+    return entry;
+  };
   const scripts: Script[] = fixture.sessions.map((session) => ({
     session,
-    entries: session.calls.map((call: FixtureCall) => ({ chunks: call.chunks })),
+    entries: session.calls.map(recordedEntry),
     expected: session.calls.map((call: FixtureCall) => call.request),
   }));
   applyOverrides(scripts, fixture.overrides);
@@ -276,7 +294,7 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
   }
   let requestCount = 0;
   const failures: LlmFailure[] = [];
-  let nextScript = 0;
+  const bound = new Set<Script>();
 
   const fail = (code: string, message: string): never => {
     const failure = new LlmFailure(code, message);
@@ -288,13 +306,17 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     const liveId = request.sessionId ?? "(no session id)";
     let binding = bindings.get(liveId);
     if (binding === undefined) {
-      if (nextScript >= scripts.length) {
-        fail(
+      // Its own recorded session first: sessions may call the model in another order than they were created.
+      const script = scripts.find((s) => s.session.id === liveId && !bound.has(s)) ??
+        scripts.find((s) => !bound.has(s) && s.entries.length > 0);
+      if (script === undefined) {
+        return fail(
           "REPLAY_EXHAUSTED",
           `Replay has no script left for session ${liveId}: the fixture's ${scripts.length} sessions are all bound`,
         );
       }
-      binding = { script: scripts[nextScript++], liveId, played: 0 };
+      bound.add(script);
+      binding = { script, liveId, played: 0 };
       bindings.set(liveId, binding);
     }
     const { script } = binding;
@@ -334,7 +356,7 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
       }
       let filled: StreamChunk;
       try {
-        filled = fillPlaceholders(chunk, request);
+        filled = recordedEntries.has(entry) ? chunk : fillPlaceholders(chunk, request);
       } catch (error) {
         if (error instanceof LlmFailure) failures.push(error);
         throw error;

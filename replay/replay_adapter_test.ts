@@ -166,6 +166,54 @@ describe("replayAdapter() scripts and cursors", () => {
     replay.assertConsumed();
   });
 
+  it("binds a live session to the script recorded under its own id first, whatever order the sessions call in", async () => {
+    const { call, textOf, replay } = runtimeFor({ fixture: twoSessions() });
+    assert.equal(textOf(await call("B")), "b1");
+    assert.equal(textOf(await call("A")), "a1");
+    assert.equal(textOf(await call("A")), "a2");
+    replay.assertConsumed();
+  });
+
+  it("a recorded session that never called the model takes no live session's place", async () => {
+    const fixture = fixtureFromLogs([
+      { id: "quiet", events: log() },
+      { id: "A", events: log(chunk(1, 1, text("a1")), chunk(1, 1, STOP)) },
+    ]);
+    const { call, textOf, replay } = runtimeFor({ fixture });
+    assert.equal(textOf(await call("renamed")), "a1");
+    replay.assertConsumed();
+  });
+
+  it("plays recorded chunks verbatim: a placeholder-like text the model wrote is not filled", async () => {
+    const fixture = fixtureFromLogs([{
+      id: "A",
+      events: log(chunk(1, 1, text("Write {{fromRequest:(\\w+)}}")), chunk(1, 1, STOP)),
+    }]);
+    const { call, textOf, replay } = runtimeFor({ fixture });
+    assert.equal(textOf(await call("A")), "Write {{fromRequest:(\\w+)}}");
+    replay.assertConsumed();
+  });
+
+  it("a recorded call the user cancelled replays as a hang: it ends when the live call is aborted", async () => {
+    const aborted: StreamChunk = {
+      type: "finish",
+      reason: { kind: "aborted", failure: { code: "ABORTED", message: "x" } },
+    };
+    const fixture = fixtureFromLogs([{ id: "A", events: log(chunk(1, 1, text("Hal")), chunk(1, 1, aborted)) }]);
+    const { call, replay } = runtimeFor({ fixture });
+    const controller = new AbortController();
+    const playing = call("A", {}, controller.signal);
+    const early = await Promise.race([
+      playing.then(() => "finished"),
+      new Promise((r) => setTimeout(() => r("waiting"), 50)),
+    ]);
+    assert.equal(early, "waiting");
+    controller.abort();
+    const chunks = await playing;
+    assert.equal(finishOf(chunks)?.kind, "aborted");
+    replay.assertConsumed();
+  });
+
   it("fails loudly past the end of a session's script", async () => {
     const { call, replay } = runtimeFor({ fixture: twoSessions() });
     await call("x");
