@@ -164,6 +164,15 @@ export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, op
         throw new HarnessError("SESSION_ALREADY_EXISTS", `Session "${session.id}" is already stored`, {
           details: { sessionId: session.id },
         });
+      } else if (stat.nextSeq > session.seq) {
+        // Storage went on after this session was loaded (another instance resumed it, wrote and let go before this
+        // one got the lease): its events are not this session's, and writing on would drop or splice them.
+        throw new HarnessError(
+          "SESSION_SEQ_MISMATCH",
+          `Session "${session.id}" has ${stat.nextSeq} events on storage but was loaded with ${session.seq}: ` +
+            "another instance wrote it in between; load it again",
+          { details: { sessionId: session.id, expectedSeq: session.seq, storedSeq: stat.nextSeq } },
+        );
       } else {
         t.nextSeq = stat.nextSeq;
       }

@@ -151,6 +151,44 @@ describe("persistence plugin", () => {
 });
 
 describe("resumeAgent()", () => {
+  it("a resume whose load fell behind storage before it got the lease is refused, not continued", async () => {
+    const storage = memoryStorage();
+    const first = await harnessWith(storage, [textResponse("zero")]);
+    await (await first.harness.createAgent({ id: "s" })).run("hello 0");
+    await first.harness.dispose();
+    // Instance B loads, then waits for the lease (network latency to a shared store) while A resumes and writes.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => open = resolve);
+    const slow = new Proxy(storage, {
+      get: (target, prop) =>
+        prop === "acquireWriter"
+          ? async (id: string) => (await gate, target.acquireWriter(id))
+          : typeof target[prop as keyof SessionStorage] === "function"
+          ? (target[prop as keyof SessionStorage] as (...a: unknown[]) => unknown).bind(target)
+          : target[prop as keyof SessionStorage],
+    });
+    const b = await harnessWith(slow, [textResponse("B")]);
+    const resuming = b.harness.resumeAgent("s");
+    const resumed = resuming.then(() => "resumed", (e) => e.code);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const a = await harnessWith(storage, [textResponse("A")]);
+    await (await a.harness.resumeAgent("s")).run("hello A");
+    await a.harness.dispose();
+    const stored = (await storage.stat("s"))!.nextSeq;
+    open();
+    assert.equal(await resumed, "SESSION_SEQ_MISMATCH");
+    assert.equal((await storage.stat("s"))!.nextSeq, stored);
+    // Loaded again, it goes on from what storage holds.
+    const again = await b.harness.resumeAgent("s");
+    await again.run("hello B");
+    const { events } = await storage.inspect("s");
+    const said = events.flatMap((e) =>
+      e.type === "user/message" && e.data.content[0]?.type === "text" ? [e.data.content[0].text] : []
+    );
+    assert.deepEqual(said, ["hello 0", "hello A", "hello B"]);
+    await b.harness.dispose();
+  });
+
   it("continues a stored conversation in a new harness: resume header, rebuilt inbox, full history", async () => {
     const storage = memoryStorage();
     const first = await harnessWith(storage, [textResponse("Paris is in France")]);
