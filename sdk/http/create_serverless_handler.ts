@@ -37,8 +37,9 @@ export interface ServerlessHandlerOptions {
  * can (`postgresStorage`): it then stays open and carries what any instance
  * writes; otherwise it ends with the request. When another instance is
  * driving the same session at that moment, the answer is `409
- * SESSION_NOT_SAVED` (or `409 SESSION_WRITER_BUSY`) and nothing of the
- * request was stored.
+ * SESSION_NOT_SAVED` (or `409 SESSION_WRITER_BUSY`, or `409
+ * SESSION_SEQ_MISMATCH` when it wrote between this request's load and its
+ * lease) and nothing of the request was stored.
  *
  * @param options How to build the harness for one request, and the app's options.
  * @returns A fetch-style handler.
