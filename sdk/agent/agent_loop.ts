@@ -178,6 +178,7 @@ export class LoopAgent implements Agent {
   #headerMemo: { input: EpochHeader; logged: EpochHeader } | undefined;
   /** The text last logged for each prompt context, by name; read from the log on first use. */
   #contextTexts: Map<string, string> | undefined;
+  #contextGeneration = -1;
   /** The agent's scope and the services (once per turn): a kernel read goes through Cordis's tracing proxies. */
   readonly #scope: ScopeInfo | undefined;
   #svc!: LoopServices;
@@ -741,10 +742,15 @@ export class LoopAgent implements Agent {
    */
   #logContexts(contexts: readonly { readonly name: string; readonly text: string }[]): void {
     if (contexts.length === 0) return;
-    if (this.#contextTexts === undefined) {
+    // The snapshots the model still sees: those on the surface. A compaction that replaced one (its summary
+    // shadows it) changes the surface's replace generation, and the snapshots are read again from the surface.
+    const surface = this.session.surface;
+    if (this.#contextTexts === undefined || this.#contextGeneration !== surface.replaceGeneration) {
       this.#contextTexts = new Map();
-      for (const event of this.session.events) {
-        if (event.type !== "system/message") continue;
+      this.#contextGeneration = surface.replaceGeneration;
+      for (const seq of surface.nodes) {
+        const event = this.session.at(seq);
+        if (event?.type !== "system/message") continue;
         const name = promptContextName(event.data.source);
         const block = event.data.content[0];
         if (name !== undefined && block?.type === "text") this.#contextTexts.set(name, block.text);

@@ -69,6 +69,25 @@ describe("compaction", () => {
     await harness.dispose();
   });
 
+  it("a prompt context whose snapshot a compaction replaced is logged again before the next request", async () => {
+    const { harness, agent, model } = await setup((_r, i) => textResponse(`answer ${i}`));
+    harness.ctx.service("systemPrompt").context({ name: "todo", order: 0, text: "TODO: ship v2" });
+    await agent.run("first question");
+    await agent.run("second question");
+    const compaction = pluginCtx<object, CompactionServices>(harness.ctx).service("compaction");
+    assert.equal((await compaction.compact(agent)).kind, "completed");
+    await agent.run("third question");
+    const last = model.requests.at(-1)!;
+    assert.ok(last.messages.some((m) => m.role === "system" && textOf(m) === "TODO: ship v2"));
+    const snapshots = agent.session.events.filter((e) => e.type === "system/message");
+    assert.equal(snapshots.length, 2, "logged once, and again after the compaction");
+    // Unchanged and still on the surface: not logged again.
+    await agent.run("fourth question");
+    assert.equal(agent.session.events.filter((e) => e.type === "system/message").length, 2);
+    assert.deepEqual(checkInvariants(agent.session.events), []);
+    await harness.dispose();
+  });
+
   it("a manual compaction stops with the agent's disposal and writes nothing after it; later ones are refused", async () => {
     const storage = memoryStorage();
     const model = scriptedAdapter(
