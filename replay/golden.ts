@@ -32,11 +32,14 @@ export interface GoldenOptions {
 export type GoldenOutcome = "matched" | "updated";
 
 const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
+const RETRY_DELAY = /(\); retrying after )\d+ ms_/g;
 const ISO_TIME = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})\b/g;
 
 /**
  * Normalise generated values in a text: UUIDs become `<uuid-n>` (numbered by
- * first appearance), ISO timestamps `<time>`, and line endings `\n`.
+ * first appearance), ISO timestamps `<time>`, a transcript's retry delays
+ * (`retrying after <delay> ms`: the retry policy's jitter makes them differ
+ * between runs), and line endings `\n`.
  *
  * @param text The text.
  * @returns The normalised text.
@@ -59,7 +62,8 @@ export function normalizeText(text: string): string {
       if (!uuids.has(key)) uuids.set(key, `<uuid-${uuids.size + 1}>`);
       return uuids.get(key)!;
     })
-    .replace(ISO_TIME, "<time>");
+    .replace(ISO_TIME, "<time>")
+    .replace(RETRY_DELAY, "$1<delay> ms_");
 }
 
 /**
@@ -120,8 +124,10 @@ export async function assertGolden(
       { cause, details: { file } },
     );
   }
-  if (golden === text) return "matched";
-  const diff = unifiedDiff(golden, text, { expectedLabel: `${file} (golden)`, actualLabel: "actual" });
+  // Line endings are not content: the file was read with \n, the text is compared the same way.
+  const compared = text.replace(/\r\n/g, "\n");
+  if (golden === compared) return "matched";
+  const diff = unifiedDiff(golden, compared, { expectedLabel: `${file} (golden)`, actualLabel: "actual" });
   throw new HarnessError(
     "GOLDEN_MISMATCH",
     `Output differs from golden file ${file}; review the diff and run with DSH_GOLDEN=update to accept it\n${diff}`,

@@ -8,6 +8,8 @@ import { defineTool, HarnessError } from "../mod.ts";
 import { assertGolden, assertGoldenTranscript, normalizeText } from "./golden.ts";
 import { unifiedDiff } from "./_line_diff.ts";
 import { recordConversation } from "./_test_support.ts";
+import { normalizeLog } from "./normalize_log.ts";
+import type { SessionEvent } from "../sdk/session/mod.ts";
 
 async function withDir(body: (dir: string) => Promise<void>): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), "dsh-golden-"));
@@ -112,6 +114,30 @@ describe("normalizeText()", () => {
       normalizeText(`${a} ${b} ${a.toUpperCase()} at 2026-01-02T03:04:05Z\r\n`),
       "<uuid-1> <uuid-2> <uuid-1> at <time>\n",
     );
+  });
+});
+
+describe("golden texts across runs", () => {
+  it("a transcript's retry delay (jittered) is normalised; so is a retry's delayMs in normalizeLog", () => {
+    const line = (ms: number) => `_Attempt 1 failed (SERVER: Down); retrying after ${ms} ms_\n`;
+    assert.equal(normalizeText(line(472)), normalizeText(line(521)));
+    assert.equal(normalizeText(line(472)), "_Attempt 1 failed (SERVER: Down); retrying after <delay> ms_\n");
+    const retry = (delayMs: number) =>
+      ({
+        type: "llm/retry",
+        seq: 0,
+        time: 5,
+        data: { turn: 1, step: 1, attempt: 1, delayMs, failure: { code: "SERVER", message: "Down" } },
+      }) as SessionEvent;
+    assert.deepEqual(normalizeLog([retry(472)]), normalizeLog([retry(521)]));
+  });
+
+  it("without normalisation, a text with CRLF line endings matches the file written from it", async () => {
+    await withDir(async (dir) => {
+      const path = join(dir, "crlf.golden.md");
+      await assertGolden("one\r\ntwo\r\n", path, { update: true, normalize: false });
+      assert.equal(await assertGolden("one\r\ntwo\r\n", path, { update: false, normalize: false }), "matched");
+    });
   });
 });
 

@@ -35,8 +35,9 @@ function generatedIds(event: SessionEvent): string[] {
  * A copy of a log with every `time` set to 0 and every generated id (the ids
  * of messages and inbox entries) replaced by a token numbered by first
  * appearance, in every `id` field where it occurs. Tool call ids, which the model chose,
- * are kept. Two runs of the same scenario with different clocks and id
- * generators normalise to the same log.
+ * are kept, and every retry's `delayMs` set to 0 (the retry policy's jitter).
+ * Two runs of the same scenario with different clocks, id generators and
+ * retry jitter normalise to the same log.
  *
  * @param events The log.
  * @param options How ids are tokenised.
@@ -75,5 +76,10 @@ export function normalizeLog(events: readonly SessionEvent[], options: Normalize
     }
     return value;
   };
-  return events.map((event) => ({ ...(replace(event) as SessionEvent), time: 0 }));
+  return events.map((event) => {
+    const copy = { ...(replace(event) as SessionEvent), time: 0 };
+    // A retry's delay carries the retry policy's jitter: it differs between runs of the same program.
+    if (copy.type === "llm/retry") return { ...copy, data: { ...copy.data, delayMs: 0 } } as SessionEvent;
+    return copy;
+  });
 }

@@ -39,7 +39,7 @@ export interface PromptSection {
 
 /**
  * Dynamic context for the model, given to the loop beside the system text
- * (which sends it as a user-role snapshot). Its text is not interpolated;
+ * (which logs it as a system-role snapshot). Its text is not interpolated;
  * apply `renderPrompt(part.text, assembly.variables)` if it uses variables.
  */
 export interface PromptContext {
