@@ -63,7 +63,13 @@ export function inProcessSubagents(options: InProcessSubagentsOptions): HarnessP
     });
     if (options.tool !== false) {
       const tools = (ctx as unknown as HarnessContext<object, { tools: ToolRuntime }>).service("tools");
-      tools.register(taskTool(service, { name: options.toolName }), ctx as never);
+      // The tool's description lists the subagents: registered again when a definition is added or removed, so
+      // the next request tells the model (a header change).
+      let remove = tools.register(taskTool(service, { name: options.toolName }), ctx as never);
+      service.onChange(() => {
+        remove();
+        remove = tools.register(taskTool(service, { name: options.toolName }), ctx as never);
+      });
     }
   };
   plugin.pluginName = "in-process-subagents";

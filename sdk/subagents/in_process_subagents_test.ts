@@ -243,6 +243,21 @@ describe("inProcessSubagents", () => {
   });
 });
 
+describe("the task tool's listing", () => {
+  it("follows the definitions: one defined or removed later is in (or out of) the next request's tool schema", async () => {
+    const harness = await scenarioHarness(scriptedAdapter([textResponse("x")]));
+    const service = (harness.ctx as unknown as { service(name: "subagents"): SubagentServices["subagents"] })
+      .service("subagents");
+    const description = () => harness.ctx.service("tools").schemas().find((s) => s.name === "task")?.description ?? "";
+    assert.match(description(), /- worker: Works on one task/);
+    const remove = service.define({ name: "reviewer", description: "Reviews code" });
+    assert.match(description(), /- worker: Works on one task\n- reviewer: Reviews code/);
+    remove();
+    assert.doesNotMatch(description(), /reviewer/);
+    await harness.dispose();
+  });
+});
+
 describe("child session ids", () => {
   it("a call id the model reuses in a later turn gets a child session of its own, each stored whole", async () => {
     const storage = memoryStorage();

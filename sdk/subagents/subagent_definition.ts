@@ -11,7 +11,14 @@ import type { TurnEndReason } from "../session/session_events.ts";
 import type { ToolRestriction } from "../tools/tool_runtime.ts";
 import type { Agent, AgentOptions } from "../agent/agent.ts";
 
-/** A kind of child agent the parent may delegate to. */
+/**
+ * A kind of child agent the parent may delegate to. A child runs in a scope
+ * inside its parent agent's: listeners, prompt contexts and guards registered
+ * on the parent's `ctx` apply to the child too (its `system` replaces the
+ * parent's sections, not its contexts); register on the harness's `ctx` for
+ * what should reach every agent, and on a child's `ctx` (in `setup`) for what
+ * is the child's own.
+ */
 export interface SubagentDefinition {
   /** The name the model picks it by (letters, digits, `_` and `-`). */
   readonly name: string;

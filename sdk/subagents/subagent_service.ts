@@ -67,6 +67,7 @@ export interface SubagentServiceOptions {
 export class SubagentService {
   readonly #ctx: HarnessContext<object, Services>;
   readonly #definitions = new Map<string, SubagentDefinition>();
+  #changeListeners: (() => void)[] = [];
   readonly #maxDepth: number;
   readonly #toolName: string;
   readonly #creating = new Set<string>();
@@ -112,9 +113,36 @@ export class SubagentService {
     }
     const frozen = Object.freeze({ ...definition });
     this.#definitions.set(definition.name, frozen);
+    this.#changed();
     return () => {
-      if (this.#definitions.get(frozen.name) === frozen) this.#definitions.delete(frozen.name);
+      if (this.#definitions.get(frozen.name) !== frozen) return;
+      this.#definitions.delete(frozen.name);
+      this.#changed();
     };
+  }
+
+  /**
+   * Be told when a definition is added or removed (the task tool's listing of
+   * subagents follows the definitions this way).
+   *
+   * @param listener Called after each change.
+   * @returns A function that stops the notifications.
+   */
+  onChange(listener: () => void): () => void {
+    this.#changeListeners = [...this.#changeListeners, listener];
+    return () => {
+      this.#changeListeners = this.#changeListeners.filter((l) => l !== listener);
+    };
+  }
+
+  #changed(): void {
+    for (const listener of this.#changeListeners) {
+      try {
+        listener();
+      } catch (error) {
+        console.error("[@dsh/harness] a subagent definitions listener threw:", error);
+      }
+    }
   }
 
   /**
