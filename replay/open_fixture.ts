@@ -5,7 +5,7 @@
  * @module
  */
 
-import { stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import process from "node:process";
 import { HarnessError, type LlmAdapter, type Session } from "../mod.ts";
 import { type Fixture, loadFixture } from "./fixture.ts";
@@ -68,10 +68,10 @@ function modeFromEnv(): ReplayMode {
   throw new HarnessError("INVALID_ARGS", `DSH_REPLAY must be replay, record or refresh, not "${value}"`);
 }
 
+// An empty folder (made by a test's setup, or left by a recording that never finished) holds no fixture.
 async function exists(path: string): Promise<boolean> {
   try {
-    await stat(path);
-    return true;
+    return !(await stat(path)).isDirectory() || (await readdir(path)).length > 0;
   } catch {
     return false;
   }

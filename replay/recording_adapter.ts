@@ -16,7 +16,7 @@ import {
   type StreamChunk,
 } from "../mod.ts";
 import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { validateSessionId } from "../sdk/persistence/_header.ts";
 import { toPath } from "./_read_fixture_file.ts";
 
@@ -159,15 +159,38 @@ export async function writeFixture(
       }
       await written.create(header as unknown as NewSessionHeader, { events: session.events });
     }
-    await mkdir(path, { recursive: true });
-    const storage = fileStorage(path, { compression });
-    for (const stored of await storage.list()) await storage.delete(stored.id);
-    for (const name of await readdir(staging)) {
-      // A folder of that name that list() did not take (its log unreadable) is the same session, replaced too.
-      await rm(join(path, name), { recursive: true, force: true });
-      await rename(join(staging, name), join(path, name));
+    if (kind === "directory") {
+      // What is not a session of the old fixture (override sidecars, notes) moves into the new one.
+      const taken = new Set(await readdir(staging));
+      for (const name of await readdir(path)) {
+        if (taken.has(name) || await isSessionFolder(join(path, name))) continue;
+        await rename(join(path, name), join(staging, name));
+      }
+      // The old fixture is swapped whole for the new: each rename is atomic, and a failure between the two puts
+      // the old one back (a crash between them leaves it beside, as <dir>.replaced-<uuid>).
+      const old = `${path.replace(/[/\\]+$/, "")}.replaced-${crypto.randomUUID()}`;
+      await rename(path, old);
+      try {
+        await rename(staging, path);
+      } catch (error) {
+        await rename(old, path);
+        throw error;
+      }
+      await rm(old, { recursive: true, force: true });
+    } else {
+      await mkdir(dirname(path), { recursive: true });
+      await rename(staging, path);
     }
   } finally {
     await rm(staging, { recursive: true, force: true });
+  }
+}
+
+/** Whether a fixture entry is a session's folder (it holds a session log of some version). */
+async function isSessionFolder(path: string): Promise<boolean> {
+  try {
+    return (await readdir(path)).some((name) => /^session(?:\.v\d+)?\.jsonl(?:\.zstd)?$/.test(name));
+  } catch {
+    return false; // a file
   }
 }

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -106,6 +106,19 @@ describe("openFixture()", () => {
         logs.push(session.events.slice());
       }
       assert.deepEqual(normalizeLog(logs[1]), normalizeLog(logs[0]));
+    });
+  });
+
+  it("records into an empty folder (one a test's setup made, or a recording left unfinished)", async () => {
+    await withDir(async (dir) => {
+      const path = join(dir, "fx");
+      await mkdir(path);
+      const fixture = await openFixture({ path, live, mode: "record" });
+      assert.equal(fixture.mode, "record");
+      const { session } = await runSession(fixture.adapters);
+      await fixture.finish(session);
+      assert.equal((await loadFixture(path)).sessions.length, 1);
+      assert.deepEqual((await readdir(dir)).sort(), ["fx"]);
     });
   });
 
