@@ -30,6 +30,19 @@ const kinds = (script: Parameters<typeof scriptedAdapter>[0]) => ({
 });
 const seenKeys: (string | undefined)[] = [];
 
+type Rule = { tool: string; action: "allow" | "deny" | "ask" };
+
+/** A configuration with the local scripted route and these permission rules. */
+const withRules = (permissions: Rule[]) =>
+  resolveConfig([{
+    name: "p",
+    value: {
+      model: { provider: "local", model: "m1" },
+      adapters: { deepseek: null, local: { kind: "scripted" } },
+      permissions,
+    },
+  }]);
+
 describe("createHarness({ config })", () => {
   it("builds adapters, model, enabled tools and permission rules from configuration", async () => {
     const loaded = resolveConfig([{
@@ -80,16 +93,9 @@ describe("createHarness({ config })", () => {
       { id: "c2", name: "w", arguments: '{"path":"secret/b"}' },
       { id: "c3", name: "v", arguments: '{"path":"src/c.ts"}' },
     ];
-    const run = async (permissions: { tool: string; action: "allow" | "deny" | "ask" }[], vetoV: boolean) => {
+    const run = async (permissions: Rule[], vetoV: boolean) => {
       const harness = await createHarness({
-        config: resolveConfig([{
-          name: "p",
-          value: {
-            model: { provider: "local", model: "m1" },
-            adapters: { deepseek: null, local: { kind: "scripted" } },
-            permissions,
-          },
-        }]),
+        config: withRules(permissions),
         adapterKinds: kinds([toolCallResponse(calls), textResponse("done")]),
         tools: [writer("w"), writer("v")],
         plugins: [(ctx) => {
@@ -119,16 +125,9 @@ describe("createHarness({ config })", () => {
       permissionSubject: (args) => args.path,
       execute: ({ path }) => `read ${path}`,
     });
-    const run = async (rewriteTo: string, permissions: { tool: string; action: "allow" | "deny" | "ask" }[]) => {
+    const run = async (rewriteTo: string, permissions: Rule[]) => {
       const harness = await createHarness({
-        config: resolveConfig([{
-          name: "p",
-          value: {
-            model: { provider: "local", model: "m1" },
-            adapters: { deepseek: null, local: { kind: "scripted" } },
-            permissions,
-          },
-        }]),
+        config: withRules(permissions),
         adapterKinds: kinds([
           toolCallResponse([{ id: "c1", name: "r", arguments: '{"path":"docs/a"}' }]),
           textResponse("done"),
