@@ -68,6 +68,26 @@ describe("edge bundles", () => {
     }
   }
 
+  for (const platform of PLATFORMS) {
+    it(`the config subpath bundles for platform=${platform}: files are read only through a lazy import`, async () => {
+      // resolveConfig() reads no file; loadConfig() reads through node:fs/promises, imported when it does (and the
+      // file storage kind the configuration may name, as the core does).
+      const result = await build("sdk/config/mod.ts", {
+        platform,
+        mainFields: ["module", "main"],
+        external: ["zod"],
+      });
+      assert.deepEqual(result.errors, []);
+      for (const use of builtinImports(result.metafile)) {
+        assert.ok(
+          use.kind === "dynamic-import" &&
+            (use.importer === "sdk/config/_node_files.ts" || LAZY_NODE.has(use.importer)),
+          `sdk/config imports ${use.path} from ${use.importer} (${use.kind})`,
+        );
+      }
+    });
+  }
+
   it("importing the core loads no file storage code: fileStorage() imports it on first use", async () => {
     const result = await build("mod.ts", { platform: "neutral", external: ["zod"] });
     const inputs = result.metafile.inputs;

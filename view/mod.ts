@@ -104,17 +104,21 @@ export async function runView(
   return server;
 }
 
+// Run as a program (`deno run -A view/mod.ts <dir>`, `bun view/mod.ts <dir>`). Not a top-level await: a module
+// with one cannot be require()d on Node.
 if ((import.meta as { main?: boolean }).main === true) {
-  const g = globalThis as { Deno?: { args: string[] } };
-  const { default: process } = await import("node:process");
-  const args = g.Deno !== undefined ? g.Deno.args : process.argv.slice(2);
-  try {
-    const server = await runView(args);
-    const stop = () => void server.close().then(() => process.exit(0));
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
-  } catch (error) {
-    console.error(error instanceof Error ? error.message : String(error));
-    process.exit(2);
-  }
+  void (async () => {
+    const g = globalThis as { Deno?: { args: string[] } };
+    const { default: process } = await import("node:process");
+    const args = g.Deno !== undefined ? g.Deno.args : process.argv.slice(2);
+    try {
+      const server = await runView(args);
+      const stop = () => void server.close().then(() => process.exit(0));
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+    } catch (error) {
+      console.error(error instanceof Error ? error.message : String(error));
+      process.exit(2);
+    }
+  })();
 }

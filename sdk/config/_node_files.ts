@@ -6,10 +6,24 @@
  * @module
  */
 
+import { HarnessError } from "../kernel/harness_error.ts";
+
 /** Read a UTF-8 text file. Rejects with the runtime's error (`code: "ENOENT"` when missing). */
 export async function readTextFile(path: string): Promise<string> {
-  const { readFile } = await import("node:fs/promises");
-  return await readFile(path, "utf8");
+  // In a try, so that bundlers for the browser and the edge leave the specifier unresolved instead of failing.
+  let fs: typeof import("node:fs/promises");
+  try {
+    fs = await import("node:fs/promises");
+  } catch (cause) {
+    throw new HarnessError(
+      "UNSUPPORTED_RUNTIME",
+      "Reading configuration files needs node:fs/promises: give loadConfig a readFile",
+      {
+        cause,
+      },
+    );
+  }
+  return await fs.readFile(path, "utf8");
 }
 
 /** The process's current directory, or `undefined` where there is none. */
