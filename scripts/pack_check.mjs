@@ -77,7 +77,8 @@ try {
 
   // The README's first agent, exactly as printed there, then the mounted HTTP app.
   const readme = readFileSync(join(root, "README.md"), "utf8");
-  const firstAgent = readme.match(/^## A first agent\n\n```ts\n([^]*?)^```$/m)?.[1];
+  // The first ts block of the section, after any lines of prose.
+  const firstAgent = readme.match(/^## A first agent\n\n(?:[^`\n][^\n]*\n\n?)*```ts\n([^]*?)^```$/m)?.[1];
   if (firstAgent === undefined) fail('README.md has no ts block under "## A first agent"');
   const program = firstAgent + readFileSync(join(root, "scripts", "pack_mounted_app.mjs"), "utf8");
   const printsFirstAgent = (out) => out.split("\n")[0] === "2 + 3 is 5.";

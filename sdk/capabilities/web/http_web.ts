@@ -230,10 +230,88 @@ function toText(bytes: Uint8Array, contentType: string, truncated: boolean): { t
   if (!TEXT_TYPES.test(contentType)) return { text: `(binary content of type ${contentType}, ${bytes.length} bytes)` };
   const text = new TextDecoder().decode(bytes, { stream: truncated });
   if (contentType !== "text/html" && contentType !== "application/xhtml+xml") return { text };
-  const titleMatch = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(text);
-  const title = titleMatch ? NodeHtmlMarkdown.translate(titleMatch[1]).trim() : undefined;
-  const body = text.replace(/<(script|style|noscript|template)\b[\s\S]*?<\/\1\s*>/gi, "")
-    .replace(/<head\b[\s\S]*?<\/head\s*>/i, "");
+  // Every step is linear in the page: a page is the other side's input (a regex that backtracks, or a converter that
+  // is superlinear in nesting, would block the process beyond any timeout).
+  const lower = text.toLowerCase();
+  const title = titleOf(text, lower);
+  const body = withoutElements(text, lower);
+  if (nestingDepth(body) > MAX_CONVERTED_DEPTH) {
+    const plain = textOnly(body);
+    const note = `(the page nests elements deeper than ${MAX_CONVERTED_DEPTH} levels: its text only)`;
+    return title ? { text: `${note}\n\n${plain}`, title } : { text: `${note}\n\n${plain}` };
+  }
   const markdown = NodeHtmlMarkdown.translate(body).trim();
   return title ? { text: markdown, title } : { text: markdown };
+}
+
+/** How deep a page may nest elements to be converted to markdown (the converter's time grows with the cube of it). */
+const MAX_CONVERTED_DEPTH = 256;
+
+const VOID_ELEMENTS = new Set([
+  "area",
+  "base",
+  "br",
+  "col",
+  "embed",
+  "hr",
+  "img",
+  "input",
+  "link",
+  "meta",
+  "param",
+  "source",
+  "track",
+  "wbr",
+]);
+
+/** The text of the first `<title>`, unescaped and trimmed; `undefined` without one. */
+function titleOf(html: string, lower: string): string | undefined {
+  const open = lower.indexOf("<title");
+  if (open < 0) return undefined;
+  const start = lower.indexOf(">", open);
+  const end = start < 0 ? -1 : lower.indexOf("</title", start);
+  if (end < 0) return undefined;
+  const title = textOnly(html.slice(start + 1, Math.min(end, start + 1 + 2000))).trim();
+  return title === "" ? undefined : title;
+}
+
+/** The page without its `head`, `title`, `script`, `style`, `noscript` and `template` elements (an unclosed one runs to the end). */
+function withoutElements(html: string, lower: string): string {
+  const starts = /<(script|style|noscript|template|head|title)\b/g;
+  let out = "";
+  let from = 0;
+  for (let match = starts.exec(lower); match !== null; match = starts.exec(lower)) {
+    if (match.index < from) continue;
+    out += html.slice(from, match.index);
+    const close = lower.indexOf(`</${match[1]}`, match.index);
+    if (close < 0) return out;
+    const end = lower.indexOf(">", close);
+    from = end < 0 ? html.length : end + 1;
+    starts.lastIndex = from;
+  }
+  return out + html.slice(from);
+}
+
+/** The deepest nesting of elements, counted from start and end tags in one pass. */
+function nestingDepth(html: string): number {
+  const tags = /<(\/?)([a-zA-Z][a-zA-Z0-9-]*)[^<>]*?(\/?)>/g;
+  let depth = 0;
+  let deepest = 0;
+  for (let match = tags.exec(html); match !== null; match = tags.exec(html)) {
+    if (match[1] === "/") depth = Math.max(0, depth - 1);
+    else if (match[3] !== "/" && !VOID_ELEMENTS.has(match[2].toLowerCase())) deepest = Math.max(deepest, ++depth);
+  }
+  return deepest;
+}
+
+/** The text of some HTML: tags dropped, the common entities decoded, blank space folded (all in linear time). */
+function textOnly(html: string): string {
+  const entities: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'", nbsp: " " };
+  const text = html.replace(/<[^<>]*>/g, " ").replace(/&(amp|lt|gt|quot|#39|nbsp);/g, (_, e: string) => entities[e]);
+  const lines: string[] = [];
+  for (const line of text.split("\n")) {
+    const folded = line.replace(/\s+/g, " ").trim();
+    if (folded !== "" || (lines.length > 0 && lines[lines.length - 1] !== "")) lines.push(folded);
+  }
+  return lines.join("\n").trim();
 }

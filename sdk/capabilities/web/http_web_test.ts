@@ -38,6 +38,14 @@ async function withServer(
         return new Response(null, { status: 301, headers: { location: "/page" } });
       case "/away":
         return new Response(null, { status: 302, headers: { location: "http://169.254.169.254/latest/meta-data" } });
+      case "/deep":
+        return new Response(`<title>Deep</title>${"<div>".repeat(5000)}inside${"</div>".repeat(5000)}`, {
+          headers: { "content-type": "text/html" },
+        });
+      case "/unclosed":
+        return new Response(`<p>kept</p>${"<script ".repeat(120_000)}${"<title ".repeat(40_000)}`, {
+          headers: { "content-type": "text/html" },
+        });
       case "/slow":
         await new Promise((r) => setTimeout(r, 3000));
         return new Response("late");
@@ -67,6 +75,19 @@ describe("httpWeb()", () => {
       const missing = await web().fetch(`${base}/missing`);
       assert.equal(missing.status, 404);
       assert.equal(missing.text, "not here");
+    });
+  });
+
+  it("converts a hostile page in linear time: deep nesting falls back to its text, unclosed tags do not backtrack", async () => {
+    await withServer(async (base, web) => {
+      const started = Date.now();
+      const deep = await web({ maxBytes: 2_000_000 }).fetch(`${base}/deep`);
+      assert.equal(deep.title, "Deep");
+      assert.equal(deep.text, "(the page nests elements deeper than 256 levels: its text only)\n\ninside");
+      const unclosed = await web({ maxBytes: 2_000_000 }).fetch(`${base}/unclosed`);
+      assert.equal(unclosed.text, "kept");
+      // Before, these took 18 s and 59 s of blocked process (their timers never fired); the bound here is loose.
+      assert.ok(Date.now() - started < 5000, `${Date.now() - started} ms`);
     });
   });
 
