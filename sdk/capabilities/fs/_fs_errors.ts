@@ -67,6 +67,27 @@ export function selectLines(text: string, startLine = 1, lineCount?: number): {
   return { text: picked.join("\n") + newline, startLine: from, endLine: to, totalLines: total };
 }
 
+const editDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/**
+ * A file's bytes as text an edit can write back unchanged around its
+ * replacement: UTF-8 only (a byte sequence that is not would be replaced by
+ * U+FFFD, and written back so), the byte order mark kept as a character.
+ *
+ * @throws {HarnessError} `FILE_NOT_TEXT` when the bytes are not UTF-8.
+ */
+export function editableText(path: string, bytes: Uint8Array): string {
+  try {
+    return editDecoder.decode(bytes);
+  } catch {
+    throw fsError(
+      "FILE_NOT_TEXT",
+      `"${path}" is not UTF-8 text: an edit would change its other bytes (write it whole, or leave it)`,
+      path,
+    );
+  }
+}
+
 /** Apply an exact replacement, or throw `EDIT_NO_MATCH` / `EDIT_NOT_UNIQUE`. */
 export function replaceExact(
   path: string,
@@ -79,7 +100,11 @@ export function replaceExact(
     throw new HarnessError("INVALID_ARGS", "The text to replace must be a non-empty string");
   }
   const count = text.split(oldText).length - 1;
-  if (count === 0) throw fsError("EDIT_NO_MATCH", `The text to replace does not occur in "${path}"`, path);
+  if (count === 0) {
+    // The model sees lines, not their ends: a file with CRLF lines does not contain a text with bare LF line breaks.
+    const crlf = text.includes("\r\n") && /(?<!\r)\n/.test(oldText) ? " (the file's lines end with \\r\\n)" : "";
+    throw fsError("EDIT_NO_MATCH", `The text to replace does not occur in "${path}"${crlf}`, path);
+  }
   if (count > 1 && !replaceAll) {
     throw new HarnessError(
       "EDIT_NOT_UNIQUE",

@@ -94,6 +94,23 @@ export function fsContract(target: FsTarget): void {
     );
 
     it(
+      "edits only UTF-8 text, and keeps every byte around the replacement (a byte order mark too)",
+      withFs(async (fs) => {
+        const latin1 = new Uint8Array([0x63, 0x61, 0x66, 0xe9, 0x20, 0x6f, 0x6c, 0x64, 0x0a]); // "café old\n" in Latin-1
+        await fs.writeFile("l.txt", latin1);
+        await assert.rejects(fs.edit("l.txt", "old", "new"), code("FILE_NOT_TEXT"));
+        assert.deepEqual([...await fs.readBytes("l.txt")], [...latin1]);
+        const bom = [0xef, 0xbb, 0xbf];
+        await fs.writeFile("b.txt", new Uint8Array([...bom, ...new TextEncoder().encode("old\n")]));
+        assert.equal(await fs.edit("b.txt", "old", "new"), 1);
+        assert.deepEqual([...await fs.readBytes("b.txt")], [...bom, ...new TextEncoder().encode("new\n")]);
+        // A file with CRLF lines: a text with bare line feeds does not occur, and the error says why.
+        await fs.writeFile("w.txt", "one\r\ntwo\r\n");
+        await assert.rejects(fs.edit("w.txt", "one\ntwo", "x"), /lines end with \\r\\n/);
+      }),
+    );
+
+    it(
       "lists, stats, makes and removes directories",
       withFs(async (fs) => {
         await fs.mkdir("d");

@@ -20,6 +20,7 @@ import type { FileHandle } from "node:fs/promises";
 import { HarnessError } from "../../kernel/harness_error.ts";
 import { globToRegExp } from "./_glob.ts";
 import {
+  editableText,
   fsError,
   isDirectory,
   notDirectory,
@@ -267,7 +268,7 @@ export function localFs(options: LocalFsOptions): FsService {
       selectLines(decoder.decode(await readBytes(path)), read.startLine, read.lineCount),
     writeFile: (path, data, write = {}) => writeFile(path, data, write.createParents ?? true),
     edit: async (path, oldText, newText, edit = {}) => {
-      const before = decoder.decode(await readBytes(path));
+      const before = editableText(path, await readBytes(path));
       const { text, count } = replaceExact(path, before, oldText, newText, edit.replaceAll ?? false);
       await writeFile(path, text, false);
       return count;

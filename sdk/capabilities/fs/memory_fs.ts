@@ -6,7 +6,16 @@
 
 import { HarnessError } from "../../kernel/harness_error.ts";
 import { globToRegExp } from "./_glob.ts";
-import { fsError, isDirectory, notDirectory, notFound, replaceExact, segmentsOf, selectLines } from "./_fs_errors.ts";
+import {
+  editableText,
+  fsError,
+  isDirectory,
+  notDirectory,
+  notFound,
+  replaceExact,
+  segmentsOf,
+  selectLines,
+} from "./_fs_errors.ts";
 import type { FsEntry, FsService, FsStat } from "./fs_service.ts";
 
 type Node = { kind: "file"; data: Uint8Array; mtimeMs: number } | {
@@ -103,7 +112,7 @@ export function memoryFs(options: MemoryFsOptions = {}): FsService {
         const node = file(path);
         const { text, count } = replaceExact(
           path,
-          decoder.decode(node.data),
+          editableText(path, node.data),
           oldText,
           newText,
           edit.replaceAll ?? false,
