@@ -34,7 +34,8 @@ export function nestedRepeat(source: string): boolean {
     } else if (c === "[") {
       i++;
       if (source[i] === "^") i++;
-      if (source[i] === "]") i++;
+      // In a JavaScript pattern `[]` (nothing) and `[^]` (anything) are whole classes: a `]` right after the opening
+      // closes it (treating it as a member hid the rest of the pattern from this guard).
       while (i < source.length && source[i] !== "]") i += source[i] === "\\" ? 2 : 1;
       i = afterAtom(i + 1);
     } else if (c === "(") {

@@ -91,7 +91,8 @@ describe("fsTools()", () => {
 
   it("grep refuses a pattern that repeats a repeated group (exponential backtracking that would block the process)", async () => {
     const call = setup(memoryFs({ files: { "a.txt": `${"a".repeat(34)}!\n`, "v.txt": "version 1.2.3\n" } }));
-    for (const pattern of ["^(a+)+$", "(\\w*)*!", "(?:a|b+)*c", "(x{2,})+", "^(a+){1,10}$"]) {
+    const hidden = ["(?:[]|(a+)+$)", "[^]?(a+)+$"]; // a class that closes at once ([] or [^]) hid the rest
+    for (const pattern of ["^(a+)+$", "(\\w*)*!", "(?:a|b+)*c", "(x{2,})+", "^(a+){1,10}$", ...hidden]) {
       const result = await call("grep", { pattern });
       assert.equal(result.code, "INVALID_ARGS", pattern);
       assert.match(result.text, /bound the outer one to at most 3/);
