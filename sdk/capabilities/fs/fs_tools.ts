@@ -144,12 +144,25 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
           return `(${v.path} has ${v.totalLines} lines; nothing at line ${args.offset ?? v.startLine})`;
         }
         const lines = v.text.replace(/\n$/, "").split("\n");
-        const body = lines.map((line, i) => `${String(v.startLine + i).padStart(6)}\t${cutLine(line, maxLine)}`)
-          .join("\n");
-        const more = v.endLine < v.totalLines
-          ? `\n[showing lines ${v.startLine}-${v.endLine} of ${v.totalLines}; read on with offset ${v.endLine + 1}]`
+        // Whole numbered lines up to the character cap: the note then names the last line shown, so that reading on
+        // from it misses nothing.
+        let shown = 0;
+        let size = 0;
+        const parts: string[] = [];
+        for (const line of lines) {
+          const part = `${String(v.startLine + shown).padStart(6)}\t${cutLine(line, maxLine)}`;
+          if (shown > 0 && size + part.length + 1 > maxChars) break;
+          parts.push(part);
+          size += part.length + 1;
+          shown++;
+        }
+        const last = v.startLine + shown - 1;
+        const more = last < v.totalLines
+          ? `\n[showing lines ${v.startLine}-${last} of ${v.totalLines}${
+            last < v.endLine ? ` (cut at ${maxChars} characters)` : ""
+          }; read on with offset ${last + 1}]`
           : "";
-        return capText(body, maxChars) + more;
+        return capText(parts.join("\n"), maxChars) + more;
       },
     },
     access: "read",

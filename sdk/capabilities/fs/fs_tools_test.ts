@@ -42,8 +42,13 @@ describe("fsTools()", () => {
       maxOutputChars: 60,
       maxLineChars: 10,
     });
+    // Whole lines up to the cap, and the note reads on from the first line not shown (not from the range's end).
     const r = await call("read_file", { path: "long.txt" });
-    assert.ok(r.text.endsWith("\n[output truncated: showing 60 of 1489 characters]"), r.text);
+    assert.equal(
+      r.text,
+      "     1\tline 0\n     2\tline 1\n     3\tline 2\n     4\tline 3\n" +
+        "[showing lines 1-4 of 100 (cut at 60 characters); read on with offset 5]",
+    );
     assert.equal((await call("read_file", { path: "wide.txt" })).text, "     1\txxxxxxxxxx… [line cut]");
   });
 
