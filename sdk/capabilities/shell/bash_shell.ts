@@ -50,8 +50,12 @@ export function bashShell(options: BashShellOptions): ShellService {
   const shell = options.shell ?? "bash";
   const cwds = new Map<string, string>();
   const marker = `__DSH_CWD_${crypto.randomUUID().replaceAll("-", "")}__`;
-  // $1 the directory, $2 the command, $3 the marker.
-  const script = 'cd -- "$1" || exit 126\n' +
+  // $1 the directory, $2 the command, $3 the marker, $4 the initial directory. A session's directory that is gone
+  // (removed by an earlier command) is left for the initial one, with a note, rather than failing every command.
+  const script = 'if ! cd -- "$1" 2>/dev/null; then\n' +
+    '  printf "dsh: the working directory %s is gone; back in %s\\n" "$1" "$4" >&2\n' +
+    '  cd -- "$4" || exit 126\n' +
+    "fi\n" +
     'eval "$2"\n' +
     "__dsh_status=$?\n" +
     'printf "\\n%s%s\\n" "$3" "$PWD"; printf "\\n%s%s\\n" "$3" "$PWD" >&2\n' +
@@ -73,7 +77,16 @@ export function bashShell(options: BashShellOptions): ShellService {
       const sessionId = exec.sessionId ?? "default";
       const cwd = cwds.get(sessionId) ?? options.cwd;
       // The directory is entered by the script, so a directory that vanished is an exit code, not a spawn failure.
-      const result = await serviceOf(options.subprocess).run([shell, "-c", script, "dsh-shell", cwd, command, marker], {
+      const result = await serviceOf(options.subprocess).run([
+        shell,
+        "-c",
+        script,
+        "dsh-shell",
+        cwd,
+        command,
+        marker,
+        options.cwd,
+      ], {
         ...(exec.env !== undefined ? { env: exec.env } : {}),
         ...(exec.timeoutMs !== undefined ? { timeoutMs: exec.timeoutMs } : {}),
         ...(exec.signal !== undefined ? { signal: exec.signal } : {}),

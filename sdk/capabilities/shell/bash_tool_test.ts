@@ -55,6 +55,17 @@ describe("bash tool", () => {
     });
   });
 
+  it("a session whose working directory was removed goes back to the initial one, and says so", async () => {
+    await withTool(async (run, dir) => {
+      await run("mkdir gone && cd gone && rmdir ../gone");
+      assert.equal(
+        (await run("pwd")).text,
+        `${dir}\n[stderr]\ndsh: the working directory ${dir}/gone is gone; back in ${dir}`,
+      );
+      assert.equal((await run("pwd")).text, dir);
+    });
+  });
+
   it("stops a command at its timeout and says so", async () => {
     await withTool(async (run) => {
       const started = Date.now();
