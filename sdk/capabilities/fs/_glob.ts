@@ -22,12 +22,14 @@ export function globToRegExp(glob: string): RegExp {
       } else out += "[^/]*";
     } else if (c === "?") out += "[^/]";
     else if (c === "[") {
-      const end = glob.indexOf("]", i + 2);
+      // A `]` right after `[` or `[!` (`[^`) is a member; a class never matches `/` (a path separator).
+      const negated = glob[i + 1] === "!" || glob[i + 1] === "^";
+      const first = i + (negated ? 2 : 1);
+      const end = glob.indexOf("]", first + 1);
       if (end === -1) out += "\\[";
       else {
-        let body = glob.slice(i + 1, end).replaceAll("\\", "\\\\");
-        if (body.startsWith("!")) body = "^" + body.slice(1);
-        out += `[${body}]`;
+        const body = glob.slice(first, end).replaceAll("/", "").replace(/[\\\]\[^]/g, (m) => `\\${m}`);
+        out += negated ? `[^/${body}]` : body === "" ? "(?!)" : `[${body}]`;
         i = end;
       }
     } else if (c === "{") {

@@ -150,6 +150,10 @@ export function fsContract(target: FsTarget): void {
         assert.deepEqual(await fs.glob("*.md"), ["README.md"]);
         assert.deepEqual(await fs.glob("src/**"), ["src/a.ts", "src/b.js", "src/lib/c.ts", "src/lib/deep/d.ts"]);
         assert.deepEqual(await fs.glob("?rc/[ab].ts"), ["src/a.ts"]);
+        // A class never matches the separator, negated or not; `]` first in a class is a member.
+        assert.deepEqual(await fs.glob("src[!x]a.ts"), []);
+        assert.deepEqual(await fs.glob("src/[!b].ts"), ["src/a.ts"]);
+        assert.deepEqual(await fs.glob("src/[^b].ts"), ["src/a.ts"]);
         assert.deepEqual(await fs.glob("*.ts", { cwd: "src/lib" }), ["src/lib/c.ts"]);
         assert.deepEqual(await fs.glob("**/*.ts", { limit: 2 }), ["src/a.ts", "src/lib/c.ts"]);
       }),
