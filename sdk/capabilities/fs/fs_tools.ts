@@ -293,12 +293,22 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
         matches: z.array(z.object({ path: z.string(), line: z.number(), text: z.string() })),
         filesSearched: z.number(),
         truncated: z.boolean(),
+        /** Files that could not be read (too large, gone, not a regular file), not searched. */
+        unreadable: z.array(z.object({ path: z.string(), code: z.string() })).optional(),
       }),
       render: (args, v) => {
-        if (v.matches.length === 0) return `No matches for /${args.pattern}/ in ${v.filesSearched} files`;
+        const unread = v.unreadable ?? [];
+        const skipped = unread.length === 0
+          ? ""
+          : `\n[${unread.length} file${unread.length === 1 ? "" : "s"} could not be read and ${
+            unread.length === 1 ? "was" : "were"
+          } not searched: ${unread.slice(0, 5).map((u) => `${u.path} (${u.code})`).join(", ")}${
+            unread.length > 5 ? ", …" : ""
+          }]`;
+        if (v.matches.length === 0) return `No matches for /${args.pattern}/ in ${v.filesSearched} files${skipped}`;
         const body = v.matches.map((m) => `${m.path}:${m.line}: ${cutLine(m.text, maxLine)}`).join("\n");
         const note = v.truncated ? `\n[stopped after ${v.matches.length} matches; narrow the search]` : "";
-        return capText(body, maxChars) + note;
+        return capText(body, maxChars) + note + skipped;
       },
     },
     access: "read",
@@ -323,25 +333,32 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
       let files = await service.glob(args.glob ?? "**", { cwd: args.path ?? ".", limit: 100_000 });
       if (exec.permits !== undefined) files = await visibleOnly(exec, files);
       const matches: { path: string; line: number; text: string }[] = [];
+      const unreadable: { path: string; code: string }[] = [];
+      const result = (truncated: boolean) =>
+        unreadable.length === 0
+          ? { matches, filesSearched: searched, truncated }
+          : { matches, filesSearched: searched, truncated, unreadable };
       let searched = 0;
       for (const file of files) {
         if (exec.signal.aborted) break;
         let text: string;
         try {
           text = (await service.readText(file)).text;
-        } catch {
-          continue; // unreadable (a FIFO, a link out of the root, gone): skip it
+        } catch (error) {
+          // Unreadable (too large for a string, a FIFO, a link out of the root, gone): not searched, and said so.
+          unreadable.push({ path: file, code: (error as { code?: unknown })?.code?.toString() ?? "FS_ERROR" });
+          continue;
         }
         searched++;
         if (text.includes("\u0000")) continue;
         const lines = text.split("\n");
         for (let i = 0; i < lines.length; i++) {
           if (!regex.test(lines[i])) continue;
-          if (matches.length === max) return { matches, filesSearched: searched, truncated: true };
+          if (matches.length === max) return result(true);
           matches.push({ path: file, line: i + 1, text: lines[i] });
         }
       }
-      return { matches, filesSearched: searched, truncated: false };
+      return result(false);
     },
   });
 

@@ -94,6 +94,30 @@ describe("fsTools()", () => {
     assert.equal((await call("grep", { pattern: "(" })).code, "INVALID_ARGS");
   });
 
+  it("grep says which files it could not read instead of leaving them out silently", async () => {
+    const fs = memoryFs({ files: { "a.txt": "ERROR one\n", "b.txt": "ERROR two\n" } });
+    // A file system whose read of one file fails (as a file too large for a string does on Node).
+    const failing: FsService = {
+      ...fs,
+      glob: (pattern, options) => fs.glob(pattern, options),
+      readText: (path, options) =>
+        path === "b.txt"
+          ? Promise.reject(
+            Object.assign(new Error("Cannot create a string longer than 0x1fffffe8"), { code: "FS_ERROR" }),
+          )
+          : fs.readText(path, options),
+    };
+    const call = setup(failing);
+    assert.equal(
+      (await call("grep", { pattern: "ERROR" })).text,
+      "a.txt:1: ERROR one\n[1 file could not be read and was not searched: b.txt (FS_ERROR)]",
+    );
+    assert.equal(
+      (await call("grep", { pattern: "nothing" })).text,
+      "No matches for /nothing/ in 1 files\n[1 file could not be read and was not searched: b.txt (FS_ERROR)]",
+    );
+  });
+
   it("grep refuses a pattern that repeats a repeated group (exponential backtracking that would block the process)", async () => {
     const call = setup(memoryFs({ files: { "a.txt": `${"a".repeat(34)}!\n`, "v.txt": "version 1.2.3\n" } }));
     const hidden = ["(?:[]|(a+)+$)", "[^]?(a+)+$"]; // a class that closes at once ([] or [^]) hid the rest
