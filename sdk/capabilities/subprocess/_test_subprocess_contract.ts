@@ -123,6 +123,11 @@ export function subprocessContract(target: SubprocessTarget): void {
     it("rejects a program that cannot start, and bad arguments", async () => {
       const service = target.make();
       await assert.rejects(service.run(["dsh-no-such-program-xyz"]), code("SPAWN_FAILED"));
+      // A missing working directory is named as such, not as a missing program.
+      await assert.rejects(
+        service.run(["pwd"], { cwd: "/dsh-no-such-dir/x" }),
+        (e: Error) => code("SPAWN_FAILED")(e) && /working directory "\/dsh-no-such-dir\/x"/.test(e.message),
+      );
       await assert.rejects(service.run([]), code("INVALID_ARGS"));
       await assert.rejects(service.run(["sh"], { timeoutMs: -1 }), code("INVALID_ARGS"));
       // A timer fires at once past 2^31 - 1 ms: such a timeout would be none.

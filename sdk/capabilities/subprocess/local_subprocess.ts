@@ -114,6 +114,18 @@ async function runLocal(
   if (signal?.aborted) return result(null, null, false, true);
 
   const { spawn } = await childProcess();
+  // A working directory that is not there makes spawn fail with ENOENT, as a missing program does: say which.
+  if (options.cwd !== undefined) {
+    const { stat } = await import("node:fs/promises");
+    const isDir = await stat(options.cwd).then((s) => s.isDirectory(), () => false);
+    if (!isDir) {
+      throw new HarnessError(
+        "SPAWN_FAILED",
+        `Cannot start "${argv[0]}": the working directory "${options.cwd}" is not an existing directory`,
+        { details: { program: argv[0], cwd: options.cwd, errno: "ENOENT" } },
+      );
+    }
+  }
   let child: ChildProcess;
   try {
     child = spawn(argv[0], argv.slice(1), {

@@ -170,9 +170,9 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
           await checkAddresses(url);
         }
         const { bytes, truncated, total } = await readCapped(response, maxBytes).catch(fail);
-        const contentType = (response.headers.get("content-type") ?? "application/octet-stream").split(";")[0]
-          .trim().toLowerCase();
-        const page = toText(bytes, contentType, truncated);
+        const header = response.headers.get("content-type") ?? "application/octet-stream";
+        const contentType = header.split(";")[0].trim().toLowerCase();
+        const page = toText(bytes, contentType, truncated, charsetOf(header, bytes));
         return {
           url: raw,
           finalUrl: url.href,
@@ -226,9 +226,33 @@ async function readCapped(
 
 const TEXT_TYPES = /^(text\/|application\/(json|xml|javascript|x-ndjson|ld\+json)|[^/]+\/[^;]*\+(json|xml))/;
 
-function toText(bytes: Uint8Array, contentType: string, truncated: boolean): { text: string; title?: string } {
+/**
+ * The decoder for a page: the charset its Content-Type names, else one an HTML
+ * page declares in its first bytes (`<meta charset>`), else UTF-8. A label the
+ * runtime cannot decode falls back to UTF-8.
+ */
+function charsetOf(header: string, bytes: Uint8Array): TextDecoder {
+  let label = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(header)?.[1];
+  if (label === undefined) {
+    let head = "";
+    for (const byte of bytes.subarray(0, 1024)) head += String.fromCharCode(byte); // the declaration is ASCII
+    label = /<meta[^>]*charset\s*=\s*["']?([\w.:-]+)/i.exec(head)?.[1];
+  }
+  try {
+    return new TextDecoder(label ?? "utf-8");
+  } catch {
+    return new TextDecoder();
+  }
+}
+
+function toText(
+  bytes: Uint8Array,
+  contentType: string,
+  truncated: boolean,
+  decoder: TextDecoder = new TextDecoder(),
+): { text: string; title?: string } {
   if (!TEXT_TYPES.test(contentType)) return { text: `(binary content of type ${contentType}, ${bytes.length} bytes)` };
-  const text = new TextDecoder().decode(bytes, { stream: truncated });
+  const text = decoder.decode(bytes, { stream: truncated });
   if (contentType !== "text/html" && contentType !== "application/xhtml+xml") return { text };
   // Every step is linear in the page: a page is the other side's input (a regex that backtracks, or a converter that
   // is superlinear in nesting, would block the process beyond any timeout).

@@ -46,6 +46,19 @@ async function withServer(
         return new Response(`<p>kept</p>${"<script ".repeat(120_000)}${"<title ".repeat(40_000)}`, {
           headers: { "content-type": "text/html" },
         });
+      case "/latin1":
+        return new Response(new Uint8Array([0x63, 0x61, 0x66, 0xe9]), {
+          headers: { "content-type": "text/plain; charset=iso-8859-1" },
+        });
+      case "/meta":
+        return new Response(
+          new Uint8Array([
+            ...new TextEncoder().encode('<meta charset="windows-1252"><p>caf'),
+            0xe9,
+            ...new TextEncoder().encode("</p>"),
+          ]),
+          { headers: { "content-type": "text/html" } },
+        );
       case "/slow":
         await new Promise((r) => setTimeout(r, 3000));
         return new Response("late");
@@ -88,6 +101,14 @@ describe("httpWeb()", () => {
       assert.equal(unclosed.text, "kept");
       // Before, these took 18 s and 59 s of blocked process (their timers never fired); the bound here is loose.
       assert.ok(Date.now() - started < 5000, `${Date.now() - started} ms`);
+    });
+  });
+
+  it("decodes a page in the charset it declares (header or meta), else UTF-8", async () => {
+    await withServer(async (base, web) => {
+      assert.equal((await web().fetch(`${base}/latin1`)).text, "café");
+      assert.equal((await web().fetch(`${base}/meta`)).text, "café");
+      assert.equal((await web().fetch(`${base}/plain`)).text, "just text");
     });
   });
 
