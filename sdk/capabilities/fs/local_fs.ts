@@ -55,6 +55,69 @@ const errno = (error: unknown): string | undefined => {
 
 const decoder = new TextDecoder();
 
+/** Files above this size are read in chunks, keeping only the lines asked for. */
+const STREAM_ABOVE = 16 * 1024 * 1024;
+/** The most text one read returns (strings have a runtime limit: ~512 MB on V8). */
+const MAX_TEXT_BYTES = 128 * 1024 * 1024;
+
+/**
+ * `selectLines` over a large open file, in chunks: the lines are split at LF
+ * bytes (which UTF-8 never uses inside a character), only the selected ones
+ * are kept and decoded, and every line is counted.
+ */
+async function selectLinesOf(
+  handle: FileHandle,
+  size: number,
+  path: string,
+  startLine: number,
+  lineCount: number | undefined,
+): Promise<{ text: string; startLine: number; endLine: number; totalLines: number }> {
+  selectLines("", startLine, lineCount); // the same argument checks
+  const last = lineCount === undefined ? Infinity : startLine - 1 + lineCount;
+  const parts: Uint8Array[] = [];
+  let kept = 0;
+  let line = 1;
+  let newlines = 0;
+  let lastByte = -1;
+  const buffer = new Uint8Array(1 << 20);
+  for (let position = 0; position < size;) {
+    const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, size - position), position);
+    if (bytesRead === 0) break;
+    const chunk = buffer.subarray(0, bytesRead);
+    for (let i = 0; i < chunk.length;) {
+      const newline = chunk.indexOf(0x0a, i);
+      const end = newline < 0 ? chunk.length : newline + 1;
+      if (line >= startLine && line <= last) {
+        kept += end - i;
+        if (kept > MAX_TEXT_BYTES) {
+          throw fsError(
+            "FILE_TOO_LARGE",
+            `The lines asked for in "${path}" pass ${MAX_TEXT_BYTES} bytes: read fewer at a time (offset and limit)`,
+            path,
+          );
+        }
+        parts.push(chunk.slice(i, end));
+      }
+      if (newline < 0) break;
+      newlines++;
+      line++;
+      i = end;
+    }
+    lastByte = chunk[bytesRead - 1];
+    position += bytesRead;
+  }
+  const total = size === 0 ? 0 : lastByte === 0x0a ? newlines : newlines + 1;
+  const from = Math.min(startLine, total + 1);
+  const to = lineCount === undefined ? total : Math.min(total, from - 1 + lineCount);
+  const bytes = new Uint8Array(kept);
+  let offset = 0;
+  for (const part of parts) {
+    bytes.set(part, offset);
+    offset += part.length;
+  }
+  return { text: decoder.decode(bytes), startLine: from, endLine: to, totalLines: total };
+}
+
 /**
  * An {@linkcode FsService} over a directory of the host's disk. Nothing
  * outside `root` can be read, written, listed or removed through it (see the
@@ -264,8 +327,18 @@ export function localFs(options: LocalFsOptions): FsService {
 
   const service: FsService = {
     readBytes,
-    readText: async (path, read = {}) =>
-      selectLines(decoder.decode(await readBytes(path)), read.startLine, read.lineCount),
+    readText: async (path, read = {}) => {
+      const { handle } = await openFile(path, false);
+      try {
+        const size = (await handle.stat()).size;
+        if (size <= STREAM_ABOVE) {
+          return selectLines(decoder.decode(new Uint8Array(await handle.readFile())), read.startLine, read.lineCount);
+        }
+        return await selectLinesOf(handle, size, path, read.startLine ?? 1, read.lineCount);
+      } finally {
+        await handle.close();
+      }
+    },
     writeFile: (path, data, write = {}) => writeFile(path, data, write.createParents ?? true),
     edit: async (path, oldText, newText, edit = {}) => {
       const before = editableText(path, await readBytes(path));

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { localFs } from "./local_fs.ts";
 import { fsContract } from "./_test_fs_contract.ts";
+import { selectLines } from "./_fs_errors.ts";
 
 fsContract({
   name: "localFs()",
@@ -15,6 +16,27 @@ fsContract({
 });
 
 describe("localFs()", () => {
+  it("reads a range of lines of a large file in chunks, with the same answer as a whole read", async () => {
+    const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-fs-")));
+    try {
+      const fs = localFs({ root: dir });
+      // 200,000 lines of ~90 bytes (18 MB: above the size from which files are read in chunks), é and 🙂 included.
+      const line = (i: number) => `${i} ${"é🙂".repeat(3)} ${"x".repeat(64)}`;
+      const text = Array.from({ length: 200_000 }, (_, i) => line(i + 1)).join("\n");
+      for (const ending of ["", "\n"]) {
+        await fs.writeFile("big.txt", text + ending);
+        for (const [startLine, lineCount] of [[1, 2], [150_000, 3], [199_999, 5], [200_001, 2], [7, 0], [250_000, 1]]) {
+          const read = await fs.readText("big.txt", { startLine, lineCount });
+          const whole = selectLines(text + ending, startLine, lineCount);
+          assert.deepEqual(read, whole, `${startLine}+${lineCount}${JSON.stringify(ending)}`);
+        }
+      }
+      assert.equal((await fs.readText("big.txt", { startLine: 150_000, lineCount: 1 })).text, `${line(150_000)}\n`);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("accepts absolute paths inside the root and follows links that stay inside", async () => {
     const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-fs-")));
     try {
