@@ -8,6 +8,7 @@ import { HarnessError } from "../../kernel/harness_error.ts";
 import { serviceOf, type ServiceSource } from "../_cap_text.ts";
 import type { SubprocessService } from "../subprocess/subprocess_service.ts";
 import type { ShellResult, ShellService } from "./shell_service.ts";
+import { decodeUtf8 } from "../subprocess/_utf8_prefix.ts";
 
 /** Options of {@linkcode bashShell}. */
 export interface BashShellOptions {
@@ -18,6 +19,11 @@ export interface BashShellOptions {
   /** The shell program. @default {"bash"} */
   readonly shell?: string;
 }
+
+/** The directory line's room beyond a caller's output cap: a newline, the marker, the longest path, a newline. */
+const MARKER_ROOM = 2 + 48 + 4096;
+
+const utf8Length = (text: string): number => new TextEncoder().encode(text).length;
 
 /**
  * A {@linkcode ShellService} that runs each command as `bash -c` in the
@@ -56,16 +62,28 @@ export function bashShell(options: BashShellOptions): ShellService {
     '  printf "dsh: the working directory %s is gone; back in %s\\n" "$1" "$4" >&2\n' +
     '  cd -- "$4" || exit 126\n' +
     "fi\n" +
-    'eval "$2"\n' +
-    "__dsh_status=$?\n" +
-    'printf "\\n%s%s\\n" "$3" "$PWD"; printf "\\n%s%s\\n" "$3" "$PWD" >&2\n' +
-    "exit $__dsh_status";
+    // The directory is reported on exit, so that a command ending in `exit` (cd x && exit 0) keeps it too.
+    'trap \'__dsh_status=$?; printf "\\n%s%s\\n" "$3" "$PWD"; printf "\\n%s%s\\n" "$3" "$PWD" >&2; exit $__dsh_status\' EXIT\n' +
+    'eval "$2"\n';
 
-  const strip = (text: string, truncated: boolean): { text: string; cwd: string | undefined } => {
+  // A stream without its directory line (`tail`: how many bytes that line took).
+  const strip = (text: string, truncated: boolean): { text: string; cwd: string | undefined; tail: number } => {
     const at = text.lastIndexOf(`\n${marker}`);
-    if (at === -1 || truncated && !text.endsWith("\n")) return { text, cwd: undefined };
+    if (at === -1 || truncated && !text.endsWith("\n")) return { text, cwd: undefined, tail: 0 };
     const line = text.slice(at + 1 + marker.length).replace(/\n$/, "");
-    return { text: text.slice(0, at), cwd: line === "" ? undefined : line };
+    return { text: text.slice(0, at), cwd: line === "" ? undefined : line, tail: utf8Length(text.slice(at)) };
+  };
+  // The stream cut to the caller's cap (the command's own output, the directory line aside), with its own counts.
+  const capped = (
+    stripped: { text: string; cwd: string | undefined; tail: number },
+    total: number,
+    truncated: boolean,
+    cap: number | undefined,
+  ): { text: string; cwd: string | undefined; truncated: boolean; bytes: number } => {
+    const bytes = total - stripped.tail;
+    const encoded = cap === undefined ? undefined : new TextEncoder().encode(stripped.text);
+    if (encoded === undefined || encoded.length <= cap!) return { ...stripped, truncated, bytes };
+    return { text: decodeUtf8(encoded.subarray(0, cap), true), cwd: stripped.cwd, truncated: true, bytes };
   };
 
   return {
@@ -90,13 +108,24 @@ export function bashShell(options: BashShellOptions): ShellService {
         ...(exec.env !== undefined ? { env: exec.env } : {}),
         ...(exec.timeoutMs !== undefined ? { timeoutMs: exec.timeoutMs } : {}),
         ...(exec.signal !== undefined ? { signal: exec.signal } : {}),
-        ...(exec.maxOutputBytes !== undefined ? { maxOutputBytes: exec.maxOutputBytes } : {}),
+        // Room for the directory line beyond the cap: the cap is the command's own output's.
+        ...(exec.maxOutputBytes !== undefined ? { maxOutputBytes: exec.maxOutputBytes + MARKER_ROOM } : {}),
       });
-      const out = strip(result.stdout, result.stdoutTruncated);
-      const err = strip(result.stderr, result.stderrTruncated);
+      const cap = exec.maxOutputBytes;
+      const out = capped(strip(result.stdout, result.stdoutTruncated), result.stdoutBytes, result.stdoutTruncated, cap);
+      const err = capped(strip(result.stderr, result.stderrTruncated), result.stderrBytes, result.stderrTruncated, cap);
       const next = out.cwd ?? err.cwd ?? cwd;
       cwds.set(sessionId, next);
-      return { ...result, stdout: out.text, stderr: err.text, cwd: next };
+      return {
+        ...result,
+        stdout: out.text,
+        stderr: err.text,
+        stdoutTruncated: out.truncated,
+        stderrTruncated: err.truncated,
+        stdoutBytes: out.bytes,
+        stderrBytes: err.bytes,
+        cwd: next,
+      };
     },
   };
 }

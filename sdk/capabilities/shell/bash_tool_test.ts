@@ -108,6 +108,17 @@ describe("bash tool", () => {
     await withTool(async (run) => {
       const r = await run("head -c 5000 /dev/zero | tr '\\0' x; exit 2");
       assert.equal(r.text, `${"x".repeat(1000)}\n[stdout truncated]\n[exit code 2]`);
+      // Output just under the cap is whole: the shell's own directory line does not count against it.
+      assert.equal((await run("head -c 995 /dev/zero | tr '\\0' y")).text, "y".repeat(995));
     }, { maxOutputBytes: 1000 });
+  });
+
+  it("keeps a directory the command changed to before it exits", async () => {
+    await withTool(async (run, dir) => {
+      await run("mkdir -p sub && cd sub && exit 0");
+      assert.equal((await run("pwd")).text, `${dir}/sub`);
+      assert.equal((await run("cd .. && exit 3")).text, "[exit code 3]");
+      assert.equal((await run("pwd")).text, dir);
+    });
   });
 });
