@@ -104,21 +104,28 @@ export async function runView(
   return server;
 }
 
+/**
+ * The `dsh-view` program: serve the timeline of `args` until SIGINT or
+ * SIGTERM; a bad argument or a failed start prints its message and exits 2.
+ *
+ * @param args The command-line arguments (the folder, `--port`, …).
+ */
+export async function viewMain(args: readonly string[]): Promise<void> {
+  const { default: process } = await import("node:process");
+  try {
+    const server = await runView(args);
+    const stop = () => void server.close().then(() => process.exit(0));
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(2);
+  }
+}
+
 // Run as a program (`deno run -A view/mod.ts <dir>`, `bun view/mod.ts <dir>`). Not a top-level await: a module
 // with one cannot be require()d on Node.
 if ((import.meta as { main?: boolean }).main === true) {
-  void (async () => {
-    const g = globalThis as { Deno?: { args: string[] } };
-    const { default: process } = await import("node:process");
-    const args = g.Deno !== undefined ? g.Deno.args : process.argv.slice(2);
-    try {
-      const server = await runView(args);
-      const stop = () => void server.close().then(() => process.exit(0));
-      process.once("SIGINT", stop);
-      process.once("SIGTERM", stop);
-    } catch (error) {
-      console.error(error instanceof Error ? error.message : String(error));
-      process.exit(2);
-    }
-  })();
+  const g = globalThis as { Deno?: { args: string[] }; process?: { argv: string[] } };
+  void viewMain(g.Deno !== undefined ? g.Deno.args : g.process?.argv.slice(2) ?? []);
 }
