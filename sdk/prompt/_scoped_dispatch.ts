@@ -12,6 +12,7 @@
 
 import { Context } from "cordis";
 import { admits, type ScopeInfo, wrapContext } from "../kernel/harness_context.ts";
+import { containRejection } from "../kernel/_contain_rejection.ts";
 
 // deno-lint-ignore no-explicit-any
 type AnyFunction = (...args: any[]) => any;
@@ -76,7 +77,7 @@ export function emitContained(
 ): void {
   for (const listener of listeners) {
     try {
-      listener(...args);
+      containRejection(listener(...args), (error) => report(name, error));
     } catch (error) {
       report(name, error);
     }

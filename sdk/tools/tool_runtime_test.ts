@@ -220,3 +220,21 @@ describe("ToolRuntime subject guards", () => {
     assert.throws(() => tools.subjectGuard("no" as never), (e) => HarnessError.isInstance(e, "INVALID_ARGS"));
   });
 });
+
+describe("ToolRuntime result listeners", () => {
+  it("an async tools/result listener that rejects is reported like one that throws", async () => {
+    const { ctx, tools } = setup();
+    ctx.on("tools/pre-execute", () => ({ kind: "allow" }));
+    const reported: unknown[] = [];
+    ctx.on("kernel/listener-error", (name, error) => void reported.push([name, (error as Error).message]));
+    ctx.on("tools/result", async () => {
+      await Promise.resolve();
+      throw new Error("observer broke");
+    });
+    tools.register(echoTool("echo"));
+    const result = await tools.execute({ callId: "c", name: "echo", arguments: '{"text":"x"}', signal });
+    assert.equal(result.error, undefined);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual(reported, [["tools/result", "observer broke"]]);
+  });
+});
