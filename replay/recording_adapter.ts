@@ -18,6 +18,7 @@ import {
 import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { validateSessionId } from "../sdk/persistence/_header.ts";
+import { parseLogFileName } from "../sdk/persistence/_file_log.ts";
 import { toPath } from "./_read_fixture_file.ts";
 
 /** The adapter returned by {@linkcode recordingAdapter}. */
@@ -189,7 +190,7 @@ export async function writeFixture(
 /** Whether a fixture entry is a session's folder (it holds a session log of some version). */
 async function isSessionFolder(path: string): Promise<boolean> {
   try {
-    return (await readdir(path)).some((name) => /^session(?:\.v\d+)?\.jsonl(?:\.zstd)?$/.test(name));
+    return (await readdir(path)).some((name) => parseLogFileName(name) !== undefined);
   } catch {
     return false; // a file
   }
