@@ -99,8 +99,14 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
           start: 0,
           inserted: [{ id: next("e"), message: userMessage(next("m"), "queued") }],
         });
-      } else if (kind === 1) session.append("compaction/start", { reason: "manual" });
-      else session.append("compaction/end", { outcome: "skipped" });
+      } else {
+        // A compaction that changed nothing, paired as compactSession() writes it (crash repair closes an open one).
+        session.append("compaction/start", { reason: "manual" });
+        session.append(
+          "compaction/end",
+          kind === 1 ? { outcome: "skipped" } : { outcome: "failed", error: "SERVER: no summary" },
+        );
+      }
     }
     if (plan.compaction !== null && session.surface.nodes.length > 0) {
       const nodes = session.surface.nodes;

@@ -253,6 +253,32 @@ export function storageContract(target: ContractTarget): void {
     );
 
     it(
+      "load() closes a compaction a crash cut short between turns, and commits",
+      withStorage(async (storage) => {
+        const log = new LogBuilder();
+        log.completeTurn(1);
+        log.completeTurn(2);
+        log.push({ type: "compaction/start", data: { reason: "manual" } });
+        await storage.create({ id: "compacting" }, { events: log.events });
+
+        const loaded = await storage.load("compacting");
+        assert.equal(loaded.repair.committed, true);
+        assert.equal(loaded.repair.closedTurn, undefined);
+        assert.deepEqual(
+          loaded.repair.syntheticEvents.map((e) => [e.type, e.seq, (e.data as { outcome: string }).outcome]),
+          [
+            ["compaction/end", log.events.length, "failed"],
+          ],
+        );
+        assert.deepEqual(loaded.events.slice(log.events.length), loaded.repair.syntheticEvents);
+        assert.deepEqual(checkInvariants(loaded.events), []);
+        const again = await storage.load("compacting");
+        assert.equal(again.repair.repaired, false);
+        assert.deepEqual(again.events, loaded.events);
+      }),
+    );
+
+    it(
       "load() and inspect() refuse a log that breaks a structural invariant, naming it and its seq, and change nothing",
       withStorage(async (storage) => {
         const base = twoTurns();

@@ -1,5 +1,5 @@
 /**
- * Crash repair of a session log whose final turn was left open.
+ * Crash repair of a session log whose final turn (or a compaction) was left open.
  *
  * @module
  */
@@ -43,6 +43,15 @@ const OUTCOME_UNKNOWN_TEXT = "The tool call was interrupted while it ran and no 
   "is unknown. Retry it only if it is read-only or idempotent; if it may have changed something, check the " +
   "current state (or ask the user) before retrying.";
 
+const COMPACTION_INTERRUPTED =
+  "INTERRUPTED: the session stopped before the compaction finished; the conversation was not compacted";
+
+// The summary message compactSession() writes in place of the nodes it compacts.
+function isCompactionSummary(message: UserMessage): boolean {
+  const source = message.source;
+  return source.kind === "plugin" && source.plugin === "compaction";
+}
+
 function resultCallId(message: UserMessage): string | undefined {
   if (message.source.kind === "tool") return message.source.callId;
   for (const block of message.content) if (block.type === "tool-result") return block.toolCallId;
@@ -63,6 +72,11 @@ function resultCallId(message: UserMessage): string | undefined {
  * A `tool/call` that no `assistant/message` names gets no result: the model's
  * history has no call for it to answer, and providers reject a tool result
  * without its call.
+ * A `compaction/start` without its `compaction/end` (the process ended during
+ * the summary call) is closed first, inside or outside a turn: outcome
+ * `completed` when its summary message had already replaced the older
+ * messages, else `failed` with an `INTERRUPTED:` error (the conversation is
+ * as it was).
  * Synthetic events reuse the last event's time. A balanced log is returned
  * unchanged. Torn bytes are the storage's business, not this function's.
  *
@@ -100,6 +114,8 @@ export function repairSessionLog(
   let openTurn: number | undefined;
   let openStep: { turn: number; step: number } | undefined;
   let calls = new Map<string, PendingCall>();
+  // A compaction a crash cut short: its start, and whether its summary already replaced the older nodes.
+  let compaction: { replaced: boolean } | undefined;
 
   const callOf = (callId: string): PendingCall => {
     let call = calls.get(callId);
@@ -135,6 +151,17 @@ export function repairSessionLog(
       case "tool/call":
         callOf(event.data.callId).callSeq ??= event.seq;
         break;
+      case "compaction/start":
+        compaction = { replaced: false };
+        break;
+      case "compaction/end":
+        compaction = undefined;
+        break;
+      case "user/message":
+        if (compaction !== undefined && event.surfaceOp !== "append" && isCompactionSummary(event.data)) {
+          compaction.replaced = true;
+        }
+        break;
       case "tool/result": {
         const callId = resultCallId(event.data.message);
         if (callId !== undefined) callOf(callId).resulted = true;
@@ -143,13 +170,25 @@ export function repairSessionLog(
     }
   }
 
-  if (openTurn === undefined) return { events, syntheticEvents: [] };
+  if (openTurn === undefined && compaction === undefined) return { events, syntheticEvents: [] };
 
   const newId = options.newId ?? (() => crypto.randomUUID());
   const last = events[events.length - 1];
   const time = last.time;
   let seq = last.seq + 1;
   const synthetic: SessionEvent[] = [];
+
+  // The innermost bracket first: a compaction runs inside a step (after a context overflow), inside a turn before
+  // its first step (over the threshold) or between turns (a manual one).
+  if (compaction !== undefined) {
+    synthetic.push({
+      type: "compaction/end",
+      seq: seq++,
+      time,
+      data: compaction.replaced ? { outcome: "completed" } : { outcome: "failed", error: COMPACTION_INTERRUPTED },
+    });
+  }
+  if (openTurn === undefined) return { events: [...events, ...synthetic], syntheticEvents: synthetic };
 
   if (openStep !== undefined) {
     const { turn, step } = openStep;

@@ -131,4 +131,71 @@ describe("repairSessionLog()", () => {
     const { syntheticEvents } = repairSessionLog(log.events);
     assert.deepEqual(syntheticEvents.map((e) => e.type), ["turn/end"]);
   });
+
+  describe("a compaction the process stopped in", () => {
+    const summary = (log: LogBuilder, start: number, end: number) =>
+      log.push({
+        type: "user/message",
+        data: {
+          id: "sum",
+          role: "user",
+          content: [{ type: "text", text: "Summary of the earlier conversation:\n\nhi" }],
+          source: { kind: "plugin", plugin: "compaction", form: "summary" },
+        },
+        surfaceOp: { op: "replace", start, end },
+        sourceEventSeqs: [start, end],
+      } as Omit<SessionEvent, "seq" | "time">);
+
+    it("between turns, before its summary: compaction/end failed, no turn closed", () => {
+      const log = new LogBuilder();
+      log.completeTurn(1);
+      log.push({ type: "compaction/start", data: { reason: "manual" }, time: 7_000 });
+      const { events, syntheticEvents, closedTurn } = repairSessionLog(log.events);
+      assert.equal(closedTurn, undefined);
+      assert.deepEqual(syntheticEvents, [{
+        type: "compaction/end",
+        seq: log.events.length,
+        time: 7_000,
+        data: {
+          outcome: "failed",
+          error: "INTERRUPTED: the session stopped before the compaction finished; the conversation was not compacted",
+        },
+      }]);
+      assert.deepEqual(events, [...log.events, ...syntheticEvents]);
+    });
+
+    it("after its summary replaced the older messages: compaction/end completed", () => {
+      const log = new LogBuilder();
+      log.completeTurn(1);
+      log.completeTurn(2);
+      const nodes = log.events.filter((e) => e.surfaceOp !== undefined).map((e) => e.seq);
+      log.push({ type: "compaction/start", data: { reason: "manual" } });
+      log.push({ type: "compaction/summary", data: { summary: "hi", start: nodes[0], end: nodes[1] } });
+      summary(log, nodes[0], nodes[1]);
+      const { syntheticEvents } = repairSessionLog(log.events);
+      assert.deepEqual(syntheticEvents.map((e) => [e.type, e.data]), [["compaction/end", { outcome: "completed" }]]);
+    });
+
+    it("inside a step (after an overflow): compaction/end, then step/end and turn/end", () => {
+      const log = new LogBuilder();
+      log.push({ type: "turn/start", data: { turn: 1 } });
+      log.push({ type: "step/start", data: { turn: 1, step: 1 } });
+      log.push({ type: "compaction/start", data: { reason: "overflow" } });
+      const { syntheticEvents, closedTurn } = repairSessionLog(log.events);
+      assert.equal(closedTurn, 1);
+      assert.deepEqual(syntheticEvents.map((e) => [e.type, e.seq]), [
+        ["compaction/end", 3],
+        ["step/end", 4],
+        ["turn/end", 5],
+      ]);
+    });
+
+    it("leaves a finished compaction alone", () => {
+      const log = new LogBuilder();
+      log.completeTurn(1);
+      log.push({ type: "compaction/start", data: { reason: "manual" } });
+      log.push({ type: "compaction/end", data: { outcome: "skipped" } });
+      assert.deepEqual(repairSessionLog(log.events).syntheticEvents, []);
+    });
+  });
 });

@@ -17,8 +17,8 @@
  *   repair) or `delete` not presenting the lease reject with
  *   `SESSION_WRITER_BUSY`. Without any lease, appends are accepted (scripts).
  * - `load(id)` returns the header and the log, crash-repaired: a torn tail is
- *   dropped and an open final turn is closed (see `repairSessionLog`); the
- *   repair is written back. `inspect(id)` does the same in memory only.
+ *   dropped, and an open final turn and an unfinished compaction are closed
+ *   (see `repairSessionLog`); the repair is written back. `inspect(id)` does the same in memory only.
  *   Repair is for cold sessions: while a lease is held, a `load` that would
  *   repair is refused unless it presents the lease, so a live session is
  *   never cut or closed under its writer. (A writer that holds no lease gets
