@@ -28,6 +28,8 @@ export const LOG_MUTATIONS: Readonly<Record<string, string>> = Object.freeze({
   "surface-op-missing": "SURFACE_OP_MISSING",
   "surface-op-forbidden": "SURFACE_OP_FORBIDDEN",
   "replace-off-surface": "REPLACE_RANGE_INVALID",
+  "compaction-nested": "COMPACTION_NESTED",
+  "compaction-unpaired": "COMPACTION_UNPAIRED",
 });
 
 /** A mutation kind: a key of {@linkcode LOG_MUTATIONS}. */
@@ -144,6 +146,13 @@ export function mutateLog(log: readonly SessionEvent[], kind: LogMutationKind): 
         surfaceOp: { op: "replace", start: fromSeq, end: fromSeq },
         sourceEventSeqs: [fromSeq],
       });
+      break;
+    case "compaction-nested":
+      push("compaction/start", { reason: "manual" });
+      push("compaction/start", { reason: "threshold" });
+      break;
+    case "compaction-unpaired":
+      push("compaction/end", { outcome: "skipped" });
       break;
   }
   return { kind, events: out as unknown as SessionEvent[], code, fromSeq };

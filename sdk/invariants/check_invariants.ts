@@ -40,6 +40,8 @@ export interface InvariantViolation {
  * - `EVENT_OUTSIDE_TURN`: `request/header`, `request/context`, `todo/write`, `hook/*`, `subagent/spawned` or a replacing
  *   `tool/result` outside an open turn.
  * - `HOOK_RESULT_WITHOUT_INVOKE`: a `hook/result` whose `handlerId` no earlier `hook/invoked` of the same turn has.
+ * - `COMPACTION_NESTED`: `compaction/start` while a compaction is open (started and not ended).
+ * - `COMPACTION_UNPAIRED`: `compaction/summary` or `compaction/end` with no open compaction.
  * - `INVALID_EVENT`: an entry that is not an event object with object data (it is skipped).
  */
 export const SESSION_INVARIANT_CODES: readonly string[] = Object.freeze([
@@ -56,6 +58,8 @@ export const SESSION_INVARIANT_CODES: readonly string[] = Object.freeze([
   "TOOL_RESULT_WITHOUT_CALL",
   "EVENT_OUTSIDE_TURN",
   "HOOK_RESULT_WITHOUT_INVOKE",
+  "COMPACTION_NESTED",
+  "COMPACTION_UNPAIRED",
   "INVALID_EVENT",
 ]);
 
@@ -72,7 +76,8 @@ interface StepData {
  * nesting; chunks, calls, appended assistant messages and tool results name
  * the open turn and step; a tool result follows its `tool/call` in the same
  * step; `request/*`, `todo/write` and replacing tool results sit inside an
- * open turn; the surface operations are valid (checked with the same
+ * open turn; compactions open and close in pairs, one at a time (a log may
+ * end inside one, as inside a turn); the surface operations are valid (checked with the same
  * `SurfaceManager` as `Session.append()`; after the first surface violation
  * the surface is no longer checked).
  *
@@ -102,6 +107,7 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
   let lastStep = 0;
   let calls = new Set<string>();
   let hooks = new Set<string>();
+  let compacting = false;
 
   const namesOpenStep = (data: StepData): boolean =>
     openTurn !== undefined && openStep !== undefined && data.turn === openTurn && data.step === openStep;
@@ -212,6 +218,15 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         }
         break;
       }
+      case "compaction/start":
+        if (compacting) report("COMPACTION_NESTED", i, "A compaction starts while another one is open");
+        compacting = true;
+        break;
+      case "compaction/summary":
+      case "compaction/end":
+        if (!compacting) report("COMPACTION_UNPAIRED", i, `${event.type} has no open compaction/start`);
+        if (event.type === "compaction/end") compacting = false;
+        break;
       case "request/header":
       case "request/context":
       case "todo/write":

@@ -146,8 +146,20 @@ describe("checkInvariants()", () => {
     ]);
   });
 
+  it("pairs compaction/start with compaction/end, one at a time, and lets a log end inside one", () => {
+    const start: Raw = { type: "compaction/start", data: { reason: "manual" } };
+    const summary: Raw = { type: "compaction/summary", data: { summary: "s", start: 0, end: 0 } };
+    const end: Raw = { type: "compaction/end", data: { outcome: "skipped" } };
+    assert.deepEqual(codes(log(start, summary, end, start, end, turnStart(1), start, end, turnEnd(1), start)), []);
+    assert.deepEqual(codes(log(start, start, end, end, summary)), [
+      "1 COMPACTION_NESTED",
+      "3 COMPACTION_UNPAIRED",
+      "4 COMPACTION_UNPAIRED",
+    ]);
+  });
+
   it("documents every code it reports", () => {
-    assert.equal(new Set(SESSION_INVARIANT_CODES).size, 14);
+    assert.equal(new Set(SESSION_INVARIANT_CODES).size, 16);
   });
 });
 

@@ -13,7 +13,8 @@
 // - not enforced: turns and steps numbered 1, 2, 3, … (`TURN_NUMBER`,
 //   `STEP_NUMBER`) and bookkeeping events outside a turn
 //   (`EVENT_OUTSIDE_TURN`: `todo/write`, `request/*`, `hook/*` written by a
-//   script between turns). A log breaking only these reads and derives the
+//   script between turns), compaction brackets out of pair
+//   (`COMPACTION_NESTED`, `COMPACTION_UNPAIRED`: log-only notes). A log breaking only these reads and derives the
 //   same as one that does not.
 // The check runs on the repaired log, so an open final turn that repair
 // closes passes, and before the repair is written, so a refused load changes
@@ -26,7 +27,13 @@ import { repairSessionLog, type RepairSessionLogResult } from "./repair_session_
 import type { RepairReport } from "./session_storage.ts";
 
 /** The invariant codes a load does not enforce (conventions of the agent loop, not structure). */
-export const CONVENTION_CODES: ReadonlySet<string> = new Set(["TURN_NUMBER", "STEP_NUMBER", "EVENT_OUTSIDE_TURN"]);
+export const CONVENTION_CODES: ReadonlySet<string> = new Set([
+  "TURN_NUMBER",
+  "STEP_NUMBER",
+  "EVENT_OUTSIDE_TURN",
+  "COMPACTION_NESTED",
+  "COMPACTION_UNPAIRED",
+]);
 
 /** The violations of a (repaired) log that make a load refuse it, in log order. */
 export function structuralViolations(events: readonly SessionEvent[]): InvariantViolation[] {
