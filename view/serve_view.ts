@@ -52,7 +52,8 @@ export interface ViewServer {
  * Serve the timeline of the sessions stored in `dir` (a `fileStorage` root, e.g. the
  * `HARNESS_DATA_DIR` of the server examples): the index at `/view`, each session at
  * `/sessions/:id/view`, comparisons at `/view/compare?a=…&b=…`. Nothing is written:
- * the sessions are read without being resumed.
+ * the sessions are read without being resumed, and every `POST` or `DELETE` is
+ * answered 405 (the app's `readOnly`).
  *
  * From a shell: `deno run -A jsr:@dsh/harness/view ./sessions`, or `npx dsh-view ./sessions`
  * inside a checkout; both print the URL.
@@ -101,6 +102,8 @@ export async function serveView(dir: string, options: ServeViewOptions = {}): Pr
       ...(token === undefined ? { auth: false } : { token }),
       log: false,
       approvals: false,
+      // Reads only: no POST or DELETE resumes, forks, deletes or leases a stored session.
+      readOnly: true,
     });
     const server = await listen(app.fetch, hostname, port);
     return {

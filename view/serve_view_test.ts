@@ -57,6 +57,15 @@ describe("serveView()", () => {
       assert.deepEqual([log.live, log.status, log.events], [false, "stored", events]);
       const list = await (await fetch(`${server.origin}/sessions`, { headers: auth })).json();
       assert.deepEqual(list.sessions.map((s: { id: string }) => s.id), ["s1"]);
+      // Read only: no request resumes, forks, deletes or leases a stored session.
+      for (const [method, path] of [["DELETE", "/sessions/s1"], ["POST", "/sessions/s1/fork"], ["POST", "/sessions"]]) {
+        const res = await fetch(`${server.origin}${path}`, { method, headers: auth });
+        assert.equal(res.status, 405, `${method} ${path}`);
+        await res.body?.cancel();
+      }
+      assert.deepEqual((await fileStorage(dir).inspect("s1")).events, events);
+      const lease = await fileStorage(dir).acquireWriter("s1");
+      await lease.release();
     } finally {
       await server.close();
       await rm(dir, { recursive: true });

@@ -76,11 +76,26 @@ export interface HarnessAppOptions {
    */
   readonly token?: string;
   /**
-   * Require the bearer token. Turning it off must be explicit.
+   * Require the bearer token. Turning it off must be explicit. Without it,
+   * being able to reach the app is the only credential, so a `POST` or
+   * `DELETE` a browser sends from another site (`Sec-Fetch-Site: cross-site`
+   * or `same-site`, or an `Origin` whose host is not the request's `Host`) is
+   * refused with 403 `CROSS_SITE_REQUEST` unless its origin is one of
+   * `cors.origin`: a page the user visits cannot drive the agents.
    *
    * @default {true}
    */
   readonly auth?: boolean;
+  /**
+   * Serve reads only: every `POST` and `DELETE` is answered 405
+   * `METHOD_NOT_ALLOWED` (`Allow` lists what is left) before it reaches a
+   * session or the storage, so no agent is resumed, no lease taken and
+   * nothing written. The timeline program (`serveView`, `dsh-view`) serves
+   * its folder this way.
+   *
+   * @default {false}
+   */
+  readonly readOnly?: boolean;
   /**
    * The largest request body accepted, in bytes; larger ones get 413.
    *
@@ -353,13 +368,33 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       "*",
       cors({
         origin: typeof options.cors.origin === "string" ? options.cors.origin : [...options.cors.origin],
-        allowMethods: ["GET", "POST", "DELETE"],
+        allowMethods: options.readOnly === true ? ["GET"] : ["GET", "POST", "DELETE"],
         allowHeaders: ["Authorization", "Content-Type", "Last-Event-ID", "X-Request-Id"],
         exposeHeaders: ["X-Request-Id", "Location"],
         credentials: options.cors.credentials ?? false,
         maxAge: options.cors.maxAge ?? 600,
       }),
     );
+  }
+  const readOnly = options.readOnly === true;
+  const writes = (method: string) => method !== "GET" && method !== "HEAD" && method !== "OPTIONS";
+  if (readOnly) {
+    app.use("*", async (c, next) => {
+      if (writes(c.req.method)) noRoute(c);
+      await next();
+    });
+  } else if (auth === false) {
+    const trusted = new Set(options.cors === undefined ? [] : [options.cors.origin].flat());
+    app.use("*", async (c, next) => {
+      if (writes(c.req.method) && crossSite(c.req.raw, trusted)) {
+        throw new HttpProblem(
+          403,
+          "CROSS_SITE_REQUEST",
+          `${c.req.method} ${c.req.path} came from another site; without authentication only the app's own origin and cors.origin may write`,
+        );
+      }
+      await next();
+    });
   }
   // The timeline's pages hold no data: a browser navigates to them without the token.
   if (options.view !== false) mountViewPages(app);
@@ -381,15 +416,16 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   });
   // Unknown routes: a parent app that mounts this one (`parent.route("/api", app)`) answers
   // them with its own not-found handler, so a catch-all route (registered last) answers them here.
-  const noRoute = (c: Context<HarnessAppEnv>): never => {
-    const allowed = allowedMethods(c.req.path.slice(mountOf(c, "/*").length), options.view !== false);
+  function noRoute(c: Context<HarnessAppEnv>): never {
+    const routed = allowedMethods(c.req.path.slice(mountOf(c, "/*").length), options.view !== false);
+    const allowed = readOnly ? routed?.filter((method) => !writes(method)) : routed;
     if (allowed !== undefined) {
       throw new HttpProblem(405, "METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${c.req.path}`, {
         headers: { allow: allowed.join(", ") },
       });
     }
     throw new HttpProblem(404, "NOT_FOUND", `No route matches ${c.req.method} ${c.req.path}`);
-  };
+  }
   app.notFound(noRoute);
 
   mountSessionRoutes(app, {
@@ -442,4 +478,20 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   app.all("*", noRoute);
 
   return app;
+}
+
+// Whether a browser sent the request from another site: its Fetch Metadata says so, or (a browser without it) its
+// Origin names another host than the request's. Non-browser clients send neither header.
+function crossSite(request: Request, trusted: ReadonlySet<string>): boolean {
+  const headers = request.headers;
+  const origin = headers.get("origin");
+  if (origin !== null && trusted.has(origin)) return false;
+  const site = headers.get("sec-fetch-site");
+  if (site !== null) return site === "cross-site" || site === "same-site";
+  if (origin === null) return false;
+  try {
+    return new URL(origin).host !== (headers.get("host") ?? new URL(request.url).host);
+  } catch {
+    return true; // "null" (a sandboxed page, a file) or garbage: not this app's own origin
+  }
 }

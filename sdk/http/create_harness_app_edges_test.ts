@@ -376,6 +376,80 @@ describe("createHarnessApp() edges", () => {
     });
   });
 
+  it("readOnly answers every POST and DELETE 405 before it reaches a session: nothing resumed, leased or written", async () => {
+    const storage = memoryStorage();
+    const writer = await createHarness({ storage, adapters: [scriptedAdapter(textResponse("Hi"))] });
+    const stored = await writer.createAgent({ id: "s1" });
+    await stored.run("hello");
+    await writer.dispose();
+    const before = (await storage.inspect("s1")).events;
+    const served = await serveHarness({ storage }, { readOnly: true });
+    await withServer(served, async ({ call, harness }) => {
+      const cases: [string, string, unknown, string][] = [
+        ["POST", "/sessions", { id: "s2" }, "GET"],
+        ["DELETE", "/sessions/s1", undefined, "GET"],
+        ["POST", "/sessions/s1/messages", { text: "more" }, ""],
+        ["POST", "/sessions/s1/cancel", undefined, ""],
+        ["POST", "/sessions/s1/fork", {}, ""],
+        ["POST", "/sessions/s1/approvals/c1", { decision: "allow" }, ""],
+        ["PUT", "/sessions/s1/events", undefined, "GET"],
+      ];
+      for (const [method, path, body, allow] of cases) {
+        const res = await call(method, path, body);
+        assert.equal(res.status, 405, `${method} ${path}`);
+        assert.equal(res.headers.get("allow"), allow, `${method} ${path}`);
+        assert.equal((await res.json()).code, "METHOD_NOT_ALLOWED");
+      }
+      const read = await call("GET", "/sessions/s1");
+      assert.equal(read.status, 200);
+      await read.body?.cancel();
+      assert.equal(harness.sessions.get("s1"), undefined, "no agent was resumed");
+    });
+    assert.deepEqual((await storage.inspect("s1")).events, before);
+    assert.equal(await storage.stat("s2"), undefined);
+    const lease = await storage.acquireWriter("s1"); // nobody kept it
+    await lease.release();
+  });
+
+  it("without auth, refuses a POST or DELETE a browser sends from another site (CROSS_SITE_REQUEST)", async () => {
+    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] }, {
+      auth: false,
+      cors: { origin: "https://app.example" },
+    });
+    await withServer(served, async ({ call, url }) => {
+      const host = new URL(url).host;
+      const refused: Record<string, string>[] = [
+        { "sec-fetch-site": "cross-site" },
+        { "sec-fetch-site": "same-site", origin: "http://other.localhost" },
+        { origin: "https://evil.example" },
+        { origin: "null" },
+      ];
+      for (const headers of refused) {
+        const res = await call("POST", "/sessions", undefined, headers);
+        assert.equal(res.status, 403, JSON.stringify(headers));
+        assert.equal((await res.json()).code, "CROSS_SITE_REQUEST");
+      }
+      const deleted = await call("DELETE", "/sessions/x", undefined, { "sec-fetch-site": "cross-site" });
+      assert.equal(deleted.status, 403);
+      await deleted.body?.cancel();
+      const allowed: Record<string, string>[] = [
+        {}, // not a browser
+        { "sec-fetch-site": "same-origin", origin: `http://${host}` },
+        { "sec-fetch-site": "none" }, // typed by the user
+        { origin: `http://${host}` },
+        { "sec-fetch-site": "cross-site", origin: "https://app.example" }, // cors.origin
+      ];
+      for (const [i, headers] of allowed.entries()) {
+        const res = await call("POST", "/sessions", { id: `ok${i}` }, headers);
+        assert.equal(res.status, 201, JSON.stringify(headers));
+        await res.body?.cancel();
+      }
+      const read = await call("GET", "/sessions", undefined, { "sec-fetch-site": "cross-site" });
+      assert.equal(read.status, 200, "reads are not refused (CORS keeps their answers from the other site)");
+      await read.body?.cancel();
+    });
+  });
+
   it("answers the timeline's paths 404, not 405, when the app has no timeline (view: false)", async () => {
     const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] }, { view: false });
     await withServer(served, async ({ call }) => {
