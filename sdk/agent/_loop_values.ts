@@ -150,21 +150,32 @@ export function toolErrorMessage(id: string, callId: string, text: string): User
   };
 }
 
-/** The failure data of an error thrown while preparing a call: an {@linkcode LlmFailure}'s own, else its code. */
 /**
- * The failure of a model response with a tool call that has no name (its
- * stream never gave one): such a call can be neither logged nor answered, and
- * a call left unanswered in the history would fail every later request.
+ * The failure of a model response with a tool call that cannot be logged and
+ * answered: one without a name (its stream never gave one), without an id, or
+ * with the id of another call of the same response (a result names its call by
+ * id). A call left unanswered in the history, or two calls one result could
+ * answer, would fail every later request.
  */
-export function namelessCall(blocks: readonly ContentBlock[]): LlmFailureData | undefined {
+export function unanswerableCall(blocks: readonly ContentBlock[]): LlmFailureData | undefined {
+  let ids: Set<string> | undefined;
   for (let i = 0; i < blocks.length; i++) {
     const block = blocks[i];
-    if (block.type === "tool-call" && block.name === "") {
+    if (block.type !== "tool-call") continue;
+    const what = block.name === ""
+      ? "without a tool name"
+      : block.id === ""
+      ? "without a call id"
+      : (ids ??= new Set()).has(block.id)
+      ? "with the id of an earlier call of the same response"
+      : undefined;
+    if (what !== undefined) {
       return {
         code: "MALFORMED_RESPONSE",
-        message: `Model response has tool call ${JSON.stringify(block.id)} (block ${i}) without a tool name`,
+        message: `Model response has tool call ${JSON.stringify(block.id)} (block ${i}) ${what}`,
       };
     }
+    ids.add(block.id);
   }
   return undefined;
 }

@@ -92,8 +92,9 @@ export interface AgentEvents {
     next: () => Promise<RequestErrorAction>,
   ) => Promise<RequestErrorAction>;
   /**
-   * The turn is about to end naturally; listeners may `steer()` to keep it going. `signal` is the turn's: work a
-   * listener starts stops with the turn (`cancel()`, dispose).
+   * The turn is about to end naturally; listeners may `steer()` to keep it going. Every listener runs, one after
+   * another (what one returns is ignored: `(agent) => agent.steer(…)` does not end the round). `signal` is the
+   * turn's: work a listener starts stops with the turn (`cancel()`, dispose).
    */
   "agent/turn-stopping": (agent: Agent, turn: number, signal: AbortSignal) => void | Promise<void>;
 }

@@ -80,12 +80,12 @@ import {
   defaultRequestErrorAction,
   defaultSleep,
   failureOf,
-  namelessCall,
   PROMPT_CONTEXT_PREFIX,
   promptContextName,
   sameHeaderInput,
   toInboxMessage,
   toolErrorMessage,
+  unanswerableCall,
   ZERO_USAGE,
 } from "./_loop_values.ts";
 import { UpdateListener, UpdateQueue, type UpdateSink } from "./_update_queue.ts";
@@ -575,7 +575,7 @@ export class LoopAgent implements Agent {
         break;
       }
       if (owesRequest || this.inbox.count("next-step") > 0) continue;
-      await untilAborted(this.#ctx.serial("agent/turn-stopping", this, turn, signal), signal);
+      await untilAborted(this.#ctx.serialEach("agent/turn-stopping", this, turn, signal), signal);
       if (signal.aborted) reason = this.#aborted();
       else if (this.inbox.count("next-step") === 0) reason = { kind: "completed" };
     }
@@ -650,7 +650,7 @@ export class LoopAgent implements Agent {
       if (failure === undefined) {
         blocks = assembler.blocks();
         // A call that cannot be logged (and answered) fails the request rather than the session's next ones.
-        failure = namelessCall(blocks);
+        failure = unanswerableCall(blocks);
         if (failure === undefined) break;
       }
       const next = await this.#afterFailedRequest(turn, step, attempt, failure, signal);

@@ -329,6 +329,33 @@ describe("agent loop event sequences", () => {
     await harness.dispose();
   });
 
+  it("a tool call without an id, or with another call's id, fails the request before anything runs (MALFORMED_RESPONSE)", async () => {
+    const call = (index: number, id: string): StreamChunk[] => [
+      { type: "block-start", index, blockType: "tool-call" },
+      { type: "tool-call-delta", index, id, name: "add", argumentsDelta: '{"a":1,"b":2}' },
+      { type: "block-end", index, block: { type: "tool-call", id, name: "add", arguments: '{"a":1,"b":2}' } },
+    ];
+    const finish: StreamChunk = { type: "finish", reason: { kind: "tool-calls" } };
+    for (
+      const [chunks, what] of [
+        [[...call(0, "c0"), ...call(1, ""), ...call(2, "c2"), finish], /"" \(block 1\) without a call id/],
+        [[...call(0, "same"), ...call(1, "same"), finish], /"same" \(block 1\) with the id of an earlier call/],
+      ] as const
+    ) {
+      const { harness, agent, model } = await setup([{ chunks: [...chunks] }, textResponse("Back")]);
+      const error = await agent.run("Hi").then(() => assert.fail("run() resolved"), (e: unknown) => e);
+      assert.ok(error instanceof TurnFailedError);
+      assert.equal(error.failure.code, "MALFORMED_RESPONSE");
+      assert.match(error.failure.message, what);
+      const types = agent.session.events.map((e) => e.type);
+      assert.ok(!types.includes("tool/call") && !types.includes("assistant/message"), types.join());
+      assert.equal((await agent.run("Again")).text, "Back");
+      assert.deepEqual(model.requests[1].messages.map((m) => m.role), ["user", "user"]);
+      assertValidLog(agent.session.events);
+      await harness.dispose();
+    }
+  });
+
   it("a clock that goes bad at any point of a turn fails run() without hanging the loop; the session recovers", async () => {
     // How many times a turn reads the clock.
     let reads = 0;
@@ -618,6 +645,19 @@ describe("agent loop event sequences", () => {
     );
     assert.deepEqual(reasons, ["initial", "change"]);
     assert.equal(agent.session.events.filter((e) => e.type === "request/context").length, 1);
+    await harness.dispose();
+  });
+});
+
+describe("agent/turn-stopping", () => {
+  it("runs every listener each round: a listener whose arrow returns steer()'s entry does not end the round", async () => {
+    const { harness, agent } = await setup([textResponse("first"), textResponse("second")]);
+    let rounds = 0, later = 0;
+    agent.ctx.on("agent/turn-stopping", (a) => rounds++ === 0 ? a.steer("go on") : undefined);
+    agent.ctx.on("agent/turn-stopping", () => void later++);
+    const result = await agent.run("Hi");
+    assert.equal(result.text, "second");
+    assert.deepEqual([rounds, later], [2, 2]);
     await harness.dispose();
   });
 });

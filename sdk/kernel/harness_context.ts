@@ -124,6 +124,12 @@ export interface ContextCore<E extends object, S extends object> {
     ...args: EventArgs<E, K>
   ): Promise<Awaited<EventResult<E, K>> | undefined>;
   /**
+   * Run every admitted listener one after another, each awaited before the
+   * next; what they return is ignored (unlike {@linkcode serial}, a value ends
+   * nothing). A listener that throws or rejects ends the run with its error.
+   */
+  serialEach<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): Promise<void>;
+  /**
    * Run admitted listeners as middleware: each receives the arguments and a
    * `next()` that calls the following listener; the last argument given here
    * is the innermost `next`.
@@ -363,6 +369,11 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
   ): Promise<Awaited<EventResult<E, K>> | undefined> {
     if (this.#idle(name)) return Promise.resolve(undefined);
     return this.#events.serial(this.#dispatcher, name, ...args);
+  }
+
+  async serialEach<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): Promise<void> {
+    if (this.#idle(name)) return;
+    for (const callback of this.#events.dispatch("serial", [this.#dispatcher, name, ...args])) await callback(...args);
   }
 
   waterfall<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): EventResult<E, K> {

@@ -91,6 +91,27 @@ describe("HarnessContext dispatch modes", () => {
     assert.equal(await ctx.serial("t/ask", 1), undefined);
   });
 
+  it("serialEach runs every listener in order, each awaited, whatever they return; a throw ends the run", async () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    const called: string[] = [];
+    ctx.on("t/ask", async (n) => {
+      await tick();
+      called.push(`one:${n}`);
+      return "a value serial would stop at";
+    });
+    ctx.on("t/ask", (n) => {
+      called.push(`two:${n}`);
+      return "another";
+    });
+    assert.equal(await ctx.serialEach("t/ask", 5), undefined);
+    assert.deepEqual(called, ["one:5", "two:5"]);
+    ctx.on("t/ask", () => {
+      throw new Error("third");
+    }, { prepend: true });
+    await assert.rejects(ctx.serialEach("t/ask", 6), /third/);
+    assert.deepEqual(called, ["one:5", "two:5"]);
+  });
+
   it("parallel starts every listener at once and waits for all", async () => {
     const ctx: Ctx = createKernel<Events, Services>();
     const events: string[] = [];
