@@ -254,23 +254,33 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     }));
     pctx.effect(() => uninstall, "agent-loop factory");
   });
-  await core.ready;
-  for (const name of ["sessions", "llm", "tools", "systemPrompt", "agents", "sessionProjections"] as const) {
-    if (ctx.get(name) === undefined) throw new HarnessError("KERNEL", `Default service "${name}" did not start`);
-  }
-  if (options.adapters?.length) ctx.service("llm").registerAdapter([...options.adapters]);
-  for (const tool of options.tools ?? []) ctx.service("tools").register(tool);
-  const sections: readonly SystemSection[] = typeof options.system === "string"
-    ? [{ name: "persona", text: options.system, order: 0 }]
-    : options.system ?? [];
-  for (const section of sections) {
-    ctx.service("systemPrompt").section({ name: section.name, text: section.text, order: section.order ?? 0 });
-  }
   const plugins: PluginHandle[] = [];
-  for (const entry of options.plugins ?? []) {
-    const handle = Array.isArray(entry) ? ctx.plugin(entry[0] as never, entry[1] as never) : ctx.plugin(entry as never);
-    plugins.push(handle);
-    await handle.ready;
+  try {
+    await core.ready;
+    for (const name of ["sessions", "llm", "tools", "systemPrompt", "agents", "sessionProjections"] as const) {
+      if (ctx.get(name) === undefined) throw new HarnessError("KERNEL", `Default service "${name}" did not start`);
+    }
+    if (options.adapters?.length) ctx.service("llm").registerAdapter([...options.adapters]);
+    for (const tool of options.tools ?? []) ctx.service("tools").register(tool);
+    const sections: readonly SystemSection[] = typeof options.system === "string"
+      ? [{ name: "persona", text: options.system, order: 0 }]
+      : options.system ?? [];
+    for (const section of sections) {
+      ctx.service("systemPrompt").section({ name: section.name, text: section.text, order: section.order ?? 0 });
+    }
+    for (const entry of options.plugins ?? []) {
+      const handle = Array.isArray(entry)
+        ? ctx.plugin(entry[0] as never, entry[1] as never)
+        : ctx.plugin(entry as never);
+      plugins.push(handle);
+      await handle.ready;
+    }
+  } catch (error) {
+    // A plugin (or an adapter, tool or section of the options) that failed to start: what did start is undone, so
+    // that no timer or lease of a harness the caller never got keeps the process alive.
+    for (const handle of [...plugins].reverse()) await disposeAfterFailure(handle, error);
+    await disposeAfterFailure(core, error);
+    throw error;
   }
 
   const harness: Harness = {
@@ -408,6 +418,15 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
 }
 
 type PluginHandle = ReturnType<HarnessCtx["plugin"]>;
+
+// Undo what started before `failure`; a second failure while undoing is reported, and the first one is thrown.
+async function disposeAfterFailure(handle: PluginHandle, failure: unknown): Promise<void> {
+  try {
+    await handle.dispose();
+  } catch (error) {
+    console.error("[@dsh/harness] undoing a harness that failed to start failed too:", error, "\nafter:", failure);
+  }
+}
 
 /** With exactly one adapter and no `model`, that adapter's first model is the route (an unambiguous default). */
 function soleAdapterRoute(adapters: readonly LlmAdapter[] | undefined): Partial<AgentOptions> | undefined {

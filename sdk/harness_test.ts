@@ -152,6 +152,30 @@ describe("createHarness()", () => {
   });
 });
 
+describe("createHarness() that fails to start", () => {
+  it("undoes the plugins that started and the core before it rejects: nothing keeps the process alive", async () => {
+    const undone: string[] = [];
+    let ticks = 0;
+    const started = (ctx: { effect(execute: () => () => void): unknown }) => {
+      ctx.effect(() => {
+        const timer = setInterval(() => ticks++, 5);
+        return () => {
+          clearInterval(timer);
+          undone.push("A");
+        };
+      });
+    };
+    const failing = () => {
+      throw new Error("B failed to start");
+    };
+    await assert.rejects(createHarness({ plugins: [started, failing] }), /B failed to start/);
+    assert.deepEqual(undone, ["A"]);
+    const after = ticks;
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.equal(ticks, after, "the started plugin's timer was cleared");
+  });
+});
+
 describe("createHarness({ newId })", () => {
   it("reaches the tool runtime: two identically seeded runs write identical logs", async () => {
     const { z } = await import("zod");
