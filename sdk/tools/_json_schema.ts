@@ -20,6 +20,7 @@
 import type { z } from "zod";
 import type { Validator as CfValidator } from "@cfworker/json-schema";
 import { HarnessError } from "../kernel/harness_error.ts";
+import { assertLosslessJson } from "../session/lossless_json.ts";
 import { jsonSchemaShapeProblem } from "./_check_json_schema.ts";
 
 /** A raw JSON Schema object. */
@@ -142,6 +143,14 @@ export function compileSchema(schema: JsonSchema, what: string): Validator {
   if (cached) return cached;
   if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
     throw new HarnessError("INVALID_TOOL_DEFINITION", `The ${what} schema is not a JSON Schema object`);
+  }
+  // It goes to the model in every request header, which the log keeps as JSON: a value JSON cannot carry (an
+  // `undefined` description, a Date, a function, a cycle) fails here, not at every turn of every agent.
+  try {
+    assertLosslessJson(schema, what);
+  } catch (cause) {
+    const message = HarnessError.isInstance(cause) ? cause.message : String(cause);
+    throw new HarnessError("INVALID_TOOL_DEFINITION", `The ${what} schema is not plain JSON: ${message}`, { cause });
   }
   const problem = jsonSchemaShapeProblem(schema);
   if (problem !== undefined) {

@@ -77,6 +77,23 @@ describe("defineTool()", () => {
     );
     assert.throws(() => defineTool({ ...base, parameters: { type: "object", required: "n" } }), at("/required"));
     assert.throws(() => defineTool({ ...base, parameters: { anyOf: [{ pattern: "(" }] } }), at("/anyOf/0/pattern"));
+    // Values JSON cannot carry (the schema goes into every request header): refused now, not at every turn.
+    const cyclic: Record<string, unknown> = { type: "object" };
+    cyclic.properties = { self: cyclic };
+    const hint: string | undefined = undefined;
+    for (
+      const [parameters, where] of [
+        [{ type: "object", description: hint }, "parameters.description is not lossless JSON: undefined"],
+        [{ type: "object", default: 1n }, "parameters.default is not lossless JSON: a BigInt"],
+        [{ type: "object", examples: [() => 1] }, "parameters.examples[0] is not lossless JSON: a function"],
+        [cyclic, "parameters.properties.self is not lossless JSON: a circular reference"],
+      ] as const
+    ) assert.throws(() => defineTool({ ...base, parameters: parameters as never }), at(where));
+    assert.throws(
+      () =>
+        defineTool({ ...base, parameters: {}, output: { ...base.output, schema: { type: "string", title: hint } } }),
+      at("output.title"),
+    );
     const parameters = {
       type: "object",
       properties: { size: { $ref: "#/$defs/size" } },
