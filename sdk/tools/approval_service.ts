@@ -4,6 +4,7 @@
  * @module
  */
 
+import { HarnessError } from "../kernel/harness_error.ts";
 import type { ScopeInfo } from "../kernel/harness_context.ts";
 import { appliesTo } from "../prompt/_scoped_dispatch.ts";
 import type { RegistrationOwner } from "../prompt/registration_owner.ts";
@@ -46,7 +47,11 @@ interface Entry {
   readonly approver: Approver;
   readonly scope: ScopeInfo | undefined;
   readonly seq: number;
+  /** Told when the approver is removed: the questions it holds go on to the next approver. */
+  readonly holding: Set<() => void>;
 }
+
+const REMOVED: unique symbol = Symbol("approver removed");
 
 function depth(scope: ScopeInfo | undefined): number {
   let n = 0;
@@ -88,11 +93,12 @@ export class ApprovalService {
    * @returns A disposer that removes the approver.
    */
   register(approver: Approver, owner?: RegistrationOwner): () => void {
-    const entry: Entry = { approver, scope: owner?.scope, seq: this.#seq++ };
+    const entry: Entry = { approver, scope: owner?.scope, seq: this.#seq++, holding: new Set() };
     const add = () => {
       this.#entries.push(entry);
       return () => {
         this.#entries = this.#entries.filter((e) => e !== entry);
+        for (const release of [...entry.holding]) release();
       };
     };
     if (owner === undefined) return add();
@@ -118,14 +124,31 @@ export class ApprovalService {
       signal.addEventListener("abort", onAbort, { once: true });
     });
     try {
-      for (const { approver } of chain) {
+      for (const { approver, holding } of chain) {
+        // The approver's own signal also fires when it is removed, so that it withdraws the question (a queue's UI).
+        const own = new AbortController();
+        const relay = () => own.abort(signal.reason);
+        signal.addEventListener("abort", relay, { once: true });
+        let release!: () => void;
+        const removed = new Promise<typeof REMOVED>((resolve) => {
+          release = () => {
+            own.abort(new HarnessError("ABORTED", "The approver was removed"));
+            resolve(REMOVED);
+          };
+        });
+        holding.add(release);
         let answer: unknown;
         try {
-          answer = await Promise.race([Promise.resolve().then(() => approver(request)), cancelled]);
+          const asked = { ...request, signal: own.signal };
+          answer = await Promise.race([Promise.resolve().then(() => approver(asked)), cancelled, removed]);
         } catch {
           return "unavailable";
+        } finally {
+          signal.removeEventListener("abort", relay);
+          holding.delete(release);
         }
-        if (answer === undefined) continue;
+        // An approver removed while it held the question (its plugin disposed) has no say: the next one is asked.
+        if (answer === undefined || answer === REMOVED) continue;
         return typeof answer === "string" && OUTCOMES.has(answer) ? answer as ApprovalOutcome : "unavailable";
       }
       return "unavailable";

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { createKernel, createScope } from "../kernel/mod.ts";
 import { type ApprovalRequest, ApprovalService, approveAll, programmaticApprover } from "./approval_service.ts";
 import { settle } from "./_test_util.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
 
 const request = (extra: Partial<ApprovalRequest> = {}): ApprovalRequest => ({
   callId: "c1",
@@ -62,5 +63,23 @@ describe("ApprovalService", () => {
     controller.abort();
     assert.equal(await outcome, "cancelled");
     assert.equal(await approvals.request(request({ signal: controller.signal })), "cancelled");
+  });
+
+  it("an approver removed while it holds a question (its plugin disposed) lets it go: its signal fires, the next one answers", async () => {
+    const approvals = new ApprovalService();
+    approvals.register(() => "allowed-once");
+    let heard: unknown;
+    const remove = approvals.register((req) =>
+      new Promise(() => {
+        req.signal.addEventListener("abort", () => heard = req.signal.reason);
+      })
+    );
+    const controller = new AbortController();
+    const outcome = approvals.request(request({ signal: controller.signal }));
+    await settle();
+    remove();
+    assert.equal(await outcome, "allowed-once");
+    assert.ok(HarnessError.isInstance(heard, "ABORTED"), String(heard));
+    assert.equal(controller.signal.aborted, false);
   });
 });
