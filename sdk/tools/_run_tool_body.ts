@@ -101,11 +101,7 @@ async function race(
   stopped: () => ToolOutcome,
 ): Promise<ToolOutcome> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  let onAbort: (() => void) | undefined;
-  const interrupted = new Promise<"stopped">((resolve) => {
-    onAbort = () => resolve("stopped");
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
+  const interrupted = whenStopped(signal);
   if (timeout) {
     timer = setTimeout(
       () =>
@@ -123,6 +119,18 @@ async function race(
     return success(definition, exec.args, settled.value);
   } finally {
     if (timer !== undefined) clearTimeout(timer);
-    signal.removeEventListener("abort", onAbort!);
   }
+}
+
+const stoppedBySignal = new WeakMap<AbortSignal, Promise<"stopped">>();
+
+// One promise and one abort listener per signal, however many calls race it: the parallel calls of a step share the
+// turn's signal, and a listener each made Node warn of a leak from 9 calls on (its limit is 10 listeners).
+function whenStopped(signal: AbortSignal): Promise<"stopped"> {
+  let stopped = stoppedBySignal.get(signal);
+  if (stopped === undefined) {
+    stopped = new Promise((resolve) => signal.addEventListener("abort", () => resolve("stopped"), { once: true }));
+    stoppedBySignal.set(signal, stopped);
+  }
+  return stopped;
 }

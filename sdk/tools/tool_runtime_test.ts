@@ -221,6 +221,39 @@ describe("ToolRuntime subject guards", () => {
   });
 });
 
+describe("ToolRuntime and the turn's signal", () => {
+  it("asynchronous calls sharing one signal add one abort listener in all, not one each (Node warns past 10)", async () => {
+    const { ctx, tools } = setup();
+    ctx.on("tools/pre-execute", () => ({ kind: "allow" }));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => release = resolve);
+    tools.register(echoTool("slow", { execute: async () => (await gate, "ok") }));
+    const controller = new AbortController();
+    let listeners = 0;
+    const add = controller.signal.addEventListener.bind(controller.signal);
+    controller.signal.addEventListener = ((type: string, ...rest: [never, never]) => {
+      if (type === "abort") listeners++;
+      return add(type, ...rest);
+    }) as typeof controller.signal.addEventListener;
+    const calls = Array.from(
+      { length: 12 },
+      (_, i) => tools.execute({ callId: `c${i}`, name: "slow", arguments: '{"text":"x"}', signal: controller.signal }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    release();
+    assert.deepEqual((await Promise.all(calls)).map((r) => r.value), Array(12).fill("ok"));
+    assert.ok(listeners <= 1, `${listeners} abort listeners`);
+    const stopped = tools.execute({
+      callId: "late",
+      name: "slow",
+      arguments: '{"text":"x"}',
+      signal: controller.signal,
+    });
+    controller.abort();
+    assert.equal((await stopped).error?.code, "ABORTED");
+  });
+});
+
 describe("ToolRuntime result listeners", () => {
   it("an async tools/result listener that rejects is reported like one that throws", async () => {
     const { ctx, tools } = setup();
