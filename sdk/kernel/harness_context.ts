@@ -137,7 +137,11 @@ export interface ContextCore<E extends object, S extends object> {
   waterfall<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): EventResult<E, K>;
   /** Register a reversible effect: `execute` returns its own undo. */
   effect(execute: () => () => void | Promise<void>, label?: string): () => Promise<void>;
-  /** Provide a service under `name` for as long as this context's plugin lives. */
+  /**
+   * Provide a service under `name` for as long as this context's plugin lives.
+   *
+   * @throws {HarnessError} `SERVICE_ALREADY_PROVIDED` when another plugin provides `name`.
+   */
   provide<K extends keyof S & string>(name: K, value: S[K]): () => void;
   /** The service under `name`, or `undefined`. */
   get<K extends keyof S & string>(name: K): S[K] | undefined;
@@ -387,7 +391,19 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
   }
 
   provide<K extends keyof S & string>(name: K, value: S[K]): () => void {
-    const dispose = withoutStacks(() => this.raw.provide(name, value));
+    let dispose: () => unknown;
+    try {
+      dispose = withoutStacks(() => this.raw.provide(name, value));
+    } catch (error) {
+      // Cordis says so with a plain Error; a tool of a taken name has its code, and so does this.
+      if (error instanceof Error && / has been registered/.test(error.message)) {
+        throw new HarnessError("SERVICE_ALREADY_PROVIDED", `Service "${name}" is already provided`, {
+          cause: error,
+          details: { service: name },
+        });
+      }
+      throw error;
+    }
     return () => void dispose();
   }
 

@@ -239,6 +239,16 @@ describe("HarnessContext plugins, effects and services", () => {
     assert.equal(ctx.counter, undefined);
   });
 
+  it("a second provider of a service name is refused with SERVICE_ALREADY_PROVIDED; the first one stays", async () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    await ctx.plugin((pctx: Ctx) => void pctx.provide("counter", { count: 1 })).ready;
+    await assert.rejects(
+      ctx.plugin((pctx: Ctx) => void pctx.provide("counter", { count: 2 })).ready,
+      (e) => HarnessError.isInstance(e, "SERVICE_ALREADY_PROVIDED") && /"counter"/.test(e.message),
+    );
+    assert.equal(ctx.counter?.count, 1);
+  });
+
   it("service() throws SERVICE_MISSING for an absent service", () => {
     const ctx: Ctx = createKernel<Events, Services>();
     assert.throws(() => ctx.service("counter"), (e) => HarnessError.isInstance(e, "SERVICE_MISSING"));
