@@ -166,7 +166,7 @@ export function unanswerableCall(blocks: readonly ContentBlock[]): LlmFailureDat
       ? "without a tool name"
       : block.id === ""
       ? "without a call id"
-      : (ids ??= new Set()).has(block.id)
+      : ids?.has(block.id)
       ? "with the id of an earlier call of the same response"
       : undefined;
     if (what !== undefined) {
@@ -175,7 +175,7 @@ export function unanswerableCall(blocks: readonly ContentBlock[]): LlmFailureDat
         message: `Model response has tool call ${JSON.stringify(block.id)} (block ${i}) ${what}`,
       };
     }
-    ids.add(block.id);
+    (ids ??= new Set()).add(block.id);
   }
   return undefined;
 }

@@ -653,7 +653,9 @@ describe("agent/turn-stopping", () => {
   it("runs every listener each round: a listener whose arrow returns steer()'s entry does not end the round", async () => {
     const { harness, agent } = await setup([textResponse("first"), textResponse("second")]);
     let rounds = 0, later = 0;
-    agent.ctx.on("agent/turn-stopping", (a) => rounds++ === 0 ? a.steer("go on") : undefined);
+    // As JavaScript would write it: the arrow returns steer()'s entry (TypeScript wants void).
+    const steerOnce = (a: Agent) => rounds++ === 0 ? a.steer("go on") : undefined;
+    agent.ctx.on("agent/turn-stopping", steerOnce as unknown as (a: Agent) => void);
     agent.ctx.on("agent/turn-stopping", () => void later++);
     const result = await agent.run("Hi");
     assert.equal(result.text, "second");

@@ -1,5 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { HarnessError } from "./harness_error.ts";
 import { withoutStacks } from "./_without_stacks.ts";
 import { createKernel } from "./harness_context.ts";
 
@@ -58,7 +59,7 @@ describe("withoutStacks()", () => {
 });
 
 describe("the kernel's registrations without stack captures", () => {
-  it("keep Cordis's refusals: same message, a stack naming the caller, the limit restored", () => {
+  it("keep Cordis's refusals: its message (as the cause of the coded error), a stack naming the caller, the limit restored", () => {
     const before = errors.stackTraceLimit;
     const ctx = createKernel<object, { answer: number }>();
     ctx.provide("answer", 1);
@@ -66,7 +67,8 @@ describe("the kernel's registrations without stack captures", () => {
       ctx.provide("answer", 2);
     }
     assert.throws(provideAgain, (error: Error) => {
-      assert.match(error.message, /service "answer" has been registered/);
+      assert.ok(HarnessError.isInstance(error, "SERVICE_ALREADY_PROVIDED"), String(error));
+      assert.match((error.cause as Error).message, /service "answer" has been registered/);
       assert.match(String(error.stack), /provideAgain/);
       return true;
     });
