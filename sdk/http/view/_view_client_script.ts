@@ -51,10 +51,19 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     return null;
   }
 
+  /** An object with no prototype: safe to key by strings from the log ("__proto__", "constructor"…). */
+  function dict() {
+    return Object.create(null);
+  }
+
+  function own(object, key) {
+    return Object.prototype.hasOwnProperty.call(object, key) ? object[key] : undefined;
+  }
+
   function newModel() {
     return {
       events: [], blocks: [], turns: [], seedEnd: -1, lastHeader: null, turn: null, step: null, compaction: null,
-      band: null, inbox: {}, dupes: 0, gaps: 0, totals: usage0(), version: 0, nextId: 0,
+      band: null, inbox: new Map(), dupes: 0, gaps: 0, totals: usage0(), version: 0, nextId: 0,
     };
   }
 
@@ -84,13 +93,13 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
   }
 
   function toolOf(step, callId) {
-    var tool = step.toolById[callId];
+    var tool = step.toolById.get(callId);
     if (!tool) {
       tool = {
         callId: callId, name: "", args: "", callSeq: -1, callTime: 0, resultSeq: -1, resultTime: 0, result: "",
         isError: false, error: null, meta: null, approval: null, child: null, done: false,
       };
-      step.toolById[callId] = tool;
+      step.toolById.set(callId, tool);
       step.tools.push(tool);
     }
     return tool;
@@ -101,7 +110,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     if (message.role === "system") return "context";
     if (source.kind === "plugin") return "context";
     if (source.kind === "tool") return "tool context";
-    var target = m.inbox[message.id];
+    var target = m.inbox.get(message.id);
     if (target === "next-step") return "steer";
     return "user";
   }
@@ -146,7 +155,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         if (!t) break;
         s = {
           kind: "step", turn: d.turn, step: d.step, startSeq: e.seq, startTime: e.time, endSeq: -1, endTime: 0,
-          inputs: [], headers: [], context: null, attempts: [], retries: [], messages: [], tools: [], toolById: {},
+          inputs: [], headers: [], context: null, attempts: [], retries: [], messages: [], tools: [], toolById: new Map(),
           notes: [], usage: usage0(), hasUsage: false,
         };
         t.steps.push(s);
@@ -163,7 +172,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       case "agent/inbox/spliced":
         for (var i = 0; i < (d.inserted || []).length; i++) {
           var entry = d.inserted[i];
-          if (entry && entry.message) m.inbox[entry.message.id] = d.target;
+          if (entry && entry.message) m.inbox.set(entry.message.id, d.target);
         }
         break;
       case "system/message":
@@ -409,18 +418,20 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     var out = { config: [], system: null, toolsAdded: [], toolsRemoved: [], toolsChanged: [] };
     var pc = (prev && prev.config) || {};
     var nc = (next && next.config) || {};
-    var keys = {};
+    var keys = dict();
     Object.keys(pc).concat(Object.keys(nc)).forEach(function (k) {
       keys[k] = true;
     });
     Object.keys(keys).sort().forEach(function (k) {
-      if (stableJson(pc[k]) !== stableJson(nc[k])) out.config.push({ key: k, from: pc[k], to: nc[k] });
+      var from = own(pc, k);
+      var to = own(nc, k);
+      if (stableJson(from) !== stableJson(to)) out.config.push({ key: k, from: from, to: to });
     });
     var ps = (prev && prev.system) || "";
     var ns = (next && next.system) || "";
     if (ps !== ns) out.system = lineDiff(ps, ns);
-    var pt = {};
-    var nt = {};
+    var pt = dict();
+    var nt = dict();
     ((prev && prev.tools) || []).forEach(function (t) {
       pt[t.name] = t;
     });
@@ -494,8 +505,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
   function alignSessions(a, b) {
     var rows = [];
     var first = -1;
-    var byTurnA = {};
-    var byTurnB = {};
+    var byTurnA = dict();
+    var byTurnB = dict();
     a.turns.forEach(function (t) {
       byTurnA[t.turn] = t;
     });
@@ -622,14 +633,14 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
   }
 
   // Which <details> are open survives re-rendering (live updates replace whole turns).
-  var openKeys = {};
+  var openKeys = new Set();
   document.addEventListener("toggle", function (ev) {
     var el = ev.target;
     if (!el || !el.getAttribute) return;
     var key = el.getAttribute("data-key");
     if (!key) return;
-    if (el.open) openKeys[key] = true;
-    else delete openKeys[key];
+    if (el.open) openKeys.add(key);
+    else openKeys.delete(key);
     if (el.open && el._onOpen) el._onOpen(el);
   }, true);
   function details(key, cls, summary, body, onOpen) {
@@ -639,7 +650,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     };
     else append(el, body);
     if (onOpen) el._onOpen = onOpen;
-    if (openKeys[key]) {
+    if (openKeys.has(key)) {
       el.open = true;
       if (el._onOpen) setTimeout(function () {
         el._onOpen(el);
@@ -930,7 +941,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         var e = m.events[seq];
         if (!e) continue;
         if (e.type === "assistant/chunk") {
-          if (!run) run = { from: seq, to: seq, n: 0, kinds: {} };
+          if (!run) run = { from: seq, to: seq, n: 0, kinds: dict() };
           run.to = seq;
           run.n++;
           run.kinds[e.data.chunk.type] = true;
@@ -1079,7 +1090,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       metrics.buildMs = t2 - t1;
       metrics.events = log.events.length;
       view.model = m;
-      state = { m: m, log: log, rendered: {}, scale: scaleOf(m), status: log.status, live: log.live, pending: [] };
+      state = { m: m, log: log, rendered: dict(), scale: scaleOf(m), status: log.status, live: log.live, pending: [] };
       renderSessionShell();
       renderBlocks(true);
       sessionsPromise.then(renderTree);
@@ -1206,8 +1217,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
 
   /** The fork/child tree around "current": its root and every descendant. */
   function sessionTree(sessions, current) {
-    var byId = {};
-    var children = {};
+    var byId = dict();
+    var children = dict();
     sessions.forEach(function (s) {
       byId[s.id] = s;
     });
@@ -1413,8 +1424,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       var page = h("div", { class: "page" });
       if (!sessions.length) append(page, h("div", { class: "card empty" }, "No sessions yet."));
       else {
-        var byId = {};
-        var children = {};
+        var byId = dict();
+        var children = dict();
         sessions.forEach(function (s) {
           byId[s.id] = s;
         });

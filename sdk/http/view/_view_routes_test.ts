@@ -218,6 +218,84 @@ describe("the client's log fold (evaluated without a DOM)", () => {
     assert.deepEqual(tools[0].subagent, { agent: "researcher", mode: "in-process" });
   });
 
+  it("keys tool calls, inbox entries and header fields by model-supplied strings without touching Object.prototype", () => {
+    const ids = ["constructor", "toString", "__proto__", "hasOwnProperty"];
+    const before = Object.getOwnPropertyNames(Object.prototype);
+    try {
+      const m = core.newModel();
+      const log = [
+        { type: "turn/start", seq: 0, time: 0, data: { turn: 1 } },
+        { type: "step/start", seq: 1, time: 0, data: { turn: 1, step: 1 } },
+        {
+          type: "assistant/message",
+          seq: 2,
+          time: 2,
+          data: {
+            turn: 1,
+            step: 1,
+            message: {
+              id: "a1",
+              role: "assistant",
+              content: ids.map((id) => ({ type: "tool-call", id, name: `tool_${id}`, arguments: "{}" })),
+            },
+          },
+        },
+        ...ids.map((id, i) => ({
+          type: "tool/result",
+          seq: 3 + i,
+          time: 3 + i,
+          data: {
+            turn: 1,
+            step: 1,
+            message: {
+              id: `r${i}`,
+              role: "user",
+              content: [{ type: "tool-result", toolCallId: id, content: [{ type: "text", text: `result of ${id}` }] }],
+              source: { kind: "tool", callId: id },
+            },
+          },
+        })),
+        {
+          type: "agent/inbox/spliced",
+          seq: 7,
+          time: 7,
+          data: { target: "next-step", inserted: ids.map((id) => ({ message: { id } })) },
+        },
+        {
+          type: "user/message",
+          seq: 8,
+          time: 8,
+          data: {
+            id: "constructor",
+            role: "user",
+            content: [{ type: "text", text: "steer" }],
+            source: { kind: "user" },
+          },
+        },
+      ];
+      for (const e of log) core.pushEvent(m, e);
+      const [step] = m.turns[0].steps;
+      assert.deepEqual(
+        step.tools.map((t: Core) => [t.callId, t.name, t.result, t.done]),
+        ids.map((id) => [id, `tool_${id}`, `result of ${id}`, true]),
+      );
+      assert.deepEqual(step.inputs.map((i: Core) => i.kind), ["steer"]);
+      const diff = core.headerDiff(
+        { config: { model: "a" }, tools: [{ name: "toString" }] },
+        { config: JSON.parse('{"model":"a","constructor":1,"__proto__":2}'), tools: [{ name: "constructor" }] },
+      );
+      assert.deepEqual(diff.config.map((c: Core) => [c.key, c.from, c.to]), [
+        ["__proto__", undefined, 2],
+        ["constructor", undefined, 1],
+      ]);
+      assert.deepEqual([diff.toolsAdded, diff.toolsRemoved], [["constructor"], ["toString"]]);
+    } finally {
+      const added = Object.getOwnPropertyNames(Object.prototype).filter((k) => !before.includes(k));
+      for (const k of added) delete (Object.prototype as Record<string, unknown>)[k];
+      assert.deepEqual(added, [], "Object.prototype was polluted");
+    }
+  });
+
   it("lineDiff keeps common lines and marks the changed ones", () => {
     const ops = core.lineDiff("a\nb\nc\nd", "a\nB\nc\nd\ne").map((l: Core) => l.op + l.text);
     assert.deepEqual(ops, ["samea", "delb", "addB", "samec", "samed", "adde"]);

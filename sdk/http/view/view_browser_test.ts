@@ -157,11 +157,96 @@ browserSuite("session timeline in Chromium: stored sessions and comparison", (br
       await harness.dispose();
     }
   });
+
+  it("shows tool calls whose ids are Object.prototype names", async () => {
+    const ids = ["constructor", "toString", "__proto__"];
+    const storage = memoryStorage();
+    await store(storage, "protos", turnWithTools("Weather?", ids));
+    const harness = await createHarness({ storage });
+    const served = await serve(harness);
+    const page = await browser().context.newPage();
+    const errors = watchErrors(page);
+    try {
+      await opened(page, `${served.url}/sessions/protos/view#token=${TOKEN}`);
+      assert.deepEqual(
+        await page.locator("#t1s1 [data-call-id]").evaluateAll((els) =>
+          els.map((el) => el.getAttribute("data-call-id"))
+        ),
+        ids,
+      );
+      for (const id of ids) {
+        const tool = page.locator(`#t1s1 [data-call-id='${id}'] details.tool`);
+        await tool.locator("summary").click();
+        assert.equal(await tool.locator(".tool-result").textContent(), `result of ${id}`);
+      }
+      assert.deepEqual(await page.evaluate(() => Object.keys(Object.prototype)), []);
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.close();
+      await served.server.close();
+      await harness.dispose();
+    }
+  });
 });
 
-async function store(storage: SessionStorage, id: string, events: readonly SessionEvent[]): Promise<void> {
-  await storage.create({ id, createdAt: events[0]?.time ?? 0 });
-  await storage.append(id, events, { expectedSeq: 0 });
+async function store(
+  storage: SessionStorage,
+  id: string,
+  events: readonly SessionEvent[],
+  header: { parentSession?: string } = {},
+): Promise<void> {
+  await storage.create({ id, createdAt: events[0]?.time ?? 0, ...header });
+  if (events.length) await storage.append(id, events, { expectedSeq: 0 });
+}
+
+/** One completed turn (one step) asking `text`, whose model calls a tool per id in `callIds`. */
+function turnWithTools(text: string, callIds: readonly string[] = []): SessionEvent[] {
+  const turn = 1;
+  const step = 1;
+  const data = [
+    { type: "turn/start", data: { turn } },
+    { type: "step/start", data: { turn, step } },
+    {
+      type: "user/message",
+      data: { id: "u1", role: "user", content: [{ type: "text", text }], source: { kind: "user" } },
+      surfaceOp: "append",
+    },
+    {
+      type: "assistant/message",
+      data: {
+        turn,
+        step,
+        message: {
+          id: "a1",
+          role: "assistant",
+          content: callIds.map((id) => ({ type: "tool-call", id, name: "lookup", arguments: `{"city":"${id}"}` })),
+          source: { kind: "model", provider: "p", model: "m" },
+        },
+        usage: { inputTokens: 5, outputTokens: 3 },
+      },
+      surfaceOp: "append",
+    },
+    ...callIds.flatMap((id, i) => [
+      { type: "tool/call", data: { turn, step, callId: id, name: "lookup", arguments: `{"city":"${id}"}` } },
+      {
+        type: "tool/result",
+        data: {
+          turn,
+          step,
+          message: {
+            id: `r${i}`,
+            role: "user",
+            content: [{ type: "tool-result", toolCallId: id, content: [{ type: "text", text: `result of ${id}` }] }],
+            source: { kind: "tool", callId: id },
+          },
+        },
+        surfaceOp: "append",
+      },
+    ]),
+    { type: "step/end", data: { turn, step } },
+    { type: "turn/end", data: { turn, reason: { kind: "completed" } } },
+  ];
+  return data.map((e, seq) => ({ ...e, seq, time: 1000 + seq }) as unknown as SessionEvent);
 }
 
 /** The first (turn, step) whose tool results differ, found without the page. */
