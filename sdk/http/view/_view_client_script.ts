@@ -549,8 +549,72 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     return { rows: rows, first: first };
   }
 
+  // ------------------------------------------------------------------ the fork tree
+
+  function byCreation(x, y) {
+    return (x.createdAt || 0) - (y.createdAt || 0);
+  }
+
+  /**
+   * The sessions as a forest by parentSession: children by parent id, and the roots (no listed parent).
+   * Headers can form a cycle (a forked into b, a deleted, b forked into a new a): a session not reached from
+   * a root is in or below one, and the first session of that cycle becomes a root, so that none is hidden.
+   */
+  function forkForest(sessions) {
+    var byId = dict();
+    var children = dict();
+    sessions.forEach(function (s) {
+      byId[s.id] = s;
+    });
+    sessions.forEach(function (s) {
+      var p = s.parentSession && byId[s.parentSession] ? s.parentSession : "";
+      (children[p] = children[p] || []).push(s);
+    });
+    for (var key in children) children[key].sort(byCreation);
+    var roots = (children[""] || []).slice();
+    var reached = dict();
+    function reach(root) {
+      var stack = [root];
+      while (stack.length) {
+        var s = stack.pop();
+        if (reached[s.id]) continue;
+        reached[s.id] = true;
+        (children[s.id] || []).forEach(function (c) {
+          stack.push(c);
+        });
+      }
+    }
+    roots.forEach(reach);
+    sessions.forEach(function (s) {
+      if (reached[s.id]) return;
+      var seen = dict();
+      var x = s;
+      while (x && !seen[x.id]) seen[x.id] = true, x = byId[x.parentSession];
+      x = x || s;
+      roots.push(x);
+      reach(x);
+    });
+    roots.sort(byCreation);
+    return { byId: byId, children: children, roots: roots };
+  }
+
+  /** The sessions in tree order, each once, with its depth below its root. */
+  function forkRows(forest) {
+    var rows = [];
+    var done = dict();
+    (function walk(list, depth) {
+      list.forEach(function (s) {
+        if (done[s.id]) return;
+        done[s.id] = true;
+        rows.push({ session: s, depth: depth });
+        walk(forest.children[s.id] || [], depth + 1);
+      });
+    })(forest.roots, 0);
+    return rows;
+  }
+
   var core = {
-    newModel: newModel, pushEvent: pushEvent, buildModel: buildModel, stepTiming: stepTiming, lineDiff: lineDiff,
+    forkForest: forkForest, forkRows: forkRows, newModel: newModel, pushEvent: pushEvent, buildModel: buildModel, stepTiming: stepTiming, lineDiff: lineDiff,
     headerDiff: headerDiff, alignSessions: alignSessions, stepSignature: stepSignature, requestSeqOf: requestSeqOf,
     reasonText: reasonText, tokensOf: tokensOf,
   };
@@ -1217,27 +1281,33 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
 
   /** The fork/child tree around "current": its root and every descendant. */
   function sessionTree(sessions, current) {
-    var byId = dict();
-    var children = dict();
-    sessions.forEach(function (s) {
-      byId[s.id] = s;
-    });
-    sessions.forEach(function (s) {
-      var p = s.parentSession && byId[s.parentSession] ? s.parentSession : "";
-      (children[p] = children[p] || []).push(s);
-    });
+    var forest = forkForest(sessions);
+    var drawn = dict();
     function node(s) {
-      var kids = children[s.id] || [];
+      drawn[s.id] = true;
+      var kids = (forest.children[s.id] || []).filter(function (k) {
+        return !drawn[k.id];
+      });
+      kids.forEach(function (k) {
+        drawn[k.id] = true;
+      });
       return h("li", null, h("a", { class: "node" + (s.id === current ? " current" : ""), href: viewUrl(s.id) }, s.id),
         " ", h("span", { class: "muted small" }, s.live ? s.status : "stored"),
         kids.length ? h("ul", { class: "tree" }, kids.map(node)) : null);
     }
-    var roots = children[""] || [];
+    var roots = forest.roots;
     if (current) {
-      var root = byId[current];
-      var guard = 0;
-      while (root && root.parentSession && byId[root.parentSession] && guard++ < 100) root = byId[root.parentSession];
+      var root = forest.byId[current];
       if (!root) return h("div", { class: "muted small" }, "not listed");
+      var isRoot = dict();
+      roots.forEach(function (r) {
+        isRoot[r.id] = true;
+      });
+      var seen = dict();
+      while (!isRoot[root.id] && !seen[root.id] && forest.byId[root.parentSession]) {
+        seen[root.id] = true;
+        root = forest.byId[root.parentSession];
+      }
       roots = [root];
     }
     return h("ul", { class: "tree" }, roots.map(node));
@@ -1424,32 +1494,19 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       var page = h("div", { class: "page" });
       if (!sessions.length) append(page, h("div", { class: "card empty" }, "No sessions yet."));
       else {
-        var byId = dict();
-        var children = dict();
-        sessions.forEach(function (s) {
-          byId[s.id] = s;
+        var rows = forkRows(forkForest(sessions)).map(function (row) {
+          var s = row.session;
+          var depth = row.depth;
+          return h("tr", { "data-session": s.id },
+            h("td", { class: "id" }, h("span", { style: "padding-left:" + depth * 18 + "px" }, depth ? "↳ " : ""),
+              h("a", { href: viewUrl(s.id) }, s.id)),
+            h("td", null, h("span", { class: "badge " + (s.live ? (s.status === "running" ? "running" : "live") : "") }, s.live ? s.status : "stored")),
+            h("td", null, s.turns !== undefined ? String(s.turns) : "–"),
+            h("td", null, s.seq !== undefined ? fmtN(s.seq) : "–"),
+            h("td", { class: "mono small" }, s.model ? (s.provider ? s.provider + "/" : "") + s.model : "–"),
+            h("td", { class: "small muted" }, s.createdAt ? fmtTime(s.createdAt) : "–"),
+            h("td", null, s.parentSession ? h("a", { class: "btn", href: BASE + "/view/compare?a=" + encodeURIComponent(s.parentSession) + "&b=" + encodeURIComponent(s.id) }, "compare with parent") : null));
         });
-        sessions.forEach(function (s) {
-          var p = s.parentSession && byId[s.parentSession] ? s.parentSession : "";
-          (children[p] = children[p] || []).push(s);
-        });
-        var rows = [];
-        (function walk(parent, depth) {
-          (children[parent] || []).sort(function (x, y) {
-            return (x.createdAt || 0) - (y.createdAt || 0);
-          }).forEach(function (s) {
-            rows.push(h("tr", { "data-session": s.id },
-              h("td", { class: "id" }, h("span", { style: "padding-left:" + depth * 18 + "px" }, depth ? "↳ " : ""),
-                h("a", { href: viewUrl(s.id) }, s.id)),
-              h("td", null, h("span", { class: "badge " + (s.live ? (s.status === "running" ? "running" : "live") : "") }, s.live ? s.status : "stored")),
-              h("td", null, s.turns !== undefined ? String(s.turns) : "–"),
-              h("td", null, s.seq !== undefined ? fmtN(s.seq) : "–"),
-              h("td", { class: "mono small" }, s.model ? (s.provider ? s.provider + "/" : "") + s.model : "–"),
-              h("td", { class: "small muted" }, s.createdAt ? fmtTime(s.createdAt) : "–"),
-              h("td", null, s.parentSession ? h("a", { class: "btn", href: BASE + "/view/compare?a=" + encodeURIComponent(s.parentSession) + "&b=" + encodeURIComponent(s.id) }, "compare with parent") : null)));
-            walk(s.id, depth + 1);
-          });
-        })("", 0);
         append(page, h("div", { class: "card" }, h("table", { class: "sessions" },
           h("thead", null, h("tr", null, ["session", "status", "turns", "events", "model", "created", ""].map(function (c) {
             return h("th", null, c);

@@ -296,6 +296,20 @@ describe("the client's log fold (evaluated without a DOM)", () => {
     }
   });
 
+  it("forkForest() makes a root of a fork cycle, so that every session is listed once", () => {
+    const sessions = [
+      { id: "root", createdAt: 1 },
+      { id: "kid", parentSession: "root", createdAt: 2 },
+      { id: "a", parentSession: "b", createdAt: 3 },
+      { id: "b", parentSession: "a", createdAt: 4 },
+      { id: "below", parentSession: "b", createdAt: 5 },
+      { id: "self", parentSession: "self", createdAt: 6 },
+      { id: "orphan", parentSession: "gone", createdAt: 7 },
+    ];
+    const rows = core.forkRows(core.forkForest(sessions)).map((r: Core) => [r.session.id, r.depth]);
+    assert.deepEqual(rows, [["root", 0], ["kid", 1], ["a", 0], ["b", 1], ["below", 2], ["self", 0], ["orphan", 0]]);
+  });
+
   it("lineDiff keeps common lines and marks the changed ones", () => {
     const ops = core.lineDiff("a\nb\nc\nd", "a\nB\nc\nd\ne").map((l: Core) => l.op + l.text);
     assert.deepEqual(ops, ["samea", "delb", "addB", "samec", "samed", "adde"]);

@@ -187,6 +187,39 @@ browserSuite("session timeline in Chromium: stored sessions and comparison", (br
       await harness.dispose();
     }
   });
+
+  it("lists every session of a fork cycle on the index and in the tree", async () => {
+    const storage = memoryStorage();
+    // a and b are each the other's parent (fork a into b, delete a, fork b into a new a); c is below the
+    // cycle; self is its own parent.
+    const parents: Record<string, string | undefined> = { a: "b", b: "a", c: "a", self: "self", plain: undefined };
+    for (const [id, parentSession] of Object.entries(parents)) {
+      await store(storage, id, turnWithTools(`I am ${id}`), parentSession ? { parentSession } : {});
+    }
+    const harness = await createHarness({ storage });
+    const served = await serve(harness);
+    const page = await browser().context.newPage();
+    const errors = watchErrors(page);
+    try {
+      await opened(page, `${served.url}/view#token=${TOKEN}`);
+      const rows = await page.locator("tr[data-session]").evaluateAll((els) =>
+        els.map((el) => el.getAttribute("data-session"))
+      );
+      assert.deepEqual([...rows].sort(), ["a", "b", "c", "plain", "self"]);
+      for (const id of ["a", "self"]) {
+        await opened(page, `${served.url}/sessions/${id}/view`);
+        await page.waitForSelector("#tree a.node");
+        const tree = await page.locator("#tree a.node").allTextContents();
+        assert.deepEqual([...tree].sort(), id === "a" ? ["a", "b", "c"] : ["self"]);
+        assert.equal(await page.locator("#tree a.node.current").textContent(), id);
+      }
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.close();
+      await served.server.close();
+      await harness.dispose();
+    }
+  });
 });
 
 async function store(
