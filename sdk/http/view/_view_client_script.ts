@@ -60,9 +60,10 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     return Object.prototype.hasOwnProperty.call(object, key) ? object[key] : undefined;
   }
 
-  function newModel() {
+  /** An empty model; the header (from /log) tells a fork's seed end from the end-seed each resume writes. */
+  function newModel(header) {
     return {
-      events: [], blocks: [], turns: [], seedEnd: -1, lastHeader: null, turn: null, step: null, compaction: null,
+      header: header || null, events: [], blocks: [], turns: [], seedEnd: -1, lastHeader: null, turn: null, step: null, compaction: null,
       band: null, inbox: new Map(), dupes: 0, gaps: 0, totals: usage0(), version: 0, nextId: 0,
     };
   }
@@ -276,11 +277,17 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         delegated.subagent = { agent: d.agent, mode: d.mode };
         break;
       }
-      case "session/end-seed":
-        m.seedEnd = e.seq;
-        for (var k = 0; k < m.turns.length; k++) m.turns[k].inherited = true, m.turns[k].v++;
-        note(m, { kind: "seed", seq: e.seq });
+      case "session/end-seed": {
+        // Every resume writes one (where that process's own writes start); only the one right after a
+        // fork's seed (the header's seedLength events copied from parentSession) ends inherited turns.
+        var hd = m.header || {};
+        if (hd.parentSession && typeof hd.seedLength === "number" && e.seq === hd.seedLength && m.seedEnd < 0) {
+          m.seedEnd = e.seq;
+          for (var k = 0; k < m.turns.length; k++) m.turns[k].inherited = true, m.turns[k].v++;
+          note(m, { kind: "seed", seq: e.seq });
+        } else note(m, { kind: "resume", seq: e.seq });
         break;
+      }
       case "compaction/start":
         m.compaction = {
           kind: "compaction", seq: e.seq, reason: d.reason, summary: "", start: -1, end: -1, outcome: null, error: null,
@@ -317,8 +324,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     return true;
   }
 
-  function buildModel(events) {
-    var m = newModel();
+  function buildModel(events, header) {
+    var m = newModel(header);
     for (var i = 0; i < events.length; i++) pushEvent(m, events[i]);
     return m;
   }
@@ -1037,6 +1044,9 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       return entry("sys", "fork", h("div", null, "Forked here: events #0–#" + (item.seq - 1) + " come from ",
         parent ? h("a", { href: viewUrl(parent) }, parent) : "the seed", "; this session continues from #" + (item.seq + 1) + "."));
     }
+    if (item.kind === "resume") {
+      return entry("sys", "resumed", h("div", { class: "resumed" }, "Resumed here: events from #" + (item.seq + 1) + " on were written after the session was resumed."));
+    }
     if (item.kind === "todo") {
       return entry("sys", "todos", h("div", null, item.todos.map(function (t) {
         return h("div", null, (t.status === "completed" ? "☑ " : t.status === "in_progress" ? "◐ " : "☐ ") + t.content);
@@ -1146,8 +1156,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     });
     return getJson("/sessions/" + encodeURIComponent(SID) + "/log").then(function (log) {
       var t1 = performance.now();
-      var m = newModel();
-      m.header = log.header;
+      var m = newModel(log.header);
       for (var i = 0; i < log.events.length; i++) pushEvent(m, log.events[i]);
       var t2 = performance.now();
       metrics.fetchMs = t1 - t0;
@@ -1571,8 +1580,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       getJson("/sessions/" + encodeURIComponent(a) + "/log"),
       getJson("/sessions/" + encodeURIComponent(b) + "/log"),
     ]).then(function (logs) {
-      var ma = buildModel(logs[0].events);
-      var mb = buildModel(logs[1].events);
+      var ma = buildModel(logs[0].events, logs[0].header);
+      var mb = buildModel(logs[1].events, logs[1].header);
       var aligned = alignSessions(ma, mb);
       view.aligned = aligned;
       clear(app);

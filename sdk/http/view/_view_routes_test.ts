@@ -6,7 +6,7 @@ import { Session } from "../../session/session.ts";
 import type { SessionEvent } from "../../session/session_events.ts";
 import { createHarnessApp } from "../create_harness_app.ts";
 import { VIEW_CLIENT_SCRIPT } from "./_view_client_script.ts";
-import { makeViewSessions } from "./_test_view_sessions.ts";
+import { makeViewSessions, resumedSessions } from "./_test_view_sessions.ts";
 
 // deno-lint-ignore no-explicit-any
 type Core = any;
@@ -18,11 +18,12 @@ async function stored() {
   const made = await makeViewSessions(storage, 0);
   const main = made.main.session.events;
   const fork = made.fork.session.events;
+  const forkHeader = made.fork.session.header;
   await made.harness.dispose();
   const harness = await createHarness({ storage });
   const app = createHarnessApp(harness, { token: "t0ken", log: false });
   const auth = { authorization: "Bearer t0ken" };
-  return { harness, app, auth, main, fork, requests: made.requests };
+  return { harness, app, auth, main, fork, forkHeader, requests: made.requests };
 }
 
 describe("timeline routes", () => {
@@ -153,6 +154,34 @@ describe("the client's log fold (evaluated without a DOM)", () => {
     assert.ok(timing.tools >= 0 && timing.total >= timing.tools);
   });
 
+  it("tells a fork's seed end from the end-seed every resume writes", async () => {
+    const storage = memoryStorage();
+    await resumedSessions(storage);
+    const plain = await storage.inspect("plain");
+    const fork = await storage.inspect("plain-fork");
+    const seeds = (events: readonly SessionEvent[]) =>
+      events.filter((e) => e.type === "session/end-seed").map((e) => e.seq);
+    assert.equal(seeds(plain.events).length, 2);
+    // The fork's seed holds the parent's two, then come its own seed end and its resume's.
+    assert.equal(seeds(fork.events).length, 4);
+    const notes = (m: Core) =>
+      m.blocks.flatMap((b: Core) => b.items).filter((i: Core) => i.kind === "seed" || i.kind === "resume")
+        .map((i: Core) => [i.kind, i.seq]);
+
+    const p = core.buildModel(plain.events, plain.header);
+    assert.deepEqual(p.turns.map((t: Core) => t.inherited), [false, false, false]);
+    assert.equal(p.seedEnd, -1);
+    assert.deepEqual(notes(p), seeds(plain.events).map((seq) => ["resume", seq]));
+
+    const f = core.buildModel(fork.events, fork.header);
+    assert.equal(fork.header.parentSession, "plain");
+    assert.deepEqual(f.turns.map((t: Core) => t.inherited), [true, true, true, false, false]);
+    assert.equal(f.seedEnd, fork.header.seedLength);
+    const [copied1, copied2, forkSeed, resumed] = seeds(fork.events);
+    assert.equal(forkSeed, fork.header.seedLength);
+    assert.deepEqual(notes(f), [["resume", copied1], ["resume", copied2], ["seed", forkSeed], ["resume", resumed]]);
+  });
+
   it("counts a repeated or a missing seq instead of folding it twice", () => {
     const m = core.newModel();
     const ev = (seq: number) => ({ type: "turn/start", seq, time: 0, data: { turn: seq + 1 } });
@@ -163,10 +192,10 @@ describe("the client's log fold (evaluated without a DOM)", () => {
   });
 
   it("aligns a fork with its parent by turn and step and finds the first divergence", async () => {
-    const { harness, main, fork } = await stored();
+    const { harness, main, fork, forkHeader } = await stored();
     await harness.dispose();
     const a = core.buildModel(main);
-    const b = core.buildModel(fork);
+    const b = core.buildModel(fork, forkHeader);
     assert.equal(b.turns[0].inherited, true);
     assert.ok(b.seedEnd > 0);
     const { rows, first } = core.alignSessions(a, b);

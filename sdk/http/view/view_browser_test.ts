@@ -15,7 +15,7 @@ import { loadFixture, replayAdapter } from "../../../replay/mod.ts";
 import { fixtureDir, runScenario, SCENARIOS, WEATHER_TABLE } from "../../../examples/weather_agent.ts";
 import { browserSuite, opened, SCREENSHOT_DIR, serve, shot, TOKEN, watchErrors } from "./_test_browser.ts";
 import { join } from "node:path";
-import { makeViewSessions } from "./_test_view_sessions.ts";
+import { makeViewSessions, resumedSessions } from "./_test_view_sessions.ts";
 
 browserSuite("session timeline in Chromium: stored sessions and comparison", (browser) => {
   it("opens stored sessions: a tool turn, a cancelled turn, a compaction and a fork", async () => {
@@ -213,6 +213,35 @@ browserSuite("session timeline in Chromium: stored sessions and comparison", (br
         assert.deepEqual([...tree].sort(), id === "a" ? ["a", "b", "c"] : ["self"]);
         assert.equal(await page.locator("#tree a.node.current").textContent(), id);
       }
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.close();
+      await served.server.close();
+      await harness.dispose();
+    }
+  });
+
+  it("marks where a resumed session resumed, and shows only a fork's seed as inherited", async () => {
+    const storage = memoryStorage();
+    await resumedSessions(storage);
+    const harness = await createHarness({ storage });
+    const served = await serve(harness);
+    const page = await browser().context.newPage();
+    const errors = watchErrors(page);
+    try {
+      await opened(page, `${served.url}/sessions/plain/view#token=${TOKEN}`);
+      assert.equal(await page.locator("section.turn").count(), 3);
+      assert.equal(await page.locator("section.turn.inherited").count(), 0);
+      assert.doesNotMatch(await page.locator("#blocks").textContent() ?? "", /Forked here|inherited from parent/);
+      assert.equal(await page.locator(".resumed").count(), 2);
+
+      await opened(page, `${served.url}/sessions/plain-fork/view`);
+      assert.deepEqual(
+        await page.locator("section.turn").evaluateAll((els) => els.map((el) => el.classList.contains("inherited"))),
+        [true, true, true, false, false],
+      );
+      assert.equal((await page.locator("#blocks").textContent() ?? "").match(/Forked here/g)?.length, 1);
+      assert.equal(await page.locator(".resumed").count(), 3);
       assert.deepEqual(errors, []);
     } finally {
       await page.close();
