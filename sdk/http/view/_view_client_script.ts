@@ -64,8 +64,19 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
   function newModel(header) {
     return {
       header: header || null, events: [], blocks: [], turns: [], seedEnd: -1, lastHeader: null, turn: null, step: null, compaction: null,
-      band: null, inbox: new Map(), dupes: 0, gaps: 0, totals: usage0(), version: 0, nextId: 0,
+      band: null, inbox: new Map(), dupes: 0, gaps: 0, totals: usage0(), chunkStep: null, version: 0, nextId: 0,
     };
+  }
+
+  /**
+   * Count one usage in the step, turn and session totals, as the usageTotals projection does
+   * (sdk/projections/usage_totals.ts): every usage chunk counts, failed attempts' too; an
+   * assistant/message's usage counts only when its step's stream carried none.
+   */
+  function countUsage(m, t, s, u) {
+    if (s) s.hasUsage = true, addUsage(s.usage, u);
+    if (t) addUsage(t.usage, u);
+    addUsage(m.totals, u);
   }
 
   function touch(m, t) {
@@ -140,6 +151,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         m.turns.push(t);
         m.blocks.push(t);
         m.turn = t;
+        m.chunkStep = null;
         m.step = null;
         m.band = null;
         break;
@@ -200,6 +212,10 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         if (s) s.context = d;
         break;
       case "assistant/chunk": {
+        if (d.chunk && d.chunk.type === "usage") {
+          countUsage(m, t, s, d.chunk.usage);
+          m.chunkStep = d.turn + "." + d.step;
+        }
         if (!s) break;
         var a = s.attempts[s.attempts.length - 1];
         if (!a || a.finish) {
@@ -225,6 +241,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         else note(m, { kind: "retry", seq: e.seq, retry: d });
         break;
       case "assistant/message": {
+        if (d.usage && m.chunkStep !== d.turn + "." + d.step) countUsage(m, t, s, d.usage);
         if (!s) break;
         s.messages.push({ seq: e.seq, time: e.time, message: d.message, usage: d.usage, interrupted: !!d.interrupted });
         var calls = blocksOf(d.message, "tool-call");
@@ -232,12 +249,6 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
           var tc = toolOf(s, calls[j].id);
           tc.name = calls[j].name;
           tc.args = calls[j].arguments;
-        }
-        if (d.usage) {
-          s.hasUsage = true;
-          addUsage(s.usage, d.usage);
-          if (t) addUsage(t.usage, d.usage);
-          addUsage(m.totals, d.usage);
         }
         break;
       }

@@ -6,6 +6,10 @@ import { Session } from "../../session/session.ts";
 import type { SessionEvent } from "../../session/session_events.ts";
 import { createHarnessApp } from "../create_harness_app.ts";
 import { VIEW_CLIENT_SCRIPT } from "./_view_client_script.ts";
+import { LlmFailure } from "../../llm/llm_failure.ts";
+import { foldProjection } from "../../projections/projection_unit.ts";
+import { usageTotals } from "../../projections/usage_totals.ts";
+import { scriptedAdapter, textResponse } from "../../../testing/scripted_adapter.ts";
 import { makeViewSessions, resumedSessions } from "./_test_view_sessions.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -180,6 +184,71 @@ describe("the client's log fold (evaluated without a DOM)", () => {
     const [copied1, copied2, forkSeed, resumed] = seeds(fork.events);
     assert.equal(forkSeed, fork.header.seedLength);
     assert.deepEqual(notes(f), [["resume", copied1], ["resume", copied2], ["seed", forkSeed], ["resume", resumed]]);
+  });
+
+  it("sums usage as the usageTotals projection does, a failed attempt's usage chunks included", async () => {
+    const partial = textResponse("partial", { usage: { inputTokens: 1000, outputTokens: 100 } }).chunks
+      .filter((c) => c.type !== "finish");
+    const harness = await createHarness({
+      adapters: [
+        scriptedAdapter([
+          { throw: new LlmFailure("SERVER", "boom 503"), chunks: partial },
+          textResponse("final answer", { usage: { inputTokens: 10, outputTokens: 5 } }),
+        ]),
+      ],
+      model: { provider: "scripted", model: "scripted-model" },
+      retryPolicy: { maxRetries: 2, baseDelayMs: 1, maxDelayMs: 2, jitter: 0, retryAfterCapMs: 10 },
+    });
+    const agent = await harness.createAgent({ id: "retry" });
+    await agent.run("hi");
+    await harness.dispose();
+    const retried = agent.session.events;
+    assert.ok(retried.some((e) => e.type === "llm/retry"));
+    const m = core.buildModel(retried);
+    assert.deepEqual([m.totals.input, m.totals.output], [1010, 105]);
+    assert.deepEqual([m.turns[0].usage.input, m.turns[0].steps[0].usage.output], [1010, 105]);
+
+    // A step with usage chunks does not count its message's usage again; one without counts the message's.
+    const ev = (type: string, data: unknown) => ({ type, data });
+    const chunk = (turn: number, step: number, inputTokens: number) =>
+      ev("assistant/chunk", { turn, step, chunk: { type: "usage", usage: { inputTokens, outputTokens: 1 } } });
+    const message = (turn: number, step: number, inputTokens: number) =>
+      ev("assistant/message", {
+        turn,
+        step,
+        message: { id: `a${turn}.${step}`, role: "assistant", content: [] },
+        usage: { inputTokens, outputTokens: 1, cacheReadTokens: 2 },
+      });
+    const synthetic = [
+      ev("turn/start", { turn: 1 }),
+      ev("step/start", { turn: 1, step: 1 }),
+      chunk(1, 1, 100),
+      message(1, 1, 100),
+      ev("step/end", { turn: 1, step: 1 }),
+      ev("step/start", { turn: 1, step: 2 }),
+      message(1, 2, 20),
+      ev("step/end", { turn: 1, step: 2 }),
+      ev("turn/end", { turn: 1, reason: { kind: "completed" } }),
+      ev("turn/start", { turn: 2 }),
+      ev("step/start", { turn: 2, step: 1 }),
+      message(2, 1, 3),
+      ev("step/end", { turn: 2, step: 1 }),
+      ev("turn/end", { turn: 2, reason: { kind: "completed" } }),
+    ].map((e, seq) => ({ ...e, seq, time: seq }) as unknown as SessionEvent);
+    const s = core.buildModel(synthetic);
+    assert.deepEqual(s.totals, { input: 123, cache: 4, output: 3, reasoning: 0 });
+    assert.deepEqual(s.turns.map((t: Core) => t.usage.input), [120, 3]);
+
+    const { main, fork } = await stored().then(async (made) => (await made.harness.dispose(), made));
+    for (const log of [retried, synthetic, main, fork]) {
+      const u = foldProjection(usageTotals, log).total;
+      assert.deepEqual(core.buildModel(log).totals, {
+        input: u.inputTokens,
+        cache: u.cacheReadTokens ?? 0,
+        output: u.outputTokens,
+        reasoning: u.reasoningTokens ?? 0,
+      });
+    }
   });
 
   it("counts a repeated or a missing seq instead of folding it twice", () => {
