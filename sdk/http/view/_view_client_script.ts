@@ -743,12 +743,18 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
 
   // ------------------------------------------------------------------ auth and requests
 
+  // Why the #token= of the address was not taken (shown on the token form), or "".
+  var fragmentProblem = "";
   (function tokenFromFragment() {
     var match = /(?:^#|&)token=([^&]+)/.exec(location.hash);
-    if (match) {
+    if (!match) return;
+    try {
       sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
-      history.replaceState(null, "", location.pathname + location.search);
+    } catch (_e) {
+      // A malformed percent-escape (URIError): no token from the address; the form asks for one.
+      fragmentProblem = "The #token= in the address is not valid percent-encoding, so it was not used; enter the token.";
     }
+    history.replaceState(null, "", location.pathname + location.search);
   })();
   function token() {
     return sessionStorage.getItem(TOKEN_KEY) || "";
@@ -809,7 +815,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     input.focus();
   }
   function showError(error) {
-    if (error instanceof AuthNeeded) return showLogin(token() ? error.message : "");
+    if (error instanceof AuthNeeded) return showLogin(token() ? error.message : fragmentProblem);
     clear(app);
     append(app, [topBar(null), h("div", { class: "card empty", id: "error" }, String(error && error.message || error))]);
   }

@@ -249,6 +249,31 @@ browserSuite("session timeline in Chromium: stored sessions and comparison", (br
       await harness.dispose();
     }
   });
+
+  it("asks for the token, saying why, when the address holds a malformed token", async () => {
+    const storage = memoryStorage();
+    await store(storage, "s", turnWithTools("Hello"));
+    const harness = await createHarness({ storage });
+    const served = await serve(harness);
+    const page = await browser().context.newPage();
+    const errors = watchErrors(page);
+    try {
+      await page.goto(`${served.url}/view#token=%E0%A4%A`);
+      await page.waitForSelector("#login");
+      assert.match(await page.locator("#login .status").textContent() ?? "", /#token= in the address is not valid/);
+      assert.equal(page.url(), `${served.url}/view`, "the fragment leaves the address bar");
+      errors.length = 0; // the 401 answer that made the page ask for the token
+      await page.fill("#token", TOKEN);
+      await page.click("#login button[type=submit]");
+      await page.waitForSelector("#app[data-ready='1']");
+      assert.deepEqual(await page.locator("tr[data-session]").count(), 1);
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.close();
+      await served.server.close();
+      await harness.dispose();
+    }
+  });
 });
 
 async function store(
