@@ -10,6 +10,7 @@ import { LlmFailure } from "../../llm/llm_failure.ts";
 import { foldProjection } from "../../projections/projection_unit.ts";
 import { usageTotals } from "../../projections/usage_totals.ts";
 import { scriptedAdapter, textResponse } from "../../../testing/scripted_adapter.ts";
+import { parseViewArgs } from "../../../view/mod.ts";
 import { makeViewSessions, resumedSessions } from "./_test_view_sessions.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -109,6 +110,20 @@ describe("timeline routes", () => {
       assert.equal((await app.request("/sessions/x/log")).status, 404);
     } finally {
       await harness.dispose();
+    }
+  });
+});
+
+describe("the view program's arguments", () => {
+  it("parseViewArgs() takes a --port of decimal digits from 0 to 65535 only", () => {
+    for (const port of ["0", "80", "8788", "65535"]) {
+      assert.deepEqual(parseViewArgs(["d", "--port", port]).options, { port: Number(port) }, port);
+    }
+    for (const port of ["", " ", "0x50", "1e3", "8788.0", "-1", "+80", "65536", "99999", "8788 ", "١٢٣", "Infinity"]) {
+      assert.throws(() => parseViewArgs(["d", "--port", port]), {
+        code: "INVALID_ARGS",
+        message: /--port takes a decimal integer/,
+      }, port);
     }
   });
 });
