@@ -102,6 +102,51 @@ describe("timeline routes", () => {
     }
   });
 
+  it("GET /sessions/:id/surface describes a system/message in the full log as the derived history has it", async () => {
+    const storage = memoryStorage();
+    const text = (t: string) => [{ type: "text", text: t }];
+    const events = [
+      { type: "turn/start", data: { turn: 1 } },
+      { type: "step/start", data: { turn: 1, step: 1 } },
+      {
+        type: "user/message",
+        data: { id: "u1", role: "user", content: text("hello"), source: { kind: "user" } },
+        surfaceOp: "append",
+      },
+      {
+        type: "system/message",
+        data: {
+          id: "sm1",
+          role: "system",
+          content: text("HOOK CONTEXT: repo is dirty"),
+          source: { kind: "plugin", plugin: "hooks:UserPromptSubmit" },
+        },
+        surfaceOp: "append",
+      },
+      { type: "step/end", data: { turn: 1, step: 1 } },
+      { type: "turn/end", data: { turn: 1, reason: { kind: "completed" } } },
+    ].map((e, seq) => ({ ...e, seq, time: 10 + seq }) as unknown as SessionEvent);
+    await storage.create({ id: "s", createdAt: 5 });
+    await storage.append("s", events, { expectedSeq: 0 });
+    const harness = await createHarness({ storage });
+    try {
+      const app = createHarnessApp(harness, { auth: false, log: false });
+      const view = await (await app.request("/sessions/s/surface")).json();
+      const derived = Session.create("probe", events).deriveMessages();
+      assert.deepEqual(view.messages.map((m: Core) => m.message.role), ["user", "system"]);
+      assert.deepEqual(
+        view.log.map((row: Core) => [row.seq, row.type, row.role, row.text, row.visible]),
+        [
+          [2, "user/message", "user", "hello", true],
+          [3, "system/message", "system", "HOOK CONTEXT: repo is dirty", true],
+        ],
+      );
+      assert.deepEqual(view.log.map((row: Core) => row.role), derived.map((m) => m.role));
+    } finally {
+      await harness.dispose();
+    }
+  });
+
   it("view: false serves none of it", async () => {
     const harness = await createHarness();
     try {
