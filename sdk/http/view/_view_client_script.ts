@@ -65,6 +65,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     return {
       header: header || null, events: [], blocks: [], turns: [], seedEnd: -1, lastHeader: null, turn: null, step: null, compaction: null,
       band: null, inbox: new Map(), dupes: 0, gaps: 0, totals: usage0(), chunkStep: null, version: 0, nextId: 0,
+      dirty: new Set(),
     };
   }
 
@@ -79,8 +80,9 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     addUsage(m.totals, u);
   }
 
+  /** Mark a block changed: its version moves on and it joins the blocks to re-render. */
   function touch(m, t) {
-    if (t) t.v++;
+    if (t) t.v++, m.dirty.add(t);
     m.version++;
   }
 
@@ -294,7 +296,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         var hd = m.header || {};
         if (hd.parentSession && typeof hd.seedLength === "number" && e.seq === hd.seedLength && m.seedEnd < 0) {
           m.seedEnd = e.seq;
-          for (var k = 0; k < m.turns.length; k++) m.turns[k].inherited = true, m.turns[k].v++;
+          for (var k = 0; k < m.turns.length; k++) m.turns[k].inherited = true, touch(m, m.turns[k]);
           note(m, { kind: "seed", seq: e.seq });
         } else note(m, { kind: "resume", seq: e.seq });
         break;
@@ -822,11 +824,18 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
 
   // ------------------------------------------------------------------ pieces of a step
 
+  /**
+   * A bar of parts [class, value], drawn against the scale in the CSS variable --scale-<scale> (set on
+   * #blocks by applyScale()): a new maximum while following moves one variable, and no block is redrawn.
+   * A part longer than the scale (the live step, until the scale catches up) fills the bar.
+   */
   function bar(parts, scale, title) {
     var el = h("div", { class: "bar", title: title });
     for (var i = 0; i < parts.length; i++) {
-      var w = scale > 0 ? (parts[i][1] / scale) * 100 : 0;
-      if (w > 0) el.appendChild(h("span", { class: parts[i][0], style: "width:" + Math.max(w, 0.6).toFixed(2) + "%" }));
+      var v = parts[i][1];
+      if (v > 0) {
+        el.appendChild(h("span", { class: parts[i][0], style: "width:clamp(0.6%, calc(100% * " + v.toFixed(3) + " / var(--scale-" + scale + ")), 100%)" }));
+      }
     }
     return el;
   }
@@ -1082,7 +1091,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     });
   }
 
-  function renderStep(m, t, step, scale) {
+  function renderStep(m, t, step) {
     var timing = stepTiming(m, step);
     var fin = finishOf(step);
     var el = h("div", { class: "step", id: "t" + step.turn + "s" + step.step, "data-turn": step.turn, "data-step": step.step });
@@ -1093,9 +1102,9 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         (step.tools.length ? " · tools " + fmtMs(timing.tools) : ""), h("br"),
       step.hasUsage ? usageText(step.usage) : "no usage");
     var bars = h("div", { class: "bars" },
-      bar([["wait", timing.ttfc || 0], ["stream", timing.stream], ["tools", timing.tools]], scale.ms,
+      bar([["wait", timing.ttfc || 0], ["stream", timing.stream], ["tools", timing.tools]], "ms",
         "time to first chunk " + fmtMs(timing.ttfc) + ", streaming " + fmtMs(timing.stream) + ", tools " + fmtMs(timing.tools)),
-      usageBar(step.usage, scale.tokens));
+      usageBar(step.usage, "tokens"));
     append(el, h("div", { class: "step-head" }, h("div", { class: "label" }, "Step " + step.step), bars, figures));
     var entries = h("div", { class: "entries" });
     step.inputs.forEach(function (i) {
@@ -1121,7 +1130,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     return el;
   }
 
-  function renderTurn(m, t, scale) {
+  function renderTurn(m, t) {
     var el = h("section", { class: "card turn" + (t.inherited ? " inherited" : ""), id: "turn-" + t.turn, "data-turn": t.turn });
     var dur = (t.endSeq >= 0 ? t.endTime : t.lastTime) - t.startTime;
     append(el, h("div", { class: "turn-head" },
@@ -1130,10 +1139,10 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       t.inherited ? h("span", { class: "badge" }, "inherited from parent") : null,
       h("span", { class: "muted small" }, t.steps.length + (t.steps.length === 1 ? " step" : " steps") + " · " + fmtMs(dur) + " · " + usageText(t.usage)),
       h("span", { style: "flex:1" }),
-      h("div", { style: "width:160px" }, usageBar(t.usage, scale.turnTokens))));
+      h("div", { style: "width:160px" }, usageBar(t.usage, "turn-tokens"))));
     var body = h("div", { class: "turn-body" });
     t.items.forEach(function (item) {
-      if (item.kind === "step") append(body, renderStep(m, t, item, scale));
+      if (item.kind === "step") append(body, renderStep(m, t, item));
       else append(body, h("div", { class: "entries", style: "margin-left:0" }, noteEntry(m, item)));
     });
     if (t.endSeq >= 0) append(body, logPanel(m, t.startSeq, t.endSeq, "tlog-" + t.turn));
@@ -1149,17 +1158,47 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     return el;
   }
 
+  /**
+   * Raise the scale to one turn's figures; true when it grew. While following, a step's time counts once
+   * the step has ended (its bar fills until then): a growing step would move the scale on every frame.
+   */
+  function growScale(m, s, t, endedOnly) {
+    var before = s.ms + s.tokens + s.turnTokens;
+    s.turnTokens = Math.max(s.turnTokens, tokensOf(t.usage));
+    t.steps.forEach(function (step) {
+      if (endedOnly && step.endSeq < 0) return;
+      var timing = stepTiming(m, step);
+      s.ms = Math.max(s.ms, (timing.ttfc || 0) + timing.stream + timing.tools);
+      s.tokens = Math.max(s.tokens, tokensOf(step.usage));
+    });
+    return s.ms + s.tokens + s.turnTokens !== before;
+  }
+  /** The bars' scale: the largest step time, step tokens and turn tokens. */
   function scaleOf(m) {
     var s = { ms: 1, tokens: 1, turnTokens: 1 };
     m.turns.forEach(function (t) {
-      s.turnTokens = Math.max(s.turnTokens, tokensOf(t.usage));
-      t.steps.forEach(function (step) {
-        var timing = stepTiming(m, step);
-        s.ms = Math.max(s.ms, (timing.ttfc || 0) + timing.stream + timing.tools);
-        s.tokens = Math.max(s.tokens, tokensOf(step.usage));
-      });
+      growScale(m, s, t, false);
     });
     return s;
+  }
+  // Moving a scale restyles every bar of the page: while a live step grows the time scale on every frame,
+  // the scale catches up at most every SCALE_EVERY_MS.
+  var SCALE_EVERY_MS = 500;
+  var scaleTimer = null;
+  var scaleAt = -Infinity;
+  function scheduleScale() {
+    if (scaleTimer !== null) return;
+    scaleTimer = setTimeout(function () {
+      scaleTimer = null;
+      scaleAt = performance.now();
+      applyScale();
+    }, Math.max(0, scaleAt + SCALE_EVERY_MS - performance.now()));
+  }
+  function applyScale() {
+    var style = state.el.blocks.style;
+    style.setProperty("--scale-ms", String(state.scale.ms));
+    style.setProperty("--scale-tokens", String(state.scale.tokens));
+    style.setProperty("--scale-turn-tokens", String(state.scale.turnTokens));
   }
 
   // ------------------------------------------------------------------ the session page
@@ -1175,13 +1214,18 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       var t1 = performance.now();
       var m = newModel(log.header);
       for (var i = 0; i < log.events.length; i++) pushEvent(m, log.events[i]);
+      m.dirty = new Set(); // the first render draws every block
       var t2 = performance.now();
       metrics.fetchMs = t1 - t0;
       metrics.buildMs = t2 - t1;
       metrics.events = log.events.length;
       view.model = m;
-      state = { m: m, log: log, rendered: dict(), scale: scaleOf(m), status: log.status, live: log.live, pending: [] };
+      state = {
+        m: m, log: log, rendered: dict(), scale: scaleOf(m), status: log.status, live: log.live, pending: [], complete: false,
+        nav: dict(),
+      };
       renderSessionShell();
+      applyScale();
       renderBlocks(true);
       sessionsPromise.then(renderTree);
       if (log.live) follow();
@@ -1241,37 +1285,53 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
   }
 
   function renderBlockEl(m, block) {
-    return block.kind === "turn" ? renderTurn(m, block, state.scale) : renderBand(m, block);
+    return block.kind === "turn" ? renderTurn(m, block) : renderBand(m, block);
   }
 
-  /** Render new and changed blocks; the first call renders a first screen, then the rest in slices. */
-  function renderBlocks(first) {
+  /** Draw one block if it is new or changed since drawn; true when drawn. */
+  function renderBlock(m, block) {
+    var seen = state.rendered[block.id];
+    if (seen && seen.v === block.v) return false;
+    var container = state.el.blocks;
+    var el = renderBlockEl(m, block);
+    if (seen) container.replaceChild(el, seen.el);
+    else {
+      var empty = document.getElementById("no-turns");
+      if (empty) empty.remove();
+      container.appendChild(el);
+    }
+    state.rendered[block.id] = { v: block.v, el: el };
+    return true;
+  }
+
+  /**
+   * Render new and changed blocks; the first call renders a first screen, then the rest in slices. Once
+   * every block is drawn, a live update redraws only the blocks it changed ("dirty", in the order they
+   * were touched: new blocks in log order), and their entries of the turn list.
+   */
+  function renderBlocks(first, dirty) {
     var m = state.m;
     var blocks = m.blocks;
     var container = state.el.blocks;
     if (!blocks.length && !container.firstChild) {
       append(container, h("div", { class: "card empty", id: "no-turns" }, "No turns yet."));
     }
+    if (!first && dirty && state.complete) {
+      dirty.forEach(function (block) {
+        if (renderBlock(m, block) && block.kind === "turn") renderNavTurn(block);
+      });
+      return;
+    }
     var budget = first ? 12 : Infinity;
     var i = 0;
     function slice() {
       var n = 0;
-      for (; i < blocks.length && n < budget; i++) {
-        var block = blocks[i];
-        var seen = state.rendered[block.id];
-        if (seen && seen.v === block.v) continue;
-        var el = renderBlockEl(m, block);
-        if (seen) container.replaceChild(el, seen.el);
-        else {
-          var empty = document.getElementById("no-turns");
-          if (empty) empty.remove();
-          container.appendChild(el);
-        }
-        state.rendered[block.id] = { v: block.v, el: el };
-        n++;
-      }
+      for (; i < blocks.length && n < budget; i++) if (renderBlock(m, blocks[i])) n++;
       if (i < blocks.length) setTimeout(slice, 0);
-      else renderNav();
+      else {
+        state.complete = true;
+        renderNav();
+      }
     }
     slice();
     if (first) {
@@ -1292,10 +1352,19 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     var nav = document.getElementById("turn-nav");
     if (!nav) return;
     clear(nav);
-    state.m.turns.forEach(function (t) {
-      append(nav, h("a", { href: "#turn-" + t.turn }, h("span", null, "Turn " + t.turn),
-        h("span", { class: "badge " + reasonClass(t.reason) }, t.reason ? t.reason.kind : "running")));
-    });
+    state.nav = dict();
+    state.m.turns.forEach(renderNavTurn);
+  }
+  /** Draw (or redraw) one turn's entry of the turn list. */
+  function renderNavTurn(t) {
+    var nav = document.getElementById("turn-nav");
+    if (!nav) return;
+    var el = h("a", { href: "#turn-" + t.turn }, h("span", null, "Turn " + t.turn),
+      h("span", { class: "badge " + reasonClass(t.reason) }, t.reason ? t.reason.kind : "running"));
+    var seen = state.nav[t.id];
+    if (seen) nav.replaceChild(el, seen);
+    else nav.appendChild(el);
+    state.nav[t.id] = el;
   }
 
   function renderTree(list) {
@@ -1375,14 +1444,16 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     renderQueued = true;
     requestAnimationFrame(function () {
       renderQueued = false;
-      var scale = scaleOf(state.m);
-      if (scale.ms !== state.scale.ms || scale.tokens !== state.scale.tokens || scale.turnTokens !== state.scale.turnTokens) {
-        state.scale = scale;
-        state.m.blocks.forEach(function (b) {
-          b.v++;
-        });
-      }
-      renderBlocks(false);
+      var m = state.m;
+      var dirty = m.dirty;
+      m.dirty = new Set();
+      // Figures only grow as events arrive: the changed turns alone can raise the scale.
+      var grew = false;
+      dirty.forEach(function (block) {
+        if (block.kind === "turn" && growScale(m, state.scale, block, true)) grew = true;
+      });
+      if (grew) scheduleScale();
+      renderBlocks(false, dirty);
       renderSummary();
       setStatus();
     });
