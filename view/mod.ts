@@ -37,12 +37,28 @@ export interface ViewArgs {
   readonly options: ServeViewOptions;
 }
 
+/** A port given on the command line: decimal digits only, 0 to 65535 (`Number()` would take "", "0x50", "1e3"). */
+function parsePort(text: string): number {
+  const port = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+  if (!(port <= 65535)) {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      `--port takes a decimal integer from 0 to 65535; got ${JSON.stringify(text)}`,
+      {
+        details: { port: text },
+      },
+    );
+  }
+  return port;
+}
+
 /**
  * Parse `dir [--port N] [--host H] [--token T] [--no-auth]`.
  *
  * @param args The arguments after the program name.
  * @returns The folder and the options.
- * @throws {HarnessError} `INVALID_ARGS` on an unknown flag, a missing value or no folder.
+ * @throws {HarnessError} `INVALID_ARGS` on an unknown flag, a missing value, a port that is not a decimal
+ *   integer from 0 to 65535, or no folder.
  *
  * @example
  * ```ts
@@ -54,6 +70,7 @@ export interface ViewArgs {
  *   options: { hostname: "0.0.0.0", token: "s3cret" },
  * });
  * assert.throws(() => parseViewArgs([]), { code: "INVALID_ARGS" });
+ * assert.throws(() => parseViewArgs(["data", "--port", "0x50"]), { code: "INVALID_ARGS" });
  * ```
  */
 export function parseViewArgs(args: readonly string[]): ViewArgs {
@@ -66,7 +83,7 @@ export function parseViewArgs(args: readonly string[]): ViewArgs {
       if (v === undefined) throw new HarnessError("INVALID_ARGS", `${arg} needs a value`);
       return v;
     };
-    if (arg === "--port") options.port = Number(value());
+    if (arg === "--port") options.port = parsePort(value());
     else if (arg === "--host") options.hostname = value();
     else if (arg === "--token") options.token = value();
     else if (arg === "--no-auth") options.token = false;

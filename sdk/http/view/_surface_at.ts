@@ -50,8 +50,9 @@ function textOf(message: Message | undefined): string {
   return text.length > 240 ? text.slice(0, 239) + "…" : text;
 }
 
+/** The message a surface event carries (what deriveEventMessage() takes, usage-only assistant records too). */
 function messageOf(event: SessionEvent): Message | undefined {
-  if (event.type === "user/message") return event.data;
+  if (event.type === "user/message" || event.type === "system/message") return event.data;
   if (event.type === "assistant/message" || event.type === "tool/result") return event.data.message;
   return undefined;
 }

@@ -221,3 +221,31 @@ export async function bigSession(storage: SessionStorage, size: number, id = "bi
   await harness.dispose();
   return n;
 }
+
+/**
+ * A session "plain" run once, then resumed and run twice (by new harnesses over `storage`, as new processes
+ * would), and its fork "plain-fork" (forked after the third run, run, then resumed and run again). Every
+ * resume writes a `session/end-seed`; only the fork's first one ends a seed copied from a parent.
+ */
+export async function resumedSessions(storage: SessionStorage): Promise<void> {
+  const open = () =>
+    createHarness({
+      adapters: [scriptedAdapter(() => textResponse("ok"))],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage,
+    });
+  let harness = await open();
+  await (await harness.createAgent({ id: "plain" })).run("first question");
+  await harness.dispose();
+  for (const question of ["second question", "third question"]) {
+    harness = await open();
+    await (await harness.resumeAgent("plain")).run(question);
+    await harness.dispose();
+  }
+  harness = await open();
+  await (await harness.forkAgent("plain", { id: "plain-fork" })).run("fork question");
+  await harness.dispose();
+  harness = await open();
+  await (await harness.resumeAgent("plain-fork")).run("fork question after a resume");
+  await harness.dispose();
+}

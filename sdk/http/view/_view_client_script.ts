@@ -51,15 +51,38 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     return null;
   }
 
-  function newModel() {
+  /** An object with no prototype: safe to key by strings from the log ("__proto__", "constructor"…). */
+  function dict() {
+    return Object.create(null);
+  }
+
+  function own(object, key) {
+    return Object.prototype.hasOwnProperty.call(object, key) ? object[key] : undefined;
+  }
+
+  /** An empty model; the header (from /log) tells a fork's seed end from the end-seed each resume writes. */
+  function newModel(header) {
     return {
-      events: [], blocks: [], turns: [], seedEnd: -1, lastHeader: null, turn: null, step: null, compaction: null,
-      band: null, inbox: {}, dupes: 0, gaps: 0, totals: usage0(), version: 0, nextId: 0,
+      header: header || null, events: [], blocks: [], turns: [], seedEnd: -1, lastHeader: null, turn: null, step: null, compaction: null,
+      band: null, inbox: new Map(), dupes: 0, gaps: 0, totals: usage0(), chunkStep: null, version: 0, nextId: 0,
+      dirty: new Set(),
     };
   }
 
+  /**
+   * Count one usage in the step, turn and session totals, as the usageTotals projection does
+   * (sdk/projections/usage_totals.ts): every usage chunk counts, failed attempts' too; an
+   * assistant/message's usage counts only when its step's stream carried none.
+   */
+  function countUsage(m, t, s, u) {
+    if (s) s.hasUsage = true, addUsage(s.usage, u);
+    if (t) addUsage(t.usage, u);
+    addUsage(m.totals, u);
+  }
+
+  /** Mark a block changed: its version moves on and it joins the blocks to re-render. */
   function touch(m, t) {
-    if (t) t.v++;
+    if (t) t.v++, m.dirty.add(t);
     m.version++;
   }
 
@@ -84,13 +107,13 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
   }
 
   function toolOf(step, callId) {
-    var tool = step.toolById[callId];
+    var tool = step.toolById.get(callId);
     if (!tool) {
       tool = {
         callId: callId, name: "", args: "", callSeq: -1, callTime: 0, resultSeq: -1, resultTime: 0, result: "",
         isError: false, error: null, meta: null, approval: null, child: null, done: false,
       };
-      step.toolById[callId] = tool;
+      step.toolById.set(callId, tool);
       step.tools.push(tool);
     }
     return tool;
@@ -101,7 +124,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     if (message.role === "system") return "context";
     if (source.kind === "plugin") return "context";
     if (source.kind === "tool") return "tool context";
-    var target = m.inbox[message.id];
+    var target = m.inbox.get(message.id);
     if (target === "next-step") return "steer";
     return "user";
   }
@@ -130,6 +153,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         m.turns.push(t);
         m.blocks.push(t);
         m.turn = t;
+        m.chunkStep = null;
         m.step = null;
         m.band = null;
         break;
@@ -146,7 +170,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         if (!t) break;
         s = {
           kind: "step", turn: d.turn, step: d.step, startSeq: e.seq, startTime: e.time, endSeq: -1, endTime: 0,
-          inputs: [], headers: [], context: null, attempts: [], retries: [], messages: [], tools: [], toolById: {},
+          inputs: [], headers: [], context: null, attempts: [], retries: [], messages: [], tools: [], toolById: new Map(),
           notes: [], usage: usage0(), hasUsage: false,
         };
         t.steps.push(s);
@@ -163,7 +187,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       case "agent/inbox/spliced":
         for (var i = 0; i < (d.inserted || []).length; i++) {
           var entry = d.inserted[i];
-          if (entry && entry.message) m.inbox[entry.message.id] = d.target;
+          if (entry && entry.message) m.inbox.set(entry.message.id, d.target);
         }
         break;
       case "system/message":
@@ -190,6 +214,10 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         if (s) s.context = d;
         break;
       case "assistant/chunk": {
+        if (d.chunk && d.chunk.type === "usage") {
+          countUsage(m, t, s, d.chunk.usage);
+          m.chunkStep = d.turn + "." + d.step;
+        }
         if (!s) break;
         var a = s.attempts[s.attempts.length - 1];
         if (!a || a.finish) {
@@ -215,6 +243,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         else note(m, { kind: "retry", seq: e.seq, retry: d });
         break;
       case "assistant/message": {
+        if (d.usage && m.chunkStep !== d.turn + "." + d.step) countUsage(m, t, s, d.usage);
         if (!s) break;
         s.messages.push({ seq: e.seq, time: e.time, message: d.message, usage: d.usage, interrupted: !!d.interrupted });
         var calls = blocksOf(d.message, "tool-call");
@@ -222,12 +251,6 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
           var tc = toolOf(s, calls[j].id);
           tc.name = calls[j].name;
           tc.args = calls[j].arguments;
-        }
-        if (d.usage) {
-          s.hasUsage = true;
-          addUsage(s.usage, d.usage);
-          if (t) addUsage(t.usage, d.usage);
-          addUsage(m.totals, d.usage);
         }
         break;
       }
@@ -267,11 +290,17 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         delegated.subagent = { agent: d.agent, mode: d.mode };
         break;
       }
-      case "session/end-seed":
-        m.seedEnd = e.seq;
-        for (var k = 0; k < m.turns.length; k++) m.turns[k].inherited = true, m.turns[k].v++;
-        note(m, { kind: "seed", seq: e.seq });
+      case "session/end-seed": {
+        // Every resume writes one (where that process's own writes start); only the one right after a
+        // fork's seed (the header's seedLength events copied from parentSession) ends inherited turns.
+        var hd = m.header || {};
+        if (hd.parentSession && typeof hd.seedLength === "number" && e.seq === hd.seedLength && m.seedEnd < 0) {
+          m.seedEnd = e.seq;
+          for (var k = 0; k < m.turns.length; k++) m.turns[k].inherited = true, touch(m, m.turns[k]);
+          note(m, { kind: "seed", seq: e.seq });
+        } else note(m, { kind: "resume", seq: e.seq });
         break;
+      }
       case "compaction/start":
         m.compaction = {
           kind: "compaction", seq: e.seq, reason: d.reason, summary: "", start: -1, end: -1, outcome: null, error: null,
@@ -308,8 +337,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     return true;
   }
 
-  function buildModel(events) {
-    var m = newModel();
+  function buildModel(events, header) {
+    var m = newModel(header);
     for (var i = 0; i < events.length; i++) pushEvent(m, events[i]);
     return m;
   }
@@ -409,18 +438,20 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     var out = { config: [], system: null, toolsAdded: [], toolsRemoved: [], toolsChanged: [] };
     var pc = (prev && prev.config) || {};
     var nc = (next && next.config) || {};
-    var keys = {};
+    var keys = dict();
     Object.keys(pc).concat(Object.keys(nc)).forEach(function (k) {
       keys[k] = true;
     });
     Object.keys(keys).sort().forEach(function (k) {
-      if (stableJson(pc[k]) !== stableJson(nc[k])) out.config.push({ key: k, from: pc[k], to: nc[k] });
+      var from = own(pc, k);
+      var to = own(nc, k);
+      if (stableJson(from) !== stableJson(to)) out.config.push({ key: k, from: from, to: to });
     });
     var ps = (prev && prev.system) || "";
     var ns = (next && next.system) || "";
     if (ps !== ns) out.system = lineDiff(ps, ns);
-    var pt = {};
-    var nt = {};
+    var pt = dict();
+    var nt = dict();
     ((prev && prev.tools) || []).forEach(function (t) {
       pt[t.name] = t;
     });
@@ -494,8 +525,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
   function alignSessions(a, b) {
     var rows = [];
     var first = -1;
-    var byTurnA = {};
-    var byTurnB = {};
+    var byTurnA = dict();
+    var byTurnB = dict();
     a.turns.forEach(function (t) {
       byTurnA[t.turn] = t;
     });
@@ -538,8 +569,72 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     return { rows: rows, first: first };
   }
 
+  // ------------------------------------------------------------------ the fork tree
+
+  function byCreation(x, y) {
+    return (x.createdAt || 0) - (y.createdAt || 0);
+  }
+
+  /**
+   * The sessions as a forest by parentSession: children by parent id, and the roots (no listed parent).
+   * Headers can form a cycle (a forked into b, a deleted, b forked into a new a): a session not reached from
+   * a root is in or below one, and the first session of that cycle becomes a root, so that none is hidden.
+   */
+  function forkForest(sessions) {
+    var byId = dict();
+    var children = dict();
+    sessions.forEach(function (s) {
+      byId[s.id] = s;
+    });
+    sessions.forEach(function (s) {
+      var p = s.parentSession && byId[s.parentSession] ? s.parentSession : "";
+      (children[p] = children[p] || []).push(s);
+    });
+    for (var key in children) children[key].sort(byCreation);
+    var roots = (children[""] || []).slice();
+    var reached = dict();
+    function reach(root) {
+      var stack = [root];
+      while (stack.length) {
+        var s = stack.pop();
+        if (reached[s.id]) continue;
+        reached[s.id] = true;
+        (children[s.id] || []).forEach(function (c) {
+          stack.push(c);
+        });
+      }
+    }
+    roots.forEach(reach);
+    sessions.forEach(function (s) {
+      if (reached[s.id]) return;
+      var seen = dict();
+      var x = s;
+      while (x && !seen[x.id]) seen[x.id] = true, x = byId[x.parentSession];
+      x = x || s;
+      roots.push(x);
+      reach(x);
+    });
+    roots.sort(byCreation);
+    return { byId: byId, children: children, roots: roots };
+  }
+
+  /** The sessions in tree order, each once, with its depth below its root. */
+  function forkRows(forest) {
+    var rows = [];
+    var done = dict();
+    (function walk(list, depth) {
+      list.forEach(function (s) {
+        if (done[s.id]) return;
+        done[s.id] = true;
+        rows.push({ session: s, depth: depth });
+        walk(forest.children[s.id] || [], depth + 1);
+      });
+    })(forest.roots, 0);
+    return rows;
+  }
+
   var core = {
-    newModel: newModel, pushEvent: pushEvent, buildModel: buildModel, stepTiming: stepTiming, lineDiff: lineDiff,
+    forkForest: forkForest, forkRows: forkRows, newModel: newModel, pushEvent: pushEvent, buildModel: buildModel, stepTiming: stepTiming, lineDiff: lineDiff,
     headerDiff: headerDiff, alignSessions: alignSessions, stepSignature: stepSignature, requestSeqOf: requestSeqOf,
     reasonText: reasonText, tokensOf: tokensOf,
   };
@@ -622,14 +717,14 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
   }
 
   // Which <details> are open survives re-rendering (live updates replace whole turns).
-  var openKeys = {};
+  var openKeys = new Set();
   document.addEventListener("toggle", function (ev) {
     var el = ev.target;
     if (!el || !el.getAttribute) return;
     var key = el.getAttribute("data-key");
     if (!key) return;
-    if (el.open) openKeys[key] = true;
-    else delete openKeys[key];
+    if (el.open) openKeys.add(key);
+    else openKeys.delete(key);
     if (el.open && el._onOpen) el._onOpen(el);
   }, true);
   function details(key, cls, summary, body, onOpen) {
@@ -639,7 +734,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     };
     else append(el, body);
     if (onOpen) el._onOpen = onOpen;
-    if (openKeys[key]) {
+    if (openKeys.has(key)) {
       el.open = true;
       if (el._onOpen) setTimeout(function () {
         el._onOpen(el);
@@ -650,12 +745,18 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
 
   // ------------------------------------------------------------------ auth and requests
 
+  // Why the #token= of the address was not taken (shown on the token form), or "".
+  var fragmentProblem = "";
   (function tokenFromFragment() {
     var match = /(?:^#|&)token=([^&]+)/.exec(location.hash);
-    if (match) {
+    if (!match) return;
+    try {
       sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
-      history.replaceState(null, "", location.pathname + location.search);
+    } catch (_e) {
+      // A malformed percent-escape (URIError): no token from the address; the form asks for one.
+      fragmentProblem = "The #token= in the address is not valid percent-encoding, so it was not used; enter the token.";
     }
+    history.replaceState(null, "", location.pathname + location.search);
   })();
   function token() {
     return sessionStorage.getItem(TOKEN_KEY) || "";
@@ -716,18 +817,25 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     input.focus();
   }
   function showError(error) {
-    if (error instanceof AuthNeeded) return showLogin(token() ? error.message : "");
+    if (error instanceof AuthNeeded) return showLogin(token() ? error.message : fragmentProblem);
     clear(app);
     append(app, [topBar(null), h("div", { class: "card empty", id: "error" }, String(error && error.message || error))]);
   }
 
   // ------------------------------------------------------------------ pieces of a step
 
+  /**
+   * A bar of parts [class, value], drawn against the scale in the CSS variable --scale-<scale> (set on
+   * #blocks by applyScale()): a new maximum while following moves one variable, and no block is redrawn.
+   * A part longer than the scale (the live step, until the scale catches up) fills the bar.
+   */
   function bar(parts, scale, title) {
     var el = h("div", { class: "bar", title: title });
     for (var i = 0; i < parts.length; i++) {
-      var w = scale > 0 ? (parts[i][1] / scale) * 100 : 0;
-      if (w > 0) el.appendChild(h("span", { class: parts[i][0], style: "width:" + Math.max(w, 0.6).toFixed(2) + "%" }));
+      var v = parts[i][1];
+      if (v > 0) {
+        el.appendChild(h("span", { class: parts[i][0], style: "width:clamp(0.6%, calc(100% * " + v.toFixed(3) + " / var(--scale-" + scale + ")), 100%)" }));
+      }
     }
     return el;
   }
@@ -930,7 +1038,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         var e = m.events[seq];
         if (!e) continue;
         if (e.type === "assistant/chunk") {
-          if (!run) run = { from: seq, to: seq, n: 0, kinds: {} };
+          if (!run) run = { from: seq, to: seq, n: 0, kinds: dict() };
           run.to = seq;
           run.n++;
           run.kinds[e.data.chunk.type] = true;
@@ -962,6 +1070,9 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       return entry("sys", "fork", h("div", null, "Forked here: events #0–#" + (item.seq - 1) + " come from ",
         parent ? h("a", { href: viewUrl(parent) }, parent) : "the seed", "; this session continues from #" + (item.seq + 1) + "."));
     }
+    if (item.kind === "resume") {
+      return entry("sys", "resumed", h("div", { class: "resumed" }, "Resumed here: events from #" + (item.seq + 1) + " on were written after the session was resumed."));
+    }
     if (item.kind === "todo") {
       return entry("sys", "todos", h("div", null, item.todos.map(function (t) {
         return h("div", null, (t.status === "completed" ? "☑ " : t.status === "in_progress" ? "◐ " : "☐ ") + t.content);
@@ -980,7 +1091,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     });
   }
 
-  function renderStep(m, t, step, scale) {
+  function renderStep(m, t, step) {
     var timing = stepTiming(m, step);
     var fin = finishOf(step);
     var el = h("div", { class: "step", id: "t" + step.turn + "s" + step.step, "data-turn": step.turn, "data-step": step.step });
@@ -991,9 +1102,9 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         (step.tools.length ? " · tools " + fmtMs(timing.tools) : ""), h("br"),
       step.hasUsage ? usageText(step.usage) : "no usage");
     var bars = h("div", { class: "bars" },
-      bar([["wait", timing.ttfc || 0], ["stream", timing.stream], ["tools", timing.tools]], scale.ms,
+      bar([["wait", timing.ttfc || 0], ["stream", timing.stream], ["tools", timing.tools]], "ms",
         "time to first chunk " + fmtMs(timing.ttfc) + ", streaming " + fmtMs(timing.stream) + ", tools " + fmtMs(timing.tools)),
-      usageBar(step.usage, scale.tokens));
+      usageBar(step.usage, "tokens"));
     append(el, h("div", { class: "step-head" }, h("div", { class: "label" }, "Step " + step.step), bars, figures));
     var entries = h("div", { class: "entries" });
     step.inputs.forEach(function (i) {
@@ -1019,7 +1130,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     return el;
   }
 
-  function renderTurn(m, t, scale) {
+  function renderTurn(m, t) {
     var el = h("section", { class: "card turn" + (t.inherited ? " inherited" : ""), id: "turn-" + t.turn, "data-turn": t.turn });
     var dur = (t.endSeq >= 0 ? t.endTime : t.lastTime) - t.startTime;
     append(el, h("div", { class: "turn-head" },
@@ -1028,10 +1139,10 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       t.inherited ? h("span", { class: "badge" }, "inherited from parent") : null,
       h("span", { class: "muted small" }, t.steps.length + (t.steps.length === 1 ? " step" : " steps") + " · " + fmtMs(dur) + " · " + usageText(t.usage)),
       h("span", { style: "flex:1" }),
-      h("div", { style: "width:160px" }, usageBar(t.usage, scale.turnTokens))));
+      h("div", { style: "width:160px" }, usageBar(t.usage, "turn-tokens"))));
     var body = h("div", { class: "turn-body" });
     t.items.forEach(function (item) {
-      if (item.kind === "step") append(body, renderStep(m, t, item, scale));
+      if (item.kind === "step") append(body, renderStep(m, t, item));
       else append(body, h("div", { class: "entries", style: "margin-left:0" }, noteEntry(m, item)));
     });
     if (t.endSeq >= 0) append(body, logPanel(m, t.startSeq, t.endSeq, "tlog-" + t.turn));
@@ -1047,17 +1158,47 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     return el;
   }
 
+  /**
+   * Raise the scale to one turn's figures; true when it grew. While following, a step's time counts once
+   * the step has ended (its bar fills until then): a growing step would move the scale on every frame.
+   */
+  function growScale(m, s, t, endedOnly) {
+    var before = s.ms + s.tokens + s.turnTokens;
+    s.turnTokens = Math.max(s.turnTokens, tokensOf(t.usage));
+    t.steps.forEach(function (step) {
+      if (endedOnly && step.endSeq < 0) return;
+      var timing = stepTiming(m, step);
+      s.ms = Math.max(s.ms, (timing.ttfc || 0) + timing.stream + timing.tools);
+      s.tokens = Math.max(s.tokens, tokensOf(step.usage));
+    });
+    return s.ms + s.tokens + s.turnTokens !== before;
+  }
+  /** The bars' scale: the largest step time, step tokens and turn tokens. */
   function scaleOf(m) {
     var s = { ms: 1, tokens: 1, turnTokens: 1 };
     m.turns.forEach(function (t) {
-      s.turnTokens = Math.max(s.turnTokens, tokensOf(t.usage));
-      t.steps.forEach(function (step) {
-        var timing = stepTiming(m, step);
-        s.ms = Math.max(s.ms, (timing.ttfc || 0) + timing.stream + timing.tools);
-        s.tokens = Math.max(s.tokens, tokensOf(step.usage));
-      });
+      growScale(m, s, t, false);
     });
     return s;
+  }
+  // Moving a scale restyles every bar of the page: while a live step grows the time scale on every frame,
+  // the scale catches up at most every SCALE_EVERY_MS.
+  var SCALE_EVERY_MS = 500;
+  var scaleTimer = null;
+  var scaleAt = -Infinity;
+  function scheduleScale() {
+    if (scaleTimer !== null) return;
+    scaleTimer = setTimeout(function () {
+      scaleTimer = null;
+      scaleAt = performance.now();
+      applyScale();
+    }, Math.max(0, scaleAt + SCALE_EVERY_MS - performance.now()));
+  }
+  function applyScale() {
+    var style = state.el.blocks.style;
+    style.setProperty("--scale-ms", String(state.scale.ms));
+    style.setProperty("--scale-tokens", String(state.scale.tokens));
+    style.setProperty("--scale-turn-tokens", String(state.scale.turnTokens));
   }
 
   // ------------------------------------------------------------------ the session page
@@ -1071,16 +1212,20 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     });
     return getJson("/sessions/" + encodeURIComponent(SID) + "/log").then(function (log) {
       var t1 = performance.now();
-      var m = newModel();
-      m.header = log.header;
+      var m = newModel(log.header);
       for (var i = 0; i < log.events.length; i++) pushEvent(m, log.events[i]);
+      m.dirty = new Set(); // the first render draws every block
       var t2 = performance.now();
       metrics.fetchMs = t1 - t0;
       metrics.buildMs = t2 - t1;
       metrics.events = log.events.length;
       view.model = m;
-      state = { m: m, log: log, rendered: {}, scale: scaleOf(m), status: log.status, live: log.live, pending: [] };
+      state = {
+        m: m, log: log, rendered: dict(), scale: scaleOf(m), status: log.status, live: log.live, pending: [], complete: false,
+        nav: dict(),
+      };
       renderSessionShell();
+      applyScale();
       renderBlocks(true);
       sessionsPromise.then(renderTree);
       if (log.live) follow();
@@ -1140,37 +1285,53 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
   }
 
   function renderBlockEl(m, block) {
-    return block.kind === "turn" ? renderTurn(m, block, state.scale) : renderBand(m, block);
+    return block.kind === "turn" ? renderTurn(m, block) : renderBand(m, block);
   }
 
-  /** Render new and changed blocks; the first call renders a first screen, then the rest in slices. */
-  function renderBlocks(first) {
+  /** Draw one block if it is new or changed since drawn; true when drawn. */
+  function renderBlock(m, block) {
+    var seen = state.rendered[block.id];
+    if (seen && seen.v === block.v) return false;
+    var container = state.el.blocks;
+    var el = renderBlockEl(m, block);
+    if (seen) container.replaceChild(el, seen.el);
+    else {
+      var empty = document.getElementById("no-turns");
+      if (empty) empty.remove();
+      container.appendChild(el);
+    }
+    state.rendered[block.id] = { v: block.v, el: el };
+    return true;
+  }
+
+  /**
+   * Render new and changed blocks; the first call renders a first screen, then the rest in slices. Once
+   * every block is drawn, a live update redraws only the blocks it changed ("dirty", in the order they
+   * were touched: new blocks in log order), and their entries of the turn list.
+   */
+  function renderBlocks(first, dirty) {
     var m = state.m;
     var blocks = m.blocks;
     var container = state.el.blocks;
     if (!blocks.length && !container.firstChild) {
       append(container, h("div", { class: "card empty", id: "no-turns" }, "No turns yet."));
     }
+    if (!first && dirty && state.complete) {
+      dirty.forEach(function (block) {
+        if (renderBlock(m, block) && block.kind === "turn") renderNavTurn(block);
+      });
+      return;
+    }
     var budget = first ? 12 : Infinity;
     var i = 0;
     function slice() {
       var n = 0;
-      for (; i < blocks.length && n < budget; i++) {
-        var block = blocks[i];
-        var seen = state.rendered[block.id];
-        if (seen && seen.v === block.v) continue;
-        var el = renderBlockEl(m, block);
-        if (seen) container.replaceChild(el, seen.el);
-        else {
-          var empty = document.getElementById("no-turns");
-          if (empty) empty.remove();
-          container.appendChild(el);
-        }
-        state.rendered[block.id] = { v: block.v, el: el };
-        n++;
-      }
+      for (; i < blocks.length && n < budget; i++) if (renderBlock(m, blocks[i])) n++;
       if (i < blocks.length) setTimeout(slice, 0);
-      else renderNav();
+      else {
+        state.complete = true;
+        renderNav();
+      }
     }
     slice();
     if (first) {
@@ -1191,10 +1352,19 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     var nav = document.getElementById("turn-nav");
     if (!nav) return;
     clear(nav);
-    state.m.turns.forEach(function (t) {
-      append(nav, h("a", { href: "#turn-" + t.turn }, h("span", null, "Turn " + t.turn),
-        h("span", { class: "badge " + reasonClass(t.reason) }, t.reason ? t.reason.kind : "running")));
-    });
+    state.nav = dict();
+    state.m.turns.forEach(renderNavTurn);
+  }
+  /** Draw (or redraw) one turn's entry of the turn list. */
+  function renderNavTurn(t) {
+    var nav = document.getElementById("turn-nav");
+    if (!nav) return;
+    var el = h("a", { href: "#turn-" + t.turn }, h("span", null, "Turn " + t.turn),
+      h("span", { class: "badge " + reasonClass(t.reason) }, t.reason ? t.reason.kind : "running"));
+    var seen = state.nav[t.id];
+    if (seen) nav.replaceChild(el, seen);
+    else nav.appendChild(el);
+    state.nav[t.id] = el;
   }
 
   function renderTree(list) {
@@ -1206,27 +1376,33 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
 
   /** The fork/child tree around "current": its root and every descendant. */
   function sessionTree(sessions, current) {
-    var byId = {};
-    var children = {};
-    sessions.forEach(function (s) {
-      byId[s.id] = s;
-    });
-    sessions.forEach(function (s) {
-      var p = s.parentSession && byId[s.parentSession] ? s.parentSession : "";
-      (children[p] = children[p] || []).push(s);
-    });
+    var forest = forkForest(sessions);
+    var drawn = dict();
     function node(s) {
-      var kids = children[s.id] || [];
+      drawn[s.id] = true;
+      var kids = (forest.children[s.id] || []).filter(function (k) {
+        return !drawn[k.id];
+      });
+      kids.forEach(function (k) {
+        drawn[k.id] = true;
+      });
       return h("li", null, h("a", { class: "node" + (s.id === current ? " current" : ""), href: viewUrl(s.id) }, s.id),
         " ", h("span", { class: "muted small" }, s.live ? s.status : "stored"),
         kids.length ? h("ul", { class: "tree" }, kids.map(node)) : null);
     }
-    var roots = children[""] || [];
+    var roots = forest.roots;
     if (current) {
-      var root = byId[current];
-      var guard = 0;
-      while (root && root.parentSession && byId[root.parentSession] && guard++ < 100) root = byId[root.parentSession];
+      var root = forest.byId[current];
       if (!root) return h("div", { class: "muted small" }, "not listed");
+      var isRoot = dict();
+      roots.forEach(function (r) {
+        isRoot[r.id] = true;
+      });
+      var seen = dict();
+      while (!isRoot[root.id] && !seen[root.id] && forest.byId[root.parentSession]) {
+        seen[root.id] = true;
+        root = forest.byId[root.parentSession];
+      }
       roots = [root];
     }
     return h("ul", { class: "tree" }, roots.map(node));
@@ -1268,14 +1444,16 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     renderQueued = true;
     requestAnimationFrame(function () {
       renderQueued = false;
-      var scale = scaleOf(state.m);
-      if (scale.ms !== state.scale.ms || scale.tokens !== state.scale.tokens || scale.turnTokens !== state.scale.turnTokens) {
-        state.scale = scale;
-        state.m.blocks.forEach(function (b) {
-          b.v++;
-        });
-      }
-      renderBlocks(false);
+      var m = state.m;
+      var dirty = m.dirty;
+      m.dirty = new Set();
+      // Figures only grow as events arrive: the changed turns alone can raise the scale.
+      var grew = false;
+      dirty.forEach(function (block) {
+        if (block.kind === "turn" && growScale(m, state.scale, block, true)) grew = true;
+      });
+      if (grew) scheduleScale();
+      renderBlocks(false, dirty);
       renderSummary();
       setStatus();
     });
@@ -1413,32 +1591,19 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       var page = h("div", { class: "page" });
       if (!sessions.length) append(page, h("div", { class: "card empty" }, "No sessions yet."));
       else {
-        var byId = {};
-        var children = {};
-        sessions.forEach(function (s) {
-          byId[s.id] = s;
+        var rows = forkRows(forkForest(sessions)).map(function (row) {
+          var s = row.session;
+          var depth = row.depth;
+          return h("tr", { "data-session": s.id },
+            h("td", { class: "id" }, h("span", { style: "padding-left:" + depth * 18 + "px" }, depth ? "↳ " : ""),
+              h("a", { href: viewUrl(s.id) }, s.id)),
+            h("td", null, h("span", { class: "badge " + (s.live ? (s.status === "running" ? "running" : "live") : "") }, s.live ? s.status : "stored")),
+            h("td", null, s.turns !== undefined ? String(s.turns) : "–"),
+            h("td", null, s.seq !== undefined ? fmtN(s.seq) : "–"),
+            h("td", { class: "mono small" }, s.model ? (s.provider ? s.provider + "/" : "") + s.model : "–"),
+            h("td", { class: "small muted" }, s.createdAt ? fmtTime(s.createdAt) : "–"),
+            h("td", null, s.parentSession ? h("a", { class: "btn", href: BASE + "/view/compare?a=" + encodeURIComponent(s.parentSession) + "&b=" + encodeURIComponent(s.id) }, "compare with parent") : null));
         });
-        sessions.forEach(function (s) {
-          var p = s.parentSession && byId[s.parentSession] ? s.parentSession : "";
-          (children[p] = children[p] || []).push(s);
-        });
-        var rows = [];
-        (function walk(parent, depth) {
-          (children[parent] || []).sort(function (x, y) {
-            return (x.createdAt || 0) - (y.createdAt || 0);
-          }).forEach(function (s) {
-            rows.push(h("tr", { "data-session": s.id },
-              h("td", { class: "id" }, h("span", { style: "padding-left:" + depth * 18 + "px" }, depth ? "↳ " : ""),
-                h("a", { href: viewUrl(s.id) }, s.id)),
-              h("td", null, h("span", { class: "badge " + (s.live ? (s.status === "running" ? "running" : "live") : "") }, s.live ? s.status : "stored")),
-              h("td", null, s.turns !== undefined ? String(s.turns) : "–"),
-              h("td", null, s.seq !== undefined ? fmtN(s.seq) : "–"),
-              h("td", { class: "mono small" }, s.model ? (s.provider ? s.provider + "/" : "") + s.model : "–"),
-              h("td", { class: "small muted" }, s.createdAt ? fmtTime(s.createdAt) : "–"),
-              h("td", null, s.parentSession ? h("a", { class: "btn", href: BASE + "/view/compare?a=" + encodeURIComponent(s.parentSession) + "&b=" + encodeURIComponent(s.id) }, "compare with parent") : null)));
-            walk(s.id, depth + 1);
-          });
-        })("", 0);
         append(page, h("div", { class: "card" }, h("table", { class: "sessions" },
           h("thead", null, h("tr", null, ["session", "status", "turns", "events", "model", "created", ""].map(function (c) {
             return h("th", null, c);
@@ -1503,8 +1668,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       getJson("/sessions/" + encodeURIComponent(a) + "/log"),
       getJson("/sessions/" + encodeURIComponent(b) + "/log"),
     ]).then(function (logs) {
-      var ma = buildModel(logs[0].events);
-      var mb = buildModel(logs[1].events);
+      var ma = buildModel(logs[0].events, logs[0].header);
+      var mb = buildModel(logs[1].events, logs[1].header);
       var aligned = alignSessions(ma, mb);
       view.aligned = aligned;
       clear(app);

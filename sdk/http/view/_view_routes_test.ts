@@ -6,7 +6,12 @@ import { Session } from "../../session/session.ts";
 import type { SessionEvent } from "../../session/session_events.ts";
 import { createHarnessApp } from "../create_harness_app.ts";
 import { VIEW_CLIENT_SCRIPT } from "./_view_client_script.ts";
-import { makeViewSessions } from "./_test_view_sessions.ts";
+import { LlmFailure } from "../../llm/llm_failure.ts";
+import { foldProjection } from "../../projections/projection_unit.ts";
+import { usageTotals } from "../../projections/usage_totals.ts";
+import { scriptedAdapter, textResponse } from "../../../testing/scripted_adapter.ts";
+import { parseViewArgs } from "../../../view/mod.ts";
+import { makeViewSessions, resumedSessions } from "./_test_view_sessions.ts";
 
 // deno-lint-ignore no-explicit-any
 type Core = any;
@@ -18,11 +23,12 @@ async function stored() {
   const made = await makeViewSessions(storage, 0);
   const main = made.main.session.events;
   const fork = made.fork.session.events;
+  const forkHeader = made.fork.session.header;
   await made.harness.dispose();
   const harness = await createHarness({ storage });
   const app = createHarnessApp(harness, { token: "t0ken", log: false });
   const auth = { authorization: "Bearer t0ken" };
-  return { harness, app, auth, main, fork, requests: made.requests };
+  return { harness, app, auth, main, fork, forkHeader, requests: made.requests };
 }
 
 describe("timeline routes", () => {
@@ -96,6 +102,51 @@ describe("timeline routes", () => {
     }
   });
 
+  it("GET /sessions/:id/surface describes a system/message in the full log as the derived history has it", async () => {
+    const storage = memoryStorage();
+    const text = (t: string) => [{ type: "text", text: t }];
+    const events = [
+      { type: "turn/start", data: { turn: 1 } },
+      { type: "step/start", data: { turn: 1, step: 1 } },
+      {
+        type: "user/message",
+        data: { id: "u1", role: "user", content: text("hello"), source: { kind: "user" } },
+        surfaceOp: "append",
+      },
+      {
+        type: "system/message",
+        data: {
+          id: "sm1",
+          role: "system",
+          content: text("HOOK CONTEXT: repo is dirty"),
+          source: { kind: "plugin", plugin: "hooks:UserPromptSubmit" },
+        },
+        surfaceOp: "append",
+      },
+      { type: "step/end", data: { turn: 1, step: 1 } },
+      { type: "turn/end", data: { turn: 1, reason: { kind: "completed" } } },
+    ].map((e, seq) => ({ ...e, seq, time: 10 + seq }) as unknown as SessionEvent);
+    await storage.create({ id: "s", createdAt: 5 });
+    await storage.append("s", events, { expectedSeq: 0 });
+    const harness = await createHarness({ storage });
+    try {
+      const app = createHarnessApp(harness, { auth: false, log: false });
+      const view = await (await app.request("/sessions/s/surface")).json();
+      const derived = Session.create("probe", events).deriveMessages();
+      assert.deepEqual(view.messages.map((m: Core) => m.message.role), ["user", "system"]);
+      assert.deepEqual(
+        view.log.map((row: Core) => [row.seq, row.type, row.role, row.text, row.visible]),
+        [
+          [2, "user/message", "user", "hello", true],
+          [3, "system/message", "system", "HOOK CONTEXT: repo is dirty", true],
+        ],
+      );
+      assert.deepEqual(view.log.map((row: Core) => row.role), derived.map((m) => m.role));
+    } finally {
+      await harness.dispose();
+    }
+  });
+
   it("view: false serves none of it", async () => {
     const harness = await createHarness();
     try {
@@ -104,6 +155,20 @@ describe("timeline routes", () => {
       assert.equal((await app.request("/sessions/x/log")).status, 404);
     } finally {
       await harness.dispose();
+    }
+  });
+});
+
+describe("the view program's arguments", () => {
+  it("parseViewArgs() takes a --port of decimal digits from 0 to 65535 only", () => {
+    for (const port of ["0", "80", "8788", "65535"]) {
+      assert.deepEqual(parseViewArgs(["d", "--port", port]).options, { port: Number(port) }, port);
+    }
+    for (const port of ["", " ", "0x50", "1e3", "8788.0", "-1", "+80", "65536", "99999", "8788 ", "١٢٣", "Infinity"]) {
+      assert.throws(() => parseViewArgs(["d", "--port", port]), {
+        code: "INVALID_ARGS",
+        message: /--port takes a decimal integer/,
+      }, port);
     }
   });
 });
@@ -153,6 +218,99 @@ describe("the client's log fold (evaluated without a DOM)", () => {
     assert.ok(timing.tools >= 0 && timing.total >= timing.tools);
   });
 
+  it("tells a fork's seed end from the end-seed every resume writes", async () => {
+    const storage = memoryStorage();
+    await resumedSessions(storage);
+    const plain = await storage.inspect("plain");
+    const fork = await storage.inspect("plain-fork");
+    const seeds = (events: readonly SessionEvent[]) =>
+      events.filter((e) => e.type === "session/end-seed").map((e) => e.seq);
+    assert.equal(seeds(plain.events).length, 2);
+    // The fork's seed holds the parent's two, then come its own seed end and its resume's.
+    assert.equal(seeds(fork.events).length, 4);
+    const notes = (m: Core) =>
+      m.blocks.flatMap((b: Core) => b.items).filter((i: Core) => i.kind === "seed" || i.kind === "resume")
+        .map((i: Core) => [i.kind, i.seq]);
+
+    const p = core.buildModel(plain.events, plain.header);
+    assert.deepEqual(p.turns.map((t: Core) => t.inherited), [false, false, false]);
+    assert.equal(p.seedEnd, -1);
+    assert.deepEqual(notes(p), seeds(plain.events).map((seq) => ["resume", seq]));
+
+    const f = core.buildModel(fork.events, fork.header);
+    assert.equal(fork.header.parentSession, "plain");
+    assert.deepEqual(f.turns.map((t: Core) => t.inherited), [true, true, true, false, false]);
+    assert.equal(f.seedEnd, fork.header.seedLength);
+    const [copied1, copied2, forkSeed, resumed] = seeds(fork.events);
+    assert.equal(forkSeed, fork.header.seedLength);
+    assert.deepEqual(notes(f), [["resume", copied1], ["resume", copied2], ["seed", forkSeed], ["resume", resumed]]);
+  });
+
+  it("sums usage as the usageTotals projection does, a failed attempt's usage chunks included", async () => {
+    const partial = textResponse("partial", { usage: { inputTokens: 1000, outputTokens: 100 } }).chunks
+      .filter((c) => c.type !== "finish");
+    const harness = await createHarness({
+      adapters: [
+        scriptedAdapter([
+          { throw: new LlmFailure("SERVER", "boom 503"), chunks: partial },
+          textResponse("final answer", { usage: { inputTokens: 10, outputTokens: 5 } }),
+        ]),
+      ],
+      model: { provider: "scripted", model: "scripted-model" },
+      retryPolicy: { maxRetries: 2, baseDelayMs: 1, maxDelayMs: 2, jitter: 0, retryAfterCapMs: 10 },
+    });
+    const agent = await harness.createAgent({ id: "retry" });
+    await agent.run("hi");
+    await harness.dispose();
+    const retried = agent.session.events;
+    assert.ok(retried.some((e) => e.type === "llm/retry"));
+    const m = core.buildModel(retried);
+    assert.deepEqual([m.totals.input, m.totals.output], [1010, 105]);
+    assert.deepEqual([m.turns[0].usage.input, m.turns[0].steps[0].usage.output], [1010, 105]);
+
+    // A step with usage chunks does not count its message's usage again; one without counts the message's.
+    const ev = (type: string, data: unknown) => ({ type, data });
+    const chunk = (turn: number, step: number, inputTokens: number) =>
+      ev("assistant/chunk", { turn, step, chunk: { type: "usage", usage: { inputTokens, outputTokens: 1 } } });
+    const message = (turn: number, step: number, inputTokens: number) =>
+      ev("assistant/message", {
+        turn,
+        step,
+        message: { id: `a${turn}.${step}`, role: "assistant", content: [] },
+        usage: { inputTokens, outputTokens: 1, cacheReadTokens: 2 },
+      });
+    const synthetic = [
+      ev("turn/start", { turn: 1 }),
+      ev("step/start", { turn: 1, step: 1 }),
+      chunk(1, 1, 100),
+      message(1, 1, 100),
+      ev("step/end", { turn: 1, step: 1 }),
+      ev("step/start", { turn: 1, step: 2 }),
+      message(1, 2, 20),
+      ev("step/end", { turn: 1, step: 2 }),
+      ev("turn/end", { turn: 1, reason: { kind: "completed" } }),
+      ev("turn/start", { turn: 2 }),
+      ev("step/start", { turn: 2, step: 1 }),
+      message(2, 1, 3),
+      ev("step/end", { turn: 2, step: 1 }),
+      ev("turn/end", { turn: 2, reason: { kind: "completed" } }),
+    ].map((e, seq) => ({ ...e, seq, time: seq }) as unknown as SessionEvent);
+    const s = core.buildModel(synthetic);
+    assert.deepEqual(s.totals, { input: 123, cache: 4, output: 3, reasoning: 0 });
+    assert.deepEqual(s.turns.map((t: Core) => t.usage.input), [120, 3]);
+
+    const { main, fork } = await stored().then(async (made) => (await made.harness.dispose(), made));
+    for (const log of [retried, synthetic, main, fork]) {
+      const u = foldProjection(usageTotals, log).total;
+      assert.deepEqual(core.buildModel(log).totals, {
+        input: u.inputTokens,
+        cache: u.cacheReadTokens ?? 0,
+        output: u.outputTokens,
+        reasoning: u.reasoningTokens ?? 0,
+      });
+    }
+  });
+
   it("counts a repeated or a missing seq instead of folding it twice", () => {
     const m = core.newModel();
     const ev = (seq: number) => ({ type: "turn/start", seq, time: 0, data: { turn: seq + 1 } });
@@ -163,10 +321,10 @@ describe("the client's log fold (evaluated without a DOM)", () => {
   });
 
   it("aligns a fork with its parent by turn and step and finds the first divergence", async () => {
-    const { harness, main, fork } = await stored();
+    const { harness, main, fork, forkHeader } = await stored();
     await harness.dispose();
     const a = core.buildModel(main);
-    const b = core.buildModel(fork);
+    const b = core.buildModel(fork, forkHeader);
     assert.equal(b.turns[0].inherited, true);
     assert.ok(b.seedEnd > 0);
     const { rows, first } = core.alignSessions(a, b);
@@ -216,6 +374,98 @@ describe("the client's log fold (evaluated without a DOM)", () => {
     const tools = m.turns[0].steps[0].tools;
     assert.deepEqual(tools.map((t: Core) => [t.callId, t.child]), [["c1", "child-1"], ["c2", "child-2"]]);
     assert.deepEqual(tools[0].subagent, { agent: "researcher", mode: "in-process" });
+  });
+
+  it("keys tool calls, inbox entries and header fields by model-supplied strings without touching Object.prototype", () => {
+    const ids = ["constructor", "toString", "__proto__", "hasOwnProperty"];
+    const before = Object.getOwnPropertyNames(Object.prototype);
+    try {
+      const m = core.newModel();
+      const log = [
+        { type: "turn/start", seq: 0, time: 0, data: { turn: 1 } },
+        { type: "step/start", seq: 1, time: 0, data: { turn: 1, step: 1 } },
+        {
+          type: "assistant/message",
+          seq: 2,
+          time: 2,
+          data: {
+            turn: 1,
+            step: 1,
+            message: {
+              id: "a1",
+              role: "assistant",
+              content: ids.map((id) => ({ type: "tool-call", id, name: `tool_${id}`, arguments: "{}" })),
+            },
+          },
+        },
+        ...ids.map((id, i) => ({
+          type: "tool/result",
+          seq: 3 + i,
+          time: 3 + i,
+          data: {
+            turn: 1,
+            step: 1,
+            message: {
+              id: `r${i}`,
+              role: "user",
+              content: [{ type: "tool-result", toolCallId: id, content: [{ type: "text", text: `result of ${id}` }] }],
+              source: { kind: "tool", callId: id },
+            },
+          },
+        })),
+        {
+          type: "agent/inbox/spliced",
+          seq: 7,
+          time: 7,
+          data: { target: "next-step", inserted: ids.map((id) => ({ message: { id } })) },
+        },
+        {
+          type: "user/message",
+          seq: 8,
+          time: 8,
+          data: {
+            id: "constructor",
+            role: "user",
+            content: [{ type: "text", text: "steer" }],
+            source: { kind: "user" },
+          },
+        },
+      ];
+      for (const e of log) core.pushEvent(m, e);
+      const [step] = m.turns[0].steps;
+      assert.deepEqual(
+        step.tools.map((t: Core) => [t.callId, t.name, t.result, t.done]),
+        ids.map((id) => [id, `tool_${id}`, `result of ${id}`, true]),
+      );
+      assert.deepEqual(step.inputs.map((i: Core) => i.kind), ["steer"]);
+      const diff = core.headerDiff(
+        { config: { model: "a" }, tools: [{ name: "toString" }] },
+        { config: JSON.parse('{"model":"a","constructor":1,"__proto__":2}'), tools: [{ name: "constructor" }] },
+      );
+      assert.deepEqual(diff.config.map((c: Core) => [c.key, c.from, c.to]), [
+        ["__proto__", undefined, 2],
+        ["constructor", undefined, 1],
+      ]);
+      assert.deepEqual([diff.toolsAdded, diff.toolsRemoved], [["constructor"], ["toString"]]);
+    } finally {
+      const added = Object.getOwnPropertyNames(Object.prototype).filter((k) => !before.includes(k));
+      for (const k of added) delete (Object.prototype as Record<string, unknown>)[k];
+      assert.deepEqual(added, [], "Object.prototype was polluted");
+    }
+  });
+
+  it("forkForest() makes a root of a fork cycle, so that every session is listed once", () => {
+    const sessions = [
+      { id: "root", createdAt: 1 },
+      { id: "kid", parentSession: "root", createdAt: 2 },
+      { id: "a", parentSession: "b", createdAt: 3 },
+      { id: "b", parentSession: "a", createdAt: 4 },
+      { id: "below", parentSession: "b", createdAt: 5 },
+      { id: "self", parentSession: "self", createdAt: 6 },
+      { id: "orphan", parentSession: "gone", createdAt: 7 },
+    ];
+    const rows = core.forkRows(core.forkForest(sessions)).map((r: Core) => [r.session.id, r.depth]);
+    assert.deepEqual(rows, [["root", 0], ["kid", 1], ["a", 0], ["b", 1], ["below", 2], ["self", 0], ["orphan", 0]]);
   });
 
   it("lineDiff keeps common lines and marks the changed ones", () => {

@@ -15,7 +15,7 @@ import { loadFixture, replayAdapter } from "../../../replay/mod.ts";
 import { fixtureDir, runScenario, SCENARIOS, WEATHER_TABLE } from "../../../examples/weather_agent.ts";
 import { browserSuite, opened, SCREENSHOT_DIR, serve, shot, TOKEN, watchErrors } from "./_test_browser.ts";
 import { join } from "node:path";
-import { makeViewSessions } from "./_test_view_sessions.ts";
+import { makeViewSessions, resumedSessions } from "./_test_view_sessions.ts";
 
 browserSuite("session timeline in Chromium: stored sessions and comparison", (browser) => {
   it("opens stored sessions: a tool turn, a cancelled turn, a compaction and a fork", async () => {
@@ -157,11 +157,183 @@ browserSuite("session timeline in Chromium: stored sessions and comparison", (br
       await harness.dispose();
     }
   });
+
+  it("shows tool calls whose ids are Object.prototype names", async () => {
+    const ids = ["constructor", "toString", "__proto__"];
+    const storage = memoryStorage();
+    await store(storage, "protos", turnWithTools("Weather?", ids));
+    const harness = await createHarness({ storage });
+    const served = await serve(harness);
+    const page = await browser().context.newPage();
+    const errors = watchErrors(page);
+    try {
+      await opened(page, `${served.url}/sessions/protos/view#token=${TOKEN}`);
+      assert.deepEqual(
+        await page.locator("#t1s1 [data-call-id]").evaluateAll((els) =>
+          els.map((el) => el.getAttribute("data-call-id"))
+        ),
+        ids,
+      );
+      for (const id of ids) {
+        const tool = page.locator(`#t1s1 [data-call-id='${id}'] details.tool`);
+        await tool.locator("summary").click();
+        assert.equal(await tool.locator(".tool-result").textContent(), `result of ${id}`);
+      }
+      assert.deepEqual(await page.evaluate(() => Object.keys(Object.prototype)), []);
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.close();
+      await served.server.close();
+      await harness.dispose();
+    }
+  });
+
+  it("lists every session of a fork cycle on the index and in the tree", async () => {
+    const storage = memoryStorage();
+    // a and b are each the other's parent (fork a into b, delete a, fork b into a new a); c is below the
+    // cycle; self is its own parent.
+    const parents: Record<string, string | undefined> = { a: "b", b: "a", c: "a", self: "self", plain: undefined };
+    for (const [id, parentSession] of Object.entries(parents)) {
+      await store(storage, id, turnWithTools(`I am ${id}`), parentSession ? { parentSession } : {});
+    }
+    const harness = await createHarness({ storage });
+    const served = await serve(harness);
+    const page = await browser().context.newPage();
+    const errors = watchErrors(page);
+    try {
+      await opened(page, `${served.url}/view#token=${TOKEN}`);
+      const rows = await page.locator("tr[data-session]").evaluateAll((els) =>
+        els.map((el) => el.getAttribute("data-session"))
+      );
+      assert.deepEqual([...rows].sort(), ["a", "b", "c", "plain", "self"]);
+      for (const id of ["a", "self"]) {
+        await opened(page, `${served.url}/sessions/${id}/view`);
+        await page.waitForSelector("#tree a.node");
+        const tree = await page.locator("#tree a.node").allTextContents();
+        assert.deepEqual([...tree].sort(), id === "a" ? ["a", "b", "c"] : ["self"]);
+        assert.equal(await page.locator("#tree a.node.current").textContent(), id);
+      }
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.close();
+      await served.server.close();
+      await harness.dispose();
+    }
+  });
+
+  it("marks where a resumed session resumed, and shows only a fork's seed as inherited", async () => {
+    const storage = memoryStorage();
+    await resumedSessions(storage);
+    const harness = await createHarness({ storage });
+    const served = await serve(harness);
+    const page = await browser().context.newPage();
+    const errors = watchErrors(page);
+    try {
+      await opened(page, `${served.url}/sessions/plain/view#token=${TOKEN}`);
+      assert.equal(await page.locator("section.turn").count(), 3);
+      assert.equal(await page.locator("section.turn.inherited").count(), 0);
+      assert.doesNotMatch(await page.locator("#blocks").textContent() ?? "", /Forked here|inherited from parent/);
+      assert.equal(await page.locator(".resumed").count(), 2);
+
+      await opened(page, `${served.url}/sessions/plain-fork/view`);
+      assert.deepEqual(
+        await page.locator("section.turn").evaluateAll((els) => els.map((el) => el.classList.contains("inherited"))),
+        [true, true, true, false, false],
+      );
+      assert.equal((await page.locator("#blocks").textContent() ?? "").match(/Forked here/g)?.length, 1);
+      assert.equal(await page.locator(".resumed").count(), 3);
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.close();
+      await served.server.close();
+      await harness.dispose();
+    }
+  });
+
+  it("asks for the token, saying why, when the address holds a malformed token", async () => {
+    const storage = memoryStorage();
+    await store(storage, "s", turnWithTools("Hello"));
+    const harness = await createHarness({ storage });
+    const served = await serve(harness);
+    const page = await browser().context.newPage();
+    const errors = watchErrors(page);
+    try {
+      await page.goto(`${served.url}/view#token=%E0%A4%A`);
+      await page.waitForSelector("#login");
+      assert.match(await page.locator("#login .status").textContent() ?? "", /#token= in the address is not valid/);
+      assert.equal(page.url(), `${served.url}/view`, "the fragment leaves the address bar");
+      errors.length = 0; // the 401 answer that made the page ask for the token
+      await page.fill("#token", TOKEN);
+      await page.click("#login button[type=submit]");
+      await page.waitForSelector("#app[data-ready='1']");
+      assert.deepEqual(await page.locator("tr[data-session]").count(), 1);
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.close();
+      await served.server.close();
+      await harness.dispose();
+    }
+  });
 });
 
-async function store(storage: SessionStorage, id: string, events: readonly SessionEvent[]): Promise<void> {
-  await storage.create({ id, createdAt: events[0]?.time ?? 0 });
-  await storage.append(id, events, { expectedSeq: 0 });
+async function store(
+  storage: SessionStorage,
+  id: string,
+  events: readonly SessionEvent[],
+  header: { parentSession?: string } = {},
+): Promise<void> {
+  await storage.create({ id, createdAt: events[0]?.time ?? 0, ...header });
+  if (events.length) await storage.append(id, events, { expectedSeq: 0 });
+}
+
+/** One completed turn (one step) asking `text`, whose model calls a tool per id in `callIds`. */
+function turnWithTools(text: string, callIds: readonly string[] = []): SessionEvent[] {
+  const turn = 1;
+  const step = 1;
+  const data = [
+    { type: "turn/start", data: { turn } },
+    { type: "step/start", data: { turn, step } },
+    {
+      type: "user/message",
+      data: { id: "u1", role: "user", content: [{ type: "text", text }], source: { kind: "user" } },
+      surfaceOp: "append",
+    },
+    {
+      type: "assistant/message",
+      data: {
+        turn,
+        step,
+        message: {
+          id: "a1",
+          role: "assistant",
+          content: callIds.map((id) => ({ type: "tool-call", id, name: "lookup", arguments: `{"city":"${id}"}` })),
+          source: { kind: "model", provider: "p", model: "m" },
+        },
+        usage: { inputTokens: 5, outputTokens: 3 },
+      },
+      surfaceOp: "append",
+    },
+    ...callIds.flatMap((id, i) => [
+      { type: "tool/call", data: { turn, step, callId: id, name: "lookup", arguments: `{"city":"${id}"}` } },
+      {
+        type: "tool/result",
+        data: {
+          turn,
+          step,
+          message: {
+            id: `r${i}`,
+            role: "user",
+            content: [{ type: "tool-result", toolCallId: id, content: [{ type: "text", text: `result of ${id}` }] }],
+            source: { kind: "tool", callId: id },
+          },
+        },
+        surfaceOp: "append",
+      },
+    ]),
+    { type: "step/end", data: { turn, step } },
+    { type: "turn/end", data: { turn, reason: { kind: "completed" } } },
+  ];
+  return data.map((e, seq) => ({ ...e, seq, time: 1000 + seq }) as unknown as SessionEvent);
 }
 
 /** The first (turn, step) whose tool results differ, found without the page. */

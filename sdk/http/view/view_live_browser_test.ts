@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { createHarness } from "../../harness.ts";
 import { scriptedAdapter, toolCallResponse } from "../../../testing/scripted_adapter.ts";
 import { browserSuite, opened, type PageDocument, serve, shot, TOKEN, watchErrors } from "./_test_browser.ts";
-import { lookupTool, pacedAdapter, streamedText } from "./_test_view_sessions.ts";
+import { bigSession, lookupTool, pacedAdapter, streamedText } from "./_test_view_sessions.ts";
+import { memoryStorage } from "../../persistence/memory_storage.ts";
 
 browserSuite("session timeline in Chromium: live follow", (browser) => {
   it("follows a live session while the model streams, and resumes after a cut without loss or repeats", async () => {
@@ -73,4 +74,73 @@ browserSuite("session timeline in Chromium: live follow", (browser) => {
       await harness.dispose();
     }
   });
+
+  it("redraws only the turn that changes while following, even when a step longer than any before streams", async () => {
+    const storage = memoryStorage();
+    await bigSession(storage, 300);
+    const words = Array.from({ length: 30 }, (_, i) => `w${i}`).join(" ");
+    const harness = await createHarness({
+      adapters: [pacedAdapter(scriptedAdapter([streamedText(words)]), 20)],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage,
+    });
+    const served = await serve(harness);
+    const page = await browser().context.newPage();
+    const errors = watchErrors(page);
+    try {
+      const agent = await harness.resumeAgent("big");
+      await opened(page, `${served.url}/sessions/big/view#token=${TOKEN}`);
+      await page.waitForSelector("#follow-status[data-phase='following']");
+      const stored = await page.locator("section.turn").count();
+      assert.ok(stored >= 3, `${stored} stored turns`);
+      const scaleBefore = await page.evaluate(() =>
+        Number(
+          (globalThis as unknown as PageGlobals).document.getElementById("blocks").style.getPropertyValue("--scale-ms"),
+        )
+      );
+      await page.evaluate(() => {
+        const w = window as unknown as { removed: string[] };
+        w.removed = [];
+        const g = globalThis as unknown as PageGlobals;
+        new g.MutationObserver((records) => records.forEach((r) => r.removedNodes.forEach((n) => w.removed.push(n.id))))
+          .observe(g.document.getElementById("blocks"), { childList: true });
+      });
+      await agent.run("Count slowly.");
+      await page.waitForFunction(
+        (n) => (window as unknown as { dshView: { model: { events: unknown[] } } }).dshView.model.events.length === n,
+        agent.session.seq,
+      );
+      const last = `turn-${stored + 1}`;
+      await page.waitForFunction(
+        (id) =>
+          (globalThis as unknown as { document: PageDocument }).document.querySelector(`#${id} .turn-reason`)
+            ?.textContent ===
+            "completed",
+        last,
+      );
+      const removed = await page.evaluate(() => (window as unknown as { removed: string[] }).removed);
+      // Only the new turn (and the band before it) were redrawn, never a stored turn.
+      assert.ok(removed.length > 0);
+      assert.deepEqual(removed.filter((id) => id.startsWith("turn-") && id !== last), []);
+      assert.equal(await page.locator("#turn-nav a").count(), stored + 1);
+      // The scale caught up with the new, longer step once it ended.
+      await page.waitForFunction((before) =>
+        Number(
+          (globalThis as unknown as PageGlobals).document.getElementById("blocks").style.getPropertyValue("--scale-ms"),
+        ) > before, scaleBefore);
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.close();
+      await served.server.close();
+      await harness.dispose();
+    }
+  });
 });
+
+/** The page's globals, as these page functions use them (the package's type check has no DOM library). */
+type PageGlobals = {
+  document: { getElementById(id: string): { style: { getPropertyValue(name: string): string } } };
+  MutationObserver: new (
+    callback: (records: { removedNodes: { id: string }[] }[]) => void,
+  ) => { observe(target: unknown, options: { childList: boolean }): void };
+};
