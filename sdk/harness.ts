@@ -33,6 +33,7 @@ import type { Agent, AgentHandle, AgentOptions } from "./agent/agent.ts";
 import type { AgentEvents } from "./agent/agent_events.ts";
 import { AgentRegistry, type CreateAgentOptions } from "./agent/agent_registry.ts";
 import { createLoopFactory } from "./agent/agent_loop_plugin.ts";
+import { LoopAgent } from "./agent/agent_loop.ts";
 import { randomId } from "./session/_flat_string.ts";
 
 /** Every event of a harness: the kernel's and each subsystem's. Applications may augment it. */
@@ -181,7 +182,10 @@ export interface Harness {
    * Continue a stored session in a new agent: the log is loaded (and repaired
    * if the process that wrote it crashed), the inbox rebuilt from it, and the
    * next request records a `resume` header. The agent is handed out once it
-   * holds the session's writer lease.
+   * holds the session's writer lease. Input a crash caught between its claim
+   * and its step's messages goes back to the inbox, and queued followups
+   * start running then (acknowledged input needs no other wake; steering and
+   * injected context wait for one).
    *
    * @throws {HarnessError} `NO_STORAGE` without storage, `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS` when live,
    *   `SESSION_WRITER_BUSY` when another process holds the session's lease (nothing is left live).
@@ -315,6 +319,8 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       });
       await durableStart(handle);
       handles.set(handle.agent.id, handle);
+      // With the lease held: input a crash stranded goes back to the inbox, and queued followups run.
+      LoopAgent.wakeResumed(handle.agent);
       return handle.agent;
     },
     async forkAgent(source, forkOptions = {}) {

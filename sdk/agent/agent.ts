@@ -146,7 +146,12 @@ export interface Agent {
   send(input: AgentInput, target: InboxTarget, wakeup: boolean): InboxEntry;
   /** Discard queued input (unless `keepInbox`) and abort the running turn. */
   cancel(cause: TurnEndCancelCause, options?: CancelOptions): void;
-  /** Resolves when the agent has no turn running and no queued turn. */
+  /**
+   * Resolves when the agent has no turn running and none about to start
+   * (after a maintenance task, queued followups run first). Input that waits
+   * for a wake (injected context, steering left by a rejected step) does not
+   * keep it pending.
+   */
   whenIdle(): Promise<void>;
   /**
    * Run `task` from a true idle phase: no turn starts until it settles. Its

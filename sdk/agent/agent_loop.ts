@@ -192,6 +192,9 @@ export class LoopAgent implements Agent {
   // started with).
   #sinks: readonly UpdateSink[] = [];
   readonly #claimedBy = new Map<string, number>();
+  // The entries the current step claimed whose messages have not entered yet (the first `steered` are next-step
+  // entries, the rest the next-turn one): a rejected step parks its steers again, and a disposal puts them all back.
+  #entering: { readonly claimed: readonly InboxEntry[]; readonly steered: number } | undefined;
   readonly #runWaiters = new Map<string, { resolve: (r: RunResult) => void; reject: (e: unknown) => void }>();
 
   /**
@@ -275,8 +278,23 @@ export class LoopAgent implements Agent {
     }
   }
 
+  /**
+   * After a resume holds its writer lease: put back the input a crash stranded between its claim and its step's
+   * messages (see `Inbox.strandedClaims`), and run what waits for a turn: acknowledged input waits for no other wake.
+   *
+   * @param agent The resumed agent.
+   */
+  static wakeResumed(agent: Agent): void {
+    if (!(agent instanceof LoopAgent) || agent.#disposed) return;
+    const stranded = Inbox.strandedClaims(agent.session.events);
+    // Each goes to the front of its queue: the latest first, so that the earliest ends up first.
+    for (let i = stranded.length - 1; i >= 0; i--) agent.inbox.restore(stranded[i].target, stranded[i].entries);
+    agent.#schedule();
+  }
+
   whenIdle(): Promise<void> {
-    if (!this.#pumping && !this.#hasWork()) return Promise.resolve();
+    // Idle with work queued that nothing will start (next-step input waiting for a wake): that is idle too.
+    if (!this.#pumping && (!this.#hasWork() || this.#maintenance === undefined)) return Promise.resolve();
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
@@ -525,9 +543,11 @@ export class LoopAgent implements Agent {
       }
       const first = step === 0;
       const claimed = this.inbox.claim("next-step");
+      const steered = claimed.length;
       // The wake that steering asked for is served by this claim.
       this.#wakePending = false;
       if (first) claimed.push(...this.inbox.claim("next-turn", 1));
+      this.#entering = claimed.length === 0 ? undefined : { claimed, steered };
       // A literal filled by push, not `claimed.map()`: an inlined map makes a holey array, a deopt at the first read.
       const proposed: (UserMessage | SystemMessage)[] = [];
       for (const entry of claimed) {
@@ -553,10 +573,13 @@ export class LoopAgent implements Agent {
         break;
       }
       if (decision.kind === "reject") {
+        // A rejected step leaves its steering parked in the inbox until the next wake (its followup is spent).
+        this.#putBack(true);
         reason = { kind: "blocked" };
         break;
       }
       if (first && decision.messages.length === 0) {
+        this.#entering = undefined;
         reason = { kind: "completed" };
         break;
       }
@@ -579,7 +602,25 @@ export class LoopAgent implements Agent {
       if (signal.aborted) reason = this.#aborted();
       else if (this.inbox.count("next-step") === 0) reason = { kind: "completed" };
     }
+    // A disposal that caught the step before its messages entered: the claimed input goes back for a resumed agent.
+    if (this.#entering !== undefined) {
+      if (reason?.kind === "aborted" && reason.reason === "disposed") this.#putBack(false);
+      this.#entering = undefined;
+    }
     this.#endTurn(turn, reason ?? { kind: "completed" });
+  }
+
+  // Return the current step's claimed entries to the front of their queues (only the steering with `steersOnly`);
+  // their run() waiters then wait for the turn that serves them.
+  #putBack(steersOnly: boolean): void {
+    const entering = this.#entering;
+    this.#entering = undefined;
+    if (entering === undefined) return;
+    const { claimed, steered } = entering;
+    const back = steersOnly ? claimed.slice(0, steered) : claimed;
+    for (const entry of back) this.#claimedBy.delete(entry.id);
+    if (!steersOnly) this.inbox.restore("next-turn", claimed.slice(steered));
+    this.inbox.restore("next-step", claimed.slice(0, steered));
   }
 
   #aborted(): TurnEndReason {
@@ -633,6 +674,7 @@ export class LoopAgent implements Agent {
       if (message.role === "system") this.session.append("system/message", message, { surfaceOp: "append" });
       else this.session.append("user/message", message, { surfaceOp: "append" });
     }
+    this.#entering = undefined;
     this.#recordHeader(prepared, assembly);
 
     let request = this.#buildRequest(signal);

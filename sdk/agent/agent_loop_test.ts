@@ -11,6 +11,7 @@ import { HarnessError } from "../kernel/mod.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import type { Agent, AgentUpdate } from "./agent.ts";
 import { TurnFailedError } from "./turn_failed_error.ts";
+import { Inbox } from "./inbox.ts";
 import { counterClock, counterIds, summarize } from "./_test_support.ts";
 
 const add = defineTool({
@@ -948,15 +949,110 @@ describe("agent loop cancellation", () => {
   });
 });
 
+describe("acknowledged input across a crash", () => {
+  // What a crashed process leaves: its storage as it was at that moment, in a storage of its own.
+  async function crashedCopy(storage: ReturnType<typeof memoryStorage>, id: string) {
+    const { header, events } = await storage.inspect(id);
+    const copy = memoryStorage();
+    await copy.create(header, { events });
+    return copy;
+  }
+  const texts = (agent: Agent) =>
+    agent.session.deriveMessages().filter((m) => m.role === "user").map((m) =>
+      m.content.map((b) => b.type === "text" ? b.text : "").join("")
+    );
+  const resumeFrom = async (storage: ReturnType<typeof memoryStorage>, answer: string) => {
+    const model = scriptedAdapter(textResponse(answer));
+    const harness = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage,
+      newId: counterIds("r"),
+    });
+    return { model, harness, agent: await harness.resumeAgent("s1") };
+  };
+
+  it("a followup whose claim was stored but not its message is put back and runs when the session resumes", async () => {
+    const storage = memoryStorage();
+    const { harness, agent } = await setup([textResponse("never")], { storage });
+    let snapshot: Promise<ReturnType<typeof memoryStorage>> | undefined;
+    // The step's pre-step listener is where the process dies: the claim is durable (a checkpoint precedes it).
+    agent.ctx.on("agent/pre-step", async (_a, _p, next) => {
+      snapshot ??= agent.flushed().then(() => crashedCopy(storage, "s1"));
+      await snapshot;
+      return next();
+    });
+    agent.followup("acknowledged input");
+    await agent.flushed();
+    const crashed = await snapshot!;
+    await harness.dispose().catch(() => {});
+
+    const resumed = await resumeFrom(crashed, "Answered");
+    await resumed.agent.whenIdle();
+    await resumed.agent.flushed();
+    assert.deepEqual(texts(resumed.agent), ["acknowledged input"]);
+    assert.equal(resumed.model.requests.length, 1);
+    assertValidLog(resumed.agent.session.events);
+    const ends = resumed.agent.session.events.filter((e) => e.type === "turn/end").map((e) => e.data.reason.kind);
+    assert.deepEqual(ends, ["interrupted", "completed"]);
+    await resumed.harness.dispose();
+  });
+
+  it("a followup queued behind a running turn runs when the session resumes; whenIdle() settles", async () => {
+    const storage = memoryStorage();
+    // Turn 1's model call never answers: the process dies during it.
+    const { harness, agent } = await setup([{ hang: true }], { storage });
+    agent.followup("one");
+    await waitForEvent(agent, (e) => e.type === "assistant/chunk" || e.type === "request/header");
+    agent.followup("two");
+    await agent.flushed();
+    const crashed = await crashedCopy(storage, "s1");
+    await harness.dispose().catch(() => {});
+
+    const resumed = await resumeFrom(crashed, "Second");
+    await resumed.agent.whenIdle();
+    await resumed.agent.flushed();
+    assert.deepEqual(texts(resumed.agent), ["one", "two"]);
+    assert.equal(resumed.agent.inbox.size, 0);
+    await resumed.harness.dispose();
+  });
+
+  it("a rejected step parks its steering in the inbox until the next wake (the followup is spent)", async () => {
+    const { harness, agent, model } = await setup([textResponse("after")]);
+    let reject = true;
+    agent.ctx.on("agent/pre-step", (_a, _p, next) => {
+      if (!reject) return next();
+      reject = false;
+      return Promise.resolve({ kind: "reject" as const });
+    });
+    agent.inject("context");
+    const blocked = await agent.run("first");
+    assert.equal(blocked.reason.kind, "blocked");
+    assert.deepEqual(agent.inbox.pending("next-step").map((e) => e.message.content), [[{
+      type: "text",
+      text: "context",
+    }]]);
+    assert.equal((await agent.run("second")).text, "after");
+    assert.deepEqual(texts(agent), ["context", "second"]);
+    assert.equal(model.requests.length, 1);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+});
+
 describe("calls made from the first, synchronous stretch of a turn", () => {
-  it("dispose() from the claim of the input waits for the turn to close: stored as live, run() resolves", async () => {
+  it("dispose() from the claim of the input waits for the turn to close: stored as live, the input kept", async () => {
     const storage = memoryStorage();
     const { harness, agent } = await setup([textResponse("Hi")], { storage });
     let disposing: Promise<void> | undefined;
     agent.ctx.on("agent/inbox/claimed", () => void (disposing ??= harness.dispose()));
-    const result = await agent.run("Hello");
+    // The input never entered the conversation: it goes back to the inbox for a resumed agent.
+    await assert.rejects(agent.run("Hello"), (e) => HarnessError.isInstance(e, "AGENT_DISPOSED"));
     await disposing;
-    assert.equal(result.reason.kind, "aborted");
+    assert.deepEqual(
+      Inbox.fromLog(agent.session.events, () => {}).pending("next-turn").map((e) => e.message.content),
+      [[{ type: "text", text: "Hello" }]],
+    );
     const stored = await storage.inspect(agent.id);
     assert.deepEqual(stored.repair.syntheticEvents, []);
     assert.deepEqual(stored.events, agent.session.events);

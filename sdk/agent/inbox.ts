@@ -48,6 +48,67 @@ export class Inbox {
   }
 
   /**
+   * The claims of a log that a crash stranded: entries a step claimed whose
+   * messages never entered the conversation (no `user/message` or
+   * `system/message` followed the claim before its turn ended
+   * `interrupted`), and that no later splice put back. Acknowledged input
+   * that a crash caught between its claim and its step's messages would be
+   * lost otherwise: the claim is durable, the messages were not.
+   *
+   * @param events The session log (crash-repaired).
+   * @returns The stranded claims, in log order.
+   */
+  static strandedClaims(events: readonly SessionEvent[]): { target: InboxTarget; entries: InboxEntry[] }[] {
+    const queues: Record<InboxTarget, InboxEntry[]> = { "next-turn": [], "next-step": [] };
+    let open: { target: InboxTarget; entries: InboxEntry[] }[] = [];
+    let stranded: { target: InboxTarget; entries: InboxEntry[] }[] = [];
+    for (const event of events) {
+      switch (event.type) {
+        case "agent/inbox/spliced": {
+          const splice = event.data as InboxSplice;
+          const queue = queues[splice.target];
+          const removed = queue.splice(splice.start, splice.removedCount ?? 0, ...splice.inserted);
+          if (splice.outcome === "claimed" && removed.length > 0) {
+            open.push({ target: splice.target, entries: removed });
+          }
+          if (splice.inserted.length > 0) {
+            // Put back (by a resume before this one, or by the loop): no longer stranded.
+            const back = new Set(splice.inserted.map((entry) => entry.id));
+            stranded = stranded
+              .map((claim) => ({ target: claim.target, entries: claim.entries.filter((entry) => !back.has(entry.id)) }))
+              .filter((claim) => claim.entries.length > 0);
+          }
+          break;
+        }
+        case "user/message":
+        case "system/message":
+          // The step's messages entered (its claims served, or the pre-step listener rewrote or dropped them).
+          if (event.surfaceOp === "append") open = [];
+          break;
+        case "turn/end":
+          if (event.data.reason.kind === "interrupted") stranded.push(...open);
+          open = [];
+          break;
+      }
+    }
+    return stranded;
+  }
+
+  /**
+   * Put entries back at the front of a queue, in order (recorded as an
+   * insert): claimed entries whose messages never entered, returned for a
+   * later step.
+   *
+   * @param target Which queue.
+   * @param entries The entries, oldest first; their ids are this session's already.
+   */
+  restore(target: InboxTarget, entries: readonly InboxEntry[]): void {
+    if (entries.length === 0) return;
+    const splice: InboxSplice = { target, start: 0, inserted: [...entries] };
+    this.#apply(this.#commit(splice) ?? splice);
+  }
+
+  /**
    * The entries waiting in `target`, oldest first.
    *
    * @param target Which queue.

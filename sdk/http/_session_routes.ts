@@ -100,8 +100,7 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     }
     const entry = agent[body.mode](content);
     if (body.wait) {
-      // Only a running agent has something to wait for: an inject never wakes one, and
-      // whenIdle() on an idle agent with queued next-step input may not settle.
+      // Only a running agent has something to wait for: an inject never wakes one.
       if (agent.status === "running") await agent.whenIdle();
       await agent.flushed();
       return c.json({ id: entry.id, messageId: entry.message.id, mode: body.mode, status: agent.status });
