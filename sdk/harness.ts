@@ -11,7 +11,7 @@ import type { LlmAdapter } from "./llm/llm_adapter.ts";
 import type { LlmEvents } from "./llm/llm_events.ts";
 import { type LlmRuntime, llmRuntimePlugin } from "./llm/llm_runtime.ts";
 import type { RetryPolicy } from "./llm/retry_policy.ts";
-import type { Session, SessionProfile } from "./session/session.ts";
+import { Session, type SessionProfile } from "./session/session.ts";
 import type { SessionEvent } from "./session/session_events.ts";
 import { forkBoundary, type SessionEvents, type SessionStore, sessionStorePlugin } from "./session/session_store.ts";
 import type { ApprovalService } from "./tools/approval_service.ts";
@@ -326,6 +326,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     async forkAgent(source, forkOptions = {}) {
       if (disposed) throw new HarnessError("HARNESS_DISPOSED", "Cannot fork an agent: the harness is disposed");
       const sessions = ctx.service("sessions");
+      checkForkSource(source);
       const sourceId = typeof source === "string" ? source : source.id;
       let events: readonly SessionEvent[];
       let parent: { readonly cwd?: string; readonly profile?: SessionProfile };
@@ -369,6 +370,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       await handle.dispose();
     },
     async fork(source, boundary, childId) {
+      checkForkSource(source);
       const sessions = ctx.service("sessions");
       let child: Session;
       if (typeof source !== "string" || sessions.get(source) !== undefined) {
@@ -424,6 +426,18 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
 }
 
 type PluginHandle = ReturnType<HarnessCtx["plugin"]>;
+
+// A fork's source is a live session or a session id; an agent (a common slip from JavaScript) says what to pass.
+function checkForkSource(source: unknown): void {
+  if (typeof source === "string" || source instanceof Session) return;
+  const agent = typeof source === "object" && source !== null && (source as { session?: unknown }).session;
+  throw new HarnessError(
+    "INVALID_ARGS",
+    agent instanceof Session
+      ? "Fork a session, not an agent: pass agent.session (or its id)"
+      : "Fork takes a live session or a session id",
+  );
+}
 
 // Undo what started before `failure`; a second failure while undoing is reported, and the first one is thrown.
 async function disposeAfterFailure(handle: PluginHandle, failure: unknown): Promise<void> {

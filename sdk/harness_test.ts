@@ -176,6 +176,23 @@ describe("createHarness() that fails to start", () => {
   });
 });
 
+describe("harness.fork() and forkAgent() sources", () => {
+  it("an agent passed for a session is INVALID_ARGS saying to pass agent.session", async () => {
+    const harness = await createHarness({ adapters: [scriptedAdapter(textResponse("ok"))] });
+    const agent = await harness.createAgent();
+    await agent.run("hi");
+    for (const fork of [() => harness.forkAgent(agent as never), () => harness.fork(agent as never)]) {
+      await assert.rejects(fork(), (e: Error & { code?: string }) => {
+        assert.equal(e.code, "INVALID_ARGS");
+        assert.match(e.message, /pass agent\.session/);
+        return true;
+      });
+    }
+    assert.equal((await harness.forkAgent(agent.session)).session.deriveMessages().length, 2);
+    await harness.dispose();
+  });
+});
+
 describe("createHarness({ newId })", () => {
   it("reaches the tool runtime: two identically seeded runs write identical logs", async () => {
     const { z } = await import("zod");

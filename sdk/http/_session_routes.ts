@@ -145,7 +145,7 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
       if (claimed !== undefined) return { from: 0, reset: "ahead" };
       throw new HttpProblem(
         400,
-        "INVALID_LAST_EVENT_ID",
+        "INVALID_QUERY",
         `The stream cannot start at seq ${from}: the log of session "${id}" has ${length} events`,
       );
     };

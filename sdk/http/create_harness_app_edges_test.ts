@@ -111,7 +111,7 @@ describe("createHarnessApp() with bad input", () => {
         400,
         "INVALID_LAST_EVENT_ID",
       );
-      await expectProblem(await call("GET", `/sessions/s1/events?from=${seqBefore + 1}`), 400, "INVALID_LAST_EVENT_ID");
+      await expectProblem(await call("GET", `/sessions/s1/events?from=${seqBefore + 1}`), 400, "INVALID_QUERY");
       await expectProblem(await call("GET", "/sessions/s1/events?from=-1"), 400, "INVALID_QUERY");
       await expectProblem(await call("POST", "/sessions", { reasoningEffort: "extreme" }), 422, "INVALID_BODY");
 

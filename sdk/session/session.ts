@@ -247,7 +247,8 @@ function buildHeader(id: string, init: SessionHeaderInit, now: () => number, res
  *   committing; a rejected append leaves the log unchanged.
  * - The surface intent is required exactly for the surface types (`user/message`, `system/message`, `assistant/message`, `tool/result`).
  * - `session/end-seed` is written only by the constructor, when a seed is
- *   given that does not already end with one; it sits at `firstLiveSeq`.
+ *   given that does not already end with one; written, it sits at
+ *   `firstLiveSeq` (a seed that ends with one keeps it, at `firstLiveSeq - 1`).
  * - Observers run synchronously after commit; their failures are contained;
  *   an append from inside an observer is rejected with `APPEND_REENTERED`.
  * - Seeds and restored logs are validated like appends: envelope `time` is a
@@ -488,8 +489,13 @@ export class Session {
    * @param start The first seq.
    * @param end One past the last seq. @default {the log's length}
    * @returns A new array of the (frozen) events.
+   * @throws {HarnessError} `INVALID_ARGS` for a negative or fractional bound (a seq counts from 0; no wrapping from
+   *   the end as `Array.prototype.slice` does).
    */
   slice(start: number, end: number = this.#log.length): SessionEvent[] {
+    if (!Number.isSafeInteger(start) || start < 0 || !Number.isSafeInteger(end) || end < 0) {
+      throw new HarnessError("INVALID_ARGS", `slice() takes seqs (integers from 0), not ${start}, ${end}`);
+    }
     return this.#log.slice(start, end);
   }
 

@@ -42,6 +42,17 @@ describe("Session.append()", () => {
     assert.deepEqual(session.events, [a, b]);
   });
 
+  it("slice() takes seqs: from start to end, never wrapping from the end for a negative bound", () => {
+    const session = Session.create("s", undefined, { now: clock() });
+    for (let turn = 1; turn <= 3; turn++) session.append("turn/start", { turn });
+    assert.deepEqual(session.slice(1).map((e) => e.seq), [1, 2]);
+    assert.deepEqual(session.slice(0, 2).map((e) => e.seq), [0, 1]);
+    assert.deepEqual(session.slice(5), []);
+    for (const [start, end] of [[-1, undefined], [0, -1], [0.5, undefined], [Number.NaN, undefined]]) {
+      assert.throws(() => session.slice(start as number, end), code("INVALID_ARGS"), `${start}, ${end}`);
+    }
+  });
+
   it("copies and deep-freezes the data, so the caller's object can change freely", () => {
     const session = Session.create("s");
     const data = user("m1");
