@@ -303,7 +303,16 @@ export class LlmRuntime {
         throw error;
       }, signal);
     }
-    if (result === inner) return result;
+    if (inner !== undefined && result === inner) return result;
+    if (!isAsyncIterable(result)) {
+      const given = result === null ? "null" : typeof result;
+      return guardStream(() => {
+        throw new HarnessError(
+          "INVALID_ARGS",
+          `An llm/stream listener returned ${given}, not an async iterable of chunks`,
+        );
+      }, signal);
+    }
     return guardStream(() => result, signal);
   }
 
@@ -438,4 +447,9 @@ function checkOptions(options: GenerateOptions): void {
 export function llmRuntimePlugin<E extends object, S extends object>(ctx: HarnessContext<E, S>): void {
   const typed = ctx as unknown as HarnessContext<LlmEvents, LlmServices>;
   typed.provide("llm", new LlmRuntime(typed));
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<StreamChunk> {
+  return (typeof value === "object" || typeof value === "function") && value !== null &&
+    typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === "function";
 }

@@ -482,6 +482,26 @@ describe("llm/stream waterfall and llmRuntimePlugin", () => {
     }]);
   });
 
+  it("a listener that returns no async iterable ends the stream with an INVALID_ARGS finish saying what it gave", async () => {
+    for (const [given, what] of [[undefined, "undefined"], [null, "null"], [5, "number"], [[], "object"]] as const) {
+      const ctx = createKernel<Events, LlmServices>();
+      await ctx.plugin(llmRuntimePlugin).ready;
+      ctx.llm!.registerAdapter(fake("p"));
+      ctx.on("llm/stream", () => given as never);
+      const chunks = await collect(ctx.llm!.stream(request()));
+      assert.deepEqual(chunks, [{
+        type: "finish",
+        reason: {
+          kind: "error",
+          failure: {
+            code: "INVALID_ARGS",
+            message: `An llm/stream listener returned ${what}, not an async iterable of chunks`,
+          },
+        },
+      }], String(given));
+    }
+  });
+
   it("dispatching from a scope reaches that scope's listeners and not a sibling's", async () => {
     const ctx = createKernel<Events, LlmServices>();
     await ctx.plugin(llmRuntimePlugin).ready;
