@@ -107,6 +107,15 @@ export interface CreateHarnessOptions {
    */
   readonly maxParallelToolCalls?: number;
   /**
+   * The most model steps of one turn: a turn whose model still calls tools
+   * after this many steps ends `blocked` instead of starting another (its
+   * tool results are logged; the next input continues the conversation).
+   * A bound for a model that would call tools for ever.
+   *
+   * @default {unbounded}
+   */
+  readonly maxSteps?: number;
+  /**
    * Run the runtime invariants (request reconstruction on every request).
    *
    * @default {true}
@@ -223,6 +232,9 @@ export interface Harness {
  */
 export async function createHarness(input: CreateHarnessOptions = {}): Promise<Harness> {
   const options = await withConfig(input);
+  if (options.maxSteps !== undefined && !(Number.isSafeInteger(options.maxSteps) && options.maxSteps >= 1)) {
+    throw new HarnessError("INVALID_ARGS", `maxSteps must be a positive integer, not ${String(options.maxSteps)}`);
+  }
   const ctx = createKernel<HarnessEvents, HarnessServices>();
   const now = options.now ?? Date.now;
   const newId = options.newId ?? randomId;
@@ -250,6 +262,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     const uninstall = agents.setFactory(createLoopFactory(pctx as never, {
       defaultModel: options.model ?? soleAdapterRoute(options.adapters),
       maxParallelToolCalls: options.maxParallelToolCalls,
+      maxSteps: options.maxSteps,
       retryPolicy: options.retryPolicy,
       invariants: options.invariants,
       now,

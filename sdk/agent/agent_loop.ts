@@ -115,6 +115,8 @@ export interface LoopAgentInit {
   readonly now: () => number;
   readonly newId: () => string;
   readonly maxParallelToolCalls: number;
+  /** The most model steps of one turn (`Infinity`: no bound). */
+  readonly maxSteps: number;
   readonly retryPolicy: RetryPolicy;
   /** Check every request against the log's derivation. */
   readonly invariants: boolean;
@@ -542,6 +544,11 @@ export class LoopAgent implements Agent {
         break;
       }
       const first = step === 0;
+      // The step bound: nothing is claimed for a step that will not run (steering waits for the next turn).
+      if (step >= this.#init.maxSteps) {
+        reason = { kind: "blocked" };
+        break;
+      }
       const claimed = this.inbox.claim("next-step");
       const steered = claimed.length;
       // The wake that steering asked for is served by this claim.

@@ -28,6 +28,8 @@ export interface AgentLoopOptions {
    * @default {10}
    */
   readonly maxParallelToolCalls?: number;
+  /** The most model steps of one turn; past it the turn ends `blocked`. @default {unbounded} */
+  readonly maxSteps?: number;
   /** @default {DEFAULT_RETRY_POLICY} */
   readonly retryPolicy?: RetryPolicy;
   /**
@@ -119,6 +121,7 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
         now,
         newId,
         maxParallelToolCalls: options.maxParallelToolCalls ?? 10,
+        maxSteps: options.maxSteps ?? Infinity,
         retryPolicy: options.retryPolicy ?? DEFAULT_RETRY_POLICY,
         invariants: options.invariants ?? true,
         sleep: options.sleep,

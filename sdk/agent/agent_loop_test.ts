@@ -949,6 +949,32 @@ describe("agent loop cancellation", () => {
   });
 });
 
+describe("maxSteps", () => {
+  it("ends a turn that would go past maxSteps blocked, its tool results logged; the next input continues", async () => {
+    const call = (n: number) => toolCallResponse([{ id: `c${n}`, name: "add", arguments: '{"a":1,"b":2}' }]);
+    const { harness, agent, model } = await setup([call(1), call(2), call(3), textResponse("done")], { maxSteps: 2 });
+    const result = await agent.run("Add for ever");
+    assert.equal(result.reason.kind, "blocked");
+    assert.equal(model.requests.length, 2);
+    const types = agent.session.events.map((e) => e.type);
+    assert.equal(types.filter((t) => t === "step/start").length, 2);
+    assert.equal(types.filter((t) => t === "tool/result").length, 2);
+    assertValidLog(agent.session.events);
+    // The conversation goes on: the next turn's request ends with the new input after both results.
+    await agent.run("Stop now");
+    assert.deepEqual(model.requests[2].messages.map((m) => m.role), [
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+      "user",
+      "user",
+    ]);
+    await harness.dispose();
+    await assert.rejects(createHarness({ maxSteps: 0 }), (e) => HarnessError.isInstance(e, "INVALID_ARGS"));
+  });
+});
+
 describe("acknowledged input across a crash", () => {
   // What a crashed process leaves: its storage as it was at that moment, in a storage of its own.
   async function crashedCopy(storage: ReturnType<typeof memoryStorage>, id: string) {
