@@ -14,6 +14,7 @@ import type { Statements } from "./_statements.ts";
 import { deadline } from "./_deadline.ts";
 import type { PostgresExecutor, PostgresUnlisten } from "./postgres_executor.ts";
 
+/** The most events of one page a live tail reads (and at most `pageBytes` of their text, see PAGE_BYTES). */
 const PAGE = 500;
 
 /** A driver error of a read (the server is down, the connection dropped) as `SESSION_READ_FAILED`. */
@@ -26,8 +27,8 @@ export function readFailed(what: string, sessionId: string | undefined, cause: u
   );
 }
 
-// The incarnation in a stored header (see incarnationOf); a header that cannot be read stands for itself.
-function lifeOf(header: unknown): string {
+/** The incarnation in a stored header (see incarnationOf); a header that cannot be read stands for itself. */
+export function lifeOf(header: unknown): string {
   const text = String(header);
   try {
     return incarnationOf(JSON.parse(text));
@@ -41,16 +42,23 @@ export class PostgresTail {
   readonly #sql: Statements;
   readonly #pollMs: number;
   readonly #timeoutMs: number;
+  readonly #pageBytes: number;
   readonly #ensure: () => Promise<void>;
   readonly #waiters = new Map<string, Set<() => void>>();
   #listening: Promise<PostgresUnlisten | undefined> | undefined;
   #closed = false;
 
-  constructor(db: PostgresExecutor, sql: Statements, pollMs: number, timeoutMs: number, ensure: () => Promise<void>) {
+  constructor(
+    db: PostgresExecutor,
+    sql: Statements,
+    times: { pollMs: number; timeoutMs: number; pageBytes: number },
+    ensure: () => Promise<void>,
+  ) {
     this.#db = db;
     this.#sql = sql;
-    this.#pollMs = pollMs;
-    this.#timeoutMs = timeoutMs;
+    this.#pollMs = times.pollMs;
+    this.#timeoutMs = times.timeoutMs;
+    this.#pageBytes = times.pageBytes;
     this.#ensure = ensure;
   }
 
@@ -105,7 +113,10 @@ export class PostgresTail {
         pending = false;
         let rows;
         try {
-          rows = await deadline(this.#db.query(this.#sql.tail, [sessionId, next, PAGE]), this.#timeoutMs);
+          rows = await deadline(
+            this.#db.query(this.#sql.page, [sessionId, next, null, PAGE, this.#pageBytes]),
+            this.#timeoutMs,
+          );
         } catch (error) {
           throw readFailed("follow", sessionId, error);
         }
