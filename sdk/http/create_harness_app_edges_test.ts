@@ -239,6 +239,37 @@ describe("createHarnessApp() edges", () => {
     });
   });
 
+  it("a storage upgraded by a newer build is 500 STORAGE_SCHEMA_UNSUPPORTED, a lost lease 409 SESSION_LEASE_LOST", async () => {
+    const storage = memoryStorage();
+    const newer = new HarnessError(
+      "STORAGE_SCHEMA_UNSUPPORTED",
+      'PostgreSQL schema "dsh" was written by a newer version',
+    );
+    const broken = withFaults(storage, {
+      list: () => () => Promise.reject(newer),
+      inspect: () => () =>
+        Promise.reject(
+          new HarnessError("SESSION_LEASE_LOST", "The writer lease of session s1 expired or was taken over"),
+        ),
+    });
+    await storage.create({ id: "s1", createdAt: 1 });
+    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))], storage: broken });
+    await withServer(served, async ({ call }) => {
+      const res = await call("GET", "/sessions");
+      assert.equal(res.status, 500);
+      const problem = await res.json();
+      assert.equal(problem.code, "STORAGE_SCHEMA_UNSUPPORTED");
+      assert.equal(
+        problem.detail,
+        "The storage was upgraded by a newer version of the server, which this one cannot use " +
+          `(the server's log has the details: request ${problem.requestId})`,
+      );
+      const lost = await call("GET", "/sessions/s1");
+      assert.equal(lost.status, 409);
+      assert.equal((await lost.json()).code, "SESSION_LEASE_LOST");
+    });
+  });
+
   it("a body that fails mid-upload (the client went away) is 400 BODY_INCOMPLETE, not a server fault", async () => {
     const harness = await createHarness({
       adapters: [scriptedAdapter([textResponse("ok")])],
