@@ -17,9 +17,13 @@ import type { PostgresExecutor, PostgresUnlisten } from "./postgres_executor.ts"
 /** The most events of one page a live tail reads (and at most `pageBytes` of their text, see PAGE_BYTES). */
 const PAGE = 500;
 
-/** A driver error of a read (the server is down, the connection dropped) as `SESSION_READ_FAILED`. */
+/**
+ * A driver error of a read (the server is down, the connection dropped) as `SESSION_READ_FAILED`; so is the
+ * `SESSION_WRITE_FAILED` of the migrations a first read waits for (kept as the cause). Other harness errors (not
+ * found, a schema written by a newer build) stay as they are.
+ */
 export function readFailed(what: string, sessionId: string | undefined, cause: unknown): HarnessError {
-  if (HarnessError.isInstance(cause)) return cause;
+  if (HarnessError.isInstance(cause) && cause.code !== "SESSION_WRITE_FAILED") return cause;
   return new HarnessError(
     "SESSION_READ_FAILED",
     `Reading from PostgreSQL failed (${what}): ${(cause as Error)?.message ?? String(cause)}`,
@@ -104,7 +108,11 @@ export class PostgresTail {
     set.add(notify);
     try {
       await this.#listen();
-      await this.#ensure();
+      try {
+        await this.#ensure();
+      } catch (error) {
+        throw readFailed("follow", sessionId, error);
+      }
       let next = fromSeq;
       // The life of the log being followed: a session deleted and created again under the same id between two
       // reads is another log, and its events are not this one's continuation.

@@ -454,6 +454,35 @@ describe("postgresStorage() on a PostgreSQL server", () => {
     }
   });
 
+  it("reads at first use with the server down are SESSION_READ_FAILED, the migration's failure kept as the cause", async () => {
+    const down = { query: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:5432")) };
+    const storage = postgresStorage({ client: down, schema: testSchema() });
+    try {
+      const reads = [
+        () => storage.list(),
+        () => storage.stat("x"),
+        () => storage.load("x"),
+        () => storage.inspect("x"),
+        async () => {
+          for await (const _ of storage.follow("x")) break;
+        },
+      ];
+      for (const read of reads) {
+        await assert.rejects(read(), (error: unknown) => {
+          assert.ok(HarnessError.isInstance(error, "SESSION_READ_FAILED"), String(error));
+          const cause = (error as Error).cause;
+          assert.ok(HarnessError.isInstance(cause, "SESSION_WRITE_FAILED"), String(cause));
+          assert.match(String((cause as Error).cause), /ECONNREFUSED/);
+          return true;
+        });
+      }
+      // A write still says the write failed.
+      await assert.rejects(storage.create({ id: "x" }), code("SESSION_WRITE_FAILED"));
+    } finally {
+      await storage.close();
+    }
+  });
+
   it("migrations are versioned, idempotent, safe when instances start at once, and refuse a newer schema", async () => {
     const schema = testSchema("m");
     const pools = [testPool(server.url, 1), testPool(server.url, 1), testPool(server.url, 1)];
