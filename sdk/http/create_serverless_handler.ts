@@ -10,6 +10,7 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { Harness } from "../harness.ts";
 import { createHarnessApp, type HarnessAppOptions } from "./create_harness_app.ts";
+import { keepsLostWriters } from "./_session_host.ts";
 
 /** Options of {@linkcode createServerlessHandler}. */
 export interface ServerlessHandlerOptions {
@@ -84,8 +85,10 @@ export function createServerlessHandler(options: ServerlessHandlerOptions): (req
   }
   return async (request) => {
     const harness = await options.harness();
+    keepsLostWriters.add(harness); // a failed write is answered for below, not by resuming the session
     let body: Promise<ArrayBuffer> | undefined;
     let response: Response;
+    let failed: Response | undefined;
     try {
       const app = createHarnessApp(harness, { ...options.app, approvals: false });
       response = await app.fetch(request);
@@ -101,16 +104,34 @@ export function createServerlessHandler(options: ServerlessHandlerOptions): (req
           await harness.sessions.flush(agent.session);
         } catch (error) {
           response.body?.cancel().catch(() => {});
-          return notSaved(agent.id, error);
+          failed = notSaved(agent.id, error);
+          return failed;
         }
       }
       // Read the body while the harness goes away: an event stream ends when its agent is disposed.
       body = response.body === null ? undefined : response.arrayBuffer();
     } finally {
-      await harness.dispose();
+      try {
+        await harness.dispose();
+      } catch (error) {
+        // The last write of a disposed agent failed (a failed flush already answered for it).
+        if (failed === undefined) {
+          body?.catch(() => {});
+          failed = notSaved(sessionOf(error) ?? "", error);
+          body = undefined;
+        }
+      }
     }
+    if (failed !== undefined) return failed;
     return new Response(body === undefined ? null : await body, { status: response.status, headers: response.headers });
   };
+}
+
+/** The session an error of disposal names, if any (the first one of several). */
+function sessionOf(error: unknown): string | undefined {
+  const first = error instanceof AggregateError ? error.errors[0] : error;
+  const id = HarnessError.isInstance(first) ? (first.details as { sessionId?: unknown })?.sessionId : undefined;
+  return typeof id === "string" ? id : undefined;
 }
 
 /**
