@@ -275,4 +275,32 @@ describe("harness.dispose() and disposeAgent() report a failed last write", () =
     });
     assert.deepEqual(two.disposed.sort(), ["a", "b", "c"]);
   });
+
+  it("when giving up the lease fails too, the failed write is the error reported", async () => {
+    const memory = memoryStorage();
+    let failing = false;
+    const storage = withFaults(memory, {
+      append: (append) => (id, events, options) =>
+        failing ? Promise.reject(new Error("disk full")) : append(id, events, options),
+      acquireWriter: (acquire) => async (id) => {
+        const writer = await acquire(id);
+        const release = writer.release.bind(writer);
+        // The same writer (storage knows it by identity), whose release fails once armed.
+        Object.defineProperty(writer, "release", {
+          value: () => release().then(() => failing ? Promise.reject(new Error("connection lost")) : undefined),
+        });
+        return writer;
+      },
+    });
+    const harness = await createHarness({
+      adapters: [scriptedAdapter(textResponse("Hi"))],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage,
+      batchWindowMs: 60_000,
+    });
+    (await harness.createAgent({ id: "a" })).inject("a note");
+    failing = true;
+    await assert.rejects(harness.disposeAgent("a"), /disk full/);
+    await harness.dispose();
+  });
 });

@@ -636,7 +636,11 @@ class PgStorage implements PostgresSessionStorage {
   }
 
   async releaseLease(writer: PgWriter): Promise<void> {
-    await this.#db.query(this.#sql.release, [writer.sessionId, writer.token]);
+    try {
+      await deadline(this.#db.query(this.#sql.release, [writer.sessionId, writer.token]), this.#timeoutMs);
+    } catch (error) {
+      throw writeFailed(writer.sessionId, "release the writer lease", error);
+    }
   }
 
   forget(writer: PgWriter): void {
