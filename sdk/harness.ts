@@ -417,10 +417,21 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     async dispose() {
       if (disposed) return;
       disposed = true;
-      for (const handle of [...handles.values()].reverse()) await handle.dispose();
+      // Everything is disposed even when a step fails (an agent's last write); then the failures are thrown.
+      const failures: unknown[] = [];
+      const attempt = async (step: () => Promise<void>) => {
+        try {
+          await step();
+        } catch (error) {
+          failures.push(error);
+        }
+      };
+      for (const handle of [...handles.values()].reverse()) await attempt(() => handle.dispose());
       handles.clear();
-      for (const handle of plugins.reverse()) await handle.dispose();
-      await core.dispose();
+      for (const handle of plugins.reverse()) await attempt(() => handle.dispose());
+      await attempt(() => core.dispose());
+      if (failures.length === 1) throw failures[0];
+      if (failures.length > 1) throw new AggregateError(failures, "Disposing the harness failed in several places");
     },
   };
   const hooks = options.config === undefined

@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHarness } from "./harness.ts";
 import { memoryStorage } from "./persistence/memory_storage.ts";
+import { withFaults } from "./persistence/_test_storage_faults.ts";
 import { scriptedAdapter, textResponse } from "../testing/scripted_adapter.ts";
 
 const userHooks = (raw: { events: { _hooks: Record<string, unknown[]> } }) =>
@@ -227,5 +228,96 @@ describe("createHarness({ newId })", () => {
     const result = first.find((e: { type: string }) => e.type === "tool/result");
     assert.match(result.data.message.id, /^id-\d+$/, "the tool result's id comes from newId");
     assert.deepEqual(await run(), first);
+  });
+});
+
+describe("harness.dispose() and disposeAgent() report a failed last write", () => {
+  /** A harness whose writes wait for a flush (a long batch window) and fail, once armed, for the sessions named. */
+  async function failingAtDisposal() {
+    const memory = memoryStorage();
+    const failing = new Set<string>();
+    const storage = withFaults(memory, {
+      append: (append) => (id, events, options) =>
+        failing.has(id) ? Promise.reject(new Error(`disk full (${id})`)) : append(id, events, options),
+    });
+    const harness = await createHarness({
+      adapters: [scriptedAdapter(textResponse("Hi"))],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage,
+      batchWindowMs: 60_000,
+    });
+    const errors: unknown[] = [];
+    harness.ctx.on("agent/error", (_agent, error) => void errors.push(error));
+    const disposed: string[] = [];
+    harness.ctx.on("agent/disposed", (agent) => void disposed.push(agent.id));
+    return { harness, memory, failing, errors, disposed };
+  }
+
+  it("disposeAgent() rejects with the failed write, after disposing the agent (agent/error is emitted too)", async () => {
+    const { harness, memory, failing, errors } = await failingAtDisposal();
+    const agent = await harness.createAgent({ id: "a" });
+    agent.inject("a note"); // committed, written with the next batch: at disposal
+    failing.add("a");
+    await assert.rejects(harness.disposeAgent(agent), /disk full \(a\)/);
+    assert.equal(errors.length, 1);
+    assert.equal(harness.ctx.service("agents").get("a"), undefined);
+    assert.equal(harness.sessions.get("a"), undefined);
+    // The lease was given up all the same: the session can be resumed.
+    failing.clear();
+    const again = await harness.resumeAgent("a");
+    assert.equal(again.session.seq, (await memory.load("a")).events.length);
+    await harness.dispose();
+  });
+
+  it("dispose() disposes every agent and plugin, then rejects with the one failure or an AggregateError", async () => {
+    const one = await failingAtDisposal();
+    for (const id of ["a", "b", "c"]) (await one.harness.createAgent({ id })).inject("a note");
+    one.failing.add("b");
+    await assert.rejects(one.harness.dispose(), /disk full \(b\)/);
+    assert.deepEqual(one.disposed.sort(), ["a", "b", "c"]);
+    // The agents that could write did.
+    for (const id of ["a", "c"]) {
+      assert.deepEqual((await one.memory.load(id)).events.map((e) => e.type), ["agent/inbox/spliced"]);
+    }
+    await one.harness.dispose(); // idempotent
+
+    const two = await failingAtDisposal();
+    for (const id of ["a", "b", "c"]) (await two.harness.createAgent({ id })).inject("a note");
+    two.failing.add("a");
+    two.failing.add("c");
+    await assert.rejects(two.harness.dispose(), (error: unknown) => {
+      assert.ok(error instanceof AggregateError, String(error));
+      assert.deepEqual(error.errors.map((e: Error) => e.message).sort(), ["disk full (a)", "disk full (c)"]);
+      return true;
+    });
+    assert.deepEqual(two.disposed.sort(), ["a", "b", "c"]);
+  });
+
+  it("when giving up the lease fails too, the failed write is the error reported", async () => {
+    const memory = memoryStorage();
+    let failing = false;
+    const storage = withFaults(memory, {
+      append: (append) => (id, events, options) =>
+        failing ? Promise.reject(new Error("disk full")) : append(id, events, options),
+      acquireWriter: (acquire) => async (id) => {
+        const writer = await acquire(id);
+        const release = writer.release.bind(writer);
+        // The same writer (storage knows it by identity), whose release fails once armed.
+        Object.defineProperty(writer, "release", {
+          value: () => release().then(() => failing ? Promise.reject(new Error("connection lost")) : undefined),
+        });
+        return writer;
+      },
+    });
+    const harness = await createHarness({
+      adapters: [scriptedAdapter(textResponse("Hi"))],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage,
+      batchWindowMs: 60_000,
+    });
+    (await harness.createAgent({ id: "a" })).inject("a note");
+    failing = true;
+    await assert.rejects(harness.disposeAgent("a"), /disk full/);
+    await harness.dispose();
   });
 });

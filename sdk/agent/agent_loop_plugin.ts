@@ -149,21 +149,27 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
     // Teardown, in order: the loop stops (closing its turn), the agent leaves the
     // registry, durable listeners finish and release the session (persistence
     // flushes and gives up its writer lease), the session leaves the store, and
-    // the scope unwinds every scoped registration.
+    // the scope unwinds every scoped registration. A failed release (the
+    // session's last write) is emitted as `agent/error`, and `dispose()`
+    // rejects with it once every later step has run.
     const a = agent;
     const s = session;
     const teardown = async () => {
       await a.stop();
       detachAgent();
       (ctx as unknown as LoopContext).emit("agent/disposed", a);
+      let released: { error: unknown } | undefined;
       try {
         await (scope.ctx as unknown as HarnessContext<SessionEvents>).parallel("session/release", s);
       } catch (error) {
         (ctx as unknown as LoopContext).emit("agent/error", a, error);
+        // The kernel gathers the listeners' failures: one is thrown as itself.
+        released = { error: error instanceof AggregateError && error.errors.length === 1 ? error.errors[0] : error };
       }
       detachSession();
       ctx.emit("session/disposed" as never, s as never);
       await scope.dispose();
+      if (released !== undefined) throw released.error;
     };
     let disposing: Promise<void> | undefined;
     return {

@@ -32,6 +32,8 @@ const STATUS_BY_CODE: Readonly<Record<string, number>> = {
   SESSION_NOT_LIVE: 409,
   OPEN_TURN: 409,
   SESSION_WRITER_BUSY: 409,
+  // This server's writer lease of the session expired or was taken over by another instance.
+  SESSION_LEASE_LOST: 409,
   AGENT_DISPOSED: 410,
   INPUT_DISCARDED: 409,
   HARNESS_DISPOSED: 503,
@@ -44,6 +46,8 @@ const STATUS_BY_CODE: Readonly<Record<string, number>> = {
   SESSION_WRITE_FAILED: 503,
   SESSION_READ_FAILED: 503,
   SESSION_FLUSH_FAILED: 503,
+  // A database migrated by a newer build: every route fails until this server is upgraded.
+  STORAGE_SCHEMA_UNSUPPORTED: 500,
   INVALID_EVENT: 422,
 };
 
@@ -55,6 +59,7 @@ const SERVER_SIDE: Readonly<Record<string, string>> = {
   SESSION_WRITE_FAILED: "Writing to storage failed",
   SESSION_READ_FAILED: "Reading from storage failed",
   SESSION_FLUSH_FAILED: "Writing to storage failed",
+  STORAGE_SCHEMA_UNSUPPORTED: "The storage was upgraded by a newer version of the server, which this one cannot use",
 };
 
 /**

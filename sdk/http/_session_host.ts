@@ -19,6 +19,27 @@ function notFound(id: string): HttpProblem {
   return new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
 }
 
+/**
+ * The session whose writer lease was lost, when `error` (or a cause of it, as for `SESSION_FLUSH_FAILED`) is
+ * `SESSION_LEASE_LOST`.
+ */
+function leaseLostSession(error: unknown): string | undefined {
+  let sessionId: string | undefined;
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as Error).cause, depth++) {
+    if (!HarnessError.isInstance(e)) return undefined;
+    const id = e.details?.sessionId;
+    if (typeof id === "string") sessionId ??= id;
+    if (e.code === "SESSION_LEASE_LOST") return typeof id === "string" ? id : sessionId;
+  }
+  return undefined;
+}
+
+/**
+ * Harnesses whose app keeps a live agent whose writer lost its lease (see SessionHost.evictAfter): the serverless
+ * handler's, which disposes the harness after the request and answers for the agent's failed write itself.
+ */
+export const keepsLostWriters: WeakSet<Harness> = new WeakSet();
+
 export class SessionHost {
   readonly #harness: Harness;
   readonly #ctx: HarnessCtx;
@@ -26,6 +47,8 @@ export class SessionHost {
   /** Agents this app made outside `harness.createAgent` (forks): only their handles can dispose them. */
   readonly #handles = new Map<string, AgentHandle>();
   readonly #resuming = new Map<string, Promise<Agent>>();
+  /** Live agents being let go of because their writer lost the lease (see evictAfter). */
+  readonly #evicting = new Map<string, Promise<void>>();
 
   constructor(harness: Harness) {
     this.#harness = harness;
@@ -49,6 +72,7 @@ export class SessionHost {
 
   /** The live agent of `id`, resuming it from storage when it is only stored. */
   async agent(id: string): Promise<Agent> {
+    await this.#evicting.get(id);
     const live = this.live(id);
     if (live !== undefined) return live;
     const pending = this.#resuming.get(id);
@@ -145,20 +169,47 @@ export class SessionHost {
     return handle.agent;
   }
 
-  /** Dispose the live agent of `id` and delete its stored log; `false` when neither existed. */
+  /**
+   * Dispose the live agent of `id` and delete its stored log; `false` when neither existed. A failed last write of
+   * the disposed agent does not fail the delete: the log it would have gone to is deleted.
+   */
   async remove(id: string): Promise<boolean> {
-    let existed = false;
+    await this.#evicting.get(id);
+    let existed = await this.#disposeLive(id).catch(() => true /* the log is deleted below */);
+    if (this.#storage !== undefined) existed = (await this.#deleteStored(this.#storage, id)) || existed;
+    return existed;
+  }
+
+  /**
+   * After a request failed: when it failed because the writer of a live session lost its lease (the database was
+   * unreachable for longer than the lease, or another instance took the session over), that agent can never write
+   * again. It is disposed (its last write fails the same way and is dropped: the request that failed reported it),
+   * so the session's next request resumes it from storage, taking the lease anew.
+   */
+  async evictAfter(error: unknown): Promise<void> {
+    const id = leaseLostSession(error);
+    if (id === undefined || this.live(id) === undefined || keepsLostWriters.has(this.#harness)) return;
+    let evicting = this.#evicting.get(id);
+    if (evicting === undefined) {
+      evicting = this.#disposeLive(id)
+        .then(() => {}, () => {/* its last write: refused as the request's was */})
+        .finally(() => this.#evicting.delete(id));
+      this.#evicting.set(id, evicting);
+    }
+    await evicting;
+  }
+
+  /** Dispose the live agent of `id`; `false` when it had none. */
+  async #disposeLive(id: string): Promise<boolean> {
     const handle = this.#handles.get(id);
     if (handle !== undefined) {
       this.#handles.delete(id);
       await handle.dispose();
-      existed = true;
-    } else if (this.live(id) !== undefined) {
-      await this.#harness.disposeAgent(id);
-      existed = true;
+      return true;
     }
-    if (this.#storage !== undefined) existed = (await this.#deleteStored(this.#storage, id)) || existed;
-    return existed;
+    if (this.live(id) === undefined) return false;
+    await this.#harness.disposeAgent(id);
+    return true;
   }
 
   /**

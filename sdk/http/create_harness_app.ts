@@ -408,7 +408,9 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     await next();
   });
 
-  app.onError((error, c) => {
+  app.onError(async (error, c) => {
+    // A session whose writer lost its lease is let go of, so that its next request resumes it from storage.
+    await host.evictAfter(error);
     const { body, headers, fault } = toProblem(error, c.req.path, c.get("requestId") ?? "");
     c.set("problemCode", body.code);
     if (fault) c.set("fault", error);

@@ -239,6 +239,82 @@ describe("createHarnessApp() edges", () => {
     });
   });
 
+  it("a storage upgraded by a newer build is 500 STORAGE_SCHEMA_UNSUPPORTED, a lost lease 409 SESSION_LEASE_LOST", async () => {
+    const storage = memoryStorage();
+    const newer = new HarnessError(
+      "STORAGE_SCHEMA_UNSUPPORTED",
+      'PostgreSQL schema "dsh" was written by a newer version',
+    );
+    const broken = withFaults(storage, {
+      list: () => () => Promise.reject(newer),
+      inspect: () => () =>
+        Promise.reject(
+          new HarnessError("SESSION_LEASE_LOST", "The writer lease of session s1 expired or was taken over"),
+        ),
+    });
+    await storage.create({ id: "s1", createdAt: 1 });
+    const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))], storage: broken });
+    await withServer(served, async ({ call }) => {
+      const res = await call("GET", "/sessions");
+      assert.equal(res.status, 500);
+      const problem = await res.json();
+      assert.equal(problem.code, "STORAGE_SCHEMA_UNSUPPORTED");
+      assert.equal(
+        problem.detail,
+        "The storage was upgraded by a newer version of the server, which this one cannot use " +
+          `(the server's log has the details: request ${problem.requestId})`,
+      );
+      const lost = await call("GET", "/sessions/s1");
+      assert.equal(lost.status, 409);
+      assert.equal((await lost.json()).code, "SESSION_LEASE_LOST");
+    });
+  });
+
+  it("a session whose writer lost its lease is let go of: its next request resumes it from storage", async () => {
+    const storage = memoryStorage();
+    // Once armed, the writer of the next append loses its lease: that append and every later one with it are
+    // refused, as postgresStorage refuses a writer whose lease expired or was taken over.
+    let arm = false;
+    const lost = new Set<unknown>();
+    const faulty = withFaults(storage, {
+      append: (append) => (id, events, options) => {
+        if (arm) {
+          arm = false;
+          lost.add(options.writer);
+        }
+        if (!lost.has(options.writer)) return append(id, events, options);
+        return Promise.reject(
+          new HarnessError("SESSION_LEASE_LOST", `The writer lease of session ${id} expired or was taken over`, {
+            details: { sessionId: id, action: "append" },
+          }),
+        );
+      },
+    });
+    const served = await serveHarness({ adapters: [scriptedAdapter(() => textResponse("Hi"))], storage: faulty });
+    await withServer(served, async ({ call, harness }) => {
+      const send = (content: string) => call("POST", "/sessions/s/messages", { content, wait: true });
+      assert.equal((await call("POST", "/sessions", { id: "s" })).status, 201);
+      assert.equal((await send("one")).status, 200);
+      const before = harness.ctx.service("agents").get("s");
+      arm = true;
+      const failed = await send("two");
+      assert.equal(failed.status, 503);
+      assert.equal((await failed.json()).code, "SESSION_FLUSH_FAILED");
+      // The agent is gone: the next requests resume the session from storage, with a new lease.
+      for (const content of ["three", "four"]) {
+        const res = await send(content);
+        assert.equal(res.status, 200, await res.clone().text());
+        assert.equal((await res.json()).result.text, "Hi");
+      }
+      assert.notEqual(harness.ctx.service("agents").get("s"), before);
+      // Nothing of the failed request was kept: the resumed session is what storage holds.
+      const users = (await storage.load("s")).events.flatMap((e) =>
+        e.type === "user/message" ? e.data.content.map((b) => (b.type === "text" ? b.text : "")) : []
+      );
+      assert.deepEqual(users, ["one", "three", "four"]);
+    });
+  });
+
   it("a body that fails mid-upload (the client went away) is 400 BODY_INCOMPLETE, not a server fault", async () => {
     const harness = await createHarness({
       adapters: [scriptedAdapter([textResponse("ok")])],

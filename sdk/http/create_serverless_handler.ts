@@ -10,6 +10,7 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { Harness } from "../harness.ts";
 import { createHarnessApp, type HarnessAppOptions } from "./create_harness_app.ts";
+import { keepsLostWriters } from "./_session_host.ts";
 
 /** Options of {@linkcode createServerlessHandler}. */
 export interface ServerlessHandlerOptions {
@@ -37,9 +38,14 @@ export interface ServerlessHandlerOptions {
  * can (`postgresStorage`): it then stays open and carries what any instance
  * writes; otherwise it ends with the request. When another instance is
  * driving the same session at that moment, the answer is `409
- * SESSION_NOT_SAVED` (or `409 SESSION_WRITER_BUSY`, or `409
+ * SESSION_WRITER_BUSY` or `409 SESSION_NOT_SAVED` (or `409
  * SESSION_SEQ_MISMATCH` when it wrote between this request's load and its
- * lease) and nothing of the request was stored.
+ * lease) and nothing of the request was stored. When this instance's writer
+ * lease is lost while the request runs (the database was unreachable for
+ * longer than the lease, or another instance took the session over), the
+ * answer is `409 SESSION_LEASE_LOST`: part of the request's input may be
+ * stored, so read the session before sending it again; the same holds for
+ * `500 SESSION_NOT_SAVED` (a write that failed otherwise).
  *
  * @param options How to build the harness for one request, and the app's options.
  * @returns A fetch-style handler.
@@ -79,8 +85,10 @@ export function createServerlessHandler(options: ServerlessHandlerOptions): (req
   }
   return async (request) => {
     const harness = await options.harness();
+    keepsLostWriters.add(harness); // a failed write is answered for below, not by resuming the session
     let body: Promise<ArrayBuffer> | undefined;
     let response: Response;
+    let failed: Response | undefined;
     try {
       const app = createHarnessApp(harness, { ...options.app, approvals: false });
       response = await app.fetch(request);
@@ -96,33 +104,61 @@ export function createServerlessHandler(options: ServerlessHandlerOptions): (req
           await harness.sessions.flush(agent.session);
         } catch (error) {
           response.body?.cancel().catch(() => {});
-          return notSaved(agent.id, error);
+          failed = notSaved(agent.id, error);
+          return failed;
         }
       }
       // Read the body while the harness goes away: an event stream ends when its agent is disposed.
       body = response.body === null ? undefined : response.arrayBuffer();
     } finally {
-      await harness.dispose();
+      try {
+        await harness.dispose();
+      } catch (error) {
+        // The last write of a disposed agent failed (a failed flush already answered for it).
+        if (failed === undefined) {
+          body?.catch(() => {});
+          failed = notSaved(sessionOf(error) ?? "", error);
+          body = undefined;
+        }
+      }
     }
+    if (failed !== undefined) return failed;
     return new Response(body === undefined ? null : await body, { status: response.status, headers: response.headers });
   };
 }
 
-const BUSY = new Set(["SESSION_WRITER_BUSY", "SESSION_LEASE_LOST"]);
+/** The session an error of disposal names, if any (the first one of several). */
+function sessionOf(error: unknown): string | undefined {
+  const first = error instanceof AggregateError ? error.errors[0] : error;
+  const id = HarnessError.isInstance(first) ? (first.details as { sessionId?: unknown })?.sessionId : undefined;
+  return typeof id === "string" ? id : undefined;
+}
 
-/** The problem+json answer when a session's log could not be written. */
+/**
+ * The problem+json answer when a session's log could not be written. Only a
+ * refused lease (`SESSION_WRITER_BUSY`: another instance held the session
+ * before this one wrote anything) means nothing of the request was stored; a
+ * lease lost mid-request (`SESSION_LEASE_LOST`) may come after some of its
+ * writes, and so may any other failure.
+ */
 function notSaved(sessionId: string, error: unknown): Response {
   const cause = error instanceof Error && error.cause !== undefined ? error.cause : error;
-  const busy = HarnessError.isInstance(cause) && BUSY.has(cause.code);
-  const status = busy ? 409 : 500;
+  const code = HarnessError.isInstance(cause) ? cause.code : undefined;
+  const conflict = code === "SESSION_WRITER_BUSY" || code === "SESSION_LEASE_LOST";
+  const status = conflict ? 409 : 500;
+  const detail = code === "SESSION_WRITER_BUSY"
+    ? `Session "${sessionId}" is being served by another instance; nothing of this request was saved`
+    : code === "SESSION_LEASE_LOST"
+    ? `Session "${sessionId}" was taken over by another instance while this request ran: its input may be partly ` +
+      `stored; read the session before sending it again`
+    : `Session "${sessionId}" could not be saved: its input may be partly stored; read the session before sending ` +
+      `it again`;
   const body = {
-    type: "urn:dsh-harness:problem:SESSION_NOT_SAVED",
-    title: busy ? "Conflict" : "Internal Server Error",
+    type: `urn:dsh-harness:problem:${code === "SESSION_LEASE_LOST" ? code : "SESSION_NOT_SAVED"}`,
+    title: conflict ? "Conflict" : "Internal Server Error",
     status,
-    code: "SESSION_NOT_SAVED",
-    detail: busy
-      ? `Session "${sessionId}" is being served by another instance; nothing of this request was saved`
-      : `Session "${sessionId}" could not be saved`,
+    code: code === "SESSION_LEASE_LOST" ? code : "SESSION_NOT_SAVED",
+    detail,
   };
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/problem+json" } });
 }

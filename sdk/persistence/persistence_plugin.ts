@@ -196,13 +196,21 @@ export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, op
     if (t !== undefined) await write(t);
   });
 
+  // The lease is given up even when the last write failed; that failure is the one reported.
   const release = async (t: Tracked) => {
     tracked.delete(t.session);
+    let written: { error: unknown } | undefined;
     try {
       await write(t);
-    } finally {
-      await t.writer?.release();
+    } catch (error) {
+      written = { error };
     }
+    try {
+      await t.writer?.release();
+    } catch (error) {
+      if (written === undefined) throw error;
+    }
+    if (written !== undefined) throw written.error;
   };
 
   ctx.on("session/release", async (session) => {

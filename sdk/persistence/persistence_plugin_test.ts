@@ -112,7 +112,8 @@ describe("persistence plugin", () => {
     assert.equal(end?.type === "turn/end" && end.data.reason.kind, "error");
     assert.equal(model.requests.length, 0, "no model call is made past a failed checkpoint");
     assert.equal(errors.length, 1);
-    await harness.dispose();
+    // Disposal's last write fails too, and says so.
+    await assert.rejects(harness.dispose(), /disk full/);
   });
 
   it("after an append whose answer was lost (or that stored part of a batch), the writer catches up with its own events", async () => {
@@ -140,12 +141,13 @@ describe("persistence plugin", () => {
         // What storage holds past this writer's count is not its own: the writes keep failing, nothing is overwritten.
         await assert.rejects(agent.flushed(), { code: "SESSION_FLUSH_FAILED" });
         assert.deepEqual((await memory.inspect("s")).events.at(-1)?.data, { turn: 99 });
+        await assert.rejects(harness.dispose(), { code: "SESSION_SEQ_MISMATCH" }); // so does disposal's last write
       } else {
         await agent.flushed();
         assert.equal((await agent.run("again")).reason.kind, "completed");
         assert.deepEqual(strip((await memory.inspect("s")).events), strip(agent.session.events), fault);
+        await harness.dispose();
       }
-      await harness.dispose();
     }
   });
 });

@@ -19,9 +19,8 @@ export interface Statements {
   readonly append: string;
   /** The name `append` may be prepared under on a connection: it changes with the text. */
   readonly appendName: string;
-  readonly load: string;
+  readonly page: string;
   readonly loadRows: string;
-  readonly tail: string;
   readonly stat: string;
   readonly list: string;
   readonly delete: string;
@@ -30,6 +29,15 @@ export interface Statements {
   readonly release: string;
   readonly channel: string;
 }
+
+/**
+ * The most bytes of event text a page read joins before it stops (it always holds one event): far under V8's longest
+ * string, large enough that paging costs a load next to nothing.
+ */
+export const PAGE_BYTES = 64 * 1024 * 1024;
+
+/** The most events of one page of a load. */
+export const LOAD_PAGE_EVENTS = 50_000;
 
 /** FNV-1a (32 bits) of a text, in hex. */
 function textHash(text: string): string {
@@ -74,19 +82,27 @@ export function statements(schema: string): Statements {
     // $1 id, $2 expected seq, $3 token, $4 types, $5 events, $6 now, $7 bytes (see migration 3)
     append,
     appendName: `dsh_append_${textHash(append)}`,
-    // One snapshot: the header and every event, joined into one JSON array text.
-    load: `SELECT s.header, s.next_seq::float8 AS next_seq,
-        (SELECT string_agg(e.event, ',' ORDER BY e.seq) FROM ${s}.session_events e WHERE e.session_id = s.id) AS events
-      FROM ${s}.sessions s WHERE s.id = $1`,
-    // Row by row, to name the bad row when the joined text does not parse.
-    loadRows: `SELECT seq::float8 AS seq, event FROM ${s}.session_events WHERE session_id = $1 ORDER BY seq`,
-    // $1 id, $2 from seq, $3 limit
-    tail: `SELECT s.next_seq::float8 AS next_seq, s.header,
-        (SELECT string_agg(x.event, ',' ORDER BY x.seq) FROM (
-          SELECT e.seq, e.event FROM ${s}.session_events e
-          WHERE e.session_id = s.id AND e.seq >= $2::bigint ORDER BY e.seq LIMIT $3::int
-        ) x) AS events
-      FROM ${s}.sessions s WHERE s.id = $1`,
+    // One page of a log, for a load or a live tail: the header and next_seq with the events from seq $2, below $3
+    // (null: next_seq), at most $4 of them, joined into one JSON array text while the bytes before each event are
+    // under $5 (so the first is always there). The whole log as one text would pass V8's longest string (~512 MiB),
+    // which the driver fails on in its socket handler, killing the process. The header lets a reader of several
+    // pages tell that the session was deleted and created again between two of them.
+    // $1 id, $2 from seq, $3 bound or null, $4 most events, $5 byte budget
+    page: `SELECT s.header, s.next_seq::float8 AS next_seq, p.events, p.last_seq
+      FROM ${s}.sessions s LEFT JOIN LATERAL (
+        SELECT string_agg(w.event, ',' ORDER BY w.seq) AS events, max(w.seq)::float8 AS last_seq FROM (
+          SELECT x.seq, x.event, sum(octet_length(x.event)) OVER (ORDER BY x.seq) - octet_length(x.event) AS before
+          FROM (
+            SELECT e.seq, e.event FROM ${s}.session_events e
+            WHERE e.session_id = s.id AND e.seq >= $2::bigint AND e.seq < coalesce($3::bigint, s.next_seq)
+            ORDER BY e.seq LIMIT $4::int
+          ) x
+        ) w WHERE w.before < $5::bigint
+      ) p ON true
+      WHERE s.id = $1`,
+    // Row by row, to name the bad row when a page's joined text does not parse. $1 id, $2 from seq, $3 to (exclusive)
+    loadRows: `SELECT seq::float8 AS seq, event FROM ${s}.session_events
+      WHERE session_id = $1 AND seq >= $2::bigint AND seq < $3::bigint ORDER BY seq`,
     stat: `SELECT header, next_seq::float8 AS next_seq, size::float8 AS size, updated_at::float8 AS updated_at
       FROM ${s}.sessions WHERE id = $1`,
     list: `SELECT header FROM ${s}.sessions ORDER BY created_at, id`,

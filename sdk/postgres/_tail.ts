@@ -14,11 +14,16 @@ import type { Statements } from "./_statements.ts";
 import { deadline } from "./_deadline.ts";
 import type { PostgresExecutor, PostgresUnlisten } from "./postgres_executor.ts";
 
+/** The most events of one page a live tail reads (and at most `pageBytes` of their text, see PAGE_BYTES). */
 const PAGE = 500;
 
-/** A driver error of a read (the server is down, the connection dropped) as `SESSION_READ_FAILED`. */
+/**
+ * A driver error of a read (the server is down, the connection dropped) as `SESSION_READ_FAILED`; so is the
+ * `SESSION_WRITE_FAILED` of the migrations a first read waits for (kept as the cause). Other harness errors (not
+ * found, a schema written by a newer build) stay as they are.
+ */
 export function readFailed(what: string, sessionId: string | undefined, cause: unknown): HarnessError {
-  if (HarnessError.isInstance(cause)) return cause;
+  if (HarnessError.isInstance(cause) && cause.code !== "SESSION_WRITE_FAILED") return cause;
   return new HarnessError(
     "SESSION_READ_FAILED",
     `Reading from PostgreSQL failed (${what}): ${(cause as Error)?.message ?? String(cause)}`,
@@ -26,8 +31,8 @@ export function readFailed(what: string, sessionId: string | undefined, cause: u
   );
 }
 
-// The incarnation in a stored header (see incarnationOf); a header that cannot be read stands for itself.
-function lifeOf(header: unknown): string {
+/** The incarnation in a stored header (see incarnationOf); a header that cannot be read stands for itself. */
+export function lifeOf(header: unknown): string {
   const text = String(header);
   try {
     return incarnationOf(JSON.parse(text));
@@ -41,16 +46,23 @@ export class PostgresTail {
   readonly #sql: Statements;
   readonly #pollMs: number;
   readonly #timeoutMs: number;
+  readonly #pageBytes: number;
   readonly #ensure: () => Promise<void>;
   readonly #waiters = new Map<string, Set<() => void>>();
   #listening: Promise<PostgresUnlisten | undefined> | undefined;
   #closed = false;
 
-  constructor(db: PostgresExecutor, sql: Statements, pollMs: number, timeoutMs: number, ensure: () => Promise<void>) {
+  constructor(
+    db: PostgresExecutor,
+    sql: Statements,
+    times: { pollMs: number; timeoutMs: number; pageBytes: number },
+    ensure: () => Promise<void>,
+  ) {
     this.#db = db;
     this.#sql = sql;
-    this.#pollMs = pollMs;
-    this.#timeoutMs = timeoutMs;
+    this.#pollMs = times.pollMs;
+    this.#timeoutMs = times.timeoutMs;
+    this.#pageBytes = times.pageBytes;
     this.#ensure = ensure;
   }
 
@@ -96,7 +108,11 @@ export class PostgresTail {
     set.add(notify);
     try {
       await this.#listen();
-      await this.#ensure();
+      try {
+        await this.#ensure();
+      } catch (error) {
+        throw readFailed("follow", sessionId, error);
+      }
       let next = fromSeq;
       // The life of the log being followed: a session deleted and created again under the same id between two
       // reads is another log, and its events are not this one's continuation.
@@ -105,7 +121,10 @@ export class PostgresTail {
         pending = false;
         let rows;
         try {
-          rows = await deadline(this.#db.query(this.#sql.tail, [sessionId, next, PAGE]), this.#timeoutMs);
+          rows = await deadline(
+            this.#db.query(this.#sql.page, [sessionId, next, null, PAGE, this.#pageBytes]),
+            this.#timeoutMs,
+          );
         } catch (error) {
           throw readFailed("follow", sessionId, error);
         }

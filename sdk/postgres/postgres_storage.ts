@@ -47,9 +47,9 @@ import type {
   StorageFollowOptions,
 } from "../persistence/session_storage.ts";
 import { migrate } from "./_migrations.ts";
-import { type Statements, statements } from "./_statements.ts";
+import { LOAD_PAGE_EVENTS, PAGE_BYTES, type Statements, statements } from "./_statements.ts";
 import { type PostgresClient, type PostgresExecutor, toPostgresExecutor } from "./postgres_executor.ts";
-import { PostgresTail, readFailed } from "./_tail.ts";
+import { lifeOf, PostgresTail, readFailed } from "./_tail.ts";
 import { deadline } from "./_deadline.ts";
 
 /** Options of {@linkcode postgresStorage}. */
@@ -144,6 +144,15 @@ export interface PostgresSessionStorage extends SessionStorage, AsyncDisposable 
   /** Stop renewing held leases and listening; the client itself stays open (the caller owns it). */
   close(): Promise<void>;
 }
+
+/** Options the tests use: a small page budget exercises paging with small events. */
+interface InternalOptions extends PostgresStorageOptions {
+  /** The byte budget of one page read (see PAGE_BYTES). */
+  readonly pageBytes?: number;
+}
+
+/** How many times a load starts again when the session is deleted and created again while it is read. */
+const LOAD_ATTEMPTS = 3;
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
 
@@ -274,11 +283,12 @@ class PgStorage implements PostgresSessionStorage {
   readonly #newId: () => string;
   readonly #leaseMs: number;
   readonly #timeoutMs: number;
+  readonly #pageBytes: number;
   readonly #writers = new Set<PgWriter>();
   readonly #tail: PostgresTail;
   #ready: Promise<void> | undefined;
 
-  constructor(options: PostgresStorageOptions) {
+  constructor(options: InternalOptions) {
     if (typeof options !== "object" || options === null) throw invalidArgs("postgresStorage needs { client }");
     this.schema = options.schema ?? "dsh";
     if (typeof this.schema !== "string" || !SCHEMA_NAME.test(this.schema)) {
@@ -294,12 +304,19 @@ class PgStorage implements PostgresSessionStorage {
     }
     const pollMs = options.pollMs ?? 1000;
     if (!Number.isFinite(pollMs) || pollMs < 1) throw invalidArgs("pollMs must be a positive number");
+    this.#pageBytes = options.pageBytes ?? PAGE_BYTES;
+    if (!Number.isSafeInteger(this.#pageBytes) || this.#pageBytes < 1) throw invalidArgs("pageBytes must be positive");
     this.#db = toPostgresExecutor(options.client);
     this.#sql = statements(this.schema);
     this.#known = readerVocabulary(options.eventTypes);
     this.#now = options.now ?? Date.now;
     this.#newId = options.newId ?? (() => crypto.randomUUID());
-    this.#tail = new PostgresTail(this.#db, this.#sql, pollMs, this.#timeoutMs, () => this.#ensure());
+    this.#tail = new PostgresTail(
+      this.#db,
+      this.#sql,
+      { pollMs, timeoutMs: this.#timeoutMs, pageBytes: this.#pageBytes },
+      () => this.#ensure(),
+    );
   }
 
   get #file(): string {
@@ -436,17 +453,55 @@ class PgStorage implements PostgresSessionStorage {
   }
 
   async #readLog(sessionId: string): Promise<{ header: SessionHeader; events: SessionEvent[] }> {
-    const rows = await this.#select(this.#sql.load, [sessionId], "load", sessionId);
-    if (rows.length === 0) throw notFound(sessionId);
-    const row = rows[0];
-    const header = parseHeader(this.#parse(String(row.header), 1), this.#file, sessionId);
-    const nextSeq = num(row.next_seq);
-    let events: SessionEvent[];
-    try {
-      events = row.events === null || row.events === undefined ? [] : JSON.parse(`[${row.events}]`);
-    } catch {
-      events = await this.#readRows(sessionId);
+    for (let attempt = 1;; attempt++) {
+      const log = await this.#readPages(sessionId);
+      if (log !== undefined) return log;
+      if (attempt === LOAD_ATTEMPTS) {
+        throw new HarnessError(
+          "SESSION_READ_FAILED",
+          `Session ${JSON.stringify(sessionId)} was deleted and created again while it was loaded, ${attempt} times`,
+          { details: { sessionId, what: "load" } },
+        );
+      }
     }
+  }
+
+  // The log as of its first page: later pages stop at that page's next_seq, and `undefined` (read it again) when
+  // one of them finds the session gone or in another life (deleted and created again meanwhile).
+  async #readPages(sessionId: string): Promise<{ header: SessionHeader; events: SessionEvent[] } | undefined> {
+    let first: { header: SessionHeader; nextSeq: number; life: string } | undefined;
+    const events: SessionEvent[] = [];
+    let from = 0;
+    for (;;) {
+      const rows = await this.#select(
+        this.#sql.page,
+        [sessionId, from, first?.nextSeq ?? null, LOAD_PAGE_EVENTS, this.#pageBytes],
+        "load",
+        sessionId,
+      );
+      if (rows.length === 0) {
+        if (first === undefined) throw notFound(sessionId);
+        return undefined;
+      }
+      const row = rows[0];
+      if (first === undefined) {
+        const header = parseHeader(this.#parse(String(row.header), 1), this.#file, sessionId);
+        first = { header, nextSeq: num(row.next_seq), life: lifeOf(row.header) };
+      } else if (lifeOf(row.header) !== first.life) return undefined;
+      // No event left below the bound (a missing row is found by the count check below).
+      if (row.events === null || row.events === undefined) break;
+      const to = num(row.last_seq) + 1;
+      let page: SessionEvent[];
+      try {
+        page = JSON.parse(`[${row.events}]`);
+      } catch {
+        page = await this.#readRows(sessionId, from, to);
+      }
+      for (const event of page) events.push(event); // not push(...page): a spread of 100k items overflows the stack
+      from = to;
+      if (from >= first.nextSeq) break;
+    }
+    const { header, nextSeq } = first;
     if (events.length !== nextSeq) {
       throw corrupt(this.#file, nextSeq + 2, `the session has ${events.length} events where next_seq is ${nextSeq}`, {
         sessionId,
@@ -479,8 +534,8 @@ class PgStorage implements PostgresSessionStorage {
     }
   }
 
-  async #readRows(sessionId: string): Promise<SessionEvent[]> {
-    const rows = await this.#select(this.#sql.loadRows, [sessionId], "load", sessionId);
+  async #readRows(sessionId: string, from: number, to: number): Promise<SessionEvent[]> {
+    const rows = await this.#select(this.#sql.loadRows, [sessionId, from, to], "load", sessionId);
     return rows.map((row) => this.#parse(String(row.event), num(row.seq) + 2) as SessionEvent);
   }
 
@@ -581,7 +636,11 @@ class PgStorage implements PostgresSessionStorage {
   }
 
   async releaseLease(writer: PgWriter): Promise<void> {
-    await this.#db.query(this.#sql.release, [writer.sessionId, writer.token]);
+    try {
+      await deadline(this.#db.query(this.#sql.release, [writer.sessionId, writer.token]), this.#timeoutMs);
+    } catch (error) {
+      throw writeFailed(writer.sessionId, "release the writer lease", error);
+    }
   }
 
   forget(writer: PgWriter): void {

@@ -7,9 +7,10 @@ import { storageContract } from "../persistence/_test_storage_contract.ts";
 import { LogBuilder } from "../persistence/_test_log.ts";
 import { dropSchema, testPool, testSchema, todoEvents, useTestPostgres } from "./_test_postgres.ts";
 import { migrationScript, SCHEMA_VERSION } from "./_migrations.ts";
-import { type PostgresSessionWriter, postgresStorage } from "./postgres_storage.ts";
+import { type PostgresSessionWriter, postgresStorage, type PostgresStorageOptions } from "./postgres_storage.ts";
 import { postgresStorageKind } from "./postgres_storage_kind.ts";
-import { type PostgresExecutor, toPostgresExecutor } from "./postgres_executor.ts";
+import { type PostgresExecutor, type PostgresQueryOptions, toPostgresExecutor } from "./postgres_executor.ts";
+import { statements } from "./_statements.ts";
 import { createHarness } from "../harness.ts";
 import { resolveConfig } from "../config/resolve_config.ts";
 import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
@@ -324,6 +325,113 @@ describe("postgresStorage() on a PostgreSQL server", () => {
     }
   });
 
+  /** An executor on `pool` that counts page reads and may run `beforePage(n)` before the n-th (from 1). */
+  const pageCounter = (pool: pg.Pool, schema: string, beforePage?: (n: number) => Promise<void>) => {
+    const inner = toPostgresExecutor(pool);
+    const page = statements(schema).page;
+    const counter = {
+      pages: 0,
+      executor: {
+        async query(text: string, params?: readonly unknown[], options?: PostgresQueryOptions) {
+          if (text === page) {
+            counter.pages++;
+            await beforePage?.(counter.pages);
+          }
+          return await inner.query(text, params, options);
+        },
+        listen: inner.listen,
+      } satisfies PostgresExecutor,
+    };
+    return counter;
+  };
+
+  it("load, inspect and follow read a log in pages bounded by bytes, each page holding at least one event", async () => {
+    const a = await make();
+    const counter = pageCounter(a.pool, a.schema);
+    // A budget of about three small events; event 7 alone is over it.
+    const options = { client: counter.executor, schema: a.schema, pollMs: 50, pageBytes: 250 };
+    const paged = postgresStorage(options as PostgresStorageOptions);
+    try {
+      const events = todos(20);
+      events[7] = {
+        ...todos(1, 7)[0],
+        data: { todos: [{ content: "x".repeat(2000), status: "pending" }] },
+      } as SessionEvent;
+      await a.storage.create({ id: "before", createdAt: 1 }, { events: todos(4) });
+      await a.storage.create({ id: "paged", createdAt: 2 }, { events: events.slice(0, 5) });
+      await a.storage.append("paged", events.slice(5), { expectedSeq: 5 });
+      await a.storage.create({ id: "after", createdAt: 3 }, { events: todos(4) });
+      const loaded = await paged.load("paged");
+      assert.deepEqual(loaded.events, events);
+      assert.ok(counter.pages > 3, `${counter.pages} pages`);
+      // A budget under one event: a page per event.
+      const single = postgresStorage({ ...options, pageBytes: 1 } as PostgresStorageOptions);
+      counter.pages = 0;
+      assert.deepEqual((await single.load("paged")).events, events);
+      assert.equal(counter.pages, 20);
+      await single.close();
+      // The page boundary falls inside each session: neither neighbour's events come in.
+      assert.deepEqual((await paged.inspect("before")).events, todos(4));
+      assert.deepEqual((await paged.inspect("after")).events, todos(4));
+      const followed: SessionEvent[] = [];
+      for await (const event of paged.follow("paged")) {
+        followed.push(event);
+        if (followed.length === events.length) break;
+      }
+      assert.deepEqual(followed, events);
+      // An empty log is one page.
+      await a.storage.create({ id: "empty", createdAt: 4 });
+      const before = counter.pages;
+      assert.deepEqual((await paged.load("empty")).events, []);
+      assert.equal(counter.pages - before, 1);
+    } finally {
+      await paged.close();
+      await a.after();
+    }
+  });
+
+  it("a load whose session is deleted and created again between two pages reads the new log, or fails with SESSION_READ_FAILED", async () => {
+    const a = await make();
+    let recreate: (n: number) => boolean = () => false;
+    let life = 0;
+    const counter = pageCounter(a.pool, a.schema, async (n) => {
+      if (!recreate(n)) return;
+      await a.storage.delete("r");
+      life++;
+      await a.storage.create({ id: "r", createdAt: 10 + life }, { events: todos(10 + life) });
+    });
+    const options = { client: counter.executor, schema: a.schema, pageBytes: 200 };
+    const paged = postgresStorage(options as PostgresStorageOptions);
+    try {
+      await a.storage.create({ id: "r", createdAt: 1 }, { events: todos(10) });
+      // Once, before the second page: the load starts again and reads the new life whole.
+      recreate = (n) => n === 2;
+      const loaded = await paged.load("r");
+      assert.equal(loaded.header.createdAt, 11);
+      assert.deepEqual(loaded.events, todos(11));
+      // Before the second page of every attempt: the load gives up.
+      counter.pages = 0;
+      recreate = (n) => n % 2 === 0;
+      await assert.rejects(paged.inspect("r"), (error: unknown) => {
+        assert.ok(HarnessError.isInstance(error, "SESSION_READ_FAILED"), String(error));
+        assert.match((error as Error).message, /deleted and created again while it was loaded/);
+        return true;
+      });
+      // Deleted between two pages (and not created again): not found.
+      counter.pages = 0;
+      recreate = () => false;
+      const gone = pageCounter(a.pool, a.schema, async (n) => {
+        if (n === 2) await a.storage.delete("r");
+      });
+      const reader = postgresStorage({ ...options, client: gone.executor } as PostgresStorageOptions);
+      await assert.rejects(reader.inspect("r"), code("SESSION_NOT_FOUND"));
+      await reader.close();
+    } finally {
+      await paged.close();
+      await a.after();
+    }
+  });
+
   it("counts stored size in UTF-8 bytes; a read the driver fails is SESSION_READ_FAILED", async () => {
     const a = await make();
     try {
@@ -343,6 +451,35 @@ describe("postgresStorage() on a PostgreSQL server", () => {
     } finally {
       await a.storage.close();
       await dropSchema(server.admin, a.schema);
+    }
+  });
+
+  it("reads at first use with the server down are SESSION_READ_FAILED, the migration's failure kept as the cause", async () => {
+    const down = { query: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:5432")) };
+    const storage = postgresStorage({ client: down, schema: testSchema() });
+    try {
+      const reads = [
+        () => storage.list(),
+        () => storage.stat("x"),
+        () => storage.load("x"),
+        () => storage.inspect("x"),
+        async () => {
+          for await (const _ of storage.follow("x")) break;
+        },
+      ];
+      for (const read of reads) {
+        await assert.rejects(read(), (error: unknown) => {
+          assert.ok(HarnessError.isInstance(error, "SESSION_READ_FAILED"), String(error));
+          const cause = (error as Error).cause;
+          assert.ok(HarnessError.isInstance(cause, "SESSION_WRITE_FAILED"), String(cause));
+          assert.match(String((cause as Error).cause), /ECONNREFUSED/);
+          return true;
+        });
+      }
+      // A write still says the write failed.
+      await assert.rejects(storage.create({ id: "x" }), code("SESSION_WRITE_FAILED"));
+    } finally {
+      await storage.close();
     }
   });
 
