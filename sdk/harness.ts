@@ -202,7 +202,12 @@ export interface Harness {
   resumeAgent(sessionId: string, options?: ResumeOptions): Promise<Agent>;
   /** The storage given in the options, if any. */
   readonly storage: SessionStorage | undefined;
-  /** Dispose one agent created by this harness. */
+  /**
+   * Dispose one agent created by this harness: its turn stops, its session's
+   * last write is made and its lease released.
+   *
+   * @throws {HarnessError} the storage's error when that last write failed (after everything else was undone).
+   */
   disposeAgent(agent: Agent | string): Promise<void>;
   /**
    * Fork a session at a turn boundary into a new live session (on storage,
@@ -220,7 +225,12 @@ export interface Harness {
    * @throws {HarnessError} `SESSION_NOT_FOUND`, `INVALID_BOUNDARY`, `OPEN_TURN`, `SESSION_ALREADY_EXISTS`.
    */
   forkAgent(source: Session | string, options?: ForkAgentOptions): Promise<Agent>;
-  /** Stop every agent, unwind every plugin and scope. Idempotent. */
+  /**
+   * Stop every agent, unwind every plugin and scope. Idempotent.
+   *
+   * @throws {HarnessError} when an agent's last write failed, after everything was disposed (an `AggregateError`
+   *   when several did): what was not written is reported, never dropped.
+   */
   dispose(): Promise<void>;
 }
 
