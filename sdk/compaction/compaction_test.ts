@@ -6,7 +6,7 @@ import { type GenerateOptions, LlmFailure } from "../llm/mod.ts";
 import { renderTranscript } from "../session/transcript.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse } from "../../testing/scripted_adapter.ts";
 import { counterClock, counterIds } from "../agent/_test_support.ts";
-import { compactionPlugin, type CompactionServices } from "./mod.ts";
+import { compactionPlugin, compactionRange, type CompactionServices } from "./mod.ts";
 import { pluginCtx } from "../plugin_ctx.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
@@ -176,6 +176,33 @@ describe("compaction", () => {
     ]);
     assert.ok(agent.session.events.some((e) => e.type === "compaction/start" && e.data.reason === "overflow"));
     assert.deepEqual(checkInvariants(agent.session.events), []);
+    await harness.dispose();
+  });
+});
+
+describe("compactionRange()", () => {
+  it("reads the log from its end, without a copy of the whole log: the nodes before the kept turns", async () => {
+    const harness = await createHarness({
+      adapters: [scriptedAdapter([textResponse("a"), textResponse("b"), textResponse("c")])],
+      model: { provider: "scripted", model: "scripted-model" },
+    });
+    const agent = await harness.createAgent();
+    for (const text of ["one", "two", "three"]) await agent.run(text);
+    const session = agent.session;
+    const turnStarts = session.events.filter((e) => e.type === "turn/start").map((e) => e.seq);
+    // The whole-log copy is what made every compaction O(log): refuse it here.
+    Object.defineProperty(session, "events", {
+      get: () => assert.fail("compactionRange() copied the whole log"),
+    });
+    for (const keep of [0, 1, 2, 3, 4]) {
+      const cutoff = keep === 0 ? session.seq : turnStarts.at(-keep) ?? 0;
+      assert.deepEqual(
+        compactionRange(session, keep),
+        session.surface.nodes.filter((seq) => seq < cutoff),
+        `keepTurns ${keep}`,
+      );
+    }
+    assert.equal(compactionRange(session).length, 4);
     await harness.dispose();
   });
 });

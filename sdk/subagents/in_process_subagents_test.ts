@@ -273,7 +273,12 @@ describe("child session ids", () => {
     });
     const harness = await scenarioHarness(model, { storage });
     const parent = await harness.createAgent({ id: "parent" });
+    // A spawn reads the parent's log on from the last one, never a copy of the whole log (that made delegation O(log)).
+    const events = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(parent.session), "events")!.get!;
+    let copies = 0;
+    Object.defineProperty(parent.session, "events", { get: () => (copies++, events.call(parent.session)) });
     for (const prompt of ["first", "second"]) assert.equal((await parent.run(prompt)).reason.kind, "completed");
+    assert.equal(copies, 0);
     const spawned = parent.session.events.flatMap((e) => e.type === "subagent/spawned" ? [e.data.session] : []);
     assert.deepEqual(spawned, ["parent.call_0", "parent.call_0.2"]);
     await harness.dispose();
