@@ -201,15 +201,16 @@ export function checkedFailure(failure: unknown): LlmFailureData {
 
 /** What an `agent/pre-step` listener returned, checked; `INVALID_ARGS` for anything else. */
 export function checkPreStep(decision: unknown): void {
-  const d = decision as { kind?: unknown; messages?: unknown; reason?: unknown } | null | undefined;
+  const d = decision as { kind?: unknown; messages?: unknown; reason?: unknown; discard?: unknown } | null | undefined;
   const ok = typeof d === "object" && d !== null &&
     ((d.kind === "enter" && Array.isArray(d.messages)) ||
-      (d.kind === "reject" && (d.reason === undefined || typeof d.reason === "string")));
+      (d.kind === "reject" && (d.reason === undefined || typeof d.reason === "string") &&
+        (d.discard === undefined || (Array.isArray(d.discard) && d.discard.every((id) => typeof id === "string")))));
   if (!ok) {
     throw new HarnessError(
       "INVALID_ARGS",
       `agent/pre-step gave ${JSON.stringify(decision) ?? String(decision)}, not { kind: "enter", messages } ` +
-        `or { kind: "reject", reason? }`,
+        `or { kind: "reject", reason?, discard? }`,
     );
   }
 }

@@ -22,10 +22,15 @@ export interface PreStepProposal {
   readonly signal: AbortSignal;
 }
 
-/** The decision of `agent/pre-step`: enter (possibly rewritten) messages, or reject the step. */
+/**
+ * The decision of `agent/pre-step`: enter (possibly rewritten) messages, or
+ * reject the step. A rejected step's followup is spent; its steering and
+ * injected context go back to the inbox until the next wake, except the
+ * messages `discard` names by id (a prompt a hook blocked must not come back).
+ */
 export type PreStepDecision =
   | { readonly kind: "enter"; readonly messages: readonly (UserMessage | SystemMessage)[] }
-  | { readonly kind: "reject"; readonly reason?: string };
+  | { readonly kind: "reject"; readonly reason?: string; readonly discard?: readonly string[] };
 
 /** The request about to be prepared; `agent/request` listeners may change its config. */
 export interface AgentRequestDraft {

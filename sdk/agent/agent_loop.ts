@@ -51,6 +51,7 @@ import type {
 import type { Session } from "../session/session.ts";
 import type { SessionStore } from "../session/session_store.ts";
 import { scheduleToolCalls } from "../tools/schedule_tool_calls.ts";
+import { jsonSchemaValidatorPending } from "../tools/_json_schema.ts";
 import type { ToolRuntime } from "../tools/tool_runtime.ts";
 import type { ToolExecutionResult } from "../tools/tool_execution_result.ts";
 import type { SystemPrompt } from "../prompt/system_prompt.ts";
@@ -580,8 +581,9 @@ export class LoopAgent implements Agent {
         break;
       }
       if (decision.kind === "reject") {
-        // A rejected step leaves its steering parked in the inbox until the next wake (its followup is spent).
-        this.#putBack(true);
+        // A rejected step leaves its steering parked in the inbox until the next wake (its followup is spent), but
+        // for what the decision discards.
+        this.#putBack(true, decision.discard);
         reason = { kind: "blocked" };
         break;
       }
@@ -619,15 +621,20 @@ export class LoopAgent implements Agent {
 
   // Return the current step's claimed entries to the front of their queues (only the steering with `steersOnly`);
   // their run() waiters then wait for the turn that serves them.
-  #putBack(steersOnly: boolean): void {
+  #putBack(steersOnly: boolean, discard?: readonly string[]): void {
     const entering = this.#entering;
     this.#entering = undefined;
     if (entering === undefined) return;
     const { claimed, steered } = entering;
-    const back = steersOnly ? claimed.slice(0, steered) : claimed;
-    for (const entry of back) this.#claimedBy.delete(entry.id);
-    if (!steersOnly) this.inbox.restore("next-turn", claimed.slice(steered));
-    this.inbox.restore("next-step", claimed.slice(0, steered));
+    const kept = (entry: InboxEntry) => discard === undefined || !discard.includes(entry.message.id);
+    const steers = claimed.slice(0, steered).filter(kept);
+    for (const entry of steers) this.#claimedBy.delete(entry.id);
+    if (!steersOnly) {
+      const turns = claimed.slice(steered);
+      for (const entry of turns) this.#claimedBy.delete(entry.id);
+      this.inbox.restore("next-turn", turns);
+    }
+    this.inbox.restore("next-step", steers);
   }
 
   #aborted(): TurnEndReason {
@@ -939,6 +946,10 @@ export class LoopAgent implements Agent {
       const result = await run(calls[0]);
       concluded = this.#takeResult(turn, step, callSeqs.get(calls[0].id)!, result, deferred);
     } else {
+      // Classifying a call parses its arguments with the tool's schema: a raw schema's validator loads on first use,
+      // and a call classified before it has loaded would run exclusive (the first step of a process, one at a time).
+      const validatorLoad = jsonSchemaValidatorPending();
+      if (validatorLoad !== undefined) await validatorLoad;
       const results = scheduleToolCalls(calls, {
         maxParallel: this.#init.maxParallelToolCalls,
         isParallel: (call) => {

@@ -12,6 +12,9 @@ import { memoryStorage } from "../persistence/memory_storage.ts";
 import type { Agent, AgentUpdate } from "./agent.ts";
 import { TurnFailedError } from "./turn_failed_error.ts";
 import { Inbox } from "./inbox.ts";
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { childCommand } from "../kernel/_test_child_command.ts";
 import { counterClock, counterIds, summarize } from "./_test_support.ts";
 
 const add = defineTool({
@@ -946,6 +949,17 @@ describe("agent loop cancellation", () => {
     assert.equal(model.requests.length, 1);
     assertValidLog(agent.session.events);
     await harness.dispose();
+  });
+});
+
+describe("parallel tool calls in the first step of a process", () => {
+  it("run at once although the raw schema's validator is still loading when they are classified", async () => {
+    const script = fileURLToPath(new URL("./_test_first_step_child.ts", import.meta.url));
+    const [command, args] = childCommand(script);
+    const out = await new Promise<string>((resolve, reject) => {
+      execFile(command, args, { timeout: 60_000 }, (error, stdout) => error ? reject(error) : resolve(stdout));
+    });
+    assert.deepEqual(JSON.parse(out.trim().split("\n").at(-1)!), { most: 2 });
   });
 });
 

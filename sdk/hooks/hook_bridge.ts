@@ -311,11 +311,12 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
             prompt: textOf(prompt),
           }, { session: agent.session, signal: proposal.signal, log: true });
           for (const { verdict, handlerId } of results) {
+            // A blocked prompt is erased: the step is rejected without it coming back (other steering waits).
             if (verdict.stop) {
               agent.cancel("hook", { keepInbox: true });
-              return { kind: "reject", reason: verdict.reason };
+              return { kind: "reject", reason: verdict.reason, discard: [prompt.id] };
             }
-            if (verdict.outcome === "block") return { kind: "reject", reason: verdict.reason };
+            if (verdict.outcome === "block") return { kind: "reject", reason: verdict.reason, discard: [prompt.id] };
             if (hasText(verdict.additionalContext)) {
               contexts.push(
                 contextMessage(contextId(agent.id, handlerId), verdict.additionalContext, "UserPromptSubmit"),

@@ -272,6 +272,29 @@ describe("hookBridge: UserPromptSubmit, Stop, SessionStart", () => {
     assert.deepEqual(hookLog(events), [["UserPromptSubmit", "block", undefined]]);
   });
 
+  it("UserPromptSubmit blocking a steered prompt erases it: the next input reaches the model", async () => {
+    const seen: string[] = [];
+    const gate = {
+      type: "function" as const,
+      name: "gate",
+      run: (input: { prompt?: string }) => {
+        seen.push(input.prompt ?? "");
+        return input.prompt?.includes("BAD") ? { decision: "block" as const, reason: "bad" } : undefined;
+      },
+    };
+    const s = await setup({ UserPromptSubmit: [{ hooks: [gate as never] }] }, [textResponse("answer")], {
+      subprocess: false,
+    });
+    s.agent.steer("BAD steer");
+    await s.agent.whenIdle();
+    assert.equal(s.agent.inbox.size, 0, "the blocked prompt does not go back to the inbox");
+    const result = await s.agent.run("second");
+    assert.equal(result.text, "answer");
+    assert.deepEqual(seen, ["BAD steer", "second"]);
+    assert.deepEqual(texts(s.requests[0]), ["second"]);
+    await done(s);
+  });
+
   it("UserPromptSubmit plain stdout is context entered with the prompt", async () => {
     const s = await setup({ UserPromptSubmit: [{ hooks: [cmd("prompt_context.sh")] }] }, [textResponse("ok")]);
     await s.agent.run("What day is it?");

@@ -25,15 +25,9 @@ import { incarnationOf } from "./_event_stream.ts";
 import { deltaOf } from "./_sse_frames.ts";
 import { SseClient, type SseMessage } from "./_test_client.ts";
 import { type ChildServer, startChildServer } from "./_test_child_server.ts";
+import { childCommand } from "../kernel/_test_child_command.ts";
 
 const RUNS = Number(process.env.DSH_CRASH_RUNS ?? 4);
-
-function childCommand(script: string, dir: string): [string, string[]] {
-  const g = globalThis as { Deno?: unknown; Bun?: unknown };
-  if (g.Deno !== undefined) return [process.execPath, ["run", "-A", script, dir]];
-  if (g.Bun !== undefined) return [process.execPath, [script, dir]];
-  return [process.execPath, ["--import", "tsx", script, dir]];
-}
 
 function startChild(dir: string): Promise<ChildServer> {
   const script = fileURLToPath(new URL("./_test_crash_server.ts", import.meta.url));

@@ -14,6 +14,7 @@ import { fileStorage } from "./file_storage.ts";
 import { memoryStorage } from "./memory_storage.ts";
 import type { SessionStorage } from "./session_storage.ts";
 import { slowWrites, withFaults } from "./_test_storage_faults.ts";
+import { childCommand } from "../kernel/_test_child_command.ts";
 
 function harnessWith(storage: SessionStorage, script: Script, extra: Partial<CreateHarnessOptions> = {}) {
   const model = scriptedAdapter(script);
@@ -398,13 +399,6 @@ describe("forkAgent()", () => {
     await second.harness.dispose();
   });
 });
-
-function childCommand(script: string, dir: string): [string, string[]] {
-  const g = globalThis as { Deno?: unknown; Bun?: unknown };
-  if (g.Deno !== undefined) return [process.execPath, ["run", "-A", script, dir]];
-  if (g.Bun !== undefined) return [process.execPath, [script, dir]];
-  return [process.execPath, ["--import", "tsx", script, dir]];
-}
 
 describe("crash recovery", () => {
   it("a session killed with SIGKILL mid-turn reloads repaired, valid, complete, and resumes", async () => {

@@ -20,6 +20,7 @@ import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } fro
 import { loadFixture, replayAdapter } from "../../replay/mod.ts";
 import { scenarioHarness } from "./_test_scenario.ts";
 import type { SubagentServices } from "./mod.ts";
+import { childCommand } from "../kernel/_test_child_command.ts";
 
 const delegate = toolCallResponse([
   {
@@ -351,13 +352,6 @@ describe("a child whose turn fails", () => {
     await harness.dispose();
   });
 });
-
-function childCommand(script: string, dir: string): [string, string[]] {
-  const g = globalThis as { Deno?: unknown; Bun?: unknown };
-  if (g.Deno !== undefined) return [process.execPath, ["run", "-A", script, dir]];
-  if (g.Bun !== undefined) return [process.execPath, [script, dir]];
-  return [process.execPath, ["--import", "tsx", script, dir]];
-}
 
 function runChild(script: string, dir: string): Promise<unknown> {
   const [cmd, args] = childCommand(script, dir);
