@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import {
   checkInvariants,
   childSessions,
+  createHarness,
   fileStorage,
   type GenerateOptions,
   LlmFailure,
@@ -18,8 +19,8 @@ import {
 } from "../../mod.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/mod.ts";
 import { loadFixture, replayAdapter } from "../../replay/mod.ts";
-import { scenarioHarness } from "./_test_scenario.ts";
-import type { SubagentServices } from "./mod.ts";
+import { lookup, scenarioHarness, secret } from "./_test_scenario.ts";
+import { inProcessSubagents, type SubagentServices } from "./mod.ts";
 import { childCommand } from "../kernel/_test_child_command.ts";
 
 const delegate = toolCallResponse([
@@ -394,5 +395,44 @@ describe("SubagentService.run() outside a turn", () => {
       },
     );
     await harness.dispose();
+  });
+});
+
+describe("a resumed child whose definition is not known", () => {
+  it("sees none of the tools it inherits (fails closed), and a call to one is refused", async () => {
+    const storage = memoryStorage();
+    const model = scriptedAdapter((request) => {
+      if (request.sessionId === "parent") {
+        if (request.messages.some((m) => m.content.some((b) => b.type === "tool-result"))) return textResponse("ok");
+        return toolCallResponse([
+          { id: "c1", name: "task", arguments: JSON.stringify({ agent: "worker", description: "x", prompt: "y" }) },
+        ]);
+      }
+      const turns = request.messages.filter((m) => m.role === "user" && m.source.kind === "user").length;
+      if (turns < 2) return textResponse("child ok");
+      if (request.messages.some((m) => m.content.some((b) => b.type === "tool-result"))) return textResponse("child 2");
+      return toolCallResponse([{ id: "s1", name: "secret", arguments: "{}" }]);
+    });
+    const harness = await scenarioHarness(model, { storage });
+    const parent = await harness.createAgent({ id: "parent" });
+    assert.equal((await parent.run("go")).reason.kind, "completed");
+    await harness.dispose();
+
+    // A new harness (a restart) that no longer defines "worker".
+    const restarted = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      tools: [lookup, secret],
+      storage,
+      plugins: [inProcessSubagents({ agents: [] })],
+    });
+    const child = await restarted.resumeAgent("parent.c1");
+    assert.equal(child.session.header.agentPreset, "worker");
+    await child.run("Go on");
+    const requests = model.requests.filter((r) => r.sessionId === "parent.c1");
+    assert.deepEqual(requests.at(-1)?.tools ?? [], []);
+    const results = child.session.events.flatMap((e) => e.type === "tool/result" ? [e.data.error?.code] : []);
+    assert.deepEqual(results, ["UNKNOWN_TOOL"]);
+    await restarted.dispose();
   });
 });

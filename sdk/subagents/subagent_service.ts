@@ -278,17 +278,30 @@ export class SubagentService {
    * Give a child agent its definition's prompt and tool restriction. The
    * subagents plugin calls it for every session resumed by other means
    * (`harness.resumeAgent`); it recognises a child by its header
-   * (`origin: "subagent"` and `agentPreset` naming a definition).
+   * (`origin: "subagent"`, `agentPreset` naming a definition).
+   *
+   * Fails closed: a child is always held to the depth limit its header's
+   * `delegationDepth` implies, and a child whose definition is not known here
+   * (removed, renamed, or never defined in this process) sees none of the tools
+   * it inherits (only those registered in its own scope), since the
+   * restriction it was made with cannot be known.
    *
    * @param agent The resumed agent.
-   * @returns `true` when the agent is a child of a known definition and was set up.
+   * @returns `true` when the agent is a child of a known definition and was set up; `false` for a session that is
+   *   not a child, and for a child of an unknown definition (restricted as above).
    */
   adopt(agent: Agent): boolean {
     const header = agent.session.header;
-    if (header.origin !== "subagent" || header.agentPreset === undefined || this.#creating.has(agent.id)) return false;
-    const definition = this.#definitions.get(header.agentPreset);
-    if (definition === undefined) return false;
-    this.#apply(definition, agent.ctx, header.delegationDepth ?? 1);
+    if (header.origin !== "subagent" || this.#creating.has(agent.id)) return false;
+    const depth = header.delegationDepth ?? 1;
+    const definition = header.agentPreset === undefined ? undefined : this.#definitions.get(header.agentPreset);
+    if (definition === undefined) {
+      const tools = this.#ctx.service("tools");
+      tools.restrict({ allow: [] }, agent.ctx);
+      if (depth >= this.#maxDepth) tools.restrict({ deny: [this.#toolName] }, agent.ctx);
+      return false;
+    }
+    this.#apply(definition, agent.ctx, depth);
     return true;
   }
 
