@@ -315,6 +315,72 @@ describe("child session ids", () => {
     assert.deepEqual(checkInvariants((await storage.inspect("parent.call_0.3")).events), []);
   });
 
+  it("three deep under a UUID parent with 30-character call ids, each child gets a valid session id", async () => {
+    const callId = (n: number) => "toolu_01" + String(n).repeat(22);
+    let n = 0;
+    const model = scriptedAdapter((request) => {
+      const answered = request.messages.some((m) => m.content.some((b) => b.type === "tool-result"));
+      if (answered) return textResponse(`done: ${toolResultTexts(request).join("")}`);
+      if (model.requests.filter((r) => r.sessionId === request.sessionId).length === 1 && n < 3) {
+        return toolCallResponse([
+          {
+            id: callId(++n),
+            name: "task",
+            arguments: JSON.stringify({ agent: "worker", description: "x", prompt: "y" }),
+          },
+        ]);
+      }
+      return textResponse("leaf");
+    });
+    const storage = memoryStorage();
+    const harness = await scenarioHarness(model, { storage, maxDepth: 3 });
+    const parent = await harness.createAgent({ id: "5d298310-1cc9-44df-baef-bb0991c66f30" });
+    assert.equal((await parent.run("go")).text, "done: done: done: leaf");
+    const ids = [...new Set(model.requests.map((r) => r.sessionId!))];
+    assert.equal(ids.length, 4);
+    assert.deepEqual(ids.slice(0, 3), [
+      parent.id,
+      `${parent.id}.${callId(1)}`,
+      `${parent.id}.${callId(1)}.${callId(2)}`,
+    ]);
+    assert.ok(ids[3].length <= 128, ids[3]);
+    await harness.dispose();
+    for (const id of ids.slice(1)) assert.deepEqual(checkInvariants((await storage.inspect(id)).events), [], id);
+  });
+
+  it("call ids with a path separator, a control character or 300 characters still name valid children", async () => {
+    const odd = ["../../escape", "a/b", "x".repeat(300), "tab\tnl\n", "call_0"];
+    const model = scriptedAdapter((request) => {
+      if (request.sessionId !== "parent") return textResponse(`done by ${request.sessionId}`);
+      if (request.messages.some((m) => m.content.some((b) => b.type === "tool-result"))) return textResponse("ok");
+      return toolCallResponse(
+        odd.map((id) => ({
+          id,
+          name: "task",
+          arguments: JSON.stringify({ agent: "worker", description: "x", prompt: "y" }),
+        })),
+      );
+    });
+    const dir = await mkdtemp(join(tmpdir(), "dsh-subagents-"));
+    try {
+      const harness = await scenarioHarness(model, { storage: fileStorage(dir) });
+      const parent = await harness.createAgent({ id: "parent" });
+      assert.equal((await parent.run("go")).reason.kind, "completed");
+      const results = parent.session.events.flatMap((e) => e.type === "tool/result" ? [e.data.error?.code] : []);
+      assert.deepEqual(results, odd.map(() => undefined));
+      const spawned = parent.session.events.flatMap((e) => e.type === "subagent/spawned" ? [e.data.session] : []);
+      assert.equal(spawned.length, odd.length);
+      assert.equal(new Set(spawned).size, odd.length);
+      assert.equal(spawned.at(-1), "parent.call_0");
+      for (const id of spawned) assert.match(id, /^parent\.[A-Za-z0-9_-]+$/);
+      await harness.dispose();
+      const storage = fileStorage(dir);
+      for (const id of spawned) assert.deepEqual(checkInvariants((await storage.inspect(id)).events), [], id);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("refuses a depth limit that is not a non-negative integer", async () => {
     for (const maxDepth of [Number.NaN, -1, 0.5, Infinity]) {
       await assert.rejects(

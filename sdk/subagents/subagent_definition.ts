@@ -62,14 +62,18 @@ export interface SubagentRequest {
   readonly prompt: string;
   /** The parent session (and agent) id. */
   readonly parent: string;
-  /** The delegating tool call; names the child (`<parent>.<callId>` unless `childId`). */
+  /**
+   * The delegating tool call; names the child (`<parent>.<callId>` unless `childId`; when that is no valid session id,
+   * as for a call id with `/` or an id over 128 characters, the call id and if need be the parent part are shortened
+   * with a stable hash).
+   */
   readonly callId: string;
   /** The parent's turn and step, recorded on `subagent/spawned`. */
   readonly turn: number;
   readonly step: number;
   /** Cancelling it cancels the child with cause `parent`. */
   readonly signal?: AbortSignal;
-  /** The child session id. @default {`<parent>.<callId>`} */
+  /** The child session id (used as given: an invalid one fails the delegation). @default {`<parent>.<callId>`} */
   readonly childId?: string;
 }
 

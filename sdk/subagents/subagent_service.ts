@@ -16,6 +16,7 @@ import type { AgentRegistry } from "../agent/agent_registry.ts";
 import type { Agent, AgentHandle, AgentOptions } from "../agent/agent.ts";
 import { TurnFailedError } from "../agent/turn_failed_error.ts";
 import { type SessionProjections, turnBoundary } from "../projections/mod.ts";
+import { childIdBase } from "./_child_id.ts";
 import type { SubagentDefinition, SubagentMode, SubagentRequest, SubagentResult } from "./subagent_definition.ts";
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -192,7 +193,7 @@ export class SubagentService {
     }
     if (request.signal?.aborted) throw new HarnessError("ABORTED", "The delegation was cancelled before it started");
     const mode = definition.mode ?? "in-process";
-    const base = `${request.parent}.${request.callId}`;
+    const base = childIdBase(parentSession.id, request.callId);
     const taken = new Set<string>();
     let childId = request.childId ?? this.#freeChildId(parentSession, base, taken);
     const header = {
@@ -321,9 +322,9 @@ export class SubagentService {
     return known.ids;
   }
 
-  // `<parent>.<call id>`, or with `.2`, `.3`… when a child of that name was already made: models and servers reuse
-  // call ids across turns (`call_0`), and two children must never share one session (and one stored log). `taken`:
-  // names storage refused.
+  // `base` (`<parent>.<call id>`, see childIdBase), or with `.2`, `.3`… when a child of that name was already made:
+  // models and servers reuse call ids across turns (`call_0`), and two children must never share one session (and
+  // one stored log). `taken`: names storage refused.
   #freeChildId(parent: Session, base: string, taken: ReadonlySet<string>): string {
     const made = this.#childrenOf(parent);
     const sessions = this.#ctx.service("sessions");
