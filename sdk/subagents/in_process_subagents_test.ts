@@ -176,6 +176,39 @@ describe("inProcessSubagents", () => {
     await harness.dispose();
   });
 
+  it("cancelling the parent while its children start leaves them turnless: every stored child with a turn is linked", async () => {
+    const model = scriptedAdapter((request): ScriptEntry =>
+      request.sessionId === "parent" ? delegate : textResponse(`done by ${request.sessionId}`)
+    );
+    const storage = memoryStorage();
+    const harness = await scenarioHarness(model, { storage });
+    const parent = await harness.createAgent({ id: "parent" });
+    const children: string[] = [];
+    harness.ctx.on("session/created", (s) => {
+      if (s.id === "parent") return;
+      children.push(s.id);
+      parent.cancel("user");
+    });
+    const result = await parent.run("Define alpha and beta");
+    assert.deepEqual(result.reason, { kind: "aborted", reason: "user" });
+    // Let the children's starts run out.
+    while (harness.sessions.get("parent.call_a") ?? harness.sessions.get("parent.call_b")) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const linked = harness.ctx.service("sessionProjections").stateOf(parent.session, childSessions);
+    await harness.dispose();
+    assert.deepEqual(children, ["parent.call_a", "parent.call_b"]);
+    assert.equal(model.requests.filter((r) => r.sessionId !== "parent").length, 0, "no child asked the model");
+    const linkedIds = new Set(linked.map((c) => c.session));
+    for (const id of children) {
+      const { events } = await storage.inspect(id);
+      const ran = events.some((e) => e.type === "turn/start");
+      assert.ok(!ran || linkedIds.has(id), `${id} has a turn but no link`);
+      assert.equal(ran, false, id);
+    }
+    assert.deepEqual(checkInvariants(parent.session.events), []);
+  });
+
   it("a fork child starts from the parent's completed prefix and answers only its task", async () => {
     const model = scriptedAdapter((request): ScriptEntry => {
       if (request.sessionId === "parent") {

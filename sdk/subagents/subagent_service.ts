@@ -171,7 +171,7 @@ export class SubagentService {
    * @param request The definition name, prompt, parent, call and signal.
    * @returns The child's answer, turn-end reason and usage.
    * @throws {HarnessError} `SUBAGENT_NOT_FOUND`, `SESSION_NOT_FOUND` (no live parent),
-   *   `SUBAGENT_DEPTH` (nesting beyond `maxDepth`), `ABORTED` (signal aborted before start).
+   *   `SUBAGENT_DEPTH` (nesting beyond `maxDepth`), `ABORTED` (signal aborted before the child ran: it is disposed turnless and unlinked).
    */
   async run(request: SubagentRequest): Promise<SubagentResult> {
     const definition = this.#definitions.get(request.agent);
@@ -239,6 +239,14 @@ export class SubagentService {
         }
       }
       await previousLink;
+      // Cancelled while the child started: it is disposed before it runs a turn (its stored log, if any, stays
+      // turnless and unlinked), so every child log with a turn is linked from its parent. From this check to the
+      // child's run nothing awaits: a later abort cancels a linked, running child.
+      if (request.signal?.aborted) {
+        throw new HarnessError("ABORTED", "The delegation was cancelled before its child started", {
+          details: { session: childId },
+        });
+      }
       // The link is a log-only event of the parent's open turn (a delegation made outside any turn is
       // still found through the child's header, `parentSession`).
       if (this.#ctx.service("sessionProjections").stateOf(parentSession, turnBoundary).open !== undefined) {
@@ -263,7 +271,6 @@ export class SubagentService {
     request.signal?.addEventListener("abort", cancel, { once: true });
     try {
       const running = child.run(request.prompt);
-      if (request.signal?.aborted) cancel();
       // A child's failed turn is an outcome of the delegation (the task tool reports it), not a throw.
       const result = await running.catch((error: unknown) =>
         error instanceof TurnFailedError ? error.result : Promise.reject(error)
