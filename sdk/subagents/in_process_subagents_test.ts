@@ -449,6 +449,30 @@ describe("a child whose turn fails", () => {
     assert.equal(result.reason.kind, "completed");
     const error = parent.session.events.find((e) => e.type === "tool/result");
     assert.equal(error?.type === "tool/result" && error.data.error?.code, "SUBAGENT_FAILED");
+    // The parent's model is told why: the child's error code and message, not only "error".
+    const told = toolResultTexts(model.requests.filter((r) => r.sessionId === "parent").at(-1));
+    assert.deepEqual(told, ["Subagent parent.c1 ended: error, its model call failed with AUTH: Bad key"]);
+    await harness.dispose();
+  });
+
+  it("shows the parent's model a long provider message cut to 500 characters, never inside a character", async () => {
+    const long = "😀".repeat(600);
+    const model = scriptedAdapter((request): ScriptEntry => {
+      if (request.sessionId !== "parent") {
+        return { throw: new LlmFailure("CONTEXT_WINDOW_EXCEEDED", long, { status: 400 }) };
+      }
+      if (request.messages.some((m) => m.content.some((b) => b.type === "tool-result"))) return textResponse("ok");
+      return toolCallResponse([
+        { id: "c1", name: "task", arguments: JSON.stringify({ agent: "worker", description: "x", prompt: "y" }) },
+      ]);
+    });
+    const harness = await scenarioHarness(model);
+    const parent = await harness.createAgent({ id: "parent" });
+    assert.equal((await parent.run("go")).reason.kind, "completed");
+    const [told] = toolResultTexts(model.requests.filter((r) => r.sessionId === "parent").at(-1));
+    const prefix = "Subagent parent.c1 ended: error, its model call failed with CONTEXT_WINDOW_EXCEEDED: ";
+    assert.equal(told, `${prefix}${"😀".repeat(500)}…`);
+    assert.deepEqual(checkInvariants(parent.session.events), []);
     await harness.dispose();
   });
 });

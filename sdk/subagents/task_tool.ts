@@ -7,6 +7,7 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import { defineTool } from "../tools/define_tool.ts";
 import type { ToolDefinition } from "../tools/tool_definition.ts";
+import type { TurnEndReason } from "../session/session_events.ts";
 import type { SubagentResult } from "./subagent_definition.ts";
 import type { SubagentService } from "./subagent_service.ts";
 
@@ -36,7 +37,9 @@ export interface TaskToolOptions {
  * the named definition is (the default), so several delegations of one step
  * run in parallel and their results come back in model order. A child that
  * does not complete (cancelled, failed, blocked) makes the call fail with
- * `SUBAGENT_FAILED` (or `ABORTED` when it was cancelled).
+ * `SUBAGENT_FAILED` (or `ABORTED` when it was cancelled); the error's text
+ * tells the model why (for a failed model call, the child's error code and
+ * message).
  *
  * @param subagents The service that runs the delegations.
  * @param options The tool name.
@@ -100,11 +103,34 @@ export function taskTool(subagents: SubagentService, options: TaskToolOptions = 
         throw new HarnessError("ABORTED", `Subagent ${result.session} was cancelled (${result.reason.reason})`);
       }
       if (result.reason.kind !== "completed") {
-        throw new HarnessError("SUBAGENT_FAILED", `Subagent ${result.session} ended: ${result.reason.kind}`, {
+        throw new HarnessError("SUBAGENT_FAILED", `Subagent ${result.session} ended: ${why(result.reason)}`, {
           details: { session: result.session, reason: result.reason },
         });
       }
       return { session: result.session, text: result.text, reason: result.reason };
     },
   }) as unknown as ToolDefinition<TaskArgs>;
+}
+
+/** The longest provider message the parent's model is shown (an error body can be a whole HTML page). */
+const MAX_MESSAGE = 500;
+
+// Why a child's turn did not complete, for the parent's model: the kind, and for a failed model call its code and
+// message (the parent's model can act on CONTEXT_WINDOW_EXCEEDED or AUTH, not on "error").
+function why(reason: TurnEndReason): string {
+  switch (reason.kind) {
+    case "error": {
+      const points = Array.from(reason.error.message); // cut between characters, never inside a surrogate pair
+      const message = points.length > MAX_MESSAGE ? `${points.slice(0, MAX_MESSAGE).join("")}…` : points.join("");
+      return `error, its model call failed with ${reason.error.code}: ${message}`;
+    }
+    case "max-tokens":
+      return "max-tokens, its answer hit the output token limit";
+    case "blocked":
+      return "blocked, its task was refused before its model was asked";
+    case "interrupted":
+      return "interrupted, its process stopped mid-turn";
+    default:
+      return reason.kind;
+  }
 }
