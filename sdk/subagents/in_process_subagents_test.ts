@@ -209,6 +209,59 @@ describe("inProcessSubagents", () => {
     assert.deepEqual(checkInvariants(parent.session.events), []);
   });
 
+  it("ten delegations of one step add one abort listener to the turn's signal, not one each", async () => {
+    // Ten: the default number of parallel tool calls.
+    const calls = Array.from({ length: 10 }, (_, i) => ({
+      id: `c${i}`,
+      name: "task",
+      arguments: JSON.stringify({ agent: "worker", description: "x", prompt: `p${i}` }),
+    }));
+    let waiting = 0;
+    let release: () => void = () => {};
+    const all = new Promise<void>((resolve) => (release = resolve));
+    const model = scriptedAdapter(async (request): Promise<ScriptEntry> => {
+      if (request.sessionId === "parent") {
+        if (request.messages.some((m) => m.content.some((b) => b.type === "tool-result"))) return textResponse("ok");
+        return toolCallResponse(calls);
+      }
+      // Every child is running (and listening) at once.
+      if (++waiting === calls.length) release();
+      await all;
+      return textResponse(`done by ${request.sessionId}`);
+    });
+    const harness = await scenarioHarness(model);
+    const parent = await harness.createAgent({ id: "parent" });
+    // Count the abort listeners each signal holds at most (Node warns of a leak past 10 on one target).
+    const proto = EventTarget.prototype;
+    const { addEventListener: add, removeEventListener: remove } = proto;
+    const held = new Map<EventTarget, Set<unknown>>();
+    let most = 0;
+    proto.addEventListener = function (this: EventTarget, type: string, listener: unknown, ...rest: unknown[]) {
+      if (type === "abort" && this instanceof AbortSignal && listener) {
+        const set = held.get(this) ?? new Set();
+        held.set(this, set.add(listener));
+        most = Math.max(most, set.size);
+      }
+      return (add as (...args: unknown[]) => void).call(this, type, listener, ...rest);
+    } as typeof proto.addEventListener;
+    proto.removeEventListener = function (this: EventTarget, type: string, listener: unknown, ...rest: unknown[]) {
+      if (type === "abort") held.get(this)?.delete(listener);
+      return (remove as (...args: unknown[]) => void).call(this, type, listener, ...rest);
+    } as typeof proto.removeEventListener;
+    try {
+      assert.equal((await parent.run("go")).reason.kind, "completed");
+    } finally {
+      proto.addEventListener = add;
+      proto.removeEventListener = remove;
+    }
+    assert.deepEqual(
+      toolResultTexts(model.requests.filter((r) => r.sessionId === "parent").at(-1)),
+      calls.map((c) => `done by parent.${c.id}`),
+    );
+    assert.ok(most <= 10, `a signal held ${most} abort listeners`);
+    await harness.dispose();
+  });
+
   it("a fork child starts from the parent's completed prefix and answers only its task", async () => {
     const model = scriptedAdapter((request): ScriptEntry => {
       if (request.sessionId === "parent") {

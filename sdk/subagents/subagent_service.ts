@@ -17,6 +17,7 @@ import type { Agent, AgentHandle, AgentOptions } from "../agent/agent.ts";
 import { TurnFailedError } from "../agent/turn_failed_error.ts";
 import { type SessionProjections, turnBoundary } from "../projections/mod.ts";
 import { childIdBase } from "./_child_id.ts";
+import { onAbort } from "./_on_abort.ts";
 import type { SubagentDefinition, SubagentMode, SubagentRequest, SubagentResult } from "./subagent_definition.ts";
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -267,8 +268,9 @@ export class SubagentService {
       if (this.#lastLink.get(parentSession) === link) this.#lastLink.delete(parentSession);
     }
     const child = handle.agent;
-    const cancel = () => child.cancel("parent");
-    request.signal?.addEventListener("abort", cancel, { once: true });
+    const stopCancelling = request.signal !== undefined
+      ? onAbort(request.signal, () => child.cancel("parent"))
+      : undefined;
     try {
       const running = child.run(request.prompt);
       // A child's failed turn is an outcome of the delegation (the task tool reports it), not a throw.
@@ -277,7 +279,7 @@ export class SubagentService {
       );
       return { session: childId, text: result.text, reason: result.reason, usage: result.usage };
     } finally {
-      request.signal?.removeEventListener("abort", cancel);
+      stopCancelling?.();
       await handle.dispose();
     }
   }

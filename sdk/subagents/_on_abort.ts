@@ -1,0 +1,54 @@
+/**
+ * Internal: many callbacks on one abort signal through a single listener.
+ *
+ * @module
+ */
+
+interface Listeners {
+  readonly callbacks: Set<() => void>;
+  readonly fire: () => void;
+}
+
+const listeners = new WeakMap<AbortSignal, Listeners>();
+
+/**
+ * Call `callback` once when `signal` aborts. Every callback on one signal
+ * shares one `abort` listener: the parallel delegations of a step share the
+ * turn's signal, and a listener each made Node warn of a leak from the 8th
+ * task call on (its limit is 10 listeners a target, and the tool runtime adds
+ * its own). A callback that throws does not stop the others. As with
+ * `addEventListener`, a signal that has already aborted calls nothing.
+ *
+ * @param signal The signal.
+ * @param callback Called once, on abort.
+ * @returns A function that removes the callback (and the listener with the last one).
+ */
+export function onAbort(signal: AbortSignal, callback: () => void): () => void {
+  let entry = listeners.get(signal);
+  if (entry === undefined) {
+    const callbacks = new Set<() => void>();
+    const fire = () => {
+      listeners.delete(signal);
+      for (const f of callbacks) {
+        try {
+          f();
+        } catch (error) {
+          console.error("[@dsh/harness] an abort callback threw:", error);
+        }
+      }
+      callbacks.clear();
+    };
+    entry = { callbacks, fire };
+    listeners.set(signal, entry);
+    signal.addEventListener("abort", fire, { once: true });
+  }
+  const own = entry;
+  // A callback registered twice is called (and removed) once per registration.
+  const once = () => callback();
+  own.callbacks.add(once);
+  return () => {
+    if (!own.callbacks.delete(once) || own.callbacks.size > 0) return;
+    if (listeners.get(signal) === own) listeners.delete(signal);
+    signal.removeEventListener("abort", own.fire);
+  };
+}
