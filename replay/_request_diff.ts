@@ -69,12 +69,41 @@ function compareTools(expected: readonly ToolSchema[], actual: readonly ToolSche
   return { field: "tools", summary, diff: text };
 }
 
-function compareMessages(expected: readonly Message[], actual: readonly Message[]): RequestDivergence | undefined {
+/**
+ * What the previous strict comparison of one live session matched: its two
+ * message lists and how many leading messages were equal. Consecutive
+ * requests of a session share their message objects (the loop's history and
+ * the fixture's shared history hand out the same frozen messages), so a
+ * position whose two messages are the very objects found equal last time is
+ * equal again, without serialising either.
+ */
+export interface MessageMatch {
+  expected: readonly Message[];
+  actual: readonly Message[];
+  matched: number;
+}
+
+/** A fresh {@linkcode MessageMatch} for a session that has compared nothing yet. */
+export function newMessageMatch(): MessageMatch {
+  return { expected: [], actual: [], matched: 0 };
+}
+
+function compareMessages(
+  expected: readonly Message[],
+  actual: readonly Message[],
+  previous: MessageMatch,
+): RequestDivergence | undefined {
   const length = Math.max(expected.length, actual.length);
-  for (let i = 0; i < length; i++) {
+  const known = Math.min(previous.matched, expected.length, actual.length);
+  let i = 0;
+  while (i < known && expected[i] === previous.expected[i] && actual[i] === previous.actual[i]) i++;
+  for (; i < length; i++) {
     const a = expected[i] === undefined ? undefined : json(comparable(expected[i]));
     const b = actual[i] === undefined ? undefined : json(comparable(actual[i]));
     if (a === b) continue;
+    previous.expected = expected;
+    previous.actual = actual;
+    previous.matched = i;
     let summary: string;
     if (a === undefined) summary = `the live request has an extra message ${i}: ${describeMessage(actual[i])}`;
     else if (b === undefined) {
@@ -86,15 +115,23 @@ function compareMessages(expected: readonly Message[], actual: readonly Message[
       diff: diff(a === undefined ? "" : a + "\n", b === undefined ? "" : b + "\n"),
     };
   }
+  previous.expected = expected;
+  previous.actual = actual;
+  previous.matched = length;
   return undefined;
 }
 
 /**
  * Compare a live request with the recorded one: config, system prompt, tool
  * schemas (only when the fixture recorded a header), then the messages
- * (ignoring message ids).
+ * (ignoring message ids). `previous` carries what the session's previous
+ * request matched, so only the messages that are new since are serialised.
  */
-export function diffRequest(recorded: RecordedRequest, live: GenerateOptions): RequestDivergence | undefined {
+export function diffRequest(
+  recorded: RecordedRequest,
+  live: GenerateOptions,
+  previous: MessageMatch = newMessageMatch(),
+): RequestDivergence | undefined {
   if (recorded.header !== undefined) {
     const header = canonicalHeader(recorded.header);
     const config = canonicalHeader({ config: callConfigOf(live) }).config;
@@ -121,7 +158,7 @@ export function diffRequest(recorded: RecordedRequest, live: GenerateOptions): R
     const tools = compareTools(header.tools ?? [], live.tools ?? []);
     if (tools !== undefined) return tools;
   }
-  return compareMessages(recorded.messages, live.messages);
+  return compareMessages(recorded.messages, live.messages, previous);
 }
 
 function ensureNewline(text: string): string {

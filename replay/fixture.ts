@@ -5,23 +5,22 @@
  * @module
  */
 
-import {
-  deriveEventMessage,
-  type EpochHeader,
-  HarnessError,
-  type Message,
-  type SessionEvent,
-  type StreamChunk,
-  SurfaceManager,
-} from "../mod.ts";
+import { type EpochHeader, HarnessError, type Message, type SessionEvent, type StreamChunk } from "../mod.ts";
 import { readFixtureFile } from "./_read_fixture_file.ts";
+import { SharedHistory } from "./_shared_history.ts";
 import type { ReplayOverrides } from "./replay_adapter.ts";
 
 /** What the live request looked like when a recorded model call was made. */
 export interface RecordedRequest {
   /** The request header in force (the last `request/header` before the call); absent when the log has none. */
   readonly header?: EpochHeader;
-  /** The history derived from the log prefix before the call (`deriveMessages` at that point). */
+  /**
+   * The history derived from the log prefix before the call (`deriveMessages` at that point).
+   *
+   * In a fixture built by {@linkcode fixtureFromLogs} this is a getter that builds a fresh array on
+   * each read from one history shared by all the calls of the session, so that a fixture holds
+   * O(log) messages rather than a copy of the history per call.
+   */
   readonly messages: readonly Message[];
 }
 
@@ -89,9 +88,25 @@ function firstLiveSeq(events: readonly SessionEvent[]): number {
   return 0;
 }
 
+function recordedRequest(header: EpochHeader | undefined, messages: () => Message[]): RecordedRequest {
+  // Own enumerable getters, so a spread or JSON.stringify of the request still shows the messages.
+  return header === undefined
+    ? {
+      get messages() {
+        return messages();
+      },
+    }
+    : {
+      header,
+      get messages() {
+        return messages();
+      },
+    };
+}
+
 function cutCalls(id: string, events: readonly SessionEvent[], live: number): FixtureCall[] {
   const calls: FixtureCall[] = [];
-  const surface = new SurfaceManager([], 0);
+  const history = new SharedHistory();
   let header: EpochHeader | undefined;
   let open: { turn: number; step: number; seq: number; chunks: StreamChunk[]; request: RecordedRequest } | undefined;
   const missingFinish = (call: NonNullable<typeof open>) =>
@@ -105,10 +120,7 @@ function cutCalls(id: string, events: readonly SessionEvent[], live: number): Fi
       const { turn, step, chunk } = event.data;
       if (open !== undefined && (open.turn !== turn || open.step !== step)) throw missingFinish(open);
       if (open === undefined) {
-        const messages = surface.nodes
-          .map((seq) => deriveEventMessage(events[seq]))
-          .filter((m): m is Message => m !== null);
-        open = { turn, step, seq: event.seq, chunks: [], request: header ? { header, messages } : { messages } };
+        open = { turn, step, seq: event.seq, chunks: [], request: recordedRequest(header, history.snapshot()) };
       }
       open.chunks.push(chunk);
       if (chunk.type === "finish") {
@@ -118,7 +130,7 @@ function cutCalls(id: string, events: readonly SessionEvent[], live: number): Fi
     } else if (event.type === "request/header") {
       header = event.data.header;
     }
-    surface.commit(event);
+    history.commit(event);
   }
   if (open !== undefined) throw missingFinish(open);
   return calls;

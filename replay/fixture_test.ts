@@ -3,7 +3,15 @@ import assert from "node:assert/strict";
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileStorage, HarnessError, packChunkRows, type SessionEvent } from "../mod.ts";
+import {
+  deriveEventMessage,
+  fileStorage,
+  HarnessError,
+  type Message,
+  packChunkRows,
+  type SessionEvent,
+  SurfaceManager,
+} from "../mod.ts";
 import { fixtureFromLogs, loadFixture } from "./fixture.ts";
 import { chunk, errorFinish, log, recordConversation, STOP, text } from "./_test_support.ts";
 
@@ -87,6 +95,108 @@ describe("fixtureFromLogs()", () => {
     assert.equal(session.calls[0].request.header?.system, "Be loud.");
     assert.deepEqual(session.calls[0].request.header?.tools?.map((t) => t.name), ["shout"]);
     assert.deepEqual(session.calls.map((c) => c.request.messages.length), [1, 3, 5]);
+  });
+
+  it("derives each call's history across appends, empty assistant messages and replacements", () => {
+    const user = (id: string) => ({
+      id,
+      role: "user",
+      content: [{ type: "text", text: id }],
+      source: { kind: "user" },
+    });
+    const said = (id: string, content: unknown[]) => ({
+      turn: 1,
+      step: 1,
+      message: { id, role: "assistant", content, source: { kind: "model", provider: "p", model: "m" } },
+    });
+    const result = (id: string, output: string) => ({
+      turn: 1,
+      step: 1,
+      message: {
+        id,
+        role: "user",
+        content: [{ type: "tool-result", toolCallId: "c1", content: [{ type: "text", text: output }] }],
+        source: { kind: "tool", callId: "c1" },
+      },
+    });
+    const events = log(
+      { type: "user/message", data: user("u0"), surfaceOp: "append" } as never, // 0
+      chunk(1, 1, STOP), // 1
+      { type: "assistant/message", data: said("a2", []), surfaceOp: "append" } as never, // 2: derives none
+      { type: "tool/result", data: result("r3", "long output"), surfaceOp: "append" } as never, // 3
+      { type: "user/message", data: user("u4"), surfaceOp: "append" } as never, // 4
+      chunk(1, 2, STOP), // 5
+      {
+        type: "tool/result",
+        data: result("r3", "elided"),
+        surfaceOp: { op: "replace", start: 3, end: 3 },
+        sourceEventSeqs: [3],
+      } as never, // 6
+      chunk(1, 3, STOP), // 7
+      { type: "user/message", data: user("u8"), surfaceOp: "append" } as never, // 8
+      {
+        type: "system/message",
+        data: { ...user("s9"), role: "system", source: { kind: "plugin", plugin: "compaction" } },
+        surfaceOp: { op: "replace", start: 0, end: 4 },
+        sourceEventSeqs: [0, 2, 4, 6],
+      } as never, // 9
+      chunk(2, 1, STOP), // 10
+      { type: "user/message", data: user("u11"), surfaceOp: "append" } as never, // 11
+      {
+        type: "user/message",
+        data: user("u12"),
+        surfaceOp: { op: "replace", start: 11, end: 11 },
+        sourceEventSeqs: [11],
+      } as never, // 12: replaced before any call saw u11
+      chunk(2, 2, STOP), // 13
+      { type: "assistant/message", data: said("a14", [{ type: "text", text: "ok" }]), surfaceOp: "append" } as never,
+      chunk(2, 3, STOP), // 15
+    );
+    // The history before each call as the surface fold derives it, from scratch.
+    const expected = (seq: number): Message[] =>
+      new SurfaceManager(events.slice(0, seq)).nodes
+        .map((node) => deriveEventMessage(events[node]))
+        .filter((m): m is Message => m !== null);
+    const [session] = fixtureFromLogs(events).sessions;
+    assert.deepEqual(session.calls.map((c) => c.seq), [1, 5, 7, 10, 13, 15]);
+    for (const call of session.calls) {
+      assert.deepEqual(call.request.messages, expected(call.seq), `call at ${call.seq}`);
+    }
+    assert.deepEqual(session.calls[3].request.messages.map((m) => m.id), ["s9", "u8"]);
+    assert.deepEqual(session.calls[5].request.messages.map((m) => m.id), ["s9", "u8", "u12", "a14"]);
+    assert.deepEqual(JSON.parse(JSON.stringify(session.calls[1].request)).messages.map((m: Message) => m.id), [
+      "u0",
+      "r3",
+      "u4",
+    ]);
+  });
+
+  it("reads each event of the log a bounded number of times, however many calls share its history", () => {
+    const turns = 200;
+    const drafts: Parameters<typeof log> = [];
+    for (let turn = 1; turn <= turns; turn++) {
+      drafts.push(
+        {
+          type: "user/message",
+          data: { id: `u${turn}`, role: "user", content: [{ type: "text", text: "q" }], source: { kind: "user" } },
+          surfaceOp: "append",
+        } as never,
+        chunk(turn, 1, STOP),
+      );
+    }
+    const events = log(...drafts);
+    let reads = 0;
+    const counted = new Proxy(events, {
+      get(target, key, receiver) {
+        if (typeof key === "string" && /^[0-9]+$/.test(key)) reads++;
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    const [session] = fixtureFromLogs(counted).sessions;
+    assert.equal(session.calls.length, turns);
+    assert.equal(session.calls.at(-1)!.request.messages.length, turns);
+    // Deriving every call's history from the log afresh read an event per message per call (~20,000 here).
+    assert.ok(reads <= 3 * events.length, `${reads} reads of ${events.length} events`);
   });
 
   it("orders parents first, then children by creation time", () => {

@@ -22,7 +22,7 @@ import {
   type FixtureSession,
   type RecordedRequest,
 } from "./fixture.ts";
-import { diffRequest } from "./_request_diff.ts";
+import { diffRequest, type MessageMatch, newMessageMatch } from "./_request_diff.ts";
 import { fillPlaceholders } from "./_placeholders.ts";
 import { recordedModels, toModelInfo } from "./_recorded_models.ts";
 
@@ -141,6 +141,8 @@ interface Binding {
   readonly script: Script;
   readonly liveId: string;
   played: number;
+  /** What the session's previous strict comparison matched. */
+  readonly match: MessageMatch;
 }
 
 function checkEntry(entry: ReplayEntry, where: string): ReplayEntry {
@@ -316,7 +318,7 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
         );
       }
       bound.add(script);
-      binding = { script, liveId, played: 0 };
+      binding = { script, liveId, played: 0, match: newMessageMatch() };
       bindings.set(liveId, binding);
     }
     const { script } = binding;
@@ -331,7 +333,7 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     }
     const expected = script.expected[index];
     if (strict && expected !== undefined) {
-      const divergence = diffRequest(expected, request);
+      const divergence = diffRequest(expected, request, binding.match);
       if (divergence !== undefined) {
         const call = script.session.calls[index];
         fail(

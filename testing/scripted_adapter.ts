@@ -44,15 +44,27 @@ export interface ScriptedAdapterOptions {
    * @default {[{ id: "scripted-model" }]}
    */
   readonly models?: readonly ModelInfo[];
+  /**
+   * How many of the latest requests `requests` keeps. Each request holds the
+   * whole history as it stood, so keeping every request of a long run costs
+   * O(turns²) message slots (554 MB at 4000 turns of a tool call and an
+   * answer each); a benchmark or soak test that reads none of them can pass
+   * a small number or 0. Unbounded by default, because unit tests read
+   * `requests` whole. `calls` and `lastRequest()` count every request
+   * whatever this keeps.
+   *
+   * @default {Infinity}
+   */
+  readonly keepRequests?: number;
 }
 
 /** The adapter returned by {@linkcode scriptedAdapter}. */
 export interface ScriptedAdapter extends LlmAdapter {
-  /** Every request received, in call order. */
+  /** Every request received, in call order (only the latest `keepRequests` of them when that is set). */
   readonly requests: GenerateOptions[];
-  /** How many calls were made. */
+  /** How many calls were made (all of them, however many `requests` keeps). */
   readonly calls: number;
-  /** The last request received, if any. */
+  /** The last request received, if any (kept even with `keepRequests: 0`). */
   lastRequest(): GenerateOptions | undefined;
   /**
    * Check that an array script was played to the end.
@@ -70,9 +82,10 @@ export interface ScriptedAdapter extends LlmAdapter {
  * `error` finish).
  *
  * @param script What to answer.
- * @param options The provider and models.
+ * @param options The provider, models and how many requests to keep.
  * @returns An adapter that records its requests.
- * @throws {HarnessError} `INVALID_ARGS` when the script is not an entry, an array or a function.
+ * @throws {HarnessError} `INVALID_ARGS` when the script is not an entry, an array or a function, or
+ *   `keepRequests` is not a non-negative integer or `Infinity`.
  *
  * @example One entry per call
  * ```ts
@@ -97,6 +110,23 @@ export interface ScriptedAdapter extends LlmAdapter {
  * assert.equal(model.requests.length, 2);
  * model.assertConsumed();
  * ```
+ *
+ * @example Keeping only the latest requests of a long run
+ * ```ts
+ * import { LlmRuntime } from "@dsh/harness";
+ * import { scriptedAdapter, textResponse } from "@dsh/harness/testing";
+ * import assert from "node:assert/strict";
+ *
+ * const model = scriptedAdapter(textResponse("ok"), { keepRequests: 2 });
+ * const llm = new LlmRuntime();
+ * llm.registerAdapter(model);
+ * for (let i = 0; i < 5; i++) {
+ *   const request = { provider: "scripted", model: "scripted-model", messages: [], sessionId: `s${i}` };
+ *   for await (const _ of llm.stream(request));
+ * }
+ * assert.equal(model.calls, 5);
+ * assert.deepEqual(model.requests.map((r) => r.sessionId), ["s3", "s4"]);
+ * ```
  */
 export function scriptedAdapter(script: Script, options: ScriptedAdapterOptions = {}): ScriptedAdapter {
   if (typeof script !== "function" && (typeof script !== "object" || script === null)) {
@@ -104,7 +134,13 @@ export function scriptedAdapter(script: Script, options: ScriptedAdapterOptions 
   }
   const provider = options.provider ?? "scripted";
   const models = Object.freeze([...(options.models ?? [{ id: "scripted-model" }])]);
+  const keep = options.keepRequests ?? Infinity;
+  if (!(keep >= 0) || (keep !== Infinity && !Number.isSafeInteger(keep))) {
+    throw new HarnessError("INVALID_ARGS", `keepRequests must be a non-negative integer or Infinity, got ${keep}`);
+  }
   const requests: GenerateOptions[] = [];
+  let calls = 0;
+  let last: GenerateOptions | undefined;
   const entryFor = (request: GenerateOptions, callIndex: number): ScriptEntry | Promise<ScriptEntry> => {
     if (typeof script === "function") return script(request, callIndex);
     if (!Array.isArray(script)) return script as ScriptEntry;
@@ -122,23 +158,27 @@ export function scriptedAdapter(script: Script, options: ScriptedAdapterOptions 
     models,
     requests,
     get calls() {
-      return requests.length;
+      return calls;
     },
     lastRequest() {
-      return requests.at(-1);
+      return last;
     },
     assertConsumed() {
-      if (Array.isArray(script) && requests.length < script.length) {
+      if (Array.isArray(script) && calls < script.length) {
         throw new HarnessError(
           "SCRIPT_NOT_CONSUMED",
-          `Scripted adapter played ${requests.length} of ${script.length} entries`,
-          { details: { calls: requests.length, entries: script.length } },
+          `Scripted adapter played ${calls} of ${script.length} entries`,
+          { details: { calls, entries: script.length } },
         );
       }
     },
     stream(request: GenerateOptions): AsyncIterable<StreamChunk> {
-      const callIndex = requests.length;
-      requests.push(request);
+      const callIndex = calls++;
+      last = request;
+      if (keep > 0) {
+        requests.push(request);
+        if (requests.length > keep) requests.splice(0, requests.length - keep);
+      }
       return play(() => entryFor(request, callIndex), request.signal ?? new AbortController().signal);
     },
   };

@@ -42,6 +42,39 @@ describe("scriptedAdapter()", () => {
     assert.equal(model.lastRequest()?.messages[0].id, "c");
   });
 
+  it("keeps only the latest keepRequests requests, and still counts and plays every call", async () => {
+    const model = scriptedAdapter([textResponse("one"), textResponse("two"), textResponse("three")], {
+      keepRequests: 2,
+    });
+    const texts: string[] = [];
+    for (const prompt of ["a", "b", "c"]) {
+      const assembler = new BlockAssembler();
+      for await (const chunk of model.stream(request(prompt))) assembler.push(chunk);
+      texts.push(JSON.stringify(assembler.blocks()));
+    }
+    assert.deepEqual(texts.map((t) => JSON.parse(t)[0].text), ["one", "two", "three"]);
+    assert.deepEqual(model.requests.map((r) => r.messages[0].id), ["b", "c"]);
+    assert.equal(model.calls, 3);
+    assert.equal(model.lastRequest()?.messages[0].id, "c");
+    model.assertConsumed();
+
+    const none = scriptedAdapter(textResponse("x"), { keepRequests: 0 });
+    for (let i = 0; i < 100; i++) await collect(none.stream(request(`m${i}`)));
+    assert.equal(none.requests.length, 0);
+    assert.equal(none.calls, 100);
+    assert.equal(none.lastRequest()?.messages[0].id, "m99");
+
+    const all = scriptedAdapter(textResponse("x"));
+    for (let i = 0; i < 100; i++) await collect(all.stream(request(`m${i}`)));
+    assert.equal(all.requests.length, 100, "unbounded by default");
+    for (const bad of [-1, 1.5, Number.NaN]) {
+      assert.throws(
+        () => scriptedAdapter(textResponse("x"), { keepRequests: bad }),
+        (e) => HarnessError.isInstance(e, "INVALID_ARGS"),
+      );
+    }
+  });
+
   it("throws SCRIPT_EXHAUSTED from the stream itself when used without the runtime", async () => {
     const model = scriptedAdapter([]);
     await assert.rejects(

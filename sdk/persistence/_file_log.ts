@@ -251,11 +251,104 @@ function recordEnd(line: string): number | undefined {
 }
 
 /**
+ * Where {@linkcode readTail} last found the final complete frame of a zstd
+ * file. Frames cannot be found from the end of a file (a frame is delimited
+ * only by walking the headers from the start), so without a mark the walk
+ * reads every byte; with one it reads from the marked frame on.
+ */
+export interface ZstdTailMark {
+  /** The offset of the last complete frame. */
+  readonly lastStart: number;
+  /** Its end: the bytes before it are a chain of complete frames from offset 0. */
+  readonly chainEnd: number;
+  /** A fingerprint of the frame's bytes, to notice a file rewritten since. */
+  readonly fingerprint: number;
+}
+
+/** The marks of one storage instance, by file path. */
+export type ZstdTailMarks = Map<string, ZstdTailMark>;
+
+// FNV-1a over the frame's length and its first and last 64 bytes: a zstd frame ends in a checksum of its
+// content where the encoder wrote one, and a file rewritten in place is unlikely to repeat a frame at the
+// same offset. Constant time, so a large last frame costs no more than a small one.
+function frameFingerprint(frame: Uint8Array): number {
+  let hash = 0x811c9dc5 ^ frame.length;
+  const mix = (from: number, to: number) => {
+    for (let i = from; i < to; i++) hash = Math.imul(hash ^ frame[i], 0x01000193);
+  };
+  mix(0, Math.min(64, frame.length));
+  mix(Math.max(64, frame.length - 64), frame.length);
+  return hash >>> 0;
+}
+
+interface LastFrame {
+  readonly nextSeq: number;
+  /** The frame's start and end, relative to the bytes walked. */
+  readonly start: number;
+  readonly end: number;
+}
+
+/** Walk complete frames from `at` (a frame boundary) and read the last record of the last one walked. */
+async function lastFrameFrom(bytes: Uint8Array, at: number): Promise<LastFrame | undefined> {
+  let lastStart = -1;
+  for (let end = frameEnd(bytes, at); end !== -1; end = frameEnd(bytes, at)) {
+    lastStart = at;
+    at = end;
+  }
+  if (lastStart === -1) return undefined;
+  let text: string | undefined;
+  try {
+    text = decoder.decode((await zstd()).decompress(bytes.subarray(lastStart, at)));
+  } catch {
+    text = undefined;
+  }
+  const lines = text?.endsWith("\n") ? text.slice(0, -1).split("\n") : [];
+  const nextSeq = lines.length === 0 ? undefined : recordEnd(lines[lines.length - 1]);
+  return nextSeq === undefined ? undefined : { nextSeq, start: lastStart, end: at };
+}
+
+function markOf(bytes: Uint8Array, last: LastFrame, offset: number): ZstdTailMark {
+  return {
+    lastStart: offset + last.start,
+    chainEnd: offset + last.end,
+    fingerprint: frameFingerprint(bytes.subarray(last.start, last.end)),
+  };
+}
+
+/**
+ * The tail of a zstd file read from its mark: every byte from the marked
+ * frame on, once the frame is found still there; the last complete frame
+ * (the marked one or a later one) is decompressed as a whole-file walk would.
+ * `undefined` when the frame is not there or the last frame is unreadable:
+ * the caller then walks the whole file.
+ */
+async function tailFromMark(
+  handle: FileHandleLike,
+  size: number,
+  mark: ZstdTailMark,
+): Promise<{ nextSeq: number; torn: boolean; mark: ZstdTailMark } | undefined> {
+  if (size < mark.chainEnd) return undefined;
+  const bytes = await readRange(handle, mark.lastStart, size);
+  const frameLength = mark.chainEnd - mark.lastStart;
+  if (bytes.length !== size - mark.lastStart || frameEnd(bytes, 0) !== frameLength) return undefined;
+  if (frameFingerprint(bytes.subarray(0, frameLength)) !== mark.fingerprint) return undefined;
+  const last = await lastFrameFrom(bytes, 0);
+  if (last === undefined) return undefined;
+  return { nextSeq: last.nextSeq, torn: last.end !== bytes.length, mark: markOf(bytes, last, mark.lastStart) };
+}
+
+/**
  * Find the next seq and whether the tail is torn, reading only the end of a
- * plain file or only the last frame of a zstd one. Falls back to a full decode
+ * plain file, or of a zstd one from the frame `marks` holds for it (the whole
+ * file when there is none; the mark is then set). Falls back to a full decode
  * when the last record is not readable.
  */
-export async function readTail(file: string, encoding: Encoding, known: ReaderVocabulary): Promise<TailState> {
+export async function readTail(
+  file: string,
+  encoding: Encoding,
+  known: ReaderVocabulary,
+  marks?: ZstdTailMarks,
+): Promise<TailState> {
   const handle = await fsOps.open(file, "r");
   let bytes: Uint8Array;
   let size: number;
@@ -276,27 +369,24 @@ export async function readTail(file: string, encoding: Encoding, known: ReaderVo
         break;
       }
     }
+    const mark = encoding === "zstd" ? marks?.get(file) : undefined;
+    if (mark !== undefined) {
+      const tail = await tailFromMark(handle, size, mark);
+      if (tail !== undefined) {
+        marks!.set(file, tail.mark);
+        return { size, updatedAt, nextSeq: tail.nextSeq, torn: tail.torn };
+      }
+      marks!.delete(file);
+    }
     bytes = await readRange(handle, 0, size);
   } finally {
     await handle.close();
   }
   if (encoding === "zstd") {
-    let at = 0;
-    let lastStart = -1;
-    for (let end = frameEnd(bytes, at); end !== -1; end = frameEnd(bytes, at)) {
-      lastStart = at;
-      at = end;
-    }
-    if (lastStart !== -1) {
-      let text: string | undefined;
-      try {
-        text = decoder.decode((await zstd()).decompress(bytes.subarray(lastStart, at)));
-      } catch {
-        text = undefined;
-      }
-      const lines = text?.endsWith("\n") ? text.slice(0, -1).split("\n") : [];
-      const nextSeq = lines.length === 0 ? undefined : recordEnd(lines[lines.length - 1]);
-      if (nextSeq !== undefined) return { size, updatedAt, nextSeq, torn: at !== bytes.length };
+    const last = await lastFrameFrom(bytes, 0);
+    if (last !== undefined) {
+      marks?.set(file, markOf(bytes, last, 0));
+      return { size, updatedAt, nextSeq: last.nextSeq, torn: last.end !== bytes.length };
     }
   }
   const decoded = encoding === "plain"

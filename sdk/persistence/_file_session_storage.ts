@@ -21,6 +21,7 @@ import {
   readHeader,
   readTail,
   truncateTo,
+  type ZstdTailMarks,
 } from "./_file_log.ts";
 import { currentPid, errorCode, fsOps, joinPath, pidNamespace, syncDir } from "./_fs.ts";
 import { escapeSessionId, makeHeader, validateSessionId } from "./_header.ts";
@@ -69,6 +70,8 @@ class FileSessionStorage implements SessionStorage {
   readonly #newId: () => string;
   readonly #states = new Map<string, FileState>();
   readonly #queues = new Map<string, Promise<unknown>>();
+  /** Where each zstd file's last complete frame was, so a stat() reads from there on, not the whole file. */
+  readonly #tailMarks: ZstdTailMarks = new Map();
 
   constructor(dir: string, options: FileStorageOptions) {
     this.#root = dir;
@@ -227,7 +230,7 @@ class FileSessionStorage implements SessionStorage {
       }
       return await this.#publishSuccessor(dir, located, decoded.header, decoded.events);
     }
-    const tail = await readTail(located.file, located.encoding, undefined);
+    const tail = await readTail(located.file, located.encoding, undefined, this.#tailMarks);
     const state = { ...located, size: tail.size, nextSeq: tail.nextSeq, torn: tail.torn };
     this.#states.set(dir, state);
     return state;
@@ -354,7 +357,7 @@ class FileSessionStorage implements SessionStorage {
       const located = await this.#locate(dir);
       if (located === undefined) return undefined;
       const header = await readHeader(located.file, located.encoding, sessionId);
-      const tail = await readTail(located.file, located.encoding, undefined);
+      const tail = await readTail(located.file, located.encoding, undefined, this.#tailMarks);
       if (located.version < LOG_FORMAT_VERSION) {
         // The seqs of an older log are those of its migration.
         const decoded = await this.#decode(located, sessionId, undefined);
@@ -376,6 +379,7 @@ class FileSessionStorage implements SessionStorage {
       await this.#checkWriter(dir, sessionId, options.writer, "delete it");
       const located = await this.#locate(dir);
       this.#states.delete(dir);
+      if (located !== undefined) this.#tailMarks.delete(located.file);
       if (options.writer === undefined) await fsOps.rm(dir);
       else {
         const names = await fsOps.readdir(dir).catch(() => [] as string[]);

@@ -668,6 +668,72 @@ describe("fileStorage() durability", () => {
     }
   });
 
+  it("stat() of a zstd file reads from its last frame on, and sees what others append, tear and rewrite", async () => {
+    const events = realisticLog(400);
+    const { dir, storage, file } = await written({ compression: "zstd" }, events.slice(0, 2000), 20);
+    const other = () => fileStorage(dir, { compression: "zstd" });
+    // What stat() said before it kept marks: a fresh instance walks the whole file.
+    const expectSame = async (what: string) => {
+      const fresh = await other().stat("s");
+      const seen = await counted(() => storage.stat("s"));
+      assert.deepEqual(seen.result, fresh, what);
+      return seen.bytes;
+    };
+    let bytesRead = 0;
+    const counted = async <T>(fn: () => Promise<T>): Promise<{ result: T; bytes: number }> => {
+      bytesRead = 0;
+      return { result: await fn(), bytes: bytesRead };
+    };
+    const open = fsOps.open;
+    fsOps.open = async (path, flags) => {
+      const handle = await open(path, flags);
+      return {
+        write: handle.write.bind(handle),
+        truncate: handle.truncate.bind(handle),
+        sync: handle.sync.bind(handle),
+        stat: handle.stat.bind(handle),
+        close: handle.close.bind(handle),
+        read: async (buffer, offset, length, position) => {
+          const read = await handle.read(buffer, offset, length, position);
+          bytesRead += read.bytesRead;
+          return read;
+        },
+      };
+    };
+    try {
+      const size = (await stat(file)).size;
+      assert.ok(await expectSame("first stat") >= size, "the first stat() walks the whole file");
+      await other().append("s", events.slice(2000, 2005), { expectedSeq: 2000 });
+      const tail = await expectSame("after another instance appended");
+      assert.ok(tail < size / 10, `read ${tail} bytes of ${size}`);
+      assert.ok(await expectSame("unchanged") < size / 10);
+
+      const whole = new Uint8Array(await readFile(file));
+      const frame = await zstd().then((z) => z.compress(new TextEncoder().encode("{}\n"), 3));
+      await writeFile(file, frame.subarray(0, 5), { flag: "a" });
+      assert.equal((await storage.stat("s"))?.torn, true, "a torn last frame");
+      await expectSame("torn");
+      await writeFile(file, whole);
+      await expectSame("repaired");
+
+      // Cut back into the marked frame, then grown past it again with other frames.
+      const ends: number[] = [];
+      for (let at = 0; at < whole.length; at = frameEnd(whole, at)) ends.push(frameEnd(whole, at));
+      await writeFile(file, whole.subarray(0, ends.at(-3)!));
+      await expectSame("cut back");
+      const kept = (await other().stat("s"))!.nextSeq;
+      await other().append("s", events.slice(kept, kept + 30), { expectedSeq: kept });
+      await expectSame("regrown");
+
+      await other().delete("s");
+      await other().create({ id: "s", createdAt: 9, incarnation: "i9" });
+      for (let i = 0; i < 2100; i += 30) await other().append("s", events.slice(i, i + 30), { expectedSeq: i });
+      await expectSame("deleted and written again by another instance");
+    } finally {
+      fsOps.open = open;
+    }
+  });
+
   it("refuses bad arguments at once", () => {
     assert.throws(() => fileStorage(""), code("INVALID_ARGS"));
     assert.throws(() => fileStorage("x", { compressionLevel: 1.5 }), code("INVALID_ARGS"));
