@@ -8,6 +8,13 @@ import { assertLosslessJson } from "../session/lossless_json.ts";
 
 const DEFAULT_TIMEOUT_S = 60;
 
+/** The verdict of a hook stopped by its signal: the turn was cancelled, or the agent disposed. */
+const ABORTED: HookVerdict = {
+  outcome: "error",
+  code: "HOOK_ABORTED",
+  reason: "The hook was stopped: its turn was cancelled or its agent disposed",
+};
+
 /** The name a hook has in `hook/invoked`. */
 export function hookLabel(handler: HookHandler): string {
   return handler.type === "command" ? handler.command : `function:${handler.name}`;
@@ -39,7 +46,7 @@ export async function runHook(
   if (result.timedOut) {
     return { outcome: "error", code: "HOOK_TIMEOUT", reason: `The hook did not finish within ${timeoutMs} ms` };
   }
-  if (result.aborted) return { outcome: "error", code: "HOOK_ABORTED", reason: "The turn was cancelled" };
+  if (result.aborted) return ABORTED;
   const exitCode = result.exitCode ?? undefined;
   if (result.exitCode === 2) {
     return { outcome: "block", exitCode: 2, reason: result.stderr.trim() || "blocked by a hook" };
@@ -76,8 +83,15 @@ async function runFunction(
   timeoutMs: number,
   signal: AbortSignal,
 ): Promise<HookVerdict> {
+  if (signal.aborted) return ABORTED;
   const controller = new AbortController();
-  const abort = () => controller.abort(signal.reason);
+  // A hook that ignores its signal is not waited for once the signal aborts (as a command is killed then).
+  let aborted!: () => void;
+  const stopped = new Promise<"aborted">((resolve) => (aborted = () => resolve("aborted")));
+  const abort = () => {
+    controller.abort(signal.reason);
+    aborted();
+  };
   signal.addEventListener("abort", abort, { once: true });
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
@@ -85,11 +99,13 @@ async function runFunction(
     const answer = await Promise.race([
       (async () => await handler.run(input, { signal: controller.signal }))(),
       timeout,
+      stopped,
     ]);
     if (answer === "timeout") {
       controller.abort();
       return { outcome: "error", code: "HOOK_TIMEOUT", reason: `The hook did not answer within ${timeoutMs} ms` };
     }
+    if (answer === "aborted") return ABORTED;
     if (answer === undefined || answer === null) return { outcome: "continue" };
     return readOutput(answer, input);
   } catch (error) {

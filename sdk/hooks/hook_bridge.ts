@@ -210,9 +210,10 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
           const logged = event === "Stop" && verdict.outcome === "block" && verdict.stop !== true
             ? { ...verdict, outcome: "continue-turn" as const }
             : verdict;
-          // A hook that answered after its turn ended (the turn was cancelled and stopped waiting for it): its
-          // result belongs to no open turn, and is not logged (its hook/invoked stays without one).
-          if (session !== undefined && openTurn(session) === turn) {
+          // A hook stopped by its turn's cancellation, or that answered after its turn ended (the turn was
+          // cancelled and stopped waiting for it): its result belongs to no open turn, and is not logged (its
+          // hook/invoked stays without one).
+          if (session !== undefined && !signal.aborted && openTurn(session) === turn) {
             const { stop: _stop, ...fields } = logged;
             session.append("hook/result", { handlerId, ...fields });
           }
@@ -352,11 +353,12 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
         // Subagents are started by their parent's task, not by a person: no SessionStart for them.
         if (agent.session.header.origin === "subagent") return;
         const source = reason === "create" ? "startup" : "resume";
-        agent.runMaintenance(async () => {
+        // The maintenance signal aborts on dispose(): a command hook is killed, a function hook's signal aborts.
+        agent.runMaintenance(async (signal) => {
           const results = await invoke("SessionStart", {
             ...baseInput(agent.session, agent.id, "SessionStart"),
             source,
-          }, { session: agent.session, subject: source, log: false });
+          }, { session: agent.session, subject: source, signal, log: false });
           let n = 0;
           for (const { verdict } of results) {
             if (!hasText(verdict.additionalContext)) continue;

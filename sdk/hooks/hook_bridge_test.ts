@@ -478,6 +478,44 @@ describe("hookBridge: failures never break the turn", () => {
   });
 });
 
+describe("hookBridge: dispose() while a SessionStart hook runs", () => {
+  it("stops the hook (a command is killed, a function's signal aborts) instead of waiting out its timeout", async () => {
+    let aborted = false;
+    let entered!: () => void;
+    const listens = {
+      type: "function" as const,
+      name: "listens",
+      timeout: 5,
+      run: (_input: unknown, { signal }: { signal: AbortSignal }) =>
+        new Promise<undefined>((resolve) => {
+          entered();
+          signal.addEventListener("abort", () => (aborted = true, resolve(undefined)));
+        }),
+    };
+    let deafTimer: ReturnType<typeof setTimeout> | undefined;
+    const deaf = {
+      type: "function" as const,
+      name: "deaf",
+      timeout: 5,
+      run: () =>
+        new Promise<undefined>((resolve) => (entered(), deafTimer = setTimeout(() => resolve(undefined), 5000))),
+    };
+    for (const hook of [cmd("hang.sh", 5), listens, deaf]) {
+      const started = new Promise<void>((resolve) => (entered = resolve));
+      const s = await setup({ SessionStart: [{ hooks: [hook] }] }, [textResponse("ok")]);
+      // A command hook gives no sign it started: give it time to be running.
+      await (hook.type === "command" ? new Promise((resolve) => setTimeout(resolve, 200)) : started);
+      const t0 = Date.now();
+      await s.harness.dispose();
+      const took = Date.now() - t0;
+      assert.ok(took < 2000, `${"command" in hook ? hook.command : hook.name}: dispose() took ${took} ms`);
+      assert.deepEqual(s.outcomes.map((o) => [o.event, o.verdict.code]), [["SessionStart", "HOOK_ABORTED"]]);
+    }
+    clearTimeout(deafTimer);
+    assert.ok(aborted, "the function hook's signal aborted");
+  });
+});
+
 describe("hookBridge: a function hook's answer that is not JSON", () => {
   it("an updatedInput JSON cannot carry is HOOK_BAD_OUTPUT, logged, and the call goes on as the model made it", async () => {
     const circular: Record<string, unknown> = { word: "alpha" };
