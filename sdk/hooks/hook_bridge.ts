@@ -128,6 +128,7 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  *
  * @param options The hooks (e.g. `config.hooks`) and the Stop limit.
  * @returns The plugin.
+ * @throws {HarnessError} `INVALID_ARGS` for a hook `timeout` under 0.001 (1 ms) or over 3600 seconds.
  *
  * @example A function hook that denies a tool
  * ```ts
@@ -155,15 +156,16 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  */
 export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void> {
   const table = (options.hooks ?? {}) as HookTable;
-  // As the configuration schema allows: a timer fires at once past 2^31 - 1 ms, so a longer one would be none.
+  // At most what the configuration schema allows (a timer fires at once past 2^31 - 1 ms, so a longer one would
+  // be none), and at least the 1 ms a timer counts in: a shorter one would round to 0 ms, which no run takes.
   for (const matchers of Object.values(table)) {
     for (const matcher of matchers ?? []) {
       for (const handler of matcher.hooks ?? []) {
         const timeout = (handler as { timeout?: unknown }).timeout;
-        if (timeout !== undefined && !(typeof timeout === "number" && timeout > 0 && timeout <= 3600)) {
+        if (timeout !== undefined && !(typeof timeout === "number" && timeout >= 0.001 && timeout <= 3600)) {
           throw new HarnessError(
             "INVALID_ARGS",
-            `A hook timeout is more than 0 and at most 3600 seconds, not ${String(timeout)}`,
+            `A hook timeout is at least 0.001 (1 ms) and at most 3600 seconds, not ${String(timeout)}`,
           );
         }
       }

@@ -398,8 +398,8 @@ describe("hookBridge: failures never break the turn", () => {
     assert.deepEqual(hookLog(events), [["Stop", "error", "HOOK_NO_SUBPROCESS"]]);
   });
 
-  it("refuses a hook timeout past what a timer keeps (3600 s, as the configuration allows)", () => {
-    for (const timeout of [0, -1, 3601, 2 ** 31, Infinity, Number.NaN]) {
+  it("refuses a hook timeout past what a timer keeps (3600 s, as the configuration allows) or under 1 ms", () => {
+    for (const timeout of [0, -1, 0.0004, 0.0009, 3601, 2 ** 31, Infinity, Number.NaN]) {
       const hook = { type: "function" as const, name: "h", timeout, run: () => undefined };
       assert.throws(
         () => hookBridge({ hooks: { Stop: [{ hooks: [hook] }] } }),
@@ -410,6 +410,16 @@ describe("hookBridge: failures never break the turn", () => {
     hookBridge({
       hooks: { Stop: [{ hooks: [{ type: "function", name: "h", timeout: 3600, run: () => undefined }] }] },
     });
+  });
+
+  it("the shortest timeout (1 ms) runs the hook: a command that cannot answer in time is HOOK_TIMEOUT", async () => {
+    const s = await setup({ PreToolUse: [{ hooks: [cmd("hang.sh", 0.001)] }] }, [
+      callLookup("alpha"),
+      textResponse("ok"),
+    ]);
+    await s.agent.run("go");
+    const events = await done(s);
+    assert.deepEqual(hookLog(events), [["PreToolUse", "error", "HOOK_TIMEOUT"]]);
   });
 
   it("UserPromptSubmit and Stop hooks stop with the turn: cancel() ends a turn waiting on one", async () => {

@@ -72,7 +72,7 @@ export interface HookFunction {
    */
   run(input: HookInput, options: { readonly signal: AbortSignal }): HookOutput | void | Promise<HookOutput | void>;
   /**
-   * Seconds before the answer is given up (`HOOK_TIMEOUT`).
+   * Seconds before the answer is given up (`HOOK_TIMEOUT`): at least 0.001 (1 ms), at most 3600.
    *
    * @default {60}
    */
