@@ -118,7 +118,11 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  * (block, or context for the next step); UserPromptSubmit → `agent/pre-step`
  * (block the turn, or add context to the step); Stop → `agent/turn-stopping`
  * (block = keep the turn going with the reason as input); SessionStart → its
- * context waits in the inbox for the first turn. Hook context (and a Stop
+ * context waits in the inbox for the first turn. A subagent's session (header
+ * `origin: "subagent"`) runs only PreToolUse and PostToolUse hooks: its
+ * prompt is its parent model's task and its turn ends into that task, and no
+ * person started it (as in Claude Code, where a subagent's end is the
+ * separate SubagentStop event, which this bridge does not have). Hook context (and a Stop
  * hook's reason) reaches the model as a system message, logged as
  * `system/message` where it enters, never as user input. `continue: false` cancels the
  * turn with cause `hook`. Each invocation inside a turn logs `hook/invoked`
@@ -306,6 +310,8 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
 
     if (has("UserPromptSubmit")) {
       ctx.on("agent/pre-step", async (agent, proposal, next) => {
+        // A subagent's prompts are its parent model's task, not a person's (Claude Code runs none for them).
+        if (agent.session.header.origin === "subagent") return await next();
         const prompts = proposal.messages.filter((m) => m.role === "user" && m.source.kind === "user");
         const contexts: SystemMessage[] = [];
         for (const prompt of prompts) {
@@ -336,6 +342,8 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
     if (has("Stop")) {
       const continued = new WeakMap<Agent, { turn: number; count: number }>();
       ctx.on("agent/turn-stopping", async (agent, turn, signal) => {
+        // A subagent's turn ends into its parent's task, which the parent's own Stop hooks see end.
+        if (agent.session.header.origin === "subagent") return;
         const seen = continued.get(agent);
         const count = seen?.turn === turn ? seen.count : 0;
         const results = await invoke("Stop", {

@@ -18,8 +18,17 @@ import {
 import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../../testing/mod.ts";
 import { capabilitiesPlugin, localSubprocess } from "../capabilities/mod.ts";
 import { loadConfig } from "../config/mod.ts";
+import { inProcessSubagents } from "../subagents/mod.ts";
 import { writeFile } from "node:fs/promises";
-import { hookBridge, type HookEvents, type HookResultInfo, type HookTable } from "./mod.ts";
+import {
+  hookBridge,
+  type HookEvents,
+  type HookFunction,
+  type HookInput,
+  type HookOutput,
+  type HookResultInfo,
+  type HookTable,
+} from "./mod.ts";
 
 const scripts = fileURLToPath(new URL("./testdata/", import.meta.url));
 const cmd = (name: string, timeout?: number) => ({
@@ -484,6 +493,74 @@ describe("hookBridge: failures never break the turn", () => {
       ["PreToolUse", "error", "HOOK_FAILED"],
       ["PreToolUse", "error", "HOOK_TIMEOUT"],
       ["PreToolUse", "deny", undefined],
+    ]);
+  });
+});
+
+describe("hookBridge: subagents", () => {
+  type Recorder = (event: string, answer?: (input: HookInput) => HookOutput | undefined) => HookFunction;
+
+  /** A parent that delegates "delete the build dir" to a worker, which looks a word up; the hooks each event ran. */
+  async function delegate(hooks: (record: Recorder) => HookTable) {
+    const seen: string[] = [];
+    const recorder: Recorder = (event, answer) => ({
+      type: "function" as const,
+      name: event,
+      run: (input: HookInput) => {
+        const what = input.prompt !== undefined ? `: ${input.prompt}` : input.tool_name ? ` ${input.tool_name}` : "";
+        seen.push(`${event} ${input.session_id}${what}`);
+        return answer?.(input);
+      },
+    });
+    const hasToolResult = (r: GenerateOptions) =>
+      r.messages.some((m) => m.content.some((b) => b.type === "tool-result"));
+    const task = { agent: "worker", description: "clean", prompt: "delete the build dir" };
+    const model = scriptedAdapter((r) =>
+      hasToolResult(r)
+        ? textResponse(r.sessionId === "parent" ? "done" : "deleted")
+        : r.sessionId === "parent"
+        ? toolCallResponse([{ id: "c1", name: "task", arguments: JSON.stringify(task) }])
+        : callLookup("build")
+    );
+    const harness = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      tools: [lookup],
+      plugins: [
+        inProcessSubagents({ agents: [{ name: "worker", description: "Does one thing" }] }),
+        hookBridge({ hooks: hooks(recorder) }),
+      ],
+    });
+    const parent = await harness.createAgent({ id: "parent" });
+    const result = await parent.run("clean up please");
+    const events = parent.session.events;
+    await harness.dispose();
+    return { seen, text: result.text, task: toolResult(events) };
+  }
+
+  it("a subagent's prompt (its parent model's task) runs no UserPromptSubmit hook", async () => {
+    // The user may not ask to delete; the parent model's task for its worker is not the user asking.
+    const noDelete = (input: HookInput): HookOutput | undefined =>
+      input.prompt?.includes("delete") ? { decision: "block", reason: "no deleting" } : undefined;
+    const run = await delegate((record) => ({ UserPromptSubmit: [{ hooks: [record("UserPromptSubmit", noDelete)] }] }));
+    assert.deepEqual(run.task, { code: undefined, text: "deleted" });
+    assert.equal(run.text, "done");
+    assert.deepEqual(run.seen, ["UserPromptSubmit parent: clean up please"]);
+  });
+
+  it("a subagent's turn end runs no Stop hook; its tool calls run PreToolUse and PostToolUse", async () => {
+    const run = await delegate((record) => ({
+      Stop: [{ hooks: [record("Stop")] }],
+      PreToolUse: [{ hooks: [record("PreToolUse")] }],
+      PostToolUse: [{ hooks: [record("PostToolUse")] }],
+    }));
+    assert.deepEqual(run.task, { code: undefined, text: "deleted" });
+    assert.deepEqual(run.seen, [
+      "PreToolUse parent task",
+      "PreToolUse parent.c1 lookup",
+      "PostToolUse parent.c1 lookup",
+      "PostToolUse parent task",
+      "Stop parent",
     ]);
   });
 });
