@@ -7,6 +7,8 @@ import type { HookHandler, HookInput, HookOutput, HookVerdict } from "./hook_def
 import { assertLosslessJson } from "../session/lossless_json.ts";
 
 const DEFAULT_TIMEOUT_S = 60;
+/** The most of a command hook's stdout (and stderr) that is read. */
+const MAX_OUTPUT_BYTES = 256 * 1024;
 
 /** The verdict of a hook stopped by its signal: the turn was cancelled, or the agent disposed. */
 const ABORTED: HookVerdict = {
@@ -38,7 +40,7 @@ export async function runHook(
       timeoutMs,
       signal: options.signal,
       ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
-      maxOutputBytes: 256 * 1024,
+      maxOutputBytes: MAX_OUTPUT_BYTES,
     });
   } catch (error) {
     return { outcome: "error", code: "HOOK_SPAWN_FAILED", reason: messageOf(error) };
@@ -58,6 +60,15 @@ export async function runHook(
       code: "HOOK_FAILED",
       ...(exitCode !== undefined ? { exitCode } : {}),
       reason: `The hook ${how}${result.stderr.trim() ? `: ${result.stderr.trim()}` : ""}`,
+    };
+  }
+  // Cut output is not read: a decision in it might be cut off, and what was read is not the hook's answer.
+  if (result.stdoutTruncated) {
+    return {
+      outcome: "error",
+      code: "HOOK_OUTPUT_TOO_LARGE",
+      exitCode: 0,
+      reason: `The hook printed ${result.stdoutBytes} bytes on stdout, more than the ${MAX_OUTPUT_BYTES} that are read`,
     };
   }
   const stdout = result.stdout.trim();

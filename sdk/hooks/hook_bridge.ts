@@ -127,8 +127,11 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  * `system/message` where it enters, never as user input. `continue: false` cancels the
  * turn with cause `hook`. Each invocation inside a turn logs `hook/invoked`
  * and `hook/result` (joined by `handlerId`); timeouts (`HOOK_TIMEOUT`), failing
- * hooks (`HOOK_FAILED`), malformed output (`HOOK_BAD_OUTPUT`) and unstartable
- * commands (`HOOK_SPAWN_FAILED`) are logged outcomes that never break the turn.
+ * hooks (`HOOK_FAILED`), malformed output (`HOOK_BAD_OUTPUT`), stdout past
+ * 256 KB (`HOOK_OUTPUT_TOO_LARGE`: a cut answer is not read) and unstartable
+ * commands (`HOOK_SPAWN_FAILED`) are logged outcomes that never break the turn:
+ * the turn goes on as if the hook had said nothing, so a PreToolUse hook whose
+ * deny cannot be read does not deny (errors fail open).
  *
  * @param options The hooks (e.g. `config.hooks`) and the Stop limit.
  * @returns The plugin.

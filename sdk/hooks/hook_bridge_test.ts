@@ -397,6 +397,20 @@ describe("hookBridge: failures never break the turn", () => {
     assert.deepEqual(hookLog(events), [["UserPromptSubmit", "error", "HOOK_BAD_OUTPUT"]]);
   });
 
+  it("stdout past 256 KB is HOOK_OUTPUT_TOO_LARGE, not read: like malformed output it decides nothing, and the call runs", async () => {
+    // The rule for every hook error (timeout, crash, malformed or cut output): logged, and the turn goes on
+    // as if the hook had said nothing; a PreToolUse deny that cannot be read in full does not deny.
+    const s = await setup({ PreToolUse: [{ hooks: [cmd("big_deny.sh")] }] }, [callLookup("alpha"), textResponse("ok")]);
+    await s.agent.run("go");
+    const events = await done(s);
+    assert.deepEqual(hookLog(events), [["PreToolUse", "error", "HOOK_OUTPUT_TOO_LARGE"]]);
+    const record = events.find((e) => e.type === "hook/result");
+    assert.ok(record?.type === "hook/result");
+    assert.equal(record.data.exitCode, 0);
+    assert.match(record.data.reason ?? "", /printed 300\d\d\d bytes on stdout, more than the 262144 that are read/);
+    assert.deepEqual(toolResult(events), { code: undefined, text: "definition of alpha" });
+  });
+
   it("without ctx.subprocess a command hook is HOOK_NO_SUBPROCESS", async () => {
     const s = await setup({ Stop: [{ hooks: [cmd("stop_continue.sh")] }] }, [textResponse("ok")], {
       subprocess: false,
