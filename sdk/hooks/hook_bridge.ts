@@ -25,7 +25,7 @@ export interface HookResultInfo {
   readonly event: HookEventName;
   /** The session the hook ran for. */
   readonly sessionId: string;
-  /** Joins the `hook/invoked` and `hook/result` events (absent for SessionStart, which logs nothing). */
+  /** Joins the `hook/invoked` and `hook/result` events (absent when nothing was logged: SessionStart, or outside a turn). */
   readonly handlerId?: string;
   /** The hook's command, or `function:<name>`. */
   readonly hook: string;
@@ -34,7 +34,7 @@ export interface HookResultInfo {
 
 /** The events of the hook bridge. */
 export interface HookEvents {
-  /** A hook finished (every invocation, SessionStart included). */
+  /** A hook finished (every invocation, SessionStart and a hook stopped by its signal, `HOOK_ABORTED`, included). */
   "hooks/result": (info: HookResultInfo) => void;
 }
 
@@ -124,9 +124,17 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  * person started it (as in Claude Code, where a subagent's end is the
  * separate SubagentStop event, which this bridge does not have). Hook context (and a Stop
  * hook's reason) reaches the model as a system message, logged as
- * `system/message` where it enters, never as user input. `continue: false` cancels the
- * turn with cause `hook`. Each invocation inside a turn logs `hook/invoked`
- * and `hook/result` (joined by `handlerId`); timeouts (`HOOK_TIMEOUT`), failing
+ * `system/message` where it enters, never as user input. `continue: false`
+ * cancels the turn with cause `hook` from PreToolUse, PostToolUse and
+ * UserPromptSubmit; a Stop turn ends as it was about to (`completed`); SessionStart
+ * ignores it (see `HookOutput.continue`).
+ *
+ * Logging: each invocation inside a turn logs `hook/invoked`, then
+ * `hook/result` (joined by `handlerId`) when it answers; a hook stopped by its
+ * turn's cancellation, or answering after its turn ended, leaves its
+ * `hook/invoked` without a `hook/result`. SessionStart hooks run outside any
+ * turn and log neither; every answer (SessionStart's and a stopped hook's
+ * `HOOK_ABORTED` included) is emitted as `hooks/result`. Timeouts (`HOOK_TIMEOUT`), failing
  * hooks (`HOOK_FAILED`), malformed output (`HOOK_BAD_OUTPUT`), stdout past
  * 256 KB (`HOOK_OUTPUT_TOO_LARGE`: a cut answer is not read) and unstartable
  * commands (`HOOK_SPAWN_FAILED`) are logged outcomes that never break the turn:

@@ -364,6 +364,47 @@ describe("hookBridge: UserPromptSubmit, Stop, SessionStart", () => {
   });
 });
 
+describe("hookBridge: continue: false, per event", () => {
+  it("cancels the turn (cause hook) from PreToolUse, PostToolUse and UserPromptSubmit; a Stop turn ends completed; SessionStart ignores it", async () => {
+    const halt = {
+      type: "function" as const,
+      name: "halt",
+      run: (): HookOutput => ({
+        continue: false,
+        stopReason: "halt now",
+        decision: "block",
+        hookSpecificOutput: { additionalContext: "Context from the hook" },
+      }),
+    };
+    const expected = {
+      PreToolUse: { reason: { kind: "aborted", reason: "hook" }, calls: 1, tool: "DENIED" },
+      PostToolUse: { reason: { kind: "aborted", reason: "hook" }, calls: 1, tool: "BLOCKED" },
+      UserPromptSubmit: { reason: { kind: "aborted", reason: "hook" }, calls: 0, tool: undefined },
+      // The turn was stopping: it stops, and `decision: "block"` beside `continue: false` does not keep it going.
+      Stop: { reason: { kind: "completed" }, calls: 2, tool: undefined },
+      // No turn runs yet: nothing to stop; the hook's context still waits for the first turn.
+      SessionStart: { reason: { kind: "completed" }, calls: 2, tool: undefined },
+    } as const;
+    for (const [event, want] of Object.entries(expected)) {
+      const s = await setup({ [event]: [{ hooks: [halt] }] }, [callLookup("alpha"), textResponse("ok")], {
+        subprocess: false,
+      });
+      const result = await s.agent.run("go");
+      const events = await done(s);
+      assert.deepEqual(
+        [
+          result.reason,
+          s.requests.length,
+          events.some((e) => e.type === "tool/result") ? toolResult(events).code : undefined,
+        ],
+        [want.reason, want.calls, want.tool],
+        event,
+      );
+      if (event === "SessionStart") assert.deepEqual(texts(s.requests[0]), ["Context from the hook", "go"]);
+    }
+  });
+});
+
 describe("hookBridge: failures never break the turn", () => {
   it("a hanging hook is killed at its timeout, logged HOOK_TIMEOUT, and the call runs", async () => {
     const s = await setup({ PreToolUse: [{ hooks: [cmd("hang.sh", 0.5)] }] }, [
