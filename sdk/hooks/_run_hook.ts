@@ -7,6 +7,15 @@ import type { HookHandler, HookInput, HookOutput, HookVerdict } from "./hook_def
 import { assertLosslessJson } from "../session/lossless_json.ts";
 
 const DEFAULT_TIMEOUT_S = 60;
+/** The most of a command hook's stdout (and stderr) that is read. */
+const MAX_OUTPUT_BYTES = 256 * 1024;
+
+/** The verdict of a hook stopped by its signal: the turn was cancelled, or the agent disposed. */
+const ABORTED: HookVerdict = {
+  outcome: "error",
+  code: "HOOK_ABORTED",
+  reason: "The hook was stopped: its turn was cancelled or its agent disposed",
+};
 
 /** The name a hook has in `hook/invoked`. */
 export function hookLabel(handler: HookHandler): string {
@@ -31,7 +40,7 @@ export async function runHook(
       timeoutMs,
       signal: options.signal,
       ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
-      maxOutputBytes: 256 * 1024,
+      maxOutputBytes: MAX_OUTPUT_BYTES,
     });
   } catch (error) {
     return { outcome: "error", code: "HOOK_SPAWN_FAILED", reason: messageOf(error) };
@@ -39,7 +48,7 @@ export async function runHook(
   if (result.timedOut) {
     return { outcome: "error", code: "HOOK_TIMEOUT", reason: `The hook did not finish within ${timeoutMs} ms` };
   }
-  if (result.aborted) return { outcome: "error", code: "HOOK_ABORTED", reason: "The turn was cancelled" };
+  if (result.aborted) return ABORTED;
   const exitCode = result.exitCode ?? undefined;
   if (result.exitCode === 2) {
     return { outcome: "block", exitCode: 2, reason: result.stderr.trim() || "blocked by a hook" };
@@ -51,6 +60,15 @@ export async function runHook(
       code: "HOOK_FAILED",
       ...(exitCode !== undefined ? { exitCode } : {}),
       reason: `The hook ${how}${result.stderr.trim() ? `: ${result.stderr.trim()}` : ""}`,
+    };
+  }
+  // Cut output is not read: a decision in it might be cut off, and what was read is not the hook's answer.
+  if (result.stdoutTruncated) {
+    return {
+      outcome: "error",
+      code: "HOOK_OUTPUT_TOO_LARGE",
+      exitCode: 0,
+      reason: `The hook printed ${result.stdoutBytes} bytes on stdout, more than the ${MAX_OUTPUT_BYTES} that are read`,
     };
   }
   const stdout = result.stdout.trim();
@@ -76,8 +94,15 @@ async function runFunction(
   timeoutMs: number,
   signal: AbortSignal,
 ): Promise<HookVerdict> {
+  if (signal.aborted) return ABORTED;
   const controller = new AbortController();
-  const abort = () => controller.abort(signal.reason);
+  // A hook that ignores its signal is not waited for once the signal aborts (as a command is killed then).
+  let aborted!: () => void;
+  const stopped = new Promise<"aborted">((resolve) => (aborted = () => resolve("aborted")));
+  const abort = () => {
+    controller.abort(signal.reason);
+    aborted();
+  };
   signal.addEventListener("abort", abort, { once: true });
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
@@ -85,11 +110,13 @@ async function runFunction(
     const answer = await Promise.race([
       (async () => await handler.run(input, { signal: controller.signal }))(),
       timeout,
+      stopped,
     ]);
     if (answer === "timeout") {
       controller.abort();
       return { outcome: "error", code: "HOOK_TIMEOUT", reason: `The hook did not answer within ${timeoutMs} ms` };
     }
+    if (answer === "aborted") return ABORTED;
     if (answer === undefined || answer === null) return { outcome: "continue" };
     return readOutput(answer, input);
   } catch (error) {

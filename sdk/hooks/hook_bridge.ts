@@ -25,7 +25,7 @@ export interface HookResultInfo {
   readonly event: HookEventName;
   /** The session the hook ran for. */
   readonly sessionId: string;
-  /** Joins the `hook/invoked` and `hook/result` events (absent for SessionStart, which logs nothing). */
+  /** Joins the `hook/invoked` and `hook/result` events (absent when nothing was logged: SessionStart, or outside a turn). */
   readonly handlerId?: string;
   /** The hook's command, or `function:<name>`. */
   readonly hook: string;
@@ -34,7 +34,7 @@ export interface HookResultInfo {
 
 /** The events of the hook bridge. */
 export interface HookEvents {
-  /** A hook finished (every invocation, SessionStart included). */
+  /** A hook finished (every invocation, SessionStart and a hook stopped by its signal, `HOOK_ABORTED`, included). */
   "hooks/result": (info: HookResultInfo) => void;
 }
 
@@ -118,16 +118,32 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  * (block, or context for the next step); UserPromptSubmit → `agent/pre-step`
  * (block the turn, or add context to the step); Stop → `agent/turn-stopping`
  * (block = keep the turn going with the reason as input); SessionStart → its
- * context waits in the inbox for the first turn. Hook context (and a Stop
+ * context waits in the inbox for the first turn. A subagent's session (header
+ * `origin: "subagent"`) runs only PreToolUse and PostToolUse hooks: its
+ * prompt is its parent model's task and its turn ends into that task, and no
+ * person started it (as in Claude Code, where a subagent's end is the
+ * separate SubagentStop event, which this bridge does not have). Hook context (and a Stop
  * hook's reason) reaches the model as a system message, logged as
- * `system/message` where it enters, never as user input. `continue: false` cancels the
- * turn with cause `hook`. Each invocation inside a turn logs `hook/invoked`
- * and `hook/result` (joined by `handlerId`); timeouts (`HOOK_TIMEOUT`), failing
- * hooks (`HOOK_FAILED`), malformed output (`HOOK_BAD_OUTPUT`) and unstartable
- * commands (`HOOK_SPAWN_FAILED`) are logged outcomes that never break the turn.
+ * `system/message` where it enters, never as user input. `continue: false`
+ * cancels the turn with cause `hook` from PreToolUse, PostToolUse and
+ * UserPromptSubmit; a Stop turn ends as it was about to (`completed`); SessionStart
+ * ignores it (see `HookOutput.continue`).
+ *
+ * Logging: each invocation inside a turn logs `hook/invoked`, then
+ * `hook/result` (joined by `handlerId`) when it answers; a hook stopped by its
+ * turn's cancellation, or answering after its turn ended, leaves its
+ * `hook/invoked` without a `hook/result`. SessionStart hooks run outside any
+ * turn and log neither; every answer (SessionStart's and a stopped hook's
+ * `HOOK_ABORTED` included) is emitted as `hooks/result`. Timeouts (`HOOK_TIMEOUT`), failing
+ * hooks (`HOOK_FAILED`), malformed output (`HOOK_BAD_OUTPUT`), stdout past
+ * 256 KB (`HOOK_OUTPUT_TOO_LARGE`: a cut answer is not read) and unstartable
+ * commands (`HOOK_SPAWN_FAILED`) are logged outcomes that never break the turn:
+ * the turn goes on as if the hook had said nothing, so a PreToolUse hook whose
+ * deny cannot be read does not deny (errors fail open).
  *
  * @param options The hooks (e.g. `config.hooks`) and the Stop limit.
  * @returns The plugin.
+ * @throws {HarnessError} `INVALID_ARGS` for a hook `timeout` under 0.001 (1 ms) or over 3600 seconds.
  *
  * @example A function hook that denies a tool
  * ```ts
@@ -155,15 +171,16 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  */
 export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void> {
   const table = (options.hooks ?? {}) as HookTable;
-  // As the configuration schema allows: a timer fires at once past 2^31 - 1 ms, so a longer one would be none.
+  // At most what the configuration schema allows (a timer fires at once past 2^31 - 1 ms, so a longer one would
+  // be none), and at least the 1 ms a timer counts in: a shorter one would round to 0 ms, which no run takes.
   for (const matchers of Object.values(table)) {
     for (const matcher of matchers ?? []) {
       for (const handler of matcher.hooks ?? []) {
         const timeout = (handler as { timeout?: unknown }).timeout;
-        if (timeout !== undefined && !(typeof timeout === "number" && timeout > 0 && timeout <= 3600)) {
+        if (timeout !== undefined && !(typeof timeout === "number" && timeout >= 0.001 && timeout <= 3600)) {
           throw new HarnessError(
             "INVALID_ARGS",
-            `A hook timeout is more than 0 and at most 3600 seconds, not ${String(timeout)}`,
+            `A hook timeout is at least 0.001 (1 ms) and at most 3600 seconds, not ${String(timeout)}`,
           );
         }
       }
@@ -210,9 +227,10 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
           const logged = event === "Stop" && verdict.outcome === "block" && verdict.stop !== true
             ? { ...verdict, outcome: "continue-turn" as const }
             : verdict;
-          // A hook that answered after its turn ended (the turn was cancelled and stopped waiting for it): its
-          // result belongs to no open turn, and is not logged (its hook/invoked stays without one).
-          if (session !== undefined && openTurn(session) === turn) {
+          // A hook stopped by its turn's cancellation, or that answered after its turn ended (the turn was
+          // cancelled and stopped waiting for it): its result belongs to no open turn, and is not logged (its
+          // hook/invoked stays without one).
+          if (session !== undefined && !signal.aborted && openTurn(session) === turn) {
             const { stop: _stop, ...fields } = logged;
             session.append("hook/result", { handlerId, ...fields });
           }
@@ -303,6 +321,8 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
 
     if (has("UserPromptSubmit")) {
       ctx.on("agent/pre-step", async (agent, proposal, next) => {
+        // A subagent's prompts are its parent model's task, not a person's (Claude Code runs none for them).
+        if (agent.session.header.origin === "subagent") return await next();
         const prompts = proposal.messages.filter((m) => m.role === "user" && m.source.kind === "user");
         const contexts: SystemMessage[] = [];
         for (const prompt of prompts) {
@@ -333,6 +353,8 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
     if (has("Stop")) {
       const continued = new WeakMap<Agent, { turn: number; count: number }>();
       ctx.on("agent/turn-stopping", async (agent, turn, signal) => {
+        // A subagent's turn ends into its parent's task, which the parent's own Stop hooks see end.
+        if (agent.session.header.origin === "subagent") return;
         const seen = continued.get(agent);
         const count = seen?.turn === turn ? seen.count : 0;
         const results = await invoke("Stop", {
@@ -352,11 +374,12 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
         // Subagents are started by their parent's task, not by a person: no SessionStart for them.
         if (agent.session.header.origin === "subagent") return;
         const source = reason === "create" ? "startup" : "resume";
-        agent.runMaintenance(async () => {
+        // The maintenance signal aborts on dispose(): a command hook is killed, a function hook's signal aborts.
+        agent.runMaintenance(async (signal) => {
           const results = await invoke("SessionStart", {
             ...baseInput(agent.session, agent.id, "SessionStart"),
             source,
-          }, { session: agent.session, subject: source, log: false });
+          }, { session: agent.session, subject: source, signal, log: false });
           let n = 0;
           for (const { verdict } of results) {
             if (!hasText(verdict.additionalContext)) continue;

@@ -18,8 +18,17 @@ import {
 import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../../testing/mod.ts";
 import { capabilitiesPlugin, localSubprocess } from "../capabilities/mod.ts";
 import { loadConfig } from "../config/mod.ts";
+import { inProcessSubagents } from "../subagents/mod.ts";
 import { writeFile } from "node:fs/promises";
-import { hookBridge, type HookEvents, type HookResultInfo, type HookTable } from "./mod.ts";
+import {
+  hookBridge,
+  type HookEvents,
+  type HookFunction,
+  type HookInput,
+  type HookOutput,
+  type HookResultInfo,
+  type HookTable,
+} from "./mod.ts";
 
 const scripts = fileURLToPath(new URL("./testdata/", import.meta.url));
 const cmd = (name: string, timeout?: number) => ({
@@ -355,6 +364,47 @@ describe("hookBridge: UserPromptSubmit, Stop, SessionStart", () => {
   });
 });
 
+describe("hookBridge: continue: false, per event", () => {
+  it("cancels the turn (cause hook) from PreToolUse, PostToolUse and UserPromptSubmit; a Stop turn ends completed; SessionStart ignores it", async () => {
+    const halt = {
+      type: "function" as const,
+      name: "halt",
+      run: (): HookOutput => ({
+        continue: false,
+        stopReason: "halt now",
+        decision: "block",
+        hookSpecificOutput: { additionalContext: "Context from the hook" },
+      }),
+    };
+    const expected = {
+      PreToolUse: { reason: { kind: "aborted", reason: "hook" }, calls: 1, tool: "DENIED" },
+      PostToolUse: { reason: { kind: "aborted", reason: "hook" }, calls: 1, tool: "BLOCKED" },
+      UserPromptSubmit: { reason: { kind: "aborted", reason: "hook" }, calls: 0, tool: undefined },
+      // The turn was stopping: it stops, and `decision: "block"` beside `continue: false` does not keep it going.
+      Stop: { reason: { kind: "completed" }, calls: 2, tool: undefined },
+      // No turn runs yet: nothing to stop; the hook's context still waits for the first turn.
+      SessionStart: { reason: { kind: "completed" }, calls: 2, tool: undefined },
+    } as const;
+    for (const [event, want] of Object.entries(expected)) {
+      const s = await setup({ [event]: [{ hooks: [halt] }] }, [callLookup("alpha"), textResponse("ok")], {
+        subprocess: false,
+      });
+      const result = await s.agent.run("go");
+      const events = await done(s);
+      assert.deepEqual(
+        [
+          result.reason,
+          s.requests.length,
+          events.some((e) => e.type === "tool/result") ? toolResult(events).code : undefined,
+        ],
+        [want.reason, want.calls, want.tool],
+        event,
+      );
+      if (event === "SessionStart") assert.deepEqual(texts(s.requests[0]), ["Context from the hook", "go"]);
+    }
+  });
+});
+
 describe("hookBridge: failures never break the turn", () => {
   it("a hanging hook is killed at its timeout, logged HOOK_TIMEOUT, and the call runs", async () => {
     const s = await setup({ PreToolUse: [{ hooks: [cmd("hang.sh", 0.5)] }] }, [
@@ -388,6 +438,20 @@ describe("hookBridge: failures never break the turn", () => {
     assert.deepEqual(hookLog(events), [["UserPromptSubmit", "error", "HOOK_BAD_OUTPUT"]]);
   });
 
+  it("stdout past 256 KB is HOOK_OUTPUT_TOO_LARGE, not read: like malformed output it decides nothing, and the call runs", async () => {
+    // The rule for every hook error (timeout, crash, malformed or cut output): logged, and the turn goes on
+    // as if the hook had said nothing; a PreToolUse deny that cannot be read in full does not deny.
+    const s = await setup({ PreToolUse: [{ hooks: [cmd("big_deny.sh")] }] }, [callLookup("alpha"), textResponse("ok")]);
+    await s.agent.run("go");
+    const events = await done(s);
+    assert.deepEqual(hookLog(events), [["PreToolUse", "error", "HOOK_OUTPUT_TOO_LARGE"]]);
+    const record = events.find((e) => e.type === "hook/result");
+    assert.ok(record?.type === "hook/result");
+    assert.equal(record.data.exitCode, 0);
+    assert.match(record.data.reason ?? "", /printed 300\d\d\d bytes on stdout, more than the 262144 that are read/);
+    assert.deepEqual(toolResult(events), { code: undefined, text: "definition of alpha" });
+  });
+
   it("without ctx.subprocess a command hook is HOOK_NO_SUBPROCESS", async () => {
     const s = await setup({ Stop: [{ hooks: [cmd("stop_continue.sh")] }] }, [textResponse("ok")], {
       subprocess: false,
@@ -398,8 +462,8 @@ describe("hookBridge: failures never break the turn", () => {
     assert.deepEqual(hookLog(events), [["Stop", "error", "HOOK_NO_SUBPROCESS"]]);
   });
 
-  it("refuses a hook timeout past what a timer keeps (3600 s, as the configuration allows)", () => {
-    for (const timeout of [0, -1, 3601, 2 ** 31, Infinity, Number.NaN]) {
+  it("refuses a hook timeout past what a timer keeps (3600 s, as the configuration allows) or under 1 ms", () => {
+    for (const timeout of [0, -1, 0.0004, 0.0009, 3601, 2 ** 31, Infinity, Number.NaN]) {
       const hook = { type: "function" as const, name: "h", timeout, run: () => undefined };
       assert.throws(
         () => hookBridge({ hooks: { Stop: [{ hooks: [hook] }] } }),
@@ -410,6 +474,16 @@ describe("hookBridge: failures never break the turn", () => {
     hookBridge({
       hooks: { Stop: [{ hooks: [{ type: "function", name: "h", timeout: 3600, run: () => undefined }] }] },
     });
+  });
+
+  it("the shortest timeout (1 ms) runs the hook: a command that cannot answer in time is HOOK_TIMEOUT", async () => {
+    const s = await setup({ PreToolUse: [{ hooks: [cmd("hang.sh", 0.001)] }] }, [
+      callLookup("alpha"),
+      textResponse("ok"),
+    ]);
+    await s.agent.run("go");
+    const events = await done(s);
+    assert.deepEqual(hookLog(events), [["PreToolUse", "error", "HOOK_TIMEOUT"]]);
   });
 
   it("UserPromptSubmit and Stop hooks stop with the turn: cancel() ends a turn waiting on one", async () => {
@@ -475,6 +549,112 @@ describe("hookBridge: failures never break the turn", () => {
       ["PreToolUse", "error", "HOOK_TIMEOUT"],
       ["PreToolUse", "deny", undefined],
     ]);
+  });
+});
+
+describe("hookBridge: subagents", () => {
+  type Recorder = (event: string, answer?: (input: HookInput) => HookOutput | undefined) => HookFunction;
+
+  /** A parent that delegates "delete the build dir" to a worker, which looks a word up; the hooks each event ran. */
+  async function delegate(hooks: (record: Recorder) => HookTable) {
+    const seen: string[] = [];
+    const recorder: Recorder = (event, answer) => ({
+      type: "function" as const,
+      name: event,
+      run: (input: HookInput) => {
+        const what = input.prompt !== undefined ? `: ${input.prompt}` : input.tool_name ? ` ${input.tool_name}` : "";
+        seen.push(`${event} ${input.session_id}${what}`);
+        return answer?.(input);
+      },
+    });
+    const hasToolResult = (r: GenerateOptions) =>
+      r.messages.some((m) => m.content.some((b) => b.type === "tool-result"));
+    const task = { agent: "worker", description: "clean", prompt: "delete the build dir" };
+    const model = scriptedAdapter((r) =>
+      hasToolResult(r)
+        ? textResponse(r.sessionId === "parent" ? "done" : "deleted")
+        : r.sessionId === "parent"
+        ? toolCallResponse([{ id: "c1", name: "task", arguments: JSON.stringify(task) }])
+        : callLookup("build")
+    );
+    const harness = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      tools: [lookup],
+      plugins: [
+        inProcessSubagents({ agents: [{ name: "worker", description: "Does one thing" }] }),
+        hookBridge({ hooks: hooks(recorder) }),
+      ],
+    });
+    const parent = await harness.createAgent({ id: "parent" });
+    const result = await parent.run("clean up please");
+    const events = parent.session.events;
+    await harness.dispose();
+    return { seen, text: result.text, task: toolResult(events) };
+  }
+
+  it("a subagent's prompt (its parent model's task) runs no UserPromptSubmit hook", async () => {
+    // The user may not ask to delete; the parent model's task for its worker is not the user asking.
+    const noDelete = (input: HookInput): HookOutput | undefined =>
+      input.prompt?.includes("delete") ? { decision: "block", reason: "no deleting" } : undefined;
+    const run = await delegate((record) => ({ UserPromptSubmit: [{ hooks: [record("UserPromptSubmit", noDelete)] }] }));
+    assert.deepEqual(run.task, { code: undefined, text: "deleted" });
+    assert.equal(run.text, "done");
+    assert.deepEqual(run.seen, ["UserPromptSubmit parent: clean up please"]);
+  });
+
+  it("a subagent's turn end runs no Stop hook; its tool calls run PreToolUse and PostToolUse", async () => {
+    const run = await delegate((record) => ({
+      Stop: [{ hooks: [record("Stop")] }],
+      PreToolUse: [{ hooks: [record("PreToolUse")] }],
+      PostToolUse: [{ hooks: [record("PostToolUse")] }],
+    }));
+    assert.deepEqual(run.task, { code: undefined, text: "deleted" });
+    assert.deepEqual(run.seen, [
+      "PreToolUse parent task",
+      "PreToolUse parent.c1 lookup",
+      "PostToolUse parent.c1 lookup",
+      "PostToolUse parent task",
+      "Stop parent",
+    ]);
+  });
+});
+
+describe("hookBridge: dispose() while a SessionStart hook runs", () => {
+  it("stops the hook (a command is killed, a function's signal aborts) instead of waiting out its timeout", async () => {
+    let aborted = false;
+    let entered!: () => void;
+    const listens = {
+      type: "function" as const,
+      name: "listens",
+      timeout: 5,
+      run: (_input: unknown, { signal }: { signal: AbortSignal }) =>
+        new Promise<undefined>((resolve) => {
+          entered();
+          signal.addEventListener("abort", () => (aborted = true, resolve(undefined)));
+        }),
+    };
+    let deafTimer: ReturnType<typeof setTimeout> | undefined;
+    const deaf = {
+      type: "function" as const,
+      name: "deaf",
+      timeout: 5,
+      run: () =>
+        new Promise<undefined>((resolve) => (entered(), deafTimer = setTimeout(() => resolve(undefined), 5000))),
+    };
+    for (const hook of [cmd("hang.sh", 5), listens, deaf]) {
+      const started = new Promise<void>((resolve) => (entered = resolve));
+      const s = await setup({ SessionStart: [{ hooks: [hook] }] }, [textResponse("ok")]);
+      // A command hook gives no sign it started: give it time to be running.
+      await (hook.type === "command" ? new Promise((resolve) => setTimeout(resolve, 200)) : started);
+      const t0 = Date.now();
+      await s.harness.dispose();
+      const took = Date.now() - t0;
+      assert.ok(took < 2000, `${"command" in hook ? hook.command : hook.name}: dispose() took ${took} ms`);
+      assert.deepEqual(s.outcomes.map((o) => [o.event, o.verdict.code]), [["SessionStart", "HOOK_ABORTED"]]);
+    }
+    clearTimeout(deafTimer);
+    assert.ok(aborted, "the function hook's signal aborted");
   });
 });
 

@@ -39,9 +39,17 @@ export interface HookInput {
  * Unknown fields are ignored.
  */
 export interface HookOutput {
-  /** `false` stops the agent: the turn is cancelled with cause `hook`. */
+  /**
+   * `false` stops the agent; what it does, by event (it overrides `decision` and `permissionDecision`):
+   *
+   * - PreToolUse: the call is denied with `stopReason`, and the turn is cancelled with cause `hook` (`aborted`).
+   * - PostToolUse: the result is blocked with `stopReason`, and the turn is cancelled with cause `hook`.
+   * - UserPromptSubmit: the prompt is erased unanswered, and the turn is cancelled with cause `hook`.
+   * - Stop: the turn ends as it was about to, `completed` (it is not kept going, nor cancelled).
+   * - SessionStart: ignored, as no turn runs yet (`additionalContext` still waits for the first turn).
+   */
   readonly continue?: boolean;
-  /** Why, when `continue` is `false`. */
+  /** Why, when `continue` is `false` (PreToolUse's deny reason, PostToolUse's block feedback). */
   readonly stopReason?: string;
   /** `block`: block the prompt (UserPromptSubmit), the result (PostToolUse) or the stop (Stop). `approve` allows a tool call. */
   readonly decision?: "block" | "approve";
@@ -72,7 +80,7 @@ export interface HookFunction {
    */
   run(input: HookInput, options: { readonly signal: AbortSignal }): HookOutput | void | Promise<HookOutput | void>;
   /**
-   * Seconds before the answer is given up (`HOOK_TIMEOUT`).
+   * Seconds before the answer is given up (`HOOK_TIMEOUT`): at least 0.001 (1 ms), at most 3600.
    *
    * @default {60}
    */
@@ -106,6 +114,6 @@ export interface HookVerdict {
   readonly additionalContext?: string;
   /** The rewritten tool input (PreToolUse). */
   readonly updatedInput?: unknown;
-  /** `continue: false`: stop the agent. */
+  /** `continue: false`: stop the agent (see `HookOutput.continue`). */
   readonly stop?: boolean;
 }

@@ -2,8 +2,9 @@
  * The hook bridge (`@dsh/harness/hooks`): hooks written for Claude Code's
  * protocol (commands with the event as JSON on stdin, or functions) run at
  * the harness's extension points — PreToolUse, PostToolUse, UserPromptSubmit,
- * Stop and SessionStart — and every invocation inside a turn is logged as a
- * `hook/invoked` / `hook/result` pair.
+ * Stop and SessionStart — and every invocation inside a turn logs
+ * `hook/invoked`, then `hook/result` when it answers (a hook stopped by the
+ * turn's cancellation has no `hook/result`).
  *
  * @module
  */
