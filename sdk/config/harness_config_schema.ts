@@ -38,7 +38,8 @@ const permissionRule = z.strictObject({
 const hookCommand = z.strictObject({
   type: z.literal("command"),
   command: name,
-  timeout: z.number().positive().max(3600).optional(),
+  // Seconds, from 1 ms (what hookBridge() accepts) to an hour.
+  timeout: z.number().min(0.001).max(3600).optional(),
 });
 const hookMatcher = z.strictObject({ matcher: z.string().optional(), hooks: z.array(hookCommand) });
 const hookList = z.array(hookMatcher);

@@ -199,6 +199,15 @@ describe("resolveConfig()", () => {
     assert.equal(error.details?.line, undefined, "a layer without text has no position");
   });
 
+  it("refuses a hook timeout under 1 ms, which hookBridge() would refuse at start", () => {
+    const hooks = (timeout: number) => ({
+      hooks: { Stop: [{ hooks: [{ type: "command", command: "true", timeout }] }] },
+    });
+    const error = errorOf(() => resolveConfig([{ name: "c", value: hooks(0.0004) }]), "CONFIG_SCHEMA");
+    assert.match(JSON.stringify(error.details?.issues), /timeout/);
+    assert.equal(resolveConfig([{ name: "c", value: hooks(0.001) }]).config.hooks.Stop?.[0].hooks[0].timeout, 0.001);
+  });
+
   it("refuses a layer that is not an object", () => {
     const error = errorOf(() => resolveConfig([{ name: "list.jsonc", text: "[1, 2]" }]), "CONFIG_SCHEMA");
     assert.deepEqual([error.details?.line, error.details?.column], [1, 1]);

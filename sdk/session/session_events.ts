@@ -96,7 +96,8 @@ export type HookEventName = "PreToolUse" | "PostToolUse" | "UserPromptSubmit" | 
  * a blocking decision), `allow` / `deny` / `ask` (a tool decision), `context`
  * (context added), `rewrite` (tool input rewritten), `continue-turn` (a Stop
  * hook asked the agent to go on), or `error` with a code (`HOOK_TIMEOUT`,
- * `HOOK_FAILED`, `HOOK_BAD_OUTPUT`, `HOOK_SPAWN_FAILED`).
+ * `HOOK_FAILED`, `HOOK_BAD_OUTPUT`, `HOOK_OUTPUT_TOO_LARGE`, `HOOK_SPAWN_FAILED`,
+ * `HOOK_ABORTED`).
  */
 export type HookOutcome =
   | "continue"
