@@ -205,7 +205,7 @@ describe("resolveConfig()", () => {
     });
     const error = errorOf(() => resolveConfig([{ name: "c", value: hooks(0.0004) }]), "CONFIG_SCHEMA");
     assert.match(JSON.stringify(error.details?.issues), /timeout/);
-    assert.equal(resolveConfig([{ name: "c", value: hooks(0.001) }]).config.hooks.Stop?.[0].hooks[0].timeout, 0.001);
+    assert.equal(resolveConfig([{ name: "c", value: hooks(0.001) }]).config.hooks?.Stop?.[0]?.hooks[0]?.timeout, 0.001);
   });
 
   it("refuses a layer that is not an object", () => {
