@@ -184,6 +184,13 @@ async function runLocal(
       killGroup("SIGKILL");
       if (killTimer !== undefined) clearTimeout(killTimer);
       resolve(result(exited.code, exited.signal, timedOut, aborted));
+      release();
+    };
+    // A program that left the group (`setsid`, a daemon) may still hold the pipes after the drain timer: let go of
+    // them and of the child, or their handles keep the host's event loop alive until that program ends.
+    const release = () => {
+      for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.destroy();
+      child.unref();
     };
 
     child.stdout?.on("data", (chunk: Uint8Array) => stdout.push(chunk));
