@@ -94,6 +94,14 @@ describe("fsTools()", () => {
     assert.equal((await call("grep", { pattern: "(" })).code, "INVALID_ARGS");
   });
 
+  it("write_file reads a backslash as a separator: back\\slash.txt is the file slash.txt in back/", async () => {
+    const fs = memoryFs();
+    const call = setup(fs);
+    assert.equal((await call("write_file", { path: "back\\slash.txt", content: "x" })).code, undefined);
+    assert.deepEqual(await fs.list("."), [{ name: "back", kind: "directory" }]);
+    assert.equal((await call("read_file", { path: "back/slash.txt" })).text, "     1\tx");
+  });
+
   it("grep names a pattern that is not a regular expression once, with the runtime's reason", async () => {
     const call = setup(memoryFs({ files: { "a.txt": "x\n" } }));
     for (const pattern of ["(", "[a", "a{2,1}"]) {
