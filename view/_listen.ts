@@ -26,10 +26,43 @@ interface BunLike {
   };
 }
 
-/** Listen on `hostname:port` (port 0: any free port). */
+/** What a listen error code means, in words every runtime shares (their own messages differ, and Deno's names no address). */
+const REASONS: Record<string, string> = {
+  EADDRINUSE: "the port is already in use",
+  EADDRNOTAVAIL: "the address is not one of this machine's",
+  EACCES: "permission denied",
+};
+
+/** A failed listen as one coded error that names the address, whatever the runtime threw. */
+function listenFailed(cause: unknown, hostname: string, host: string, port: number): HarnessError {
+  const errno = (cause as { code?: unknown } | null)?.code;
+  const code = typeof errno === "string" ? errno : undefined;
+  const reason = (code !== undefined ? REASONS[code] : undefined) ??
+    (cause instanceof Error ? cause.message : String(cause));
+  return new HarnessError("LISTEN_FAILED", `Cannot listen on ${host}:${port}: ${reason}`, {
+    cause,
+    details: { hostname, port, errno: code },
+  });
+}
+
+/**
+ * Listen on `hostname:port` (port 0: any free port).
+ *
+ * @throws {HarnessError} `LISTEN_FAILED` when the runtime cannot listen there (the port is taken, the address is not
+ * this machine's), naming `host:port`.
+ */
 export async function listen(fetch: Fetch, hostname: string, port: number): Promise<Listening> {
-  const g = globalThis as { Deno?: DenoLike; Bun?: BunLike };
   const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+  try {
+    return await listenOn(fetch, hostname, host, port);
+  } catch (cause) {
+    if (HarnessError.isInstance(cause)) throw cause;
+    throw listenFailed(cause, hostname, host, port);
+  }
+}
+
+async function listenOn(fetch: Fetch, hostname: string, host: string, port: number): Promise<Listening> {
+  const g = globalThis as { Deno?: DenoLike; Bun?: BunLike };
   if (g.Deno !== undefined) {
     const controller = new AbortController();
     const server = g.Deno.serve({ hostname, port, signal: controller.signal, onListen() {} }, fetch);

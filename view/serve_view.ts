@@ -61,7 +61,8 @@ export interface ViewServer {
  * @param dir The folder of stored sessions.
  * @param options Where to listen and the token.
  * @returns The running server.
- * @throws {HarnessError} `INVALID_ARGS` when `dir` is not a folder or the port is not a port number.
+ * @throws {HarnessError} `INVALID_ARGS` when `dir` is not a folder or the port is not a port number;
+ * `LISTEN_FAILED`, naming `host:port`, when it cannot listen there (the port is taken).
  *
  * @example
  * ```ts

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { createServer, type Server } from "node:net";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -32,6 +33,14 @@ async function folder(): Promise<string> {
   await storage.create({ id: "s1", createdAt: 5 });
   await storage.append("s1", events, { expectedSeq: 0 });
   return dir;
+}
+
+/** A port held by another server on 127.0.0.1, and how to let it go. */
+async function heldPort(): Promise<{ port: number; release: () => Promise<void> }> {
+  const server: Server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return { port, release: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
 /** How this runtime runs the view program. */
@@ -84,6 +93,21 @@ describe("serveView()", () => {
     }
   });
 
+  it("names the address when the port is taken, as one coded error", async () => {
+    const dir = await folder();
+    const held = await heldPort();
+    try {
+      await assert.rejects(serveView(dir, { port: held.port }), (error: Error & { code?: string }) => {
+        assert.equal(error.code, "LISTEN_FAILED");
+        assert.equal(error.message, `Cannot listen on 127.0.0.1:${held.port}: the port is already in use`);
+        return true;
+      });
+    } finally {
+      await held.release();
+      await rm(dir, { recursive: true });
+    }
+  });
+
   it("parseViewArgs() reads the command line", () => {
     assert.deepEqual(parseViewArgs(["d", "--port", "0", "--token", "t"]), {
       dir: "d",
@@ -124,6 +148,28 @@ describe("serveView()", () => {
       const exited = new Promise((resolve) => child.once("exit", resolve));
       child.kill("SIGTERM");
       await exited;
+      await rm(dir, { recursive: true });
+    }
+  });
+  it("the view program on a taken port says which address and exits 2", async () => {
+    const dir = await folder();
+    const held = await heldPort();
+    try {
+      const [cmd, args] = program();
+      const child = spawn(cmd, [...args, dir, "--port", String(held.port), "--no-auth"], {
+        cwd: root,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      let err = "";
+      child.stdout.on("data", (d) => (out += d));
+      child.stderr.on("data", (d) => (err += d));
+      const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+      assert.equal(out, "");
+      assert.equal(err, `Cannot listen on 127.0.0.1:${held.port}: the port is already in use\n`);
+      assert.equal(code, 2);
+    } finally {
+      await held.release();
       await rm(dir, { recursive: true });
     }
   });

@@ -210,6 +210,8 @@ describe("capabilitiesPlugin", () => {
     const subject = (name: string, args: object) => tools.get(name)!.permissionSubject?.(args);
     assert.equal(subject("edit_file", { path: "src/../secrets/key", old_string: "a", new_string: "b" }), "secrets/key");
     assert.equal(subject("write_file", { path: "./src//a.ts", content: "" }), "src/a.ts");
+    // A backslash is a separator to the rules as to the file system: `secrets\key` is secrets/key to both.
+    assert.equal(subject("read_file", { path: "secrets\\key" }), "secrets/key");
     assert.equal(subject("read_file", { path: "../x" }), "../x");
     assert.equal(subject("list_dir", {}), ".");
     assert.equal(subject("bash", { command: " git status " }), "git status");

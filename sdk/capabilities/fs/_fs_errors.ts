@@ -22,6 +22,13 @@ export const notRegular = (path: string): HarnessError =>
  * Split a path into its normal segments relative to the root, or throw
  * `INVALID_PATH` / `PATH_OUTSIDE_ROOT`. `rootAbs` is the root's absolute
  * path, for absolute inputs (`/` for a virtual file system).
+ *
+ * A `\` is a separator on every platform, on purpose: a model's Windows-style
+ * `src\a.ts` names `src/a.ts`, a path means the same to `localFs` and
+ * `memoryFs` on Linux and on Windows, and the permission subjects of the file
+ * tools (`subjectOf`) read it the same way, so `secrets\key` cannot pass a
+ * rule written for `secrets/**`. The price: on POSIX a file whose name holds
+ * a `\` is listed but no path names it.
  */
 export function segmentsOf(path: string, rootAbs: string): string[] {
   if (typeof path !== "string" || path === "") throw fsError("INVALID_PATH", "The path is empty", String(path));

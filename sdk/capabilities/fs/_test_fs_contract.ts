@@ -160,6 +160,19 @@ export function fsContract(target: FsTarget): void {
     );
 
     it(
+      "reads a backslash in a path as a separator, on every platform",
+      withFs(async (fs) => {
+        // `src\a.ts` (a model's Windows habit) names src/a.ts, and `..\` is a `..` like any other.
+        await fs.writeFile("back\\slash.txt", "x");
+        assert.deepEqual(await fs.list("back"), [{ name: "slash.txt", kind: "file" }]);
+        assert.equal((await fs.readText("back/slash.txt")).text, "x");
+        assert.equal((await fs.readText("back\\..\\back\\slash.txt")).text, "x");
+        assert.deepEqual(await fs.glob("**", { cwd: "back\\" }), ["back/slash.txt"]);
+        await assert.rejects(fs.readText("..\\x"), code("PATH_OUTSIDE_ROOT"));
+      }),
+    );
+
+    it(
       "refuses paths that leave the root or are malformed",
       withFs(async (fs) => {
         await assert.rejects(fs.readText("../x"), code("PATH_OUTSIDE_ROOT"));

@@ -76,7 +76,9 @@ export interface RecursiveOptions {
  * A file system confined to a root: the service behind `ctx.fs`.
  *
  * Contract: paths are `/`-separated and relative to the root (`.` is the
- * root); an absolute path is accepted only when it lies inside the root.
+ * root); an absolute path is accepted only when it lies inside the root. A
+ * `\` is read as `/` on every platform (`a\b.txt` is `b.txt` in `a/`), so on
+ * POSIX a file whose name contains a `\` is listed but cannot be named.
  * Every operation checks the path first and fails with a `HarnessError`:
  * `PATH_OUTSIDE_ROOT` (a `..` or an absolute path or a symbolic link that
  * leads out of the root), `INVALID_PATH` (empty, NUL byte), `FILE_NOT_FOUND`,

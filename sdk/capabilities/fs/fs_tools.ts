@@ -48,6 +48,18 @@ function subjectOf(path: string): string {
 /** A POSIX absolute path, a Windows drive or UNC path. */
 const ABSOLUTE = /^(?:[/\\]|[A-Za-z]:)/;
 
+/**
+ * Why `new RegExp()` refused a pattern, without the runtime's own framing: V8 (Node, Deno) says
+ * "Invalid regular expression: /(/i: Unterminated group", JavaScriptCore (Bun) "Invalid regular expression: missing )".
+ */
+function regexReason(cause: unknown, pattern: string, flags: string): string {
+  const message = cause instanceof Error ? cause.message : String(cause);
+  let reason = message.replace(/^Invalid regular expression: /, "");
+  const quoted = `/${pattern}/${flags}: `;
+  if (reason.startsWith(quoted)) reason = reason.slice(quoted.length);
+  return reason.charAt(0).toLowerCase() + reason.slice(1);
+}
+
 const cutLine = (line: string, max: number): string => (line.length > max ? `${line.slice(0, max)}… [line cut]` : line);
 
 /**
@@ -316,10 +328,15 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     permissionSubject: (args) => subjectOf(args.path ?? "."),
     execute: async (args, exec) => {
       let regex: RegExp;
+      const flags = args.ignore_case ? "i" : "";
       try {
-        regex = new RegExp(args.pattern, args.ignore_case ? "i" : "");
+        regex = new RegExp(args.pattern, flags);
       } catch (cause) {
-        throw new HarnessError("INVALID_ARGS", `Invalid regular expression: ${(cause as Error).message}`, { cause });
+        throw new HarnessError(
+          "INVALID_ARGS",
+          `The pattern /${args.pattern}/ is not a valid regular expression: ${regexReason(cause, args.pattern, flags)}`,
+          { cause },
+        );
       }
       if (nestedRepeat(args.pattern)) {
         throw new HarnessError(

@@ -94,6 +94,31 @@ describe("fsTools()", () => {
     assert.equal((await call("grep", { pattern: "(" })).code, "INVALID_ARGS");
   });
 
+  it("write_file reads a backslash as a separator: back\\slash.txt is the file slash.txt in back/", async () => {
+    const fs = memoryFs();
+    const call = setup(fs);
+    assert.equal((await call("write_file", { path: "back\\slash.txt", content: "x" })).code, undefined);
+    assert.deepEqual(await fs.list("."), [{ name: "back", kind: "directory" }]);
+    assert.equal((await call("read_file", { path: "back/slash.txt" })).text, "     1\tx");
+  });
+
+  it("grep names a pattern that is not a regular expression once, with the runtime's reason", async () => {
+    const call = setup(memoryFs({ files: { "a.txt": "x\n" } }));
+    for (const pattern of ["(", "[a", "a{2,1}"]) {
+      for (const ignore_case of [false, true]) {
+        const { text, code } = await call("grep", { pattern, ignore_case });
+        assert.equal(code, "INVALID_ARGS");
+        // V8 says "Unterminated group", JavaScriptCore "missing )": the reason is the runtime's, the rest is ours.
+        const prefix = `The pattern /${pattern}/ is not a valid regular expression: `;
+        assert.ok(text.startsWith(prefix), text);
+        const reason = text.slice(prefix.length);
+        assert.match(reason, /^[a-z\\]/, text);
+        assert.ok(!/invalid regular expression/i.test(reason), text);
+        assert.ok(!reason.includes(`/${pattern}/`), text);
+      }
+    }
+  });
+
   it("grep says which files it could not read instead of leaving them out silently", async () => {
     const fs = memoryFs({ files: { "a.txt": "ERROR one\n", "b.txt": "ERROR two\n" } });
     // A file system whose read of one file fails (as a file too large for a string does on Node).

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, realpath, rm, symlink } from "node:fs/promises";
+import { mkdtemp, readFile, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { localFs } from "./local_fs.ts";
@@ -16,6 +16,21 @@ fsContract({
 });
 
 describe("localFs()", () => {
+  it("lists a file whose name holds a backslash, which no path can then name (a backslash is a separator)", async () => {
+    const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-fs-")));
+    try {
+      await writeFile(join(dir, "a\\b.txt"), "on disk");
+      const fs = localFs({ root: dir });
+      assert.deepEqual(await fs.list("."), [{ name: "a\\b.txt", kind: "file" }]);
+      await assert.rejects(fs.readText("a\\b.txt"), { code: "FILE_NOT_FOUND" });
+      await fs.writeFile("a\\b.txt", "through the seam");
+      assert.equal(await readFile(join(dir, "a", "b.txt"), "utf8"), "through the seam");
+      assert.equal(await readFile(join(dir, "a\\b.txt"), "utf8"), "on disk");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("reads a range of lines of a large file in chunks, with the same answer as a whole read", async () => {
     const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-fs-")));
     try {

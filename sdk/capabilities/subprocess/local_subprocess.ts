@@ -30,6 +30,16 @@ export interface LocalSubprocessOptions {
   readonly killGraceMs?: number;
   /** The default `maxOutputBytes` of every run. @default {1048576} */
   readonly maxOutputBytes?: number;
+  /**
+   * Send `SIGKILL` to the process groups of the runs still going when the host process emits `exit`: it calls
+   * `process.exit()`, or dies of an uncaught exception on Node and Bun (Deno emits no `exit` then). A host killed by
+   * a signal it does not handle (Ctrl-C's `SIGINT`, `SIGTERM`; `SIGKILL` always) emits no `exit` either: handle the
+   * signal (`process.once("SIGINT", () => process.exit(130))`) for this to cover it. Off by default: a run otherwise
+   * outlives a host that ends without stopping it (`dispose()`, an abort), in its own process group.
+   *
+   * @default {false}
+   */
+  readonly stopOnExit?: boolean;
 }
 
 const DEFAULT_MAX_OUTPUT = 1_048_576;
@@ -43,8 +53,12 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * leader exits, `timeoutMs` elapses or `signal` aborts — the group receives
  * `SIGTERM`, then `SIGKILL` after `killGraceMs`, so background children of the
  * program do not survive the call. (On Windows only the leader is stopped.)
+ * A run the host does not stop (it dies without `dispose()`: Ctrl-C, a
+ * crash) goes on in its group unless `stopOnExit` is set. A program that left
+ * the group and still holds the output pipes does not keep the host alive:
+ * the run returns 500 ms after the leader exits, with the output so far.
  *
- * @param options The kill grace period and the default output cap.
+ * @param options The kill grace period, the default output cap, and whether to stop runs on the host's exit.
  * @returns The service.
  *
  * @example Running a program
@@ -61,8 +75,31 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export function localSubprocess(options: LocalSubprocessOptions = {}): SubprocessService {
   const graceMs = options.killGraceMs ?? 200;
   const defaultCap = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
+  const running = options.stopOnExit === true ? exitStopper() : undefined;
   return {
-    run: (argv, runOptions = {}) => runLocal(argv, runOptions, graceMs, defaultCap),
+    run: (argv, runOptions = {}) => runLocal(argv, runOptions, graceMs, defaultCap, running),
+  };
+}
+
+/** The runs to stop when the host exits: one `exit` listener while any is going, none otherwise. */
+interface Running {
+  add(stop: () => void): void;
+  delete(stop: () => void): void;
+}
+
+function exitStopper(): Running {
+  const stops = new Set<() => void>();
+  const onExit = () => {
+    for (const stop of stops) stop();
+  };
+  return {
+    add(stop) {
+      if (stops.size === 0) process.on("exit", onExit);
+      stops.add(stop);
+    },
+    delete(stop) {
+      if (stops.delete(stop) && stops.size === 0) process.off("exit", onExit);
+    },
   };
 }
 
@@ -93,6 +130,7 @@ async function runLocal(
   options: RunOptions,
   graceMs: number,
   defaultCap: number,
+  running: Running | undefined,
 ): Promise<RunResult> {
   checkArgs(argv, options);
   const cap = options.maxOutputBytes ?? defaultCap;
@@ -159,6 +197,8 @@ async function runLocal(
       killGroup("SIGTERM");
       killTimer ??= setTimeout(() => killGroup("SIGKILL"), graceMs);
     };
+    const killOnExit = () => killGroup("SIGKILL");
+    running?.add(killOnExit);
     const onAbort = () => {
       if (exited !== undefined || settled) return;
       aborted = true;
@@ -173,6 +213,7 @@ async function runLocal(
 
     const cleanup = () => {
       settled = true;
+      running?.delete(killOnExit);
       if (timeout !== undefined) clearTimeout(timeout);
       if (drainTimer !== undefined) clearTimeout(drainTimer);
       signal?.removeEventListener("abort", onAbort);
@@ -184,6 +225,13 @@ async function runLocal(
       killGroup("SIGKILL");
       if (killTimer !== undefined) clearTimeout(killTimer);
       resolve(result(exited.code, exited.signal, timedOut, aborted));
+      release();
+    };
+    // A program that left the group (`setsid`, a daemon) may still hold the pipes after the drain timer: let go of
+    // them and of the child, or their handles keep the host's event loop alive until that program ends.
+    const release = () => {
+      for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.destroy();
+      child.unref();
     };
 
     child.stdout?.on("data", (chunk: Uint8Array) => stdout.push(chunk));

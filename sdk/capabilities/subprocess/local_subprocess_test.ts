@@ -1,6 +1,85 @@
 // localSubprocess() against the subprocess contract: the assertions are the contract's
 // (`_test_subprocess_contract.ts`), shared by every implementation of the seam.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
 import { localSubprocess } from "./local_subprocess.ts";
-import { subprocessContract } from "./_test_subprocess_contract.ts";
+import { subprocessContract, survivors } from "./_test_subprocess_contract.ts";
+import { childCommand } from "../../kernel/_test_child_command.ts";
 
 subprocessContract({ name: "localSubprocess()", make: () => localSubprocess() });
+
+/** Run `_test_escaped_child.ts` and wait for it to exit, at most `ms`: its output, or a timeout. */
+function runEscapedChild(mode: string, ms: number): Promise<{ exited: boolean; stdout: string; stderr: string }> {
+  const script = fileURLToPath(new URL("./_test_escaped_child.ts", import.meta.url));
+  const [cmd, args] = childCommand(script, mode);
+  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  child.stderr.on("data", (d) => (stderr += d));
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      resolve({ exited: false, stdout, stderr });
+    }, ms);
+    child.on("close", () => {
+      clearTimeout(timer);
+      resolve({ exited: true, stdout, stderr });
+    });
+  });
+}
+
+describe("localSubprocess() and a program that leaves the process group", () => {
+  for (const mode of ["run", "shell"]) {
+    it(`lets the host exit while the escaped program still holds the pipes (${mode})`, async () => {
+      // The escaped program sleeps 30 s: the host must exit long before, once the call has returned.
+      const { exited, stdout, stderr } = await runEscapedChild(mode, 10_000);
+      const line = stdout.trim().split("\n").pop() ?? "";
+      const { pid, started } = line.startsWith("{") ? JSON.parse(line) : { pid: 0, started: "" };
+      if (pid > 0) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch { /* gone already */ }
+      }
+      assert.equal(exited, true, `the host process did not exit within 10 s: ${stderr}`);
+      assert.equal(started, "started", `the output gathered before the call returned is kept: ${stdout}${stderr}`);
+    });
+  }
+});
+
+describe("localSubprocess({ stopOnExit: true })", () => {
+  // Deno emits no `exit` on an uncaught exception (the option's documentation says so): there the crash is not covered.
+  const ways = (globalThis as { Deno?: unknown }).Deno === undefined ? ["exit", "throw"] : ["exit"];
+  for (const how of ways) {
+    it(`stops the process groups of the runs still going when the host exits (${how})`, async () => {
+      const dir = await mkdtemp(join(tmpdir(), "dsh-sub-"));
+      const pidFile = join(dir, "pid");
+      let pid = 0;
+      try {
+        const script = fileURLToPath(new URL("./_test_exit_child.ts", import.meta.url));
+        const [cmd, args] = childCommand(script, pidFile, how);
+        const child = spawn(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
+        let stderr = "";
+        child.stderr.on("data", (d) => (stderr += d));
+        const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+        pid = Number((await readFile(pidFile, "utf8").catch(() => "")).trim());
+        assert.ok(pid > 0, `the run did not start (exit code ${code}): ${stderr}`);
+        assert.equal(code, how === "exit" ? 0 : 1, stderr);
+        assert.deepEqual(await survivors([pid], 3000), [], "the run's program outlived the host");
+      } finally {
+        if (pid > 0) {
+          try {
+            process.kill(-pid, "SIGKILL");
+          } catch { /* gone, as it should be */ }
+        }
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+  }
+});
