@@ -43,8 +43,11 @@ export async function startBunServer(options: ServerOptions): Promise<RunningSer
     url: `http://${options.hostname}:${server.port}`,
     harness,
     async close() {
-      await harness.dispose();
+      // The server stops even when a session's last write failed; that failure is reported afterwards.
+      const disposed = harness.dispose();
+      await disposed.catch(() => {});
       await server.stop(true);
+      await disposed;
     },
   };
 }

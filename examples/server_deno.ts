@@ -36,9 +36,12 @@ export async function startDenoServer(options: ServerOptions): Promise<RunningSe
     harness,
     async close() {
       // Stop the agents first: their event streams end, so the graceful shutdown does not wait on them.
-      await harness.dispose();
+      // The server stops even when a session's last write failed; that failure is reported afterwards.
+      const disposed = harness.dispose();
+      await disposed.catch(() => {});
       controller.abort();
       await server.finished;
+      await disposed;
     },
   };
 }

@@ -48,12 +48,15 @@ export async function startNodeServer(options: ServerOptions): Promise<RunningSe
     url: `http://${options.hostname}:${port}`,
     harness,
     async close() {
-      // Stop the agents first: their event streams end, so no connection stays open.
-      await harness.dispose();
+      // Stop the agents first: their event streams end, so no connection stays open. The server closes even when
+      // a session's last write failed; that failure is reported afterwards.
+      const disposed = harness.dispose();
+      await disposed.catch(() => {});
       await new Promise<void>((resolve) => {
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
         server.close(() => resolve());
       });
+      await disposed;
     },
   };
 }

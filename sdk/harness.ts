@@ -171,7 +171,17 @@ export interface ForkAgentOptions extends Omit<CreateAgentOptions, "id"> {
 }
 
 /** Options of {@linkcode Harness.resumeAgent}: route overrides and setup. */
-export type ResumeOptions = Omit<CreateAgentOptions, "id">;
+export interface ResumeOptions extends Omit<CreateAgentOptions, "id"> {
+  /**
+   * Start the followups the session has queued (acknowledged input of an
+   * earlier life, or input a crash caught between its claim and its step)
+   * as soon as the agent holds the lease. Without it they wait, as any
+   * queued input does, for the next input that wakes the agent.
+   *
+   * @default {false}
+   */
+  readonly wake?: boolean;
+}
 
 /** A running harness. */
 export interface Harness {
@@ -192,9 +202,8 @@ export interface Harness {
    * if the process that wrote it crashed), the inbox rebuilt from it, and the
    * next request records a `resume` header. The agent is handed out once it
    * holds the session's writer lease. Input a crash caught between its claim
-   * and its step's messages goes back to the inbox, and queued followups
-   * start running then (acknowledged input needs no other wake; steering and
-   * injected context wait for one).
+   * and its step's messages goes back to the inbox; queued followups start at
+   * once with `wake: true`, else at the next input that wakes the agent.
    *
    * @throws {HarnessError} `NO_STORAGE` without storage, `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS` when live,
    *   `SESSION_WRITER_BUSY` when another process holds the session's lease (nothing is left live).
@@ -342,8 +351,8 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       });
       await durableStart(handle);
       handles.set(handle.agent.id, handle);
-      // With the lease held: input a crash stranded goes back to the inbox, and queued followups run.
-      LoopAgent.wakeResumed(handle.agent);
+      // With the lease held: input a crash stranded goes back to the inbox (and, asked to, queued followups run).
+      LoopAgent.wakeResumed(handle.agent, resumeOptions.wake === true);
       return handle.agent;
     },
     async forkAgent(source, forkOptions = {}) {

@@ -113,8 +113,11 @@ export async function serveView(dir: string, options: ServeViewOptions = {}): Pr
       token,
       harness,
       close: async () => {
-        await harness.dispose();
-        await server.close();
+        try {
+          await harness.dispose();
+        } finally {
+          await server.close();
+        }
       },
     };
   } catch (error) {

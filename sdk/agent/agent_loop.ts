@@ -167,6 +167,8 @@ export class LoopAgent implements Agent {
   #wakePending = false;
   #controller: AbortController | undefined;
   #cancelCause: TurnEndCancelCause | undefined;
+  // Whether the cancel of the running turn kept the inbox.
+  #cancelKeepsInbox = false;
   #disposed = false;
   #maintenance: Promise<unknown> | undefined;
   #maintenanceController: AbortController | undefined;
@@ -277,22 +279,24 @@ export class LoopAgent implements Agent {
     }
     if (this.#controller && !this.#controller.signal.aborted) {
       this.#cancelCause = cause;
+      this.#cancelKeepsInbox = options.keepInbox === true;
       this.#controller.abort(new HarnessError("ABORTED", `Turn cancelled: ${cause}`));
     }
   }
 
   /**
    * After a resume holds its writer lease: put back the input a crash stranded between its claim and its step's
-   * messages (see `Inbox.strandedClaims`), and run what waits for a turn: acknowledged input waits for no other wake.
+   * messages (see `Inbox.strandedClaims`), and with `wake`, run the followups waiting for a turn.
    *
    * @param agent The resumed agent.
+   * @param wake Start the queued followups now (else they wait for the next wake, as any queued input).
    */
-  static wakeResumed(agent: Agent): void {
+  static wakeResumed(agent: Agent, wake: boolean): void {
     if (!(agent instanceof LoopAgent) || agent.#disposed) return;
     const stranded = Inbox.strandedClaims(agent.session.events);
     // Each goes to the front of its queue: the latest first, so that the earliest ends up first.
     for (let i = stranded.length - 1; i >= 0; i--) agent.inbox.restore(stranded[i].target, stranded[i].entries);
-    agent.#schedule();
+    if (wake) agent.#schedule();
   }
 
   whenIdle(): Promise<void> {
@@ -319,6 +323,8 @@ export class LoopAgent implements Agent {
       this.#maintenance = undefined;
       this.#maintenanceController = undefined;
       this.#schedule();
+      // Nothing to run after it (queued input was cancelled meanwhile): whenIdle() callers are released here.
+      if (this.#pumping === undefined) this.#releaseIdle();
     }
   }
 
@@ -521,6 +527,7 @@ export class LoopAgent implements Agent {
     const controller = new AbortController();
     this.#controller = controller;
     this.#cancelCause = undefined;
+    this.#cancelKeepsInbox = false;
     const signal = controller.signal;
     this.#svc = {
       sessions: this.#ctx.service("sessions"),
@@ -538,6 +545,7 @@ export class LoopAgent implements Agent {
     let step = 0;
     let owesRequest = false;
     let reason: TurnEndReason | undefined;
+    let discard: readonly string[] | undefined;
 
     while (reason === undefined) {
       if (signal.aborted) {
@@ -577,6 +585,8 @@ export class LoopAgent implements Agent {
       );
       if (decision !== ABORTED) checkPreStep(decision);
       if (decision === ABORTED || signal.aborted) {
+        // A listener that cancelled the turn and rejected the step (a hook's `continue: false`) still discards.
+        if (decision !== ABORTED && decision.kind === "reject") discard = decision.discard;
         reason = this.#aborted();
         break;
       }
@@ -611,9 +621,11 @@ export class LoopAgent implements Agent {
       if (signal.aborted) reason = this.#aborted();
       else if (this.inbox.count("next-step") === 0) reason = { kind: "completed" };
     }
-    // A disposal that caught the step before its messages entered: the claimed input goes back for a resumed agent.
+    // A cancel that caught the step before its messages entered: with the inbox kept, its steering goes back (and
+    // on disposal its followup too, for a resumed agent); the turn's own followup is spent by a cancel.
     if (this.#entering !== undefined) {
-      if (reason?.kind === "aborted" && reason.reason === "disposed") this.#putBack(false);
+      if (reason?.kind === "aborted" && reason.reason === "disposed") this.#putBack(false, discard);
+      else if (reason?.kind === "aborted" && this.#cancelKeepsInbox) this.#putBack(true, discard);
       this.#entering = undefined;
     }
     this.#endTurn(turn, reason ?? { kind: "completed" });

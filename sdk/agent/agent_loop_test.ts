@@ -963,6 +963,33 @@ describe("parallel tool calls in the first step of a process", () => {
   });
 });
 
+describe("pre-step decisions that cancel", () => {
+  it("a listener that cancels keeping the inbox and rejects parks the other steering, not what it discards", async () => {
+    const { harness, agent } = await setup([textResponse("later")]);
+    let first = true;
+    agent.ctx.on("agent/pre-step", (a, proposal, next) => {
+      if (!first) return next();
+      first = false;
+      const blocked = proposal.messages.find((m) => m.content[0]?.type === "text" && m.content[0].text === "BLOCK");
+      a.cancel("hook", { keepInbox: true });
+      return Promise.resolve({ kind: "reject" as const, discard: blocked === undefined ? [] : [blocked.id] });
+    });
+    agent.inject("KEEP ME");
+    agent.steer("BLOCK");
+    await agent.whenIdle();
+    const ends = agent.session.events.filter((e) => e.type === "turn/end").map((e) => e.data.reason);
+    assert.deepEqual(ends, [{ kind: "aborted", reason: "hook" }]);
+    assert.deepEqual(
+      agent.inbox.pending("next-step").map((e) => e.message.content),
+      [[{ type: "text", text: "KEEP ME" }]],
+    );
+    assert.equal((await agent.run("go")).text, "later");
+    const entered = agent.session.deriveMessages().map((m) => m.content.map((b) => b.type === "text" ? b.text : ""));
+    assert.deepEqual(entered.slice(0, 2), [["KEEP ME"], ["go"]]);
+    await harness.dispose();
+  });
+});
+
 describe("maxSteps", () => {
   it("ends a turn that would go past maxSteps blocked, its tool results logged; the next input continues", async () => {
     const call = (n: number) => toolCallResponse([{ id: `c${n}`, name: "add", arguments: '{"a":1,"b":2}' }]);
@@ -1009,7 +1036,7 @@ describe("acknowledged input across a crash", () => {
       storage,
       newId: counterIds("r"),
     });
-    return { model, harness, agent: await harness.resumeAgent("s1") };
+    return { model, harness, agent: await harness.resumeAgent("s1", { wake: true }) };
   };
 
   it("a followup whose claim was stored but not its message is put back and runs when the session resumes", async () => {
@@ -1057,6 +1084,53 @@ describe("acknowledged input across a crash", () => {
     await resumed.harness.dispose();
   });
 
+  it("without wake, a resumed agent keeps its queued followup for the next input, which runs after it", async () => {
+    const storage = memoryStorage();
+    const { harness, agent } = await setup([{ hang: true }], { storage });
+    agent.followup("one");
+    await waitForEvent(agent, (e) => e.type === "request/header");
+    agent.followup("two");
+    await agent.flushed();
+    const crashed = await crashedCopy(storage, "s1");
+    await harness.dispose().catch(() => {});
+    const model = scriptedAdapter([textResponse("Second"), textResponse("Third")]);
+    const resumed = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage: crashed,
+      newId: counterIds("r"),
+    });
+    const again = await resumed.resumeAgent("s1");
+    await again.whenIdle();
+    assert.equal(model.requests.length, 0, "nothing ran without wake");
+    assert.equal(again.inbox.count("next-turn"), 1);
+    assert.equal((await again.run("three")).text, "Third");
+    assert.deepEqual(texts(again), ["one", "two", "three"]);
+    await resumed.dispose();
+  });
+
+  it("a claim put back before the crash cut its turn short is not restored a second time", async () => {
+    const storage = memoryStorage();
+    const { harness, agent } = await setup([textResponse("never")], { storage });
+    agent.ctx.on("agent/pre-step", async (_a, _p, next) => {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return next();
+    });
+    agent.followup("A");
+    await waitForEvent(agent, (e) => e.type === "agent/inbox/spliced" && e.data.outcome === "claimed");
+    // Disposal puts the claim back; a crash then loses the turn's end (the put-back splice was stored, turn/end not).
+    await harness.dispose();
+    const { header, events } = await storage.inspect("s1");
+    assert.equal(events.at(-1)?.type, "turn/end");
+    const cut = memoryStorage();
+    await cut.create(header, { events: events.slice(0, -1) });
+    const resumed = await resumeFrom(cut, "Answered");
+    await resumed.agent.whenIdle();
+    assert.deepEqual(texts(resumed.agent), ["A"]);
+    assert.equal(resumed.model.requests.length, 1);
+    await resumed.harness.dispose();
+  });
+
   it("a rejected step parks its steering in the inbox until the next wake (the followup is spent)", async () => {
     const { harness, agent, model } = await setup([textResponse("after")]);
     let reject = true;
@@ -1076,6 +1150,25 @@ describe("acknowledged input across a crash", () => {
     assert.deepEqual(texts(agent), ["context", "second"]);
     assert.equal(model.requests.length, 1);
     assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+});
+
+describe("whenIdle() and maintenance", () => {
+  it("settles when the input queued during a maintenance task was cancelled before it ended", async () => {
+    const { harness, agent, model } = await setup([textResponse("never")]);
+    let finish!: () => void;
+    const maintenance = agent.runMaintenance(() => new Promise<void>((resolve) => finish = resolve));
+    agent.followup("queued");
+    let settled = false;
+    const idle = agent.whenIdle().then(() => void (settled = true));
+    agent.cancel("user");
+    finish();
+    await maintenance;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(settled, true);
+    await idle;
+    assert.equal(model.requests.length, 0);
     await harness.dispose();
   });
 });

@@ -72,11 +72,17 @@ export class Inbox {
             open.push({ target: splice.target, entries: removed });
           }
           if (splice.inserted.length > 0) {
-            // Put back (by a resume before this one, or by the loop): no longer stranded.
+            // Put back (by a resume before this one, or by the loop before its turn ended): no longer stranded.
             const back = new Set(splice.inserted.map((entry) => entry.id));
-            stranded = stranded
-              .map((claim) => ({ target: claim.target, entries: claim.entries.filter((entry) => !back.has(entry.id)) }))
-              .filter((claim) => claim.entries.length > 0);
+            const keep = (claims: { target: InboxTarget; entries: InboxEntry[] }[]) =>
+              claims
+                .map((claim) => ({
+                  target: claim.target,
+                  entries: claim.entries.filter((entry) => !back.has(entry.id)),
+                }))
+                .filter((claim) => claim.entries.length > 0);
+            stranded = keep(stranded);
+            open = keep(open);
           }
           break;
         }

@@ -11,6 +11,7 @@ import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts
 import { createHarness } from "../harness.ts";
 import { createHarnessApp } from "./create_harness_app.ts";
 import { agentOf, lookupTool, serveHarness, withServer } from "./_test_client.ts";
+import { Inbox } from "../agent/inbox.ts";
 
 describe("createHarnessApp() with bad input", () => {
   async function badInputServer() {
@@ -450,6 +451,33 @@ describe("createHarnessApp() edges", () => {
       assert.equal(missing.headers.get("x-content-type-options"), "nosniff");
       await missing.body?.cancel();
     });
+  });
+
+  it("fork and cancel of a stored session with a queued followup run no turn of it (a resume does not wake)", async () => {
+    const storage = memoryStorage();
+    const writer = await createHarness({ storage, adapters: [scriptedAdapter([{ hang: true }])] });
+    const agent = await writer.createAgent({ id: "s" });
+    agent.followup("one");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    agent.followup("two"); // queued behind the turn that hangs; kept by the disposal
+    await agent.flushed();
+    await writer.dispose();
+    const queued = (events: readonly unknown[]) =>
+      Inbox.fromLog(events as never, () => {}).pending("next-turn").map((e) => e.message.content);
+    assert.deepEqual(queued((await storage.inspect("s")).events), [[{ type: "text", text: "two" }]]);
+
+    const served = await serveHarness({ storage, adapters: [scriptedAdapter(textResponse("ran"))] });
+    await withServer(served, async ({ call }) => {
+      const fork = await call("POST", "/sessions/s/fork", {});
+      assert.equal(fork.status, 201, await fork.clone().text());
+      await fork.body?.cancel();
+      const cancel = await call("POST", "/sessions/s/cancel", { keepInbox: true });
+      assert.equal(cancel.status, 202);
+      assert.equal((await cancel.json()).cancelled, false);
+    });
+    const stored = (await storage.inspect("s")).events;
+    assert.deepEqual(queued(stored), [[{ type: "text", text: "two" }]]);
+    assert.equal(stored.filter((e) => e.type === "turn/start").length, 1, "no turn ran for the queued followup");
   });
 
   it("readOnly answers every POST and DELETE 405 before it reaches a session: nothing resumed, leased or written", async () => {
