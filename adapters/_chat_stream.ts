@@ -26,6 +26,8 @@ interface OpenBlock {
   readonly type: "text" | "reasoning" | "tool-call";
   text: string;
   id: string;
+  /** A tool call's id as the server sent it (`id` differs when another call of the response had it already). */
+  wire: string;
   name: string;
 }
 
@@ -149,10 +151,14 @@ export class ChatStreamMapper {
     let block = this.#tools.get(key);
     // Another call at an index still open (a provider that numbers every whole call 0): a block of its own.
     const id = typeof call.id === "string" && call.id !== "" ? call.id : undefined;
-    if (block !== undefined && id !== undefined && id !== block.id) block = undefined;
+    if (block !== undefined && id !== undefined && id !== block.wire) block = undefined;
     if (block === undefined) {
       block = this.#open("tool-call", out);
-      block.id = id ?? `call_${block.index}`;
+      block.wire = id ?? `call_${block.index}`;
+      // A server that gives two calls of one response the same id: the second gets an id of its own, or one result
+      // would answer both (and the loop refuses such a response as MALFORMED_RESPONSE).
+      const taken = this.#blocks.some((b) => b !== block && b.type === "tool-call" && b.id === block!.wire);
+      block.id = taken ? `${block.wire}_${block.index}` : block.wire;
       block.name = typeof fn.name === "string" ? fn.name : "";
       this.#tools.set(key, block);
       block.text += args;
@@ -166,7 +172,7 @@ export class ChatStreamMapper {
   }
 
   #open(type: OpenBlock["type"], out: StreamChunk[]): OpenBlock {
-    const block: OpenBlock = { index: this.#blocks.length, type, text: "", id: "", name: "" };
+    const block: OpenBlock = { index: this.#blocks.length, type, text: "", id: "", wire: "", name: "" };
     this.#blocks.push(block);
     out.push({ type: "block-start", index: block.index, blockType: type });
     return block;

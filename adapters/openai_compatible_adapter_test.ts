@@ -262,6 +262,24 @@ describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
     ]);
   });
 
+  it("two calls of one response with the same id get ids of their own, and their argument deltas stay theirs", async () => {
+    const start = (index: number, name: string) => ({
+      tool_calls: [{ index, id: "dup", type: "function", function: { name, arguments: "" } }],
+    });
+    const more = (index: number, args: string) => ({
+      tool_calls: [{ index, id: "dup", type: "function", function: { arguments: args } }],
+    });
+    const { chunks, finish } = await run(sse(
+      payload(start(0, "weather")) + payload(start(1, "clock")) + payload(more(0, '{"city":"Paris"}')) +
+        payload(more(1, '{"tz":"UTC"}')) + payload({}, "tool_calls") + "data: [DONE]\n\n",
+    ));
+    assert.equal(finish.kind, "tool-calls");
+    assert.deepEqual(assemble(chunks).blocks(), [
+      { type: "tool-call", id: "dup", name: "weather", arguments: '{"city":"Paris"}' },
+      { type: "tool-call", id: "dup_1", name: "clock", arguments: '{"tz":"UTC"}' },
+    ]);
+  });
+
   it("a 200 that is not an event stream: its error object is classified, anything else is MALFORMED_RESPONSE", async () => {
     const json = (body: unknown) => sse(JSON.stringify(body), "application/json");
     let { finish } = await run(json({ error: { message: "Invalid API key", code: 401 } }));
