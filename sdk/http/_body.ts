@@ -2,7 +2,7 @@
 
 import { z } from "zod";
 import { HttpProblem } from "./_problem.ts";
-import { isValidSessionId } from "./_session_id.ts";
+import { isValidSessionId, SESSION_ID_RULE } from "./_session_id.ts";
 
 const textBlock = z.strictObject({ type: z.literal("text"), text: z.string() });
 const imageBlock = z.strictObject({
@@ -14,10 +14,7 @@ const imageBlock = z.strictObject({
 }).refine((b) => (b.data === undefined) !== (b.url === undefined), { message: "Give exactly one of data and url" });
 
 const content = z.union([z.string().min(1), z.array(z.union([textBlock, imageBlock])).min(1)]);
-const sessionId = z.string().refine(isValidSessionId, {
-  message:
-    "Session ids are 1 to 128 letters, digits, underscores or hyphens, starting with a letter or digit; a capital counts three toward a limit of 255 (length + 2 × capitals)",
-});
+const sessionId = z.string().refine(isValidSessionId, { message: SESSION_ID_RULE });
 const toolName = z.string().min(1).max(128);
 
 /** POST /sessions */

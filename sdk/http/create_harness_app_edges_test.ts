@@ -143,7 +143,8 @@ describe("createHarnessApp() with bad input", () => {
         const id of [
           "..%2F..%2Fetc",
           "..%2fs1",
-          "a.b",
+          "a.",
+          ".s1",
           "x%5Cy",
           "s1%00",
           "%2e%2e%2fs1",
@@ -450,6 +451,23 @@ describe("createHarnessApp() edges", () => {
       assert.equal(missing.status, 404);
       assert.equal(missing.headers.get("x-content-type-options"), "nosniff");
       await missing.body?.cancel();
+    });
+  });
+
+  it("serves a subagent child's session (an id with a dot: <parent>.<call id>), which the timeline links to", async () => {
+    const storage = memoryStorage();
+    const served = await serveHarness({ storage, adapters: [scriptedAdapter(textResponse("child answer"))] });
+    await withServer(served, async ({ call, harness }) => {
+      const child = await harness.createAgent({ id: "parent.call_0" });
+      await child.run("Do it");
+      for (const path of ["/sessions/parent.call_0", "/sessions/parent.call_0/log", "/sessions/parent.call_0/view"]) {
+        const res = await call("GET", path);
+        assert.equal(res.status, 200, path);
+        await res.body?.cancel();
+      }
+      const bad = await call("GET", "/sessions/parent./log");
+      assert.equal(bad.status, 400);
+      await bad.body?.cancel();
     });
   });
 
