@@ -46,7 +46,7 @@ describe("timeline routes", () => {
       const script = await app.request("/view/client.js");
       assert.match(script.headers.get("content-type") ?? "", /javascript/);
       assert.equal(await script.text(), VIEW_CLIENT_SCRIPT);
-      assert.equal((await app.request("/sessions/bad.id/view")).status, 400);
+      assert.equal((await app.request("/sessions/bad./view")).status, 400);
     } finally {
       await harness.dispose();
     }
