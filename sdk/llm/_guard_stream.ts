@@ -6,6 +6,7 @@
  */
 
 import { HarnessError } from "../kernel/harness_error.ts";
+import { onAbort } from "../kernel/_on_abort.ts";
 import type { LlmFailureData } from "./llm_failure.ts";
 import type { StreamChunk } from "./stream_chunk.ts";
 
@@ -96,42 +97,6 @@ export function forEachChunk(stream: AsyncIterable<StreamChunk>, sink: (chunk: S
   })();
 }
 
-// One `abort` listener per signal, shared by every guarded stream on it (a
-// turn's steps stream one after another on the turn's signal): adding and
-// removing an EventTarget listener per stream costs microseconds on Node,
-// a set entry does not. The relay is dropped once the signal has fired.
-const relays = new WeakMap<AbortSignal, Set<() => void>>();
-
-function watchAbort(signal: AbortSignal, onAbort: () => void): void {
-  let watchers = relays.get(signal);
-  if (watchers === undefined) {
-    const set = new Set<() => void>();
-    watchers = set;
-    relays.set(signal, set);
-    // Without `{ once: true }`: a signal fires once, the relay is dropped when it does, and an options object costs
-    // a dictionary conversion per signal (a turn's, on Deno in JS).
-    signal.addEventListener("abort", () => {
-      relays.delete(signal);
-      for (const watcher of set) {
-        try {
-          watcher();
-        } catch (error) {
-          // As an EventTarget listener's throw: reported, and the other streams still hear the abort.
-          queueMicrotask(() => {
-            throw error;
-          });
-        }
-      }
-      set.clear();
-    });
-  }
-  watchers.add(onAbort);
-}
-
-function unwatchAbort(signal: AbortSignal, onAbort: () => void): void {
-  relays.get(signal)?.delete(onAbort);
-}
-
 class GuardedStream implements AsyncIterableIterator<StreamChunk> {
   readonly #open: () => AsyncIterable<StreamChunk>;
   readonly #signal: AbortSignal;
@@ -142,6 +107,9 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
   // instead of the `aborted` getter (a brand check and a call on Node).
   #aborted = false;
   readonly #onAbort = (): void => this.#abort();
+  // Removes #onAbort from the signal's shared listener (onAbort with `keep`: a turn's steps stream one after
+  // another on the turn's signal, and its one listener stays for all of them).
+  #unwatch: (() => void) | undefined;
 
   constructor(open: () => AsyncIterable<StreamChunk>, signal: AbortSignal) {
     this.#open = open;
@@ -190,7 +158,7 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
         return settle(this.#final(thrownFinish(error, this.#signal), false));
       }
       this.#state = "open";
-      watchAbort(this.#signal, this.#onAbort);
+      this.#unwatch = onAbort(this.#signal, this.#onAbort, true);
       // Fired inside open(), before the relay listened: the next pull sees it, as it sees a later abort.
       if (this.#signal.aborted) this.#aborted = true;
     } else if (this.#aborted) {
@@ -263,7 +231,7 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
   /** Deliver the terminal chunk; the pull after it closes the producer and ends the stream. */
   #final(chunk: StreamChunk, listening = true): IteratorResult<StreamChunk> {
     this.#state = "final";
-    if (listening) unwatchAbort(this.#signal, this.#onAbort);
+    if (listening) this.#unwatch?.();
     return { value: chunk, done: false };
   }
 
@@ -285,7 +253,7 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
 
   async #close(wait = true): Promise<void> {
     this.#state = "done";
-    unwatchAbort(this.#signal, this.#onAbort);
+    this.#unwatch?.();
     const iterator = this.#iterator;
     this.#iterator = undefined;
     if (iterator === undefined) return;

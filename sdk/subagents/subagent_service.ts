@@ -17,7 +17,7 @@ import type { Agent, AgentHandle, AgentOptions } from "../agent/agent.ts";
 import { TurnFailedError } from "../agent/turn_failed_error.ts";
 import { type SessionProjections, turnBoundary } from "../projections/mod.ts";
 import { childIdBase } from "./_child_id.ts";
-import { onAbort } from "./_on_abort.ts";
+import { onAbort } from "../kernel/_on_abort.ts";
 import type { SubagentDefinition, SubagentMode, SubagentRequest, SubagentResult } from "./subagent_definition.ts";
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;

@@ -5,6 +5,7 @@
  */
 
 import { HarnessError } from "../kernel/harness_error.ts";
+import { onAbort } from "../kernel/_on_abort.ts";
 import type { UserMessage } from "../llm/messages.ts";
 import { failure, failureFrom, snapshotContext, success } from "./_tool_outcome.ts";
 import { syncBodies } from "./_sync_body.ts";
@@ -124,12 +125,12 @@ async function race(
 
 const stoppedBySignal = new WeakMap<AbortSignal, Promise<"stopped">>();
 
-// One promise and one abort listener per signal, however many calls race it: the parallel calls of a step share the
-// turn's signal, and a listener each made Node warn of a leak from 9 calls on (its limit is 10 listeners).
+// One promise per signal, however many calls race it (the parallel calls of a step share the turn's signal), heard
+// through the signal's shared abort listener.
 function whenStopped(signal: AbortSignal): Promise<"stopped"> {
   let stopped = stoppedBySignal.get(signal);
   if (stopped === undefined) {
-    stopped = new Promise((resolve) => signal.addEventListener("abort", () => resolve("stopped"), { once: true }));
+    stopped = new Promise((resolve) => void onAbort(signal, () => resolve("stopped"), true));
     stoppedBySignal.set(signal, stopped);
   }
   return stopped;

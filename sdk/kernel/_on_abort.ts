@@ -13,17 +13,20 @@ const listeners = new WeakMap<AbortSignal, Listeners>();
 
 /**
  * Call `callback` once when `signal` aborts. Every callback on one signal
- * shares one `abort` listener: the parallel delegations of a step share the
- * turn's signal, and a listener each made Node warn of a leak from the 8th
- * task call on (its limit is 10 listeners a target, and the tool runtime adds
- * its own). A callback that throws does not stop the others. As with
- * `addEventListener`, a signal that has already aborted calls nothing.
+ * shares one `abort` listener: the parallel delegations and tool calls of a
+ * step and the model calls of a turn share the turn's signal, and a listener
+ * each made Node warn of a leak past 10 (its limit a target). A callback that
+ * throws does not stop the others. As with `addEventListener`, a signal that
+ * has already aborted calls nothing.
  *
  * @param signal The signal.
  * @param callback Called once, on abort.
- * @returns A function that removes the callback (and the listener with the last one).
+ * @param keep Leave the listener on the signal when the last callback goes: for a signal that short registrations
+ *   come and go on (a turn's model calls, one after another), where adding and removing an EventTarget listener each
+ *   time costs microseconds on Node and a set entry does not.
+ * @returns A function that removes the callback (and, unless `keep`, the listener with the last one).
  */
-export function onAbort(signal: AbortSignal, callback: () => void): () => void {
+export function onAbort(signal: AbortSignal, callback: () => void, keep = false): () => void {
   let entry = listeners.get(signal);
   if (entry === undefined) {
     const callbacks = new Set<() => void>();
@@ -47,7 +50,7 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
   const once = () => callback();
   own.callbacks.add(once);
   return () => {
-    if (!own.callbacks.delete(once) || own.callbacks.size > 0) return;
+    if (!own.callbacks.delete(once) || own.callbacks.size > 0 || keep) return;
     if (listeners.get(signal) === own) listeners.delete(signal);
     signal.removeEventListener("abort", own.fire);
   };
