@@ -85,6 +85,9 @@ function configProblem(config: unknown): string | undefined {
   if (!(Number.isInteger(parallel) && (parallel as number) > 0)) {
     return "maxParallelToolCalls: expected a positive integer";
   }
+  if (!optional(config.maxSteps, (n) => Number.isSafeInteger(n) && (n as number) > 0)) {
+    return "maxSteps: expected a positive integer";
+  }
   if (typeof config.invariants !== "boolean") return "invariants: expected true or false";
   if (!optional(config.hooks, isObject)) return "hooks: expected an object";
   return undefined;

@@ -528,6 +528,7 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
       ),
     plugins: [permissions, ...plugins, ...(options.plugins ?? [])],
     maxParallelToolCalls: options.maxParallelToolCalls ?? config.maxParallelToolCalls,
+    maxSteps: options.maxSteps ?? config.maxSteps ?? undefined,
     invariants: options.invariants ?? config.invariants,
   };
 }

@@ -261,6 +261,41 @@ describe("createHarness({ config })", () => {
     resolveConfig([{ name: "p", value: { permissions: [{ tool: "bash(git *)", action: "allow" }] } }]);
   });
 
+  it("takes maxSteps from configuration (an explicit option wins; null removes an inherited bound)", async () => {
+    const value = {
+      model: { provider: "local", model: "m1" },
+      adapters: { deepseek: null, local: { kind: "scripted" } },
+      maxSteps: 1,
+    };
+    const call = (n: number) => toolCallResponse([{ id: `c${n}`, name: "echo", arguments: "{}" }]);
+    const steps = async (config: ReturnType<typeof resolveConfig>, maxSteps?: number) => {
+      const harness = await createHarness({
+        config,
+        adapterKinds: kinds([call(1), call(2), textResponse("done")]),
+        tools: [echo("echo")],
+        ...(maxSteps === undefined ? {} : { maxSteps }),
+      });
+      const agent = await harness.createAgent();
+      const result = await agent.run("q");
+      const count = agent.session.events.filter((e) => e.type === "step/start").length;
+      await harness.dispose();
+      return `${result.reason.kind}/${count}`;
+    };
+    const loaded = resolveConfig([{ name: "p", value }]);
+    assert.equal(loaded.config.maxSteps, 1);
+    assert.equal(loaded.origins["maxSteps"], "p");
+    assert.equal(await steps(loaded), "blocked/1");
+    assert.equal(await steps(loaded, 2), "blocked/2");
+    const removed = resolveConfig([{ name: "p", value }, { name: "q", value: { maxSteps: null } }]);
+    assert.equal(removed.config.maxSteps, undefined);
+    assert.equal(await steps(removed), "completed/3");
+    assert.throws(() => resolveConfig([{ name: "p", value: { maxSteps: 0 } }]), { code: "CONFIG_SCHEMA" });
+    await assert.rejects(
+      createHarness({ config: { ...loaded.config, maxSteps: 1.5 } }),
+      { code: "CONFIG_SCHEMA", message: /maxSteps/ },
+    );
+  });
+
   it("runs the invariants by default when built from a configuration, and a configuration may turn them off", async () => {
     const value = {
       model: { provider: "local", model: "m1" },

@@ -146,6 +146,11 @@ export interface HarnessConfig {
   readonly plugins: readonly string[];
   /** How many concurrency-safe tool calls run at once. */
   readonly maxParallelToolCalls: number;
+  /**
+   * The most model steps of one turn (`createHarness`'s `maxSteps`): a turn whose model still calls tools after this
+   * many steps ends `blocked`. Absent means unbounded.
+   */
+  readonly maxSteps?: number;
   /** Whether the harness checks its invariants live (on by default, like the loop; turn off to save the cost). */
   readonly invariants: boolean;
   /** Hooks run by the hook bridge (`hookBridge()` of `@dsh/harness/hooks`); absent means none. */
@@ -216,6 +221,8 @@ export interface HarnessConfigLayer {
   readonly plugins?: readonly string[] | null;
   /** See {@linkcode HarnessConfig.maxParallelToolCalls}. */
   readonly maxParallelToolCalls?: number | null;
+  /** See {@linkcode HarnessConfig.maxSteps}; `null` removes an inherited bound. */
+  readonly maxSteps?: number | null;
   /** See {@linkcode HarnessConfig.invariants}. */
   readonly invariants?: boolean | null;
   /** See {@linkcode HarnessConfig.hooks}; each event's list replaces the inherited one, `null` removes it. */

@@ -107,6 +107,7 @@ export const harnessConfigLayerSchema: z.ZodType<HarnessConfigLayer> = z.strictO
   storage: storageLayer.nullish(),
   plugins: names.nullish(),
   maxParallelToolCalls: positiveInt.nullish(),
+  maxSteps: positiveInt.nullish(),
   invariants: z.boolean().nullish(),
   hooks: hooksLayer.nullish(),
 });
@@ -153,6 +154,7 @@ export const harnessConfigSchema: z.ZodType<HarnessConfig> = z.strictObject({
   ]),
   plugins: names,
   maxParallelToolCalls: positiveInt,
+  maxSteps: positiveInt.optional(),
   invariants: z.boolean(),
   hooks: hooks.optional(),
 });
