@@ -144,7 +144,10 @@ export interface Agent {
   inject(input: AgentInput): InboxEntry;
   /** Route input to an inbox, optionally waking the agent. */
   send(input: AgentInput, target: InboxTarget, wakeup: boolean): InboxEntry;
-  /** Discard queued input (unless `keepInbox`) and abort the running turn. */
+  /**
+   * Discard queued input (unless `keepInbox`) and abort the running turn, or
+   * the running maintenance task (its `signal` aborts with `ABORTED`).
+   */
   cancel(cause: TurnEndCancelCause, options?: CancelOptions): void;
   /**
    * Resolves when the agent has no turn running and none about to start
@@ -155,7 +158,7 @@ export interface Agent {
   whenIdle(): Promise<void>;
   /**
    * Run `task` from a true idle phase: no turn starts until it settles. Its
-   * `signal` aborts when the agent is disposed, and disposal waits for the
+   * `signal` aborts on `cancel()` and when the agent is disposed, and disposal waits for the
    * task to settle (so it writes nothing after the session is released).
    *
    * @throws {HarnessError} `AGENT_DISPOSED` once the agent is disposed.

@@ -282,6 +282,10 @@ export class LoopAgent implements Agent {
       this.#cancelKeepsInbox = options.keepInbox === true;
       this.#controller.abort(new HarnessError("ABORTED", `Turn cancelled: ${cause}`));
     }
+    // A maintenance task (a manual compaction) is what the agent is doing while it runs: it stops too.
+    if (this.#maintenanceController && !this.#maintenanceController.signal.aborted) {
+      this.#maintenanceController.abort(new HarnessError("ABORTED", `Maintenance cancelled: ${cause}`));
+    }
   }
 
   /**

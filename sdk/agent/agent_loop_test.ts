@@ -1339,6 +1339,29 @@ describe("Agent handle", () => {
     await harness.dispose();
   });
 
+  it("cancel() aborts a running maintenance task's signal (ABORTED), and the agent goes on", async () => {
+    const { harness, agent, model } = await setup(textResponse("ok"));
+    let seen: unknown;
+    const maintenance = agent.runMaintenance((signal) =>
+      new Promise<void>((_resolve, reject) => {
+        signal.addEventListener("abort", () => {
+          seen = signal.reason;
+          reject(signal.reason);
+        }, { once: true });
+      })
+    );
+    await new Promise((r) => setTimeout(r, 1));
+    agent.cancel("user");
+    await assert.rejects(maintenance, (e) => HarnessError.isInstance(e, "ABORTED") && /user/.test(e.message));
+    assert.ok(HarnessError.isInstance(seen, "ABORTED"));
+    // A later cancel() with no maintenance running aborts nothing of the next task.
+    agent.cancel("user");
+    assert.equal(await agent.runMaintenance((signal) => signal.aborted), false);
+    assert.equal((await agent.run("after")).text, "ok");
+    assert.equal(model.requests.length, 1);
+    await harness.dispose();
+  });
+
   it("whenIdle() resolves for an idle agent that was steered before and then given injected context", async () => {
     const { harness, agent } = await setup(textResponse("ok"));
     await agent.run("one");
