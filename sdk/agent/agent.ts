@@ -145,6 +145,16 @@ export interface Agent {
   /** Route input to an inbox, optionally waking the agent. */
   send(input: AgentInput, target: InboxTarget, wakeup: boolean): InboxEntry;
   /**
+   * Start a turn for the input that waits for a wake, as `send(…, true)`
+   * does: the queued followups of a resumed agent (a resume starts none
+   * unless asked), steering a rejected step left, injected context. Nothing
+   * starts while a turn or a maintenance task runs (the queued input is taken
+   * after it), or when nothing is queued.
+   *
+   * @throws {HarnessError} `AGENT_DISPOSED` once the agent is disposed.
+   */
+  wake(): void;
+  /**
    * Discard queued input (unless `keepInbox`) and abort the running turn, or
    * the running maintenance task (its `signal` aborts with `ABORTED`).
    */

@@ -261,6 +261,12 @@ export class LoopAgent implements Agent {
     return entry;
   }
 
+  wake(): void {
+    if (this.#disposed) throw new HarnessError("AGENT_DISPOSED", `Agent "${this.id}" is disposed`);
+    this.#wakePending = true;
+    this.#schedule();
+  }
+
   cancel(cause: TurnEndCancelCause, options: CancelOptions = {}): void {
     if (typeof cause !== "string" || (cause as string) === "") {
       throw new HarnessError("INVALID_ARGS", `cancel() takes a cause such as "user", not ${String(cause)}`);

@@ -1109,6 +1109,38 @@ describe("acknowledged input across a crash", () => {
     await resumed.dispose();
   });
 
+  it("wake() runs a resumed agent's queued followup; it starts nothing when nothing waits, and throws once disposed", async () => {
+    const storage = memoryStorage();
+    const { harness, agent } = await setup([{ hang: true }], { storage });
+    agent.followup("one");
+    await waitForEvent(agent, (e) => e.type === "request/header");
+    agent.followup("two");
+    await agent.flushed();
+    const crashed = await crashedCopy(storage, "s1");
+    await harness.dispose().catch(() => {});
+    const model = scriptedAdapter([textResponse("Second")]);
+    const resumed = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage: crashed,
+      newId: counterIds("r"),
+    });
+    const again = await resumed.resumeAgent("s1");
+    assert.equal(again.status, "idle");
+    again.wake();
+    assert.equal(again.status, "running");
+    await again.whenIdle();
+    assert.equal(model.requests.length, 1);
+    assert.deepEqual(texts(again), ["one", "two"]);
+    const turns = () => again.session.events.filter((e) => e.type === "turn/start").length;
+    const before = turns();
+    again.wake();
+    assert.equal(again.status, "idle");
+    assert.equal(turns(), before);
+    await resumed.dispose();
+    assert.throws(() => again.wake(), (e) => HarnessError.isInstance(e, "AGENT_DISPOSED"));
+  });
+
   it("a claim put back before the crash cut its turn short is not restored a second time", async () => {
     const storage = memoryStorage();
     const { harness, agent } = await setup([textResponse("never")], { storage });

@@ -40,6 +40,9 @@ export const messageBody = z.strictObject({
 /** POST /sessions/:id/cancel */
 export const cancelBody = z.strictObject({ keepInbox: z.boolean().default(false) });
 
+/** POST /sessions/:id/wake */
+export const wakeBody = z.strictObject({ wait: z.boolean().default(false) });
+
 /** POST /sessions/:id/fork */
 export const forkBody = z.strictObject({
   boundary: z.int().nonnegative().optional(),

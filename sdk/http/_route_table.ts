@@ -7,7 +7,7 @@ import type { Context } from "hono";
 const ROUTES: readonly (readonly [RegExp, readonly string[]])[] = [
   [/^\/sessions\/?$/, ["GET", "POST"]],
   [/^\/sessions\/[^/]+\/?$/, ["GET", "DELETE"]],
-  [/^\/sessions\/[^/]+\/(messages|cancel|fork)\/?$/, ["POST"]],
+  [/^\/sessions\/[^/]+\/(messages|cancel|wake|fork)\/?$/, ["POST"]],
   [/^\/sessions\/[^/]+\/(events|transcript|projections|approvals)\/?$/, ["GET"]],
   [/^\/sessions\/[^/]+\/approvals\/[^/]+\/?$/, ["POST"]],
 ];

@@ -10,7 +10,7 @@ import type { SessionProjections } from "../projections/session_projections.ts";
 import { Session } from "../session/session.ts";
 import { renderTranscript } from "../session/transcript.ts";
 import type { ApprovalQueue } from "../tools/approval_queue.ts";
-import { approvalBody, cancelBody, createSessionBody, forkBody, messageBody, readBody } from "./_body.ts";
+import { approvalBody, cancelBody, createSessionBody, forkBody, messageBody, readBody, wakeBody } from "./_body.ts";
 import {
   incarnationOf,
   type LastEventId,
@@ -117,6 +117,16 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     const wasRunning = agent.status === "running";
     agent.cancel("user", { keepInbox: body.keepInbox });
     return c.json({ id: agent.id, cancelled: wasRunning, status: agent.status }, 202);
+  });
+
+  app.post("/sessions/:id/wake", async (c) => {
+    const body = await readBody(c.req.raw, wakeBody, maxBodyBytes);
+    const agent = await host.agent(c.req.param("id"));
+    agent.wake();
+    if (body.wait && agent.status === "running") await agent.whenIdle();
+    const status = agent.status;
+    await agent.flushed();
+    return c.json({ id: agent.id, status, queued: agent.inbox.count("next-turn") }, body.wait ? 200 : 202);
   });
 
   app.get("/sessions/:id/events", async (c) => {

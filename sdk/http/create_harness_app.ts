@@ -195,6 +195,9 @@ function defaultLog(record: RequestLogRecord): void {
  *   (202); with `wait: true` it answers once the agent is idle (200, with the turn's outcome for a followup,
  *   a turn that ended in `error` included: `result.reason` says so; `agent.run()` would reject instead).
  *   With storage, the answer comes only once the input (and, with `wait: true`, the turn's end) is on storage.
+ * - `POST /sessions/:id/wake` `{ wait? }`: runs the input queued for the session (`agent.wake()`), e.g. a
+ *   followup that was acknowledged when the process serving it died: a session resumed from storage starts no
+ *   turn by itself. Answers `{ id, status, queued }` (202; 200 once idle with `wait: true`).
  * - `POST /sessions/:id/cancel` `{ keepInbox? }`: the only way to stop a turn. A client that disconnects
  *   from any request, the event stream included, never cancels the agent.
  * - `GET /sessions/:id/events`: SSE. Every event of the log once, in seq order, with `id: <incarnation>:<seq>`
@@ -221,8 +224,8 @@ function defaultLog(record: RequestLogRecord): void {
  *   (inclusive, a turn boundary; default the whole log), driven by its own agent (201).
  * - `GET /sessions/:id/approvals`, `POST /sessions/:id/approvals/:callId` `{ decision: "allow" | "reject" }`.
  *
- * Session ids are 1–128 letters, digits, `_` or `-` (nothing a path can be made of), whose length plus twice their
- * capitals is at most 255 (a capital takes three bytes of a file storage's directory name). Every response
+ * Session ids are 1–128 letters, digits, `_`, `-` or inner `.` (a subagent child's id is `<parent>.<call id>`;
+ * nothing a path can be made of), whose length plus twice their capitals is at most 255 (a capital takes three bytes of a file storage's directory name). Every response
  * carries `X-Request-Id` (Hono's request-id middleware: the client's, when it is 1–128 letters, digits, `_`
  * or `-`, else a new one), which the log records. Bearer auth is Hono's bearer-auth middleware (the token
  * must be RFC 6750 token68 text); its refusals are problem+json `AUTH_REQUIRED` / `INVALID_TOKEN` (401).

@@ -436,6 +436,43 @@ describe("createHarnessApp() over storage", () => {
     });
   });
 
+  it("runs a stored session's queued followup on POST /wake, which a resume alone leaves waiting", async () => {
+    const storage = memoryStorage();
+    const first = await serveHarness({ adapters: [scriptedAdapter([])], storage });
+    await withServer(first, async ({ harness, call }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      // Acknowledged and stored, but its turn never ran here (as when the process serving it died).
+      const agent = agentOf(harness, "s1");
+      agent.send("Hello", "next-turn", false);
+      await agent.flushed();
+    });
+
+    const model = scriptedAdapter([textResponse("One"), textResponse("Two")]);
+    const second = await serveHarness({ adapters: [model], storage });
+    await withServer(second, async ({ harness, call }) => {
+      // A route that resumes the session (here a cancel that keeps the inbox) starts no turn.
+      const cancelled = await call("POST", "/sessions/s1/cancel", { keepInbox: true });
+      assert.deepEqual((await cancelled.json()).status, "idle");
+      assert.equal(model.requests.length, 0);
+      assert.equal((await call("GET", "/sessions/s1/wake")).status, 405);
+      assert.equal((await call("POST", "/sessions/s1/wake", { wait: "yes" })).status, 422);
+      assert.equal((await call("POST", "/sessions/nope/wake", {})).status, 404);
+      const woken = await call("POST", "/sessions/s1/wake", { wait: true });
+      assert.equal(woken.status, 200);
+      assert.deepEqual(await woken.json(), { id: "s1", status: "idle", queued: 0 });
+      assert.equal(model.requests.length, 1);
+      assert.deepEqual(model.requests[0].messages.map((m) => m.role), ["user"]);
+      const transcript = await (await call("GET", "/sessions/s1/transcript")).text();
+      assert.match(transcript, /Hello[\s\S]*One/);
+      // Nothing queued: a wake starts nothing, and answers at once.
+      const idle = await call("POST", "/sessions/s1/wake");
+      assert.equal(idle.status, 202);
+      assert.deepEqual(await idle.json(), { id: "s1", status: "idle", queued: 0 });
+      assert.equal(model.requests.length, 1);
+      assert.equal(agentOf(harness, "s1").session.events.filter((e) => e.type === "turn/end").length, 1);
+    });
+  });
+
   it("answers a message only once its inbox splice is stored, and wait: true once turn/end is", async () => {
     const storage = memoryStorage();
     const served = await serveHarness({
