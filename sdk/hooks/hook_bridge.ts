@@ -374,7 +374,8 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
         // Subagents are started by their parent's task, not by a person: no SessionStart for them.
         if (agent.session.header.origin === "subagent") return;
         const source = reason === "create" ? "startup" : "resume";
-        // The maintenance signal aborts on dispose(): a command hook is killed, a function hook's signal aborts.
+        // The maintenance signal aborts on cancel() and dispose(): a command hook is killed, a function hook's signal
+        // aborts, and the context it would have added is not added.
         agent.runMaintenance(async (signal) => {
           const results = await invoke("SessionStart", {
             ...baseInput(agent.session, agent.id, "SessionStart"),
