@@ -231,7 +231,8 @@ export interface Harness {
    * live agent that continues from the prefix (on storage, when storage is
    * set, before it is handed out).
    *
-   * @throws {HarnessError} `SESSION_NOT_FOUND`, `INVALID_BOUNDARY`, `OPEN_TURN`, `SESSION_ALREADY_EXISTS`.
+   * @throws {HarnessError} `SESSION_NOT_FOUND`, `INVALID_BOUNDARY`, `OPEN_TURN`, `OPEN_COMPACTION` (the prefix ends
+   *   inside a compaction, also a manual one still running), `SESSION_ALREADY_EXISTS`.
    */
   forkAgent(source: Session | string, options?: ForkAgentOptions): Promise<Agent>;
   /**

@@ -31,6 +31,7 @@ const STATUS_BY_CODE: Readonly<Record<string, number>> = {
   AGENT_ALREADY_EXISTS: 409,
   SESSION_NOT_LIVE: 409,
   OPEN_TURN: 409,
+  OPEN_COMPACTION: 409,
   SESSION_WRITER_BUSY: 409,
   // This server's writer lease of the session expired or was taken over by another instance.
   SESSION_LEASE_LOST: 409,

@@ -134,6 +134,9 @@ export class SessionHost {
       end = forkBoundary(source.id, events, boundary);
     } catch (error) {
       if (HarnessError.isInstance(error, "OPEN_TURN")) throw new HttpProblem(409, "OPEN_TURN", error.message);
+      if (HarnessError.isInstance(error, "OPEN_COMPACTION")) {
+        throw new HttpProblem(409, "OPEN_COMPACTION", error.message);
+      }
       if (HarnessError.isInstance(error, "INVALID_BOUNDARY")) {
         throw new HttpProblem(422, "INVALID_BOUNDARY", error.message);
       }

@@ -221,7 +221,8 @@ function defaultLog(record: RequestLogRecord): void {
  * - `GET /sessions/:id/projections`: `{ id, seq, projections }`, the client view of every registered projection unit
  *   (`turnBoundary`, `todos`, `usageTotals`, `childSessions`, …), live or stored.
  * - `POST /sessions/:id/fork` `{ boundary?, id? }`: a new live session seeded with the log up to `boundary`
- *   (inclusive, a turn boundary; default the whole log), driven by its own agent (201).
+ *   (inclusive, a turn boundary outside a compaction; default the whole log), driven by its own agent (201); 409
+ *   `OPEN_TURN` / `OPEN_COMPACTION` for a boundary inside a turn / a compaction.
  * - `GET /sessions/:id/approvals`, `POST /sessions/:id/approvals/:callId` `{ decision: "allow" | "reject" }`.
  *
  * Session ids are 1–128 letters, digits, `_`, `-` or inner `.` (a subagent child's id is `<parent>.<call id>`;

@@ -291,6 +291,13 @@ describe("createHarnessApp()", () => {
       assert.ok(childHeader?.type === "request/header");
       assert.match(childHeader.data.header.system ?? "", /Parent prompt/);
 
+      // Inside a compaction (the parent's log gains one here, after the checks of an unchanged parent).
+      const session = agentOf(harness, "s1").session;
+      const compacting = session.append("compaction/start", { reason: "manual" }).seq;
+      session.append("compaction/end", { outcome: "failed", error: "no summary" });
+      const compaction = await call("POST", "/sessions/s1/fork", { boundary: compacting });
+      assert.equal(compaction.status, 409);
+      assert.equal((await compaction.json()).code, "OPEN_COMPACTION");
       const taken = await call("POST", "/sessions/s1/fork", { id: "s2" });
       assert.equal(taken.status, 409);
       assert.equal((await taken.json()).code, "SESSION_ALREADY_EXISTS");

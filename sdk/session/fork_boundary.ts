@@ -17,7 +17,7 @@ import type { SessionEvent } from "./session_events.ts";
  * @param events The source log.
  * @param boundary The inclusive boundary seq. @default {the last seq}
  * @returns The resolved boundary; `-1` for an empty log and no boundary.
- * @throws {HarnessError} `INVALID_BOUNDARY` or `OPEN_TURN`.
+ * @throws {HarnessError} `INVALID_BOUNDARY`, `OPEN_TURN` or `OPEN_COMPACTION`.
  */
 export function forkBoundary(sessionId: string, events: readonly SessionEvent[], boundary?: number): number {
   const last = events.length - 1;
@@ -31,15 +31,27 @@ export function forkBoundary(sessionId: string, events: readonly SessionEvent[],
     );
   }
   let openTurn: number | undefined;
+  let openCompaction: number | undefined;
   for (let i = 0; i <= end; i++) {
     const event = events[i];
     if (event.type === "turn/start") openTurn = event.data.turn;
     else if (event.type === "turn/end") openTurn = undefined;
+    else if (event.type === "compaction/start") openCompaction = event.seq;
+    else if (event.type === "compaction/end") openCompaction = undefined;
   }
   if (openTurn !== undefined) {
     throw new HarnessError("OPEN_TURN", `Cannot fork session ${sessionId}: the prefix ends inside turn ${openTurn}`, {
       details: { sessionId, boundary: end, turn: openTurn },
     });
+  }
+  // A manual compaction runs between turns: its bracket is checked on its own (a child that copied its
+  // `compaction/start` without the `compaction/end` could never compact again).
+  if (openCompaction !== undefined) {
+    throw new HarnessError(
+      "OPEN_COMPACTION",
+      `Cannot fork session ${sessionId}: the prefix ends inside the compaction started at seq ${openCompaction}`,
+      { details: { sessionId, boundary: end, compactionStart: openCompaction } },
+    );
   }
   return end;
 }

@@ -340,7 +340,7 @@ export class SessionStore {
    * @returns The child session.
    * @throws {HarnessError} `SESSION_NOT_FOUND` (no live session has the id, also for a detached
    *   session object), `SESSION_NOT_LIVE` (a session object whose id is live with another object), `SESSION_ALREADY_EXISTS` (child id taken), `INVALID_BOUNDARY`
-   *   (not a seq of the source), `OPEN_TURN` (the prefix ends inside a turn).
+   *   (not a seq of the source), `OPEN_TURN` (the prefix ends inside a turn), `OPEN_COMPACTION` (inside a compaction).
    *
    * @example
    * ```ts

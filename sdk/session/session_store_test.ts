@@ -340,6 +340,24 @@ describe("SessionStore.fork()", () => {
     assert.equal(store.fork(parent, 1).seq, 3);
   });
 
+  it("refuses a boundary inside a compaction (OPEN_COMPACTION): the child would keep it open for good", async () => {
+    const { store } = await setup();
+    const parent = store.create("compacting");
+    closedTurn(parent, 1); // 0, 1
+    parent.append("compaction/start", { reason: "manual" }); // 2
+    parent.append("compaction/end", { outcome: "failed", error: "no summary" }); // 3
+    parent.append("compaction/start", { reason: "manual" }); // 4: a manual compaction still running
+    const refused = (e: unknown) =>
+      code("OPEN_COMPACTION")(e) && /compaction started at seq 4/.test((e as Error).message) &&
+      (e as HarnessError).details?.compactionStart === 4;
+    assert.throws(() => store.fork(parent), refused, "the default boundary is the live log's last event");
+    assert.throws(() => store.fork(parent, 2), code("OPEN_COMPACTION"));
+    assert.equal(store.fork(parent, 3, "after-failed").events.at(-1)!.type, "session/end-seed");
+    assert.equal(store.fork(parent, 1, "before").seq, 3);
+    parent.append("compaction/end", { outcome: "failed", error: "no summary" }); // 5
+    assert.equal(store.fork(parent).seq, 7);
+  });
+
   it("forks an empty session (default boundary) into an empty child with its lineage", async () => {
     const { store } = await setup();
     const parent = store.create("empty-parent", { cwd: "/workspace" });
