@@ -8,7 +8,8 @@
  * Events written: `compaction/start`, `compaction/summary`, a `user/message`
  * with `surfaceOp: {op: "replace", start, end}` whose `sourceEventSeqs` are
  * every shadowed node, and `compaction/end`. On failure: `compaction/start`
- * and `compaction/end` with outcome `failed`, and the surface is unchanged.
+ * (perhaps `compaction/summary`) and `compaction/end` with outcome `failed`,
+ * and the surface is unchanged.
  *
  * @module
  */
@@ -57,7 +58,12 @@ export type CompactionOutcome =
 /**
  * The surface nodes that compaction would replace: every node before the
  * `turn/start` of the last `keepTurns` turns (so tool calls and their results
- * are never split).
+ * are never split), always an unbroken run from the front of the surface.
+ *
+ * A node that replaced others (an earlier summary, a tool result rewritten
+ * later) counts where the first node it replaced was written: a summary
+ * written during a kept turn stands for older turns, sits at the front, and
+ * is compacted with them.
  *
  * @param session The session.
  * @param keepTurns How many latest turns stay.
@@ -73,7 +79,23 @@ export function compactionRange(session: Session, keepTurns = 1): number[] {
       break;
     }
   }
-  return session.surface.nodes.filter((seq) => seq < cutoff);
+  // Where each node's content was first written, read from the end: along the surface these positions increase (a
+  // replace takes the place, and the position, of its first node), so the nodes to replace are the ones before the
+  // last node written before the cutoff. Picking nodes by their own seq had left a gap at an earlier summary (its
+  // seq is late, its place is first), and the surface refused the replace (REPLACE_SOURCES_INCOMPLETE).
+  const nodes = session.surface.nodes;
+  let last = nodes.length - 1;
+  while (last >= 0 && writtenAt(session, nodes[last]) >= cutoff) last--;
+  return nodes.slice(0, last + 1);
+}
+
+/** The seq where the content of surface node `seq` was first written: through replaces, to an appended node. */
+function writtenAt(session: Session, seq: number): number {
+  for (;;) {
+    const op = session.at(seq)!.surfaceOp;
+    if (op === undefined || op === "append") return seq;
+    seq = op.start;
+  }
 }
 
 /**
@@ -81,8 +103,10 @@ export function compactionRange(session: Session, keepTurns = 1): number[] {
  *
  * @param session The live session (its log is appended to).
  * @param options The model runtime, route, reason and how much to keep.
- * @returns What happened; a failure of the summary call is an outcome, not a throw.
- * @throws {HarnessError} `INVALID_ARGS` when no route is known.
+ * @returns What happened; a failure of the summary call, and anything thrown once `compaction/start` is written,
+ *   is a `failed` outcome (with `compaction/end`), not a throw.
+ * @throws {HarnessError} `INVALID_ARGS` when no route is known; the error itself when even `compaction/end` cannot be
+ *   written (the log takes nothing more).
  */
 export async function compactSession(session: Session, options: CompactSessionOptions): Promise<CompactionOutcome> {
   const range = compactionRange(session, options.keepTurns ?? 1);
@@ -92,6 +116,32 @@ export async function compactSession(session: Session, options: CompactSessionOp
     throw new HarnessError("INVALID_ARGS", "Cannot compact a session that has no request header and no config");
   }
   session.append("compaction/start", { reason: options.reason });
+  // Whatever fails from here on closes the bracket: a throw that left `compaction/start` open made every later
+  // compaction nested, and a turn that compacted failed with it.
+  let outcome: CompactionOutcome;
+  try {
+    outcome = await summarize(session, options, config, range);
+  } catch (error) {
+    outcome = {
+      kind: "failed",
+      error: HarnessError.isInstance(error) ? `${error.code}: ${error.message}` : String(error),
+    };
+    try {
+      session.append("compaction/end", { outcome: "failed", error: outcome.error });
+    } catch {
+      // The log takes nothing more (disposed, lease lost): the first error says why.
+      throw error;
+    }
+  }
+  return outcome;
+}
+
+async function summarize(
+  session: Session,
+  options: CompactSessionOptions,
+  config: LlmCallConfig,
+  range: readonly number[],
+): Promise<CompactionOutcome> {
   const messages: Message[] = [];
   for (const seq of range) {
     const message = deriveEventMessage(session.at(seq)!);
@@ -103,7 +153,6 @@ export async function compactSession(session: Session, options: CompactSessionOp
     content: [{ type: "text", text: options.instructions ?? DEFAULT_COMPACTION_INSTRUCTIONS }],
     source: { kind: "plugin", plugin: "compaction", form: "instruction" },
   });
-  const assembler = new BlockAssembler();
   const request: GenerateOptions = {
     ...callConfigOf(config),
     messages,
@@ -111,16 +160,18 @@ export async function compactSession(session: Session, options: CompactSessionOp
     sessionId: session.id,
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   };
+  const error = (text: string): CompactionOutcome => {
+    session.append("compaction/end", { outcome: "failed", error: text });
+    return { kind: "failed", error: text };
+  };
+  const assembler = new BlockAssembler();
   for await (const chunk of options.llm.stream(request)) assembler.push(chunk);
   const finish = assembler.finish;
-  const summary = assembler.blocks().filter((b) => b.type === "text").map((b) => b.text).join("").trim();
-  if (finish.kind === "error" || finish.kind === "aborted" || summary === "") {
-    const error = finish.kind === "error" || finish.kind === "aborted"
-      ? `${finish.failure.code}: ${finish.failure.message}`
-      : "the model returned no summary";
-    session.append("compaction/end", { outcome: "failed", error });
-    return { kind: "failed", error };
+  if (finish.kind === "error" || finish.kind === "aborted") {
+    return error(`${finish.failure.code}: ${finish.failure.message}`);
   }
+  const summary = assembler.blocks().filter((b) => b.type === "text").map((b) => b.text).join("").trim();
+  if (summary === "") return error("the model returned no summary");
   const start = range[0];
   const end = range[range.length - 1];
   session.append("compaction/summary", { summary, start, end });

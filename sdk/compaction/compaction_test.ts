@@ -6,7 +6,7 @@ import { type GenerateOptions, LlmFailure } from "../llm/mod.ts";
 import { renderTranscript } from "../session/transcript.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse } from "../../testing/scripted_adapter.ts";
 import { counterClock, counterIds } from "../agent/_test_support.ts";
-import { compactionPlugin, compactionRange, type CompactionServices } from "./mod.ts";
+import { type CompactionOptions, compactionPlugin, compactionRange, type CompactionServices } from "./mod.ts";
 import { pluginCtx } from "../plugin_ctx.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
@@ -14,9 +14,17 @@ import { HarnessError } from "../kernel/harness_error.ts";
 const textOf = (m: { content: readonly { type: string; text?: string }[] }) =>
   m.content.map((b) => (b.type === "text" ? b.text : "")).join("");
 
-async function setup(answer: (request: GenerateOptions, index: number) => ScriptEntry, contextWindow?: number) {
+async function setup(
+  answer: (request: GenerateOptions, index: number) => ScriptEntry,
+  contextWindow?: number,
+  more: {
+    summary?: (request: GenerateOptions, index: number) => ScriptEntry | Promise<ScriptEntry>;
+    plugin?: CompactionOptions;
+  } = {},
+) {
+  const summary = more.summary ?? (() => textResponse("SUMMARY of turns"));
   const model = scriptedAdapter(
-    (request, index) => request.purpose === "compaction" ? textResponse("SUMMARY of turns") : answer(request, index),
+    (request, index) => request.purpose === "compaction" ? summary(request, index) : answer(request, index),
     { models: [{ id: "scripted-model", ...(contextWindow !== undefined ? { contextWindow } : {}) }] },
   );
   const harness = await createHarness({
@@ -25,7 +33,7 @@ async function setup(answer: (request: GenerateOptions, index: number) => Script
     now: counterClock(),
     newId: counterIds(),
     sleep: () => Promise.resolve(),
-    plugins: [[compactionPlugin, { newId: counterIds("sum") }]],
+    plugins: [[compactionPlugin, { newId: counterIds("sum"), ...more.plugin }]],
   });
   const agent = await harness.createAgent({ id: "c1" });
   return { harness, agent, model };
@@ -203,6 +211,60 @@ describe("compactionRange()", () => {
       );
     }
     assert.equal(compactionRange(session).length, 4);
+    await harness.dispose();
+  });
+});
+
+describe("compaction: findings of the adversarial review", () => {
+  const compactionOf = (harness: { ctx: unknown }) =>
+    pluginCtx<object, CompactionServices>(harness.ctx as never).service("compaction");
+
+  it("keepTurns 2 over the threshold every turn: a summary written in a kept turn is compacted with the older turns", async () => {
+    // Summary k is written during turn k+2 (seq after its turn/start) but sits at the front: picked by seq, the
+    // turn-after-next's range skipped it, the replace was refused (REPLACE_SOURCES_INCOMPLETE) and the turn failed
+    // with its compaction left open.
+    const { harness, agent, model } = await setup((_r, i) => textResponse(`answer ${i}`), 1000, {
+      summary: (_r, i) => textResponse(`SUMMARY ${i}`),
+      plugin: { keepTurns: 2, estimate: () => 10_000 },
+    });
+    for (let turn = 1; turn <= 6; turn++) {
+      assert.deepEqual((await agent.run(`q${turn}`)).reason, { kind: "completed" }, `turn ${turn}`);
+    }
+    const events = agent.session.events;
+    assert.deepEqual(checkInvariants(events), []);
+    const ends = events.filter((e) => e.type === "compaction/end").map((e) => e.data);
+    assert.equal(ends.length, 4, "turns 3 to 6 compact");
+    assert.ok(ends.every((d) => d.outcome === "completed"), JSON.stringify(ends));
+    const derived = agent.session.deriveMessages().map(textOf);
+    assert.equal(derived.length, 5);
+    assert.match(derived[0], /^Summary of the earlier conversation:\n\nSUMMARY \d+$/);
+    assert.deepEqual(derived.slice(1).map((t) => t.split(" ")[0]), ["q5", "answer", "q6", "answer"]);
+    const summaryCalls = model.requests.filter((r) => r.purpose === "compaction");
+    assert.match(textOf(summaryCalls.at(-1)!.messages[0]), /^Summary of the earlier conversation/, "rolled forward");
+    // Only the summary is older than the two kept turns: nothing to gain, and no compaction left open.
+    assert.equal((await compactionOf(harness).compact(agent)).kind, "skipped");
+    assert.deepEqual(checkInvariants(agent.session.events), []);
+    await harness.dispose();
+  });
+
+  it("anything thrown once compaction/start is written is a failed outcome with compaction/end", async () => {
+    const { harness, agent } = await setup((_r, i) => textResponse(`answer ${i}`), undefined, {
+      plugin: {
+        newId: () => {
+          throw new Error("no ids left");
+        },
+      },
+    });
+    for (const q of ["one", "two", "three"]) await agent.run(q);
+    const before = agent.session.deriveMessages();
+    const outcome = await compactionOf(harness).compact(agent);
+    assert.deepEqual(outcome, { kind: "failed", error: "Error: no ids left" });
+    const events = agent.session.events;
+    assert.deepEqual(events.slice(-3).map((e) => e.type), ["compaction/start", "compaction/summary", "compaction/end"]);
+    assert.deepEqual(events.at(-1)!.data, { outcome: "failed", error: "Error: no ids left" });
+    assert.deepEqual(agent.session.deriveMessages(), before, "the history is unchanged");
+    assert.deepEqual(checkInvariants(events), []);
+    assert.deepEqual((await agent.run("four")).reason, { kind: "completed" });
     await harness.dispose();
   });
 });
