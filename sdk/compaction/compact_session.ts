@@ -9,7 +9,9 @@
  * with `surfaceOp: {op: "replace", start, end}` whose `sourceEventSeqs` are
  * every shadowed node, and `compaction/end`. On failure: `compaction/start`
  * (perhaps `compaction/summary`) and `compaction/end` with outcome `failed`,
- * and the surface is unchanged.
+ * and the surface is unchanged. A summary counts only when the call finished
+ * with `stop`, gave text and called no tool: a cut-off answer (`max-tokens`)
+ * or a tool call is a failure.
  *
  * @module
  */
@@ -170,7 +172,12 @@ async function summarize(
   if (finish.kind === "error" || finish.kind === "aborted") {
     return error(`${finish.failure.code}: ${finish.failure.message}`);
   }
-  const summary = assembler.blocks().filter((b) => b.type === "text").map((b) => b.text).join("").trim();
+  const blocks = assembler.blocks();
+  const summary = blocks.filter((b) => b.type === "text").map((b) => b.text).join("").trim();
+  // Only a finished answer is a summary: a cut-off one would drop what it had not reached, and a tool call is not
+  // an answer at all (a max-tokens finish drops its tool-call blocks, so the finish is checked first).
+  if (finish.kind !== "stop") return error(`the summary call ended with ${finish.kind}, not stop`);
+  if (blocks.some((b) => b.type === "tool-call")) return error("the model called a tool instead of summarizing");
   if (summary === "") return error("the model returned no summary");
   const start = range[0];
   const end = range[range.length - 1];

@@ -4,7 +4,7 @@ import { createHarness } from "../harness.ts";
 import { checkInvariants } from "../invariants/mod.ts";
 import { type GenerateOptions, LlmFailure } from "../llm/mod.ts";
 import { renderTranscript } from "../session/transcript.ts";
-import { scriptedAdapter, type ScriptEntry, textResponse } from "../../testing/scripted_adapter.ts";
+import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
 import { counterClock, counterIds } from "../agent/_test_support.ts";
 import { type CompactionOptions, compactionPlugin, compactionRange, type CompactionServices } from "./mod.ts";
 import { pluginCtx } from "../plugin_ctx.ts";
@@ -267,4 +267,39 @@ describe("compaction: findings of the adversarial review", () => {
     assert.deepEqual((await agent.run("four")).reason, { kind: "completed" });
     await harness.dispose();
   });
+
+  for (
+    const [name, entry] of [
+      ["a max-tokens finish", {
+        chunks: [...textResponse("The user asked about one and decided to").chunks.slice(0, -1), {
+          type: "finish",
+          reason: { kind: "max-tokens" },
+        }],
+      }],
+      ["a tool call", toolCallResponse([{ id: "x1", name: "read", arguments: "{}" }], { text: "Let me look first." })],
+      ["a tool call with a stop finish", {
+        chunks: [
+          ...toolCallResponse([{ id: "x1", name: "read", arguments: "{}" }], { text: "Let me look." }).chunks.slice(
+            0,
+            -1,
+          ),
+          { type: "finish", reason: { kind: "stop" } },
+        ],
+      }],
+    ] as [string, ScriptEntry][]
+  ) {
+    it(`a summary call that ends with ${name} is a failed compaction; the history is unchanged`, async () => {
+      const { harness, agent } = await setup((_r, i) => textResponse(`answer ${i}`), undefined, {
+        summary: () => entry,
+      });
+      for (const q of ["one", "two", "three"]) await agent.run(q);
+      const before = agent.session.deriveMessages();
+      const outcome = await compactionOf(harness).compact(agent);
+      assert.equal(outcome.kind, "failed");
+      assert.deepEqual(agent.session.deriveMessages(), before);
+      assert.deepEqual(agent.session.events.slice(-2).map((e) => e.type), ["compaction/start", "compaction/end"]);
+      assert.deepEqual(checkInvariants(agent.session.events), []);
+      await harness.dispose();
+    });
+  }
 });
