@@ -11,15 +11,20 @@
  * (perhaps `compaction/summary`) and `compaction/end` with outcome `failed`,
  * and the surface is unchanged. A summary counts only when the call finished
  * with `stop`, gave text and called no tool: a cut-off answer (`max-tokens`)
- * or a tool call is a failure.
+ * or a tool call is a failure. A retryable failure of the summary call is
+ * retried as the agent loop retries a step's call (`defaultRequestErrorAction`
+ * over a {@linkcode RetryPolicy}, a sleep on the signal), without `llm/retry`
+ * events (a compaction may run outside a turn).
  *
  * @module
  */
 
+import { defaultRequestErrorAction, defaultSleep } from "../agent/_loop_values.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { BlockAssembler } from "../llm/block_assembler.ts";
 import { callConfigOf, type GenerateOptions, type LlmCallConfig } from "../llm/llm_adapter.ts";
 import type { LlmRuntime } from "../llm/llm_runtime.ts";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../llm/retry_policy.ts";
 import type { Message, UserMessage } from "../llm/messages.ts";
 import { deriveEventMessage } from "../session/derive_event_message.ts";
 import type { Session } from "../session/session.ts";
@@ -47,8 +52,12 @@ export interface CompactSessionOptions {
   readonly instructions?: string;
   /** Id of the summary message. */
   readonly newId: () => string;
-  /** Aborts the summary call. */
+  /** Aborts the summary call (and the wait before a retry). */
   readonly signal?: AbortSignal;
+  /** How a summary call that failed is retried. @default {DEFAULT_RETRY_POLICY} */
+  readonly retryPolicy?: RetryPolicy;
+  /** Sleep before a retry. @default {a timer that honours the signal} */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 /** What {@linkcode compactSession} did. */
@@ -166,12 +175,21 @@ async function summarize(
     session.append("compaction/end", { outcome: "failed", error: text });
     return { kind: "failed", error: text };
   };
-  const assembler = new BlockAssembler();
-  for await (const chunk of options.llm.stream(request)) assembler.push(chunk);
-  const finish = assembler.finish;
-  if (finish.kind === "error" || finish.kind === "aborted") {
-    return error(`${finish.failure.code}: ${finish.failure.message}`);
+  const policy = options.retryPolicy ?? DEFAULT_RETRY_POLICY;
+  let assembler: BlockAssembler;
+  for (let attempt = 1;; attempt++) {
+    assembler = new BlockAssembler();
+    for await (const chunk of options.llm.stream(request)) assembler.push(chunk);
+    const finish = assembler.finish;
+    if (finish.kind === "aborted") return error(`${finish.failure.code}: ${finish.failure.message}`);
+    if (finish.kind !== "error") break;
+    const action = defaultRequestErrorAction(policy, attempt, finish.failure);
+    const signal = options.signal;
+    if (action.kind !== "retry" || signal?.aborted) return error(`${finish.failure.code}: ${finish.failure.message}`);
+    await (options.sleep ?? defaultSleep)(action.delayMs, signal ?? NEVER);
+    if (signal?.aborted) return error(`${finish.failure.code}: ${finish.failure.message} (aborted before a retry)`);
   }
+  const finish = assembler.finish;
   const blocks = assembler.blocks();
   const summary = blocks.filter((b) => b.type === "text").map((b) => b.text).join("").trim();
   // Only a finished answer is a summary: a cut-off one would drop what it had not reached, and a tool call is not
@@ -192,3 +210,6 @@ async function summarize(
   session.append("compaction/end", { outcome: "completed" });
   return { kind: "completed", start, end, summary };
 }
+
+/** The signal of a sleep that nothing aborts. */
+const NEVER: AbortSignal = new AbortController().signal;

@@ -9,7 +9,7 @@
  */
 
 import type { HarnessContext } from "../kernel/harness_context.ts";
-import type { LlmRuntime, Message } from "../llm/mod.ts";
+import type { LlmRuntime, Message, RetryPolicy } from "../llm/mod.ts";
 import type { Agent, AgentEvents } from "../agent/mod.ts";
 import { type CompactionOutcome, compactSession } from "./compact_session.ts";
 
@@ -33,6 +33,15 @@ export interface CompactionOptions {
   readonly instructions?: string;
   /** Id generator for summary messages. @default {crypto.randomUUID} */
   readonly newId?: () => string;
+  /**
+   * How a failed summary call is retried (a plugin does not see the harness's `retryPolicy`: give the same one here
+   * when it is not the default).
+   *
+   * @default {DEFAULT_RETRY_POLICY}
+   */
+  readonly retryPolicy?: RetryPolicy;
+  /** Sleep before a retry of the summary call. @default {a timer that honours the signal} */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 /** The `ctx.compaction` service. */
@@ -84,6 +93,8 @@ export function compactionPlugin(ctx: HarnessContext, options: CompactionOptions
       instructions: options.instructions,
       newId,
       signal,
+      retryPolicy: options.retryPolicy,
+      sleep: options.sleep,
     });
 
   typed.on("agent/pre-step", async (agent, proposal, next) => {

@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHarness } from "../harness.ts";
 import { checkInvariants } from "../invariants/mod.ts";
-import { type GenerateOptions, LlmFailure } from "../llm/mod.ts";
+import { DEFAULT_RETRY_POLICY, type GenerateOptions, LlmFailure } from "../llm/mod.ts";
 import { renderTranscript } from "../session/transcript.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
 import { counterClock, counterIds } from "../agent/_test_support.ts";
@@ -302,4 +302,52 @@ describe("compaction: findings of the adversarial review", () => {
       await harness.dispose();
     });
   }
+
+  it("a retryable failure of the summary call is retried with the retry policy, on the plugin's sleep", async () => {
+    let overflowed = false;
+    let limited = 0;
+    const slept: number[] = [];
+    const { harness, agent, model } = await setup(
+      (request, i) => {
+        if (request.messages.length > 3 && !overflowed) {
+          overflowed = true;
+          return { throw: new LlmFailure("CONTEXT_WINDOW_EXCEEDED", "Too long", { status: 400 }) };
+        }
+        return textResponse(`answer ${i}`);
+      },
+      undefined,
+      {
+        summary: () =>
+          limited++ < 2
+            ? { throw: new LlmFailure("RATE_LIMIT", "Slow down", { status: 429, providerRetryAfterMs: 7000 }) }
+            : textResponse("SUMMARY of turns"),
+        plugin: {
+          retryPolicy: { ...DEFAULT_RETRY_POLICY, maxRetries: 2 },
+          sleep: (ms) => {
+            slept.push(ms);
+            return Promise.resolve();
+          },
+        },
+      },
+    );
+    await agent.run("one");
+    await agent.run("two");
+    assert.deepEqual((await agent.run("three")).reason, { kind: "completed" });
+    assert.equal(model.requests.filter((r) => r.purpose === "compaction").length, 3);
+    assert.deepEqual(slept, [7000, 7000], "the provider's Retry-After, as the agent loop honours it");
+    assert.deepEqual(agent.session.events.findLast((e) => e.type === "compaction/end")!.data, { outcome: "completed" });
+    assert.deepEqual(checkInvariants(agent.session.events), []);
+    await harness.dispose();
+  });
+
+  it("a summary call that fails past the policy's retries is a failed compaction", async () => {
+    const { harness, agent, model } = await setup((_r, i) => textResponse(`answer ${i}`), undefined, {
+      summary: () => ({ throw: new LlmFailure("SERVER", "Bad gateway", { status: 502 }) }),
+      plugin: { retryPolicy: { ...DEFAULT_RETRY_POLICY, maxRetries: 1 }, sleep: () => Promise.resolve() },
+    });
+    for (const q of ["one", "two", "three"]) await agent.run(q);
+    assert.deepEqual(await compactionOf(harness).compact(agent), { kind: "failed", error: "SERVER: Bad gateway" });
+    assert.equal(model.requests.filter((r) => r.purpose === "compaction").length, 2);
+    await harness.dispose();
+  });
 });
