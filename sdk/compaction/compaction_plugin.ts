@@ -1,7 +1,9 @@
 /**
  * The compaction plugin: compacts an agent's older turns when the context
  * estimate crosses a threshold of the route's context window (before a
- * step), recovers from `CONTEXT_WINDOW_EXCEEDED` (compact, then retry the
+ * turn's first step; the estimate is the larger of the estimator's and the
+ * input tokens the provider reported for the latest model call plus what came
+ * after it), recovers from `CONTEXT_WINDOW_EXCEEDED` (compact, then retry the
  * step with a request derived anew), and offers manual compaction as
  * `ctx.compaction.compact(agent)`.
  *
@@ -10,6 +12,7 @@
 
 import type { HarnessContext } from "../kernel/harness_context.ts";
 import type { LlmRuntime, Message, RetryPolicy } from "../llm/mod.ts";
+import type { Session } from "../session/session.ts";
 import type { Agent, AgentEvents } from "../agent/mod.ts";
 import { type CompactionOutcome, compactSession } from "./compact_session.ts";
 
@@ -66,6 +69,33 @@ export function estimateTokens(messages: readonly Message[], system: string | un
   return Math.ceil((JSON.stringify(messages).length + (system?.length ?? 0)) / 4);
 }
 
+/**
+ * The context the provider reported for the last model call, carried forward: the input tokens of the latest
+ * assistant message's request (cache reads and writes included), plus the estimate of that message and of what
+ * came after it. `undefined` when there is no such usage, or when a replace since then (a compaction) made it stale.
+ * Reads the log back only to that message, and estimates only the messages from it on.
+ */
+function reportedTokens(
+  session: Session,
+  messages: readonly Message[],
+  estimate: (messages: readonly Message[], system: string | undefined) => number,
+): number | undefined {
+  for (let seq = session.seq - 1; seq >= 0; seq--) {
+    const event = session.at(seq)!;
+    if (event.surfaceOp !== undefined && event.surfaceOp !== "append") return undefined;
+    if (event.type !== "assistant/message") continue;
+    const usage = event.data.usage;
+    if (usage === undefined) return undefined;
+    const id = event.data.message.id;
+    let from = messages.length - 1;
+    while (from >= 0 && messages[from].id !== id) from--;
+    if (from < 0) return undefined;
+    const input = usage.inputTokens + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0);
+    return input + estimate(messages.slice(from), undefined);
+  }
+  return undefined;
+}
+
 /** The services the compaction plugin provides (and the one it uses): type `harness.ctx` with `pluginCtx()`. */
 export interface CompactionServices {
   /** The model runtime the summaries go through. */
@@ -100,7 +130,11 @@ export function compactionPlugin(ctx: HarnessContext, options: CompactionOptions
   typed.on("agent/pre-step", async (agent, proposal, next) => {
     const window = agent.session.requestContext()?.contextWindow;
     if (window !== undefined && proposal.step === 1) {
-      const used = estimate(agent.session.deriveMessages(), agent.session.requestHeader()?.system);
+      const messages = agent.session.deriveMessages();
+      const used = Math.max(
+        estimate(messages, agent.session.requestHeader()?.system),
+        reportedTokens(agent.session, messages, estimate) ?? 0,
+      );
       // On the turn's signal: a summary call that hangs stops with the turn (cancel, dispose).
       if (used > window * threshold) await run(agent, "threshold", proposal.signal);
     }

@@ -350,4 +350,31 @@ describe("compaction: findings of the adversarial review", () => {
     assert.equal(model.requests.filter((r) => r.purpose === "compaction").length, 2);
     await harness.dispose();
   });
+
+  it("the threshold counts the input tokens the provider reported, when the estimate is lower", async () => {
+    // A tokenizer that counts far more than JSON length / 4 (CJK text): the provider says 900 of the window's 1000
+    // once the request has five messages or more; the estimator always says 1.
+    const { harness, agent } = await setup(
+      (request, i) =>
+        textResponse(`answer ${i}`, {
+          usage: { inputTokens: request.messages.length >= 5 ? 900 : 100, outputTokens: 5 },
+        }),
+      1000,
+      { plugin: { estimate: () => 1 } },
+    );
+    const thresholdCompactions = () =>
+      agent.session.events.filter((e) => e.type === "compaction/start" && e.data.reason === "threshold").length;
+    for (const q of ["one", "two", "three"]) await agent.run(q);
+    assert.equal(thresholdCompactions(), 0, "100 reported so far");
+    // The last call reported 900, but a compaction since then shrank the history: that usage is stale.
+    assert.equal((await compactionOf(harness).compact(agent)).kind, "completed");
+    await agent.run("four");
+    assert.equal(thresholdCompactions(), 0, "a usage from before a compaction does not count");
+    await agent.run("five"); // six messages: 900 reported
+    assert.equal(thresholdCompactions(), 0);
+    await agent.run("six");
+    assert.equal(thresholdCompactions(), 1, "900 reported > 80 % of 1000");
+    assert.deepEqual(checkInvariants(agent.session.events), []);
+    await harness.dispose();
+  });
 });
