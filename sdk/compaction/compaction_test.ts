@@ -377,4 +377,40 @@ describe("compaction: findings of the adversarial review", () => {
     assert.deepEqual(checkInvariants(agent.session.events), []);
     await harness.dispose();
   });
+
+  it("a live session is not forked while its manual compaction runs (OPEN_COMPACTION), and is once it ended", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { harness, agent } = await setup((_r, i) => textResponse(`answer ${i}`), undefined, {
+      summary: async () => {
+        await gate;
+        return textResponse("SUMMARY of turns");
+      },
+    });
+    for (const q of ["one", "two", "three"]) await agent.run(q);
+    const started = new Promise<void>((resolve) => {
+      const off = agent.session.observe((event) => {
+        if (event.type !== "compaction/start") return;
+        off();
+        resolve();
+      });
+    });
+    const compacting = compactionOf(harness).compact(agent);
+    await started;
+    await assert.rejects(
+      harness.forkAgent(agent.session, { id: "mid" }),
+      (e) => HarnessError.isInstance(e, "OPEN_COMPACTION"),
+    );
+    await assert.rejects(
+      harness.fork(agent.session, undefined, "mid"),
+      (e) => HarnessError.isInstance(e, "OPEN_COMPACTION"),
+    );
+    release();
+    assert.equal((await compacting).kind, "completed");
+    const child = await harness.forkAgent(agent.session, { id: "after" });
+    for (const q of ["four", "five"]) await child.run(q);
+    assert.equal((await compactionOf(harness).compact(child)).kind, "completed");
+    assert.deepEqual(checkInvariants(child.session.events), []);
+    await harness.dispose();
+  });
 });
