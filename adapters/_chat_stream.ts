@@ -89,10 +89,26 @@ export class ChatStreamMapper {
     return out;
   }
 
+  /**
+   * The finish reason of the response, from the provider's `finish_reason`:
+   *
+   * - `stop` (and no `finish_reason` at all), and the synonyms other servers
+   *   send: `eos_token` (TGI), `stop_sequence` (TGI, Anthropic-style), `end_turn`
+   *   (Anthropic-style) → `stop`; an `EMPTY_RESPONSE` error when no block came;
+   * - `tool_calls`, `function_call` (the legacy form) → `tool-calls`;
+   * - `length`, `model_length` (Mistral: the model's context ran out) → `max-tokens`;
+   * - `insufficient_system_resource` (DeepSeek: the request was cut short because
+   *   the service is overloaded) → an error with the retryable `SERVER` code;
+   * - anything else (`content_filter`, …) → an error whose code is the reason in
+   *   upper case (`CONTENT_FILTER`), which the retry policy treats as final.
+   */
   #finish(): FinishReason {
     const reason = this.#finishReason ?? "stop";
     switch (reason) {
       case "stop":
+      case "eos_token":
+      case "stop_sequence":
+      case "end_turn":
         if (this.#blocks.length === 0) {
           return {
             kind: "error",
@@ -107,7 +123,17 @@ export class ChatStreamMapper {
       case "function_call":
         return { kind: "tool-calls" };
       case "length":
+      case "model_length":
         return { kind: "max-tokens" };
+      case "insufficient_system_resource":
+        return {
+          kind: "error",
+          failure: {
+            code: "SERVER",
+            message: `Provider "${this.#dialect.provider}" cut the response short for lack of resources ` +
+              `(finish reason "${reason}")`,
+          },
+        };
       default:
         return {
           kind: "error",

@@ -75,7 +75,10 @@ export const DEEPSEEK_MODELS: readonly ModelInfo[] = Object.freeze([
  * chunk (`AUTH`, `QUOTA`, `RATE_LIMIT`, `INVALID_REQUEST`,
  * `CONTEXT_WINDOW_EXCEEDED`, `SERVER`, `HTTP_<n>`, `TRANSPORT`, `TIMEOUT`,
  * `STREAM_CLOSED`, `MALFORMED_RESPONSE`, `EMPTY_RESPONSE`, or `aborted` with
- * `ABORTED`).
+ * `ABORTED`). Finish reasons: `stop` → `stop`, `tool_calls` → `tool-calls`,
+ * `length` → `max-tokens`, `insufficient_system_resource` (the service cut the
+ * answer short) → the retryable `SERVER`, any other → an error whose code is
+ * the reason in upper case (`content_filter` → `CONTENT_FILTER`).
  *
  * @param options The key and connection options.
  * @returns The adapter.

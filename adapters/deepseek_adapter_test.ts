@@ -5,6 +5,8 @@ import {
   BlockAssembler,
   checkStreamGrammar,
   type GenerateOptions,
+  isRetryableFailure,
+  type LlmFailureData,
   LlmRuntime,
   type Message,
   type StreamChunk,
@@ -379,6 +381,18 @@ describe("deepseekAdapter() over HTTP on recorded streams", () => {
     play = () => ({ body: sseText([last]) });
     const finish = finishOf(await stream(request()));
     assert.equal((finish.reason as { failure: { code: string } }).failure.code, "CONTENT_FILTER");
+  });
+
+  it("insufficient_system_resource (DeepSeek overloaded mid-answer) is a retryable SERVER failure", async () => {
+    const last =
+      '{"choices":[{"index":0,"delta":{"content":"Partial ans"},"finish_reason":"insufficient_system_resource"}]}';
+    play = () => ({ body: sseText([last]) });
+    const chunks = await stream(request());
+    assert.deepEqual(checkStreamGrammar(chunks), []);
+    const failure = (finishOf(chunks).reason as { failure: LlmFailureData }).failure;
+    assert.equal(failure.code, "SERVER");
+    assert.match(failure.message, /insufficient_system_resource/);
+    assert.equal(isRetryableFailure(failure), true);
   });
 
   it("without an API key, fails with MISSING_CREDENTIAL and sends nothing", async () => {

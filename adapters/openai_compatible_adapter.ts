@@ -62,7 +62,9 @@ export interface OpenAiCompatibleAdapterOptions {
  * tool calls streamed in pieces or whole in one delta, takes usage from
  * whichever chunk carries it (often a last chunk with empty `choices`), and
  * normalises it to the disjoint {@linkcode TokenUsage}. A reasoning effort is
- * sent as `reasoning_effort`. Failures are mapped like DeepSeek's.
+ * sent as `reasoning_effort`. Failures and finish reasons are mapped like
+ * DeepSeek's, with the synonyms other servers send: `eos_token`,
+ * `stop_sequence` and `end_turn` are `stop`, `model_length` is `max-tokens`.
  *
  * @param options The endpoint, route and catalogue.
  * @returns The adapter.

@@ -280,6 +280,25 @@ describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
     ]);
   });
 
+  it("finish reasons other servers send: eos_token, stop_sequence, end_turn are stop; model_length is max-tokens", async () => {
+    const cases: [string, string][] = [
+      ["eos_token", "stop"],
+      ["stop_sequence", "stop"],
+      ["end_turn", "stop"],
+      ["model_length", "max-tokens"],
+    ];
+    for (const [reason, kind] of cases) {
+      const { chunks, finish } = await run(sse(payload({ content: "The answer is 42." }, reason) + "data: [DONE]\n\n"));
+      assert.equal(finish.kind, kind, reason);
+      assert.deepEqual(assemble(chunks).blocks(), [{ type: "text", text: "The answer is 42." }], reason);
+    }
+    // A stop synonym with nothing in it is still an empty response; an unknown reason is still its own final code.
+    let { finish } = await run(sse(payload({}, "eos_token") + "data: [DONE]\n\n"));
+    assert.equal(finish.failure?.code, "EMPTY_RESPONSE");
+    ({ finish } = await run(sse(payload({ content: "x" }, "content_filter") + "data: [DONE]\n\n")));
+    assert.equal(finish.failure?.code, "CONTENT_FILTER");
+  });
+
   it("a 200 that is not an event stream: its error object is classified, anything else is MALFORMED_RESPONSE", async () => {
     const json = (body: unknown) => sse(JSON.stringify(body), "application/json");
     let { finish } = await run(json({ error: { message: "Invalid API key", code: 401 } }));
