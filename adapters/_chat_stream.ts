@@ -11,7 +11,7 @@
  */
 
 import { type ContentBlock, type FinishReason, LlmFailure, type StreamChunk, type TokenUsage } from "../sdk/llm/mod.ts";
-import { isContextOverflow, statusCode } from "./_http_failure.ts";
+import { errorNames, isContextOverflow, namedCode, statusCode } from "./_http_failure.ts";
 import type { ReasoningTokenAccounting } from "./openai_compatible_adapter.ts";
 
 /** How a dialect differs on the response side. */
@@ -242,20 +242,12 @@ export function inBandFailure(provider: string, error: unknown, where: string): 
   const status = [record.status, record.code, record.status_code].find((v): v is number =>
     typeof v === "number" || (typeof v === "string" && /^[1-5][0-9][0-9]$/.test(v))
   );
-  const names = [record.code, record.type, record.status].filter((v): v is string => typeof v === "string").join(" ");
+  const names = errorNames(record);
   const code = status !== undefined && Number(status) >= 400
-    ? statusCode(Number(status), message)
-    : isContextOverflow(message) || /context_length/i.test(names)
+    ? statusCode(Number(status), message, names)
+    : isContextOverflow(message)
     ? "CONTEXT_WINDOW_EXCEEDED"
-    : /auth|api_key|permission/i.test(names)
-    ? "AUTH"
-    : /quota|billing|insufficient_balance/i.test(names)
-    ? "QUOTA"
-    : /rate_limit/i.test(names)
-    ? "RATE_LIMIT"
-    : /invalid_request|bad_request/i.test(names)
-    ? "INVALID_REQUEST"
-    : "SERVER";
+    : namedCode(names) ?? "SERVER";
   return new LlmFailure(code, `Provider "${provider}" reported an error ${where}: ${message}`, {
     ...(status !== undefined ? { status: Number(status) } : {}),
   });

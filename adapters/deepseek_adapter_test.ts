@@ -298,6 +298,40 @@ describe("deepseekAdapter() over HTTP on recorded streams", () => {
       requestId: "req-42",
     }],
     [429, {}, '{"error":{"message":"You exceeded your current quota"}}', { code: "QUOTA", status: 429 }],
+    // OpenAI's free-tier rate limit links the billing page; its code says what it is: a rate limit, retried.
+    [
+      429,
+      { "Retry-After": "1" },
+      JSON.stringify({
+        error: {
+          message: "Rate limit reached for gpt-4o-mini in organization org-x on requests per min (RPM): Limit 3, " +
+            "Used 3, Requested 1. Please try again in 20s. You can increase your rate limit by adding a payment " +
+            "method to your account at https://platform.openai.com/account/billing.",
+          type: "requests",
+          param: null,
+          code: "rate_limit_exceeded",
+        },
+      }),
+      { code: "RATE_LIMIT", status: 429, providerRetryAfterMs: 1000 },
+    ],
+    [
+      429,
+      {},
+      JSON.stringify({
+        error: {
+          message: "You exceeded your current quota, please check your plan and billing details.",
+          type: "insufficient_quota",
+          param: null,
+          code: "insufficient_quota",
+        },
+      }),
+      { code: "QUOTA", status: 429 },
+    ],
+    // Without a code, a message that merely mentions credits or billing is a rate limit.
+    [429, {}, '{"error":{"message":"Too many requests; add credits on the billing page for higher limits"}}', {
+      code: "RATE_LIMIT",
+      status: 429,
+    }],
     [
       400,
       {},
