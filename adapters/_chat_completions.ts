@@ -39,6 +39,28 @@ export function checkTimeout(name: string, value: number | undefined, fallback: 
   return value;
 }
 
+/**
+ * Check a headers option: a record of valid header names and values. Names
+ * match whatever their case when the request is made.
+ */
+export function checkHeaders(value: unknown): Readonly<Record<string, string>> {
+  if (value === undefined) return {};
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new HarnessError("INVALID_ARGS", "Option headers must be a record of header names to values");
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, v] of Object.entries(value)) {
+    if (typeof v !== "string") throw new HarnessError("INVALID_ARGS", `Header ${name} must be a string`);
+    try {
+      new Headers([[name, v]]);
+    } catch {
+      throw new HarnessError("INVALID_ARGS", `Header ${JSON.stringify(name)} is not a valid header name and value`);
+    }
+    headers[name] = v;
+  }
+  return Object.freeze(headers);
+}
+
 /** Check and normalise a base URL option. */
 export function checkBaseURL(value: unknown): string {
   if (typeof value !== "string" || !/^https?:\/\//i.test(value)) {
@@ -120,13 +142,17 @@ export async function* streamChatCompletion(
   };
   let events: AsyncGenerator<EventSourceMessage, void, undefined> | undefined;
   try {
-    const headers: Record<string, string> = {
+    // Header names match whatever their case: the caller's headers replace the defaults, and the API key's
+    // Authorization replaces the caller's (see `headers` of the adapters' options).
+    const headers = new Headers({
       "Content-Type": "application/json",
       "Accept": "text/event-stream",
       "User-Agent": USER_AGENT,
-      ...endpoint.headers,
-    };
-    if (endpoint.apiKey !== undefined && endpoint.apiKey !== "") headers.Authorization = `Bearer ${endpoint.apiKey}`;
+    });
+    for (const [name, value] of Object.entries(endpoint.headers)) headers.set(name, value);
+    if (endpoint.apiKey !== undefined && endpoint.apiKey !== "") {
+      headers.set("Authorization", `Bearer ${endpoint.apiKey}`);
+    }
     arm();
     const response = await endpoint.fetch(`${endpoint.baseURL}/chat/completions`, {
       method: "POST",

@@ -6,7 +6,13 @@
 
 import { type LlmAdapter, LlmFailure, type ModelInfo, type ReasoningEffort } from "../sdk/llm/mod.ts";
 import { HarnessError } from "../sdk/kernel/mod.ts";
-import { type ChatEndpoint, checkBaseURL, checkTimeout, streamChatCompletion } from "./_chat_completions.ts";
+import {
+  type ChatEndpoint,
+  checkBaseURL,
+  checkHeaders,
+  checkTimeout,
+  streamChatCompletion,
+} from "./_chat_completions.ts";
 
 /** Options of {@linkcode deepseekAdapter}. */
 export interface DeepSeekAdapterOptions {
@@ -36,7 +42,12 @@ export interface DeepSeekAdapterOptions {
    * @default {DEEPSEEK_MODELS}
    */
   readonly models?: readonly ModelInfo[];
-  /** Extra request headers (the `User-Agent` and `Authorization` are set by the adapter). */
+  /**
+   * Extra request headers. Names match whatever their case: these replace the
+   * adapter's own `Content-Type`, `Accept` and `User-Agent`, but an
+   * `Authorization` here is sent only when there is no `apiKey` (the key's
+   * `Bearer` header wins).
+   */
   readonly headers?: Readonly<Record<string, string>>;
   /**
    * How long the provider may stay silent (waiting for headers or for the
@@ -109,7 +120,7 @@ export function deepseekAdapter(options: DeepSeekAdapterOptions): LlmAdapter {
     apiKey: options.apiKey,
     requireApiKey: true,
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
-    headers: { ...options.headers },
+    headers: checkHeaders(options.headers),
     idleTimeoutMs: checkTimeout("streamIdleTimeoutMs", options.streamIdleTimeoutMs, 300_000),
     request: {
       provider,

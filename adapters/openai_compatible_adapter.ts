@@ -6,7 +6,13 @@
 
 import type { LlmAdapter, ModelInfo } from "../sdk/llm/mod.ts";
 import { HarnessError } from "../sdk/kernel/mod.ts";
-import { type ChatEndpoint, checkBaseURL, checkTimeout, streamChatCompletion } from "./_chat_completions.ts";
+import {
+  type ChatEndpoint,
+  checkBaseURL,
+  checkHeaders,
+  checkTimeout,
+  streamChatCompletion,
+} from "./_chat_completions.ts";
 
 /**
  * Where a provider counts reasoning tokens: `inside` `completion_tokens`,
@@ -30,7 +36,12 @@ export interface OpenAiCompatibleAdapterOptions {
    * @default {globalThis.fetch}
    */
   readonly fetch?: typeof fetch;
-  /** Extra request headers (the `User-Agent` and `Authorization` are set by the adapter). */
+  /**
+   * Extra request headers. Names match whatever their case: these replace the
+   * adapter's own `Content-Type`, `Accept` and `User-Agent`, but an
+   * `Authorization` here is sent only when there is no `apiKey` (the key's
+   * `Bearer` header wins).
+   */
   readonly headers?: Readonly<Record<string, string>>;
   /**
    * How long the provider may stay silent before the call ends with `TIMEOUT`.
@@ -107,7 +118,7 @@ export function openaiCompatibleAdapter(options: OpenAiCompatibleAdapterOptions)
     apiKey: options.apiKey,
     requireApiKey: false,
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
-    headers: { ...options.headers },
+    headers: checkHeaders(options.headers),
     idleTimeoutMs: checkTimeout("streamIdleTimeoutMs", options.streamIdleTimeoutMs, 300_000),
     request: {
       provider,

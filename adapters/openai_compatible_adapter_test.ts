@@ -167,6 +167,39 @@ describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
     assert.equal(server.requests[before].headers["authorization"], undefined);
   });
 
+  it("headers: names match whatever their case, the caller's replace the defaults, the API key's Authorization wins", async () => {
+    body = sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl"));
+    const sent = async (extra: Partial<OpenAiCompatibleAdapterOptions>) => {
+      const before = server.requests.length;
+      assert.equal(finishOf(await stream(request(), extra)).reason.kind, "stop");
+      return server.requests[before].headers;
+    };
+    const lower = await sent({
+      headers: {
+        "authorization": "Bearer override",
+        "user-agent": "myapp/1.0",
+        "content-type": "application/json; charset=utf-8",
+      },
+    });
+    assert.equal(lower["authorization"], "Bearer xai-test");
+    assert.equal(lower["user-agent"], "myapp/1.0");
+    assert.equal(lower["content-type"], "application/json; charset=utf-8");
+    const capital = await sent({
+      headers: { "Authorization": "Bearer override", "User-Agent": "myapp/1.0", "X-Team": "t" },
+    });
+    assert.equal(capital["authorization"], "Bearer xai-test");
+    assert.equal(capital["user-agent"], "myapp/1.0");
+    assert.equal(capital["x-team"], "t");
+    assert.equal(capital["accept"], "text/event-stream");
+    // Without an API key, the caller's Authorization is the one sent.
+    const keyless = await sent({ apiKey: undefined, headers: { "authorization": "Basic dTpw" } });
+    assert.equal(keyless["authorization"], "Basic dTpw");
+    assert.throws(
+      () => openaiCompatibleAdapter({ baseURL: server.url, provider: "p", models: [], headers: { "bad name": "x" } }),
+      /bad name/,
+    );
+  });
+
   it("shares the failure mapping: HTTP 429 with Retry-After, a torn stream", async () => {
     const errorServer = await startWireServer((_req, res) => {
       res.writeHead(429, { "Retry-After": "2", "x-request-id": "xr-1" });
