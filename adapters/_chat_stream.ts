@@ -28,6 +28,8 @@ interface OpenBlock {
   id: string;
   /** A tool call's id as the server sent it (`id` differs when another call of the response had it already). */
   wire: string;
+  /** Whether `wire` came from the server (else it is a synthesised `call_<index>`, the server having sent none yet). */
+  fromWire: boolean;
   name: string;
 }
 
@@ -38,6 +40,8 @@ export class ChatStreamMapper {
   #reasoning: OpenBlock | undefined;
   #text: OpenBlock | undefined;
   readonly #tools = new Map<number, OpenBlock>();
+  /** The tool-call block opened last: where a delta with neither index nor id goes. */
+  #lastTool: OpenBlock | undefined;
   #finishReason: string | undefined;
   #usage: TokenUsage | undefined;
 
@@ -166,39 +170,72 @@ export class ChatStreamMapper {
     }
   }
 
+  /**
+   * One tool-call delta. The provider's `index` names the call; a delta without
+   * one continues the call opened last when it has no id or that call's id
+   * (else it is a call of its own). A new id at an open index starts another
+   * call (a provider that numbers every whole call 0) only when the open call's
+   * id came from the server: a call whose id arrives after its first delta
+   * keeps the `call_<n>` it was given, unless the delta names a function again.
+   */
   #toolCall(call: Record<string, unknown>, out: StreamChunk[]): void {
-    const key = typeof call.index === "number" ? call.index : this.#tools.size;
     const fn = isRecord(call.function) ? call.function : {};
     const args = typeof fn.arguments === "string"
       ? fn.arguments
       : fn.arguments !== undefined && fn.arguments !== null
       ? JSON.stringify(fn.arguments) // a provider that sends parsed arguments: back to a raw string
       : "";
-    let block = this.#tools.get(key);
-    // Another call at an index still open (a provider that numbers every whole call 0): a block of its own.
     const id = typeof call.id === "string" && call.id !== "" ? call.id : undefined;
-    if (block !== undefined && id !== undefined && id !== block.wire) block = undefined;
+    const name = typeof fn.name === "string" ? fn.name : "";
+    let key: number;
+    let block: OpenBlock | undefined;
+    if (typeof call.index === "number") {
+      key = call.index;
+      block = this.#tools.get(key);
+    } else {
+      key = this.#tools.size;
+      block = this.#lastTool !== undefined && (id === undefined || id === this.#lastTool.wire)
+        ? this.#lastTool
+        : undefined;
+    }
+    if (block !== undefined && id !== undefined && id !== block.wire) {
+      if (block.fromWire || (name !== "" && block.name !== "")) block = undefined; // another call
+      else {
+        block.wire = id; // the id of the call opened without one: its blocks keep the id they were given
+        block.fromWire = true;
+      }
+    }
     if (block === undefined) {
       block = this.#open("tool-call", out);
       block.wire = id ?? `call_${block.index}`;
+      block.fromWire = id !== undefined;
       // A server that gives two calls of one response the same id: the second gets an id of its own, or one result
       // would answer both (and the loop refuses such a response as MALFORMED_RESPONSE).
       const taken = this.#blocks.some((b) => b !== block && b.type === "tool-call" && b.id === block!.wire);
       block.id = taken ? `${block.wire}_${block.index}` : block.wire;
-      block.name = typeof fn.name === "string" ? fn.name : "";
+      block.name = name;
       this.#tools.set(key, block);
+      this.#lastTool = block;
       block.text += args;
       out.push({ type: "tool-call-delta", index: block.index, id: block.id, name: block.name, argumentsDelta: args });
       return;
     }
-    if (block.name === "" && typeof fn.name === "string") block.name = fn.name;
+    if (block.name === "" && name !== "") block.name = name;
     if (args === "") return;
     block.text += args;
     out.push({ type: "tool-call-delta", index: block.index, id: block.id, argumentsDelta: args });
   }
 
   #open(type: OpenBlock["type"], out: StreamChunk[]): OpenBlock {
-    const block: OpenBlock = { index: this.#blocks.length, type, text: "", id: "", wire: "", name: "" };
+    const block: OpenBlock = {
+      index: this.#blocks.length,
+      type,
+      text: "",
+      id: "",
+      wire: "",
+      fromWire: false,
+      name: "",
+    };
     this.#blocks.push(block);
     out.push({ type: "block-start", index: block.index, blockType: type });
     return block;

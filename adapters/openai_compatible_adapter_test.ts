@@ -295,6 +295,42 @@ describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
     ]);
   });
 
+  it("a call whose id arrives on its second delta, or whose later deltas carry no index, stays one call", async () => {
+    const calls = (...list: unknown[]) => ({ tool_calls: list });
+    // (A) index and name first, the id with the arguments: the call keeps the id it was given first.
+    let { chunks, finish } = await run(sse(
+      payload(calls({ index: 0, type: "function", function: { name: "echo", arguments: "" } })) +
+        payload(calls({ index: 0, id: "late", function: { arguments: '{"v":"x"}' } }), "tool_calls") +
+        "data: [DONE]\n\n",
+    ));
+    assert.equal(finish.kind, "tool-calls");
+    assert.deepEqual(assemble(chunks).blocks(), [
+      { type: "tool-call", id: "call_0", name: "echo", arguments: '{"v":"x"}' },
+    ]);
+    // (B) no index on any delta: one without an id (or with the open call's) continues the call opened last.
+    ({ chunks, finish } = await run(sse(
+      payload(calls({ id: "a", type: "function", function: { name: "echo", arguments: '{"v":' } })) +
+        payload(calls({ function: { arguments: '"x"' } })) + payload(calls({ id: "a", function: { arguments: "}" } })) +
+        payload(calls({ id: "b", type: "function", function: { name: "clock", arguments: "{}" } }), "tool_calls") +
+        "data: [DONE]\n\n",
+    )));
+    assert.equal(finish.kind, "tool-calls");
+    assert.deepEqual(assemble(chunks).blocks(), [
+      { type: "tool-call", id: "a", name: "echo", arguments: '{"v":"x"}' },
+      { type: "tool-call", id: "b", name: "clock", arguments: "{}" },
+    ]);
+    // A whole call without an id, then another whole call at the same index with an id and a name: two calls.
+    ({ chunks, finish } = await run(sse(
+      payload(calls({ index: 0, type: "function", function: { name: "echo", arguments: '{"v":"1"}' } })) +
+        payload(calls({ index: 0, id: "b", type: "function", function: { name: "clock", arguments: "{}" } })) +
+        payload({}, "tool_calls") + "data: [DONE]\n\n",
+    )));
+    assert.deepEqual(assemble(chunks).blocks(), [
+      { type: "tool-call", id: "call_0", name: "echo", arguments: '{"v":"1"}' },
+      { type: "tool-call", id: "b", name: "clock", arguments: "{}" },
+    ]);
+  });
+
   it("two calls of one response with the same id get ids of their own, and their argument deltas stay theirs", async () => {
     const start = (index: number, name: string) => ({
       tool_calls: [{ index, id: "dup", type: "function", function: { name, arguments: "" } }],
