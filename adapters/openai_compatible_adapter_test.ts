@@ -159,6 +159,51 @@ describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
     });
   });
 
+  it("leaves out an assistant message with nothing to send, and sends a call with no arguments as {}", async () => {
+    body = sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl"));
+    const model = { kind: "model", provider: "xai", model: "grok-3-mini" } as const;
+    const user = (id: string, text: string) =>
+      ({ id, role: "user", content: [{ type: "text", text }], source: { kind: "user" } }) as const;
+    const messages = [
+      user("u1", "Question one"),
+      // A turn cancelled while the model was still reasoning: its reasoning is not sent back by default.
+      { id: "a1", role: "assistant", content: [{ type: "reasoning", text: "Let me think" }], source: model },
+      user("u2", "Question two"),
+      {
+        id: "a2",
+        role: "assistant",
+        content: [{ type: "tool-call", id: "c1", name: "now", arguments: "" }],
+        source: model,
+      },
+      {
+        id: "t1",
+        role: "user",
+        content: [{ type: "tool-result", toolCallId: "c1", content: [{ type: "text", text: "noon" }] }],
+        source: { kind: "tool", callId: "c1" },
+      },
+    ] as const;
+    let before = server.requests.length;
+    await stream(request({ messages: [...messages] }));
+    assert.deepEqual((server.requests[before].json as { messages: unknown }).messages, [
+      { role: "user", content: "Question one" },
+      { role: "user", content: "Question two" },
+      {
+        role: "assistant",
+        content: "",
+        tool_calls: [{ id: "c1", type: "function", function: { name: "now", arguments: "{}" } }],
+      },
+      { role: "tool", tool_call_id: "c1", content: "noon" },
+    ]);
+    // With sendReasoningContent, the reasoning is something to send.
+    before = server.requests.length;
+    await stream(request({ messages: [...messages] }), { sendReasoningContent: true });
+    assert.deepEqual((server.requests[before].json as { messages: unknown[] }).messages[1], {
+      role: "assistant",
+      content: "",
+      reasoning_content: "Let me think",
+    });
+  });
+
   it("sends no Authorization header without an API key", async () => {
     body = sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl"));
     const before = server.requests.length;
