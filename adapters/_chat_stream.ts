@@ -276,8 +276,12 @@ export class ChatStreamMapper {
 export function inBandFailure(provider: string, error: unknown, where: string): LlmFailure {
   const record = isRecord(error) ? error : {};
   const message = typeof record.message === "string" ? record.message : JSON.stringify(error);
-  const status = [record.status, record.code, record.status_code].find((v): v is number =>
-    typeof v === "number" || (typeof v === "string" && /^[1-5][0-9][0-9]$/.test(v))
+  // An HTTP status, as a number or a string: an integer in 100–599 (a provider's own numeric code, such as 1302,
+  // or a number JSON.parse made Infinity, is no status).
+  const status = [record.status, record.code, record.status_code].find((v): v is number | string =>
+    typeof v === "number"
+      ? Number.isInteger(v) && v >= 100 && v <= 599
+      : typeof v === "string" && /^[1-5][0-9][0-9]$/.test(v)
   );
   const names = errorNames(record);
   const code = status !== undefined && Number(status) >= 400

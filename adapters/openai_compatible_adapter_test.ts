@@ -441,6 +441,23 @@ describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
       const { finish } = await run(sse(payload({ content: "Hel" }) + `data: ${JSON.stringify({ error })}\n\n`));
       assert.equal(finish.failure?.code, code, JSON.stringify(error));
     }
+    // A numeric code is a status only as an integer in 100–599: a provider's own code, or one JSON makes Infinity, is
+    // classified by its names, and the finish carries no status (a lossless chunk).
+    for (
+      const raw of [
+        '{"message":"boom","code":1302}',
+        '{"message":"boom","code":1e400}',
+        '{"message":"boom","code":4.5e2}',
+      ]
+    ) {
+      const { chunks, finish } = await run(sse(payload({ content: "Hel" }) + `data: {"error":${raw}}\n\n`));
+      assert.deepEqual(finish.failure, {
+        code: raw.includes("4.5e2") ? "HTTP_450" : "SERVER",
+        message: 'Provider "xai" reported an error mid-stream: boom',
+        ...(raw.includes("4.5e2") ? { status: 450 } : {}),
+      }, raw);
+      assert.deepEqual(JSON.parse(JSON.stringify(chunks.at(-1))), chunks.at(-1), raw);
+    }
   });
 
   it("a last event ended by a lone CR, or lacking only its blank line, still ends the stream", async () => {
