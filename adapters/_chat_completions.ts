@@ -69,8 +69,12 @@ export function checkBaseURL(value: unknown): string {
   return value.replace(/\/+$/, "");
 }
 
-/** The failure of a 200 whose body is not an event stream: its `error` object's, else `MALFORMED_RESPONSE`. */
-function unexpectedBody(provider: string, type: string, text: string): LlmFailure {
+/**
+ * The failure of a 200 whose body is not an event stream (`what` says what it
+ * was: a content type, or "a JSON body"): its `error` object's, else
+ * `MALFORMED_RESPONSE`.
+ */
+function unexpectedBody(provider: string, what: string, text: string): LlmFailure {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -82,8 +86,33 @@ function unexpectedBody(provider: string, type: string, text: string): LlmFailur
   const shown = text.trim().replace(/\s+/g, " ");
   return new LlmFailure(
     "MALFORMED_RESPONSE",
-    `Provider "${provider}" answered ${type} instead of an event stream: ${
+    `Provider "${provider}" answered ${what} instead of an event stream: ${
       shown.length > 300 ? `${shown.slice(0, 300)}…` : shown
+    }`,
+  );
+}
+
+/**
+ * The failure of an `event: error` in the stream: its JSON's `error` object (or
+ * the JSON itself) classified like any in-band error, else — text such as
+ * `Internal Server Error` — a `SERVER` failure carrying the text.
+ */
+function errorEvent(provider: string, data: string): LlmFailure {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    parsed = undefined;
+  }
+  if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+    const error = (parsed as { error?: unknown }).error;
+    return inBandFailure(provider, error !== undefined && error !== null ? error : parsed, "mid-stream");
+  }
+  const shown = data.replace(/\s+/g, " ");
+  return new LlmFailure(
+    "SERVER",
+    `Provider "${provider}" sent an error event mid-stream: ${
+      shown === "" ? "(no data)" : shown.length > 300 ? `${shown.slice(0, 300)}…` : shown
     }`,
   );
 }
@@ -180,18 +209,25 @@ export async function* streamChatCompletion(
       stream = new Blob([text]).stream(); // events under another content type: read them all the same
     }
     // Any bytes (keep-alive comments included) prove the provider is alive.
+    const head = { text: "" };
     events = readSse(stream, requestSignal, () => {
       if (timer !== undefined) arm();
-    });
+    }, head);
     const mapper = new ChatStreamMapper(endpoint.response);
+    let seen = false;
     while (true) {
       arm();
       const step = await events.next();
       disarm();
       if (step.done) {
+        // A body with no event that is JSON (an error object sent without a content type, or as text/event-stream):
+        // what it says, not a torn stream.
+        if (!seen && /^\s*[{[]/.test(head.text)) throw unexpectedBody(endpoint.provider, "a JSON body", head.text);
         throw new LlmFailure("STREAM_CLOSED", `Stream from provider "${endpoint.provider}" ended before [DONE]`);
       }
+      seen = true;
       const data = step.value.data.trim();
+      if (step.value.event === "error") throw errorEvent(endpoint.provider, data);
       if (data === "[DONE]") {
         yield* mapper.done();
         return;

@@ -108,6 +108,7 @@ export function statusCode(status: number, detail: string, names = ""): string {
       : "INVALID_REQUEST";
   }
   if (status === 413) return "INVALID_REQUEST";
+  if (status === 408) return "TIMEOUT"; // the server gave up waiting for the request: retried, like an idle timeout
   if (status >= 500 && status <= 599) return "SERVER";
   return `HTTP_${status}`;
 }

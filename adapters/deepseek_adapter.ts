@@ -86,9 +86,11 @@ export const DEEPSEEK_MODELS: readonly ModelInfo[] = Object.freeze([
  *
  * Contract: one `stream()` is one attempt; failures are the final `finish`
  * chunk (`AUTH`, `QUOTA`, `RATE_LIMIT`, `INVALID_REQUEST`,
- * `CONTEXT_WINDOW_EXCEEDED`, `SERVER`, `HTTP_<n>`, `TRANSPORT`, `TIMEOUT`,
- * `STREAM_CLOSED`, `MALFORMED_RESPONSE`, `EMPTY_RESPONSE`, or `aborted` with
- * `ABORTED`). Finish reasons: `stop` → `stop`, `tool_calls` → `tool-calls`,
+ * `CONTEXT_WINDOW_EXCEEDED`, `SERVER` (also an `event: error` whose data is
+ * not JSON), `HTTP_<n>`, `TRANSPORT`, `TIMEOUT` (the idle watchdog, or HTTP
+ * 408), `STREAM_CLOSED`, `MALFORMED_RESPONSE`, `EMPTY_RESPONSE`, or `aborted`
+ * with `ABORTED`; a body that is one JSON error object, whatever its content
+ * type, is classified by that object). Finish reasons: `stop` → `stop`, `tool_calls` → `tool-calls`,
  * `length` → `max-tokens`, `insufficient_system_resource` (the service cut the
  * answer short) → the retryable `SERVER`, any other → an error whose code is
  * the reason in upper case (`content_filter` → `CONTENT_FILTER`).

@@ -340,6 +340,7 @@ describe("deepseekAdapter() over HTTP on recorded streams", () => {
     ],
     [400, {}, '{"error":{"message":"Invalid tools"}}', { code: "INVALID_REQUEST", status: 400 }],
     [413, {}, "too large", { code: "INVALID_REQUEST", status: 413 }],
+    [408, {}, "Request Timeout", { code: "TIMEOUT", status: 408 }],
     [500, {}, "oops", { code: "SERVER", status: 500 }],
     [503, { "retry-after-ms": "1500" }, '{"error":{"message":"Server overloaded"}}', {
       code: "SERVER",

@@ -423,6 +423,19 @@ describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
     ({ finish } = await run(sse("<html><body>Down for maintenance</body></html>", "text/html")));
     assert.equal(finish.failure?.code, "MALFORMED_RESPONSE");
     assert.match(finish.failure!.message, /text\/html instead of an event stream: <html><body>Down for maintenance/);
+    // A JSON body without a content type, or under text/event-stream, is what it says too, not a torn stream.
+    const overloaded = { error: { message: "Service overloaded", type: "server_error", code: "503" } };
+    ({ finish } = await run((res) => {
+      res.writeHead(200);
+      res.end(JSON.stringify(overloaded));
+    }));
+    assert.equal(finish.failure?.code, "SERVER");
+    assert.match(finish.failure!.message, /Service overloaded/);
+    ({ finish } = await run(sse(JSON.stringify({ error: { message: "Invalid API key", code: 401 } }))));
+    assert.equal(finish.failure?.code, "AUTH");
+    ({ finish } = await run(sse('{"id":"x","choices":[]}')));
+    assert.equal(finish.failure?.code, "MALFORMED_RESPONSE");
+    assert.match(finish.failure!.message, /answered a JSON body instead of an event stream/);
     // Events under another content type are read all the same.
     ({ finish } = await run(sse(payload({ content: "Hi" }, "stop") + "data: [DONE]\n\n", "application/json")));
     assert.equal(finish.kind, "stop");
@@ -458,6 +471,20 @@ describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
       }, raw);
       assert.deepEqual(JSON.parse(JSON.stringify(chunks.at(-1))), chunks.at(-1), raw);
     }
+  });
+
+  it("an `event: error` is a failure carrying what it says: its JSON classified, its text a retryable SERVER", async () => {
+    let { finish } = await run(sse(payload({ content: "Hi" }) + "event: error\ndata: Internal Server Error\n\n"));
+    assert.deepEqual(finish.failure, {
+      code: "SERVER",
+      message: 'Provider "xai" sent an error event mid-stream: Internal Server Error',
+    });
+    ({ finish } = await run(sse(
+      payload({ content: "Hi" }) +
+        'event: error\ndata: {"error":{"message":"Slow down","type":"rate_limit_error"}}\n\n',
+    )));
+    assert.equal(finish.failure?.code, "RATE_LIMIT");
+    assert.match(finish.failure!.message, /Slow down/);
   });
 
   it("a last event ended by a lone CR, or lacking only its blank line, still ends the stream", async () => {
