@@ -39,6 +39,28 @@ export function checkTimeout(name: string, value: number | undefined, fallback: 
   return value;
 }
 
+/**
+ * Check a headers option: a record of valid header names and values. Names
+ * match whatever their case when the request is made.
+ */
+export function checkHeaders(value: unknown): Readonly<Record<string, string>> {
+  if (value === undefined) return {};
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new HarnessError("INVALID_ARGS", "Option headers must be a record of header names to values");
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, v] of Object.entries(value)) {
+    if (typeof v !== "string") throw new HarnessError("INVALID_ARGS", `Header ${name} must be a string`);
+    try {
+      new Headers([[name, v]]);
+    } catch {
+      throw new HarnessError("INVALID_ARGS", `Header ${JSON.stringify(name)} is not a valid header name and value`);
+    }
+    headers[name] = v;
+  }
+  return Object.freeze(headers);
+}
+
 /** Check and normalise a base URL option. */
 export function checkBaseURL(value: unknown): string {
   if (typeof value !== "string" || !/^https?:\/\//i.test(value)) {
@@ -47,8 +69,12 @@ export function checkBaseURL(value: unknown): string {
   return value.replace(/\/+$/, "");
 }
 
-/** The failure of a 200 whose body is not an event stream: its `error` object's, else `MALFORMED_RESPONSE`. */
-function unexpectedBody(provider: string, type: string, text: string): LlmFailure {
+/**
+ * The failure of a 200 whose body is not an event stream (`what` says what it
+ * was: a content type, or "a JSON body"): its `error` object's, else
+ * `MALFORMED_RESPONSE`.
+ */
+function unexpectedBody(provider: string, what: string, text: string): LlmFailure {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -60,8 +86,33 @@ function unexpectedBody(provider: string, type: string, text: string): LlmFailur
   const shown = text.trim().replace(/\s+/g, " ");
   return new LlmFailure(
     "MALFORMED_RESPONSE",
-    `Provider "${provider}" answered ${type} instead of an event stream: ${
+    `Provider "${provider}" answered ${what} instead of an event stream: ${
       shown.length > 300 ? `${shown.slice(0, 300)}…` : shown
+    }`,
+  );
+}
+
+/**
+ * The failure of an `event: error` in the stream: its JSON's `error` object (or
+ * the JSON itself) classified like any in-band error, else — text such as
+ * `Internal Server Error` — a `SERVER` failure carrying the text.
+ */
+function errorEvent(provider: string, data: string): LlmFailure {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    parsed = undefined;
+  }
+  if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+    const error = (parsed as { error?: unknown }).error;
+    return inBandFailure(provider, error !== undefined && error !== null ? error : parsed, "mid-stream");
+  }
+  const shown = data.replace(/\s+/g, " ");
+  return new LlmFailure(
+    "SERVER",
+    `Provider "${provider}" sent an error event mid-stream: ${
+      shown === "" ? "(no data)" : shown.length > 300 ? `${shown.slice(0, 300)}…` : shown
     }`,
   );
 }
@@ -120,13 +171,17 @@ export async function* streamChatCompletion(
   };
   let events: AsyncGenerator<EventSourceMessage, void, undefined> | undefined;
   try {
-    const headers: Record<string, string> = {
+    // Header names match whatever their case: the caller's headers replace the defaults, and the API key's
+    // Authorization replaces the caller's (see `headers` of the adapters' options).
+    const headers = new Headers({
       "Content-Type": "application/json",
       "Accept": "text/event-stream",
       "User-Agent": USER_AGENT,
-      ...endpoint.headers,
-    };
-    if (endpoint.apiKey !== undefined && endpoint.apiKey !== "") headers.Authorization = `Bearer ${endpoint.apiKey}`;
+    });
+    for (const [name, value] of Object.entries(endpoint.headers)) headers.set(name, value);
+    if (endpoint.apiKey !== undefined && endpoint.apiKey !== "") {
+      headers.set("Authorization", `Bearer ${endpoint.apiKey}`);
+    }
     arm();
     const response = await endpoint.fetch(`${endpoint.baseURL}/chat/completions`, {
       method: "POST",
@@ -154,18 +209,25 @@ export async function* streamChatCompletion(
       stream = new Blob([text]).stream(); // events under another content type: read them all the same
     }
     // Any bytes (keep-alive comments included) prove the provider is alive.
+    const head = { text: "" };
     events = readSse(stream, requestSignal, () => {
       if (timer !== undefined) arm();
-    });
+    }, head);
     const mapper = new ChatStreamMapper(endpoint.response);
+    let seen = false;
     while (true) {
       arm();
       const step = await events.next();
       disarm();
       if (step.done) {
+        // A body with no event that is JSON (an error object sent without a content type, or as text/event-stream):
+        // what it says, not a torn stream.
+        if (!seen && /^\s*[{[]/.test(head.text)) throw unexpectedBody(endpoint.provider, "a JSON body", head.text);
         throw new LlmFailure("STREAM_CLOSED", `Stream from provider "${endpoint.provider}" ended before [DONE]`);
       }
+      seen = true;
       const data = step.value.data.trim();
+      if (step.value.event === "error") throw errorEvent(endpoint.provider, data);
       if (data === "[DONE]") {
         yield* mapper.done();
         return;

@@ -63,7 +63,13 @@ export function chatRequestBody(options: GenerateOptions, dialect: ChatRequestDi
 }
 
 function wireMessages(message: Message, dialect: ChatRequestDialect, newest: boolean): WireMessage[] {
-  if (message.role === "assistant") return [assistantMessage(message.content, dialect)];
+  if (message.role === "assistant") {
+    // A turn cancelled while the model was still reasoning leaves a reasoning-only message: with no text, no tool
+    // calls and no reasoning to send back, it has nothing to say on the wire, and an empty assistant message is not
+    // sent.
+    const wire = assistantMessage(message.content, dialect);
+    return wire.content === "" && wire.tool_calls === undefined && wire.reasoning_content === undefined ? [] : [wire];
+  }
   if (message.role === "system") {
     // Logged context (prompt contexts, hook and tool context) goes in the system role, where it was logged.
     const text = message.content.map((b) => (b.type === "text" ? b.text : "")).filter((t) => t !== "").join("\n");
@@ -88,7 +94,9 @@ function assistantMessage(content: readonly ContentBlock[], dialect: ChatRequest
     if (block.type === "text") text += block.text;
     else if (block.type === "reasoning") reasoning = (reasoning ?? "") + block.text;
     else if (block.type === "tool-call") {
-      toolCalls.push({ id: block.id, type: "function", function: { name: block.name, arguments: block.arguments } });
+      // A call streamed with no arguments at all is sent back as an empty object, which is what it was run with.
+      const args = block.arguments.trim() === "" ? "{}" : block.arguments;
+      toolCalls.push({ id: block.id, type: "function", function: { name: block.name, arguments: args } });
     }
   }
   // The content is always a string, even next to tool calls.

@@ -11,7 +11,7 @@
  */
 
 import { type ContentBlock, type FinishReason, LlmFailure, type StreamChunk, type TokenUsage } from "../sdk/llm/mod.ts";
-import { isContextOverflow, statusCode } from "./_http_failure.ts";
+import { errorNames, isContextOverflow, namedCode, statusCode } from "./_http_failure.ts";
 import type { ReasoningTokenAccounting } from "./openai_compatible_adapter.ts";
 
 /** How a dialect differs on the response side. */
@@ -28,6 +28,8 @@ interface OpenBlock {
   id: string;
   /** A tool call's id as the server sent it (`id` differs when another call of the response had it already). */
   wire: string;
+  /** Whether `wire` came from the server (else it is a synthesised `call_<index>`, the server having sent none yet). */
+  fromWire: boolean;
   name: string;
 }
 
@@ -38,6 +40,8 @@ export class ChatStreamMapper {
   #reasoning: OpenBlock | undefined;
   #text: OpenBlock | undefined;
   readonly #tools = new Map<number, OpenBlock>();
+  /** The tool-call block opened last: where a delta with neither index nor id goes. */
+  #lastTool: OpenBlock | undefined;
   #finishReason: string | undefined;
   #usage: TokenUsage | undefined;
 
@@ -89,10 +93,26 @@ export class ChatStreamMapper {
     return out;
   }
 
+  /**
+   * The finish reason of the response, from the provider's `finish_reason`:
+   *
+   * - `stop` (and no `finish_reason` at all), and the synonyms other servers
+   *   send: `eos_token` (TGI), `stop_sequence` (TGI, Anthropic-style), `end_turn`
+   *   (Anthropic-style) → `stop`; an `EMPTY_RESPONSE` error when no block came;
+   * - `tool_calls`, `function_call` (the legacy form) → `tool-calls`;
+   * - `length`, `model_length` (Mistral: the model's context ran out) → `max-tokens`;
+   * - `insufficient_system_resource` (DeepSeek: the request was cut short because
+   *   the service is overloaded) → an error with the retryable `SERVER` code;
+   * - anything else (`content_filter`, …) → an error whose code is the reason in
+   *   upper case (`CONTENT_FILTER`), which the retry policy treats as final.
+   */
   #finish(): FinishReason {
     const reason = this.#finishReason ?? "stop";
     switch (reason) {
       case "stop":
+      case "eos_token":
+      case "stop_sequence":
+      case "end_turn":
         if (this.#blocks.length === 0) {
           return {
             kind: "error",
@@ -107,7 +127,17 @@ export class ChatStreamMapper {
       case "function_call":
         return { kind: "tool-calls" };
       case "length":
+      case "model_length":
         return { kind: "max-tokens" };
+      case "insufficient_system_resource":
+        return {
+          kind: "error",
+          failure: {
+            code: "SERVER",
+            message: `Provider "${this.#dialect.provider}" cut the response short for lack of resources ` +
+              `(finish reason "${reason}")`,
+          },
+        };
       default:
         return {
           kind: "error",
@@ -140,39 +170,72 @@ export class ChatStreamMapper {
     }
   }
 
+  /**
+   * One tool-call delta. The provider's `index` names the call; a delta without
+   * one continues the call opened last when it has no id or that call's id
+   * (else it is a call of its own). A new id at an open index starts another
+   * call (a provider that numbers every whole call 0) only when the open call's
+   * id came from the server: a call whose id arrives after its first delta
+   * keeps the `call_<n>` it was given, unless the delta names a function again.
+   */
   #toolCall(call: Record<string, unknown>, out: StreamChunk[]): void {
-    const key = typeof call.index === "number" ? call.index : this.#tools.size;
     const fn = isRecord(call.function) ? call.function : {};
     const args = typeof fn.arguments === "string"
       ? fn.arguments
       : fn.arguments !== undefined && fn.arguments !== null
       ? JSON.stringify(fn.arguments) // a provider that sends parsed arguments: back to a raw string
       : "";
-    let block = this.#tools.get(key);
-    // Another call at an index still open (a provider that numbers every whole call 0): a block of its own.
     const id = typeof call.id === "string" && call.id !== "" ? call.id : undefined;
-    if (block !== undefined && id !== undefined && id !== block.wire) block = undefined;
+    const name = typeof fn.name === "string" ? fn.name : "";
+    let key: number;
+    let block: OpenBlock | undefined;
+    if (typeof call.index === "number") {
+      key = call.index;
+      block = this.#tools.get(key);
+    } else {
+      key = this.#tools.size;
+      block = this.#lastTool !== undefined && (id === undefined || id === this.#lastTool.wire)
+        ? this.#lastTool
+        : undefined;
+    }
+    if (block !== undefined && id !== undefined && id !== block.wire) {
+      if (block.fromWire || (name !== "" && block.name !== "")) block = undefined; // another call
+      else {
+        block.wire = id; // the id of the call opened without one: its blocks keep the id they were given
+        block.fromWire = true;
+      }
+    }
     if (block === undefined) {
       block = this.#open("tool-call", out);
       block.wire = id ?? `call_${block.index}`;
+      block.fromWire = id !== undefined;
       // A server that gives two calls of one response the same id: the second gets an id of its own, or one result
       // would answer both (and the loop refuses such a response as MALFORMED_RESPONSE).
       const taken = this.#blocks.some((b) => b !== block && b.type === "tool-call" && b.id === block!.wire);
       block.id = taken ? `${block.wire}_${block.index}` : block.wire;
-      block.name = typeof fn.name === "string" ? fn.name : "";
+      block.name = name;
       this.#tools.set(key, block);
+      this.#lastTool = block;
       block.text += args;
       out.push({ type: "tool-call-delta", index: block.index, id: block.id, name: block.name, argumentsDelta: args });
       return;
     }
-    if (block.name === "" && typeof fn.name === "string") block.name = fn.name;
+    if (block.name === "" && name !== "") block.name = name;
     if (args === "") return;
     block.text += args;
     out.push({ type: "tool-call-delta", index: block.index, id: block.id, argumentsDelta: args });
   }
 
   #open(type: OpenBlock["type"], out: StreamChunk[]): OpenBlock {
-    const block: OpenBlock = { index: this.#blocks.length, type, text: "", id: "", wire: "", name: "" };
+    const block: OpenBlock = {
+      index: this.#blocks.length,
+      type,
+      text: "",
+      id: "",
+      wire: "",
+      fromWire: false,
+      name: "",
+    };
     this.#blocks.push(block);
     out.push({ type: "block-start", index: block.index, blockType: type });
     return block;
@@ -213,23 +276,19 @@ export class ChatStreamMapper {
 export function inBandFailure(provider: string, error: unknown, where: string): LlmFailure {
   const record = isRecord(error) ? error : {};
   const message = typeof record.message === "string" ? record.message : JSON.stringify(error);
-  const status = [record.status, record.code, record.status_code].find((v): v is number =>
-    typeof v === "number" || (typeof v === "string" && /^[1-5][0-9][0-9]$/.test(v))
+  // An HTTP status, as a number or a string: an integer in 100–599 (a provider's own numeric code, such as 1302,
+  // or a number JSON.parse made Infinity, is no status).
+  const status = [record.status, record.code, record.status_code].find((v): v is number | string =>
+    typeof v === "number"
+      ? Number.isInteger(v) && v >= 100 && v <= 599
+      : typeof v === "string" && /^[1-5][0-9][0-9]$/.test(v)
   );
-  const names = [record.code, record.type, record.status].filter((v): v is string => typeof v === "string").join(" ");
+  const names = errorNames(record);
   const code = status !== undefined && Number(status) >= 400
-    ? statusCode(Number(status), message)
-    : isContextOverflow(message) || /context_length/i.test(names)
+    ? statusCode(Number(status), message, names)
+    : isContextOverflow(message)
     ? "CONTEXT_WINDOW_EXCEEDED"
-    : /auth|api_key|permission/i.test(names)
-    ? "AUTH"
-    : /quota|billing|insufficient_balance/i.test(names)
-    ? "QUOTA"
-    : /rate_limit/i.test(names)
-    ? "RATE_LIMIT"
-    : /invalid_request|bad_request/i.test(names)
-    ? "INVALID_REQUEST"
-    : "SERVER";
+    : namedCode(names) ?? "SERVER";
   return new LlmFailure(code, `Provider "${provider}" reported an error ${where}: ${message}`, {
     ...(status !== undefined ? { status: Number(status) } : {}),
   });

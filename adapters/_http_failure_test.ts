@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { httpFailure, isContextOverflow, requestIdOf, retryAfterMsOf } from "./_http_failure.ts";
+import { httpFailure, isContextOverflow, requestIdOf, retryAfterMsOf, statusCode } from "./_http_failure.ts";
 
 describe("HTTP failure mapping", () => {
   const now = Date.parse("2026-01-01T00:00:00Z");
@@ -25,6 +25,18 @@ describe("HTTP failure mapping", () => {
     assert.equal(isContextOverflow("This model's maximum context length is 65536 tokens"), true);
     assert.equal(isContextOverflow("prompt is too long: 210000 tokens > 200000 maximum"), true);
     assert.equal(isContextOverflow("Invalid value for temperature"), false);
+  });
+
+  it("statusCode() classifies a 429 by its error code or type first, by its message only without one", () => {
+    const billingLink = "Rate limit reached. Add a payment method at https://platform.openai.com/account/billing";
+    assert.equal(statusCode(429, billingLink, "rate_limit_exceeded requests"), "RATE_LIMIT");
+    assert.equal(statusCode(429, "Rate limit reached", "insufficient_quota insufficient_quota"), "QUOTA");
+    assert.equal(statusCode(429, "Slow down", "rate_limit_error"), "RATE_LIMIT");
+    assert.equal(statusCode(429, billingLink), "RATE_LIMIT");
+    assert.equal(statusCode(429, "Out of credit"), "RATE_LIMIT");
+    assert.equal(statusCode(429, "You exceeded your current quota"), "QUOTA");
+    assert.equal(statusCode(429, "Insufficient Balance"), "QUOTA");
+    assert.equal(statusCode(400, "Bad", "context_length_exceeded"), "CONTEXT_WINDOW_EXCEEDED");
   });
 
   it("httpFailure() keeps the status, the provider message and the request id", () => {

@@ -6,7 +6,13 @@
 
 import { type LlmAdapter, LlmFailure, type ModelInfo, type ReasoningEffort } from "../sdk/llm/mod.ts";
 import { HarnessError } from "../sdk/kernel/mod.ts";
-import { type ChatEndpoint, checkBaseURL, checkTimeout, streamChatCompletion } from "./_chat_completions.ts";
+import {
+  type ChatEndpoint,
+  checkBaseURL,
+  checkHeaders,
+  checkTimeout,
+  streamChatCompletion,
+} from "./_chat_completions.ts";
 
 /** Options of {@linkcode deepseekAdapter}. */
 export interface DeepSeekAdapterOptions {
@@ -36,7 +42,12 @@ export interface DeepSeekAdapterOptions {
    * @default {DEEPSEEK_MODELS}
    */
   readonly models?: readonly ModelInfo[];
-  /** Extra request headers (the `User-Agent` and `Authorization` are set by the adapter). */
+  /**
+   * Extra request headers. Names match whatever their case: these replace the
+   * adapter's own `Content-Type`, `Accept` and `User-Agent`, but an
+   * `Authorization` here is sent only when there is no `apiKey` (the key's
+   * `Bearer` header wins).
+   */
   readonly headers?: Readonly<Record<string, string>>;
   /**
    * How long the provider may stay silent (waiting for headers or for the
@@ -66,16 +77,23 @@ export const DEEPSEEK_MODELS: readonly ModelInfo[] = Object.freeze([
  *
  * The request carries the model, the history (assistant content always a
  * string, `reasoning_content` sent back on every turn that had reasoning, tool
- * calls, and tool results as `tool` messages), `stream_options.include_usage`,
- * the tools, sampling, `max_tokens` and `stop`, and — when a reasoning effort is
- * set — `thinking: {type: "enabled"}` with `reasoning_effort`. Usage is made
- * disjoint: cache hits are subtracted from the input count.
+ * calls — with `{}` for a call streamed without arguments —, and tool results
+ * as `tool` messages; an assistant message with nothing of these is left
+ * out), `stream_options.include_usage`, the tools, sampling, `max_tokens` and
+ * `stop`, and — when a reasoning effort is set — `thinking: {type: "enabled"}`
+ * with `reasoning_effort`. Usage is made disjoint: cache hits are subtracted
+ * from the input count.
  *
  * Contract: one `stream()` is one attempt; failures are the final `finish`
  * chunk (`AUTH`, `QUOTA`, `RATE_LIMIT`, `INVALID_REQUEST`,
- * `CONTEXT_WINDOW_EXCEEDED`, `SERVER`, `HTTP_<n>`, `TRANSPORT`, `TIMEOUT`,
- * `STREAM_CLOSED`, `MALFORMED_RESPONSE`, `EMPTY_RESPONSE`, or `aborted` with
- * `ABORTED`).
+ * `CONTEXT_WINDOW_EXCEEDED`, `SERVER` (also an `event: error` whose data is
+ * not JSON), `HTTP_<n>`, `TRANSPORT`, `TIMEOUT` (the idle watchdog, or HTTP
+ * 408), `STREAM_CLOSED`, `MALFORMED_RESPONSE`, `EMPTY_RESPONSE`, or `aborted`
+ * with `ABORTED`; a body that is one JSON error object, whatever its content
+ * type, is classified by that object). Finish reasons: `stop` → `stop`, `tool_calls` → `tool-calls`,
+ * `length` → `max-tokens`, `insufficient_system_resource` (the service cut the
+ * answer short) → the retryable `SERVER`, any other → an error whose code is
+ * the reason in upper case (`content_filter` → `CONTENT_FILTER`).
  *
  * @param options The key and connection options.
  * @returns The adapter.
@@ -106,7 +124,7 @@ export function deepseekAdapter(options: DeepSeekAdapterOptions): LlmAdapter {
     apiKey: options.apiKey,
     requireApiKey: true,
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
-    headers: { ...options.headers },
+    headers: checkHeaders(options.headers),
     idleTimeoutMs: checkTimeout("streamIdleTimeoutMs", options.streamIdleTimeoutMs, 300_000),
     request: {
       provider,

@@ -5,6 +5,8 @@ import {
   BlockAssembler,
   checkStreamGrammar,
   type GenerateOptions,
+  isRetryableFailure,
+  type LlmFailureData,
   LlmRuntime,
   type Message,
   type StreamChunk,
@@ -296,6 +298,40 @@ describe("deepseekAdapter() over HTTP on recorded streams", () => {
       requestId: "req-42",
     }],
     [429, {}, '{"error":{"message":"You exceeded your current quota"}}', { code: "QUOTA", status: 429 }],
+    // OpenAI's free-tier rate limit links the billing page; its code says what it is: a rate limit, retried.
+    [
+      429,
+      { "Retry-After": "1" },
+      JSON.stringify({
+        error: {
+          message: "Rate limit reached for gpt-4o-mini in organization org-x on requests per min (RPM): Limit 3, " +
+            "Used 3, Requested 1. Please try again in 20s. You can increase your rate limit by adding a payment " +
+            "method to your account at https://platform.openai.com/account/billing.",
+          type: "requests",
+          param: null,
+          code: "rate_limit_exceeded",
+        },
+      }),
+      { code: "RATE_LIMIT", status: 429, providerRetryAfterMs: 1000 },
+    ],
+    [
+      429,
+      {},
+      JSON.stringify({
+        error: {
+          message: "You exceeded your current quota, please check your plan and billing details.",
+          type: "insufficient_quota",
+          param: null,
+          code: "insufficient_quota",
+        },
+      }),
+      { code: "QUOTA", status: 429 },
+    ],
+    // Without a code, a message that merely mentions credits or billing is a rate limit.
+    [429, {}, '{"error":{"message":"Too many requests; add credits on the billing page for higher limits"}}', {
+      code: "RATE_LIMIT",
+      status: 429,
+    }],
     [
       400,
       {},
@@ -304,6 +340,7 @@ describe("deepseekAdapter() over HTTP on recorded streams", () => {
     ],
     [400, {}, '{"error":{"message":"Invalid tools"}}', { code: "INVALID_REQUEST", status: 400 }],
     [413, {}, "too large", { code: "INVALID_REQUEST", status: 413 }],
+    [408, {}, "Request Timeout", { code: "TIMEOUT", status: 408 }],
     [500, {}, "oops", { code: "SERVER", status: 500 }],
     [503, { "retry-after-ms": "1500" }, '{"error":{"message":"Server overloaded"}}', {
       code: "SERVER",
@@ -379,6 +416,18 @@ describe("deepseekAdapter() over HTTP on recorded streams", () => {
     play = () => ({ body: sseText([last]) });
     const finish = finishOf(await stream(request()));
     assert.equal((finish.reason as { failure: { code: string } }).failure.code, "CONTENT_FILTER");
+  });
+
+  it("insufficient_system_resource (DeepSeek overloaded mid-answer) is a retryable SERVER failure", async () => {
+    const last =
+      '{"choices":[{"index":0,"delta":{"content":"Partial ans"},"finish_reason":"insufficient_system_resource"}]}';
+    play = () => ({ body: sseText([last]) });
+    const chunks = await stream(request());
+    assert.deepEqual(checkStreamGrammar(chunks), []);
+    const failure = (finishOf(chunks).reason as { failure: LlmFailureData }).failure;
+    assert.equal(failure.code, "SERVER");
+    assert.match(failure.message, /insufficient_system_resource/);
+    assert.equal(isRetryableFailure(failure), true);
   });
 
   it("without an API key, fails with MISSING_CREDENTIAL and sends nothing", async () => {

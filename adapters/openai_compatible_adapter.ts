@@ -6,7 +6,13 @@
 
 import type { LlmAdapter, ModelInfo } from "../sdk/llm/mod.ts";
 import { HarnessError } from "../sdk/kernel/mod.ts";
-import { type ChatEndpoint, checkBaseURL, checkTimeout, streamChatCompletion } from "./_chat_completions.ts";
+import {
+  type ChatEndpoint,
+  checkBaseURL,
+  checkHeaders,
+  checkTimeout,
+  streamChatCompletion,
+} from "./_chat_completions.ts";
 
 /**
  * Where a provider counts reasoning tokens: `inside` `completion_tokens`,
@@ -30,7 +36,12 @@ export interface OpenAiCompatibleAdapterOptions {
    * @default {globalThis.fetch}
    */
   readonly fetch?: typeof fetch;
-  /** Extra request headers (the `User-Agent` and `Authorization` are set by the adapter). */
+  /**
+   * Extra request headers. Names match whatever their case: these replace the
+   * adapter's own `Content-Type`, `Accept` and `User-Agent`, but an
+   * `Authorization` here is sent only when there is no `apiKey` (the key's
+   * `Bearer` header wins).
+   */
   readonly headers?: Readonly<Record<string, string>>;
   /**
    * How long the provider may stay silent before the call ends with `TIMEOUT`.
@@ -62,7 +73,9 @@ export interface OpenAiCompatibleAdapterOptions {
  * tool calls streamed in pieces or whole in one delta, takes usage from
  * whichever chunk carries it (often a last chunk with empty `choices`), and
  * normalises it to the disjoint {@linkcode TokenUsage}. A reasoning effort is
- * sent as `reasoning_effort`. Failures are mapped like DeepSeek's.
+ * sent as `reasoning_effort`. Failures and finish reasons are mapped like
+ * DeepSeek's, with the synonyms other servers send: `eos_token`,
+ * `stop_sequence` and `end_turn` are `stop`, `model_length` is `max-tokens`.
  *
  * @param options The endpoint, route and catalogue.
  * @returns The adapter.
@@ -105,7 +118,7 @@ export function openaiCompatibleAdapter(options: OpenAiCompatibleAdapterOptions)
     apiKey: options.apiKey,
     requireApiKey: false,
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
-    headers: { ...options.headers },
+    headers: checkHeaders(options.headers),
     idleTimeoutMs: checkTimeout("streamIdleTimeoutMs", options.streamIdleTimeoutMs, 300_000),
     request: {
       provider,

@@ -159,12 +159,90 @@ describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
     });
   });
 
+  it("leaves out an assistant message with nothing to send, and sends a call with no arguments as {}", async () => {
+    body = sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl"));
+    const model = { kind: "model", provider: "xai", model: "grok-3-mini" } as const;
+    const user = (id: string, text: string) =>
+      ({ id, role: "user", content: [{ type: "text", text }], source: { kind: "user" } }) as const;
+    const messages = [
+      user("u1", "Question one"),
+      // A turn cancelled while the model was still reasoning: its reasoning is not sent back by default.
+      { id: "a1", role: "assistant", content: [{ type: "reasoning", text: "Let me think" }], source: model },
+      user("u2", "Question two"),
+      {
+        id: "a2",
+        role: "assistant",
+        content: [{ type: "tool-call", id: "c1", name: "now", arguments: "" }],
+        source: model,
+      },
+      {
+        id: "t1",
+        role: "user",
+        content: [{ type: "tool-result", toolCallId: "c1", content: [{ type: "text", text: "noon" }] }],
+        source: { kind: "tool", callId: "c1" },
+      },
+    ] as const;
+    let before = server.requests.length;
+    await stream(request({ messages: [...messages] }));
+    assert.deepEqual((server.requests[before].json as { messages: unknown }).messages, [
+      { role: "user", content: "Question one" },
+      { role: "user", content: "Question two" },
+      {
+        role: "assistant",
+        content: "",
+        tool_calls: [{ id: "c1", type: "function", function: { name: "now", arguments: "{}" } }],
+      },
+      { role: "tool", tool_call_id: "c1", content: "noon" },
+    ]);
+    // With sendReasoningContent, the reasoning is something to send.
+    before = server.requests.length;
+    await stream(request({ messages: [...messages] }), { sendReasoningContent: true });
+    assert.deepEqual((server.requests[before].json as { messages: unknown[] }).messages[1], {
+      role: "assistant",
+      content: "",
+      reasoning_content: "Let me think",
+    });
+  });
+
   it("sends no Authorization header without an API key", async () => {
     body = sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl"));
     const before = server.requests.length;
     const chunks = await stream(request(), { apiKey: undefined });
     assert.equal(finishOf(chunks).reason.kind, "stop");
     assert.equal(server.requests[before].headers["authorization"], undefined);
+  });
+
+  it("headers: names match whatever their case, the caller's replace the defaults, the API key's Authorization wins", async () => {
+    body = sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl"));
+    const sent = async (extra: Partial<OpenAiCompatibleAdapterOptions>) => {
+      const before = server.requests.length;
+      assert.equal(finishOf(await stream(request(), extra)).reason.kind, "stop");
+      return server.requests[before].headers;
+    };
+    const lower = await sent({
+      headers: {
+        "authorization": "Bearer override",
+        "user-agent": "myapp/1.0",
+        "content-type": "application/json; charset=utf-8",
+      },
+    });
+    assert.equal(lower["authorization"], "Bearer xai-test");
+    assert.equal(lower["user-agent"], "myapp/1.0");
+    assert.equal(lower["content-type"], "application/json; charset=utf-8");
+    const capital = await sent({
+      headers: { "Authorization": "Bearer override", "User-Agent": "myapp/1.0", "X-Team": "t" },
+    });
+    assert.equal(capital["authorization"], "Bearer xai-test");
+    assert.equal(capital["user-agent"], "myapp/1.0");
+    assert.equal(capital["x-team"], "t");
+    assert.equal(capital["accept"], "text/event-stream");
+    // Without an API key, the caller's Authorization is the one sent.
+    const keyless = await sent({ apiKey: undefined, headers: { "authorization": "Basic dTpw" } });
+    assert.equal(keyless["authorization"], "Basic dTpw");
+    assert.throws(
+      () => openaiCompatibleAdapter({ baseURL: server.url, provider: "p", models: [], headers: { "bad name": "x" } }),
+      /bad name/,
+    );
   });
 
   it("shares the failure mapping: HTTP 429 with Retry-After, a torn stream", async () => {
@@ -262,6 +340,42 @@ describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
     ]);
   });
 
+  it("a call whose id arrives on its second delta, or whose later deltas carry no index, stays one call", async () => {
+    const calls = (...list: unknown[]) => ({ tool_calls: list });
+    // (A) index and name first, the id with the arguments: the call keeps the id it was given first.
+    let { chunks, finish } = await run(sse(
+      payload(calls({ index: 0, type: "function", function: { name: "echo", arguments: "" } })) +
+        payload(calls({ index: 0, id: "late", function: { arguments: '{"v":"x"}' } }), "tool_calls") +
+        "data: [DONE]\n\n",
+    ));
+    assert.equal(finish.kind, "tool-calls");
+    assert.deepEqual(assemble(chunks).blocks(), [
+      { type: "tool-call", id: "call_0", name: "echo", arguments: '{"v":"x"}' },
+    ]);
+    // (B) no index on any delta: one without an id (or with the open call's) continues the call opened last.
+    ({ chunks, finish } = await run(sse(
+      payload(calls({ id: "a", type: "function", function: { name: "echo", arguments: '{"v":' } })) +
+        payload(calls({ function: { arguments: '"x"' } })) + payload(calls({ id: "a", function: { arguments: "}" } })) +
+        payload(calls({ id: "b", type: "function", function: { name: "clock", arguments: "{}" } }), "tool_calls") +
+        "data: [DONE]\n\n",
+    )));
+    assert.equal(finish.kind, "tool-calls");
+    assert.deepEqual(assemble(chunks).blocks(), [
+      { type: "tool-call", id: "a", name: "echo", arguments: '{"v":"x"}' },
+      { type: "tool-call", id: "b", name: "clock", arguments: "{}" },
+    ]);
+    // A whole call without an id, then another whole call at the same index with an id and a name: two calls.
+    ({ chunks, finish } = await run(sse(
+      payload(calls({ index: 0, type: "function", function: { name: "echo", arguments: '{"v":"1"}' } })) +
+        payload(calls({ index: 0, id: "b", type: "function", function: { name: "clock", arguments: "{}" } })) +
+        payload({}, "tool_calls") + "data: [DONE]\n\n",
+    )));
+    assert.deepEqual(assemble(chunks).blocks(), [
+      { type: "tool-call", id: "call_0", name: "echo", arguments: '{"v":"1"}' },
+      { type: "tool-call", id: "b", name: "clock", arguments: "{}" },
+    ]);
+  });
+
   it("two calls of one response with the same id get ids of their own, and their argument deltas stay theirs", async () => {
     const start = (index: number, name: string) => ({
       tool_calls: [{ index, id: "dup", type: "function", function: { name, arguments: "" } }],
@@ -280,6 +394,25 @@ describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
     ]);
   });
 
+  it("finish reasons other servers send: eos_token, stop_sequence, end_turn are stop; model_length is max-tokens", async () => {
+    const cases: [string, string][] = [
+      ["eos_token", "stop"],
+      ["stop_sequence", "stop"],
+      ["end_turn", "stop"],
+      ["model_length", "max-tokens"],
+    ];
+    for (const [reason, kind] of cases) {
+      const { chunks, finish } = await run(sse(payload({ content: "The answer is 42." }, reason) + "data: [DONE]\n\n"));
+      assert.equal(finish.kind, kind, reason);
+      assert.deepEqual(assemble(chunks).blocks(), [{ type: "text", text: "The answer is 42." }], reason);
+    }
+    // A stop synonym with nothing in it is still an empty response; an unknown reason is still its own final code.
+    let { finish } = await run(sse(payload({}, "eos_token") + "data: [DONE]\n\n"));
+    assert.equal(finish.failure?.code, "EMPTY_RESPONSE");
+    ({ finish } = await run(sse(payload({ content: "x" }, "content_filter") + "data: [DONE]\n\n")));
+    assert.equal(finish.failure?.code, "CONTENT_FILTER");
+  });
+
   it("a 200 that is not an event stream: its error object is classified, anything else is MALFORMED_RESPONSE", async () => {
     const json = (body: unknown) => sse(JSON.stringify(body), "application/json");
     let { finish } = await run(json({ error: { message: "Invalid API key", code: 401 } }));
@@ -290,6 +423,19 @@ describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
     ({ finish } = await run(sse("<html><body>Down for maintenance</body></html>", "text/html")));
     assert.equal(finish.failure?.code, "MALFORMED_RESPONSE");
     assert.match(finish.failure!.message, /text\/html instead of an event stream: <html><body>Down for maintenance/);
+    // A JSON body without a content type, or under text/event-stream, is what it says too, not a torn stream.
+    const overloaded = { error: { message: "Service overloaded", type: "server_error", code: "503" } };
+    ({ finish } = await run((res) => {
+      res.writeHead(200);
+      res.end(JSON.stringify(overloaded));
+    }));
+    assert.equal(finish.failure?.code, "SERVER");
+    assert.match(finish.failure!.message, /Service overloaded/);
+    ({ finish } = await run(sse(JSON.stringify({ error: { message: "Invalid API key", code: 401 } }))));
+    assert.equal(finish.failure?.code, "AUTH");
+    ({ finish } = await run(sse('{"id":"x","choices":[]}')));
+    assert.equal(finish.failure?.code, "MALFORMED_RESPONSE");
+    assert.match(finish.failure!.message, /answered a JSON body instead of an event stream/);
     // Events under another content type are read all the same.
     ({ finish } = await run(sse(payload({ content: "Hi" }, "stop") + "data: [DONE]\n\n", "application/json")));
     assert.equal(finish.kind, "stop");
@@ -308,6 +454,37 @@ describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
       const { finish } = await run(sse(payload({ content: "Hel" }) + `data: ${JSON.stringify({ error })}\n\n`));
       assert.equal(finish.failure?.code, code, JSON.stringify(error));
     }
+    // A numeric code is a status only as an integer in 100–599: a provider's own code, or one JSON makes Infinity, is
+    // classified by its names, and the finish carries no status (a lossless chunk).
+    for (
+      const raw of [
+        '{"message":"boom","code":1302}',
+        '{"message":"boom","code":1e400}',
+        '{"message":"boom","code":4.5e2}',
+      ]
+    ) {
+      const { chunks, finish } = await run(sse(payload({ content: "Hel" }) + `data: {"error":${raw}}\n\n`));
+      assert.deepEqual(finish.failure, {
+        code: raw.includes("4.5e2") ? "HTTP_450" : "SERVER",
+        message: 'Provider "xai" reported an error mid-stream: boom',
+        ...(raw.includes("4.5e2") ? { status: 450 } : {}),
+      }, raw);
+      assert.deepEqual(JSON.parse(JSON.stringify(chunks.at(-1))), chunks.at(-1), raw);
+    }
+  });
+
+  it("an `event: error` is a failure carrying what it says: its JSON classified, its text a retryable SERVER", async () => {
+    let { finish } = await run(sse(payload({ content: "Hi" }) + "event: error\ndata: Internal Server Error\n\n"));
+    assert.deepEqual(finish.failure, {
+      code: "SERVER",
+      message: 'Provider "xai" sent an error event mid-stream: Internal Server Error',
+    });
+    ({ finish } = await run(sse(
+      payload({ content: "Hi" }) +
+        'event: error\ndata: {"error":{"message":"Slow down","type":"rate_limit_error"}}\n\n',
+    )));
+    assert.equal(finish.failure?.code, "RATE_LIMIT");
+    assert.match(finish.failure!.message, /Slow down/);
   });
 
   it("a last event ended by a lone CR, or lacking only its blank line, still ends the stream", async () => {
