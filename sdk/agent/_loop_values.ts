@@ -141,6 +141,14 @@ export function promptContextName(source: MessageSource): string | undefined {
     : undefined;
 }
 
+/**
+ * The snapshot logged for a prompt context that is gone (removed, or now empty): the model saw its text, and is told
+ * that it no longer applies instead of seeing it as current for good.
+ */
+export function clearedContextText(name: string): string {
+  return `(The context "${name}" given earlier no longer applies.)`;
+}
+
 export function toolErrorMessage(id: string, callId: string, text: string): UserMessage {
   return {
     id,

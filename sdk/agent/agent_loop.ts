@@ -78,6 +78,7 @@ import {
   checkedFailure,
   checkPreStep,
   checkRequestErrorAction,
+  clearedContextText,
   defaultRequestErrorAction,
   defaultSleep,
   failureOf,
@@ -694,23 +695,23 @@ export class LoopAgent implements Agent {
     );
     if (config === ABORTED || signal.aborted) return { kind: "aborted" };
     let prepared;
+    let assembly;
     try {
       prepared = this.#svc.llm.prepareCall(config);
+      // Synchronous and cached while nothing in the prompt is dynamic (see assembleForRequest).
+      const assembled = assembleForRequest(this.#svc.systemPrompt, { scope: this.#scope, signal });
+      assembly = assembled instanceof Promise ? await assembled : assembled;
     } catch (error) {
+      if (signal.aborted) return { kind: "aborted" };
+      // The step's input was taken: it enters the conversation before the step fails, as it does when the model call
+      // fails, instead of being claimed and never seen again.
+      this.#enter(entered);
       return { kind: "error", failure: failureOf(error) };
     }
-    const scope = this.#scope;
-    // Synchronous and cached while nothing in the prompt is dynamic (see assembleForRequest).
-    const assembled = assembleForRequest(this.#svc.systemPrompt, { scope, signal });
-    const assembly = assembled instanceof Promise ? await assembled : assembled;
     if (signal.aborted) return { kind: "aborted" };
 
     this.#logContexts(assembly.contexts ?? []);
-    for (const message of entered) {
-      if (message.role === "system") this.session.append("system/message", message, { surfaceOp: "append" });
-      else this.session.append("user/message", message, { surfaceOp: "append" });
-    }
-    this.#entering = undefined;
+    this.#enter(entered);
     this.#recordHeader(prepared, assembly);
 
     let request = this.#buildRequest(signal);
@@ -734,7 +735,11 @@ export class LoopAgent implements Agent {
       const next = await this.#afterFailedRequest(turn, step, attempt, failure, signal);
       if (next !== "retry" && next !== "rebuild") return next;
       // A listener that changed the log (compaction after an overflow) asks for a request derived anew.
-      if (next === "rebuild") request = this.#buildRequest(signal);
+      // Its contexts are logged again first where a compaction summarised them away.
+      if (next === "rebuild") {
+        this.#logContexts(assembly.contexts ?? []);
+        request = this.#buildRequest(signal);
+      }
     }
 
     const { usage, replayState } = assembler;
@@ -752,6 +757,8 @@ export class LoopAgent implements Agent {
     const blocks = new BlockAssembler();
     // Filled here and handed to one append, which freezes it in place.
     const seqs = seqList();
+    // One usage per attempt, the first, as the assembler keeps (a second breaks the stream grammar).
+    let usageSeen = false;
     await this.#checkpoint();
     // Each chunk is logged from the reaction to the adapter's own promise (push mode), with no extra hop.
     await forEachChunk(prepared.stream(request, { context: this.#ctx as never }), (chunk) => {
@@ -759,7 +766,10 @@ export class LoopAgent implements Agent {
       seqs.push(event.seq);
       // The logged copy: the assistant message then shares its frozen blocks and usage.
       blocks.push(event.data.chunk);
-      if (chunk.type === "usage") this.#turnUsage = addUsage(this.#turnUsage, chunk.usage);
+      if (chunk.type === "usage" && !usageSeen) {
+        usageSeen = true;
+        this.#turnUsage = addUsage(this.#turnUsage, chunk.usage);
+      }
     });
     return { assembler: blocks, seqs };
   }
@@ -819,7 +829,6 @@ export class LoopAgent implements Agent {
    * from it) rather than added to the request on the side.
    */
   #logContexts(contexts: readonly { readonly name: string; readonly text: string }[]): void {
-    if (contexts.length === 0) return;
     // The snapshots the model still sees: those on the surface. A compaction that replaced one (its summary
     // shadows it) changes the surface's replace generation, and the snapshots are read again from the surface.
     const surface = this.session.surface;
@@ -835,15 +844,38 @@ export class LoopAgent implements Agent {
       }
     }
     for (const { name, text } of contexts) {
-      if (this.#contextTexts.get(name) === text) continue;
-      this.session.append("system/message", {
-        id: this.#init.newId(),
-        role: "system",
-        content: [{ type: "text", text }],
-        source: { kind: "plugin", plugin: `${PROMPT_CONTEXT_PREFIX}${name}`, form: "snapshot" },
-      }, { surfaceOp: "append" });
-      this.#contextTexts.set(name, text);
+      if (this.#contextTexts.get(name) !== text) this.#appendContext(name, text);
     }
+    // A context the model saw that is gone now (removed, or empty): it is told so, once.
+    if (this.#contextTexts.size > contexts.length) this.#logClearedContexts(contexts);
+  }
+
+  // Out of line (rare): a context that went away since its last snapshot.
+  #logClearedContexts(contexts: readonly { readonly name: string }[]): void {
+    for (const [name, text] of this.#contextTexts!) {
+      const cleared = clearedContextText(name);
+      if (text === cleared || contexts.some((c) => c.name === name)) continue;
+      this.#appendContext(name, cleared);
+    }
+  }
+
+  #appendContext(name: string, text: string): void {
+    this.session.append("system/message", {
+      id: this.#init.newId(),
+      role: "system",
+      content: [{ type: "text", text }],
+      source: { kind: "plugin", plugin: `${PROMPT_CONTEXT_PREFIX}${name}`, form: "snapshot" },
+    }, { surfaceOp: "append" });
+    this.#contextTexts!.set(name, text);
+  }
+
+  // The step's input enters the conversation.
+  #enter(entered: readonly (UserMessage | SystemMessage)[]): void {
+    for (const message of entered) {
+      if (message.role === "system") this.session.append("system/message", message, { surfaceOp: "append" });
+      else this.session.append("user/message", message, { surfaceOp: "append" });
+    }
+    this.#entering = undefined;
   }
 
   /**

@@ -455,8 +455,10 @@ describe("agent loop event sequences", () => {
     // NO_ADAPTER is an LlmFailure (its toData()); INVALID_ARGS a HarnessError (its code and message).
     assert.deepEqual(codes, ["NO_ADAPTER", "error", "INVALID_ARGS", "error"]);
     assert.equal(model.requests.length, 0);
-    assert.deepEqual(summarize(agent.session.events).slice(-3), [
+    // The input entered before the step failed: the conversation keeps it.
+    assert.deepEqual(summarize(agent.session.events).slice(-4), [
       "step/start 2.1",
+      "user/message Again",
       "step/end 2.1",
       "turn/end 2 error:INVALID_ARGS",
     ]);
@@ -910,17 +912,12 @@ describe("agent loop cancellation", () => {
         return "Slow part.";
       },
     });
-    const run = agent.run("Hi").catch((e) => e);
+    const run = agent.run("Hi");
     await entered.promise;
     agent.cancel("user");
     release.resolve();
-    // As before the signal was made on demand: the assembly fails with ABORTED, which ends the turn.
-    const error = await run;
-    assert.ok(error instanceof TurnFailedError);
-    assert.deepEqual(error.result.reason, {
-      kind: "error",
-      error: { code: "ABORTED", message: "Prompt assembly was aborted" },
-    });
+    // The cancel is what ended it, as at any other phase (the assembly's own ABORTED is not the turn's error).
+    assert.deepEqual((await run).reason, { kind: "aborted", reason: "user" });
     assert.equal(model.requests.length, 0);
     assert.equal(agent.session.events.at(-1)?.type, "turn/end");
     assertValidLog(agent.session.events);
@@ -986,6 +983,68 @@ describe("pre-step decisions that cancel", () => {
     assert.equal((await agent.run("go")).text, "later");
     const entered = agent.session.deriveMessages().map((m) => m.content.map((b) => b.type === "text" ? b.text : ""));
     assert.deepEqual(entered.slice(0, 2), [["KEEP ME"], ["go"]]);
+    await harness.dispose();
+  });
+});
+
+describe("a step that fails before its request", () => {
+  it("logs the step's input before it fails (a prompt that cannot be assembled), so the input is not lost", async () => {
+    const { harness, agent, model } = await setup([textResponse("ok")]);
+    let broken = true;
+    harness.ctx.service("systemPrompt").section({ name: "b", order: 9, text: () => broken ? "Hi {{nobody}}" : "Hi" });
+    await assert.rejects(
+      agent.run("first"),
+      (e) => e instanceof TurnFailedError && e.failure.code === "PROMPT_VARIABLE_MISSING",
+    );
+    assert.equal(model.requests.length, 0);
+    assert.deepEqual(agent.session.deriveMessages().map((m) => m.role), ["user"]);
+    assert.deepEqual(checkInvariants(agent.session.events), []);
+    broken = false;
+    await agent.run("second");
+    assert.deepEqual(
+      model.requests[0].messages.map((m) => m.content.map((b) => b.type === "text" ? b.text : b.type).join("")),
+      ["first", "second"],
+    );
+    await harness.dispose();
+  });
+
+  it("logs the step's input before it fails when the route cannot be prepared", async () => {
+    const { harness, agent } = await setup([textResponse("ok")]);
+    agent.ctx.on("agent/request", (_a, _info, next) => next().then((config) => ({ ...config, model: "nope" })));
+    await assert.rejects(agent.run("lost?"), (e) => e instanceof TurnFailedError);
+    assert.deepEqual(agent.session.deriveMessages().map((m) => m.role), ["user"]);
+    assert.deepEqual(checkInvariants(agent.session.events), []);
+    await harness.dispose();
+  });
+});
+
+describe("usage", () => {
+  it("counts one usage chunk per model call, the first, as the assistant message does", async () => {
+    const chunks: StreamChunk[] = [
+      { type: "block-start", index: 0, blockType: "text" },
+      { type: "text-delta", index: 0, text: "hi" },
+      { type: "block-end", index: 0, block: { type: "text", text: "hi" } },
+      { type: "usage", usage: { inputTokens: 100, outputTokens: 1 } },
+      { type: "usage", usage: { inputTokens: 100, outputTokens: 10, cacheReadTokens: 40 } },
+      { type: "finish", reason: { kind: "stop" } },
+    ];
+    const { harness, agent } = await setup({ chunks });
+    const result = await agent.run("q");
+    const message = agent.session.events.find((e) => e.type === "assistant/message");
+    assert.deepEqual(message?.type === "assistant/message" && message.data.usage, {
+      inputTokens: 100,
+      outputTokens: 1,
+    });
+    assert.deepEqual([result.usage.inputTokens, result.usage.outputTokens, result.usage.cacheReadTokens ?? 0], [
+      100,
+      1,
+      0,
+    ]);
+    const { usageTotals } = await import("../projections/mod.ts");
+    assert.deepEqual(harness.ctx.service("sessionProjections").stateOf(agent.session, usageTotals).total, {
+      inputTokens: 100,
+      outputTokens: 1,
+    });
     await harness.dispose();
   });
 });

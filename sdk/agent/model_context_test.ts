@@ -8,6 +8,8 @@ import { renderTranscript } from "../session/mod.ts";
 import { checkInvariants } from "../invariants/mod.ts";
 import { scriptedAdapter, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
 import { counterClock, counterIds } from "./_test_support.ts";
+import { compactionPlugin } from "../compaction/mod.ts";
+import { LlmFailure } from "../llm/llm_failure.ts";
 
 const texts = (messages: readonly Message[]) =>
   messages.map((m) => `${m.role}:${m.content.map((b) => (b.type === "text" ? b.text : b.type)).join("")}`);
@@ -52,6 +54,74 @@ describe("model-visible context is logged as system/message (002 §9.3)", () => 
       renderTranscript(agent.session.events),
       /\*\*System context\*\* \(system-prompt\/context:git, snapshot\)\n\n> Branch feature\./,
     );
+    await harness.dispose();
+  });
+
+  it("a context that is removed or becomes empty is logged as cleared, once; one that comes back is logged again", async () => {
+    const model = scriptedAdapter(() => textResponse("ok"));
+    const harness = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      now: counterClock(),
+      newId: counterIds(),
+    });
+    const agent = await harness.createAgent({ id: "ctx" });
+    let todo = "Todo: fix bug #1";
+    harness.ctx.service("systemPrompt").context({ name: "todo", order: 0, text: () => todo });
+    const off = harness.ctx.service("systemPrompt").context({ name: "mode", order: 1, text: "PLAN MODE." });
+    await agent.run("one");
+    off();
+    todo = "";
+    await agent.run("two");
+    await agent.run("three");
+    todo = "Todo: fix bug #2";
+    await agent.run("four");
+    const last = texts(model.requests[3].messages);
+    assert.deepEqual(last, [
+      "system:Todo: fix bug #1",
+      "system:PLAN MODE.",
+      "user:one",
+      "assistant:ok",
+      'system:(The context "todo" given earlier no longer applies.)',
+      'system:(The context "mode" given earlier no longer applies.)',
+      "user:two",
+      "assistant:ok",
+      "user:three",
+      "assistant:ok",
+      "system:Todo: fix bug #2",
+      "user:four",
+    ]);
+    assert.deepEqual(checkInvariants(agent.session.events), []);
+    await harness.dispose();
+  });
+
+  it("a context summarised away by an overflow compaction is logged again for the rebuilt request", async () => {
+    let n = 0;
+    const model = scriptedAdapter((request) => {
+      if (request.purpose === "compaction") return textResponse("SUMMARY");
+      n++;
+      if (n === 3) return { throw: new LlmFailure("CONTEXT_WINDOW_EXCEEDED", "Too long", { status: 400 }) };
+      return textResponse(`ans${n}`);
+    });
+    const harness = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      sleep: () => Promise.resolve(),
+      plugins: [compactionPlugin],
+      now: counterClock(),
+      newId: counterIds(),
+    });
+    harness.ctx.service("systemPrompt").context({ name: "rules", order: 0, text: "Never touch prod." });
+    const agent = await harness.createAgent({ id: "ctx" });
+    await agent.run("one");
+    await agent.run("two");
+    assert.equal((await agent.run("three")).text, "ans4");
+    const main = model.requests.filter((r) => r.purpose === undefined);
+    const rebuilt = texts(main[3].messages);
+    assert.ok(rebuilt.includes("system:Never touch prod."), rebuilt.join(" | "));
+    // Logged where the rebuild found it missing: after the input the summary kept.
+    assert.deepEqual(rebuilt.slice(-2), ["user:three", "system:Never touch prod."]);
+    assert.deepEqual(checkInvariants(agent.session.events), []);
     await harness.dispose();
   });
 

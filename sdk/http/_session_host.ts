@@ -273,7 +273,10 @@ export class SessionHost {
     if (profile === undefined) return;
     const scoped = ctx as unknown as HarnessCtx;
     if (profile.system !== undefined && profile.system !== "") {
-      scoped.service("systemPrompt").section({ name: "http-session", order: 50, text: profile.system }, scoped);
+      // A client's text is taken literally: sections are prompt templates, and its `{{` would otherwise be read as a
+      // variable reference (PROMPT_TEMPLATE_INVALID on every turn of the session, for good).
+      const text = profile.system.replaceAll("{{", "\\{{");
+      scoped.service("systemPrompt").section({ name: "http-session", order: 50, text }, scoped);
     }
     if (profile.tools !== undefined) scoped.service("tools").restrict({ allow: profile.tools }, scoped);
   }

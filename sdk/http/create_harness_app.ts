@@ -185,9 +185,9 @@ function defaultLog(record: RequestLogRecord): void {
  *
  * Routes (JSON bodies; errors are `application/problem+json` with a stable `code`):
  * - `POST /sessions` `{ id?, provider?, model?, system?, tools?, reasoningEffort?, temperature?, maxTokens? }`
- *   creates an agent (201); `system` is added to the harness's prompt for this session, `tools` names the
- *   registered tools it may use (both kept for forks, and in memory only: a session resumed after a
- *   restart gets the harness's prompt and tools).
+ *   creates an agent (201); `system` is added to the harness's prompt for this session (taken literally: no
+ *   `{{variables}}`), `tools` names the registered tools it may use (both stored in the session's header with
+ *   its model, so they apply to its forks and wherever it resumes).
  * - `GET /sessions` (`{ sessions }`: a summary per live session, then `{ id, live: false, status: "stored",
  *   createdAt, parentSession? }` per session only in storage), `GET /sessions/:id` (status, turn count,
  *   usage, pending approvals), `DELETE /sessions/:id` (stops the agent and deletes the stored log).

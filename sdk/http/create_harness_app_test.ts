@@ -349,6 +349,18 @@ describe("createHarnessApp()", () => {
     });
   });
 
+  it("takes a session's system text literally: braces a client sends are not a template", async () => {
+    const model = scriptedAdapter(textResponse("ok"));
+    const served = await serveHarness({ adapters: [model] });
+    await withServer(served, async ({ call }) => {
+      const system = 'Answer as JSON like {{"answer": "..."}}, or \\{{ cwd }}.';
+      assert.equal((await call("POST", "/sessions", { id: "s1", system })).status, 201);
+      const reply = await (await call("POST", "/sessions/s1/messages", { content: "Hi", wait: true })).json();
+      assert.equal(reply.result.reason.kind, "completed");
+      assert.ok(model.requests[0].system?.includes(system), model.requests[0].system);
+    });
+  });
+
   it("lists, transcribes and deletes sessions", async () => {
     const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hello there"))] });
     await withServer(served, async ({ harness, call, events }) => {

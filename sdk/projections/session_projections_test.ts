@@ -102,6 +102,26 @@ describe("SessionProjections", () => {
     assert.deepEqual(state.turn, { inputTokens: 10, outputTokens: 10 });
   });
 
+  it("usageTotals counts one usage chunk per model call, the first (as the call's message keeps), and each retry's", () => {
+    const session = Session.create("s", undefined, { now: () => 0 });
+    const usage = (inputTokens: number) => ({ type: "usage" as const, usage: { inputTokens, outputTokens: 1 } });
+    session.append("turn/start", { turn: 1 });
+    session.append("assistant/chunk", { turn: 1, step: 1, chunk: usage(5) });
+    session.append("llm/retry", {
+      turn: 1,
+      step: 1,
+      attempt: 1,
+      delayMs: 0,
+      failure: { code: "SERVER", message: "busy" },
+    });
+    session.append("assistant/chunk", { turn: 1, step: 1, chunk: usage(100) });
+    session.append("assistant/chunk", { turn: 1, step: 1, chunk: usage(1000) });
+    session.append("assistant/chunk", { turn: 1, step: 2, chunk: usage(7) });
+    const state = foldProjection(usageTotals, session.events);
+    assert.deepEqual(state.total, { inputTokens: 112, outputTokens: 3 });
+    assert.deepEqual(state.turn, { inputTokens: 112, outputTokens: 3 });
+  });
+
   it("reading or snapshotting an unregistered unit fails with PROJECTION_NOT_REGISTERED", () => {
     const projections = new SessionProjections();
     projections.register(todos);

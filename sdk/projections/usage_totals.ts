@@ -15,6 +15,8 @@ export interface UsageTotalsState {
   readonly turn: TokenUsage;
   /** `turn.step` of the latest step whose usage came in `usage` chunks. */
   readonly chunkStep?: string;
+  /** Whether the current attempt of `chunkStep` has had its `usage` chunk (one counts per attempt, the first). */
+  readonly attemptCounted?: boolean;
 }
 
 const ZERO: TokenUsage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
@@ -32,9 +34,11 @@ function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
 }
 
 /**
- * Token accounting from the log: each `usage` chunk of `assistant/chunk`
- * counts (so failed attempts count too); a step whose stream carried no
- * usage chunk counts its `assistant/message.usage` instead.
+ * Token accounting from the log: the `usage` chunk of each model call
+ * counts (so failed attempts count too; a second one in the same call, which
+ * the stream grammar forbids, does not, as the call's `assistant/message`
+ * keeps the first); a step whose stream carried no usage chunk counts its
+ * `assistant/message.usage` instead.
  *
  * @example
  * ```ts
@@ -61,12 +65,18 @@ export const usageTotals: ProjectionUnit<UsageTotalsState, TokenUsage> = defineP
       case "assistant/chunk": {
         const { chunk, turn, step } = event.data;
         if (chunk.type !== "usage") return state;
+        const key = `${turn}.${step}`;
+        if (state.attemptCounted === true && state.chunkStep === key) return state;
         return {
           total: addUsage(state.total, chunk.usage),
           turn: addUsage(state.turn, chunk.usage),
-          chunkStep: `${turn}.${step}`,
+          chunkStep: key,
+          attemptCounted: true,
         };
       }
+      case "llm/retry":
+        // The next attempt's usage counts again.
+        return state.attemptCounted === true ? { ...state, attemptCounted: false } : state;
       case "assistant/message": {
         const { usage, turn, step } = event.data;
         if (usage === undefined || state.chunkStep === `${turn}.${step}`) return state;

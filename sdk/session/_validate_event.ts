@@ -29,6 +29,7 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 export const isEventTypeText = (type: string): boolean => !CONTROL.test(type) && !LONE_SURROGATE.test(type);
 
 const ADAPTER_DEFAULT_KEYS: ReadonlySet<string> = new Set(["reasoningEffort", "maxTokens"]);
+const TODO_STATUSES: ReadonlySet<string> = new Set(["pending", "in_progress", "completed"]);
 
 /** Check an envelope read from a seed or from storage (the keys and scalar fields). */
 export function validateEnvelope(event: unknown, index: number): void {
@@ -177,6 +178,15 @@ export function validateEventData(type: string, data: unknown, seq: number): voi
       return;
     case "todo/write":
       if (!Array.isArray(data.todos)) invalid(seq, type, "todos must be an array");
+      for (const [i, item] of (data.todos as unknown[]).entries()) {
+        if (!isObject(item)) invalid(seq, type, `todos[${i}] must be an object`);
+        const todo = item as Record<string, unknown>;
+        if (typeof todo.content !== "string") invalid(seq, type, `todos[${i}].content must be a string`);
+        if (!TODO_STATUSES.has(todo.status as string)) {
+          invalid(seq, type, `todos[${i}].status must be pending, in_progress or completed`);
+        }
+        if (todo.id !== undefined && typeof todo.id !== "string") invalid(seq, type, `todos[${i}].id must be a string`);
+      }
       return;
     case "session/end-seed":
       if (Object.keys(data).length > 0) invalid(seq, type, "the payload must be empty");

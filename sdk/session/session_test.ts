@@ -84,6 +84,12 @@ describe("Session.append()", () => {
     const bad: [string, unknown, unknown[], string][] = [
       ["todo/write", { todos: [{ content: "x", status: "pending", extra: undefined }] }, [], "NOT_LOSSLESS_JSON"],
       ["todo/write", { todos: [], when: new Date() }, [], "NOT_LOSSLESS_JSON"],
+      // Items of the TodoItem shape only: a transcript and the todos projection read them.
+      ["todo/write", { todos: [null] }, [], "INVALID_EVENT"],
+      ["todo/write", { todos: [42] }, [], "INVALID_EVENT"],
+      ["todo/write", { todos: [{ content: "x", status: "weird" }] }, [], "INVALID_EVENT"],
+      ["todo/write", { todos: [{ status: "pending" }] }, [], "INVALID_EVENT"],
+      ["todo/write", { todos: [{ id: 7, content: "x", status: "pending" }] }, [], "INVALID_EVENT"],
       ["user/message", { ...user("m1"), role: "assistant" }, [{ surfaceOp: "append" }], "INVALID_EVENT"],
       ["assistant/message", {
         ...assistant("a", "x"),

@@ -20,7 +20,7 @@ import {
 import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/mod.ts";
 import { loadFixture, replayAdapter } from "../../replay/mod.ts";
 import { lookup, scenarioHarness, secret } from "./_test_scenario.ts";
-import { inProcessSubagents, type SubagentServices } from "./mod.ts";
+import { inProcessSubagents, type SubagentDefinition, type SubagentServices } from "./mod.ts";
 import { childCommand } from "../kernel/_test_child_command.ts";
 
 const delegate = toolCallResponse([
@@ -609,6 +609,39 @@ describe("a resumed child whose definition is not known", () => {
     assert.deepEqual(requests.at(-1)?.tools ?? [], []);
     const results = child.session.events.flatMap((e) => e.type === "tool/result" ? [e.data.error?.code] : []);
     assert.deepEqual(results, ["UNKNOWN_TOOL"]);
+    await restarted.dispose();
+  });
+
+  it("runs with the system prompt its log last sent, never the harness's", async () => {
+    const storage = memoryStorage();
+    const model = scriptedAdapter((request) => {
+      if (request.sessionId !== "parent") return textResponse("child ok");
+      if (request.messages.some((m) => m.content.some((b) => b.type === "tool-result"))) return textResponse("ok");
+      return toolCallResponse([
+        { id: "c1", name: "task", arguments: JSON.stringify({ agent: "worker", description: "x", prompt: "y" }) },
+      ]);
+    });
+    const make = (agents: SubagentDefinition[]) =>
+      createHarness({
+        adapters: [model],
+        model: { provider: "scripted", model: "scripted-model" },
+        system: "You are the LEAD. Lead-only plan: X.",
+        storage,
+        plugins: [inProcessSubagents({ agents })],
+      });
+    // Its logged prompt holds "{{" (an escaped brace), which the restored prompt takes literally.
+    const first = await make([{ name: "worker", description: "Works", system: "You are a worker: \\{{ braces }}." }]);
+    const parent = await first.createAgent({ id: "parent" });
+    assert.equal((await parent.run("go")).reason.kind, "completed");
+    await first.dispose();
+    const restarted = await make([]);
+    const child = await restarted.resumeAgent("parent.c1");
+    await child.run("Go on");
+    const systems = model.requests.filter((r) => r.sessionId === "parent.c1").map((r) => r.system);
+    assert.equal(systems.length, 2);
+    assert.equal(systems[1], systems[0]);
+    assert.match(String(systems[0]), /worker: \{\{ braces \}\}/);
+    assert.doesNotMatch(String(systems[1]), /LEAD/);
     await restarted.dispose();
   });
 });

@@ -294,7 +294,9 @@ export class SubagentService {
    * `delegationDepth` implies, and a child whose definition is not known here
    * (removed, renamed, or never defined in this process) sees none of the tools
    * it inherits (only those registered in its own scope), since the
-   * restriction it was made with cannot be known.
+   * restriction it was made with cannot be known; its system prompt is the one
+   * its log's last request header holds (none if it never sent a request),
+   * never the harness's.
    *
    * @param agent The resumed agent.
    * @returns `true` when the agent is a child of a known definition and was set up; `false` for a session that is
@@ -306,6 +308,13 @@ export class SubagentService {
     const depth = header.delegationDepth ?? 1;
     const definition = header.agentPreset === undefined ? undefined : this.#definitions.get(header.agentPreset);
     if (definition === undefined) {
+      // Its prompt is the one it last ran with (the log's request header), not the harness's: a child never sees
+      // its lead's instructions. Taken literally: the logged text is already rendered.
+      const system = agent.session.requestHeader()?.system ?? "";
+      this.#ctx.service("systemPrompt").section(
+        { name: "subagent", text: system.replaceAll("{{", "\\{{"), order: 0, complete: true },
+        agent.ctx,
+      );
       const tools = this.#ctx.service("tools");
       tools.restrict({ allow: [] }, agent.ctx);
       if (depth >= this.#maxDepth) tools.restrict({ deny: [this.#toolName] }, agent.ctx);
