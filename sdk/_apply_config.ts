@@ -193,18 +193,20 @@ export function installPermissions(ctx: HarnessContext, config: HarnessConfig): 
     };
     const verdict = judge(exec.args);
     if (verdict?.action === "deny") return deny(exec.name, verdict);
-    if (verdict?.action === "ask") {
-      return { kind: "ask", ...(verdict.reason !== undefined ? { reason: verdict.reason } : {}) };
-    }
+    // The rest of the chain (hooks, other listeners) is consulted under an asking rule too: its denial or
+    // rewritten input stands, and an allow becomes the rule's ask.
     const decision = await next();
     if (decision.kind === "deny") return decision;
     // Rewritten arguments are judged as the model's were; no rule for them leaves the decision as it is.
     const effective = decision.input !== undefined ? judge(decision.input) : verdict;
     if (effective?.action === "deny") return deny(exec.name, effective);
-    if (effective?.action === "ask") {
+    // An ask for the model's arguments holds whatever they were rewritten to (as their denial does).
+    const ask = effective?.action === "ask" ? effective : verdict?.action === "ask" ? verdict : undefined;
+    if (ask !== undefined) {
+      const reason = ask.reason ?? (decision.kind === "ask" && !isDefaultAsk(decision) ? decision.reason : undefined);
       return {
         kind: "ask",
-        ...(effective.reason !== undefined ? { reason: effective.reason } : {}),
+        ...(reason !== undefined ? { reason } : {}),
         ...(decision.input !== undefined ? { input: decision.input } : {}),
       };
     }

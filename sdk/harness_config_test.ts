@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { createHarness } from "./harness.ts";
 import { resolveConfig } from "./config/mod.ts";
-import { defineTool } from "./tools/mod.ts";
+import { defineTool, programmaticApprover } from "./tools/mod.ts";
 import { scriptedAdapter, textResponse, toolCallResponse } from "../testing/scripted_adapter.ts";
 import { counterClock, counterIds } from "./agent/_test_support.ts";
 import { TurnFailedError } from "./agent/mod.ts";
@@ -114,6 +114,39 @@ describe("createHarness({ config })", () => {
     assert.deepEqual(await run([], false), ["DENIED", "DENIED", "DENIED"]);
     assert.deepEqual(await run([{ tool: "*(src/*)", action: "allow" }], false), ["ok", "DENIED", "ok"]);
     assert.deepEqual(await run([{ tool: "*(src/*)", action: "allow" }], true), ["ok", "DENIED", "DENIED"]);
+  });
+
+  it("an asking rule still consults the other listeners: their denial stands, their allow becomes the ask", async () => {
+    const run = async (listener: "deny" | "allow" | "rewrite", approve: boolean) => {
+      const seen: unknown[] = [];
+      const harness = await createHarness({
+        config: withRules([{ tool: "echo", action: "ask" }, { tool: "echo(bad)", action: "deny" }]),
+        adapterKinds: kinds([toolCallResponse([{ id: "c1", name: "echo", arguments: "{}" }]), textResponse("done")]),
+        tools: [echo("echo")],
+        plugins: [(ctx) => {
+          ctx.service("approvals").register(programmaticApprover(() => approve));
+          // Registered after the rules' listener, so it runs inside it, as a PreToolUse hook does.
+          ctx.on("tools/pre-execute", (exec) => {
+            seen.push(exec.name);
+            if (listener === "deny") return { kind: "deny", reason: "the hook says no" };
+            return listener === "rewrite" ? { kind: "allow", input: {} } : { kind: "allow" };
+          });
+        }],
+        now: counterClock(),
+        newId: counterIds(),
+      });
+      const agent = await harness.createAgent();
+      await agent.run("go");
+      const result = agent.session.events.find((e) => e.type === "tool/result");
+      await harness.dispose();
+      assert.deepEqual(seen, ["echo"], "the listener is consulted");
+      return result?.type === "tool/result" ? result.data.error?.code ?? "ok" : "none";
+    };
+    assert.equal(await run("deny", true), "DENIED", "the listener's denial wins over the user's approval");
+    assert.equal(await run("allow", true), "ok");
+    assert.equal(await run("allow", false), "DENIED", "the listener's allow is still asked");
+    assert.equal(await run("rewrite", false), "DENIED", "rewritten input is still asked");
+    assert.equal(await run("rewrite", true), "ok");
   });
 
   it("judges arguments a listener rewrote (a hook's updatedInput) by the rules, as the model's are", async () => {
