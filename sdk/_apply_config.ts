@@ -154,18 +154,36 @@ export function storageFromConfig(
   );
 }
 
+/** The given tools the configuration's `tools` list names (all of them without a list). */
 export function enabledTools(config: HarnessConfig, tools: readonly ToolDefinition[]): ToolDefinition[] {
   if (config.tools === undefined) return [...tools];
-  const byName = new Map(tools.map((t) => [t.name, t]));
-  return config.tools.map((name) => {
-    const tool = byName.get(name);
-    if (tool === undefined) {
-      throw new HarnessError("CONFIG_UNKNOWN_TOOL", `Configured tool "${name}" was not given to createHarness`, {
-        details: { tool: name, known: [...byName.keys()] },
-      });
+  const enabled = new Set(config.tools);
+  return tools.filter((t) => enabled.has(t.name));
+}
+
+/**
+ * Apply the configuration's `tools` list to every global tool, once the plugins have started: those that plugins
+ * register (the configuration's own, `todoWritePlugin`, the subagents' `task`) are enabled by naming them too.
+ *
+ * @throws {HarnessError} `CONFIG_UNKNOWN_TOOL` for a listed name that no option or plugin registered.
+ */
+export function restrictTools(ctx: HarnessContext, config: HarnessConfig): void {
+  if (config.tools === undefined) return;
+  const tools = ctx.get("tools" as never) as ToolRuntime | undefined;
+  if (tools === undefined) {
+    throw new HarnessError("CONFIG_UNKNOWN_TOOL", "The configured tools need the tool runtime, which is not installed");
+  }
+  for (const name of config.tools) {
+    if (!tools.registered(name)) {
+      const known = tools.schemas().map((s) => s.name);
+      throw new HarnessError(
+        "CONFIG_UNKNOWN_TOOL",
+        `Configured tool "${name}" was neither given to createHarness nor registered by a plugin`,
+        { details: { tool: name, known } },
+      );
     }
-    return tool;
-  });
+  }
+  tools.restrictGlobal({ allow: config.tools }, ctx);
 }
 
 /**

@@ -508,6 +508,7 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
     enabledTools,
     importPlugins,
     installPermissions,
+    restrictTools,
     storageFromConfig,
   } = await import("./_apply_config.ts");
   const config = effectiveConfig(options.config);
@@ -515,6 +516,8 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
   const explicit = new Set((options.adapters ?? []).map((a) => a.provider));
   const plugins = (await importPlugins(config.plugins)).map((p) => p as PluginEntry);
   const permissions: PluginEntry = (ctx: HarnessCtx) => installPermissions(ctx as unknown as HarnessContext, config);
+  // Last, once every other plugin has registered its tools: the `tools` list holds for those too.
+  const toolList: PluginEntry = (ctx: HarnessCtx) => restrictTools(ctx as unknown as HarnessContext, config);
   return {
     ...options,
     adapters: [...configured.filter((a) => !explicit.has(a.provider)), ...(options.adapters ?? [])],
@@ -526,7 +529,7 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
         { ...configStorageKinds(options.config), ...options.storageKinds },
         options.env ?? defaultEnv,
       ),
-    plugins: [permissions, ...plugins, ...(options.plugins ?? [])],
+    plugins: [permissions, ...plugins, ...(options.plugins ?? []), toolList],
     maxParallelToolCalls: options.maxParallelToolCalls ?? config.maxParallelToolCalls,
     maxSteps: options.maxSteps ?? config.maxSteps ?? undefined,
     invariants: options.invariants ?? config.invariants,

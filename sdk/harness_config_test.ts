@@ -4,7 +4,7 @@ import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { createHarness } from "./harness.ts";
+import { createHarness, type HarnessCtx } from "./harness.ts";
 import { resolveConfig } from "./config/mod.ts";
 import { defineTool, programmaticApprover } from "./tools/mod.ts";
 import { scriptedAdapter, textResponse, toolCallResponse } from "../testing/scripted_adapter.ts";
@@ -272,6 +272,36 @@ describe("createHarness({ config })", () => {
       createHarness({ config: loaded, adapterKinds: kinds(textResponse("y")) }),
       { code: "CONFIG_UNKNOWN_TOOL" },
     );
+  });
+
+  it("the tools list holds for tools that plugins register, and may name them", async () => {
+    const config = (tools: string[]) =>
+      resolveConfig([{
+        name: "p",
+        value: {
+          model: { provider: "local", model: "m1" },
+          adapters: { deepseek: null, local: { kind: "scripted" } },
+          tools,
+        },
+      }]);
+    const byPlugin = (ctx: HarnessCtx) => void ctx.service("tools").register(echo("plugged"), ctx);
+    const run = async (tools: string[]) => {
+      const harness = await createHarness({
+        config: config(tools),
+        adapterKinds: kinds([toolCallResponse([{ id: "c1", name: "plugged", arguments: "{}" }]), textResponse("done")]),
+        tools: [echo("given"), echo("other")],
+        plugins: [byPlugin],
+      });
+      const agent = await harness.createAgent();
+      await agent.run("go");
+      const result = agent.session.events.find((e) => e.type === "tool/result");
+      const seen = harness.ctx.service("tools").schemas(agent.ctx.scope).map((t) => t.name);
+      await harness.dispose();
+      return { seen, code: result?.type === "tool/result" ? result.data.error?.code ?? "ok" : "none" };
+    };
+    assert.deepEqual(await run(["given"]), { seen: ["given"], code: "UNKNOWN_TOOL" });
+    assert.deepEqual(await run(["plugged"]), { seen: ["plugged"], code: "ok" });
+    await assert.rejects(run(["plugged", "nowhere"]), { code: "CONFIG_UNKNOWN_TOOL", message: /"nowhere"/ });
   });
 
   it("refuses a configuration object that does not fit the schema (CONFIG_SCHEMA), and a malformed permission rule", async () => {

@@ -136,7 +136,11 @@ export interface HarnessConfig {
   readonly model: ModelConfig;
   /** Provider adapters to build, by provider name. */
   readonly adapters: Readonly<Record<string, AdapterConfig>>;
-  /** The enabled tools by name; absent enables every registered tool. */
+  /**
+   * The enabled tools by name; absent enables every registered tool. It applies to every global tool, those
+   * plugins register included (`todo_write`, the subagents' `task`), once the plugins have started; a name
+   * nothing registered is `CONFIG_UNKNOWN_TOOL`.
+   */
   readonly tools?: readonly string[];
   /** Permission rules, in order (the last matching rule wins). */
   readonly permissions: readonly PermissionRule[];
