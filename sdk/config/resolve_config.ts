@@ -12,7 +12,7 @@ import { harnessConfigLayerSchema, harnessConfigSchema } from "./harness_config_
 import { DEFAULT_CONFIG } from "./default_config.ts";
 import { type ConfigPathSegment, formatConfigPath } from "./_config_path.ts";
 import { configError, type ConfigLocation } from "./_config_error.ts";
-import { JsoncText } from "./_jsonc_text.ts";
+import { JsoncText, MAX_DEPTH, tooDeepValue } from "./_jsonc_text.ts";
 import { findInlineSecret } from "./_inline_secret.ts";
 import { isPlainObject, LayerMerger, pathKey } from "./_layer_merge.ts";
 import { resolvePluginSpecifier } from "./_plugin_specifier.ts";
@@ -156,6 +156,15 @@ function prepareLayer(layer: ConfigLayer): PreparedLayer {
 
   if (!isPlainObject(value)) {
     throw configError("CONFIG_SCHEMA", "Invalid configuration", at([]), "a layer must be an object");
+  }
+  const deep = tooDeepValue(value);
+  if (deep !== undefined) {
+    throw configError(
+      "CONFIG_SYNTAX",
+      "Invalid configuration",
+      at(deep),
+      `values nest deeper than ${MAX_DEPTH} levels`,
+    );
   }
   const secret = findInlineSecret(value);
   if (secret !== undefined) {

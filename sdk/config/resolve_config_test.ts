@@ -160,6 +160,17 @@ describe("resolveConfig()", () => {
     assert.match(error.message, /expected a comma/);
   });
 
+  it("refuses a programmatic value nested past 256 levels (or cyclic) with CONFIG_SYNTAX, not a stack overflow", () => {
+    let deep: unknown = [];
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    for (const value of [{ tools: deep }, { hooks: cyclic }]) {
+      const error = errorOf(() => resolveConfig([{ name: "o", value }]), "CONFIG_SYNTAX");
+      assert.match(error.message, /^Invalid configuration in o: values nest deeper than 256 levels$/);
+    }
+  });
+
   it("reports a schema error at the offending value, with file, line and column", () => {
     const text = `{
   "model": {
