@@ -249,6 +249,15 @@ export function installPermissions(ctx: HarnessContext, config: HarnessConfig): 
 export async function importPlugins(specifiers: readonly string[]): Promise<unknown[]> {
   const out: unknown[] = [];
   for (const specifier of specifiers) {
+    // Imported from here, `./x` would be a file of the SDK: such a specifier is resolved against the file that
+    // names it (or loadConfig's cwd) when the configuration is loaded, and one still relative had neither.
+    if (specifier.startsWith("./") || specifier.startsWith("../")) {
+      throw new HarnessError(
+        "CONFIG_PLUGIN_IMPORT",
+        `Cannot import plugin "${specifier}": a relative specifier needs the file that names it; load the configuration with loadConfig(), give its layer a url, or name the plugin by absolute path or URL`,
+        { details: { specifier } },
+      );
+    }
     let mod: { default?: unknown; plugin?: unknown };
     try {
       mod = await import(specifier);

@@ -304,6 +304,19 @@ describe("createHarness({ config })", () => {
     await assert.rejects(run(["plugged", "nowhere"]), { code: "CONFIG_UNKNOWN_TOOL", message: /"nowhere"/ });
   });
 
+  it("refuses to import a plugin specifier still relative (it would name a file of the SDK)", async () => {
+    for (const specifier of ["./plugin.ts", "../plugin.ts"]) {
+      await assert.rejects(
+        createHarness({
+          config: resolveConfig([{ name: "p", value: { adapters: { deepseek: null }, plugins: [specifier] } }]),
+        }),
+        (error: unknown) =>
+          HarnessError.isInstance(error, "CONFIG_PLUGIN_IMPORT") && error.message.includes(`"${specifier}"`) &&
+          error.details?.specifier === specifier,
+      );
+    }
+  });
+
   it("refuses a configuration object that does not fit the schema (CONFIG_SCHEMA), and a malformed permission rule", async () => {
     const whole = resolveConfig([]).config;
     for (const config of [null, "x", {}, { ...whole, model: undefined }, { ...whole, permissions: "all" }]) {

@@ -64,7 +64,11 @@ export interface MemoryStorageConfig {
 export interface FileStorageConfig {
   /** Discriminator. */
   readonly kind: "file";
-  /** The root directory of the session files. */
+  /**
+   * The root directory of the session files. A relative one is resolved when the configuration is loaded:
+   * against the file that names it (`loadConfig`, or a `resolveConfig` layer with a `url`), against
+   * `loadConfig`'s `cwd` in its overrides; one still relative is relative to the process's directory.
+   */
   readonly dir: string;
   /**
    * How the files are encoded.

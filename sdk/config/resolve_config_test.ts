@@ -295,6 +295,31 @@ describe("resolveConfig()", () => {
     assert.deepEqual(bare.config.plugins, ["./local.ts"]);
   });
 
+  it("resolves a relative storage.dir against the layer's URL to a path, and keeps an absolute one", () => {
+    const url = "file:///home/me/.dsh/profiles/base.jsonc";
+    const dir = (value: string, at: string | null = url) => {
+      const layer = {
+        name: "p",
+        ...(at !== null ? { url: at } : {}),
+        value: { storage: { kind: "file", dir: value } },
+      };
+      const { config } = resolveConfig([layer]);
+      return config.storage.kind === "file" ? config.storage.dir : undefined;
+    };
+    assert.equal(dir("sessions"), "/home/me/.dsh/profiles/sessions");
+    assert.equal(dir("../data dir/s"), "/home/me/.dsh/data dir/s");
+    assert.equal(dir("/var/s"), "/var/s");
+    assert.equal(dir("C:\\s"), "C:\\s");
+    assert.equal(dir("s", "file:///C:/cfg/a.jsonc"), "C:/cfg/s");
+    assert.equal(dir("s", "https://example.com/a.jsonc"), "s");
+    assert.equal(dir("s", null), "s");
+  });
+
+  it("refuses a layer url that is not a URL with INVALID_ARGS", () => {
+    const error = errorOf(() => resolveConfig([{ name: "p", url: "not a url", value: {} }]), "INVALID_ARGS");
+    assert.match(error.message, /"p" has an invalid url/);
+  });
+
   it("leaves the given layer values untouched", () => {
     const layer: HarnessConfigLayer = { model: { temperature: 1 }, tools: ["a"] };
     const snapshot = structuredClone(layer);
