@@ -93,13 +93,16 @@ function configProblem(config: unknown): string | undefined {
   return undefined;
 }
 
+/** Build the configured adapters, except those of the providers in `skip` (given explicitly: not built at all). */
 export function adaptersFromConfig(
   config: HarnessConfig,
   factories: Readonly<Record<string, AdapterFactory>> | undefined,
   env: EnvReader,
+  skip: ReadonlySet<string> = new Set(),
 ): LlmAdapter[] {
   const out: LlmAdapter[] = [];
   for (const [provider, adapter] of Object.entries(config.adapters)) {
+    if (skip.has(provider)) continue;
     const factory = factories?.[adapter.kind];
     if (factory === undefined) {
       throw new HarnessError(

@@ -262,6 +262,34 @@ describe("createHarness({ config })", () => {
     await harness.dispose();
   });
 
+  it("an explicit adapter replaces a configured provider without building it; a partial model keeps the route", async () => {
+    const loaded = resolveConfig([{
+      name: "p",
+      value: {
+        model: { provider: "local", model: "m1", temperature: 0.7, maxTokens: 100 },
+        adapters: { deepseek: null, local: { kind: "scripted" } },
+      },
+    }]);
+    const mine = scriptedAdapter(textResponse("mine"), { provider: "local", models: [{ id: "m1" }] });
+    // No factory for the configured kind: none is needed, and none is called.
+    const harness = await createHarness({ config: loaded, adapters: [mine], model: { temperature: 0 } });
+    const agent = await harness.createAgent();
+    assert.deepEqual(
+      { ...agent.options },
+      { provider: "local", model: "m1", temperature: 0, maxTokens: 100 },
+    );
+    assert.equal((await agent.run("q")).text, "mine");
+    await harness.dispose();
+    let built = 0;
+    const counted = await createHarness({
+      config: loaded,
+      adapters: [scriptedAdapter(textResponse("x"), { provider: "local", models: [{ id: "m1" }] })],
+      adapterKinds: { scripted: () => (built++, mine) },
+    });
+    assert.equal(built, 0);
+    await counted.dispose();
+  });
+
   it("refuses a configured adapter kind with no factory, and an unknown enabled tool", async () => {
     await assert.rejects(createHarness({ config: resolveConfig([]) }), { code: "CONFIG_ADAPTER_KIND" });
     const loaded = resolveConfig([{
