@@ -5,7 +5,7 @@
  * @module
  */
 
-import { createScanner, findNodeAtLocation, getNodeValue, type Node, type ParseError, parseTree } from "jsonc-parser";
+import { createScanner, getNodeValue, type Node, type ParseError, parseTree } from "jsonc-parser";
 import type { ConfigPathSegment } from "./_config_path.ts";
 import { configError } from "./_config_error.ts";
 
@@ -100,16 +100,33 @@ export class JsoncText {
   locate(path: readonly ConfigPathSegment[], key?: string): TextPosition | undefined {
     if (this.#root === undefined) return undefined;
     for (let length = path.length; length >= 0; length--) {
-      const node = findNodeAtLocation(this.#root, path.slice(0, length));
+      const node = nodeAt(this.#root, path.slice(0, length));
       if (node === undefined) continue;
       if (key !== undefined && length === path.length && node.type === "object") {
-        const property = node.children?.find((p) => p.children?.[0]?.value === key);
+        const property = lastProperty(node, key);
         if (property?.children?.[0] !== undefined) return this.positionAt(property.children[0].offset);
       }
       return this.positionAt(node.offset);
     }
     return this.positionAt(this.#root.offset);
   }
+}
+
+// A repeated key's value is its last one (as in the parsed value), so that is the one located.
+function lastProperty(object: Node, key: string): Node | undefined {
+  return object.children?.findLast((p) => p.children?.[0]?.value === key);
+}
+
+/** The node at `path`, following the last of repeated keys (jsonc-parser's findNodeAtLocation takes the first). */
+function nodeAt(root: Node, path: readonly ConfigPathSegment[]): Node | undefined {
+  let node: Node | undefined = root;
+  for (const segment of path) {
+    if (node === undefined) return undefined;
+    if (typeof segment === "string" && node.type === "object") node = lastProperty(node, segment)?.children?.[1];
+    else if (typeof segment === "number" && node.type === "array") node = node.children?.[segment];
+    else return undefined;
+  }
+  return node;
 }
 
 function lineStarts(text: string): number[] {

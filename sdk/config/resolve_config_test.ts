@@ -200,6 +200,35 @@ describe("resolveConfig()", () => {
     assert.deepEqual([element.details?.line, element.details?.column], [3, 28]);
   });
 
+  it("refuses a tool listed twice at the repeat, and a hook matcher that is not a regular expression", () => {
+    const twice = errorOf(
+      () => resolveConfig([{ name: "t.jsonc", text: '{\n  "tools": ["add", "rm", "add"]\n}' }]),
+      "CONFIG_SCHEMA",
+    );
+    assert.equal(twice.details?.path, "tools[2]");
+    assert.deepEqual([twice.details?.line, twice.details?.column], [2, 26]);
+    assert.match(twice.message, /"add" is listed twice/);
+    const text = '{ "hooks": { "PreToolUse": [{ "matcher": "Edit(", "hooks": [] }] } }';
+    const matcher = errorOf(() => resolveConfig([{ name: "h.jsonc", text }]), "CONFIG_SCHEMA");
+    assert.equal(matcher.details?.path, "hooks.PreToolUse[0].matcher");
+    assert.deepEqual([matcher.details?.line, matcher.details?.column], [1, 42]);
+    for (const ok of ["", "*", "Edit|Write", "mcp__.*"]) {
+      resolveConfig([{ name: "h", value: { hooks: { PreToolUse: [{ matcher: ok, hooks: [] }] } } }]);
+    }
+  });
+
+  it("points at the last of repeated keys, the one that takes effect", () => {
+    const text = (a: number, b: number) =>
+      `{\n  "maxParallelToolCalls": 4,\n  "model": { "temperature": 1 },\n  "maxParallelToolCalls": ${a},\n` +
+      `  "model": { "temperature": ${b} }\n}`;
+    const error = errorOf(() => resolveConfig([{ name: "dup.jsonc", text: text(0, 1) }]), "CONFIG_SCHEMA");
+    assert.equal(error.details?.path, "maxParallelToolCalls");
+    assert.deepEqual([error.details?.line, error.details?.column], [4, 27]);
+    const deeper = errorOf(() => resolveConfig([{ name: "dup.jsonc", text: text(2, 9) }]), "CONFIG_SCHEMA");
+    assert.equal(deeper.details?.path, "model.temperature");
+    assert.deepEqual([deeper.details?.line, deeper.details?.column], [5, 29]);
+  });
+
   it("lists every schema issue in details", () => {
     const error = errorOf(
       () => resolveConfig([{ name: "c", value: { maxParallelToolCalls: 0, invariants: "yes" } }]),
