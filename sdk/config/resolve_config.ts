@@ -188,15 +188,16 @@ function prepareLayer(layer: ConfigLayer): PreparedLayer {
   const checked = harnessConfigLayerSchema.safeParse(value);
   if (!checked.success) throw schemaError(checked.error, at);
 
-  const plugins = value.plugins;
+  let resolved: Record<string, unknown> = value;
+  const plugins = resolved.plugins;
   if (url !== undefined && Array.isArray(plugins)) {
-    value = { ...value, plugins: plugins.map((p: string) => resolvePluginSpecifier(p, url)) };
+    resolved = { ...resolved, plugins: plugins.map((p: string) => resolvePluginSpecifier(p, url)) };
   }
-  const storage = value.storage;
+  const storage = resolved.storage;
   if (url !== undefined && isPlainObject(storage) && typeof storage.dir === "string") {
-    value = { ...value, storage: { ...storage, dir: resolveDirectory(storage.dir, url) } };
+    resolved = { ...resolved, storage: { ...storage, dir: resolveDirectory(storage.dir, url) } };
   }
-  return { name, value: value as Record<string, unknown>, text };
+  return { name, value: resolved, text };
 }
 
 function schemaError(
