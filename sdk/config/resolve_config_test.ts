@@ -286,6 +286,21 @@ describe("resolveConfig()", () => {
     assert.ok(!error.message.includes(secret) && !JSON.stringify(error.details).includes(secret));
   });
 
+  it("refuses a key inside a longer value (a hook command, a URL's query), not naming the secret", () => {
+    const secret = "sk-abcdefghijklmnopqrstuvwx";
+    const text =
+      `{ "hooks": { "Stop": [{ "hooks": [{ "type": "command", "command": "curl -H 'Authorization: Bearer ${secret}' x" }] }] } }`;
+    const error = errorOf(() => resolveConfig([{ name: "h.jsonc", text }]), "CONFIG_INLINE_SECRET");
+    assert.equal(error.details?.path, "hooks.Stop[0].hooks[0].command");
+    assert.ok(!error.message.includes(secret));
+    const url = "https://gw.example.com/v1?key=q7Hk2mZp9XvB4nL8sT1wR6yC3dF5gJ0a";
+    const value = { adapters: { p: { kind: "openai-compatible", baseURL: url } } };
+    assert.equal(
+      errorOf(() => resolveConfig([{ name: "p", value }]), "CONFIG_INLINE_SECRET").details?.path,
+      "adapters.p.baseURL",
+    );
+  });
+
   it("refuses a value that looks like a provider key, wherever it is", () => {
     const key = "sk-0123456789abcdef0123456789abcdef";
     const text = `{ "adapters": { "deepseek": { "apiKeyEnv": "${key}" } } }`;
