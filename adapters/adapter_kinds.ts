@@ -5,11 +5,13 @@
  */
 
 import type { AdapterFactory } from "../mod.ts";
-import { deepseekAdapter } from "./deepseek_adapter.ts";
+import { DEEPSEEK_MODELS, deepseekAdapter } from "./deepseek_adapter.ts";
 import { openaiCompatibleAdapter } from "./openai_compatible_adapter.ts";
 
 /**
  * The factories for the adapter kinds of this package: `deepseek` and `openai-compatible`.
+ * A configured `models` list is the models the adapter serves (for `deepseek`, instead of
+ * `DEEPSEEK_MODELS`; a listed id found there keeps its context window and reasoning efforts).
  *
  * @example Building a harness from configuration
  * ```ts
@@ -30,6 +32,10 @@ export const adapterKinds: Readonly<Record<string, AdapterFactory>> = Object.fre
       apiKey: input.apiKey,
       provider: input.provider,
       ...(input.baseURL !== undefined ? { baseURL: input.baseURL } : {}),
+      // Configured models replace the catalogue; a catalogued id keeps what the catalogue knows of it.
+      ...(input.models !== undefined
+        ? { models: input.models.map((id) => DEEPSEEK_MODELS.find((m) => m.id === id) ?? { id }) }
+        : {}),
     }),
   "openai-compatible": (input) => {
     if (input.baseURL === undefined) {

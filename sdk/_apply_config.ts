@@ -93,13 +93,16 @@ function configProblem(config: unknown): string | undefined {
   return undefined;
 }
 
+/** Build the configured adapters, except those of the providers in `skip` (given explicitly: not built at all). */
 export function adaptersFromConfig(
   config: HarnessConfig,
   factories: Readonly<Record<string, AdapterFactory>> | undefined,
   env: EnvReader,
+  skip: ReadonlySet<string> = new Set(),
 ): LlmAdapter[] {
   const out: LlmAdapter[] = [];
   for (const [provider, adapter] of Object.entries(config.adapters)) {
+    if (skip.has(provider)) continue;
     const factory = factories?.[adapter.kind];
     if (factory === undefined) {
       throw new HarnessError(
@@ -154,18 +157,36 @@ export function storageFromConfig(
   );
 }
 
+/** The given tools the configuration's `tools` list names (all of them without a list). */
 export function enabledTools(config: HarnessConfig, tools: readonly ToolDefinition[]): ToolDefinition[] {
   if (config.tools === undefined) return [...tools];
-  const byName = new Map(tools.map((t) => [t.name, t]));
-  return config.tools.map((name) => {
-    const tool = byName.get(name);
-    if (tool === undefined) {
-      throw new HarnessError("CONFIG_UNKNOWN_TOOL", `Configured tool "${name}" was not given to createHarness`, {
-        details: { tool: name, known: [...byName.keys()] },
-      });
+  const enabled = new Set(config.tools);
+  return tools.filter((t) => enabled.has(t.name));
+}
+
+/**
+ * Apply the configuration's `tools` list to every global tool, once the plugins have started: those that plugins
+ * register (the configuration's own, `todoWritePlugin`, the subagents' `task`) are enabled by naming them too.
+ *
+ * @throws {HarnessError} `CONFIG_UNKNOWN_TOOL` for a listed name that no option or plugin registered.
+ */
+export function restrictTools(ctx: HarnessContext, config: HarnessConfig): void {
+  if (config.tools === undefined) return;
+  const tools = ctx.get("tools" as never) as ToolRuntime | undefined;
+  if (tools === undefined) {
+    throw new HarnessError("CONFIG_UNKNOWN_TOOL", "The configured tools need the tool runtime, which is not installed");
+  }
+  for (const name of config.tools) {
+    if (!tools.registered(name)) {
+      const known = tools.schemas().map((s) => s.name);
+      throw new HarnessError(
+        "CONFIG_UNKNOWN_TOOL",
+        `Configured tool "${name}" was neither given to createHarness nor registered by a plugin`,
+        { details: { tool: name, known } },
+      );
     }
-    return tool;
-  });
+  }
+  tools.restrictGlobal({ allow: config.tools }, ctx);
 }
 
 /**
@@ -193,18 +214,20 @@ export function installPermissions(ctx: HarnessContext, config: HarnessConfig): 
     };
     const verdict = judge(exec.args);
     if (verdict?.action === "deny") return deny(exec.name, verdict);
-    if (verdict?.action === "ask") {
-      return { kind: "ask", ...(verdict.reason !== undefined ? { reason: verdict.reason } : {}) };
-    }
+    // The rest of the chain (hooks, other listeners) is consulted under an asking rule too: its denial or
+    // rewritten input stands, and an allow becomes the rule's ask.
     const decision = await next();
     if (decision.kind === "deny") return decision;
     // Rewritten arguments are judged as the model's were; no rule for them leaves the decision as it is.
     const effective = decision.input !== undefined ? judge(decision.input) : verdict;
     if (effective?.action === "deny") return deny(exec.name, effective);
-    if (effective?.action === "ask") {
+    // An ask for the model's arguments holds whatever they were rewritten to (as their denial does).
+    const ask = effective?.action === "ask" ? effective : verdict?.action === "ask" ? verdict : undefined;
+    if (ask !== undefined) {
+      const reason = ask.reason ?? (decision.kind === "ask" && !isDefaultAsk(decision) ? decision.reason : undefined);
       return {
         kind: "ask",
-        ...(effective.reason !== undefined ? { reason: effective.reason } : {}),
+        ...(reason !== undefined ? { reason } : {}),
         ...(decision.input !== undefined ? { input: decision.input } : {}),
       };
     }
@@ -229,6 +252,15 @@ export function installPermissions(ctx: HarnessContext, config: HarnessConfig): 
 export async function importPlugins(specifiers: readonly string[]): Promise<unknown[]> {
   const out: unknown[] = [];
   for (const specifier of specifiers) {
+    // Imported from here, `./x` would be a file of the SDK: such a specifier is resolved against the file that
+    // names it (or loadConfig's cwd) when the configuration is loaded, and one still relative had neither.
+    if (specifier.startsWith("./") || specifier.startsWith("../")) {
+      throw new HarnessError(
+        "CONFIG_PLUGIN_IMPORT",
+        `Cannot import plugin "${specifier}": a relative specifier needs the file that names it; load the configuration with loadConfig(), give its layer a url, or name the plugin by absolute path or URL`,
+        { details: { specifier } },
+      );
+    }
     let mod: { default?: unknown; plugin?: unknown };
     try {
       mod = await import(specifier);

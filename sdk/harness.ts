@@ -89,7 +89,8 @@ export interface CreateHarnessOptions {
   /** Provider adapters to register. */
   readonly adapters?: readonly LlmAdapter[];
   /**
-   * The route agents use when they name none.
+   * The route agents use when they name none. With a `config`, it is applied over the configured
+   * model field by field (`{ temperature: 0 }` keeps the configured provider and model).
    *
    * @default {the first model of the adapter, when exactly one adapter is given}
    */
@@ -498,6 +499,10 @@ function soleAdapterRoute(adapters: readonly LlmAdapter[] | undefined): Partial<
   return { provider: adapters[0].provider, model: adapters[0].models[0].id };
 }
 
+function definedFields<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
 /** Fold `options.config` into the options: explicit options win over configured values. */
 async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessOptions> {
   if (options.config === undefined) return options;
@@ -509,17 +514,22 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
     enabledTools,
     importPlugins,
     installPermissions,
+    restrictTools,
     storageFromConfig,
   } = await import("./_apply_config.ts");
   const config = effectiveConfig(options.config);
-  const configured = adaptersFromConfig(config, options.adapterKinds, options.env ?? defaultEnv);
+  // An explicit adapter replaces the configured one of its provider, which is then not built (nor needs a factory).
   const explicit = new Set((options.adapters ?? []).map((a) => a.provider));
+  const configured = adaptersFromConfig(config, options.adapterKinds, options.env ?? defaultEnv, explicit);
   const plugins = (await importPlugins(config.plugins)).map((p) => p as PluginEntry);
   const permissions: PluginEntry = (ctx: HarnessCtx) => installPermissions(ctx as unknown as HarnessContext, config);
+  // Last, once every other plugin has registered its tools: the `tools` list holds for those too.
+  const toolList: PluginEntry = (ctx: HarnessCtx) => restrictTools(ctx as unknown as HarnessContext, config);
   return {
     ...options,
     adapters: [...configured.filter((a) => !explicit.has(a.provider)), ...(options.adapters ?? [])],
-    model: options.model ?? config.model,
+    // Field by field, as an agent's own route over the default: `model: { temperature: 0 }` keeps the configured route.
+    model: options.model === undefined ? config.model : { ...config.model, ...definedFields(options.model) },
     tools: enabledTools(config, options.tools ?? []),
     storage: options.storage ??
       storageFromConfig(
@@ -527,7 +537,7 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
         { ...configStorageKinds(options.config), ...options.storageKinds },
         options.env ?? defaultEnv,
       ),
-    plugins: [permissions, ...plugins, ...(options.plugins ?? [])],
+    plugins: [permissions, ...plugins, ...(options.plugins ?? []), toolList],
     maxParallelToolCalls: options.maxParallelToolCalls ?? config.maxParallelToolCalls,
     maxSteps: options.maxSteps ?? config.maxSteps ?? undefined,
     invariants: options.invariants ?? config.invariants,

@@ -4,9 +4,9 @@ import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { createHarness } from "./harness.ts";
+import { createHarness, type HarnessCtx } from "./harness.ts";
 import { resolveConfig } from "./config/mod.ts";
-import { defineTool } from "./tools/mod.ts";
+import { defineTool, programmaticApprover } from "./tools/mod.ts";
 import { scriptedAdapter, textResponse, toolCallResponse } from "../testing/scripted_adapter.ts";
 import { counterClock, counterIds } from "./agent/_test_support.ts";
 import { TurnFailedError } from "./agent/mod.ts";
@@ -114,6 +114,39 @@ describe("createHarness({ config })", () => {
     assert.deepEqual(await run([], false), ["DENIED", "DENIED", "DENIED"]);
     assert.deepEqual(await run([{ tool: "*(src/*)", action: "allow" }], false), ["ok", "DENIED", "ok"]);
     assert.deepEqual(await run([{ tool: "*(src/*)", action: "allow" }], true), ["ok", "DENIED", "DENIED"]);
+  });
+
+  it("an asking rule still consults the other listeners: their denial stands, their allow becomes the ask", async () => {
+    const run = async (listener: "deny" | "allow" | "rewrite", approve: boolean) => {
+      const seen: unknown[] = [];
+      const harness = await createHarness({
+        config: withRules([{ tool: "echo", action: "ask" }, { tool: "echo(bad)", action: "deny" }]),
+        adapterKinds: kinds([toolCallResponse([{ id: "c1", name: "echo", arguments: "{}" }]), textResponse("done")]),
+        tools: [echo("echo")],
+        plugins: [(ctx) => {
+          ctx.service("approvals").register(programmaticApprover(() => approve));
+          // Registered after the rules' listener, so it runs inside it, as a PreToolUse hook does.
+          ctx.on("tools/pre-execute", (exec) => {
+            seen.push(exec.name);
+            if (listener === "deny") return { kind: "deny", reason: "the hook says no" };
+            return listener === "rewrite" ? { kind: "allow", input: {} } : { kind: "allow" };
+          });
+        }],
+        now: counterClock(),
+        newId: counterIds(),
+      });
+      const agent = await harness.createAgent();
+      await agent.run("go");
+      const result = agent.session.events.find((e) => e.type === "tool/result");
+      await harness.dispose();
+      assert.deepEqual(seen, ["echo"], "the listener is consulted");
+      return result?.type === "tool/result" ? result.data.error?.code ?? "ok" : "none";
+    };
+    assert.equal(await run("deny", true), "DENIED", "the listener's denial wins over the user's approval");
+    assert.equal(await run("allow", true), "ok");
+    assert.equal(await run("allow", false), "DENIED", "the listener's allow is still asked");
+    assert.equal(await run("rewrite", false), "DENIED", "rewritten input is still asked");
+    assert.equal(await run("rewrite", true), "ok");
   });
 
   it("judges arguments a listener rewrote (a hook's updatedInput) by the rules, as the model's are", async () => {
@@ -229,6 +262,34 @@ describe("createHarness({ config })", () => {
     await harness.dispose();
   });
 
+  it("an explicit adapter replaces a configured provider without building it; a partial model keeps the route", async () => {
+    const loaded = resolveConfig([{
+      name: "p",
+      value: {
+        model: { provider: "local", model: "m1", temperature: 0.7, maxTokens: 100 },
+        adapters: { deepseek: null, local: { kind: "scripted" } },
+      },
+    }]);
+    const mine = scriptedAdapter(textResponse("mine"), { provider: "local", models: [{ id: "m1" }] });
+    // No factory for the configured kind: none is needed, and none is called.
+    const harness = await createHarness({ config: loaded, adapters: [mine], model: { temperature: 0 } });
+    const agent = await harness.createAgent();
+    assert.deepEqual(
+      { ...agent.options },
+      { provider: "local", model: "m1", temperature: 0, maxTokens: 100 },
+    );
+    assert.equal((await agent.run("q")).text, "mine");
+    await harness.dispose();
+    let built = 0;
+    const counted = await createHarness({
+      config: loaded,
+      adapters: [scriptedAdapter(textResponse("x"), { provider: "local", models: [{ id: "m1" }] })],
+      adapterKinds: { scripted: () => (built++, mine) },
+    });
+    assert.equal(built, 0);
+    await counted.dispose();
+  });
+
   it("refuses a configured adapter kind with no factory, and an unknown enabled tool", async () => {
     await assert.rejects(createHarness({ config: resolveConfig([]) }), { code: "CONFIG_ADAPTER_KIND" });
     const loaded = resolveConfig([{
@@ -239,6 +300,49 @@ describe("createHarness({ config })", () => {
       createHarness({ config: loaded, adapterKinds: kinds(textResponse("y")) }),
       { code: "CONFIG_UNKNOWN_TOOL" },
     );
+  });
+
+  it("the tools list holds for tools that plugins register, and may name them", async () => {
+    const config = (tools: string[]) =>
+      resolveConfig([{
+        name: "p",
+        value: {
+          model: { provider: "local", model: "m1" },
+          adapters: { deepseek: null, local: { kind: "scripted" } },
+          tools,
+        },
+      }]);
+    const byPlugin = (ctx: HarnessCtx) => void ctx.service("tools").register(echo("plugged"), ctx);
+    const run = async (tools: string[]) => {
+      const harness = await createHarness({
+        config: config(tools),
+        adapterKinds: kinds([toolCallResponse([{ id: "c1", name: "plugged", arguments: "{}" }]), textResponse("done")]),
+        tools: [echo("given"), echo("other")],
+        plugins: [byPlugin],
+      });
+      const agent = await harness.createAgent();
+      await agent.run("go");
+      const result = agent.session.events.find((e) => e.type === "tool/result");
+      const seen = harness.ctx.service("tools").schemas(agent.ctx.scope).map((t) => t.name);
+      await harness.dispose();
+      return { seen, code: result?.type === "tool/result" ? result.data.error?.code ?? "ok" : "none" };
+    };
+    assert.deepEqual(await run(["given"]), { seen: ["given"], code: "UNKNOWN_TOOL" });
+    assert.deepEqual(await run(["plugged"]), { seen: ["plugged"], code: "ok" });
+    await assert.rejects(run(["plugged", "nowhere"]), { code: "CONFIG_UNKNOWN_TOOL", message: /"nowhere"/ });
+  });
+
+  it("refuses to import a plugin specifier still relative (it would name a file of the SDK)", async () => {
+    for (const specifier of ["./plugin.ts", "../plugin.ts"]) {
+      await assert.rejects(
+        createHarness({
+          config: resolveConfig([{ name: "p", value: { adapters: { deepseek: null }, plugins: [specifier] } }]),
+        }),
+        (error: unknown) =>
+          HarnessError.isInstance(error, "CONFIG_PLUGIN_IMPORT") && error.message.includes(`"${specifier}"`) &&
+          error.details?.specifier === specifier,
+      );
+    }
   });
 
   it("refuses a configuration object that does not fit the schema (CONFIG_SCHEMA), and a malformed permission rule", async () => {

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { findNodeAtLocation, getNodeValue, type Node, type ParseError, parseTree, stripComments } from "jsonc-parser";
+import { createScanner, getNodeValue, type Node, type ParseError, parseTree } from "jsonc-parser";
 import type { ConfigPathSegment } from "./_config_path.ts";
 import { configError } from "./_config_error.ts";
 
@@ -56,8 +56,8 @@ export class JsoncText {
    */
   static parse(text: string, file: string): JsoncText {
     const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-    if (stripComments(body).trim() === "") return new JsoncText(body, undefined, {});
-    const deep = tooDeep(body);
+    const { deep, empty } = scan(body);
+    if (empty) return new JsoncText(body, undefined, {});
     if (deep !== undefined) {
       throw configError("CONFIG_SYNTAX", "Cannot parse the configuration", {
         file,
@@ -100,16 +100,33 @@ export class JsoncText {
   locate(path: readonly ConfigPathSegment[], key?: string): TextPosition | undefined {
     if (this.#root === undefined) return undefined;
     for (let length = path.length; length >= 0; length--) {
-      const node = findNodeAtLocation(this.#root, path.slice(0, length));
+      const node = nodeAt(this.#root, path.slice(0, length));
       if (node === undefined) continue;
       if (key !== undefined && length === path.length && node.type === "object") {
-        const property = node.children?.find((p) => p.children?.[0]?.value === key);
+        const property = lastProperty(node, key);
         if (property?.children?.[0] !== undefined) return this.positionAt(property.children[0].offset);
       }
       return this.positionAt(node.offset);
     }
     return this.positionAt(this.#root.offset);
   }
+}
+
+// A repeated key's value is its last one (as in the parsed value), so that is the one located.
+function lastProperty(object: Node, key: string): Node | undefined {
+  return object.children?.findLast((p) => p.children?.[0]?.value === key);
+}
+
+/** The node at `path`, following the last of repeated keys (jsonc-parser's findNodeAtLocation takes the first). */
+function nodeAt(root: Node, path: readonly ConfigPathSegment[]): Node | undefined {
+  let node: Node | undefined = root;
+  for (const segment of path) {
+    if (node === undefined) return undefined;
+    if (typeof segment === "string" && node.type === "object") node = lastProperty(node, segment)?.children?.[1];
+    else if (typeof segment === "number" && node.type === "array") node = node.children?.[segment];
+    else return undefined;
+  }
+  return node;
 }
 
 function lineStarts(text: string): number[] {
@@ -126,23 +143,43 @@ function lineStarts(text: string): number[] {
 }
 
 /** How deep objects and arrays may nest in a configuration (the parser and every later walk recurse). */
-const MAX_DEPTH = 256;
+export const MAX_DEPTH = 256;
 
-/** The offset of the first bracket past {@linkcode MAX_DEPTH}, outside strings and comments; else `undefined`. */
-function tooDeep(text: string): number | undefined {
+// jsonc-parser's SyntaxKind and ScanError are const enums; their values are stable.
+const OPEN_BRACE = 1, CLOSE_BRACE = 2, OPEN_BRACKET = 3, CLOSE_BRACKET = 4;
+const LINE_COMMENT = 12, BLOCK_COMMENT = 13, LINE_BREAK = 14, TRIVIA = 15, EOF = 17;
+const NO_SCAN_ERROR = 0;
+
+/**
+ * One pass of jsonc-parser's own scanner (so strings, comments and line breaks end where the parser's end):
+ * the offset of the first bracket past {@linkcode MAX_DEPTH}, and whether the text holds only whitespace and
+ * well-formed comments (an unterminated comment is not empty: the parser reports it).
+ */
+function scan(text: string): { deep: number | undefined; empty: boolean } {
+  const scanner = createScanner(text, false);
   let depth = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22) { // a string: skip to its closing quote
-      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++;
-    } else if (c === 0x2f && text.charCodeAt(i + 1) === 0x2f) { // a line comment
-      while (i < text.length && text.charCodeAt(i) !== 0x0a) i++;
-    } else if (c === 0x2f && text.charCodeAt(i + 1) === 0x2a) { // a block comment
-      const end = text.indexOf("*/", i + 2);
-      i = end < 0 ? text.length : end + 1;
-    } else if (c === 0x7b || c === 0x5b) {
-      if (++depth > MAX_DEPTH) return i;
-    } else if (c === 0x7d || c === 0x5d) depth--;
+  let empty = true;
+  for (let kind = scanner.scan(); kind !== EOF; kind = scanner.scan()) {
+    if (kind === OPEN_BRACE || kind === OPEN_BRACKET) {
+      if (++depth > MAX_DEPTH) return { deep: scanner.getTokenOffset(), empty: false };
+    } else if (kind === CLOSE_BRACE || kind === CLOSE_BRACKET) depth--;
+    const trivia = kind === LINE_COMMENT || kind === BLOCK_COMMENT || kind === LINE_BREAK || kind === TRIVIA;
+    if (!trivia || scanner.getTokenError() !== NO_SCAN_ERROR) empty = false;
+  }
+  return { deep: undefined, empty };
+}
+
+/**
+ * The path of the first object or array of a programmatic `value` past {@linkcode MAX_DEPTH} (a cycle is one),
+ * else `undefined`: later walks (the inline-secret scan, the layer merge, the schema) recurse.
+ */
+export function tooDeepValue(value: unknown, path: ConfigPathSegment[] = []): ConfigPathSegment[] | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  if (path.length >= MAX_DEPTH) return path;
+  const entries: [ConfigPathSegment, unknown][] = Array.isArray(value) ? [...value.entries()] : Object.entries(value);
+  for (const [key, child] of entries) {
+    const found = tooDeepValue(child, [...path, key]);
+    if (found !== undefined) return found;
   }
   return undefined;
 }

@@ -19,6 +19,17 @@ describe("JsoncText", () => {
     assert.equal((JsoncText.parse(text, "c.jsonc").value as { b: number }).b, 1);
   });
 
+  it("counts depth over the parser's own tokens: a CR-ended comment or an unterminated string hides no bracket", () => {
+    const deep = "[".repeat(300) + "]".repeat(300);
+    for (const text of [`// note\r{ "tools": ${deep} }`, `{ "model": { "model": "x\n, "tools": ${deep} } "`]) {
+      assert.throws(() => JsoncText.parse(text, "c.jsonc"), (error: unknown) => {
+        assert.ok(HarnessError.isInstance(error, "CONFIG_SYNTAX"));
+        assert.match((error as Error).message, /c\.jsonc:2:\d+: values nest deeper than 256 levels/);
+        return true;
+      });
+    }
+  });
+
   it("counts lines across LF, CRLF and CR line ends", () => {
     const text = JsoncText.parse('{\r\n"a": {\n\r"b": 1\r\n}}', "t");
     assert.deepEqual(text.locate(["a"]), { line: 2, column: 6 });
@@ -52,5 +63,11 @@ describe("JsoncText", () => {
   it("gives {} for whitespace and comments only", () => {
     assert.deepEqual(JsoncText.parse("  /* nothing */\n// here\n", "t").value, {});
     assert.deepEqual(JsoncText.parse("", "t").value, {});
+  });
+
+  it("refuses a text that starts with an unterminated comment instead of reading it as empty", () => {
+    for (const text of ['/* TODO: review\n{ "tools": [] }\n', "/* x", '// a\n/* { "a": 1 }']) {
+      assert.throws(() => JsoncText.parse(text, "t.jsonc"), { code: "CONFIG_SYNTAX", message: /unterminated comment/ });
+    }
   });
 });

@@ -8,7 +8,7 @@
 
 import { HarnessError } from "../kernel/harness_error.ts";
 
-/** Read a UTF-8 text file. Rejects with the runtime's error (`code: "ENOENT"` when missing). */
+/** Read a UTF-8 text file, named by path or `file:` URL. Rejects with the runtime's error (`code: "ENOENT"` when missing). */
 export async function readTextFile(path: string): Promise<string> {
   // In a try, so that bundlers for the browser and the edge leave the specifier unresolved instead of failing.
   let fs: typeof import("node:fs/promises");
@@ -23,7 +23,8 @@ export async function readTextFile(path: string): Promise<string> {
       },
     );
   }
-  return await fs.readFile(path, "utf8");
+  // A `file:` URL names a file too (node:fs reads a string as a path, so it is given as a URL).
+  return await fs.readFile(/^file:/i.test(path) ? new URL(path) : path, "utf8");
 }
 
 /** The process's current directory, or `undefined` where there is none. */

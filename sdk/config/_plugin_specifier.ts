@@ -28,6 +28,19 @@ export function fileUrlOf(path: string, cwd?: string): URL | undefined {
 }
 
 /**
+ * Resolve a relative directory (`sessions`, `./sessions`, `../data`) against `base`, the URL of the file
+ * naming it, to a file system path; an absolute path, a URL, or a `base` that is not a `file:` URL keeps it as
+ * written.
+ */
+export function resolveDirectory(dir: string, base: URL): string {
+  if (base.protocol !== "file:" || fileUrlOf(dir) !== undefined || dir === "") return dir;
+  const url = new URL(escapePath(dir.replace(/\\/g, "/")), base);
+  const path = decodeURIComponent(url.pathname);
+  if (url.host !== "") return `//${url.host}${path}`; // a UNC share
+  return /^\/[A-Za-z]:\//.test(path) ? path.slice(1) : path; // a Windows drive
+}
+
+/**
  * Resolve a relative specifier (`./x.ts`, `../x.ts`) against `base`, the URL
  * of the file naming it; bare names, `npm:`/`jsr:` specifiers, URLs and
  * absolute paths are kept as written.

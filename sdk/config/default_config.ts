@@ -11,7 +11,7 @@ import type { HarnessConfig } from "./harness_config.ts";
  *
  * DeepSeek's chat model with its key in `DEEPSEEK_API_KEY`, every registered
  * tool enabled, no permission rules, sessions kept in memory, no plugins, up to
- * 10 concurrency-safe tool calls at once, live invariant checks off.
+ * 10 concurrency-safe tool calls at once, live invariant checks on.
  *
  * @example Reading a default
  * ```ts

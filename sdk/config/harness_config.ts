@@ -64,7 +64,11 @@ export interface MemoryStorageConfig {
 export interface FileStorageConfig {
   /** Discriminator. */
   readonly kind: "file";
-  /** The root directory of the session files. */
+  /**
+   * The root directory of the session files. A relative one is resolved when the configuration is loaded:
+   * against the file that names it (`loadConfig`, or a `resolveConfig` layer with a `url`), against
+   * `loadConfig`'s `cwd` in its overrides; one still relative is relative to the process's directory.
+   */
   readonly dir: string;
   /**
    * How the files are encoded.
@@ -136,7 +140,11 @@ export interface HarnessConfig {
   readonly model: ModelConfig;
   /** Provider adapters to build, by provider name. */
   readonly adapters: Readonly<Record<string, AdapterConfig>>;
-  /** The enabled tools by name; absent enables every registered tool. */
+  /**
+   * The enabled tools by name; absent enables every registered tool. It applies to every global tool, those
+   * plugins register included (`todo_write`, the subagents' `task`), once the plugins have started; a name
+   * nothing registered is `CONFIG_UNKNOWN_TOOL`.
+   */
   readonly tools?: readonly string[];
   /** Permission rules, in order (the last matching rule wins). */
   readonly permissions: readonly PermissionRule[];

@@ -9,6 +9,14 @@ import type { HarnessConfig, HarnessConfigLayer } from "./harness_config.ts";
 
 const name = z.string().min(1, "Expected a non-empty string");
 const names = z.array(name);
+// Tool names once each: a repeated one would be refused later, by the tool runtime, with no file or line.
+const toolNames = names.superRefine((list, ctx) => {
+  const seen = new Set<string>();
+  list.forEach((entry, index) => {
+    if (seen.has(entry)) ctx.addIssue({ code: "custom", path: [index], message: `Tool "${entry}" is listed twice` });
+    seen.add(entry);
+  });
+});
 const envName = z.string().regex(
   /^[A-Za-z_][A-Za-z0-9_]*$/,
   "Expected an environment variable name such as MY_API_KEY",
@@ -41,7 +49,17 @@ const hookCommand = z.strictObject({
   // Seconds, from 1 ms (what hookBridge() accepts) to an hour.
   timeout: z.number().min(0.001).max(3600).optional(),
 });
-const hookMatcher = z.strictObject({ matcher: z.string().optional(), hooks: z.array(hookCommand) });
+// hookBridge() matches a tool name against `^(?:matcher)$`: one that does not compile would never match as meant.
+const matcherPattern = z.string().superRefine((matcher, ctx) => {
+  if (matcher === "" || matcher === "*") return;
+  try {
+    new RegExp(`^(?:${matcher})$`);
+  } catch (error) {
+    const why = error instanceof Error ? `: ${error.message}` : "";
+    ctx.addIssue({ code: "custom", message: `Expected a regular expression (a tool name matcher)${why}` });
+  }
+});
+const hookMatcher = z.strictObject({ matcher: matcherPattern.optional(), hooks: z.array(hookCommand) });
 const hookList = z.array(hookMatcher);
 const hooksLayer = z.strictObject({
   PreToolUse: hookList.nullish(),
@@ -102,7 +120,7 @@ const storageLayer = z.strictObject({
 export const harnessConfigLayerSchema: z.ZodType<HarnessConfigLayer> = z.strictObject({
   model: modelLayer.nullish(),
   adapters: z.record(z.string(), adapterLayer.nullable()).nullish(),
-  tools: names.nullish(),
+  tools: toolNames.nullish(),
   permissions: z.array(permissionRule).nullish(),
   storage: storageLayer.nullish(),
   plugins: names.nullish(),
@@ -145,7 +163,7 @@ export const harnessConfigSchema: z.ZodType<HarnessConfig> = z.strictObject({
     stop: z.array(z.string()).optional(),
   }),
   adapters: z.record(z.string(), adapter),
-  tools: names.optional(),
+  tools: toolNames.optional(),
   permissions: z.array(permissionRule),
   storage: z.discriminatedUnion("kind", [
     z.strictObject({ kind: z.literal("memory") }),

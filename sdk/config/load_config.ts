@@ -30,7 +30,8 @@ export interface LoadConfigOptions {
   /**
    * The directory relative file paths are relative to: they are read from it,
    * and relative plugin specifiers in them resolve to `file:` URLs under it.
-   * Origins keep the paths as given.
+   * Relative plugin specifiers and a relative `storage.dir` in `overrides`
+   * resolve against it too. Origins keep the paths as given.
    *
    * @default {the process's current directory}
    */
@@ -46,15 +47,17 @@ const MISSING_CODES = new Set(["ENOENT", "ENOTDIR"]);
  * Files are JSONC (comments and trailing commas allowed) holding one
  * {@linkcode HarnessConfigLayer}. Layers combine as {@linkcode resolveConfig}
  * describes; a file's origin is its path as given, the overrides' origin is
- * `"overrides"`. Relative plugin specifiers in a file are resolved to `file:`
- * URLs against that file; those in `overrides` are kept as written.
+ * `"overrides"`. Relative plugin specifiers (`./x.ts`, `../x.ts`) and a relative
+ * `storage.dir` in a file are resolved against that file (a specifier to a `file:` URL,
+ * the directory to a path); those in `overrides` against `cwd`.
  *
  * @param paths The profile files and the patch file.
  * @param overrides Programmatic overrides, applied last.
  * @param options How to read files.
  * @returns The deep-frozen effective configuration and the origin of each leaf.
  * @throws {HarnessError} `CONFIG_NOT_FOUND` when a named file does not exist,
- *   `CONFIG_UNREADABLE` when it cannot be read, and the errors of {@linkcode resolveConfig}.
+ *   `CONFIG_UNREADABLE` when it cannot be read, `INVALID_ARGS` when `profiles` is not an array
+ *   or a path is not a non-empty string, and the errors of {@linkcode resolveConfig}.
  *
  * @example Loading a profile and a patch
  * ```ts
@@ -85,7 +88,11 @@ export async function loadConfig(
   overrides?: HarnessConfigLayer,
   options: LoadConfigOptions = {},
 ): Promise<LoadedConfig> {
-  const files = [...(paths?.profiles ?? []), ...(paths?.patch === undefined ? [] : [paths.patch])];
+  const profiles = paths?.profiles ?? [];
+  if (!Array.isArray(profiles)) {
+    throw new HarnessError("INVALID_ARGS", "Configuration profiles must be an array of file paths");
+  }
+  const files = [...profiles, ...(paths?.patch === undefined ? [] : [paths.patch])];
   for (const file of files) {
     if (typeof file !== "string" || file === "") {
       throw new HarnessError("INVALID_ARGS", "Configuration file paths must be non-empty strings");
@@ -96,7 +103,8 @@ export async function loadConfig(
   const texts = await Promise.allSettled(
     files.map(async (file) => await read(given === undefined ? file : within(given, file))),
   );
-  const needsCwd = files.some((file) => fileUrlOf(file) === undefined);
+  const hasOverrides = overrides !== undefined && overrides !== null;
+  const needsCwd = hasOverrides || files.some((file) => fileUrlOf(file) === undefined);
   const cwd = given ?? (needsCwd ? await currentDirectory() : undefined);
 
   const layers: ConfigLayer[] = files.map((file, index) => {
@@ -109,7 +117,11 @@ export async function loadConfig(
     }
     return { name: file, text: outcome.value, url: fileUrlOf(file, cwd) };
   });
-  if (overrides !== undefined && overrides !== null) layers.push({ name: "overrides", value: overrides });
+  if (hasOverrides) {
+    // Relative specifiers and directories of the overrides are relative to `cwd` (a directory URL, so `./x` is in it).
+    const dir = cwd === undefined ? undefined : fileUrlOf(cwd.endsWith("/") || cwd.endsWith("\\") ? cwd : `${cwd}/`);
+    layers.push({ name: "overrides", value: overrides, ...(dir !== undefined ? { url: dir } : {}) });
+  }
   return resolveConfig(layers);
 }
 

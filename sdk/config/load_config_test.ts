@@ -67,7 +67,9 @@ describe("loadConfig()", () => {
     assert.deepEqual(config.tools, ["add"]);
     assert.deepEqual(Object.keys(config.adapters), ["deepseek", "xai"]);
     assert.equal(config.permissions.length, 2);
-    assert.deepEqual(config.storage, { kind: "file", dir: ".dsh/sessions", compression: "zstd" });
+    // A relative storage directory is relative to the file that names it.
+    const sessions = join(dir, "profiles", ".dsh", "sessions").replace(/\\/g, "/");
+    assert.deepEqual(config.storage, { kind: "file", dir: sessions, compression: "zstd" });
     assert.equal(config.maxParallelToolCalls, 2);
     assert.equal(origins["model.provider"], base);
     assert.equal(origins["model.reasoningEffort"], base);
@@ -93,6 +95,31 @@ describe("loadConfig()", () => {
     const { config, origins } = await loadConfig({ profiles: ["profiles/base.jsonc"] }, undefined, { cwd: dir });
     assert.equal(config.plugins[0], pathToFileURL(join(dir, "profiles", "plugins", "audit.ts")).href);
     assert.equal(origins["plugins"], "profiles/base.jsonc");
+  });
+
+  it("resolves relative plugin specifiers and storage.dir of the overrides against cwd", async () => {
+    const { config } = await loadConfig({}, {
+      plugins: ["./plugins/p.ts", "../up.ts", "npm:kept"],
+      storage: { kind: "file", dir: "./sessions" },
+    }, { cwd: dir });
+    assert.deepEqual(config.plugins, [
+      pathToFileURL(join(dir, "plugins", "p.ts")).href,
+      pathToFileURL(join(dir, "..", "up.ts")).href,
+      "npm:kept",
+    ]);
+    assert.equal(config.storage.kind === "file" && config.storage.dir, join(dir, "sessions").replace(/\\/g, "/"));
+    const absolute = await loadConfig({}, { storage: { kind: "file", dir: "/var/sessions" } }, { cwd: dir });
+    assert.equal(absolute.config.storage.kind === "file" && absolute.config.storage.dir, "/var/sessions");
+  });
+
+  it("reads a file named by a file: URL", async () => {
+    const { config, origins } = await loadConfig({ profiles: [pathToFileURL(base).href] });
+    assert.deepEqual(config.tools, ["add", "read_file"]);
+    assert.equal(origins["tools"], pathToFileURL(base).href);
+  });
+
+  it("refuses profiles that are not an array with INVALID_ARGS", async () => {
+    await rejection(loadConfig({ profiles: "x.jsonc" as never }), "INVALID_ARGS");
   });
 
   it("reports a missing file with CONFIG_NOT_FOUND naming it", async () => {

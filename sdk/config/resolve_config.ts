@@ -12,10 +12,10 @@ import { harnessConfigLayerSchema, harnessConfigSchema } from "./harness_config_
 import { DEFAULT_CONFIG } from "./default_config.ts";
 import { type ConfigPathSegment, formatConfigPath } from "./_config_path.ts";
 import { configError, type ConfigLocation } from "./_config_error.ts";
-import { JsoncText } from "./_jsonc_text.ts";
+import { JsoncText, MAX_DEPTH, tooDeepValue } from "./_jsonc_text.ts";
 import { findInlineSecret } from "./_inline_secret.ts";
 import { isPlainObject, LayerMerger, pathKey } from "./_layer_merge.ts";
-import { resolvePluginSpecifier } from "./_plugin_specifier.ts";
+import { resolveDirectory, resolvePluginSpecifier } from "./_plugin_specifier.ts";
 import type { StorageFactory } from "../_apply_config.ts";
 import { fileStorageKind } from "../persistence/file_storage.ts";
 
@@ -30,8 +30,10 @@ export interface ConfigLayer {
   /** The layer's JSONC text, so that errors can name a line and column. */
   readonly text?: string;
   /**
-   * The URL of the layer's file. Relative plugin specifiers (`./x.ts`, `../x.ts`)
-   * are resolved against it; without it they are kept as written.
+   * The URL of the layer's file (or of a directory, ending in `/`). Relative plugin specifiers
+   * (`./x.ts`, `../x.ts`) are resolved against it, and so is a relative `storage.dir` (to a path,
+   * when it is a `file:` URL); without it they are kept as written (and `createHarness` refuses
+   * to import a relative specifier).
    */
   readonly url?: string | URL;
 }
@@ -77,7 +79,7 @@ const DEFAULT_LAYER: ConfigLayer = { name: "default", value: DEFAULT_CONFIG };
  *   `CONFIG_INLINE_SECRET` when a layer holds a credential instead of naming an
  *   environment variable, `CONFIG_SCHEMA` when a layer or the result does not fit
  *   the schema. Messages and `details` name the layer, and with text the line and column (1-based).
- *   `INVALID_ARGS` when `layers` is not an array of named layers.
+ *   `INVALID_ARGS` when `layers` is not an array of named layers, or a layer's `url` is not a URL.
  *
  * @example Layering in memory
  * ```ts
@@ -130,6 +132,16 @@ function prepareLayer(layer: ConfigLayer): PreparedLayer {
     throw new HarnessError("INVALID_ARGS", "A configuration layer needs a non-empty name");
   }
   const { name } = layer;
+  let url: URL | undefined;
+  if (layer.url !== undefined) {
+    try {
+      url = new URL(layer.url);
+    } catch (cause) {
+      throw new HarnessError("INVALID_ARGS", `Configuration layer "${name}" has an invalid url: ${String(layer.url)}`, {
+        cause,
+      });
+    }
+  }
   if (layer.text !== undefined && typeof layer.text !== "string") {
     throw new HarnessError("INVALID_ARGS", `Configuration layer "${name}" has a text that is not a string`);
   }
@@ -157,6 +169,15 @@ function prepareLayer(layer: ConfigLayer): PreparedLayer {
   if (!isPlainObject(value)) {
     throw configError("CONFIG_SCHEMA", "Invalid configuration", at([]), "a layer must be an object");
   }
+  const deep = tooDeepValue(value);
+  if (deep !== undefined) {
+    throw configError(
+      "CONFIG_SYNTAX",
+      "Invalid configuration",
+      at(deep),
+      `values nest deeper than ${MAX_DEPTH} levels`,
+    );
+  }
   const secret = findInlineSecret(value);
   if (secret !== undefined) {
     const where = at(secret.path);
@@ -167,12 +188,16 @@ function prepareLayer(layer: ConfigLayer): PreparedLayer {
   const checked = harnessConfigLayerSchema.safeParse(value);
   if (!checked.success) throw schemaError(checked.error, at);
 
-  const url = layer.url === undefined ? undefined : new URL(layer.url);
-  const plugins = value.plugins;
+  let resolved: Record<string, unknown> = value;
+  const plugins = resolved.plugins;
   if (url !== undefined && Array.isArray(plugins)) {
-    value = { ...value, plugins: plugins.map((p: string) => resolvePluginSpecifier(p, url)) };
+    resolved = { ...resolved, plugins: plugins.map((p: string) => resolvePluginSpecifier(p, url)) };
   }
-  return { name, value: value as Record<string, unknown>, text };
+  const storage = resolved.storage;
+  if (url !== undefined && isPlainObject(storage) && typeof storage.dir === "string") {
+    resolved = { ...resolved, storage: { ...storage, dir: resolveDirectory(storage.dir, url) } };
+  }
+  return { name, value: resolved, text };
 }
 
 function schemaError(

@@ -160,6 +160,17 @@ describe("resolveConfig()", () => {
     assert.match(error.message, /expected a comma/);
   });
 
+  it("refuses a programmatic value nested past 256 levels (or cyclic) with CONFIG_SYNTAX, not a stack overflow", () => {
+    let deep: unknown = [];
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    for (const value of [{ tools: deep }, { hooks: cyclic }]) {
+      const error = errorOf(() => resolveConfig([{ name: "o", value }]), "CONFIG_SYNTAX");
+      assert.match(error.message, /^Invalid configuration in o: values nest deeper than 256 levels$/);
+    }
+  });
+
   it("reports a schema error at the offending value, with file, line and column", () => {
     const text = `{
   "model": {
@@ -187,6 +198,35 @@ describe("resolveConfig()", () => {
     const element = errorOf(() => resolveConfig([{ name: "b.jsonc", text }]), "CONFIG_SCHEMA");
     assert.equal(element.details?.path, "permissions[1].action");
     assert.deepEqual([element.details?.line, element.details?.column], [3, 28]);
+  });
+
+  it("refuses a tool listed twice at the repeat, and a hook matcher that is not a regular expression", () => {
+    const twice = errorOf(
+      () => resolveConfig([{ name: "t.jsonc", text: '{\n  "tools": ["add", "rm", "add"]\n}' }]),
+      "CONFIG_SCHEMA",
+    );
+    assert.equal(twice.details?.path, "tools[2]");
+    assert.deepEqual([twice.details?.line, twice.details?.column], [2, 26]);
+    assert.match(twice.message, /"add" is listed twice/);
+    const text = '{ "hooks": { "PreToolUse": [{ "matcher": "Edit(", "hooks": [] }] } }';
+    const matcher = errorOf(() => resolveConfig([{ name: "h.jsonc", text }]), "CONFIG_SCHEMA");
+    assert.equal(matcher.details?.path, "hooks.PreToolUse[0].matcher");
+    assert.deepEqual([matcher.details?.line, matcher.details?.column], [1, 42]);
+    for (const ok of ["", "*", "Edit|Write", "mcp__.*"]) {
+      resolveConfig([{ name: "h", value: { hooks: { PreToolUse: [{ matcher: ok, hooks: [] }] } } }]);
+    }
+  });
+
+  it("points at the last of repeated keys, the one that takes effect", () => {
+    const text = (a: number, b: number) =>
+      `{\n  "maxParallelToolCalls": 4,\n  "model": { "temperature": 1 },\n  "maxParallelToolCalls": ${a},\n` +
+      `  "model": { "temperature": ${b} }\n}`;
+    const error = errorOf(() => resolveConfig([{ name: "dup.jsonc", text: text(0, 1) }]), "CONFIG_SCHEMA");
+    assert.equal(error.details?.path, "maxParallelToolCalls");
+    assert.deepEqual([error.details?.line, error.details?.column], [4, 27]);
+    const deeper = errorOf(() => resolveConfig([{ name: "dup.jsonc", text: text(2, 9) }]), "CONFIG_SCHEMA");
+    assert.equal(deeper.details?.path, "model.temperature");
+    assert.deepEqual([deeper.details?.line, deeper.details?.column], [5, 29]);
   });
 
   it("lists every schema issue in details", () => {
@@ -246,6 +286,21 @@ describe("resolveConfig()", () => {
     assert.ok(!error.message.includes(secret) && !JSON.stringify(error.details).includes(secret));
   });
 
+  it("refuses a key inside a longer value (a hook command, a URL's query), not naming the secret", () => {
+    const secret = "sk-abcdefghijklmnopqrstuvwx";
+    const text =
+      `{ "hooks": { "Stop": [{ "hooks": [{ "type": "command", "command": "curl -H 'Authorization: Bearer ${secret}' x" }] }] } }`;
+    const error = errorOf(() => resolveConfig([{ name: "h.jsonc", text }]), "CONFIG_INLINE_SECRET");
+    assert.equal(error.details?.path, "hooks.Stop[0].hooks[0].command");
+    assert.ok(!error.message.includes(secret));
+    const url = "https://gw.example.com/v1?key=q7Hk2mZp9XvB4nL8sT1wR6yC3dF5gJ0a";
+    const value = { adapters: { p: { kind: "openai-compatible", baseURL: url } } };
+    assert.equal(
+      errorOf(() => resolveConfig([{ name: "p", value }]), "CONFIG_INLINE_SECRET").details?.path,
+      "adapters.p.baseURL",
+    );
+  });
+
   it("refuses a value that looks like a provider key, wherever it is", () => {
     const key = "sk-0123456789abcdef0123456789abcdef";
     const text = `{ "adapters": { "deepseek": { "apiKeyEnv": "${key}" } } }`;
@@ -282,6 +337,31 @@ describe("resolveConfig()", () => {
     assert.equal(origins["plugins"], "profiles/base.jsonc");
     const bare = resolveConfig([{ name: "overrides", value: { plugins: ["./local.ts"] } }]);
     assert.deepEqual(bare.config.plugins, ["./local.ts"]);
+  });
+
+  it("resolves a relative storage.dir against the layer's URL to a path, and keeps an absolute one", () => {
+    const url = "file:///home/me/.dsh/profiles/base.jsonc";
+    const dir = (value: string, at: string | null = url) => {
+      const layer = {
+        name: "p",
+        ...(at !== null ? { url: at } : {}),
+        value: { storage: { kind: "file", dir: value } },
+      };
+      const { config } = resolveConfig([layer]);
+      return config.storage.kind === "file" ? config.storage.dir : undefined;
+    };
+    assert.equal(dir("sessions"), "/home/me/.dsh/profiles/sessions");
+    assert.equal(dir("../data dir/s"), "/home/me/.dsh/data dir/s");
+    assert.equal(dir("/var/s"), "/var/s");
+    assert.equal(dir("C:\\s"), "C:\\s");
+    assert.equal(dir("s", "file:///C:/cfg/a.jsonc"), "C:/cfg/s");
+    assert.equal(dir("s", "https://example.com/a.jsonc"), "s");
+    assert.equal(dir("s", null), "s");
+  });
+
+  it("refuses a layer url that is not a URL with INVALID_ARGS", () => {
+    const error = errorOf(() => resolveConfig([{ name: "p", url: "not a url", value: {} }]), "INVALID_ARGS");
+    assert.match(error.message, /"p" has an invalid url/);
   });
 
   it("leaves the given layer values untouched", () => {

@@ -78,6 +78,29 @@ interface SubjectGuardEntry {
   readonly scope: ScopeInfo | undefined;
 }
 
+function compileRestriction(filter: ToolRestriction): CompiledRestriction {
+  const names = (list: readonly string[] | undefined, field: string) => {
+    if (list === undefined) return undefined;
+    if (!Array.isArray(list) || list.some((n) => typeof n !== "string")) {
+      throw new HarnessError("INVALID_ARGS", `Cannot restrict tools: ${field} must be an array of names`);
+    }
+    return new Set(list);
+  };
+  const compiled: CompiledRestriction = { allow: names(filter?.allow, "allow"), deny: names(filter?.deny, "deny") };
+  if (compiled.allow === undefined && compiled.deny === undefined) {
+    throw new HarnessError("INVALID_ARGS", "Cannot restrict tools with a filter that has neither allow nor deny");
+  }
+  return compiled;
+}
+
+function passes(restrictions: readonly CompiledRestriction[], name: string): boolean {
+  for (const r of restrictions) {
+    if (r.allow !== undefined && !r.allow.has(name)) return false;
+    if (r.deny !== undefined && r.deny.has(name)) return false;
+  }
+  return true;
+}
+
 function isOwner(value: unknown): value is RegistrationOwner {
   return typeof value === "object" && value !== null && typeof (value as RegistrationOwner).effect === "function";
 }
@@ -130,6 +153,7 @@ export class ToolRuntime {
   readonly #options: ToolRuntimeOptions;
   readonly #layers = new Map<ScopeInfo | undefined, Map<string, AnyToolDefinition>>();
   readonly #restrictions = new Map<ScopeInfo, CompiledRestriction[]>();
+  #globalRestrictions: CompiledRestriction[] = [];
   #guards: GuardEntry[] = [];
   #subjectGuards: SubjectGuardEntry[] = [];
   #deps: PipelineDeps | undefined;
@@ -187,7 +211,10 @@ export class ToolRuntime {
    * @returns The definition, or `undefined` when none is visible.
    */
   get(name: string, scope?: ScopeInfo): AnyToolDefinition | undefined {
-    if (scope === undefined) return this.#layers.get(undefined)?.get(name);
+    if (scope === undefined) {
+      const global = this.#layers.get(undefined)?.get(name);
+      return global !== undefined && passes(this.#globalRestrictions, name) ? global : undefined;
+    }
     const own = this.#layers.get(scope)?.get(name);
     if (own !== undefined) return own;
     const inherited = this.get(name, scope.parent);
@@ -263,17 +290,7 @@ export class ToolRuntime {
     if (scope === undefined || typeof scope !== "object" || typeof scope.key !== "string") {
       throw new HarnessError("INVALID_ARGS", "Cannot restrict tools outside a scope");
     }
-    const names = (list: readonly string[] | undefined, field: string) => {
-      if (list === undefined) return undefined;
-      if (!Array.isArray(list) || list.some((n) => typeof n !== "string")) {
-        throw new HarnessError("INVALID_ARGS", `Cannot restrict tools: ${field} must be an array of names`);
-      }
-      return new Set(list);
-    };
-    const compiled: CompiledRestriction = { allow: names(filter?.allow, "allow"), deny: names(filter?.deny, "deny") };
-    if (compiled.allow === undefined && compiled.deny === undefined) {
-      throw new HarnessError("INVALID_ARGS", "Cannot restrict tools with a filter that has neither allow nor deny");
-    }
+    const compiled = compileRestriction(filter);
     return this.#own(isOwner(owner) ? owner : undefined, "tool restriction", () => {
       let list = this.#restrictions.get(scope);
       if (list === undefined) this.#restrictions.set(scope, list = []);
@@ -287,6 +304,40 @@ export class ToolRuntime {
         this.#changed();
       };
     });
+  }
+
+  /**
+   * Restrict the global tools themselves, for every view: the global one and
+   * what every scope inherits (a scope's own registrations are not affected).
+   * A configuration's `tools` list is applied this way, so that it holds for
+   * the tools plugins register too. Several global restrictions intersect.
+   *
+   * @param filter `allow` and/or `deny` lists of tool names.
+   * @param owner The registering context; the restriction goes away with it.
+   * @returns A disposer that lifts the restriction.
+   * @throws {HarnessError} `INVALID_ARGS` for an empty filter.
+   */
+  restrictGlobal(filter: ToolRestriction, owner?: RegistrationOwner): () => void {
+    const compiled = compileRestriction(filter);
+    return this.#own(owner, "global tool restriction", () => {
+      this.#globalRestrictions = [...this.#globalRestrictions, compiled];
+      this.#changed();
+      return () => {
+        this.#globalRestrictions = this.#globalRestrictions.filter((r) => r !== compiled);
+        this.#changed();
+      };
+    });
+  }
+
+  /**
+   * Whether a tool of this name is registered globally, whatever a global
+   * restriction hides.
+   *
+   * @param name The tool name.
+   * @returns Whether the global layer has it.
+   */
+  registered(name: string): boolean {
+    return this.#layers.get(undefined)?.has(name) ?? false;
   }
 
   /**
@@ -407,11 +458,7 @@ export class ToolRuntime {
   }
 
   #passes(scope: ScopeInfo, name: string): boolean {
-    for (const r of this.#restrictions.get(scope) ?? []) {
-      if (r.allow !== undefined && !r.allow.has(name)) return false;
-      if (r.deny !== undefined && r.deny.has(name)) return false;
-    }
-    return true;
+    return passes(this.#restrictions.get(scope) ?? [], name);
   }
 
   #own(owner: RegistrationOwner | undefined, label: string, add: () => () => void): () => void {

@@ -125,6 +125,24 @@ describe("ToolRuntime registry", () => {
     assert.deepEqual(names(tools, child.info), ["own", "read"]);
   });
 
+  it("restrictGlobal() filters the global tools in every view, not a scope's own, and lifts with its owner", async () => {
+    const { ctx, tools } = setup();
+    const child = createScope(ctx, "child");
+    tools.register(echoTool("read"));
+    tools.register(echoTool("write"));
+    tools.register(echoTool("own"), child.ctx);
+    const lift = tools.restrictGlobal({ allow: ["read"] });
+    assert.deepEqual(names(tools), ["read"]);
+    assert.deepEqual(names(tools, child.info), ["own", "read"]);
+    assert.equal(tools.get("write"), undefined);
+    assert.equal(tools.registered("write"), true);
+    const result = await tools.execute({ callId: "c1", name: "write", arguments: "{}", signal, scope: child.info });
+    assert.equal(result.error?.code, "UNKNOWN_TOOL");
+    lift();
+    assert.deepEqual(names(tools, child.info), ["own", "read", "write"]);
+    assert.throws(() => tools.restrictGlobal({}), (e: unknown) => HarnessError.isInstance(e, "INVALID_ARGS"));
+  });
+
   it("restrict() refuses a filter outside a scope and an empty filter", () => {
     const { ctx, tools } = setup();
     const scope = createScope(ctx, "s");
