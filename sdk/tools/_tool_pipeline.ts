@@ -15,7 +15,15 @@ import type { UserMessage } from "../llm/messages.ts";
 import { deepFreeze, frozenJson } from "./_json.ts";
 import { jsonSchemaValidatorPending } from "./_json_schema.ts";
 import { type BodyState, runBody } from "./_run_tool_body.ts";
-import { failure, failureFrom, messageOf, normalizeContent, snapshotContext, success } from "./_tool_outcome.ts";
+import {
+  failure,
+  failureFrom,
+  messageOf,
+  nameOf,
+  normalizeContent,
+  snapshotContext,
+  success,
+} from "./_tool_outcome.ts";
 import { admittedListeners, emitContained, reportListenerError, runWaterfall } from "../prompt/_scoped_dispatch.ts";
 import type { ApprovalService } from "./approval_service.ts";
 import type { AnyToolDefinition, ToolExecution, ToolFailure, ToolOutcome } from "./tool_definition.ts";
@@ -98,7 +106,7 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
         const replaced = definition.finalizeContent(exec, final);
         if (replaced !== undefined) final = { ...final, content: normalizeContent(replaced) } as ToolOutcome;
       } catch (error) {
-        final = failure("FINALIZE_FAILED", error instanceof Error ? error.name : "Error", messageOf(error));
+        final = failure("FINALIZE_FAILED", nameOf(error), messageOf(error));
       }
     }
     const result = buildResult(exec, final, contexts, state.concluded, deps.newId());

@@ -551,6 +551,113 @@ describe("ToolRuntime.execute() around and after the body", () => {
   });
 });
 
+describe("ToolRuntime.execute() with values String() cannot convert", () => {
+  // A null-prototype object, and an object whose toString throws: String() throws on both.
+  const unprintables = [() => Object.create(null), () => ({
+    toString: () => {
+      throw new Error("no text");
+    },
+  })];
+  const UNPRINTABLE = "a value that cannot be shown as text was thrown";
+
+  it("thrown from any stage, the call still has an error result naming the stage's code", async () => {
+    for (const make of unprintables) {
+      const cases: [string, (ctx: Ctx, tools: ToolRuntime) => void, string][] = [
+        ["pre-execute", (ctx) =>
+          void ctx.on("tools/pre-execute", () => {
+            throw make();
+          }), "HOOK_FAILED"],
+        ["guard", (_ctx, tools) =>
+          void tools.guard(() => {
+            throw make();
+          }), "DENIED"],
+        ["execute wrapper", (ctx) =>
+          void ctx.on("tools/execute", () => {
+            throw make();
+          }), "HOOK_FAILED"],
+        ["post-execute", (ctx) =>
+          void ctx.on("tools/post-execute", () => {
+            throw make();
+          }), "HOOK_FAILED"],
+        ["finalizeContent", (_ctx, tools) =>
+          void tools.register(echoTool("finalized", {
+            finalizeContent: () => {
+              throw make();
+            },
+          })), "FINALIZE_FAILED"],
+        ["body", (_ctx, tools) =>
+          void tools.register(echoTool("throws", {
+            execute: () => {
+              throw make();
+            },
+          })), "TOOL_FAILED"],
+        [
+          "async body",
+          (_ctx, tools) => void tools.register(echoTool("throws", { execute: () => Promise.reject(make()) })),
+          "TOOL_FAILED",
+        ],
+        [
+          "render",
+          (_ctx, tools) =>
+            void tools.register(echoTool("throws", {
+              output: {
+                schema: z.string(),
+                render: () => {
+                  throw make();
+                },
+              },
+            })),
+          "INVALID_TOOL_OUTPUT",
+        ],
+      ];
+      for (const [stage, arrange, code] of cases) {
+        const { ctx, tools } = setup();
+        tools.register(echoTool());
+        arrange(ctx, tools);
+        const name = stage === "finalizeContent" ? "finalized" : /body|render/.test(stage) ? "throws" : "echo";
+        const result = await tools.execute(call(name, '{"text":"x"}'));
+        assert.equal(result.error?.code, code, stage);
+        assert.equal(
+          result.error?.name,
+          code === "DENIED" ? "ToolDeniedError" : code === "INVALID_TOOL_OUTPUT" ? "ToolOutputError" : "Error",
+          stage,
+        );
+        assert.ok(text(result).includes(UNPRINTABLE), stage);
+      }
+    }
+  });
+
+  it("an Error whose message or name is not a string gives text and a name that are strings", async () => {
+    const { ctx, tools } = setup();
+    tools.register(echoTool());
+    const odd = [
+      Object.assign(new Error("x"), { message: 123 }),
+      Object.assign(new Error("x"), { message: { deep: 1 } }),
+      Object.defineProperty(new Error("x"), "name", {
+        get() {
+          throw new Error("name getter");
+        },
+      }),
+      Object.assign(new Error("x"), { name: 7 }),
+    ];
+    let thrown: unknown;
+    ctx.on("tools/pre-execute", () => {
+      throw thrown;
+    });
+    const texts: string[] = [];
+    for (const error of odd) {
+      thrown = error;
+      const result = await tools.execute(call("echo", '{"text":"x"}'));
+      assert.deepEqual(result.error, { name: "Error", code: "HOOK_FAILED" });
+      const block = result.message.content[0];
+      assert.equal(block.type, "tool-result");
+      assert.equal(typeof (block.content[0] as { text: unknown }).text, "string");
+      texts.push(text(result));
+    }
+    assert.deepEqual(texts, ["123", "[object Object]", "x", "x"]);
+  });
+});
+
 describe("ToolRuntime.execute() without a tools/execute wrapper", () => {
   // Without a wrapper the pipeline takes the body's outcome as runBody made it (awaited only when the body
   // is asynchronous); a pass-through wrapper takes the general path. Both must give the same results.
