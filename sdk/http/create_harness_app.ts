@@ -91,7 +91,9 @@ export interface HarnessAppOptions {
    * `METHOD_NOT_ALLOWED` (`Allow` lists what is left) before it reaches a
    * session or the storage, so no agent is resumed, no lease taken and
    * nothing written. The timeline program (`serveView`, `dsh-view`) serves
-   * its folder this way.
+   * its folder this way. A read-only app answers no approvals (`approvals`
+   * is off unless given, and `true` is refused): a queue it registered would
+   * take every question and could never answer one.
    *
    * @default {false}
    */
@@ -111,9 +113,10 @@ export interface HarnessAppOptions {
   readonly keepAliveMs?: number;
   /**
    * Answer tool `ask` decisions over HTTP: an approval queue is registered
-   * with the harness's `approvals` service.
+   * with the harness's `approvals` service. Not with `readOnly` (its approval
+   * routes could not be posted to): there it is off, and `true` is refused.
    *
-   * @default {true}
+   * @default {true, false with readOnly}
    */
   readonly approvals?: boolean;
   /**
@@ -233,7 +236,7 @@ function defaultLog(record: RequestLogRecord): void {
  * With `storage` set on the harness, stored sessions are listed too, resumed
  * (`harness.resumeAgent`) on first use by any route that needs an agent,
  * summarized, transcribed and caught up on without resuming, and deleted by
- * `DELETE`. Unless `approvals` is `false`, the app registers an approval
+ * `DELETE`. Unless `approvals` is `false` (or the app is `readOnly`), the app registers an approval
  * queue with the harness's `approvals` service: it then answers every tool
  * `ask` of the harness's agents, through the approval routes (serve one app
  * per harness: the queue registered last is asked first).
@@ -241,7 +244,8 @@ function defaultLog(record: RequestLogRecord): void {
  * @param harness The harness to serve.
  * @param options The token (or `auth: false`), limits and logging.
  * @returns The app; serve it with `Deno.serve(app.fetch)`, `Bun.serve(app)` or `@hono/node-server`.
- * @throws {HarnessError} `INVALID_ARGS` when no token is given and auth is not explicitly disabled.
+ * @throws {HarnessError} `INVALID_ARGS` when no token is given and auth is not explicitly disabled, or when
+ * `readOnly` is combined with `approvals: true`.
  *
  * @example Creating a session over HTTP
  * ```ts
@@ -287,6 +291,12 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       "The bearer token may hold only letters, digits and -._~+/ (then = padding), as RFC 6750 allows",
     );
   }
+  if (options.readOnly === true && options.approvals === true) {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      "A read-only app cannot answer approvals (its approval routes refuse POST); leave approvals unset or false",
+    );
+  }
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
   const keepAliveMs = options.keepAliveMs ?? 5_000;
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes <= 0) {
@@ -313,7 +323,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     return () => void approvalWatchers.delete(watch);
   };
   let queue: ApprovalQueue | undefined;
-  if (options.approvals !== false) {
+  if (options.approvals ?? options.readOnly !== true) {
     const service = harness.ctx.get("approvals");
     if (service !== undefined) {
       queue = new ApprovalQueue({
