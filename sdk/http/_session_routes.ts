@@ -167,6 +167,7 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
       pollMs: tailPollMs,
       storage: harness.storage,
       watchApprovals,
+      pendingApprovals: pendingOf,
     };
     const agent = host.live(id);
     if (agent === undefined) {

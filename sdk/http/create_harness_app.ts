@@ -208,7 +208,9 @@ function defaultLog(record: RequestLogRecord): void {
  *   `event: delta` (`{ seq, turn, step, index, blockType, text, id?, name?, last? }`: the text to append to
  *   block `index`; consecutive chunks of one block that reach the stream together come as one frame with their
  *   joined text, `seq` the first chunk's, `last` the last's, which the id names), every other event as
- *   `event: session`; then `event: status`, `event: approvals` and keep-alive comments. With storage a delta
+ *   `event: session`; then `event: status`, `event: approvals` (`{ pending }`, the session's pending approvals
+ *   whenever they change, and at once when a reader joins a live session while some are pending) and keep-alive
+ *   comments. With storage a delta
  *   goes out as soon as it is committed, ahead of storage and so without an id: it is on storage once a frame
  *   with a later id arrives, and a stream resumed from an earlier id sends it again, with its id (a client that
  *   reconnects drops the text of the deltas it got without an id since its last id, and takes them again from the

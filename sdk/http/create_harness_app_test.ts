@@ -320,6 +320,14 @@ describe("createHarnessApp()", () => {
       ]);
       const listed = await (await call("GET", "/sessions/s1/approvals")).json();
       assert.deepEqual(listed.approvals.map((a: { callId: string }) => a.callId), ["call-1"]);
+      // A reader that joins (or reconnects) while the question is pending is told of it right after ready.
+      const late = await events("s1", {}, "?deltas=false");
+      assert.deepEqual([(await late.next())?.event, await late.next()], ["ready", {
+        event: "approvals",
+        id: undefined,
+        data: { pending: asked.at(-1)!.data.pending },
+      }]);
+      await late.close();
       const unknown = await call("POST", "/sessions/s1/approvals/call-9", { decision: "allow" });
       assert.equal(unknown.status, 404);
       assert.equal((await unknown.json()).code, "APPROVAL_NOT_FOUND");

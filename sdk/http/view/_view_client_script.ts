@@ -1526,6 +1526,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
               setStatus();
             } else if (msg.event === "ready") {
               state.status = data.status;
+              // A new connection: the approvals still pending come right after ready; a card from before is stale.
+              renderApprovals([]);
             } else if (msg.event === "approvals") {
               renderApprovals(data.pending || []);
             } else if (msg.event === "end") {
