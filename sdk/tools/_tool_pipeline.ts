@@ -1,6 +1,7 @@
 /**
  * Internal: the guarded execution pipeline behind `ToolRuntime.execute()`.
  *
+ * the definition's `checkArgs` (invalid arguments are `INVALID_ARGS` at once) →
  * pre-execute waterfall → guards → approval (for `ask`) → execute waterfall
  * around the body → post-execute waterfall → finalizeContent (once) →
  * tools/result. Every failure becomes a normalised outcome; nothing throws out
@@ -125,6 +126,19 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
   }
   if (argsProblem !== undefined) {
     return finish(failure("INVALID_ARGS", "ToolArgsError", `Invalid JSON arguments for ${exec.name}: ${argsProblem}`));
+  }
+  // 0. the arguments against the tool's parameters: nobody is asked to approve a call that cannot run.
+  if (definition.checkArgs !== undefined) {
+    let problems: readonly string[] | undefined;
+    try {
+      problems = definition.checkArgs(exec.args);
+    } catch (error) {
+      problems = [messageOf(error)];
+    }
+    if (problems !== undefined) {
+      const listed = Array.isArray(problems) ? problems.map(messageOf).join("; ") : messageOf(problems);
+      return finish(failure("INVALID_ARGS", "ToolArgsError", `Invalid arguments for ${exec.name}: ${listed}`));
+    }
   }
   if (exec.signal.aborted) return finish(aborted());
 

@@ -377,6 +377,57 @@ describe("ToolRuntime.execute() policy: pre-execute, guards, approvals", () => {
     assert.equal(state.runs, 1);
   });
 
+  it("schema-invalid arguments are INVALID_ARGS before any listener, guard or approver is asked", async () => {
+    const approvals = new ApprovalService();
+    const asked: string[] = [];
+    approvals.register((request) => {
+      asked.push(request.callId);
+      return Promise.resolve("allowed-once" as const);
+    });
+    const { ctx, tools } = setup({ approvals });
+    tools.register(echoTool("write_it", { access: "write" }));
+    const seen: unknown[] = [];
+    ctx.on("tools/pre-execute", (exec, next) => {
+      seen.push(exec.args);
+      return next();
+    });
+    tools.guard((exec) => void seen.push(`guard ${exec.callId}`));
+    const invalid = await tools.execute(call("write_it", '{"text":42}', { callId: "bad" }));
+    assert.deepEqual(invalid.error, { name: "ToolArgsError", code: "INVALID_ARGS" });
+    assert.match(text(invalid), /^Invalid arguments for write_it: .*text/);
+    assert.deepEqual([asked, seen], [[], []]);
+    // Valid arguments reach the listeners as the parsed JSON they always were, then the approver.
+    const valid = await tools.execute(call("write_it", '{"text":"hi"}', { callId: "good" }));
+    assert.equal(valid.value, "hi");
+    assert.deepEqual([asked, seen], [["good"], [{ text: "hi" }, "guard good"]]);
+  });
+
+  it("a hand-made definition's checkArgs is asked first too; without one the body alone validates", async () => {
+    const { ctx, tools } = setup();
+    let pre = 0;
+    ctx.on("tools/pre-execute", (_exec, next) => {
+      pre++;
+      return next();
+    });
+    const base = {
+      description: "",
+      parameters: { type: "object" },
+      output: { schema: { type: "string" }, render: (_args: unknown, value: unknown) => String(value) },
+      execute: () => Promise.resolve("ran"),
+    };
+    tools.register({
+      ...base,
+      name: "checked",
+      checkArgs: (args) => (args as { n?: unknown }).n === 1 ? undefined : ["/n must be 1"],
+    });
+    tools.register({ ...base, name: "unchecked" });
+    const refused = await tools.execute(call("checked", '{"n":2}'));
+    assert.equal(text(refused), "Invalid arguments for checked: /n must be 1");
+    assert.equal(pre, 0);
+    assert.equal((await tools.execute(call("unchecked", '{"n":2}'))).value, "ran");
+    assert.equal(pre, 1);
+  });
+
   it("a pending ask can be answered later by call id through an ApprovalQueue", async () => {
     const approvals = new ApprovalService();
     const queue = new ApprovalQueue();
