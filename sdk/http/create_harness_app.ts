@@ -23,7 +23,7 @@ import type { SessionStorage } from "../persistence/session_storage.ts";
 import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts";
 import { bearerGuard, TOKEN_SYNTAX } from "./_bearer_guard.ts";
 import { readStored } from "./_event_stream.ts";
-import { belongsTo, toPending } from "./_pending_approvals.ts";
+import { pendingWithin } from "./_pending_approvals.ts";
 import { HttpProblem, problemResponse, toProblem } from "./_problem.ts";
 import { allowedMethods, mountOf } from "./_route_table.ts";
 import { checkSessionId } from "./_session_id.ts";
@@ -227,7 +227,12 @@ function defaultLog(record: RequestLogRecord): void {
  *   (`turnBoundary`, `todos`, `usageTotals`, `childSessions`, …), live or stored.
  * - `POST /sessions/:id/fork` `{ boundary?, id? }`: a new live session seeded with the log up to `boundary`
  *   (inclusive, a turn boundary; default the whole log), driven by its own agent (201).
- * - `GET /sessions/:id/approvals`, `POST /sessions/:id/approvals/:callId` `{ decision: "allow" | "reject" }`.
+ * - `GET /sessions/:id/approvals` (`{ approvals }`: each `{ sessionId, callId, toolName, args, reason? }`), the
+ *   questions of the session and of its live subagents below it (a session whose header has `origin: "subagent"`,
+ *   up its `parentSession` chain), each naming the session that asks; the summary's `pendingApprovals` and the
+ *   stream's `event: approvals` list the same. `POST /sessions/:id/approvals/:callId`
+ *   `{ decision: "allow" | "reject" }` answers at the asking session's route only (a subagent's call ids are its
+ *   own, and two subagents may use the same one).
  *
  * Session ids are 1–128 letters, digits, `_`, `-` or inner `.` (a subagent child's id is `<parent>.<call id>`;
  * nothing a path can be made of), whose length plus twice their capitals is at most 255 (a capital takes three bytes of a file storage's directory name). Every response
@@ -316,11 +321,18 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   const host = new SessionHost(harness);
   const projections = harness.ctx.service("sessionProjections");
 
+  // The live agent of an id (none once the harness is disposed): a subagent's question is listed on its parents.
+  const live = (id: string): Agent | undefined => {
+    try {
+      return host.live(id);
+    } catch {
+      return undefined;
+    }
+  };
   const approvalWatchers = new Set<(pending: readonly PendingApproval[]) => void>();
   // One function for the whole app: event streams with the same options share one live feed.
   const watchApprovals = (agent: Agent, listener: (pending: readonly unknown[]) => void) => {
-    const watch = (pending: readonly PendingApproval[]) =>
-      listener(pending.filter((p) => belongsTo(p, agent)).map(toPending));
+    const watch = (pending: readonly PendingApproval[]) => listener(pendingWithin(pending, agent, live));
     approvalWatchers.add(watch);
     return () => void approvalWatchers.delete(watch);
   };
@@ -336,8 +348,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       service.register(queue.approver, harness.ctx);
     }
   }
-  const pendingOf = (agent: Agent): HttpPendingApproval[] =>
-    (queue?.pending() ?? []).filter((p) => belongsTo(p, agent)).map(toPending);
+  const pendingOf = (agent: Agent): HttpPendingApproval[] => pendingWithin(queue?.pending() ?? [], agent, live);
 
   const summary = (agent: Agent): HttpSessionSummary => ({
     id: agent.id,
