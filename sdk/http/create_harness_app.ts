@@ -232,7 +232,8 @@ function defaultLog(record: RequestLogRecord): void {
  *   up its `parentSession` chain), each naming the session that asks; the summary's `pendingApprovals` and the
  *   stream's `event: approvals` list the same. `POST /sessions/:id/approvals/:callId`
  *   `{ decision: "allow" | "reject" }` answers at the asking session's route only (a subagent's call ids are its
- *   own, and two subagents may use the same one).
+ *   own, and two subagents may use the same one); a session only in storage has none pending and answers 404
+ *   `APPROVAL_NOT_FOUND` without being resumed.
  *
  * Session ids are 1–128 letters, digits, `_`, `-` or inner `.` (a subagent child's id is `<parent>.<call id>`;
  * nothing a path can be made of), whose length plus twice their capitals is at most 255 (a capital takes three bytes of a file storage's directory name). Every response

@@ -535,6 +535,26 @@ describe("createHarnessApp() edges", () => {
     await lease.release();
   });
 
+  it("answers an approval of a session only in storage 404 without resuming it or taking its lease", async () => {
+    const storage = memoryStorage();
+    const writer = await createHarness({ storage, adapters: [scriptedAdapter(textResponse("Hi"))] });
+    await (await writer.createAgent({ id: "s1" })).run("hello");
+    await writer.dispose();
+    const before = (await storage.inspect("s1")).events;
+    const served = await serveHarness({ storage });
+    await withServer(served, async ({ call, harness }) => {
+      const answered = await call("POST", "/sessions/s1/approvals/c1", { decision: "allow" });
+      assert.equal(answered.status, 404);
+      assert.equal((await answered.json()).code, "APPROVAL_NOT_FOUND");
+      const missing = await call("POST", "/sessions/nope/approvals/c1", { decision: "allow" });
+      assert.equal((await missing.json()).code, "SESSION_NOT_FOUND");
+      assert.equal(harness.sessions.get("s1"), undefined, "no agent was resumed");
+      const lease = await storage.acquireWriter("s1"); // nobody took it
+      await lease.release();
+    });
+    assert.deepEqual((await storage.inspect("s1")).events, before);
+  });
+
   it("readOnly registers no approval queue (it could never answer), and refuses approvals: true", async () => {
     const harness = await createHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] });
     const approvals = harness.ctx.service("approvals");
