@@ -1,7 +1,8 @@
 /**
  * The agent loop's plain helpers: turning agent input into an inbox message,
  * summing usage, comparing header inputs by value, the names of logged prompt
- * contexts, the message of a refused tool call, the failure data of a call
+ * contexts, the message of a refused tool call, the result of a call the tools
+ * service rejected, the failure data of a call
  * that could not be prepared, and the default action after a failed request.
  * None of them touches the loop's state.
  *
@@ -9,11 +10,12 @@
  */
 
 import { HarnessError } from "../kernel/harness_error.ts";
-import type { ContentBlock, MessageSource, SystemMessage, UserMessage } from "../llm/messages.ts";
+import type { ContentBlock, MessageSource, SystemMessage, ToolCallBlock, UserMessage } from "../llm/messages.ts";
 import type { TokenUsage } from "../llm/stream_chunk.ts";
 import { LlmFailure, type LlmFailureData } from "../llm/llm_failure.ts";
 import { isRetryableFailure, retryDelayMs, type RetryPolicy } from "../llm/retry_policy.ts";
 import type { EpochHeader } from "../session/session_events.ts";
+import { messageOf, nameOf } from "../tools/_tool_outcome.ts";
 import type { AgentInput } from "./agent.ts";
 import type { RequestErrorAction } from "./agent_events.ts";
 
@@ -155,6 +157,23 @@ export function toolErrorMessage(id: string, callId: string, text: string): User
     role: "user",
     content: [{ type: "tool-result", toolCallId: callId, content: [{ type: "text", text }], isError: true }],
     source: { kind: "tool", callId },
+  };
+}
+
+/**
+ * The result of a call whose tools service rejected (the pipeline itself never
+ * does): an error result with the stable code `TOOL_EXECUTE_FAILED` and the
+ * rejection's message, so that the call is still answered.
+ */
+export function toolExecuteFailed(
+  id: string,
+  call: ToolCallBlock,
+  error: unknown,
+): { message: UserMessage; error: { name: string; code: string }; contexts: UserMessage[] } {
+  return {
+    message: toolErrorMessage(id, call.id, `Tool call ${call.name} failed: ${messageOf(error) || "no reason given"}`),
+    error: { name: nameOf(error), code: "TOOL_EXECUTE_FAILED" },
+    contexts: [],
   };
 }
 

@@ -87,6 +87,7 @@ import {
   sameHeaderInput,
   toInboxMessage,
   toolErrorMessage,
+  toolExecuteFailed,
   unanswerableCall,
   ZERO_USAGE,
 } from "./_loop_values.ts";
@@ -983,16 +984,22 @@ export class LoopAgent implements Agent {
         };
       }
       await this.#checkpoint();
-      return await tools.execute({
-        callId: call.id,
-        name: call.name,
-        arguments: call.arguments,
-        signal,
-        scope,
-        sessionId: this.id,
-        turn,
-        step,
-      });
+      try {
+        return await tools.execute({
+          callId: call.id,
+          name: call.name,
+          arguments: call.arguments,
+          signal,
+          scope,
+          sessionId: this.id,
+          turn,
+          step,
+        });
+      } catch (error) {
+        // The pipeline answers every call; a tools service that rejects anyway still answers this one: a call left
+        // unanswered in the history would fail every later request.
+        return toolExecuteFailed(this.#init.newId(), call, error);
+      }
     };
     const deferred: { context: UserMessage; resultSeq: number }[] = [];
     // One call has nothing to schedule (no classification, no pool, no async iteration): it runs and is taken at once.

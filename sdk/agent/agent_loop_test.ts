@@ -640,6 +640,33 @@ describe("agent loop event sequences", () => {
     await harness.dispose();
   });
 
+  it("a tools service that rejects still answers the call (TOOL_EXECUTE_FAILED); the next request is valid", async () => {
+    const { harness, agent, model } = await setup([
+      toolCallResponse([{ id: "c1", name: "add", arguments: '{"a":1,"b":2}' }]),
+      textResponse("after"),
+    ]);
+    // The pipeline never rejects; a replaced or wrapped service might, with anything (here a value String() throws on).
+    harness.ctx.service("tools").execute = () => Promise.reject(Object.create(null));
+    const result = await agent.run("Add");
+    assert.deepEqual(result.reason, { kind: "completed" });
+    const answered = agent.session.events.find((e) => e.type === "tool/result");
+    assert.ok(answered && answered.type === "tool/result");
+    assert.deepEqual(answered.data.error, { name: "Error", code: "TOOL_EXECUTE_FAILED" });
+    assert.deepEqual(answered.data.message.content, [{
+      type: "tool-result",
+      toolCallId: "c1",
+      content: [{ type: "text", text: "Tool call add failed: a value that cannot be shown as text was thrown" }],
+      isError: true,
+    }]);
+    assert.deepEqual(model.requests[1].messages.map((m) => m.content.map((b) => b.type).join()), [
+      "text",
+      "tool-call",
+      "tool-result",
+    ]);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
   it("resume header: a change of system prompt between turns records reason change", async () => {
     const { harness, agent } = await setup([textResponse("a"), textResponse("b"), textResponse("c")]);
     await agent.run("one");

@@ -19,6 +19,7 @@ import type { SubprocessService } from "../capabilities/subprocess/subprocess_se
 import type { HooksConfig } from "../config/harness_config.ts";
 import type { HookInput, HookTable, HookVerdict } from "./hook_definition.ts";
 import { hookLabel, runHook } from "./_run_hook.ts";
+import { isDefaultAsk } from "../tools/_default_decision.ts";
 
 /** One finished hook invocation, as `hooks/result` reports it. */
 export interface HookResultInfo {
@@ -114,7 +115,15 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  * `additionalContext`, or rewrite the tool input with `updatedInput`), exit 2
  * blocks with stderr as the reason, any other exit is a logged error.
  *
- * Mapping: PreToolUse → `tools/pre-execute`; PostToolUse → `tools/post-execute`
+ * Mapping: PreToolUse → `tools/pre-execute`, combined with the listeners
+ * registered after the bridge as Claude Code combines a hook with its
+ * permission rules: a hook's deny (or `continue: false`) decides at once; any
+ * other verdict runs the later listeners (`next()`), whose deny wins; a hook's
+ * `ask` stays an ask; a hook's `allow` skips only the default ask of a `write`
+ * tool (the permission prompt), not a later listener's own ask (an ask rule).
+ * A hook's `updatedInput` is carried into the decision (over a later
+ * listener's rewrite); the later listeners judge the call as the model made it.
+ * PostToolUse → `tools/post-execute`
  * (block, or context for the next step); UserPromptSubmit → `agent/pre-step`
  * (block the turn, or add context to the step); Stop → `agent/turn-stopping`
  * (block = keep the turn going with the reason as input); SessionStart → its
@@ -282,11 +291,18 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
           if (verdict.outcome === "ask") ask = verdict;
           if (verdict.outcome === "allow") allow = true;
         }
-        const rewrite = input !== undefined ? { input } : {};
-        if (ask !== undefined) return { kind: "ask", ...(ask.reason ? { reason: ask.reason } : {}), ...rewrite };
-        if (allow) return { kind: "allow", ...rewrite };
-        const decision = await next();
-        return input !== undefined && decision.kind !== "deny" ? { ...decision, input } : decision;
+        // The listeners after the bridge (permission rules, a policy) still decide: their deny wins, their own ask
+        // stands, a hook's ask stays an ask; a hook's allow only spares the call the default ask of a write tool.
+        const later = await next();
+        if (later.kind === "deny") return later;
+        const carried = input ?? later.input;
+        const rewrite = carried !== undefined ? { input: carried } : {};
+        if (ask !== undefined) {
+          const reason = ask.reason || (later.kind === "ask" && !isDefaultAsk(later) ? later.reason : undefined);
+          return { kind: "ask", ...(reason ? { reason } : {}), ...rewrite };
+        }
+        if (allow && later.kind === "ask" && isDefaultAsk(later)) return { kind: "allow", ...rewrite };
+        return input !== undefined ? { ...later, input } : later;
       });
     }
 

@@ -225,6 +225,96 @@ describe("hookBridge: PreToolUse", () => {
   });
 });
 
+describe("hookBridge: PreToolUse with tools/pre-execute listeners after it", () => {
+  const write = defineTool({
+    name: "write",
+    description: "Write a word",
+    access: "write",
+    parameters: { type: "object", properties: { word: { type: "string" } }, required: ["word"] },
+    output: { schema: { type: "string" }, render: (_a, v) => String(v) },
+    execute: (args) => `wrote ${(args as { word: string }).word}`,
+  });
+  const decide = (permissionDecision: "allow" | "ask", updatedInput?: unknown) => ({
+    type: "function" as const,
+    name: permissionDecision,
+    run: (): HookOutput => ({
+      hookSpecificOutput: {
+        hookEventName: "PreToolUse",
+        permissionDecision,
+        permissionDecisionReason: `the hook says ${permissionDecision}`,
+        ...(updatedInput !== undefined ? { updatedInput } : {}),
+      },
+    }),
+  });
+
+  /** The code (or "ok") and the questions asked, for `write` or `lookup` under a hook and one later listener. */
+  async function outcome(
+    verdict: "allow" | "ask",
+    later: "none" | "next" | "deny" | "ask" | "allow",
+    tool = "write",
+    updatedInput?: unknown,
+  ) {
+    const harness = await createHarness({
+      adapters: [scriptedAdapter(textResponse("unused"))],
+      model: { provider: "scripted", model: "scripted-model" },
+      tools: [write, lookup],
+      plugins: [hookBridge({ hooks: { PreToolUse: [{ hooks: [decide(verdict, updatedInput)] }] } })],
+    });
+    const seen: unknown[] = [];
+    if (later !== "none") {
+      harness.ctx.on("tools/pre-execute", (exec, next) => {
+        seen.push(exec.args);
+        if (later === "deny") return { kind: "deny", reason: "a later policy says no" };
+        if (later === "ask") return { kind: "ask", reason: "an ask rule" };
+        if (later === "allow") return { kind: "allow" };
+        return next();
+      });
+    }
+    const asked: string[] = [];
+    harness.ctx.service("approvals").register(programmaticApprover((req) => {
+      asked.push(req.reason ?? "");
+      return true;
+    }));
+    const result = await harness.ctx.service("tools").execute({
+      callId: "c1",
+      name: tool,
+      arguments: '{"word":"alpha"}',
+      signal: new AbortController().signal,
+    });
+    await harness.dispose();
+    const block = result.message.content[0];
+    const text = block.type === "tool-result"
+      ? block.content.map((c) => (c.type === "text" ? c.text : "")).join("")
+      : "";
+    return { code: result.error?.code ?? "ok", asked, seen, text };
+  }
+
+  it("a later listener still runs after a hook's allow or ask, and its deny wins", async () => {
+    for (const verdict of ["allow", "ask"] as const) {
+      const denied = await outcome(verdict, "deny");
+      assert.deepEqual([denied.code, denied.asked, denied.seen], ["DENIED", [], [{ word: "alpha" }]], verdict);
+      assert.match(denied.text, /a later policy says no/);
+    }
+  });
+
+  it("a hook's allow skips a write tool's default ask, not a later listener's own ask", async () => {
+    assert.deepEqual((await outcome("allow", "none")).asked, []);
+    assert.deepEqual((await outcome("allow", "next")).asked, []);
+    assert.deepEqual((await outcome("allow", "ask")).asked, ["an ask rule"]);
+    assert.deepEqual((await outcome("allow", "allow")).asked, []);
+  });
+
+  it("a hook's ask stays an ask whatever a later listener allows", async () => {
+    assert.deepEqual((await outcome("ask", "allow", "lookup")).asked, ["the hook says ask"]);
+    assert.deepEqual((await outcome("ask", "next", "lookup")).asked, ["the hook says ask"]);
+  });
+
+  it("a hook's rewritten input is carried past the later listeners, which see the call as the model made it", async () => {
+    const rewritten = await outcome("allow", "next", "write", { word: "beta" });
+    assert.deepEqual([rewritten.code, rewritten.text, rewritten.seen], ["ok", "wrote beta", [{ word: "alpha" }]]);
+  });
+});
+
 describe("hookBridge: outside a turn", () => {
   it("a tool executed directly runs its hooks but logs nothing in the idle session", async () => {
     const s = await setup({ PreToolUse: [{ hooks: [cmd("deny_json.sh")] }] }, [textResponse("unused")]);

@@ -164,6 +164,8 @@ export interface EventStreamOptions {
   readonly pollMs: number;
   /** Subscribe to this session's pending approvals; returns the unsubscriber. */
   readonly watchApprovals?: (agent: Agent, listener: (pending: readonly unknown[]) => void) => () => void;
+  /** This session's pending approvals now: a reader that joins a live session is told of them at once. */
+  readonly pendingApprovals?: (agent: Agent) => readonly unknown[];
 }
 
 // Frames stay strings until a write encodes its whole chunk at once: an
@@ -378,6 +380,10 @@ async function followLive(w: Writer, ctx: HarnessCtx, agent: Agent, options: Eve
   // Joined before the backlog is read, so nothing falls between the two.
   const reader = feed.join(options.maxBuffered, () => w.queue.overflow());
   try {
+    // The feed carries changes of the pending approvals only: a reader that joins (or rejoins) while some are
+    // pending gets them now, read as it joins so that no change falls between the list and the feed.
+    const pending = options.pendingApprovals?.(agent) ?? [];
+    if (pending.length > 0) await w.send("approvals", { pending });
     await backlog();
     await w.flush();
     const stop = w.queue.whenClosed();

@@ -167,6 +167,7 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
       pollMs: tailPollMs,
       storage: harness.storage,
       watchApprovals,
+      pendingApprovals: pendingOf,
     };
     const agent = host.live(id);
     if (agent === undefined) {
@@ -232,9 +233,14 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
 
   app.post("/sessions/:id/approvals/:callId", async (c) => {
     const body = await readBody(c.req.raw, approvalBody, maxBodyBytes);
-    const agent = await host.agent(c.req.param("id"));
+    const id = c.req.param("id");
+    const agent = host.live(id);
+    // Only a live session can have a question pending: a stored one is not resumed (nor its lease taken) to say no.
+    if (agent === undefined) await inspectStored(id);
     const callId = c.req.param("callId");
-    const waiting = queue?.pending().find((p) => p.callId === callId && belongsTo(p, agent));
+    const waiting = agent === undefined
+      ? undefined
+      : queue?.pending().find((p) => p.callId === callId && belongsTo(p, agent));
     if (queue === undefined || waiting === undefined || !queue.answer(waiting, body.decision === "allow")) {
       throw new HttpProblem(404, "APPROVAL_NOT_FOUND", `No approval is pending for call "${callId}" of this session`);
     }

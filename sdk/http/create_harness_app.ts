@@ -23,7 +23,7 @@ import type { SessionStorage } from "../persistence/session_storage.ts";
 import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts";
 import { bearerGuard, TOKEN_SYNTAX } from "./_bearer_guard.ts";
 import { readStored } from "./_event_stream.ts";
-import { belongsTo, toPending } from "./_pending_approvals.ts";
+import { pendingWithin } from "./_pending_approvals.ts";
 import { HttpProblem, problemResponse, toProblem } from "./_problem.ts";
 import { allowedMethods, mountOf } from "./_route_table.ts";
 import { checkSessionId } from "./_session_id.ts";
@@ -91,7 +91,9 @@ export interface HarnessAppOptions {
    * `METHOD_NOT_ALLOWED` (`Allow` lists what is left) before it reaches a
    * session or the storage, so no agent is resumed, no lease taken and
    * nothing written. The timeline program (`serveView`, `dsh-view`) serves
-   * its folder this way.
+   * its folder this way. A read-only app answers no approvals (`approvals`
+   * is off unless given, and `true` is refused): a queue it registered would
+   * take every question and could never answer one.
    *
    * @default {false}
    */
@@ -111,9 +113,10 @@ export interface HarnessAppOptions {
   readonly keepAliveMs?: number;
   /**
    * Answer tool `ask` decisions over HTTP: an approval queue is registered
-   * with the harness's `approvals` service.
+   * with the harness's `approvals` service. Not with `readOnly` (its approval
+   * routes could not be posted to): there it is off, and `true` is refused.
    *
-   * @default {true}
+   * @default {true, false with readOnly}
    */
   readonly approvals?: boolean;
   /**
@@ -205,7 +208,9 @@ function defaultLog(record: RequestLogRecord): void {
  *   `event: delta` (`{ seq, turn, step, index, blockType, text, id?, name?, last? }`: the text to append to
  *   block `index`; consecutive chunks of one block that reach the stream together come as one frame with their
  *   joined text, `seq` the first chunk's, `last` the last's, which the id names), every other event as
- *   `event: session`; then `event: status`, `event: approvals` and keep-alive comments. With storage a delta
+ *   `event: session`; then `event: status`, `event: approvals` (`{ pending }`, the session's pending approvals
+ *   whenever they change, and at once when a reader joins a live session while some are pending) and keep-alive
+ *   comments. With storage a delta
  *   goes out as soon as it is committed, ahead of storage and so without an id: it is on storage once a frame
  *   with a later id arrives, and a stream resumed from an earlier id sends it again, with its id (a client that
  *   reconnects drops the text of the deltas it got without an id since its last id, and takes them again from the
@@ -223,7 +228,13 @@ function defaultLog(record: RequestLogRecord): void {
  * - `POST /sessions/:id/fork` `{ boundary?, id? }`: a new live session seeded with the log up to `boundary`
  *   (inclusive, a turn boundary outside a compaction; default the whole log), driven by its own agent (201); 409
  *   `OPEN_TURN` / `OPEN_COMPACTION` for a boundary inside a turn / a compaction.
- * - `GET /sessions/:id/approvals`, `POST /sessions/:id/approvals/:callId` `{ decision: "allow" | "reject" }`.
+ * - `GET /sessions/:id/approvals` (`{ approvals }`: each `{ sessionId, callId, toolName, args, reason? }`), the
+ *   questions of the session and of its live subagents below it (a session whose header has `origin: "subagent"`,
+ *   up its `parentSession` chain), each naming the session that asks; the summary's `pendingApprovals` and the
+ *   stream's `event: approvals` list the same. `POST /sessions/:id/approvals/:callId`
+ *   `{ decision: "allow" | "reject" }` answers at the asking session's route only (a subagent's call ids are its
+ *   own, and two subagents may use the same one); a session only in storage has none pending and answers 404
+ *   `APPROVAL_NOT_FOUND` without being resumed.
  *
  * Session ids are 1–128 letters, digits, `_`, `-` or inner `.` (a subagent child's id is `<parent>.<call id>`;
  * nothing a path can be made of), whose length plus twice their capitals is at most 255 (a capital takes three bytes of a file storage's directory name). Every response
@@ -234,7 +245,7 @@ function defaultLog(record: RequestLogRecord): void {
  * With `storage` set on the harness, stored sessions are listed too, resumed
  * (`harness.resumeAgent`) on first use by any route that needs an agent,
  * summarized, transcribed and caught up on without resuming, and deleted by
- * `DELETE`. Unless `approvals` is `false`, the app registers an approval
+ * `DELETE`. Unless `approvals` is `false` (or the app is `readOnly`), the app registers an approval
  * queue with the harness's `approvals` service: it then answers every tool
  * `ask` of the harness's agents, through the approval routes (serve one app
  * per harness: the queue registered last is asked first).
@@ -242,7 +253,8 @@ function defaultLog(record: RequestLogRecord): void {
  * @param harness The harness to serve.
  * @param options The token (or `auth: false`), limits and logging.
  * @returns The app; serve it with `Deno.serve(app.fetch)`, `Bun.serve(app)` or `@hono/node-server`.
- * @throws {HarnessError} `INVALID_ARGS` when no token is given and auth is not explicitly disabled.
+ * @throws {HarnessError} `INVALID_ARGS` when no token is given and auth is not explicitly disabled, or when
+ * `readOnly` is combined with `approvals: true`.
  *
  * @example Creating a session over HTTP
  * ```ts
@@ -288,6 +300,12 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       "The bearer token may hold only letters, digits and -._~+/ (then = padding), as RFC 6750 allows",
     );
   }
+  if (options.readOnly === true && options.approvals === true) {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      "A read-only app cannot answer approvals (its approval routes refuse POST); leave approvals unset or false",
+    );
+  }
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
   const keepAliveMs = options.keepAliveMs ?? 5_000;
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes <= 0) {
@@ -305,16 +323,23 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   const host = new SessionHost(harness);
   const projections = harness.ctx.service("sessionProjections");
 
+  // The live agent of an id (none once the harness is disposed): a subagent's question is listed on its parents.
+  const live = (id: string): Agent | undefined => {
+    try {
+      return host.live(id);
+    } catch {
+      return undefined;
+    }
+  };
   const approvalWatchers = new Set<(pending: readonly PendingApproval[]) => void>();
   // One function for the whole app: event streams with the same options share one live feed.
   const watchApprovals = (agent: Agent, listener: (pending: readonly unknown[]) => void) => {
-    const watch = (pending: readonly PendingApproval[]) =>
-      listener(pending.filter((p) => belongsTo(p, agent)).map(toPending));
+    const watch = (pending: readonly PendingApproval[]) => listener(pendingWithin(pending, agent, live));
     approvalWatchers.add(watch);
     return () => void approvalWatchers.delete(watch);
   };
   let queue: ApprovalQueue | undefined;
-  if (options.approvals !== false) {
+  if (options.approvals ?? options.readOnly !== true) {
     const service = harness.ctx.get("approvals");
     if (service !== undefined) {
       queue = new ApprovalQueue({
@@ -325,8 +350,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       service.register(queue.approver, harness.ctx);
     }
   }
-  const pendingOf = (agent: Agent): HttpPendingApproval[] =>
-    (queue?.pending() ?? []).filter((p) => belongsTo(p, agent)).map(toPending);
+  const pendingOf = (agent: Agent): HttpPendingApproval[] => pendingWithin(queue?.pending() ?? [], agent, live);
 
   const summary = (agent: Agent): HttpSessionSummary => ({
     id: agent.id,

@@ -12,6 +12,8 @@ import { createHarness } from "../harness.ts";
 import { createHarnessApp } from "./create_harness_app.ts";
 import { agentOf, lookupTool, serveHarness, withServer } from "./_test_client.ts";
 import { Inbox } from "../agent/inbox.ts";
+import { programmaticApprover } from "../tools/approval_service.ts";
+import { settle } from "../tools/_test_util.ts";
 
 describe("createHarnessApp() with bad input", () => {
   async function badInputServer() {
@@ -531,6 +533,46 @@ describe("createHarnessApp() edges", () => {
     assert.equal(await storage.stat("s2"), undefined);
     const lease = await storage.acquireWriter("s1"); // nobody kept it
     await lease.release();
+  });
+
+  it("answers an approval of a session only in storage 404 without resuming it or taking its lease", async () => {
+    const storage = memoryStorage();
+    const writer = await createHarness({ storage, adapters: [scriptedAdapter(textResponse("Hi"))] });
+    await (await writer.createAgent({ id: "s1" })).run("hello");
+    await writer.dispose();
+    const before = (await storage.inspect("s1")).events;
+    const served = await serveHarness({ storage });
+    await withServer(served, async ({ call, harness }) => {
+      const answered = await call("POST", "/sessions/s1/approvals/c1", { decision: "allow" });
+      assert.equal(answered.status, 404);
+      assert.equal((await answered.json()).code, "APPROVAL_NOT_FOUND");
+      const missing = await call("POST", "/sessions/nope/approvals/c1", { decision: "allow" });
+      assert.equal((await missing.json()).code, "SESSION_NOT_FOUND");
+      assert.equal(harness.sessions.get("s1"), undefined, "no agent was resumed");
+      const lease = await storage.acquireWriter("s1"); // nobody took it
+      await lease.release();
+    });
+    assert.deepEqual((await storage.inspect("s1")).events, before);
+  });
+
+  it("readOnly registers no approval queue (it could never answer), and refuses approvals: true", async () => {
+    const harness = await createHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] });
+    const approvals = harness.ctx.service("approvals");
+    // Registered first, so asked after any queue an app registers later.
+    approvals.register(programmaticApprover(() => true));
+    createHarnessApp(harness, { token: "reader", log: false, readOnly: true });
+    createHarnessApp(harness, { token: "reader", log: false, readOnly: true, approvals: false });
+    assert.throws(
+      () => createHarnessApp(harness, { token: "reader", log: false, readOnly: true, approvals: true }),
+      { code: "INVALID_ARGS" },
+    );
+    const asking = new AbortController();
+    const outcome = approvals.request({ callId: "c1", toolName: "w", args: {}, signal: asking.signal });
+    await settle();
+    // A read-only queue would hold the question until the call is cancelled.
+    asking.abort();
+    assert.equal(await outcome, "allowed-once");
+    await harness.dispose();
   });
 
   it("without auth, refuses a POST or DELETE a browser sends from another site (CROSS_SITE_REQUEST)", async () => {

@@ -5,6 +5,7 @@ import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } fro
 import { LlmFailure } from "../llm/llm_failure.ts";
 import type { PreToolDecision } from "../tools/tool_events.ts";
 import { createHarnessApp } from "./create_harness_app.ts";
+import { inProcessSubagents } from "../subagents/mod.ts";
 import {
   agentOf,
   assertFramesOfLog,
@@ -323,10 +324,18 @@ describe("createHarnessApp()", () => {
       await call("POST", "/sessions/s1/messages", { content: "Look a up" });
       const asked = await stream.until((m) => m.event === "approvals" && m.data.pending.length === 1);
       assert.deepEqual(asked.at(-1)!.data.pending, [
-        { callId: "call-1", toolName: "lookup", args: { key: "a" }, reason: "lookups need approval" },
+        { sessionId: "s1", callId: "call-1", toolName: "lookup", args: { key: "a" }, reason: "lookups need approval" },
       ]);
       const listed = await (await call("GET", "/sessions/s1/approvals")).json();
       assert.deepEqual(listed.approvals.map((a: { callId: string }) => a.callId), ["call-1"]);
+      // A reader that joins (or reconnects) while the question is pending is told of it right after ready.
+      const late = await events("s1", {}, "?deltas=false");
+      assert.deepEqual([(await late.next())?.event, await late.next()], ["ready", {
+        event: "approvals",
+        id: undefined,
+        data: { pending: asked.at(-1)!.data.pending },
+      }]);
+      await late.close();
       const unknown = await call("POST", "/sessions/s1/approvals/call-9", { decision: "allow" });
       assert.equal(unknown.status, 404);
       assert.equal((await unknown.json()).code, "APPROVAL_NOT_FOUND");
@@ -358,6 +367,71 @@ describe("createHarnessApp()", () => {
       const reply = await (await call("POST", "/sessions/s1/messages", { content: "Hi", wait: true })).json();
       assert.equal(reply.result.reason.kind, "completed");
       assert.ok(model.requests[0].system?.includes(system), model.requests[0].system);
+    });
+  });
+
+  it("lists a subagent's pending approval on its parent too, naming the child; it is answered at the child's route", async () => {
+    // The parent delegates to a helper (system prompt "CHILD"), whose lookup asks.
+    const model = scriptedAdapter((request) => {
+      const child = JSON.stringify(request.system ?? "").includes("CHILD");
+      const last = request.messages.at(-1)!;
+      const fresh = last.role === "user" && last.content.some((b) => b.type === "text");
+      if (!child) {
+        return fresh
+          ? toolCallResponse([{
+            id: "t1",
+            name: "task",
+            arguments: JSON.stringify({ agent: "helper", description: "look", prompt: "look a up" }),
+          }])
+          : textResponse("parent done");
+      }
+      return fresh
+        ? toolCallResponse([{ id: "call-1", name: "lookup", arguments: '{"key":"a"}' }])
+        : textResponse("child done");
+    });
+    const served = await serveHarness(
+      {
+        adapters: [model],
+        tools: [lookupTool()],
+        plugins: [inProcessSubagents({ agents: [{ name: "helper", description: "helps", system: "CHILD" }] })],
+      },
+      {},
+      (harness) => {
+        harness.ctx.on(
+          "tools/pre-execute",
+          (exec, next): PreToolDecision | Promise<PreToolDecision> =>
+            exec.name === "lookup" ? { kind: "ask", reason: "lookups need approval" } : next(),
+        );
+      },
+    );
+    await withServer(served, async ({ harness, call, events }) => {
+      await call("POST", "/sessions", { id: "p" });
+      await call("POST", "/sessions/p/messages", { content: "Delegate" });
+      // Until the child asks (its own route lists it).
+      while (harness.sessions.get("p.t1") === undefined) await new Promise((resolve) => setTimeout(resolve, 1));
+      while ((await (await call("GET", "/sessions/p.t1/approvals")).json()).approvals.length === 0);
+      const entry = {
+        sessionId: "p.t1",
+        callId: "call-1",
+        toolName: "lookup",
+        args: { key: "a" },
+        reason: "lookups need approval",
+      };
+      assert.equal(agentOf(harness, "p.t1").session.header.parentSession, "p");
+      assert.deepEqual(await (await call("GET", "/sessions/p/approvals")).json(), { approvals: [entry] });
+      assert.deepEqual((await (await call("GET", "/sessions/p")).json()).pendingApprovals, [entry]);
+      assert.deepEqual(await (await call("GET", "/sessions/p.t1/approvals")).json(), { approvals: [entry] });
+      const parentStream = await events("p", {}, "?deltas=false");
+      assert.equal((await parentStream.next())?.event, "ready");
+      assert.deepEqual((await parentStream.next())?.data, { pending: [entry] });
+      const atParent = await call("POST", "/sessions/p/approvals/call-1", { decision: "allow" });
+      assert.equal(atParent.status, 404);
+      assert.equal((await atParent.json()).code, "APPROVAL_NOT_FOUND");
+      const atChild = await call("POST", "/sessions/p.t1/approvals/call-1", { decision: "allow" });
+      assert.deepEqual(await atChild.json(), { callId: "call-1", outcome: "allowed-once" });
+      await parentStream.until((m) => m.event === "approvals" && m.data.pending.length === 0);
+      await parentStream.until(isTurnEnd);
+      await parentStream.close();
     });
   });
 

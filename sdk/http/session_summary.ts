@@ -11,6 +11,11 @@ import { type SessionProjections, turnBoundary, usageTotals } from "../projectio
 
 /** A tool call waiting for an answer at `POST /sessions/:id/approvals/:callId`. */
 export interface HttpPendingApproval {
+  /**
+   * The session that asks: the listed session's own id, or a subagent's below it (the parent lists its
+   * subagents' questions too); the question is answered at this session's approval route.
+   */
+  readonly sessionId: string;
   /** The call being decided. */
   readonly callId: string;
   /** The tool being called. */

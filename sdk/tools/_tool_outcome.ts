@@ -28,16 +28,57 @@ export function failure(code: string, name: string, message: string, meta?: Tool
   };
 }
 
-export function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  return typeof error === "string" ? error : String(error);
+/** The text of a thrown value that cannot be shown as text (`String()` throws on it). */
+export const UNPRINTABLE_THROW = "a value that cannot be shown as text was thrown";
+
+// `String(value)`, or the fixed text when that throws (a null-prototype object, a throwing `toString`).
+function textOf(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return UNPRINTABLE_THROW;
+  }
 }
 
-/** Turn anything thrown into a failure; a `HarnessError` keeps its code. */
+/**
+ * The message of anything thrown, always a string: an `Error`'s `message`
+ * (as text when it is not a string), a string as it is, anything else through
+ * `String()`; never throws (a getter or a `toString` that throws gives a
+ * fixed text).
+ */
+export function messageOf(error: unknown): string {
+  try {
+    if (typeof error === "string") return error;
+    if (error instanceof Error) {
+      const message: unknown = error.message;
+      return typeof message === "string" ? message : textOf(message);
+    }
+    return textOf(error);
+  } catch {
+    return UNPRINTABLE_THROW;
+  }
+}
+
+/** The name of anything thrown, always a non-empty string (`"Error"` unless an `Error` names itself). */
+export function nameOf(error: unknown): string {
+  try {
+    if (!(error instanceof Error)) return "Error";
+    const name: unknown = error.name;
+    return typeof name === "string" && name !== "" ? name : "Error";
+  } catch {
+    return "Error";
+  }
+}
+
+/** Turn anything thrown into a failure (never throws); a `HarnessError` keeps its code. */
 export function failureFrom(error: unknown, fallbackCode: string): ToolFailure {
-  const name = error instanceof Error ? error.name : "Error";
-  const code = HarnessError.isInstance(error) ? error.code : fallbackCode;
-  return failure(code, name, messageOf(error) || code);
+  let code = fallbackCode;
+  try {
+    if (HarnessError.isInstance(error) && typeof error.code === "string" && error.code !== "") code = error.code;
+  } catch {
+    // A getter threw: the fallback code.
+  }
+  return failure(code, nameOf(error), messageOf(error) || code);
 }
 
 /** Normalise content to frozen text/image blocks. */

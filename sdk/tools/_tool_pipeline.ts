@@ -1,6 +1,7 @@
 /**
  * Internal: the guarded execution pipeline behind `ToolRuntime.execute()`.
  *
+ * the definition's `checkArgs` (invalid arguments are `INVALID_ARGS` at once) →
  * pre-execute waterfall → guards → approval (for `ask`) → execute waterfall
  * around the body → post-execute waterfall → finalizeContent (once) →
  * tools/result. Every failure becomes a normalised outcome; nothing throws out
@@ -15,7 +16,15 @@ import type { UserMessage } from "../llm/messages.ts";
 import { deepFreeze, frozenJson } from "./_json.ts";
 import { jsonSchemaValidatorPending } from "./_json_schema.ts";
 import { type BodyState, runBody } from "./_run_tool_body.ts";
-import { failure, failureFrom, messageOf, normalizeContent, snapshotContext, success } from "./_tool_outcome.ts";
+import {
+  failure,
+  failureFrom,
+  messageOf,
+  nameOf,
+  normalizeContent,
+  snapshotContext,
+  success,
+} from "./_tool_outcome.ts";
 import { admittedListeners, emitContained, reportListenerError, runWaterfall } from "../prompt/_scoped_dispatch.ts";
 import type { ApprovalService } from "./approval_service.ts";
 import type { AnyToolDefinition, ToolExecution, ToolFailure, ToolOutcome } from "./tool_definition.ts";
@@ -98,7 +107,7 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
         const replaced = definition.finalizeContent(exec, final);
         if (replaced !== undefined) final = { ...final, content: normalizeContent(replaced) } as ToolOutcome;
       } catch (error) {
-        final = failure("FINALIZE_FAILED", error instanceof Error ? error.name : "Error", messageOf(error));
+        final = failure("FINALIZE_FAILED", nameOf(error), messageOf(error));
       }
     }
     const result = buildResult(exec, final, contexts, state.concluded, deps.newId());
@@ -117,6 +126,19 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
   }
   if (argsProblem !== undefined) {
     return finish(failure("INVALID_ARGS", "ToolArgsError", `Invalid JSON arguments for ${exec.name}: ${argsProblem}`));
+  }
+  // 0. the arguments against the tool's parameters: nobody is asked to approve a call that cannot run.
+  if (definition.checkArgs !== undefined) {
+    let problems: readonly string[] | undefined;
+    try {
+      problems = definition.checkArgs(exec.args);
+    } catch (error) {
+      problems = [messageOf(error)];
+    }
+    if (problems !== undefined) {
+      const listed = Array.isArray(problems) ? problems.map(messageOf).join("; ") : messageOf(problems);
+      return finish(failure("INVALID_ARGS", "ToolArgsError", `Invalid arguments for ${exec.name}: ${listed}`));
+    }
   }
   if (exec.signal.aborted) return finish(aborted());
 

@@ -377,6 +377,57 @@ describe("ToolRuntime.execute() policy: pre-execute, guards, approvals", () => {
     assert.equal(state.runs, 1);
   });
 
+  it("schema-invalid arguments are INVALID_ARGS before any listener, guard or approver is asked", async () => {
+    const approvals = new ApprovalService();
+    const asked: string[] = [];
+    approvals.register((request) => {
+      asked.push(request.callId);
+      return Promise.resolve("allowed-once" as const);
+    });
+    const { ctx, tools } = setup({ approvals });
+    tools.register(echoTool("write_it", { access: "write" }));
+    const seen: unknown[] = [];
+    ctx.on("tools/pre-execute", (exec, next) => {
+      seen.push(exec.args);
+      return next();
+    });
+    tools.guard((exec) => void seen.push(`guard ${exec.callId}`));
+    const invalid = await tools.execute(call("write_it", '{"text":42}', { callId: "bad" }));
+    assert.deepEqual(invalid.error, { name: "ToolArgsError", code: "INVALID_ARGS" });
+    assert.match(text(invalid), /^Invalid arguments for write_it: .*text/);
+    assert.deepEqual([asked, seen], [[], []]);
+    // Valid arguments reach the listeners as the parsed JSON they always were, then the approver.
+    const valid = await tools.execute(call("write_it", '{"text":"hi"}', { callId: "good" }));
+    assert.equal(valid.value, "hi");
+    assert.deepEqual([asked, seen], [["good"], [{ text: "hi" }, "guard good"]]);
+  });
+
+  it("a hand-made definition's checkArgs is asked first too; without one the body alone validates", async () => {
+    const { ctx, tools } = setup();
+    let pre = 0;
+    ctx.on("tools/pre-execute", (_exec, next) => {
+      pre++;
+      return next();
+    });
+    const base = {
+      description: "",
+      parameters: { type: "object" },
+      output: { schema: { type: "string" }, render: (_args: unknown, value: unknown) => String(value) },
+      execute: () => Promise.resolve("ran"),
+    };
+    tools.register({
+      ...base,
+      name: "checked",
+      checkArgs: (args) => (args as { n?: unknown }).n === 1 ? undefined : ["/n must be 1"],
+    });
+    tools.register({ ...base, name: "unchecked" });
+    const refused = await tools.execute(call("checked", '{"n":2}'));
+    assert.equal(text(refused), "Invalid arguments for checked: /n must be 1");
+    assert.equal(pre, 0);
+    assert.equal((await tools.execute(call("unchecked", '{"n":2}'))).value, "ran");
+    assert.equal(pre, 1);
+  });
+
   it("a pending ask can be answered later by call id through an ApprovalQueue", async () => {
     const approvals = new ApprovalService();
     const queue = new ApprovalQueue();
@@ -548,6 +599,113 @@ describe("ToolRuntime.execute() around and after the body", () => {
     await tools.execute(call("echo", "not json"));
     const result = await tools.execute(call("echo", '{"text":"still here"}'));
     assert.equal(result.value, "still here");
+  });
+});
+
+describe("ToolRuntime.execute() with values String() cannot convert", () => {
+  // A null-prototype object, and an object whose toString throws: String() throws on both.
+  const unprintables = [() => Object.create(null), () => ({
+    toString: () => {
+      throw new Error("no text");
+    },
+  })];
+  const UNPRINTABLE = "a value that cannot be shown as text was thrown";
+
+  it("thrown from any stage, the call still has an error result naming the stage's code", async () => {
+    for (const make of unprintables) {
+      const cases: [string, (ctx: Ctx, tools: ToolRuntime) => void, string][] = [
+        ["pre-execute", (ctx) =>
+          void ctx.on("tools/pre-execute", () => {
+            throw make();
+          }), "HOOK_FAILED"],
+        ["guard", (_ctx, tools) =>
+          void tools.guard(() => {
+            throw make();
+          }), "DENIED"],
+        ["execute wrapper", (ctx) =>
+          void ctx.on("tools/execute", () => {
+            throw make();
+          }), "HOOK_FAILED"],
+        ["post-execute", (ctx) =>
+          void ctx.on("tools/post-execute", () => {
+            throw make();
+          }), "HOOK_FAILED"],
+        ["finalizeContent", (_ctx, tools) =>
+          void tools.register(echoTool("finalized", {
+            finalizeContent: () => {
+              throw make();
+            },
+          })), "FINALIZE_FAILED"],
+        ["body", (_ctx, tools) =>
+          void tools.register(echoTool("throws", {
+            execute: () => {
+              throw make();
+            },
+          })), "TOOL_FAILED"],
+        [
+          "async body",
+          (_ctx, tools) => void tools.register(echoTool("throws", { execute: () => Promise.reject(make()) })),
+          "TOOL_FAILED",
+        ],
+        [
+          "render",
+          (_ctx, tools) =>
+            void tools.register(echoTool("throws", {
+              output: {
+                schema: z.string(),
+                render: () => {
+                  throw make();
+                },
+              },
+            })),
+          "INVALID_TOOL_OUTPUT",
+        ],
+      ];
+      for (const [stage, arrange, code] of cases) {
+        const { ctx, tools } = setup();
+        tools.register(echoTool());
+        arrange(ctx, tools);
+        const name = stage === "finalizeContent" ? "finalized" : /body|render/.test(stage) ? "throws" : "echo";
+        const result = await tools.execute(call(name, '{"text":"x"}'));
+        assert.equal(result.error?.code, code, stage);
+        assert.equal(
+          result.error?.name,
+          code === "DENIED" ? "ToolDeniedError" : code === "INVALID_TOOL_OUTPUT" ? "ToolOutputError" : "Error",
+          stage,
+        );
+        assert.ok(text(result).includes(UNPRINTABLE), stage);
+      }
+    }
+  });
+
+  it("an Error whose message or name is not a string gives text and a name that are strings", async () => {
+    const { ctx, tools } = setup();
+    tools.register(echoTool());
+    const odd = [
+      Object.assign(new Error("x"), { message: 123 }),
+      Object.assign(new Error("x"), { message: { deep: 1 } }),
+      Object.defineProperty(new Error("x"), "name", {
+        get() {
+          throw new Error("name getter");
+        },
+      }),
+      Object.assign(new Error("x"), { name: 7 }),
+    ];
+    let thrown: unknown;
+    ctx.on("tools/pre-execute", () => {
+      throw thrown;
+    });
+    const texts: string[] = [];
+    for (const error of odd) {
+      thrown = error;
+      const result = await tools.execute(call("echo", '{"text":"x"}'));
+      assert.deepEqual(result.error, { name: "Error", code: "HOOK_FAILED" });
+      const block = result.message.content[0];
+      assert.equal(block.type, "tool-result");
+      assert.equal(typeof (block.content[0] as { text: unknown }).text, "string");
+      texts.push(text(result));
+    }
+    assert.deepEqual(texts, ["123", "[object Object]", "x", "x"]);
   });
 });
 

@@ -209,6 +209,11 @@ export function defineTool<P extends ToolSchemaInput, O extends ToolSchemaInput>
       if (pending !== undefined) await pending;
       return await source.execute(typed(args), exec);
     },
+    checkArgs: (args) => {
+      const result = parsed(args);
+      // A raw schema's validator still loading has no say yet: the body validates once it has loaded.
+      return result.ok || result.loading ? undefined : result.problems;
+    },
     ...(source.finalizeContent ? { finalizeContent: source.finalizeContent.bind(source) } : {}),
     ...(source.timeoutMs !== undefined ? { timeoutMs: source.timeoutMs } : {}),
     ...(source.isConcurrencySafe

@@ -191,6 +191,14 @@ export interface ToolDefinition<A = unknown, V = unknown> extends ToolSchema {
   presentCall?(args: A): ToolCallView | undefined;
   /** How a UI may show the completed call. */
   presentResult?(args: A, result: ToolResultProjection): ToolResultView | undefined;
+  /**
+   * The problems of a call's parsed arguments, or `undefined` when they are
+   * valid. The pipeline asks first, before any listener, guard or approval: a
+   * call with problems is answered `INVALID_ARGS` (`ToolArgsError`) at once
+   * and nobody is asked to approve it. Without it, the body alone validates.
+   * {@linkcode defineTool} writes it from `parameters`.
+   */
+  checkArgs?(args: unknown): readonly string[] | undefined;
 }
 
 /** A tool definition of any argument and value types. */

@@ -114,8 +114,9 @@ function isOwner(value: unknown): value is RegistrationOwner {
  * restrictions. `schemas()` is sorted by tool name, so a request's tool list
  * does not depend on registration order.
  *
- * Execution (`execute()`): `tools/pre-execute` (allow / deny / ask) → guards
- * → approval for `ask` → `tools/execute` around the body (with `timeoutMs`) →
+ * Execution (`execute()`): the definition's `checkArgs` (invalid arguments are
+ * `INVALID_ARGS` before anyone is asked) → `tools/pre-execute` (allow / deny /
+ * ask) → guards → approval for `ask` → `tools/execute` around the body (with `timeoutMs`) →
  * `tools/post-execute` (accept / replace / block) → `finalizeContent` once →
  * `tools/result` with the deep-frozen result. Failures are results, never
  * exceptions: `UNKNOWN_TOOL`, `INVALID_ARGS`, `INVALID_TOOL_OUTPUT`, `DENIED`,

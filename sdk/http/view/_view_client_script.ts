@@ -1526,6 +1526,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
               setStatus();
             } else if (msg.event === "ready") {
               state.status = data.status;
+              // A new connection: the approvals still pending come right after ready; a card from before is stale.
+              renderApprovals([]);
             } else if (msg.event === "approvals") {
               renderApprovals(data.pending || []);
             } else if (msg.event === "end") {
@@ -1566,14 +1568,16 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     append(el, h("div", { class: "card approvals" }, h("b", null, "Waiting for approval"), pending.map(function (p) {
       function decide(decision) {
         return function () {
-          api("/sessions/" + encodeURIComponent(SID) + "/approvals/" + encodeURIComponent(p.callId), {
+          // A subagent's question is answered at its own session's route.
+          api("/sessions/" + encodeURIComponent(p.sessionId || SID) + "/approvals/" + encodeURIComponent(p.callId), {
             method: "POST",
             headers: { "content-type": "application/json" },
             body: JSON.stringify({ decision: decision }),
           });
         };
       }
-      return h("div", { class: "entry", style: "margin-top:6px" }, h("div", { class: "who tool" }, p.toolName),
+      var who = p.sessionId && p.sessionId !== SID ? p.toolName + " (" + p.sessionId + ")" : p.toolName;
+      return h("div", { class: "entry", style: "margin-top:6px" }, h("div", { class: "who tool" }, who),
         h("div", null, h("code", null, oneLine(JSON.stringify(p.args), 140)), p.reason ? h("div", { class: "muted small" }, p.reason) : null,
           h("div", { style: "margin-top:4px;display:flex;gap:6px" },
             h("button", { class: "primary", onclick: decide("allow") }, "Allow once"), h("button", { onclick: decide("reject") }, "Reject"))));

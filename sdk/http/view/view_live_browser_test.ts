@@ -75,6 +75,63 @@ browserSuite("session timeline in Chromium: live follow", (browser) => {
     }
   });
 
+  it("shows an approval already pending when the page opens, and drops an answered one's card on reconnect", async () => {
+    const model = scriptedAdapter([
+      toolCallResponse([{ id: "call-ask", name: "lookup", arguments: '{"city":"Oslo"}' }]),
+      streamedText("Sunny."),
+    ]);
+    const harness = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      tools: [lookupTool],
+    });
+    harness.ctx.on("tools/pre-execute", () => ({ kind: "ask" as const, reason: "lookups need approval" }));
+    const served = await serve(harness);
+    const page = await browser().context.newPage();
+    const errors = watchErrors(page);
+    const headers = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" };
+    try {
+      const agent = await harness.createAgent({ id: "ask" });
+      agent.followup("Weather in Oslo?");
+      // Asked before the page opens: the page's only news of it is what its stream says on joining.
+      while (true) {
+        const listed = await (await fetch(`${served.url}/sessions/ask/approvals`, { headers })).json();
+        if (listed.approvals.length === 1) break;
+      }
+      await opened(page, `${served.url}/sessions/ask/view#token=${TOKEN}`);
+      await page.waitForSelector("#approvals .card.approvals");
+      assert.match(await page.locator("#approvals").textContent() ?? "", /Waiting for approval.*lookup/);
+
+      // The stream is cut; the question is answered while the page is away, then the page reconnects.
+      let reconnect!: () => void;
+      const held = new Promise<void>((resolve) => (reconnect = resolve));
+      await page.route("**/sessions/ask/events*", async (route) => {
+        await held;
+        await route.continue();
+      });
+      served.cutStreams();
+      const answered = await fetch(`${served.url}/sessions/ask/approvals/call-ask`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ decision: "allow" }),
+      });
+      assert.equal(answered.status, 200);
+      await agent.whenIdle();
+      reconnect();
+      await page.waitForFunction(
+        (n) => (window as unknown as { dshView: { model: { events: unknown[] } } }).dshView.model.events.length === n,
+        agent.session.seq,
+      );
+      assert.equal(await page.locator("#approvals .card").count(), 0, "no card for an answered question");
+      const cutShown = /ERR_INCOMPLETE_CHUNKED_ENCODING|ERR_CONNECTION_RESET/;
+      assert.deepEqual(errors.filter((e) => !cutShown.test(e)), []);
+    } finally {
+      await page.close();
+      await served.server.close();
+      await harness.dispose();
+    }
+  });
+
   it("redraws only the turn that changes while following, even when a step longer than any before streams", async () => {
     const storage = memoryStorage();
     await bigSession(storage, 300);
