@@ -43,7 +43,9 @@ import { recordedModels, toModelInfo } from "./_recorded_models.ts";
  * replaced, when the call is played, by the first match of the regular
  * expression (its first capture group when it has one) in the live request's
  * message texts, searched from the last message to the first, then in the
- * system prompt.
+ * system prompt. Inside tool-call `arguments` and `argumentsDelta` (raw JSON
+ * text) the value is inserted JSON-escaped, so a quote or backslash in it
+ * keeps the arguments valid JSON.
  */
 export type ReplayEntry =
   | { readonly chunks: readonly StreamChunk[] }

@@ -369,6 +369,37 @@ describe("replayAdapter() scripts and cursors", () => {
     assert.throws(() => replay.assertConsumed(), /matches nothing in the live request/);
   });
 
+  it("fills placeholders in tool-call arguments JSON-escaped, so quotes and backslashes keep the JSON valid", async () => {
+    const args = '{"path":"{{fromRequest:open (.+)}}"}';
+    const { call, replay } = runtimeFor({
+      fixture: twoSessions(),
+      overrides: [{
+        chunks: [
+          { type: "block-start", index: 0, blockType: "tool-call" },
+          { type: "tool-call-delta", index: 0, id: "c1", name: "read", argumentsDelta: args },
+          { type: "block-end", index: 0, block: { type: "tool-call", id: "c1", name: "read", arguments: args } },
+          { type: "finish", reason: { kind: "tool-calls" } },
+        ],
+      }],
+    });
+    const path = 'C:\\Users\\me\\my "draft".txt';
+    const user = {
+      id: "u",
+      role: "user" as const,
+      content: [{ type: "text" as const, text: `open ${path}` }],
+      source: { kind: "user" as const },
+    };
+    const chunks = await call("x", { messages: [user] });
+    const delta = chunks.find((c) => c.type === "tool-call-delta");
+    const end = chunks.find((c) => c.type === "block-end");
+    assert.deepEqual(JSON.parse(delta?.type === "tool-call-delta" ? delta.argumentsDelta : ""), { path });
+    assert.deepEqual(
+      JSON.parse(end?.type === "block-end" && end.block.type === "tool-call" ? end.block.arguments : ""),
+      { path },
+    );
+    assert.equal(replay.failures.length, 0);
+  });
+
   it("rejects malformed options and overrides at once", () => {
     assert.throws(() => replayAdapter(undefined as never), /needs a fixture/);
     assert.throws(() => replayAdapter({ fixture: twoSessions(), providers: [] }), /non-empty array/);
