@@ -6,7 +6,7 @@
 
 import fc from "fast-check";
 import type { Arbitrary } from "fast-check";
-import { type ContentBlock, Session, type SessionEvent, type TurnEndReason } from "../mod.ts";
+import { type ContentBlock, Session, type SessionEvent, type StreamChunk, type TurnEndReason } from "../mod.ts";
 import { assistantMessage, pick, systemMessage, toolResultMessage, userMessage } from "./_log_builder.ts";
 
 /** Options of {@linkcode arbSessionLog}. */
@@ -164,18 +164,26 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
           failure: { message: "Rate limited", code: "RATE_LIMIT" },
         });
       }
+      // One grammar-valid model call (`checkStreamGrammar`): a text block of the deltas, usage, a finish.
       const chunkSeqs: number[] = [];
-      for (let c = 0; c < step.chunks; c++) {
+      const streamed = (chunk: StreamChunk) => {
         chunkSeqs.push(session.seq);
-        session.append("assistant/chunk", { ...at, chunk: { type: "text-delta", index: 0, text: `t${c}` } });
+        session.append("assistant/chunk", { ...at, chunk });
+      };
+      if (step.chunks > 0) {
+        streamed({ type: "block-start", index: 0, blockType: "text" });
+        let all = "";
+        for (let c = 0; c < step.chunks; c++) {
+          streamed({ type: "text-delta", index: 0, text: `t${c}` });
+          all += `t${c}`;
+        }
+        streamed({ type: "block-end", index: 0, block: { type: "text", text: all } });
       }
-      if (step.usageChunk) {
-        chunkSeqs.push(session.seq);
-        session.append("assistant/chunk", {
-          ...at,
-          chunk: { type: "usage", usage: { inputTokens: 5, outputTokens: 1 } },
-        });
-      }
+      if (step.usageChunk) streamed({ type: "usage", usage: { inputTokens: 5, outputTokens: 1 } });
+      streamed({
+        type: "finish",
+        reason: step.calls > 0 || step.notStarted ? { kind: "tool-calls" } : { kind: "stop" },
+      });
       const content: ContentBlock[] = step.text ? [{ type: "text", text: "answer" }] : [];
       const callIds: string[] = [];
       for (let c = 0; c < step.calls; c++) {
@@ -251,10 +259,12 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
 
 /**
  * An arbitrary of valid session logs: complete turns with steps, user
- * messages, streamed chunks, assistant messages (some
+ * messages, one streamed model call per step (a grammar-valid stream, as
+ * `checkStreamGrammar` checks: a text block, optional usage, a finish, so every
+ * generated log also loads as a replay fixture), assistant messages (some
  * usage-only), tool calls and results (and tool-call blocks that never started,
  * with no `tool/call` and a `TOOL_NOT_STARTED` result), request headers and
- * contexts, todo writes, usage chunks, spawned subagents and retries, interleaved
+ * contexts, todo writes, spawned subagents and retries, interleaved
  * non-surface events between turns, compaction replaces of random surface
  * ranges (widened to whole tool call/result pairs), and tool-result content
  * replaces. Every generated log passes `checkInvariants` and is built through
