@@ -23,7 +23,8 @@ export function fillPlaceholders(chunk: StreamChunk, request: GenerateOptions): 
   if (!text.includes("{{fromRequest:")) return chunk;
   const haystack = [...request.messages].reverse().flatMap(messageTexts);
   if (request.system !== undefined) haystack.push(request.system);
-  const fill = (value: unknown): unknown => {
+  // Inside tool-call arguments (raw JSON text) a value is inserted JSON-escaped, so quotes and backslashes stay JSON.
+  const fill = (value: unknown, json = false): unknown => {
     if (typeof value === "string") {
       return value.replace(PLACEHOLDER, (_all, source: string) => {
         let pattern: RegExp;
@@ -40,7 +41,10 @@ export function fillPlaceholders(chunk: StreamChunk, request: GenerateOptions): 
         }
         for (const candidate of haystack) {
           const match = pattern.exec(candidate);
-          if (match) return match[1] ?? match[0];
+          if (match) {
+            const found = match[1] ?? match[0];
+            return json ? JSON.stringify(found).slice(1, -1) : found;
+          }
         }
         throw new LlmFailure(
           "REPLAY_PLACEHOLDER",
@@ -48,9 +52,11 @@ export function fillPlaceholders(chunk: StreamChunk, request: GenerateOptions): 
         );
       });
     }
-    if (Array.isArray(value)) return value.map(fill);
+    if (Array.isArray(value)) return value.map((v) => fill(v));
     if (typeof value === "object" && value !== null) {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fill(v)]));
+      return Object.fromEntries(
+        Object.entries(value).map(([k, v]) => [k, fill(v, k === "arguments" || k === "argumentsDelta")]),
+      );
     }
     return value;
   };

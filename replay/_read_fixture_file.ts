@@ -9,7 +9,7 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { fileStorage, HarnessError, SESSION_FORMAT_VERSION } from "../mod.ts";
+import { fileStorage, HarnessError, SESSION_FORMAT_VERSION, type SessionEvent } from "../mod.ts";
 import { type DecodedLines, decodeRecordLines } from "../sdk/persistence/_log_decoder.ts";
 import { openLine } from "../sdk/persistence/_record_checksum.ts";
 import { escapeSessionId } from "../sdk/persistence/_header.ts";
@@ -140,6 +140,12 @@ async function readStorageDir(dir: string): Promise<FixtureLog[]> {
     if (name.startsWith(".") || listed.has(name)) continue;
     const inside = await readdir(join(dir, name)).catch(() => [] as string[]); // a file, such as the sidecar
     if (inside.some((entry) => parseLogFileName(entry) !== undefined)) {
+      // A checkout that turned the log's line endings into CRLF (git's core.autocrlf): read it as a plain log file.
+      const crlf = await crlfLog(join(dir, name), inside);
+      if (crlf !== undefined) {
+        logs.push(...crlf);
+        continue;
+      }
       throw new HarnessError(
         "INVALID_FIXTURE",
         `Fixture ${dir} has a session folder ${name} whose log cannot be read or whose header names another id`,
@@ -148,7 +154,16 @@ async function readStorageDir(dir: string): Promise<FixtureLog[]> {
     }
   }
   for (const header of headers) {
-    const { events } = await storage.inspect(header.id);
+    let events: readonly SessionEvent[];
+    try {
+      ({ events } = await storage.inspect(header.id));
+    } catch (error) {
+      const folder = join(dir, escapeSessionId(header.id));
+      const crlf = await crlfLog(folder, await readdir(folder).catch(() => [] as string[]));
+      if (crlf === undefined) throw error;
+      logs.push(...crlf);
+      continue;
+    }
     logs.push({
       id: header.id,
       createdAt: header.createdAt,
@@ -157,6 +172,30 @@ async function readStorageDir(dir: string): Promise<FixtureLog[]> {
     });
   }
   return logs;
+}
+
+/**
+ * The logs of a session folder whose plain log file has CRLF line endings (as a git checkout with
+ * `core.autocrlf` writes them; `writeFixture` puts a `.gitattributes` with `* -text` in a fixture to prevent it),
+ * read as a plain log file; `undefined` when the folder holds no such file.
+ */
+async function crlfLog(folder: string, entries: readonly string[]): Promise<FixtureLog[] | undefined> {
+  for (const entry of entries) {
+    if (parseLogFileName(entry)?.encoding !== "plain") continue;
+    const file = join(folder, entry);
+    const text = await readFile(file, "utf8").catch(() => "");
+    if (!text.includes("\r\n")) continue;
+    try {
+      return parseLogText(text.replaceAll("\r\n", "\n"), file);
+    } catch (error) {
+      if (!HarnessError.isInstance(error, "INVALID_FIXTURE")) throw error;
+      throw new HarnessError("INVALID_FIXTURE", `${error.message} (the file has CRLF line endings)`, {
+        cause: error,
+        details: error.details,
+      });
+    }
+  }
+  return undefined;
 }
 
 async function readSidecar(path: string): Promise<unknown> {

@@ -203,7 +203,9 @@ export function fixtureFromLogs(logs: readonly SessionEvent[] | readonly Fixture
  * - A directory is a session storage directory as `fileStorage` writes it
  *   (one `<id>/session.v1.jsonl[.zstd]` per session, or the v0 name `session.jsonl[.zstd]`; this is
  *   what `writeFixture` and record mode produce); every stored session is
- *   read, crash-repaired in memory like `inspect()`.
+ *   read, crash-repaired in memory like `inspect()`. A plain log whose line
+ *   endings a git checkout turned into CRLF is read as a plain log file
+ *   (`writeFixture` adds a `.gitattributes` against that).
  * - A file is one plain log file (a session header line, then one
  *   event or packed chunk row per line; several logs may follow one another).
  *   A zstd log file is read through the storage directory that

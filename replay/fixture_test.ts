@@ -302,6 +302,28 @@ describe("loadFixture()", () => {
     }
   });
 
+  it("reads a storage directory whose plain logs have CRLF line endings (a git checkout with core.autocrlf)", async () => {
+    const dir = await tempDir();
+    try {
+      const events = await recordConversation();
+      await fileStorage(dir).create({ id: "crlf", createdAt: 1 }, { events });
+      const file = join(dir, "crlf", "session.v1.jsonl");
+      await writeFile(file, (await readFile(file, "utf8")).replaceAll("\n", "\r\n"));
+      const fixture = await loadFixture(dir);
+      assert.deepEqual(fixture.sessions.map((s) => [s.id, s.createdAt, s.calls.length]), [["crlf", 1, 3]]);
+      assert.deepEqual(fixture.sessions[0].events, events);
+      // Damage beyond the line endings is still refused, and the message names the CRLF.
+      await writeFile(file, (await readFile(file, "utf8")).replace('"turn/start"', '"turn/star"'));
+      await assert.rejects(
+        loadFixture(dir),
+        (error: unknown) =>
+          HarnessError.isInstance(error, "INVALID_FIXTURE") && /CRLF line endings/.test(error.message),
+      );
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
   it("fails clearly for a missing path, an empty directory and a file that is not a log", async () => {
     const dir = await tempDir();
     try {

@@ -118,6 +118,39 @@ describe("normalizeText()", () => {
 });
 
 describe("golden texts across runs", () => {
+  it("normalizeLog tokenises generated session ids: a child's <parent>.<callId> keeps its call id", () => {
+    const run = (own: string): SessionEvent[] =>
+      [
+        {
+          type: "subagent/spawned",
+          seq: 0,
+          time: 0,
+          data: { turn: 1, step: 1, callId: "call_1", session: `${own}.call_1`, mode: "in-process", agent: "w" },
+        },
+        {
+          type: "tool/result",
+          seq: 1,
+          time: 0,
+          data: {
+            turn: 1,
+            step: 1,
+            message: {
+              id: `m-${own}`,
+              role: "user",
+              content: [{ type: "tool-result", toolCallId: "call_1", content: [{ type: "text", text: "ok" }] }],
+              source: { kind: "tool", callId: "call_1" },
+            },
+            meta: { childSession: `${own}.call_1` },
+          },
+          surfaceOp: "append",
+        },
+      ] as SessionEvent[];
+    const [spawned, result] = normalizeLog(run("86be9bd5"));
+    assert.deepEqual(normalizeLog(run("c011cc82")), [spawned, result]);
+    assert.equal(spawned.type === "subagent/spawned" && spawned.data.session, "<id-1>.call_1");
+    assert.deepEqual(result.type === "tool/result" && result.data.meta, { childSession: "<id-1>.call_1" });
+  });
+
   it("a transcript's retry delay (jittered) is normalised; so is a retry's delayMs in normalizeLog", () => {
     const line = (ms: number) => `_Attempt 1 failed (SERVER: Down); retrying after ${ms} ms_\n`;
     assert.equal(normalizeText(line(472)), normalizeText(line(521)));

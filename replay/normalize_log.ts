@@ -32,9 +32,27 @@ function generatedIds(event: SessionEvent): string[] {
 }
 
 /**
+ * The generated session ids an event names: a spawned child's id, or, when it is `<parent>.<callId>`, the
+ * parent's (the session's own) id, so the child reads `<token>.<callId>` and keeps the call id the model chose.
+ */
+function generatedSessionIds(event: SessionEvent): string[] {
+  if (event.type !== "subagent/spawned") return [];
+  const { session, callId } = event.data;
+  if (typeof session !== "string") return [];
+  const suffix = typeof callId === "string" ? `.${callId}` : undefined;
+  return suffix !== undefined && session.endsWith(suffix) && session.length > suffix.length
+    ? [session.slice(0, -suffix.length)]
+    : [session];
+}
+
+/**
  * A copy of a log with every `time` set to 0 and every generated id (the ids
  * of messages and inbox entries) replaced by a token numbered by first
- * appearance, in every `id` field where it occurs. Tool call ids, which the model chose,
+ * appearance, in every `id` field where it occurs. Generated session ids (a
+ * spawned subagent's `<parent>.<callId>`, whose parent part is the session's
+ * own id) are tokenised too, wherever a string is one or starts with one and
+ * a dot (`subagent/spawned`'s `session`, a task result's `meta.childSession`):
+ * the child reads `<id-n>.<callId>`. Tool call ids, which the model chose,
  * are kept, and every retry's `delayMs` set to 0 (the retry policy's jitter).
  * Two runs of the same scenario with different clocks, id generators and
  * retry jitter normalise to the same log.
@@ -64,10 +82,32 @@ function generatedIds(event: SessionEvent): string[] {
 export function normalizeLog(events: readonly SessionEvent[], options: NormalizeLogOptions = {}): SessionEvent[] {
   const token = options.idToken ?? ((n: number) => `<id-${n}>`);
   const ids = new Map<string, string>();
+  const sessions = new Map<string, string>();
   for (const event of events) {
     for (const id of generatedIds(event)) if (!ids.has(id)) ids.set(id, token(ids.size + 1));
+    for (const id of generatedSessionIds(event)) {
+      if (!sessions.has(id)) {
+        const known = ids.get(id) ?? token(ids.size + 1);
+        ids.set(id, known);
+        sessions.set(id, known);
+      }
+    }
   }
+  const lengths = [...new Set([...sessions.keys()].map((id) => id.length))].sort((a, b) => b - a);
+  const session = (text: string): string => {
+    const whole = sessions.get(text);
+    if (whole !== undefined) return whole;
+    // A prefix of a known id's length followed by a dot: a few lookups per string, whatever its length.
+    for (const length of lengths) {
+      if (text.length > length + 1 && text[length] === ".") {
+        const parent = sessions.get(text.slice(0, length));
+        if (parent !== undefined) return parent + text.slice(length);
+      }
+    }
+    return text;
+  };
   const replace = (value: unknown): unknown => {
+    if (typeof value === "string") return sessions.size > 0 ? session(value) : value;
     if (Array.isArray(value)) return value.map(replace);
     if (typeof value === "object" && value !== null) {
       return Object.fromEntries(

@@ -15,7 +15,7 @@ import {
   type Session,
   type StreamChunk,
 } from "../mod.ts";
-import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { validateSessionId } from "../sdk/persistence/_header.ts";
 import { parseLogFileName } from "../sdk/persistence/_file_log.ts";
@@ -117,7 +117,9 @@ export interface WriteFixtureOptions {
  * Write session logs as a fixture: a storage directory in the persistence
  * module's format (`fileStorage`), one `<id>/session.v1.jsonl` per session.
  * Sessions already stored in the directory are replaced, so that it holds
- * exactly this run; other files in it (an override sidecar) stay.
+ * exactly this run; other files in it (an override sidecar) stay. A
+ * `.gitattributes` with `* -text` is added (unless the directory has one), so
+ * a git checkout does not turn the logs' line endings into CRLF.
  *
  * The ids are checked before anything is written, and the new logs are
  * written whole beside the directory before any old one is removed: a
@@ -167,6 +169,12 @@ export async function writeFixture(
         if (taken.has(name) || await isSessionFolder(join(path, name))) continue;
         await rename(join(path, name), join(staging, name));
       }
+    }
+    // Git must not rewrite the logs' line endings (core.autocrlf): an existing .gitattributes (moved over) is kept.
+    await writeFile(join(staging, ".gitattributes"), GITATTRIBUTES, { flag: "wx" }).catch((error) => {
+      if ((error as { code?: unknown }).code !== "EEXIST") throw error;
+    });
+    if (kind === "directory") {
       // The old fixture is swapped whole for the new: each rename is atomic, and a failure between the two puts
       // the old one back (a crash between them leaves it beside, as <dir>.replaced-<uuid>).
       const old = `${path.replace(/[/\\]+$/, "")}.replaced-${crypto.randomUUID()}`;
@@ -186,6 +194,10 @@ export async function writeFixture(
     await rm(staging, { recursive: true, force: true });
   }
 }
+
+/** The `.gitattributes` of a fixture directory: its logs are bytes, never line-ending converted. */
+const GITATTRIBUTES =
+  "# Written by writeFixture: session logs are checksummed bytes; keep git from converting line endings.\n* -text\n";
 
 /** Whether a fixture entry is a session's folder (it holds a session log of some version). */
 async function isSessionFolder(path: string): Promise<boolean> {

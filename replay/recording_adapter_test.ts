@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -58,6 +58,19 @@ describe("recordingAdapter()", () => {
       await writeFixture(dir, [second.session], { compression: "zstd" });
       const fixture = await loadFixture(dir);
       assert.deepEqual(fixture.sessions.map((s) => s.id), ["new"]);
+    });
+  });
+
+  it("writeFixture() puts a .gitattributes with '* -text' in the fixture, and keeps one the directory has", async () => {
+    await withDir(async (dir) => {
+      const { session } = await runSession([scriptedAdapter(conversation())], { id: "s" });
+      const fresh = join(dir, "fresh");
+      await writeFixture(fresh, [session]);
+      assert.match(await readFile(join(fresh, ".gitattributes"), "utf8"), /^\* -text$/m);
+      await writeFile(join(fresh, ".gitattributes"), "* binary\n");
+      await writeFixture(fresh, [session]);
+      assert.equal(await readFile(join(fresh, ".gitattributes"), "utf8"), "* binary\n");
+      assert.deepEqual((await loadFixture(fresh)).sessions.map((s) => s.id), ["s"]);
     });
   });
 

@@ -43,7 +43,9 @@ import { recordedModels, toModelInfo } from "./_recorded_models.ts";
  * replaced, when the call is played, by the first match of the regular
  * expression (its first capture group when it has one) in the live request's
  * message texts, searched from the last message to the first, then in the
- * system prompt.
+ * system prompt. Inside tool-call `arguments` and `argumentsDelta` (raw JSON
+ * text) the value is inserted JSON-escaped, so a quote or backslash in it
+ * keeps the arguments valid JSON.
  */
 export type ReplayEntry =
   | { readonly chunks: readonly StreamChunk[] }
@@ -203,10 +205,15 @@ function abortedFinish(): StreamChunk {
  * Create a replay adapter over a fixture.
  *
  * Each live session (the request's `sessionId`) is bound, on its first call,
- * to the unused script of the fixture session with the same id, or, when
- * there is none (ids that differ between runs), to the next unused script
- * that has calls (parents first, then children by creation time); its calls
- * then play that script's entries in order. A call
+ * to the unused script of the fixture session with the same id; else, for a
+ * live child `<live parent>.<part>` of a bound live session (a subagent's id
+ * is `<parent>.<callId>`), to the unused script `<recorded parent>.<part>` of
+ * the fixture session its parent is bound to; else (ids that differ between
+ * runs) to the next unused script that has calls (parents first, then
+ * children by creation time), and when several unused scripts tie with that
+ * one (same kind, same creation time: forks made in one millisecond or under
+ * a fixed clock), to the first of them whose first recorded request equals
+ * the live request. Its calls then play that script's entries in order. A call
  * past the end of the scripts, or of its session's script, fails loudly
  * (`REPLAY_EXHAUSTED`). In strict mode a live request that differs from the
  * recorded one fails with `REPLAY_DIVERGED`, naming the first difference
@@ -304,13 +311,45 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     throw failure;
   };
 
+  // A child's id is its parent's id, a dot, and a part of its own (`<parent>.<callId>` for a delegation): a live
+  // child of a bound live session is bound to the recorded session with the same part under the recorded parent,
+  // so parallel children are told apart by their call ids, not by when they first called the model.
+  const relativeScript = (liveId: string): Script | undefined => {
+    let parent: Binding | undefined;
+    for (const binding of bindings.values()) {
+      if (
+        liveId.startsWith(binding.liveId + ".") &&
+        (parent === undefined || binding.liveId.length > parent.liveId.length)
+      ) parent = binding;
+    }
+    if (parent === undefined) return undefined;
+    const id = parent.script.session.id + liveId.slice(parent.liveId.length);
+    return scripts.find((s) => s.session.id === id && !bound.has(s));
+  };
+
+  // Otherwise the next unused script with calls; among the unused scripts tied with it (the same kind, root or
+  // child, and the same creation time: forks made in one millisecond or under a fixed clock, whose order in the
+  // fixture is only their ids'), the first whose first recorded request equals the live one.
+  const nextScript = (request: GenerateOptions): Script | undefined => {
+    const unused = scripts.filter((s) => !bound.has(s) && s.entries.length > 0);
+    const first = unused[0];
+    if (first === undefined) return undefined;
+    const isChild = (s: Script) => s.session.parentSession !== undefined;
+    const tied = unused.filter((s) => isChild(s) === isChild(first) && s.session.createdAt === first.session.createdAt);
+    if (tied.length === 1) return first;
+    return tied.find((s) => {
+      const expected = s.expected[0];
+      return expected !== undefined && diffRequest(expected, request) === undefined;
+    }) ?? first;
+  };
+
   const entryFor = (request: GenerateOptions): ReplayEntry => {
     const liveId = request.sessionId ?? "(no session id)";
     let binding = bindings.get(liveId);
     if (binding === undefined) {
       // Its own recorded session first: sessions may call the model in another order than they were created.
       const script = scripts.find((s) => s.session.id === liveId && !bound.has(s)) ??
-        scripts.find((s) => !bound.has(s) && s.entries.length > 0);
+        relativeScript(liveId) ?? nextScript(request);
       if (script === undefined) {
         return fail(
           "REPLAY_EXHAUSTED",

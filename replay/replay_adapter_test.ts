@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { defineTool, type GenerateOptions, HarnessError, LlmRuntime, type StreamChunk } from "../mod.ts";
+import { defineTool, type GenerateOptions, HarnessError, LlmRuntime, type Message, type StreamChunk } from "../mod.ts";
 import { scriptedAdapter } from "../testing/mod.ts";
-import { fixtureFromLogs } from "./fixture.ts";
+import { type Fixture, fixtureFromLogs, type FixtureSession } from "./fixture.ts";
 import { normalizeLog } from "./normalize_log.ts";
 import { replayAdapter, type ReplayAdapterOptions } from "./replay_adapter.ts";
 import {
@@ -174,6 +174,59 @@ describe("replayAdapter() scripts and cursors", () => {
     replay.assertConsumed();
   });
 
+  it("binds a live child <live parent>.<call id> to <recorded parent>.<call id>, whatever order the children call in", async () => {
+    // Children recorded in one millisecond: the fixture orders them by id (call_a before call_z).
+    const fixture = fixtureFromLogs([
+      { id: "P", createdAt: 5, events: log(chunk(1, 1, text("p1")), chunk(1, 1, STOP)) },
+      { id: "P.call_a", createdAt: 5, parentSession: "P", events: log(chunk(1, 1, text("a")), chunk(1, 1, STOP)) },
+      { id: "P.call_z", createdAt: 5, parentSession: "P", events: log(chunk(1, 1, text("z")), chunk(1, 1, STOP)) },
+    ]);
+    const { call, textOf, replay } = runtimeFor({ fixture });
+    assert.equal(textOf(await call("X")), "p1");
+    assert.equal(textOf(await call("X.call_z")), "z");
+    assert.equal(textOf(await call("X.call_a")), "a");
+    replay.assertConsumed();
+  });
+
+  it("among scripts tied on creation time (forks in one millisecond), binds the one whose first request matches", async () => {
+    const user = (id: string, t: string): Message => ({
+      id,
+      role: "user",
+      source: { kind: "user" },
+      content: [{ type: "text", text: t }],
+    });
+    const session = (id: string, prompt: string, answer: string, parentSession?: string): FixtureSession => ({
+      id,
+      createdAt: 7,
+      ...(parentSession !== undefined ? { parentSession } : {}),
+      events: [],
+      firstLiveSeq: 0,
+      calls: [{
+        turn: 1,
+        step: 1,
+        seq: 0,
+        chunks: [text(answer), STOP],
+        request: { messages: [user("m1", prompt)] },
+      }],
+    });
+    // The fork that was made second sorts first (its id is smaller).
+    const fixture: Fixture = {
+      sessions: [
+        session("P", "base", "p"),
+        session("a-fork", "two", "second", "P"),
+        session("b-fork", "one", "first", "P"),
+      ],
+    };
+    for (const strict of [true, false]) {
+      const { call, textOf, replay } = runtimeFor({ fixture, strict });
+      const ask = async (id: string, prompt: string) => textOf(await call(id, { messages: [user("live", prompt)] }));
+      assert.equal(await ask("p-live", "base"), "p");
+      assert.equal(await ask("f1-live", "one"), "first");
+      assert.equal(await ask("f2-live", "two"), "second");
+      replay.assertConsumed();
+    }
+  });
+
   it("a recorded session that never called the model takes no live session's place", async () => {
     const fixture = fixtureFromLogs([
       { id: "quiet", events: log() },
@@ -314,6 +367,37 @@ describe("replayAdapter() scripts and cursors", () => {
     const reason = finishOf(await call("x", { messages: [user] }));
     assert.equal(reason?.kind === "error" && reason.failure.code, "REPLAY_PLACEHOLDER");
     assert.throws(() => replay.assertConsumed(), /matches nothing in the live request/);
+  });
+
+  it("fills placeholders in tool-call arguments JSON-escaped, so quotes and backslashes keep the JSON valid", async () => {
+    const args = '{"path":"{{fromRequest:open (.+)}}"}';
+    const { call, replay } = runtimeFor({
+      fixture: twoSessions(),
+      overrides: [{
+        chunks: [
+          { type: "block-start", index: 0, blockType: "tool-call" },
+          { type: "tool-call-delta", index: 0, id: "c1", name: "read", argumentsDelta: args },
+          { type: "block-end", index: 0, block: { type: "tool-call", id: "c1", name: "read", arguments: args } },
+          { type: "finish", reason: { kind: "tool-calls" } },
+        ],
+      }],
+    });
+    const path = 'C:\\Users\\me\\my "draft".txt';
+    const user = {
+      id: "u",
+      role: "user" as const,
+      content: [{ type: "text" as const, text: `open ${path}` }],
+      source: { kind: "user" as const },
+    };
+    const chunks = await call("x", { messages: [user] });
+    const delta = chunks.find((c) => c.type === "tool-call-delta");
+    const end = chunks.find((c) => c.type === "block-end");
+    assert.deepEqual(JSON.parse(delta?.type === "tool-call-delta" ? delta.argumentsDelta : ""), { path });
+    assert.deepEqual(
+      JSON.parse(end?.type === "block-end" && end.block.type === "tool-call" ? end.block.arguments : ""),
+      { path },
+    );
+    assert.equal(replay.failures.length, 0);
   });
 
   it("rejects malformed options and overrides at once", () => {

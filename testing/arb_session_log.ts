@@ -6,7 +6,7 @@
 
 import fc from "fast-check";
 import type { Arbitrary } from "fast-check";
-import { type ContentBlock, Session, type SessionEvent, type TurnEndReason } from "../mod.ts";
+import { type ContentBlock, Session, type SessionEvent, type StreamChunk, type TurnEndReason } from "../mod.ts";
 import { assistantMessage, pick, systemMessage, toolResultMessage, userMessage } from "./_log_builder.ts";
 
 /** Options of {@linkcode arbSessionLog}. */
@@ -89,6 +89,8 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
   const next = (prefix: string): string => `${prefix}${++id}`;
   const surfaceOf = (type: string): number[] => session.surface.nodes.filter((s) => session.events[s].type === type);
   let headerSeen = false;
+  // Tool pairs on the surface: each node's tool-call message (itself for the message), so a compaction never splits one.
+  const pairOf = new Map<number, number>();
 
   plans.forEach((plan, t) => {
     const turn = t + 1;
@@ -110,8 +112,12 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
     }
     if (plan.compaction !== null && session.surface.nodes.length > 0) {
       const nodes = session.surface.nodes;
-      const i = pick(plan.compaction.a, nodes.length)!;
-      const j = i + pick(plan.compaction.b, nodes.length - i)!;
+      let i = pick(plan.compaction.a, nodes.length)!;
+      let j = i + pick(plan.compaction.b, nodes.length - i)!;
+      // Widen the range to whole tool pairs: a call and its results are shadowed together (as real compaction does).
+      const pair = (k: number) => pairOf.get(nodes[k]);
+      while (i > 0 && pair(i) !== undefined && pair(i - 1) === pair(i)) i--;
+      while (j + 1 < nodes.length && pair(j) !== undefined && pair(j + 1) === pair(j)) j++;
       const shadowed = nodes.slice(i, j + 1);
       const intent = {
         surfaceOp: { op: "replace" as const, start: nodes[i], end: nodes[j] },
@@ -158,18 +164,26 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
           failure: { message: "Rate limited", code: "RATE_LIMIT" },
         });
       }
+      // One grammar-valid model call (`checkStreamGrammar`): a text block of the deltas, usage, a finish.
       const chunkSeqs: number[] = [];
-      for (let c = 0; c < step.chunks; c++) {
+      const streamed = (chunk: StreamChunk) => {
         chunkSeqs.push(session.seq);
-        session.append("assistant/chunk", { ...at, chunk: { type: "text-delta", index: 0, text: `t${c}` } });
+        session.append("assistant/chunk", { ...at, chunk });
+      };
+      if (step.chunks > 0) {
+        streamed({ type: "block-start", index: 0, blockType: "text" });
+        let all = "";
+        for (let c = 0; c < step.chunks; c++) {
+          streamed({ type: "text-delta", index: 0, text: `t${c}` });
+          all += `t${c}`;
+        }
+        streamed({ type: "block-end", index: 0, block: { type: "text", text: all } });
       }
-      if (step.usageChunk) {
-        chunkSeqs.push(session.seq);
-        session.append("assistant/chunk", {
-          ...at,
-          chunk: { type: "usage", usage: { inputTokens: 5, outputTokens: 1 } },
-        });
-      }
+      if (step.usageChunk) streamed({ type: "usage", usage: { inputTokens: 5, outputTokens: 1 } });
+      streamed({
+        type: "finish",
+        reason: step.calls > 0 || step.notStarted ? { kind: "tool-calls" } : { kind: "stop" },
+      });
       const content: ContentBlock[] = step.text ? [{ type: "text", text: "answer" }] : [];
       const callIds: string[] = [];
       for (let c = 0; c < step.calls; c++) {
@@ -177,6 +191,13 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
         callIds.push(callId);
         content.push({ type: "tool-call", id: callId, name: "add", arguments: `{"a":${c}}` });
       }
+      // A call the model made that never started (no tool/call): its result is TOOL_NOT_STARTED.
+      const notStartedId = step.notStarted ? next("call_") : undefined;
+      if (notStartedId !== undefined) {
+        content.push({ type: "tool-call", id: notStartedId, name: "add", arguments: "{}" });
+      }
+      const assistantSeq = session.seq;
+      if (callIds.length > 0 || notStartedId !== undefined) pairOf.set(assistantSeq, assistantSeq);
       session.append(
         "assistant/message",
         { ...at, message: assistantMessage(next("m"), content), usage: { inputTokens: 3, outputTokens: 2 } },
@@ -194,13 +215,15 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
             agent: "w",
           });
         }
+        pairOf.set(session.seq, assistantSeq);
         session.append("tool/result", { ...at, message: toolResultMessage(next("m"), callId, "3") }, {
           surfaceOp: "append",
           sourceEventSeqs: [callSeq],
         });
       }
-      if (step.notStarted) {
-        const callId = next("call_");
+      if (notStartedId !== undefined) {
+        const callId = notStartedId;
+        pairOf.set(session.seq, assistantSeq);
         session.append("tool/result", {
           ...at,
           message: toolResultMessage(next("m"), callId, "Tool not started", true),
@@ -212,6 +235,7 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
         const target = results[pick(step.resultReplace, results.length) ?? -1];
         if (target !== undefined) {
           const old = session.events[target] as SessionEvent<"tool/result">;
+          if (pairOf.has(target)) pairOf.set(session.seq, pairOf.get(target)!);
           const block = old.data.message.content[0];
           const message = {
             ...old.data.message,
@@ -235,13 +259,16 @@ export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
 
 /**
  * An arbitrary of valid session logs: complete turns with steps, user
- * messages, streamed chunks, assistant messages (some usage-only), tool calls
- * and results (and results without a call marked `TOOL_NOT_STARTED`),
- * request headers and contexts, todo writes, usage chunks, spawned subagents and retries, interleaved
+ * messages, one streamed model call per step (a grammar-valid stream, as
+ * `checkStreamGrammar` checks: a text block, optional usage, a finish, so every
+ * generated log also loads as a replay fixture), assistant messages (some
+ * usage-only), tool calls and results (and tool-call blocks that never started,
+ * with no `tool/call` and a `TOOL_NOT_STARTED` result), request headers and
+ * contexts, todo writes, spawned subagents and retries, interleaved
  * non-surface events between turns, compaction replaces of random surface
- * ranges, and tool-result content replaces. Every generated log passes
- * `checkInvariants` and is built through `Session.append`, so it is also
- * accepted by the session's own validation.
+ * ranges (widened to whole tool call/result pairs), and tool-result content
+ * replaces. Every generated log passes `checkInvariants` and is built through
+ * `Session.append`, so it is also accepted by the session's own validation.
  *
  * @param options Size limits.
  * @returns The arbitrary.

@@ -1,7 +1,7 @@
 /**
  * `@dsh/harness/testing`: what tests of the harness and of its users need —
- * the session invariant checker, fast-check arbitraries of session logs and
- * surface operations, log mutations of known kinds, and ready property
+ * the session invariant checker, fast-check arbitraries of session logs,
+ * surface operations and grammar-valid model streams, log mutations of known kinds, and ready property
  * suites over `deriveMessages` and `foldSurface`.
  *
  * @example Running the property suites in your own tests
@@ -18,6 +18,7 @@
 
 export { assertInvariants, checkInvariants, type InvariantViolation, SESSION_INVARIANT_CODES } from "../mod.ts";
 export { arbSessionLog, type ArbSessionLogOptions } from "./arb_session_log.ts";
+export { arbStreamChunks, type ArbStreamChunksOptions } from "./arb_stream_chunks.ts";
 export {
   applySurfaceOp,
   arbSurfaceOps,

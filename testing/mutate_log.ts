@@ -8,7 +8,7 @@ import fc from "fast-check";
 import type { Arbitrary } from "fast-check";
 import type { SessionEvent } from "../mod.ts";
 import { arbSessionLog, type ArbSessionLogOptions } from "./arb_session_log.ts";
-import { toolResultMessage, userMessage } from "./_log_builder.ts";
+import { assistantMessage, toolResultMessage, userMessage } from "./_log_builder.ts";
 
 /** Each mutation kind and the violation code `checkInvariants` must report first for it. */
 export const LOG_MUTATIONS: Readonly<Record<string, string>> = Object.freeze({
@@ -24,6 +24,10 @@ export const LOG_MUTATIONS: Readonly<Record<string, string>> = Object.freeze({
   "step-end-mismatch": "STEP_END_MISMATCH",
   "event-outside-step": "EVENT_OUTSIDE_STEP",
   "tool-result-without-call": "TOOL_RESULT_WITHOUT_CALL",
+  "tool-call-without-result": "TOOL_CALL_WITHOUT_RESULT",
+  "tool-result-duplicate": "TOOL_RESULT_DUPLICATE",
+  "tool-call-id-unknown": "TOOL_CALL_ID_UNKNOWN",
+  "tool-pair-split": "TOOL_PAIR_SPLIT",
   "request-outside-turn": "EVENT_OUTSIDE_TURN",
   "surface-op-missing": "SURFACE_OP_MISSING",
   "surface-op-forbidden": "SURFACE_OP_FORBIDDEN",
@@ -131,6 +135,45 @@ export function mutateLog(log: readonly SessionEvent[], kind: LogMutationKind): 
         surfaceOp: "append",
       });
       break;
+    case "tool-call-without-result":
+    case "tool-result-duplicate":
+    case "tool-call-id-unknown":
+    case "tool-pair-split": {
+      const at = { turn, step: 1 };
+      const callId = kind === "tool-call-id-unknown" ? "call_other" : "call_mutant";
+      push("turn/start", { turn });
+      push("step/start", at);
+      const message = assistantMessage("mutant-a", [{
+        type: "tool-call",
+        id: "call_mutant",
+        name: "f",
+        arguments: "{}",
+      }]);
+      const assistantSeq = out.length;
+      push("assistant/message", { ...at, message }, { surfaceOp: "append" });
+      const callSeq = out.length;
+      push("tool/call", { ...at, callId, name: "f", arguments: "{}" });
+      const answer = toolResultMessage("mutant-r", callId, "?");
+      if (kind !== "tool-call-without-result") {
+        push("tool/result", { ...at, message: answer }, { surfaceOp: "append", sourceEventSeqs: [callSeq] });
+      }
+      if (kind === "tool-result-duplicate") {
+        push("tool/result", { ...at, message: toolResultMessage("mutant-r2", callId, "?") }, {
+          surfaceOp: "append",
+          sourceEventSeqs: [callSeq],
+        });
+      }
+      push("step/end", at);
+      push("turn/end", { turn, reason: { kind: "completed" } });
+      if (kind === "tool-pair-split") {
+        push("compaction/start", { reason: "manual" });
+        push("user/message", userMessage("mutant-s", "summary", "compaction"), {
+          surfaceOp: { op: "replace", start: assistantSeq, end: assistantSeq },
+          sourceEventSeqs: [assistantSeq],
+        });
+      }
+      break;
+    }
     case "request-outside-turn":
       push("request/header", { header: { config: { provider: "test", model: "m" } }, reason: "change" });
       break;

@@ -37,6 +37,16 @@ export interface InvariantViolation {
  *   appended `tool/result` that does not name the open turn and step.
  * - `TOOL_RESULT_WITHOUT_CALL`: an appended `tool/result` with no earlier `tool/call` of its
  *   call id in the same step (allowed only with error code `TOOL_NOT_STARTED`).
+ * - `TOOL_CALL_ID_UNKNOWN`: a `tool/call` or appended `tool/result` whose call id no tool-call block of
+ *   its step's `assistant/message` has (checked at `step/end`, in a step that appended one).
+ * - `TOOL_CALL_WITHOUT_RESULT`: at `step/end`, a tool-call block of the step's `assistant/message` with no
+ *   appended `tool/result` in the step.
+ * - `TOOL_RESULT_DUPLICATE`: a second appended `tool/result` for one call id in a step.
+ * - `TOOL_RESULT_ID_MISMATCH`: a `tool/result` whose tool-result block names another call id than
+ *   its message's `source.callId`.
+ * - `TOOL_PAIR_SPLIT`: a replacing event shadows an assistant message's tool-call blocks but leaves a result
+ *   of them on the surface, or shadows a result but leaves its call (a replacing `tool/result` of the same call
+ *   id takes its result's place).
  * - `EVENT_OUTSIDE_TURN`: `request/header`, `request/context`, `todo/write`, `hook/*`, `subagent/spawned` or a replacing
  *   `tool/result` outside an open turn.
  * - `HOOK_RESULT_WITHOUT_INVOKE`: a `hook/result` whose `handlerId` no earlier `hook/invoked` of the same turn has.
@@ -56,6 +66,11 @@ export const SESSION_INVARIANT_CODES: readonly string[] = Object.freeze([
   "STEP_END_MISMATCH",
   "EVENT_OUTSIDE_STEP",
   "TOOL_RESULT_WITHOUT_CALL",
+  "TOOL_CALL_ID_UNKNOWN",
+  "TOOL_CALL_WITHOUT_RESULT",
+  "TOOL_RESULT_DUPLICATE",
+  "TOOL_RESULT_ID_MISMATCH",
+  "TOOL_PAIR_SPLIT",
   "EVENT_OUTSIDE_TURN",
   "HOOK_RESULT_WITHOUT_INVOKE",
   "COMPACTION_NESTED",
@@ -75,7 +90,10 @@ interface StepData {
  * `turn/end` with no open step; steps numbered from 1 in each turn without
  * nesting; chunks, calls, appended assistant messages and tool results name
  * the open turn and step; a tool result follows its `tool/call` in the same
- * step; `request/*`, `todo/write` and replacing tool results sit inside an
+ * step; at `step/end`, every tool-call block of the step's (last appended)
+ * assistant message has exactly one tool result of its id, and every
+ * `tool/call` and result names one of those blocks; a replacement never
+ * leaves a tool call without its results on the surface or the reverse; `request/*`, `todo/write` and replacing tool results sit inside an
  * open turn; compactions open and close in pairs, one at a time (a log may
  * end inside one, as inside a turn); the surface operations are valid (checked with the same
  * `SurfaceManager` as `Session.append()`; after the first surface violation
@@ -108,6 +126,83 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
   let calls = new Set<string>();
   let hooks = new Set<string>();
   let compacting = false;
+  // The open step's tool pairing: the last appended assistant message's tool-call ids, then every call and result.
+  let blockIds: string[] | undefined;
+  let stepCalls: { callId: string; seq: number }[] = [];
+  let stepResults = new Map<string, number>();
+  // Tool pairs on the surface: the seq of each tool-call assistant message and of each result of its calls.
+  const resultsOf = new Map<number, Map<string, number>>();
+  const callerOf = new Map<number, number>();
+  let stepCaller: number | undefined;
+  const resetStep = (): void => {
+    stepCaller = undefined;
+    blockIds = undefined;
+    stepCalls = [];
+    stepResults = new Map();
+  };
+
+  // At step/end: every tool-call block of the step's message answered once, every call and result one of them.
+  const checkStepPairs = (seq: number): void => {
+    if (blockIds === undefined) return; // No assistant message: hand-built logs; TOOL_RESULT_WITHOUT_CALL covers results.
+    const ids = new Set(blockIds);
+    for (const call of stepCalls) {
+      if (!ids.has(call.callId)) {
+        report("TOOL_CALL_ID_UNKNOWN", call.seq, `tool/call ${call.callId} names no tool-call block of its step`);
+      }
+    }
+    for (const [callId, at] of stepResults) {
+      if (!ids.has(callId)) {
+        report("TOOL_CALL_ID_UNKNOWN", at, `tool/result for call ${callId} names no tool-call block of its step`);
+      }
+    }
+    for (const id of blockIds) {
+      if (!stepResults.has(id)) {
+        report("TOOL_CALL_WITHOUT_RESULT", seq, `Tool call ${id} of the step's assistant message has no tool/result`);
+      }
+    }
+  };
+
+  // A replacement shadows a tool-call message and its results together, or replaces a result by one of its call.
+  const checkPairs = (
+    manager: SurfaceManager,
+    event: SessionEvent,
+    shadowed: readonly number[],
+    seq: number,
+  ): void => {
+    const ownCall = event.type === "tool/result" && event.data.message?.source?.kind === "tool"
+      ? event.data.message.source.callId
+      : undefined;
+    for (const node of shadowed) {
+      const results = resultsOf.get(node);
+      if (results !== undefined) {
+        for (const [callId, result] of results) {
+          if (manager.has(result)) {
+            report(
+              "TOOL_PAIR_SPLIT",
+              seq,
+              `The replacement shadows the tool-call message at seq ${node} but leaves the result of call ${callId} (seq ${result})`,
+            );
+          }
+        }
+        resultsOf.delete(node);
+      }
+      const caller = callerOf.get(node);
+      if (caller === undefined) continue;
+      callerOf.delete(node);
+      const calls = resultsOf.get(caller);
+      const callId = calls === undefined ? undefined : [...calls].find(([, r]) => r === node)?.[0];
+      if (calls !== undefined && callId !== undefined && callId === ownCall) {
+        calls.set(callId, seq);
+        callerOf.set(seq, caller);
+      } else if (manager.has(caller)) {
+        report(
+          "TOOL_PAIR_SPLIT",
+          seq,
+          `The replacement shadows the result at seq ${node} but leaves its tool-call message (seq ${caller})`,
+        );
+      }
+    }
+  };
 
   const namesOpenStep = (data: StepData): boolean =>
     openTurn !== undefined && openStep !== undefined && data.turn === openTurn && data.step === openStep;
@@ -125,7 +220,8 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
     }
     if (surface !== undefined) {
       try {
-        surface.commit(event);
+        const replacement = surface.commit(event);
+        if (replacement !== undefined) checkPairs(surface, event, replacement.shadowedSeqs, i);
       } catch (error) {
         if (!HarnessError.isInstance(error)) throw error;
         report(error.code, i, error.message);
@@ -168,14 +264,16 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         openStep = step;
         lastStep = step;
         calls = new Set();
+        resetStep();
         break;
       }
       case "step/end": {
         const { turn, step } = event.data;
         if (openStep === undefined || turn !== openTurn || step !== openStep) {
           report("STEP_END_MISMATCH", i, `Step ${turn}.${step} ends but the open step is ${openStep ?? "none"}`);
-        }
+        } else checkStepPairs(i);
         openStep = undefined;
+        resetStep();
         break;
       }
       case "assistant/chunk":
@@ -187,9 +285,12 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
             `${event.type} names step ${event.data.turn}.${event.data.step}, not the open step`,
           );
         }
-        if (event.type === "tool/call") calls.add(event.data.callId);
+        if (event.type === "tool/call") {
+          calls.add(event.data.callId);
+          stepCalls.push({ callId: event.data.callId, seq: i });
+        }
         break;
-      case "assistant/message":
+      case "assistant/message": {
         if (!replacing && !namesOpenStep(event.data)) {
           report(
             "EVENT_OUTSIDE_STEP",
@@ -197,8 +298,31 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
             `assistant/message names step ${event.data.turn}.${event.data.step}, not the open step`,
           );
         }
+        const content = Array.isArray(event.data.message?.content) ? event.data.message.content : [];
+        const ids = content.filter((b) => b?.type === "tool-call").map((b) => (b as { id: string }).id);
+        if (!replacing) {
+          blockIds = ids;
+          stepCaller = undefined;
+          if (ids.length > 0 && event.surfaceOp !== undefined) {
+            resultsOf.set(i, new Map());
+            stepCaller = i;
+          }
+        }
         break;
+      }
       case "tool/result": {
+        const own = event.data.message?.source?.kind === "tool" ? event.data.message.source.callId : undefined;
+        const content = Array.isArray(event.data.message?.content) ? event.data.message.content : [];
+        for (const block of content) {
+          if (block?.type === "tool-result" && own !== undefined && block.toolCallId !== own) {
+            report(
+              "TOOL_RESULT_ID_MISMATCH",
+              i,
+              `tool/result for call ${own} holds a tool-result block for call ${block.toolCallId}`,
+            );
+            break;
+          }
+        }
         if (replacing) {
           if (openTurn === undefined) report("EVENT_OUTSIDE_TURN", i, "A replacing tool/result sits outside a turn");
           break;
@@ -215,6 +339,18 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         const callId = source?.kind === "tool" ? source.callId : undefined;
         if ((callId === undefined || !calls.has(callId)) && event.data.error?.code !== "TOOL_NOT_STARTED") {
           report("TOOL_RESULT_WITHOUT_CALL", i, `tool/result for call ${callId} has no earlier tool/call in its step`);
+        }
+        if (callId !== undefined) {
+          const earlier = stepResults.get(callId);
+          if (earlier !== undefined) {
+            report("TOOL_RESULT_DUPLICATE", i, `tool/result for call ${callId} repeats the result at seq ${earlier}`);
+          } else stepResults.set(callId, i);
+          // Its place on the surface: a result of the step's tool-call message.
+          const caller = stepCaller === undefined ? undefined : resultsOf.get(stepCaller);
+          if (caller !== undefined && event.surfaceOp !== undefined) {
+            caller.set(callId, i);
+            callerOf.set(i, stepCaller!);
+          }
         }
         break;
       }
@@ -245,7 +381,8 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         break;
     }
   }
-  return violations;
+  // Pairing is judged at step/end, after later events: back to log order (a stable sort).
+  return violations.sort((a, b) => a.seq - b.seq);
 }
 
 /**

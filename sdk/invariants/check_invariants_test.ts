@@ -158,8 +158,103 @@ describe("checkInvariants()", () => {
     ]);
   });
 
+  it("pairs every tool-call block of a step's assistant message with exactly one result of its id", () => {
+    const assistant = (turn: number, step: number, ...ids: string[]): Raw => ({
+      type: "assistant/message",
+      data: {
+        turn,
+        step,
+        message: {
+          id: `a-${turn}-${step}`,
+          role: "assistant",
+          content: ids.map((id) => ({ type: "tool-call", id, name: "f", arguments: "{}" })),
+          source: { kind: "model", provider: "p", model: "m" },
+        },
+      },
+      surfaceOp: "append",
+    });
+    const other = (callId: string, blockId: string): Raw => {
+      const r = result(1, 1, callId) as { data: { message: { content: { toolCallId: string }[] } } } & Raw;
+      return {
+        ...r,
+        data: {
+          ...r.data,
+          message: { ...r.data.message, content: [{ type: "tool-result", toolCallId: blockId, content: [] }] },
+        },
+      } as Raw;
+    };
+    const cases: [SessionEvent[], string[]][] = [
+      // Valid: a started call and one that never started (repair's TOOL_NOT_STARTED), each answered once.
+      [
+        log(
+          turnStart(1),
+          stepStart(1, 1),
+          assistant(1, 1, "c1", "c2"),
+          call(1, 1, "c1"),
+          result(1, 1, "c1"),
+          result(1, 1, "c2", {}, "TOOL_NOT_STARTED"),
+          stepEnd(1, 1),
+        ),
+        [],
+      ],
+      [
+        log(
+          turnStart(1),
+          stepStart(1, 1),
+          assistant(1, 1, "c1", "c2"),
+          call(1, 1, "c1"),
+          result(1, 1, "c1"),
+          stepEnd(1, 1),
+        ),
+        ["5 TOOL_CALL_WITHOUT_RESULT"],
+      ],
+      [
+        log(
+          turnStart(1),
+          stepStart(1, 1),
+          assistant(1, 1, "c1"),
+          call(1, 1, "c1"),
+          result(1, 1, "c1"),
+          result(1, 1, "c1"),
+          stepEnd(1, 1),
+        ),
+        ["5 TOOL_RESULT_DUPLICATE"],
+      ],
+      [
+        log(turnStart(1), stepStart(1, 1), assistant(1, 1, "c1"), call(1, 1, "zz"), result(1, 1, "zz"), stepEnd(1, 1)),
+        ["3 TOOL_CALL_ID_UNKNOWN", "4 TOOL_CALL_ID_UNKNOWN", "5 TOOL_CALL_WITHOUT_RESULT"],
+      ],
+      [
+        log(turnStart(1), stepStart(1, 1), assistant(1, 1, "c1"), call(1, 1, "c1"), other("c1", "zz"), stepEnd(1, 1)),
+        ["4 TOOL_RESULT_ID_MISMATCH"],
+      ],
+    ];
+    for (const [events, expected] of cases) assert.deepEqual(codes(events), expected, JSON.stringify(events));
+
+    // A replacement shadows a call and its results together, or puts a result of the same call in a result's place.
+    const pair = [turnStart(1), stepStart(1, 1), assistant(1, 1, "c1"), call(1, 1, "c1"), result(1, 1, "c1")];
+    const summary = (start: number, end: number, sources: number[]): Raw => ({
+      type: "user/message",
+      data: {
+        id: "sum",
+        role: "user",
+        content: [{ type: "text", text: "s" }],
+        source: { kind: "plugin", plugin: "c" },
+      },
+      surfaceOp: { op: "replace", start, end },
+      sourceEventSeqs: sources,
+    });
+    const closed = [...pair, stepEnd(1, 1), turnEnd(1)];
+    assert.deepEqual(codes(log(...closed, summary(2, 4, [2, 4]))), []);
+    assert.deepEqual(codes(log(...closed, summary(2, 2, [2]))), ["7 TOOL_PAIR_SPLIT"]);
+    assert.deepEqual(codes(log(...closed, summary(4, 4, [4]))), ["7 TOOL_PAIR_SPLIT"]);
+    const pruned = result(1, 1, "c1", { surfaceOp: { op: "replace", start: 4, end: 4 }, sourceEventSeqs: [4] });
+    assert.deepEqual(codes(log(...pair, stepEnd(1, 1), pruned, turnEnd(1), summary(2, 6, [2, 6]))), []);
+    assert.deepEqual(codes(log(...pair, stepEnd(1, 1), pruned, turnEnd(1), summary(2, 2, [2]))), ["8 TOOL_PAIR_SPLIT"]);
+  });
+
   it("documents every code it reports", () => {
-    assert.equal(new Set(SESSION_INVARIANT_CODES).size, 16);
+    assert.equal(new Set(SESSION_INVARIANT_CODES).size, 21);
   });
 });
 

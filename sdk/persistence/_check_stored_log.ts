@@ -15,7 +15,10 @@
 //   (`EVENT_OUTSIDE_TURN`: `todo/write`, `request/*`, `hook/*` written by a
 //   script between turns), compaction brackets out of pair
 //   (`COMPACTION_NESTED`, `COMPACTION_UNPAIRED`: log-only notes). A log breaking only these reads and derives the
-//   same as one that does not.
+//   same as one that does not. Nor the pairing of tool calls with results
+//   (`TOOL_CALL_WITHOUT_RESULT`, `TOOL_RESULT_DUPLICATE`, `TOOL_CALL_ID_UNKNOWN`,
+//   `TOOL_PAIR_SPLIT`): checked since logs were already stored, so a load does
+//   not turn a stored session into an unreadable one over them.
 // The check runs on the repaired log, so an open final turn that repair
 // closes passes, and before the repair is written, so a refused load changes
 // nothing.
@@ -33,6 +36,10 @@ export const CONVENTION_CODES: ReadonlySet<string> = new Set([
   "EVENT_OUTSIDE_TURN",
   "COMPACTION_NESTED",
   "COMPACTION_UNPAIRED",
+  "TOOL_CALL_WITHOUT_RESULT",
+  "TOOL_RESULT_DUPLICATE",
+  "TOOL_CALL_ID_UNKNOWN",
+  "TOOL_PAIR_SPLIT",
 ]);
 
 /** The violations of a (repaired) log that make a load refuse it, in log order. */

@@ -30,7 +30,10 @@
  *   `SESSION_CORRUPT` (naming the invariant and its seq, nothing written):
  *   the `checkInvariants` violations after crash repair, except the loop's
  *   conventions `TURN_NUMBER`, `STEP_NUMBER` and `EVENT_OUTSIDE_TURN` (a
- *   script may write bookkeeping events between turns). An open final turn
+ *   script may write bookkeeping events between turns), the compaction
+ *   brackets' `COMPACTION_*`, and the tool call/result pairing codes
+ *   (`TOOL_CALL_WITHOUT_RESULT`, `TOOL_RESULT_DUPLICATE`, `TOOL_CALL_ID_UNKNOWN`,
+ *   `TOOL_PAIR_SPLIT`), checked by `checkInvariants` only. An open final turn
  *   is not a violation: repair closes it.
  * - The event vocabulary is open: an event of any well-formed type (a
  *   plugin's `SessionEventMap` augmentation) is persisted and loaded back with

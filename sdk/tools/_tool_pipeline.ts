@@ -125,7 +125,8 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
     return finish(failure("UNKNOWN_TOOL", "ToolNotFoundError", `Unknown tool "${exec.name}"`));
   }
   if (argsProblem !== undefined) {
-    return finish(failure("INVALID_ARGS", "ToolArgsError", `Invalid JSON arguments for ${exec.name}: ${argsProblem}`));
+    // Not the JSON parser's own text: it differs between engines, and the model sees (and a fixture records) this one.
+    return finish(failure("INVALID_ARGS", "ToolArgsError", `Invalid JSON arguments for ${exec.name}: not valid JSON`));
   }
   // 0. the arguments against the tool's parameters: nobody is asked to approve a call that cannot run.
   if (definition.checkArgs !== undefined) {

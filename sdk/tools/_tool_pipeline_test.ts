@@ -136,6 +136,15 @@ describe("ToolRuntime.execute() results", () => {
     assert.equal(state.runs, 1);
   });
 
+  it("the invalid-JSON message is the same on every engine: no JSON.parse text in the result", async () => {
+    const { tools } = setup();
+    tools.register(countingTool().tool);
+    for (const raw of ["{oops", '{"a":', "[1,]", "nul"]) {
+      const bad = await tools.execute(call("count_me", raw));
+      assert.equal(text(bad), "Invalid JSON arguments for count_me: not valid JSON");
+    }
+  });
+
   it("an unknown tool is an UNKNOWN_TOOL result, not a throw", async () => {
     const { tools } = setup();
     const result = await tools.execute(call("ghost"));
