@@ -21,7 +21,9 @@ import type { ToolRuntime } from "./tools/tool_runtime.ts";
 import { installToolRuntime } from "./tools/tool_runtime_plugin.ts";
 import { SystemPrompt } from "./prompt/system_prompt.ts";
 import type { SystemPromptEvents } from "./prompt/system_prompt_events.ts";
-import { persistencePlugin } from "./persistence/persistence_plugin.ts";
+import { type HeldWriters, installPersistence } from "./persistence/persistence_plugin.ts";
+import { incarnationOf } from "./session/_incarnation.ts";
+import { notFound } from "./persistence/_errors.ts";
 import { durableStart, storageError } from "./agent/_durable_start.ts";
 import { type SessionProjections, sessionProjectionsPlugin } from "./projections/session_projections.ts";
 // The configuration's machinery (`./_apply_config.ts`, which brings permission rules and memory storage) is
@@ -258,6 +260,8 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
   const now = options.now ?? Date.now;
   const newId = options.newId ?? randomId;
   const handles = new Map<string, AgentHandle>();
+  // Leases resumeAgent took and loaded under, handed to the persistence plugin at the session's announcement.
+  const held: HeldWriters = new Map();
   let disposed = false;
 
   // The core services come from one plugin: the public plugins' bodies run on its context, so their
@@ -275,7 +279,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     const agents = new AgentRegistry();
     pctx.provide("agents", agents);
     if (options.storage) {
-      persistencePlugin(pctx as never, { storage: options.storage, batchWindowMs: options.batchWindowMs });
+      installPersistence(pctx as never, { storage: options.storage, batchWindowMs: options.batchWindowMs }, held);
     }
     // `agentLoopPlugin`'s body, given the registry: a service provided here is visible once this plugin is active.
     const uninstall = agents.setFactory(createLoopFactory(pctx as never, {
@@ -342,13 +346,31 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
           details: { sessionId },
         });
       }
-      const loaded = await options.storage.load(sessionId);
-      const handle = await ctx.service("agents").resume(ctx as unknown as HarnessContext, {
-        ...resumeOptions,
-        sessionId,
-        events: loaded.events,
-        header: loaded.header as unknown as Readonly<Record<string, unknown>>,
-      });
+      // The lease first, then the load under it: a crash repair is written only by the lease holder (two
+      // resumers repairing at once cut and appended over each other), and the lease is held from the load on. A
+      // missing session is refused before a lease is taken for it (a file lease makes the session's folder).
+      if (await options.storage.stat(sessionId) === undefined) throw notFound(sessionId);
+      const writer = await options.storage.acquireWriter(sessionId);
+      let handle: AgentHandle;
+      let handed = false;
+      try {
+        const loaded = await options.storage.load(sessionId, { writer });
+        held.set(sessionId, { writer, incarnation: incarnationOf(loaded.header) });
+        handed = true;
+        handle = await ctx.service("agents").resume(ctx as unknown as HarnessContext, {
+          ...resumeOptions,
+          sessionId,
+          events: loaded.events,
+          header: loaded.header as unknown as Readonly<Record<string, unknown>>,
+        });
+      } finally {
+        // Not adopted by the persistence plugin (the load, or the resume before its session was announced, failed):
+        // the lease is given up here. The failure itself is the error reported.
+        if (!handed || held.get(sessionId)?.writer === writer) {
+          held.delete(sessionId);
+          await writer.release().catch(() => {});
+        }
+      }
       await durableStart(handle);
       handles.set(handle.agent.id, handle);
       // With the lease held: input a crash stranded goes back to the inbox (and, asked to, queued followups run).

@@ -8,7 +8,7 @@
 
 import type { SessionEvent } from "../session/session_events.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
-import { formatUnsupported, invalidArgs, notFound, seqMismatch, writerBusy } from "./_errors.ts";
+import { formatUnsupported, invalidArgs, notFound, repairRequired, seqMismatch, writerBusy } from "./_errors.ts";
 import { type ReaderVocabulary, readerVocabulary } from "./_event_types.ts";
 import {
   appendAt,
@@ -284,6 +284,11 @@ class FileSessionStorage implements SessionStorage {
     const truncatedBytes = decoded.totalBytes - decoded.validBytes;
     const needsRepair = truncatedBytes > 0 || repaired.syntheticEvents.length > 0 || decoded.missingNewline === true;
     let size = decoded.validBytes;
+    if (commit && needsRepair && writer === undefined) {
+      // Only the lease holder writes a repair: two loaders repairing at once would cut and append over each other.
+      await this.#checkWriter(dir, sessionId, writer, "repair it");
+      throw repairRequired(sessionId);
+    }
     if (commit && needsRepair && located.version < LOG_FORMAT_VERSION) {
       // An older log is repaired into its successor; the source is never cut or appended to.
       await this.#checkWriter(dir, sessionId, writer, "repair it");

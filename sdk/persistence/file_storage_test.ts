@@ -12,6 +12,7 @@ import { lockTimingForTests } from "./_writer_lease.ts";
 import { frameEnd, zstd } from "./_zstd.ts";
 import { storageContract } from "./_test_storage_contract.ts";
 import { LogBuilder } from "./_test_log.ts";
+import { loadUnderLease } from "./_test_lease.ts";
 import { openLine, sealLine } from "./_record_checksum.ts";
 
 /** The record of a stored line (its checksum checked). */
@@ -212,7 +213,7 @@ describe("fileStorage() checksums", () => {
     const bytes = await readFile(file);
     await writeFile(file, bytes.subarray(0, bytes.length - 1));
     assert.deepEqual((await storage.inspect("s")).events, events);
-    const loaded = await fileStorage(dir).load("s");
+    const loaded = await loadUnderLease(fileStorage(dir), "s");
     assert.deepEqual(loaded.events, events);
     assert.equal(loaded.repair.repaired, true);
     assert.deepEqual(await readFile(file), bytes, "the newline is back");
@@ -271,8 +272,12 @@ describe("fileStorage() crash repair", () => {
       const inspected = await storage.inspect("s");
       assert.ok(inspected.repair.truncatedBytes > 0);
       assert.equal((await stat(file)).size > committed, true, "inspect writes nothing");
+      // Only the lease holder repairs: a load without it is refused, and writes nothing either.
+      const tornSize = (await stat(file)).size;
+      await assert.rejects(storage.load("s"), code("SESSION_REPAIR_REQUIRED"));
+      assert.equal((await stat(file)).size, tornSize, "a load without the lease writes nothing");
 
-      const loaded = await storage.load("s");
+      const loaded = await loadUnderLease(storage, "s");
       const kept = loaded.events.length - loaded.repair.syntheticEvents.length;
       // Plain files keep the complete first line of the torn batch; a torn zstd frame goes whole.
       assert.equal(kept, compression === "none" ? log.events.length + 1 : log.events.length);
@@ -383,7 +388,7 @@ describe("fileStorage() crash repair", () => {
     assert.equal(loaded.repair.repaired, false);
 
     await writeFile(file, new Uint8Array([...header, ...parts[1]]));
-    const torn = await fileStorage(dir).load("s");
+    const torn = await loadUnderLease(fileStorage(dir), "s");
     assert.equal(torn.repair.tornTail?.offset, header.length);
     assert.deepEqual(torn.events, []);
   });
