@@ -486,6 +486,78 @@ describe("fileStorage() durability", () => {
     assert.equal((await b.load("s")).events.length, 3);
   });
 
+  it("a session another instance deleted, or deleted and created again, is located again, not cached", async () => {
+    const dir = await tempDir();
+    const a = fileStorage(dir);
+    const b = fileStorage(dir, { compression: "zstd" });
+    const ev = (seq: number) => ({ type: "todo/write", seq, time: seq, data: { todos: [] } }) as SessionEvent;
+    // Deleted by B after A cached where it was: gone for A too.
+    await a.create({ id: "d", createdAt: 1 }, { events: [ev(0)] });
+    await b.delete("d");
+    assert.equal(await a.stat("d"), undefined);
+    await assert.rejects(a.load("d"), code("SESSION_NOT_FOUND"));
+    await a.create({ id: "d", createdAt: 1 });
+    await b.delete("d");
+    assert.equal(await a.delete("d"), false, "it no longer existed");
+    // Deleted and created again by B, now zstd (another file name): every call of A answers about the new log.
+    const calls = {
+      stat: async (id: string) => assert.equal((await a.stat(id))?.nextSeq, 1),
+      load: async (id: string) => assert.equal((await a.load(id)).header.createdAt, 2),
+      inspect: async (id: string) => assert.equal((await a.inspect(id)).events.length, 1),
+      append: async (id: string) => assert.equal((await a.append(id, [ev(1)], { expectedSeq: 1 })).nextSeq, 2),
+      list: async (id: string) => assert.equal((await a.list()).find((h) => h.id === id)?.createdAt, 2),
+    };
+    for (const [name, call] of Object.entries(calls)) {
+      const id = `r-${name}`;
+      await a.create({ id, createdAt: 1 }, { events: [ev(0), ev(1)] });
+      await a.stat(id);
+      await b.delete(id);
+      await b.create({ id, createdAt: 2 }, { events: [ev(0)] });
+      await call(id);
+    }
+    assert.equal((await b.load("r-append")).events.length, 2);
+    // Deleted under a lease (the folder and the lock stay): A's list and stat leave it out.
+    await a.create({ id: "w", createdAt: 3 });
+    const writer = await b.acquireWriter("w");
+    await b.delete("w", { writer });
+    assert.deepEqual((await a.list()).map((h) => h.id).includes("w"), false);
+    assert.equal(await a.stat("w"), undefined);
+    await writer.release();
+  });
+
+  it("a session deleted by another process while it is listed, stat'ed or loaded is not there; nothing throws", async () => {
+    const dir = await tempDir();
+    const storage = fileStorage(dir);
+    await storage.create({ id: "keep", createdAt: 1 });
+    const original = fsOps.readdir;
+    // The other process deletes the session right after this one found its log file, before it reads it.
+    const victim = join(dir, "victim");
+    let armed = false;
+    fsOps.readdir = async (path) => {
+      const names = await original(path);
+      if (armed && path === victim) await rm(victim, { recursive: true, force: true });
+      return names;
+    };
+    try {
+      for (
+        const [name, call] of Object.entries({
+          list: async () => assert.deepEqual((await storage.list()).map((h) => h.id), ["keep"]),
+          stat: async () => assert.equal(await storage.stat("victim"), undefined),
+          load: () => assert.rejects(storage.load("victim"), code("SESSION_NOT_FOUND")),
+          inspect: () => assert.rejects(storage.inspect("victim"), code("SESSION_NOT_FOUND")),
+        })
+      ) {
+        await fileStorage(dir).create({ id: "victim", createdAt: 2 });
+        armed = true;
+        await call();
+        armed = false;
+        assert.equal(await fileStorage(dir).stat("victim"), undefined, name);
+      }
+    } finally {
+      fsOps.readdir = original;
+    }
+  });
+
   it("a writer lease is seen by other instances through its lock file, and a dead owner's lock is taken over", async () => {
     const dir = await tempDir();
     const a = fileStorage(dir);
