@@ -216,7 +216,12 @@ class FileSessionStorage implements SessionStorage {
     return this.#exclusive(dir, async () => {
       checkBatchContent(header.id, events, 0);
       await this.#checkWriter(dir, header.id, options.writer, "create it");
-      await fsOps.mkdir(dir);
+      await fsOps.mkdir(dir).catch((error) => {
+        throw new HarnessError("SESSION_WRITE_FAILED", `Making the folder ${dir} failed`, {
+          cause: error,
+          details: { sessionId: header.id, file: dir },
+        });
+      });
       await syncDir(this.#root);
       if (await this.#locate(dir) !== undefined) {
         throw new HarnessError("SESSION_ALREADY_EXISTS", `Session ${JSON.stringify(header.id)} already exists`, {
@@ -445,7 +450,12 @@ class FileSessionStorage implements SessionStorage {
       if (!created) throw writerBusy(sessionId, "acquire the writer lease");
     } catch (error) {
       processLeases.drop(dir);
-      throw error;
+      if (HarnessError.isInstance(error)) throw error;
+      // A full disk, say: no lock was published (createLock removes its temp file).
+      throw new HarnessError("SESSION_WRITE_FAILED", `Taking the writer lease of ${lockPath} failed`, {
+        cause: error,
+        details: { sessionId, file: lockPath },
+      });
     }
     const lease: WriterLease = new WriterLease(sessionId, dir, token, async () => {
       processLeases.drop(dir, lease);

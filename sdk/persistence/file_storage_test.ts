@@ -462,6 +462,50 @@ describe("fileStorage() durability", () => {
     assert.deepEqual((await storage.load("s")).events, [...events, next]);
   });
 
+  it("create() and acquireWriter() on a full disk: SESSION_WRITE_FAILED with the cause, no temp file left", async () => {
+    const dir = await tempDir();
+    const storage = fileStorage(dir);
+    const enospc = () => Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
+    const full = (error: unknown) => {
+      assert.ok(HarnessError.isInstance(error, "SESSION_WRITE_FAILED"), String(error));
+      assert.equal((error.cause as { code?: string }).code, "ENOSPC");
+      return true;
+    };
+    const { open, writeFile } = fsOps;
+    fsOps.open = async (path, flags) => {
+      const handle = await open(path, flags);
+      if (flags !== "wx") return handle;
+      return {
+        ...handle,
+        read: handle.read.bind(handle),
+        truncate: handle.truncate.bind(handle),
+        sync: handle.sync.bind(handle),
+        stat: handle.stat.bind(handle),
+        close: handle.close.bind(handle),
+        write: async (buffer, offset, _length, position) => {
+          await handle.write(buffer, offset, 3, position);
+          throw enospc();
+        },
+      };
+    };
+    fsOps.writeFile = () => Promise.reject(enospc());
+    const seed = [{ type: "todo/write", seq: 0, time: 1, data: { todos: [] } }] as SessionEvent[];
+    try {
+      await assert.rejects(storage.create({ id: "s", createdAt: 1 }, { events: seed }), full);
+      await assert.rejects(storage.acquireWriter("s"), full);
+    } finally {
+      fsOps.open = open;
+      fsOps.writeFile = writeFile;
+    }
+    assert.deepEqual(await readdir(join(dir, "s")), [], "no temp file, no lock");
+    assert.equal(await storage.stat("s"), undefined);
+    // Space again: both work (the failed lease was not kept reserved in this process).
+    const writer = await storage.acquireWriter("s");
+    await storage.create({ id: "s", createdAt: 1 }, { events: seed, writer });
+    await writer.release();
+    assert.deepEqual((await storage.load("s")).events, seed);
+  });
+
   it("create() never overwrites a published file", async () => {
     const dir = await tempDir();
     await fileStorage(dir).create({ id: "s", createdAt: 1 });
