@@ -244,7 +244,10 @@ export interface TailState {
   readonly updatedAt: number;
   /** The next seq: one past the last complete record. */
   readonly nextSeq: number;
-  /** Bytes follow the last complete record. */
+  /**
+   * The tail awaits repair by `load`: bytes follow the last complete record,
+   * or that record is complete but lost its newline.
+   */
   readonly torn: boolean;
 }
 
@@ -381,6 +384,13 @@ export async function readTail(
         const lastNl = tail.lastIndexOf(10);
         const prevNl = lastNl <= 0 ? -1 : tail.lastIndexOf(10, lastNl - 1);
         if (prevNl === -1 && start > 0) continue;
+        if (lastNl !== -1 && lastNl !== tail.length - 1) {
+          // A last record that is complete and checks out but lost its newline counts, as the decoder counts it;
+          // the tail still awaits load's repair (the newline), so an append is refused until then.
+          const rest = decoder.decode(tail.subarray(lastNl + 1));
+          const end = openLine(rest).verified === true ? recordEnd(rest) : undefined;
+          if (end !== undefined) return { size, updatedAt, nextSeq: end, torn: true };
+        }
         const nextSeq = lastNl === -1 ? undefined : recordEnd(decoder.decode(tail.subarray(prevNl + 1, lastNl)));
         if (nextSeq !== undefined) return { size, updatedAt, nextSeq, torn: lastNl !== tail.length - 1 };
         break;

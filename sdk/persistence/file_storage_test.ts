@@ -213,10 +213,20 @@ describe("fileStorage() checksums", () => {
     const bytes = await readFile(file);
     await writeFile(file, bytes.subarray(0, bytes.length - 1));
     assert.deepEqual((await storage.inspect("s")).events, events);
+    // stat() counts that record as load and inspect do; the tail awaits load's repair, so appends wait for it.
+    const before = await fileStorage(dir).stat("s");
+    assert.deepEqual([before?.nextSeq, before?.torn], [events.length, true]);
+    const early = { type: "todo/write", seq: events.length, time: 1, data: { todos: [] } } as SessionEvent;
+    await assert.rejects(
+      fileStorage(dir).append("s", [early], { expectedSeq: events.length }),
+      code("SESSION_REPAIR_REQUIRED"),
+    );
     const loaded = await loadUnderLease(fileStorage(dir), "s");
     assert.deepEqual(loaded.events, events);
     assert.equal(loaded.repair.repaired, true);
     assert.deepEqual(await readFile(file), bytes, "the newline is back");
+    const after = await fileStorage(dir).stat("s");
+    assert.deepEqual([after?.nextSeq, after?.torn], [events.length, false]);
     const next = { type: "todo/write", seq: events.length, time: 1, data: { todos: [] } } as SessionEvent;
     const again = fileStorage(dir);
     await again.append("s", [next], { expectedSeq: events.length });

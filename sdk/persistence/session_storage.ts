@@ -177,7 +177,11 @@ export interface SessionStat {
   readonly size: number;
   /** Unix epoch milliseconds of the last write. */
   readonly updatedAt: number;
-  /** `true` when a torn tail awaits repair by `load`. */
+  /**
+   * `true` when the tail awaits repair by `load`: a torn record to drop, or a
+   * complete last record whose lost newline is to be written (counted in
+   * `nextSeq`); an append is refused until then.
+   */
   readonly torn: boolean;
 }
 
