@@ -395,3 +395,52 @@ describe("harness.resumeAgent() of a crashed log from two harnesses at once", ()
     }
   });
 });
+
+describe("creations racing harness.dispose()", () => {
+  it("createAgent, resumeAgent, forkAgent and fork reject with HARNESS_DISPOSED, not a missing service", async () => {
+    const memory = memoryStorage();
+    const make = async (storage = memory) =>
+      await createHarness({
+        adapters: [scriptedAdapter(textResponse("Hi"))],
+        model: { provider: "scripted", model: "scripted-model" },
+        storage,
+      });
+    const seed = await make();
+    await (await seed.createAgent({ id: "stored" })).run("hello");
+    await seed.dispose();
+    const disposedCode = (error: unknown) => {
+      assert.ok(HarnessError.isInstance(error, "HARNESS_DISPOSED"), String(error));
+      return true;
+    };
+    // createAgent: dispose() in the same tick (its first stretch ran, the agent service went away).
+    const one = await make();
+    const creating = one.createAgent({ id: "new" });
+    await one.dispose();
+    await assert.rejects(creating, disposedCode);
+    // The others: dispose() while each waits for storage (an agent whose session reached storage meanwhile is let
+    // go, not handed out by a disposed harness).
+    for (const call of ["createAgent", "resumeAgent", "forkAgent", "fork"] as const) {
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => open = resolve);
+      const later = <A extends unknown[], R>(read: (...args: A) => Promise<R>) => async (...args: A) => {
+        await gate;
+        return await read(...args);
+      };
+      const harness = await make(withFaults(memory, { stat: later, inspect: later, create: later }));
+      const started = call === "createAgent"
+        ? harness.createAgent({ id: "late" })
+        : call === "resumeAgent"
+        ? harness.resumeAgent("stored")
+        : call === "forkAgent"
+        ? harness.forkAgent("stored", { id: "child" })
+        : harness.fork("stored", undefined, "child");
+      const disposing = harness.dispose();
+      open();
+      await disposing;
+      await assert.rejects(started as Promise<unknown>, disposedCode, call);
+    }
+    assert.equal((await memory.stat("stored"))?.header.id, "stored");
+    assert.equal(await memory.stat("child"), undefined);
+    assert.equal(await memory.stat("new"), undefined);
+  });
+});
