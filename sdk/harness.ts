@@ -21,7 +21,9 @@ import type { ToolRuntime } from "./tools/tool_runtime.ts";
 import { installToolRuntime } from "./tools/tool_runtime_plugin.ts";
 import { SystemPrompt } from "./prompt/system_prompt.ts";
 import type { SystemPromptEvents } from "./prompt/system_prompt_events.ts";
-import { persistencePlugin } from "./persistence/persistence_plugin.ts";
+import { type HeldWriters, installPersistence } from "./persistence/persistence_plugin.ts";
+import { incarnationOf } from "./session/_incarnation.ts";
+import { notFound } from "./persistence/_errors.ts";
 import { durableStart, storageError } from "./agent/_durable_start.ts";
 import { type SessionProjections, sessionProjectionsPlugin } from "./projections/session_projections.ts";
 // The configuration's machinery (`./_apply_config.ts`, which brings permission rules and memory storage) is
@@ -260,7 +262,34 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
   const now = options.now ?? Date.now;
   const newId = options.newId ?? randomId;
   const handles = new Map<string, AgentHandle>();
+  // Leases resumeAgent took and loaded under, handed to the persistence plugin at the session's announcement.
+  const held: HeldWriters = new Map();
   let disposed = false;
+  // A creation racing dispose(): what fails because the harness went away meanwhile (its services gone) is
+  // HARNESS_DISPOSED, the failure as its cause; an agent started meanwhile is let go, not handed out.
+  const whileLive = async <T>(what: string, start: () => Promise<T>): Promise<T> => {
+    if (disposed) throw new HarnessError("HARNESS_DISPOSED", `Cannot ${what}: the harness is disposed`);
+    try {
+      return await start();
+    } catch (error) {
+      if (!disposed || HarnessError.isInstance(error, "HARNESS_DISPOSED")) throw error;
+      throw new HarnessError("HARNESS_DISPOSED", `Cannot ${what}: the harness was disposed meanwhile`, {
+        cause: error,
+      });
+    }
+  };
+  const keep = async (handle: AgentHandle): Promise<Agent> => {
+    if (disposed) {
+      await handle.dispose();
+      throw new HarnessError(
+        "HARNESS_DISPOSED",
+        "The harness was disposed while the agent started (with storage, its session is stored)",
+        { details: { sessionId: handle.agent.id } },
+      );
+    }
+    handles.set(handle.agent.id, handle);
+    return handle.agent;
+  };
 
   // The core services come from one plugin: the public plugins' bodies run on its context, so their
   // registrations are the same, in the same order, and are undone together when the harness is disposed. One
@@ -277,7 +306,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     const agents = new AgentRegistry();
     pctx.provide("agents", agents);
     if (options.storage) {
-      persistencePlugin(pctx as never, { storage: options.storage, batchWindowMs: options.batchWindowMs });
+      installPersistence(pctx as never, { storage: options.storage, batchWindowMs: options.batchWindowMs }, held);
     }
     // `agentLoopPlugin`'s body, given the registry: a service provided here is visible once this plugin is active.
     const uninstall = agents.setFactory(createLoopFactory(pctx as never, {
@@ -326,73 +355,95 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     get sessions() {
       return ctx.service("sessions");
     },
-    async createAgent(agentOptions = {}) {
-      if (disposed) throw new HarnessError("HARNESS_DISPOSED", "Cannot create an agent: the harness is disposed");
-      const handle = await ctx.service("agents").create(ctx as unknown as HarnessContext, agentOptions);
-      if (options.storage !== undefined) await durableStart(handle);
-      handles.set(handle.agent.id, handle);
-      return handle.agent;
+    createAgent(agentOptions = {}) {
+      return whileLive("create an agent", async () => {
+        const handle = await ctx.service("agents").create(ctx as unknown as HarnessContext, agentOptions);
+        if (options.storage !== undefined) await durableStart(handle);
+        return await keep(handle);
+      });
     },
     storage: options.storage,
-    async resumeAgent(sessionId, resumeOptions = {}) {
-      if (disposed) throw new HarnessError("HARNESS_DISPOSED", "Cannot resume an agent: the harness is disposed");
-      if (options.storage === undefined) {
-        throw new HarnessError("NO_STORAGE", "Cannot resume a session: the harness has no storage");
-      }
-      if (ctx.service("sessions").get(sessionId) !== undefined) {
-        throw new HarnessError("SESSION_ALREADY_EXISTS", `Session "${sessionId}" is already live`, {
-          details: { sessionId },
-        });
-      }
-      const loaded = await options.storage.load(sessionId);
-      const handle = await ctx.service("agents").resume(ctx as unknown as HarnessContext, {
-        ...resumeOptions,
-        sessionId,
-        events: loaded.events,
-        header: loaded.header as unknown as Readonly<Record<string, unknown>>,
+    resumeAgent(sessionId, resumeOptions = {}) {
+      return whileLive("resume an agent", async () => {
+        if (options.storage === undefined) {
+          throw new HarnessError("NO_STORAGE", "Cannot resume a session: the harness has no storage");
+        }
+        if (ctx.service("sessions").get(sessionId) !== undefined) {
+          throw new HarnessError("SESSION_ALREADY_EXISTS", `Session "${sessionId}" is already live`, {
+            details: { sessionId },
+          });
+        }
+        // The lease first, then the load under it: a crash repair is written only by the lease holder (two
+        // resumers repairing at once cut and appended over each other), and the lease is held from the load on. A
+        // missing session is refused before a lease is taken for it (a file lease makes the session's folder).
+        if (await options.storage.stat(sessionId) === undefined) throw notFound(sessionId);
+        const writer = await options.storage.acquireWriter(sessionId);
+        let handle: AgentHandle;
+        let handed = false;
+        try {
+          const loaded = await options.storage.load(sessionId, { writer });
+          held.set(sessionId, { writer, incarnation: incarnationOf(loaded.header) });
+          handed = true;
+          handle = await ctx.service("agents").resume(ctx as unknown as HarnessContext, {
+            ...resumeOptions,
+            sessionId,
+            events: loaded.events,
+            header: loaded.header as unknown as Readonly<Record<string, unknown>>,
+          });
+        } finally {
+          // Not adopted by the persistence plugin (the load, or the resume before its session was announced, failed):
+          // the lease is given up here. The failure itself is the error reported.
+          if (!handed || held.get(sessionId)?.writer === writer) {
+            held.delete(sessionId);
+            await writer.release().catch(() => {});
+          }
+        }
+        await durableStart(handle);
+        const agent = await keep(handle);
+        // With the lease held: input a crash stranded goes back to the inbox (and, asked to, queued followups run).
+        LoopAgent.wakeResumed(agent, resumeOptions.wake === true);
+        return agent;
       });
-      await durableStart(handle);
-      handles.set(handle.agent.id, handle);
-      // With the lease held: input a crash stranded goes back to the inbox (and, asked to, queued followups run).
-      LoopAgent.wakeResumed(handle.agent, resumeOptions.wake === true);
-      return handle.agent;
     },
-    async forkAgent(source, forkOptions = {}) {
-      if (disposed) throw new HarnessError("HARNESS_DISPOSED", "Cannot fork an agent: the harness is disposed");
-      const sessions = ctx.service("sessions");
-      checkForkSource(source);
-      const sourceId = typeof source === "string" ? source : source.id;
-      let events: readonly SessionEvent[];
-      let parent: { readonly cwd?: string; readonly profile?: SessionProfile };
-      const live = typeof source === "string" ? sessions.get(source) : source;
-      if (live !== undefined) {
-        events = live.events;
-        parent = live.header;
-      } else if (options.storage !== undefined) {
-        const loaded = await options.storage.inspect(sourceId);
-        events = loaded.events;
-        parent = loaded.header;
-      } else {
-        throw new HarnessError("SESSION_NOT_FOUND", `Session "${sourceId}" is not live and the harness has no storage`);
-      }
-      const end = forkBoundary(sourceId, events, forkOptions.boundary);
-      const { boundary: _b, id, ...rest } = forkOptions;
-      const childId = id ?? newId();
-      const handle = await ctx.service("agents").resume(ctx as unknown as HarnessContext, {
-        ...rest,
-        sessionId: childId,
-        events: events.slice(0, end + 1),
-        header: {
-          parentSession: sourceId,
-          seedLength: end + 1,
-          ...(parent.cwd !== undefined ? { cwd: parent.cwd } : {}),
-          // The child keeps the parent's own profile (system text, tools, route).
-          ...(parent.profile !== undefined ? { profile: parent.profile } : {}),
-        },
+    forkAgent(source, forkOptions = {}) {
+      return whileLive("fork an agent", async () => {
+        const sessions = ctx.service("sessions");
+        checkForkSource(source);
+        const sourceId = typeof source === "string" ? source : source.id;
+        let events: readonly SessionEvent[];
+        let parent: { readonly cwd?: string; readonly profile?: SessionProfile };
+        const live = typeof source === "string" ? sessions.get(source) : source;
+        if (live !== undefined) {
+          events = live.events;
+          parent = live.header;
+        } else if (options.storage !== undefined) {
+          const loaded = await options.storage.inspect(sourceId);
+          events = loaded.events;
+          parent = loaded.header;
+        } else {
+          throw new HarnessError(
+            "SESSION_NOT_FOUND",
+            `Session "${sourceId}" is not live and the harness has no storage`,
+          );
+        }
+        const end = forkBoundary(sourceId, events, forkOptions.boundary);
+        const { boundary: _b, id, ...rest } = forkOptions;
+        const childId = id ?? newId();
+        const handle = await ctx.service("agents").resume(ctx as unknown as HarnessContext, {
+          ...rest,
+          sessionId: childId,
+          events: events.slice(0, end + 1),
+          header: {
+            parentSession: sourceId,
+            seedLength: end + 1,
+            ...(parent.cwd !== undefined ? { cwd: parent.cwd } : {}),
+            // The child keeps the parent's own profile (system text, tools, route).
+            ...(parent.profile !== undefined ? { profile: parent.profile } : {}),
+          },
+        });
+        if (options.storage !== undefined) await durableStart(handle);
+        return await keep(handle);
       });
-      if (options.storage !== undefined) await durableStart(handle);
-      handles.set(handle.agent.id, handle);
-      return handle.agent;
     },
     async disposeAgent(agent) {
       const id = typeof agent === "string" ? agent : agent.id;
@@ -403,37 +454,42 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       handles.delete(id);
       await handle.dispose();
     },
-    async fork(source, boundary, childId) {
-      checkForkSource(source);
-      const sessions = ctx.service("sessions");
-      let child: Session;
-      if (typeof source !== "string" || sessions.get(source) !== undefined) {
-        child = sessions.fork(source, boundary, childId);
-      } else {
-        if (options.storage === undefined) {
-          throw new HarnessError("SESSION_NOT_FOUND", `Session "${source}" is not live and the harness has no storage`);
+    fork(source, boundary, childId) {
+      return whileLive("fork a session", async () => {
+        checkForkSource(source);
+        const sessions = ctx.service("sessions");
+        let child: Session;
+        if (typeof source !== "string" || sessions.get(source) !== undefined) {
+          child = sessions.fork(source, boundary, childId);
+        } else {
+          if (options.storage === undefined) {
+            throw new HarnessError(
+              "SESSION_NOT_FOUND",
+              `Session "${source}" is not live and the harness has no storage`,
+            );
+          }
+          const loaded = await options.storage.inspect(source);
+          // Enter the stored log for the time of the fork only: the store's fork
+          // rules (boundary, open turn, lineage) then apply unchanged.
+          const stored = sessions.prepare(source, { seed: loaded.events, header: loaded.header });
+          const detach = sessions.enter(stored);
+          try {
+            child = sessions.fork(stored, boundary ?? loaded.events.length - 1, childId);
+          } finally {
+            detach();
+          }
         }
-        const loaded = await options.storage.inspect(source);
-        // Enter the stored log for the time of the fork only: the store's fork
-        // rules (boundary, open turn, lineage) then apply unchanged.
-        const stored = sessions.prepare(source, { seed: loaded.events, header: loaded.header });
-        const detach = sessions.enter(stored);
-        try {
-          child = sessions.fork(stored, boundary ?? loaded.events.length - 1, childId);
-        } finally {
-          detach();
+        if (options.storage !== undefined) {
+          // Handed out once stored, as an agent's session is (see durableStart).
+          try {
+            await sessions.flush(child);
+          } catch (error) {
+            sessions.dispose(child);
+            throw storageError(error);
+          }
         }
-      }
-      if (options.storage !== undefined) {
-        // Handed out once stored, as an agent's session is (see durableStart).
-        try {
-          await sessions.flush(child);
-        } catch (error) {
-          sessions.dispose(child);
-          throw storageError(error);
-        }
-      }
-      return child;
+        return child;
+      });
     },
     async dispose() {
       if (disposed) return;

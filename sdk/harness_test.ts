@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHarness } from "./harness.ts";
+import { HarnessError } from "./kernel/harness_error.ts";
 import { memoryStorage } from "./persistence/memory_storage.ts";
 import { withFaults } from "./persistence/_test_storage_faults.ts";
 import { scriptedAdapter, textResponse } from "../testing/scripted_adapter.ts";
@@ -319,5 +320,127 @@ describe("harness.dispose() and disposeAgent() report a failed last write", () =
     failing = true;
     await assert.rejects(harness.disposeAgent("a"), /disk full/);
     await harness.dispose();
+  });
+});
+
+describe("harness.resumeAgent() of a crashed log from two harnesses at once", () => {
+  it("takes the lease before it loads: one resumes the repaired log storage holds, the other is WRITER_BUSY", async () => {
+    const { mkdtemp, rm } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { fileStorage } = await import("./persistence/file_storage.ts");
+    const { fsOps } = await import("./persistence/_fs.ts");
+    const { LogBuilder } = await import("./persistence/_test_log.ts");
+    const dir = await mkdtemp(join(tmpdir(), "dsh-resume-race-"));
+    const { readFile, open } = fsOps;
+    const harnesses: Awaited<ReturnType<typeof createHarness>>[] = [];
+    try {
+      // A turn cut by a crash with two tool calls open: repair answers them (fresh message ids) and closes the turn.
+      const log = new LogBuilder();
+      log.completeTurn(1);
+      log.push({ type: "turn/start", data: { turn: 2 } });
+      log.push({ type: "step/start", data: { turn: 2, step: 1 } });
+      log.stream(2, 1, ["a"], { calls: ["k1", "k2"] });
+      log.toolCall(2, 1, "k1");
+      await fileStorage(dir).create({ id: "c" }, { events: log.events });
+      // Two storage instances over one folder, driven step by step through the file-system seam: the first two
+      // reads of the log wait for each other (both loads see the crashed log), and the second write to it waits
+      // until one resume has settled. Before, both loads repaired without a lease and the later repair was written
+      // over the earlier one after its harness had won the lease and gone on with its own repair in memory.
+      const file = `${dir}/c/session.v1.jsonl`;
+      let settled!: () => void;
+      const oneSettled = new Promise<void>((resolve) => settled = resolve);
+      let bothRead!: () => void;
+      const twoReads = new Promise<void>((resolve) => bothRead = resolve);
+      let reads = 0;
+      let writes = 0;
+      fsOps.readFile = async (path) => {
+        if (path === file && reads < 2) {
+          if (++reads === 2) bothRead();
+          await Promise.race([twoReads, oneSettled]);
+        }
+        return await readFile(path);
+      };
+      fsOps.open = async (path, flags) => {
+        if (path === file && flags === "r+" && ++writes === 2) await oneSettled;
+        return await open(path, flags);
+      };
+      for (let i = 0; i < 2; i++) {
+        harnesses.push(
+          await createHarness({
+            adapters: [scriptedAdapter(textResponse("x"))],
+            model: { provider: "scripted", model: "scripted-model" },
+            storage: fileStorage(dir),
+          }),
+        );
+      }
+      const results = await Promise.allSettled(harnesses.map((h) => {
+        const resumed = h.resumeAgent("c");
+        resumed.then(settled, settled);
+        return resumed;
+      }));
+      const won = results.filter((r) => r.status === "fulfilled");
+      const lost = results.filter((r) => r.status === "rejected");
+      assert.equal(won.length, 1);
+      assert.ok(HarnessError.isInstance(lost[0]?.reason, "SESSION_WRITER_BUSY"), String(lost[0]?.reason));
+      const agent = won[0].value;
+      const stored = (await fileStorage(dir).inspect("c")).events;
+      assert.equal(stored.length, agent.session.events.length);
+      assert.deepEqual(JSON.parse(JSON.stringify(stored)), JSON.parse(JSON.stringify(agent.session.events)));
+    } finally {
+      fsOps.readFile = readFile;
+      fsOps.open = open;
+      for (const h of harnesses) await h.dispose().catch(() => {});
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("creations racing harness.dispose()", () => {
+  it("createAgent, resumeAgent, forkAgent and fork reject with HARNESS_DISPOSED, not a missing service", async () => {
+    const memory = memoryStorage();
+    const make = async (storage = memory) =>
+      await createHarness({
+        adapters: [scriptedAdapter(textResponse("Hi"))],
+        model: { provider: "scripted", model: "scripted-model" },
+        storage,
+      });
+    const seed = await make();
+    await (await seed.createAgent({ id: "stored" })).run("hello");
+    await seed.dispose();
+    const disposedCode = (error: unknown) => {
+      assert.ok(HarnessError.isInstance(error, "HARNESS_DISPOSED"), String(error));
+      return true;
+    };
+    // createAgent: dispose() in the same tick (its first stretch ran, the agent service went away).
+    const one = await make();
+    const creating = one.createAgent({ id: "new" });
+    await one.dispose();
+    await assert.rejects(creating, disposedCode);
+    // The others: dispose() while each waits for storage (an agent whose session reached storage meanwhile is let
+    // go, not handed out by a disposed harness).
+    for (const call of ["createAgent", "resumeAgent", "forkAgent", "fork"] as const) {
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => open = resolve);
+      const later = <A extends unknown[], R>(read: (...args: A) => Promise<R>) => async (...args: A) => {
+        await gate;
+        return await read(...args);
+      };
+      const harness = await make(withFaults(memory, { stat: later, inspect: later, create: later }));
+      const started = call === "createAgent"
+        ? harness.createAgent({ id: "late" })
+        : call === "resumeAgent"
+        ? harness.resumeAgent("stored")
+        : call === "forkAgent"
+        ? harness.forkAgent("stored", { id: "child" })
+        : harness.fork("stored", undefined, "child");
+      const disposing = harness.dispose();
+      open();
+      await disposing;
+      await assert.rejects(started as Promise<unknown>, disposedCode, call);
+    }
+    assert.equal((await memory.stat("stored"))?.header.id, "stored");
+    assert.equal(await memory.stat("child"), undefined);
+    assert.equal(await memory.stat("new"), undefined);
   });
 });

@@ -20,6 +20,7 @@ import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { checkInvariants } from "../invariants/mod.ts";
 import { fileStorage } from "../persistence/file_storage.ts";
+import { loadUnderLease } from "../persistence/_test_lease.ts";
 import type { SessionEvent } from "../session/mod.ts";
 import { incarnationOf } from "./_event_stream.ts";
 import { deltaOf } from "./_sse_frames.ts";
@@ -107,7 +108,7 @@ describe(`createHarnessApp() under SIGKILL (${RUNS} kills, one test each)`, () =
         await child.kill();
       }
       await reading;
-      const loaded = await fileStorage(dir).load("c");
+      const loaded = await loadUnderLease(fileStorage(dir), "c");
       assert.deepEqual(checkInvariants(loaded.events), [], "the repaired log is valid");
       const stored = messageIds(loaded.events);
       for (const id of acked) assert.ok(stored.has(id), `acknowledged message ${id} is stored`);

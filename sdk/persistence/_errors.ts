@@ -63,3 +63,13 @@ export function unknownEventType(file: string, line: number, type: string): Harn
     { details: { file, line, type } },
   );
 }
+
+/** A `load` without the writer lease of a log that needs crash repair: only the lease holder writes a repair. */
+export function repairRequired(sessionId: string): HarnessError {
+  return new HarnessError(
+    "SESSION_REPAIR_REQUIRED",
+    `Session ${JSON.stringify(sessionId)} needs crash repair, which only the writer lease's holder writes: ` +
+      "load it with { writer } (from acquireWriter), or read the repaired view with inspect()",
+    { details: { sessionId } },
+  );
+}

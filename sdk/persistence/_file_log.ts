@@ -91,7 +91,9 @@ async function writeFully(handle: FileHandleLike, bytes: Uint8Array, position: n
 /**
  * Publish a new file without ever overwriting: write a temp file, fsync it,
  * hard-link it to its name (exclusive create where links are unsupported),
- * fsync the directory. Throws `SESSION_ALREADY_EXISTS` when the name is taken.
+ * fsync the directory. Throws `SESSION_ALREADY_EXISTS` when the name is taken,
+ * and `SESSION_WRITE_FAILED` (the file system's error as its cause, the temp
+ * file removed) when the write fails.
  */
 export async function publishNew(
   dir: string,
@@ -102,25 +104,40 @@ export async function publishNew(
 ): Promise<void> {
   const target = joinPath(dir, name);
   const temp = joinPath(dir, `.${name}.${token}.tmp`);
-  const handle = await fsOps.open(temp, "wx");
   try {
-    await writeFully(handle, bytes, 0);
-    await handle.sync();
-  } finally {
-    await handle.close();
+    const handle = await fsOps.open(temp, "wx");
+    try {
+      await writeFully(handle, bytes, 0);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    // A full disk, say: nothing was published, and the partial temp file is not left behind.
+    await fsOps.unlink(temp).catch(() => {});
+    throw publishFailed(target, sessionId, bytes, error);
   }
   try {
     await fsOps.link(temp, target);
   } catch (error) {
     if (errorCode(error) === "EEXIST") throw alreadyExists(sessionId);
     if (!["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV", "EMLINK"].includes(errorCode(error) ?? "")) {
-      throw error;
+      throw publishFailed(target, sessionId, bytes, error);
     }
-    await publishExclusive(target, bytes, sessionId);
+    await publishExclusive(target, bytes, sessionId).catch((failure) => {
+      throw HarnessError.isInstance(failure) ? failure : publishFailed(target, sessionId, bytes, failure);
+    });
   } finally {
     await fsOps.unlink(temp).catch(() => {});
   }
   await syncDir(dir);
+}
+
+function publishFailed(file: string, sessionId: string, bytes: Uint8Array, cause: unknown): HarnessError {
+  return new HarnessError("SESSION_WRITE_FAILED", `Writing ${file} failed; nothing was published`, {
+    cause,
+    details: { file, sessionId, bytes: bytes.length },
+  });
 }
 
 async function publishExclusive(target: string, bytes: Uint8Array, sessionId: string): Promise<void> {
@@ -227,7 +244,10 @@ export interface TailState {
   readonly updatedAt: number;
   /** The next seq: one past the last complete record. */
   readonly nextSeq: number;
-  /** Bytes follow the last complete record. */
+  /**
+   * The tail awaits repair by `load`: bytes follow the last complete record,
+   * or that record is complete but lost its newline.
+   */
   readonly torn: boolean;
 }
 
@@ -364,6 +384,13 @@ export async function readTail(
         const lastNl = tail.lastIndexOf(10);
         const prevNl = lastNl <= 0 ? -1 : tail.lastIndexOf(10, lastNl - 1);
         if (prevNl === -1 && start > 0) continue;
+        if (lastNl !== -1 && lastNl !== tail.length - 1) {
+          // A last record that is complete and checks out but lost its newline counts, as the decoder counts it;
+          // the tail still awaits load's repair (the newline), so an append is refused until then.
+          const rest = decoder.decode(tail.subarray(lastNl + 1));
+          const end = openLine(rest).verified === true ? recordEnd(rest) : undefined;
+          if (end !== undefined) return { size, updatedAt, nextSeq: end, torn: true };
+        }
         const nextSeq = lastNl === -1 ? undefined : recordEnd(decoder.decode(tail.subarray(prevNl + 1, lastNl)));
         if (nextSeq !== undefined) return { size, updatedAt, nextSeq, torn: lastNl !== tail.length - 1 };
         break;

@@ -8,7 +8,7 @@
 
 import type { SessionEvent } from "../session/session_events.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
-import { formatUnsupported, invalidArgs, notFound, seqMismatch, writerBusy } from "./_errors.ts";
+import { formatUnsupported, invalidArgs, notFound, repairRequired, seqMismatch, writerBusy } from "./_errors.ts";
 import { type ReaderVocabulary, readerVocabulary } from "./_event_types.ts";
 import {
   appendAt,
@@ -58,6 +58,11 @@ interface FileState extends LocatedLog {
 }
 
 const LOCK_NAME = "writer.lock";
+
+/** A file or folder that is not there (any more). */
+function isGone(error: unknown): boolean {
+  return errorCode(error) === "ENOENT" || errorCode(error) === "ENOTDIR";
+}
 
 class FileSessionStorage implements SessionStorage {
   readonly kind = "file";
@@ -127,6 +132,35 @@ class FileSessionStorage implements SessionStorage {
     return best;
   }
 
+  /** Forget what this instance cached about a session's log (its location, size, seq, zstd tail mark). */
+  #forget(dir: string): void {
+    const cached = this.#states.get(dir);
+    this.#states.delete(dir);
+    if (cached !== undefined) this.#tailMarks.delete(cached.file);
+  }
+
+  /**
+   * `read(located)` on the session's log, or `undefined` when there is none.
+   * A location this instance cached can be gone: another instance deleted the
+   * session, or deleted it and created it again (maybe with another encoding,
+   * so under another name). Then the entry is forgotten and the log located
+   * again. A log found afresh and gone before it was read was deleted in
+   * between: there is none.
+   */
+  async #onLog<T>(dir: string, read: (located: LocatedLog) => Promise<T>): Promise<[LocatedLog, T] | undefined> {
+    for (let cached = this.#states.has(dir);; cached = false) {
+      const located = await this.#locate(dir);
+      if (located === undefined) return undefined;
+      try {
+        return [located, await read(located)];
+      } catch (error) {
+        if (!isGone(error)) throw error;
+        this.#forget(dir);
+        if (!cached) return undefined;
+      }
+    }
+  }
+
   /** Decode a whole log file and bring it to the current format. */
   async #decode(located: LocatedLog, sessionId: string | undefined, vocabulary: ReaderVocabulary) {
     const bytes = await fsOps.readFile(located.file);
@@ -182,7 +216,12 @@ class FileSessionStorage implements SessionStorage {
     return this.#exclusive(dir, async () => {
       checkBatchContent(header.id, events, 0);
       await this.#checkWriter(dir, header.id, options.writer, "create it");
-      await fsOps.mkdir(dir);
+      await fsOps.mkdir(dir).catch((error) => {
+        throw new HarnessError("SESSION_WRITE_FAILED", `Making the folder ${dir} failed`, {
+          cause: error,
+          details: { sessionId: header.id, file: dir },
+        });
+      });
       await syncDir(this.#root);
       if (await this.#locate(dir) !== undefined) {
         throw new HarnessError("SESSION_ALREADY_EXISTS", `Session ${JSON.stringify(header.id)} already exists`, {
@@ -208,18 +247,20 @@ class FileSessionStorage implements SessionStorage {
 
   /** The cached state of a session, re-read when the file changed behind this instance's back. */
   async #state(dir: string, sessionId: string): Promise<FileState> {
-    const located = await this.#locate(dir);
+    let located = await this.#locate(dir);
     if (located === undefined) throw notFound(sessionId);
     const cached = this.#states.get(dir);
     if (cached !== undefined) {
       const size = await fsOps.stat(cached.file).then((stat) => stat.size, (error) => {
-        if (errorCode(error) === "ENOENT") return -1;
+        if (isGone(error)) return -1;
         throw error;
       });
       if (size === cached.size) return cached;
       if (size === -1) {
-        this.#states.delete(dir);
-        throw notFound(sessionId);
+        // Deleted (and maybe created again, under another name) by another instance: located afresh.
+        this.#forget(dir);
+        located = await this.#locate(dir);
+        if (located === undefined) throw notFound(sessionId);
       }
     }
     if (located.version < LOG_FORMAT_VERSION) {
@@ -271,19 +312,18 @@ class FileSessionStorage implements SessionStorage {
   }
 
   async #read(dir: string, sessionId: string, commit: boolean, writer?: SessionWriter): Promise<LoadedSession> {
-    const located = await this.#locate(dir);
-    if (located === undefined) throw notFound(sessionId);
-    let decoded;
-    try {
-      decoded = await this.#decode(located, sessionId, this.#known);
-    } catch (error) {
-      if (errorCode(error) === "ENOENT") throw notFound(sessionId);
-      throw error;
-    }
+    const found = await this.#onLog(dir, (located) => this.#decode(located, sessionId, this.#known));
+    if (found === undefined) throw notFound(sessionId);
+    const [located, decoded] = found;
     const repaired = repairStoredLog(sessionId, located.file, decoded.events, this.#newId);
     const truncatedBytes = decoded.totalBytes - decoded.validBytes;
     const needsRepair = truncatedBytes > 0 || repaired.syntheticEvents.length > 0 || decoded.missingNewline === true;
     let size = decoded.validBytes;
+    if (commit && needsRepair && writer === undefined) {
+      // Only the lease holder writes a repair: two loaders repairing at once would cut and append over each other.
+      await this.#checkWriter(dir, sessionId, writer, "repair it");
+      throw repairRequired(sessionId);
+    }
     if (commit && needsRepair && located.version < LOG_FORMAT_VERSION) {
       // An older log is repaired into its successor; the source is never cut or appended to.
       await this.#checkWriter(dir, sessionId, writer, "repair it");
@@ -339,9 +379,9 @@ class FileSessionStorage implements SessionStorage {
       if (name.startsWith(".")) continue;
       const dir = joinPath(this.#root, name);
       try {
-        const located = await this.#locate(dir);
-        if (located === undefined) continue;
-        const header = await readHeader(located.file, located.encoding, undefined);
+        const found = await this.#onLog(dir, (located) => readHeader(located.file, located.encoding, undefined));
+        if (found === undefined) continue;
+        const header = found[1];
         if (escapeSessionId(header.id) === name) headers.push(header);
       } catch (error) {
         // Sessions this build cannot read are not listed; load() reports why.
@@ -354,22 +394,23 @@ class FileSessionStorage implements SessionStorage {
   stat(sessionId: string): Promise<SessionStat | undefined> {
     const dir = this.#dir(sessionId);
     return this.#exclusive(dir, async () => {
-      const located = await this.#locate(dir);
-      if (located === undefined) return undefined;
-      const header = await readHeader(located.file, located.encoding, sessionId);
-      const tail = await readTail(located.file, located.encoding, undefined, this.#tailMarks);
-      if (located.version < LOG_FORMAT_VERSION) {
-        // The seqs of an older log are those of its migration.
-        const decoded = await this.#decode(located, sessionId, undefined);
-        return {
-          header: decoded.header,
-          nextSeq: decoded.events.length,
-          size: tail.size,
-          updatedAt: tail.updatedAt,
-          torn: tail.torn,
-        };
-      }
-      return { header, nextSeq: tail.nextSeq, size: tail.size, updatedAt: tail.updatedAt, torn: tail.torn };
+      const found = await this.#onLog(dir, async (located): Promise<SessionStat> => {
+        const header = await readHeader(located.file, located.encoding, sessionId);
+        const tail = await readTail(located.file, located.encoding, undefined, this.#tailMarks);
+        if (located.version < LOG_FORMAT_VERSION) {
+          // The seqs of an older log are those of its migration.
+          const decoded = await this.#decode(located, sessionId, undefined);
+          return {
+            header: decoded.header,
+            nextSeq: decoded.events.length,
+            size: tail.size,
+            updatedAt: tail.updatedAt,
+            torn: tail.torn,
+          };
+        }
+        return { header, nextSeq: tail.nextSeq, size: tail.size, updatedAt: tail.updatedAt, torn: tail.torn };
+      });
+      return found?.[1];
     });
   }
 
@@ -377,9 +418,9 @@ class FileSessionStorage implements SessionStorage {
     const dir = this.#dir(sessionId);
     return this.#exclusive(dir, async () => {
       await this.#checkWriter(dir, sessionId, options.writer, "delete it");
+      // Located afresh: another instance may have deleted it since this one cached it.
+      this.#forget(dir);
       const located = await this.#locate(dir);
-      this.#states.delete(dir);
-      if (located !== undefined) this.#tailMarks.delete(located.file);
       if (options.writer === undefined) await fsOps.rm(dir);
       else {
         const names = await fsOps.readdir(dir).catch(() => [] as string[]);
@@ -409,7 +450,12 @@ class FileSessionStorage implements SessionStorage {
       if (!created) throw writerBusy(sessionId, "acquire the writer lease");
     } catch (error) {
       processLeases.drop(dir);
-      throw error;
+      if (HarnessError.isInstance(error)) throw error;
+      // A full disk, say: no lock was published (createLock removes its temp file).
+      throw new HarnessError("SESSION_WRITE_FAILED", `Taking the writer lease of ${lockPath} failed`, {
+        cause: error,
+        details: { sessionId, file: lockPath },
+      });
     }
     const lease: WriterLease = new WriterLease(sessionId, dir, token, async () => {
       processLeases.drop(dir, lease);

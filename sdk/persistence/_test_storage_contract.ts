@@ -7,6 +7,7 @@ import { checkInvariants } from "../invariants/check_invariants.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import type { SessionStorage } from "./session_storage.ts";
 import { LogBuilder } from "./_test_log.ts";
+import { loadUnderLease } from "./_test_lease.ts";
 import { LOG_MUTATIONS, type LogMutationKind, mutateLog } from "../../testing/mutate_log.ts";
 import { CONVENTION_CODES } from "./_check_stored_log.ts";
 
@@ -253,6 +254,32 @@ export function storageContract(target: ContractTarget): void {
     );
 
     it(
+      "load() without the writer lease never writes a repair: SESSION_REPAIR_REQUIRED, nothing written",
+      withStorage(async (storage) => {
+        // Two loaders repairing at once would each cut and append at their own idea of the end; only the lease
+        // holder may repair (harness.resumeAgent takes the lease, then loads under it).
+        const log = new LogBuilder();
+        log.completeTurn(1);
+        log.push({ type: "turn/start", data: { turn: 2 } });
+        log.push({ type: "step/start", data: { turn: 2, step: 1 } });
+        await storage.create({ id: "cold" }, { events: log.events });
+        await assert.rejects(storage.load("cold"), code("SESSION_REPAIR_REQUIRED"));
+        assert.equal((await storage.stat("cold"))?.nextSeq, log.events.length, "nothing was written");
+        assert.equal((await storage.inspect("cold")).repair.repaired, true);
+        // With a lease held by another writer, it is that writer's session: busy, as before.
+        const writer = await storage.acquireWriter("cold");
+        await assert.rejects(storage.load("cold"), code("SESSION_WRITER_BUSY"));
+        const loaded = await storage.load("cold", { writer });
+        assert.equal(loaded.repair.committed, true);
+        await writer.release();
+        // Once repaired, a load needs no lease.
+        const again = await storage.load("cold");
+        assert.equal(again.repair.repaired, false);
+        assert.deepEqual(again.events, loaded.events);
+      }),
+    );
+
+    it(
       "load() closes a compaction a crash cut short between turns, and commits",
       withStorage(async (storage) => {
         const log = new LogBuilder();
@@ -261,7 +288,9 @@ export function storageContract(target: ContractTarget): void {
         log.push({ type: "compaction/start", data: { reason: "manual" } });
         await storage.create({ id: "compacting" }, { events: log.events });
 
-        const loaded = await storage.load("compacting");
+        const writer = await storage.acquireWriter("compacting");
+        const loaded = await storage.load("compacting", { writer });
+        await writer.release();
         assert.equal(loaded.repair.committed, true);
         assert.equal(loaded.repair.closedTurn, undefined);
         assert.deepEqual(
@@ -296,7 +325,7 @@ export function storageContract(target: ContractTarget): void {
           }
           if (CONVENTION_CODES.has(invariant)) {
             // Conventions of the loop (numbering, bookkeeping between turns) are not corruption.
-            const loaded = await storage.load(id);
+            const loaded = await loadUnderLease(storage, id);
             assert.deepEqual(loaded.events.slice(0, events.length), events, kind);
             continue;
           }
@@ -323,7 +352,9 @@ export function storageContract(target: ContractTarget): void {
         log.push({ type: "turn/start", data: { turn: 2 } });
         log.push({ type: "step/start", data: { turn: 2, step: 1 } });
         await storage.create({ id: "open" }, { events: log.events });
-        const loaded = await storage.load("open");
+        const writer = await storage.acquireWriter("open");
+        const loaded = await storage.load("open", { writer });
+        await writer.release();
         assert.equal(loaded.repair.closedTurn, 2);
         assert.deepEqual(
           checkInvariants(loaded.events).map((v) => v.code),

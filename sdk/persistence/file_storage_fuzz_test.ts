@@ -30,6 +30,7 @@ import { checkInvariants } from "../invariants/check_invariants.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { fileStorage } from "./file_storage.ts";
 import { LogBuilder } from "./_test_log.ts";
+import { loadUnderLease } from "./_test_lease.ts";
 import { frameEnd } from "./_zstd.ts";
 import { arbMutatedLog } from "../../testing/mutate_log.ts";
 import { CONVENTION_CODES } from "./_check_stored_log.ts";
@@ -200,7 +201,7 @@ describe("fileStorage() reads damaged files safely (fast-check)", () => {
               assert.ok(HarnessError.isInstance(error), `an uncoded throw for ${JSON.stringify(m)}: ${error}`);
               outcomes[error.code] = (outcomes[error.code] ?? 0) + 1;
               await assert.rejects(
-                fileStorage(caseDir).load("s"),
+                loadUnderLease(fileStorage(caseDir), "s"),
                 (e: unknown) => HarnessError.isInstance(e, error.code),
               );
               assert.deepEqual(new Uint8Array(await readFile(caseFile)), damaged, "a failed load changes nothing");
@@ -214,11 +215,11 @@ describe("fileStorage() reads damaged files safely (fast-check)", () => {
             for (let u = 0; u < ends.length && ends[u] <= firstDamage; u++) intact = eventsUpTo[u];
             assert.ok(kept >= intact, `events before the damage are kept (${kept} < ${intact}): ${JSON.stringify(m)}`);
             if (n++ % 16 === 0) {
-              const written = await fileStorage(caseDir).load("s");
+              const written = await loadUnderLease(fileStorage(caseDir), "s");
               // Synthetic tool results get fresh ids; everything else is the same as inspect() said.
               assert.deepEqual(plain(written.events.slice(0, kept)), plain(loaded.events.slice(0, kept)));
               assert.deepEqual(written.events.map((e) => e.type), loaded.events.map((e) => e.type));
-              assert.equal((await fileStorage(caseDir).load("s")).repair.repaired, false);
+              assert.equal((await loadUnderLease(fileStorage(caseDir), "s")).repair.repaired, false);
             }
           }),
           { numRuns: runs },
@@ -262,7 +263,7 @@ describe("fileStorage() refuses logs with a broken structure (fast-check)", () =
           const bytes = new Uint8Array(await readFile(file));
           const violated = mutated.events.length === cut && !CONVENTION_CODES.has(mutated.code);
           try {
-            const loaded = await fileStorage(dir).load("s");
+            const loaded = await loadUnderLease(fileStorage(dir), "s");
             outcomes.read = (outcomes.read ?? 0) + 1;
             assert.ok(!violated, `${mutated.kind} (${mutated.code}) was loaded`);
             assert.deepEqual(plain(loaded.events.slice(0, cut)), plain(events), "no event changed");

@@ -12,6 +12,7 @@ import { lockTimingForTests } from "./_writer_lease.ts";
 import { frameEnd, zstd } from "./_zstd.ts";
 import { storageContract } from "./_test_storage_contract.ts";
 import { LogBuilder } from "./_test_log.ts";
+import { loadUnderLease } from "./_test_lease.ts";
 import { openLine, sealLine } from "./_record_checksum.ts";
 
 /** The record of a stored line (its checksum checked). */
@@ -212,10 +213,20 @@ describe("fileStorage() checksums", () => {
     const bytes = await readFile(file);
     await writeFile(file, bytes.subarray(0, bytes.length - 1));
     assert.deepEqual((await storage.inspect("s")).events, events);
-    const loaded = await fileStorage(dir).load("s");
+    // stat() counts that record as load and inspect do; the tail awaits load's repair, so appends wait for it.
+    const before = await fileStorage(dir).stat("s");
+    assert.deepEqual([before?.nextSeq, before?.torn], [events.length, true]);
+    const early = { type: "todo/write", seq: events.length, time: 1, data: { todos: [] } } as SessionEvent;
+    await assert.rejects(
+      fileStorage(dir).append("s", [early], { expectedSeq: events.length }),
+      code("SESSION_REPAIR_REQUIRED"),
+    );
+    const loaded = await loadUnderLease(fileStorage(dir), "s");
     assert.deepEqual(loaded.events, events);
     assert.equal(loaded.repair.repaired, true);
     assert.deepEqual(await readFile(file), bytes, "the newline is back");
+    const after = await fileStorage(dir).stat("s");
+    assert.deepEqual([after?.nextSeq, after?.torn], [events.length, false]);
     const next = { type: "todo/write", seq: events.length, time: 1, data: { todos: [] } } as SessionEvent;
     const again = fileStorage(dir);
     await again.append("s", [next], { expectedSeq: events.length });
@@ -271,8 +282,12 @@ describe("fileStorage() crash repair", () => {
       const inspected = await storage.inspect("s");
       assert.ok(inspected.repair.truncatedBytes > 0);
       assert.equal((await stat(file)).size > committed, true, "inspect writes nothing");
+      // Only the lease holder repairs: a load without it is refused, and writes nothing either.
+      const tornSize = (await stat(file)).size;
+      await assert.rejects(storage.load("s"), code("SESSION_REPAIR_REQUIRED"));
+      assert.equal((await stat(file)).size, tornSize, "a load without the lease writes nothing");
 
-      const loaded = await storage.load("s");
+      const loaded = await loadUnderLease(storage, "s");
       const kept = loaded.events.length - loaded.repair.syntheticEvents.length;
       // Plain files keep the complete first line of the torn batch; a torn zstd frame goes whole.
       assert.equal(kept, compression === "none" ? log.events.length + 1 : log.events.length);
@@ -383,7 +398,7 @@ describe("fileStorage() crash repair", () => {
     assert.equal(loaded.repair.repaired, false);
 
     await writeFile(file, new Uint8Array([...header, ...parts[1]]));
-    const torn = await fileStorage(dir).load("s");
+    const torn = await loadUnderLease(fileStorage(dir), "s");
     assert.equal(torn.repair.tornTail?.offset, header.length);
     assert.deepEqual(torn.events, []);
   });
@@ -457,6 +472,50 @@ describe("fileStorage() durability", () => {
     assert.deepEqual((await storage.load("s")).events, [...events, next]);
   });
 
+  it("create() and acquireWriter() on a full disk: SESSION_WRITE_FAILED with the cause, no temp file left", async () => {
+    const dir = await tempDir();
+    const storage = fileStorage(dir);
+    const enospc = () => Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
+    const full = (error: unknown) => {
+      assert.ok(HarnessError.isInstance(error, "SESSION_WRITE_FAILED"), String(error));
+      assert.equal((error.cause as { code?: string }).code, "ENOSPC");
+      return true;
+    };
+    const { open, writeFile } = fsOps;
+    fsOps.open = async (path, flags) => {
+      const handle = await open(path, flags);
+      if (flags !== "wx") return handle;
+      return {
+        ...handle,
+        read: handle.read.bind(handle),
+        truncate: handle.truncate.bind(handle),
+        sync: handle.sync.bind(handle),
+        stat: handle.stat.bind(handle),
+        close: handle.close.bind(handle),
+        write: async (buffer, offset, _length, position) => {
+          await handle.write(buffer, offset, 3, position);
+          throw enospc();
+        },
+      };
+    };
+    fsOps.writeFile = () => Promise.reject(enospc());
+    const seed = [{ type: "todo/write", seq: 0, time: 1, data: { todos: [] } }] as SessionEvent[];
+    try {
+      await assert.rejects(storage.create({ id: "s", createdAt: 1 }, { events: seed }), full);
+      await assert.rejects(storage.acquireWriter("s"), full);
+    } finally {
+      fsOps.open = open;
+      fsOps.writeFile = writeFile;
+    }
+    assert.deepEqual(await readdir(join(dir, "s")), [], "no temp file, no lock");
+    assert.equal(await storage.stat("s"), undefined);
+    // Space again: both work (the failed lease was not kept reserved in this process).
+    const writer = await storage.acquireWriter("s");
+    await storage.create({ id: "s", createdAt: 1 }, { events: seed, writer });
+    await writer.release();
+    assert.deepEqual((await storage.load("s")).events, seed);
+  });
+
   it("create() never overwrites a published file", async () => {
     const dir = await tempDir();
     await fileStorage(dir).create({ id: "s", createdAt: 1 });
@@ -479,6 +538,78 @@ describe("fileStorage() durability", () => {
     await assert.rejects(a.append("s", [ev(1)], { expectedSeq: 1 }), code("SESSION_SEQ_MISMATCH"));
     await a.append("s", [ev(2)], { expectedSeq: 2 });
     assert.equal((await b.load("s")).events.length, 3);
+  });
+
+  it("a session another instance deleted, or deleted and created again, is located again, not cached", async () => {
+    const dir = await tempDir();
+    const a = fileStorage(dir);
+    const b = fileStorage(dir, { compression: "zstd" });
+    const ev = (seq: number) => ({ type: "todo/write", seq, time: seq, data: { todos: [] } }) as SessionEvent;
+    // Deleted by B after A cached where it was: gone for A too.
+    await a.create({ id: "d", createdAt: 1 }, { events: [ev(0)] });
+    await b.delete("d");
+    assert.equal(await a.stat("d"), undefined);
+    await assert.rejects(a.load("d"), code("SESSION_NOT_FOUND"));
+    await a.create({ id: "d", createdAt: 1 });
+    await b.delete("d");
+    assert.equal(await a.delete("d"), false, "it no longer existed");
+    // Deleted and created again by B, now zstd (another file name): every call of A answers about the new log.
+    const calls = {
+      stat: async (id: string) => assert.equal((await a.stat(id))?.nextSeq, 1),
+      load: async (id: string) => assert.equal((await a.load(id)).header.createdAt, 2),
+      inspect: async (id: string) => assert.equal((await a.inspect(id)).events.length, 1),
+      append: async (id: string) => assert.equal((await a.append(id, [ev(1)], { expectedSeq: 1 })).nextSeq, 2),
+      list: async (id: string) => assert.equal((await a.list()).find((h) => h.id === id)?.createdAt, 2),
+    };
+    for (const [name, call] of Object.entries(calls)) {
+      const id = `r-${name}`;
+      await a.create({ id, createdAt: 1 }, { events: [ev(0), ev(1)] });
+      await a.stat(id);
+      await b.delete(id);
+      await b.create({ id, createdAt: 2 }, { events: [ev(0)] });
+      await call(id);
+    }
+    assert.equal((await b.load("r-append")).events.length, 2);
+    // Deleted under a lease (the folder and the lock stay): A's list and stat leave it out.
+    await a.create({ id: "w", createdAt: 3 });
+    const writer = await b.acquireWriter("w");
+    await b.delete("w", { writer });
+    assert.deepEqual((await a.list()).map((h) => h.id).includes("w"), false);
+    assert.equal(await a.stat("w"), undefined);
+    await writer.release();
+  });
+
+  it("a session deleted by another process while it is listed, stat'ed or loaded is not there; nothing throws", async () => {
+    const dir = await tempDir();
+    const storage = fileStorage(dir);
+    await storage.create({ id: "keep", createdAt: 1 });
+    const original = fsOps.readdir;
+    // The other process deletes the session right after this one found its log file, before it reads it.
+    const victim = join(dir, "victim");
+    let armed = false;
+    fsOps.readdir = async (path) => {
+      const names = await original(path);
+      if (armed && path === victim) await rm(victim, { recursive: true, force: true });
+      return names;
+    };
+    try {
+      for (
+        const [name, call] of Object.entries({
+          list: async () => assert.deepEqual((await storage.list()).map((h) => h.id), ["keep"]),
+          stat: async () => assert.equal(await storage.stat("victim"), undefined),
+          load: () => assert.rejects(storage.load("victim"), code("SESSION_NOT_FOUND")),
+          inspect: () => assert.rejects(storage.inspect("victim"), code("SESSION_NOT_FOUND")),
+        })
+      ) {
+        await fileStorage(dir).create({ id: "victim", createdAt: 2 });
+        armed = true;
+        await call();
+        armed = false;
+        assert.equal(await fileStorage(dir).stat("victim"), undefined, name);
+      }
+    } finally {
+      fsOps.readdir = original;
+    }
   });
 
   it("a writer lease is seen by other instances through its lock file, and a dead owner's lock is taken over", async () => {

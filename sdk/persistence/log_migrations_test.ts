@@ -7,6 +7,7 @@ import { createHarness } from "../harness.ts";
 import { checkInvariants } from "../invariants/mod.ts";
 import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
 import { fileStorage } from "./file_storage.ts";
+import { loadUnderLease } from "./_test_lease.ts";
 import { LOG_FORMAT_VERSION, migrateLog } from "./_log_migrations.ts";
 
 // Real v0 logs, written by fileStorage before format versions moved into file names (see testdata/v0/README.md).
@@ -88,7 +89,7 @@ describe("format versions in file names, and the migration chain", () => {
         `{"type":"turn/start","seq":${before.events.length},"time":1,"data":{"turn":3}}\n{"type":"ste`,
       );
       const torn = await readFile(file);
-      const repaired = await fileStorage(root).load("v0-plain");
+      const repaired = await loadUnderLease(fileStorage(root), "v0-plain");
       assert.equal(repaired.repair.committed, true);
       assert.equal(repaired.events.at(-1)?.type, "turn/end");
       assert.deepEqual(await readFile(file), torn, "the source keeps its bytes, torn tail included");

@@ -9,7 +9,7 @@
 
 import { deepFreeze } from "../session/deep_freeze.ts";
 import type { SessionEvent } from "../session/session_events.ts";
-import { alreadyExists, invalidArgs, notFound, seqMismatch, writerBusy } from "./_errors.ts";
+import { alreadyExists, invalidArgs, notFound, repairRequired, seqMismatch, writerBusy } from "./_errors.ts";
 import { readable, type ReaderVocabulary, readerVocabulary, unknownToReader } from "./_event_types.ts";
 import { makeHeader, validateSessionId } from "./_header.ts";
 import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "./_validate_batch.ts";
@@ -135,6 +135,7 @@ class MemorySessionStorage implements SessionStorage {
     const needsRepair = synthetic.length > 0;
     if (commit && needsRepair) {
       this.#leases.check(sessionId, sessionId, writer, "repair it");
+      if (writer === undefined) throw repairRequired(sessionId);
       for (const event of synthetic) session.events.push(event);
       session.updatedAt = this.#now();
     }

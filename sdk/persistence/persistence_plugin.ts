@@ -92,6 +92,31 @@ function storedHeader(session: Session): NewSessionHeader {
  * ```
  */
 export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, options: PersistenceOptions): void {
+  installPersistence(ctx, options, undefined);
+}
+
+/**
+ * Writer leases taken before their session is announced, by session id, with
+ * the incarnation of the log they were taken for: `harness.resumeAgent` takes
+ * the lease, loads (and repairs) under it, and hands it to the plugin, which
+ * adopts it for the announced session of that id and incarnation instead of
+ * taking a lease of its own. The lease is then held from the load on, so no
+ * other writer can act between the two. Internal to the harness.
+ */
+export type HeldWriters = Map<string, { readonly writer: SessionWriter; readonly incarnation: string }>;
+
+/**
+ * {@linkcode persistencePlugin}'s body, adopting the leases `held` hands over.
+ *
+ * @param ctx The plugin context.
+ * @param options The storage and batching window.
+ * @param held Leases taken ahead of a session's announcement.
+ */
+export function installPersistence(
+  ctx: HarnessContext<SessionEvents, object>,
+  options: PersistenceOptions,
+  held: HeldWriters | undefined,
+): void {
   const storage = options.storage;
   const windowMs = options.batchWindowMs ?? 200;
   const tracked = new Map<Session, Tracked>();
@@ -151,8 +176,11 @@ export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, op
       timer: undefined,
     };
     tracked.set(session, t);
+    const handed = held?.get(session.id);
+    const adopt = handed !== undefined && handed.incarnation === incarnationOf(session.header);
+    if (adopt) held!.delete(session.id);
     t.ready = (async () => {
-      t.writer = await storage.acquireWriter(session.id);
+      t.writer = adopt ? handed.writer : await storage.acquireWriter(session.id);
       const stat = await storage.stat(session.id);
       if (stat === undefined) {
         const events = session.events;

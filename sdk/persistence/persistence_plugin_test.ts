@@ -11,6 +11,7 @@ import type { SessionEvent } from "../session/mod.ts";
 import { type Script, scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
 import { counterClock, counterIds, summarize } from "../agent/_test_support.ts";
 import { fileStorage } from "./file_storage.ts";
+import { loadUnderLease } from "./_test_lease.ts";
 import { memoryStorage } from "./memory_storage.ts";
 import type { SessionStorage } from "./session_storage.ts";
 import { slowWrites, withFaults } from "./_test_storage_faults.ts";
@@ -154,41 +155,47 @@ describe("persistence plugin", () => {
 });
 
 describe("resumeAgent()", () => {
-  it("a resume whose load fell behind storage before it got the lease is refused, not continued", async () => {
+  it("a resume that waits for the lease loads after it: what another instance wrote meanwhile is in its log", async () => {
+    // Before, resumeAgent loaded first and took the lease later: a resume whose lease came late held a stale copy
+    // (refused then with SESSION_SEQ_MISMATCH). It now takes the lease, then loads under it.
     const storage = memoryStorage();
     const first = await harnessWith(storage, [textResponse("zero")]);
     await (await first.harness.createAgent({ id: "s" })).run("hello 0");
     await first.harness.dispose();
-    // Instance B loads, then waits for the lease (network latency to a shared store) while A resumes and writes.
+    // Instance B waits for the lease (network latency to a shared store) while A resumes and writes.
     let open!: () => void;
     const gate = new Promise<void>((resolve) => open = resolve);
+    const order: string[] = [];
     const slow = new Proxy(storage, {
       get: (target, prop) =>
         prop === "acquireWriter"
-          ? async (id: string) => (await gate, target.acquireWriter(id))
+          ? async (id: string) => (order.push("acquireWriter"), await gate, target.acquireWriter(id))
+          : prop === "load"
+          ? (id: string, options?: { writer?: unknown }) => (
+            order.push(options?.writer === undefined ? "load" : "load with the lease"),
+              target.load(id, options as never)
+          )
           : typeof target[prop as keyof SessionStorage] === "function"
           ? (target[prop as keyof SessionStorage] as (...a: unknown[]) => unknown).bind(target)
           : target[prop as keyof SessionStorage],
     });
     const b = await harnessWith(slow, [textResponse("B")]);
     const resuming = b.harness.resumeAgent("s");
-    const resumed = resuming.then(() => "resumed", (e) => e.code);
     await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(order, ["acquireWriter"], "nothing is loaded before the lease is held");
     const a = await harnessWith(storage, [textResponse("A")]);
     await (await a.harness.resumeAgent("s")).run("hello A");
     await a.harness.dispose();
-    const stored = (await storage.stat("s"))!.nextSeq;
     open();
-    assert.equal(await resumed, "SESSION_SEQ_MISMATCH");
-    assert.equal((await storage.stat("s"))!.nextSeq, stored);
-    // Loaded again, it goes on from what storage holds.
-    const again = await b.harness.resumeAgent("s");
+    const again = await resuming;
+    assert.deepEqual(order, ["acquireWriter", "load with the lease"]);
     await again.run("hello B");
     const { events } = await storage.inspect("s");
     const said = events.flatMap((e) =>
       e.type === "user/message" && e.data.content[0]?.type === "text" ? [e.data.content[0].text] : []
     );
     assert.deepEqual(said, ["hello 0", "hello A", "hello B"]);
+    assert.deepEqual(strip(events), strip(again.session.events));
     await b.harness.dispose();
   });
 
@@ -425,7 +432,7 @@ describe("crash recovery", () => {
       const storage = fileStorage(dir);
       const inspected = await storage.inspect("crash");
       assert.equal(inspected.repair.repaired, true);
-      const loaded = await storage.load("crash");
+      const loaded = await loadUnderLease(storage, "crash");
       const events = loaded.events;
       assert.ok(events.length >= flushedSeq, "every event flushed before the kill is there");
       assert.deepEqual(checkInvariants(events), []);

@@ -16,13 +16,16 @@
  *   held, a second `acquireWriter` and any `append`, `load` (when it would
  *   repair) or `delete` not presenting the lease reject with
  *   `SESSION_WRITER_BUSY`. Without any lease, appends are accepted (scripts).
- * - `load(id)` returns the header and the log, crash-repaired: a torn tail is
- *   dropped, and an open final turn and an unfinished compaction are closed
- *   (see `repairSessionLog`); the repair is written back. `inspect(id)` does the same in memory only.
- *   Repair is for cold sessions: while a lease is held, a `load` that would
- *   repair is refused unless it presents the lease, so a live session is
- *   never cut or closed under its writer. (A writer that holds no lease gets
- *   no such protection from a concurrent `load`.)
+ * - `load(id, { writer })` returns the header and the log, crash-repaired: a
+ *   torn tail is dropped, and an open final turn and an unfinished compaction
+ *   are closed (see `repairSessionLog`); the repair is written back.
+ *   `inspect(id)` does the same in memory only. Only the lease holder writes a
+ *   repair: a `load` that would repair and presents no lease writes nothing
+ *   and is refused, with `SESSION_WRITER_BUSY` while another writer holds the
+ *   lease (a live session is never cut or closed under its writer) and with
+ *   `SESSION_REPAIR_REQUIRED` otherwise (take the lease, then load under it, as
+ *   `harness.resumeAgent` does; two loaders repairing at once would cut and
+ *   append over each other). A `load` that needs no repair needs no lease.
  * - A log written by a newer format version is refused before anything else
  *   (`SESSION_FORMAT_UNSUPPORTED`); a defect followed by committed records is
  *   corruption (`SESSION_CORRUPT`, naming file and line).
@@ -177,7 +180,11 @@ export interface SessionStat {
   readonly size: number;
   /** Unix epoch milliseconds of the last write. */
   readonly updatedAt: number;
-  /** `true` when a torn tail awaits repair by `load`. */
+  /**
+   * `true` when the tail awaits repair by `load`: a torn record to drop, or a
+   * complete last record whose lost newline is to be written (counted in
+   * `nextSeq`); an append is refused until then.
+   */
   readonly torn: boolean;
 }
 
@@ -191,7 +198,7 @@ export interface SessionStat {
  * Error codes: `INVALID_ARGS` (bad arguments), `INVALID_SESSION_ID`,
  * `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS`, `SESSION_SEQ_MISMATCH`,
  * `SESSION_WRITER_BUSY`, `SESSION_REPAIR_REQUIRED` (append to a log with a
- * torn tail), `SESSION_FORMAT_UNSUPPORTED`, `SESSION_CORRUPT`,
+ * torn tail, or a `load` without the lease of a log that needs repair), `SESSION_FORMAT_UNSUPPORTED`, `SESSION_CORRUPT`,
  * `SESSION_UNKNOWN_EVENT_TYPE`, `SESSION_WRITE_FAILED`. Bad arguments
  * (`INVALID_ARGS`, `INVALID_SESSION_ID`) throw at once; everything else
  * rejects.
@@ -237,7 +244,12 @@ export interface SessionStorage {
     events: readonly SessionEvent[],
     options: StorageAppendOptions,
   ): Promise<StorageAppendResult>;
-  /** Read a session, repairing a crashed tail and writing the repair back. */
+  /**
+   * Read a session, repairing a crashed tail and writing the repair back (with `options.writer`, the held lease).
+   *
+   * @throws {HarnessError} `SESSION_REPAIR_REQUIRED` when the log needs repair and no lease is given;
+   *   `SESSION_WRITER_BUSY` when another writer holds the lease.
+   */
   load(sessionId: string, options?: StorageAccessOptions): Promise<LoadedSession>;
   /** Read a session, repairing in memory only (nothing is written). */
   inspect(sessionId: string): Promise<LoadedSession>;

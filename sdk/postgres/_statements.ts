@@ -27,6 +27,8 @@ export interface Statements {
   readonly acquire: string;
   readonly renew: string;
   readonly release: string;
+  /** Whether a live lease is held on a session ($1 id). */
+  readonly leaseHeld: string;
   readonly channel: string;
 }
 
@@ -121,5 +123,7 @@ export function statements(schema: string): Statements {
     // Keeps the row (and its fence counter): the lease is marked expired.
     release: `UPDATE ${s}.session_writers SET expires_at = '-infinity'
       WHERE session_id = $1 AND token = $2 RETURNING 1 AS released`,
+    leaseHeld: `SELECT EXISTS (SELECT 1 FROM ${s}.session_writers
+      WHERE session_id = $1 AND expires_at > clock_timestamp()) AS held`,
   };
 }

@@ -27,7 +27,15 @@
 import { HarnessError } from "../kernel/harness_error.ts";
 import { unrefTimer } from "../kernel/_unref_timer.ts";
 import type { SessionEvent } from "../session/session_events.ts";
-import { alreadyExists, corrupt, invalidArgs, notFound, seqMismatch, writerBusy } from "../persistence/_errors.ts";
+import {
+  alreadyExists,
+  corrupt,
+  invalidArgs,
+  notFound,
+  repairRequired,
+  seqMismatch,
+  writerBusy,
+} from "../persistence/_errors.ts";
 import { validateEnvelope, validateEventData } from "../session/_validate_event.ts";
 import { readable, type ReaderVocabulary, readerVocabulary, unknownToReader } from "../persistence/_event_types.ts";
 import { makeHeader, parseHeader, validateSessionId } from "../persistence/_header.ts";
@@ -545,6 +553,11 @@ class PgStorage implements PostgresSessionStorage {
     const repaired = repairStoredLog(sessionId, `${JSON.stringify(sessionId)} (${this.#file})`, events, this.#newId);
     const synthetic = repaired.syntheticEvents;
     const needsRepair = synthetic.length > 0;
+    if (commit && needsRepair && writer === undefined) {
+      // Only the lease holder writes a repair (a live lease: its holder's log is not a crash, it is running).
+      const rows = await this.#select(this.#sql.leaseHeld, [sessionId], "load", sessionId);
+      throw rows[0]?.held === true ? writerBusy(sessionId, "repair it") : repairRequired(sessionId);
+    }
     if (commit && needsRepair) {
       await this.#append(sessionId, synthetic, events.length, token, writer, "repair it");
     }

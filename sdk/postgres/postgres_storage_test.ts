@@ -5,6 +5,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { storageContract } from "../persistence/_test_storage_contract.ts";
 import { LogBuilder } from "../persistence/_test_log.ts";
+import { loadUnderLease } from "../persistence/_test_lease.ts";
 import { dropSchema, testPool, testSchema, todoEvents, useTestPostgres } from "./_test_postgres.ts";
 import { migrationScript, SCHEMA_VERSION } from "./_migrations.ts";
 import { type PostgresSessionWriter, postgresStorage, type PostgresStorageOptions } from "./postgres_storage.ts";
@@ -264,7 +265,9 @@ describe("postgresStorage() on a PostgreSQL server", () => {
       await assert.rejects(b.load("open"), code("SESSION_WRITER_BUSY"));
       await a.storage.close();
       await sleep(300);
-      const loaded = await b.load("open");
+      // No lease is held now; only a lease holder writes the repair.
+      await assert.rejects(b.load("open"), code("SESSION_REPAIR_REQUIRED"));
+      const loaded = await loadUnderLease(b, "open");
       assert.equal(loaded.repair.committed, true);
       assert.equal(loaded.repair.closedTurn, 2);
       assert.equal((await b.stat("open"))?.nextSeq, loaded.events.length);
