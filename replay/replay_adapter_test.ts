@@ -382,7 +382,7 @@ describe("replayAdapter() scripts and cursors", () => {
         ],
       }],
     });
-    const path = 'C:\\Users\\me\\my "draft".txt';
+    const path = 'D:\\notes\\my "draft".txt';
     const user = {
       id: "u",
       role: "user" as const,

@@ -340,7 +340,7 @@ describe("resolveConfig()", () => {
   });
 
   it("resolves a relative storage.dir against the layer's URL to a path, and keeps an absolute one", () => {
-    const url = "file:///home/me/.dsh/profiles/base.jsonc";
+    const url = "file:///srv/dsh/profiles/base.jsonc";
     const dir = (value: string, at: string | null = url) => {
       const layer = {
         name: "p",
@@ -350,8 +350,8 @@ describe("resolveConfig()", () => {
       const { config } = resolveConfig([layer]);
       return config.storage.kind === "file" ? config.storage.dir : undefined;
     };
-    assert.equal(dir("sessions"), "/home/me/.dsh/profiles/sessions");
-    assert.equal(dir("../data dir/s"), "/home/me/.dsh/data dir/s");
+    assert.equal(dir("sessions"), "/srv/dsh/profiles/sessions");
+    assert.equal(dir("../data dir/s"), "/srv/dsh/data dir/s");
     assert.equal(dir("/var/s"), "/var/s");
     assert.equal(dir("C:\\s"), "C:\\s");
     assert.equal(dir("s", "file:///C:/cfg/a.jsonc"), "C:/cfg/s");
