@@ -47,6 +47,12 @@ export const todos: ProjectionUnit<readonly TodoItem[]> = defineProjection<reado
  */
 export function renderTodoList(todos: readonly TodoItem[]): string {
   if (todos.length === 0) return "(no todos)";
-  const mark = { completed: "x", in_progress: "~", pending: " " } as const;
-  return todos.map((t) => `- [${mark[t.status] ?? " "}] ${t.content}`).join("\n");
+  const mark: Readonly<Record<string, string>> = { completed: "x", in_progress: "~", pending: " " };
+  // A stored log may hold items of other shapes (written before appends checked them): shown, not thrown on.
+  return todos.map((t: unknown) => {
+    const item = typeof t === "object" && t !== null ? t as Partial<Record<string, unknown>> : { content: t };
+    const status = typeof item.status === "string" && Object.hasOwn(mark, item.status) ? mark[item.status] : "?";
+    const content = typeof item.content === "string" ? item.content : JSON.stringify(item.content ?? null);
+    return `- [${status}] ${content}`;
+  }).join("\n");
 }

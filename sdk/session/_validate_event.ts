@@ -31,6 +31,27 @@ export const isEventTypeText = (type: string): boolean => !CONTROL.test(type) &&
 const ADAPTER_DEFAULT_KEYS: ReadonlySet<string> = new Set(["reasoningEffort", "maxTokens"]);
 const TODO_STATUSES: ReadonlySet<string> = new Set(["pending", "in_progress", "completed"]);
 
+/**
+ * The item shape of a new `todo/write` (what `Session.append` takes). Not part of
+ * {@linkcode validateEventData}: logs stored before this check hold items of other shapes, and they still load
+ * (readers of a log take its items as they come, see renderTodoList).
+ */
+export function validateTodoItems(data: unknown, seq: number): void {
+  const todos = (data as { todos?: unknown }).todos;
+  if (!Array.isArray(todos)) return;
+  for (const [i, item] of todos.entries()) {
+    if (!isObject(item)) invalid(seq, "todo/write", `todos[${i}] must be an object`);
+    const todo = item as Record<string, unknown>;
+    if (typeof todo.content !== "string") invalid(seq, "todo/write", `todos[${i}].content must be a string`);
+    if (!TODO_STATUSES.has(todo.status as string)) {
+      invalid(seq, "todo/write", `todos[${i}].status must be pending, in_progress or completed`);
+    }
+    if (todo.id !== undefined && typeof todo.id !== "string") {
+      invalid(seq, "todo/write", `todos[${i}].id must be a string`);
+    }
+  }
+}
+
 /** Check an envelope read from a seed or from storage (the keys and scalar fields). */
 export function validateEnvelope(event: unknown, index: number): void {
   if (!isObject(event)) invalid(index, "?", "not an object");
@@ -178,15 +199,6 @@ export function validateEventData(type: string, data: unknown, seq: number): voi
       return;
     case "todo/write":
       if (!Array.isArray(data.todos)) invalid(seq, type, "todos must be an array");
-      for (const [i, item] of (data.todos as unknown[]).entries()) {
-        if (!isObject(item)) invalid(seq, type, `todos[${i}] must be an object`);
-        const todo = item as Record<string, unknown>;
-        if (typeof todo.content !== "string") invalid(seq, type, `todos[${i}].content must be a string`);
-        if (!TODO_STATUSES.has(todo.status as string)) {
-          invalid(seq, type, `todos[${i}].status must be pending, in_progress or completed`);
-        }
-        if (todo.id !== undefined && typeof todo.id !== "string") invalid(seq, type, `todos[${i}].id must be a string`);
-      }
       return;
     case "session/end-seed":
       if (Object.keys(data).length > 0) invalid(seq, type, "the payload must be empty");

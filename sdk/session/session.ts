@@ -28,7 +28,7 @@ import type {
   SurfaceIntent,
 } from "./session_events.ts";
 import { commitPlain, isSurfaceEventType, type SessionSurface, SurfaceManager } from "./surface_manager.ts";
-import { isEventTypeText, isTime, validateEnvelope, validateEventData } from "./_validate_event.ts";
+import { isEventTypeText, isTime, validateEnvelope, validateEventData, validateTodoItems } from "./_validate_event.ts";
 import { containRejection } from "../kernel/_contain_rejection.ts";
 
 /** The format version stamped on new session headers. */
@@ -588,6 +588,7 @@ export class Session {
     }
     const event = this.#envelope(type, data, given, ignorable);
     validateEventData(type, event.data, seq);
+    if (type === "todo/write") validateTodoItems(event.data, seq);
     this.#commit(event);
     if (this.#observers.length > 0) this.#publish(event);
     return event as SessionEvent<T>;

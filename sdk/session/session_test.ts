@@ -5,6 +5,7 @@ import { appendBracket, type BracketType, Session, SESSION_FORMAT_VERSION } from
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent, SessionEventMap } from "./mod.ts";
 import type { UserMessage } from "../llm/messages.ts";
+import { renderTranscript } from "./transcript.ts";
 
 const clock = () => {
   let t = 100;
@@ -75,6 +76,18 @@ describe("Session.append()", () => {
     );
     assert.throws(() => loose(session).append("user/message", user("m"), {}), code("SURFACE_OP_MISSING"));
     assert.equal(session.seq, 0);
+  });
+
+  it("loads a stored todo/write whose items appends would now refuse, and renders it", () => {
+    const events = [{
+      type: "todo/write",
+      seq: 0,
+      time: 0,
+      data: { todos: [{ content: "x", status: "cancelled" }, null, 4] },
+    }];
+    const session = Session.create("s", events as never);
+    assert.equal(session.at(0)?.type, "todo/write");
+    assert.match(renderTranscript(session.events), /- \[\?\] x\n- \[\?\] null\n- \[\?\] 4/);
   });
 
   it("throws every validation error before committing anything", () => {
