@@ -265,6 +265,8 @@ export class LoopAgent implements Agent {
 
   wake(): void {
     if (this.#disposed) throw new HarnessError("AGENT_DISPOSED", `Agent "${this.id}" is disposed`);
+    // Nothing queued: nothing to wake, and no wake left pending for input that comes later (an inject waits).
+    if (this.inbox.size === 0) return;
     this.#wakePending = true;
     this.#schedule();
   }

@@ -1223,6 +1223,12 @@ describe("acknowledged input across a crash", () => {
     again.wake();
     assert.equal(again.status, "idle");
     assert.equal(turns(), before);
+    // …and leaves no wake behind: context injected later still waits for input (here past a maintenance task).
+    again.inject("background note");
+    await again.runMaintenance(() => {});
+    await again.whenIdle();
+    assert.equal(turns(), before);
+    assert.equal(again.inbox.count("next-step"), 1);
     await resumed.dispose();
     assert.throws(() => again.wake(), (e) => HarnessError.isInstance(e, "AGENT_DISPOSED"));
   });

@@ -123,7 +123,8 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     const body = await readBody(c.req.raw, wakeBody, maxBodyBytes);
     const agent = await host.agent(c.req.param("id"));
     agent.wake();
-    if (body.wait && agent.status === "running") await agent.whenIdle();
+    // Also through a maintenance task the resume started (a SessionStart hook), after which the input runs.
+    if (body.wait) await agent.whenIdle();
     const status = agent.status;
     await agent.flushed();
     return c.json({ id: agent.id, status, queued: agent.inbox.count("next-turn") }, body.wait ? 200 : 202);

@@ -566,6 +566,29 @@ describe("createHarnessApp() over storage", () => {
     });
   });
 
+  it("POST /wake with wait: true waits through a maintenance task the resume started, then for the turn", async () => {
+    const storage = memoryStorage();
+    const first = await serveHarness({ adapters: [scriptedAdapter([])], storage });
+    await withServer(first, async ({ harness, call }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      const agent = agentOf(harness, "s1");
+      agent.send("Hello", "next-turn", false);
+      await agent.flushed();
+    });
+    const model = scriptedAdapter(textResponse("One"));
+    const second = await serveHarness({ adapters: [model], storage }, {}, (harness) => {
+      // As a SessionStart hook does: a maintenance task at resume, during which the agent is idle.
+      harness.ctx.on("agent/session-start", (agent) => {
+        agent.runMaintenance(() => new Promise((resolve) => setTimeout(resolve, 5)));
+      });
+    });
+    await withServer(second, async ({ call }) => {
+      const woken = await call("POST", "/sessions/s1/wake", { wait: true });
+      assert.deepEqual(await woken.json(), { id: "s1", status: "idle", queued: 0 });
+      assert.equal(model.requests.length, 1);
+    });
+  });
+
   it("answers a message only once its inbox splice is stored, and wait: true once turn/end is", async () => {
     const storage = memoryStorage();
     const served = await serveHarness({
