@@ -232,7 +232,9 @@ export function installPermissions(ctx: HarnessContext, config: HarnessConfig): 
       };
     }
     // An allowing rule overrides the tool's default ask, not another listener's decision.
-    if (effective?.action === "allow" && isDefaultAsk(decision)) return { kind: "allow" };
+    if (effective?.action === "allow" && isDefaultAsk(decision)) {
+      return { kind: "allow", ...(decision.input !== undefined ? { input: decision.input } : {}) };
+    }
     return decision;
   });
   // What a call reaches beyond its own subject (each file a search reads, a link's target) is judged by the same

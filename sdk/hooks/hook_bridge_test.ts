@@ -250,7 +250,7 @@ describe("hookBridge: PreToolUse with tools/pre-execute listeners after it", () 
   /** The code (or "ok") and the questions asked, for `write` or `lookup` under a hook and one later listener. */
   async function outcome(
     verdict: "allow" | "ask",
-    later: "none" | "next" | "deny" | "ask" | "allow",
+    later: "none" | "next" | "deny" | "ask" | "allow" | "rewrite",
     tool = "write",
     updatedInput?: unknown,
   ) {
@@ -267,6 +267,8 @@ describe("hookBridge: PreToolUse with tools/pre-execute listeners after it", () 
         if (later === "deny") return { kind: "deny", reason: "a later policy says no" };
         if (later === "ask") return { kind: "ask", reason: "an ask rule" };
         if (later === "allow") return { kind: "allow" };
+        // Decides nothing: passes the decision on with the arguments rewritten.
+        if (later === "rewrite") return next().then((d) => d.kind === "deny" ? d : { ...d, input: { word: "gamma" } });
         return next();
       });
     }
@@ -302,6 +304,9 @@ describe("hookBridge: PreToolUse with tools/pre-execute listeners after it", () 
     assert.deepEqual((await outcome("allow", "next")).asked, []);
     assert.deepEqual((await outcome("allow", "ask")).asked, ["an ask rule"]);
     assert.deepEqual((await outcome("allow", "allow")).asked, []);
+    // A later listener that only rewrites the arguments passes the default ask on as a copy: still no question.
+    const rewritten = await outcome("allow", "rewrite");
+    assert.deepEqual([rewritten.asked, rewritten.text], [[], "wrote gamma"]);
   });
 
   it("a hook's ask stays an ask whatever a later listener allows", async () => {

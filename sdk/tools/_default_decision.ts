@@ -1,7 +1,7 @@
 // Internal: the decision `tools/pre-execute` ends with when no listener decides.
 // A `write` tool asks; everything else runs. The ask is one frozen object, so a
 // permission rule that allows the call can tell "nobody decided" (this object,
-// passed through unchanged) from a listener's own ask.
+// passed through, or copied with a rewritten input) from a listener's own ask.
 
 import type { AnyToolDefinition } from "./tool_definition.ts";
 import type { PreToolDecision } from "./tool_events.ts";
@@ -17,7 +17,13 @@ export function defaultDecision(definition: AnyToolDefinition): PreToolDecision 
   return definition.access === "write" ? DEFAULT_ASK : ALLOW;
 }
 
-/** Whether `decision` is the default ask, untouched by any listener. */
+/**
+ * Whether `decision` is the default ask, decided by no listener: the object itself, or a copy that a listener
+ * which only rewrote the input passed on (`{ ...await next(), input }`).
+ */
 export function isDefaultAsk(decision: PreToolDecision): boolean {
-  return decision === DEFAULT_ASK;
+  if (decision === DEFAULT_ASK) return true;
+  if (decision.kind !== "ask" || decision.reason !== DEFAULT_ASK.reason) return false;
+  for (const key of Object.keys(decision)) if (key !== "kind" && key !== "reason" && key !== "input") return false;
+  return true;
 }
