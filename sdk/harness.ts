@@ -92,7 +92,8 @@ export interface CreateHarnessOptions {
   readonly adapters?: readonly LlmAdapter[];
   /**
    * The route agents use when they name none. With a `config`, it is applied over the configured
-   * model field by field (`{ temperature: 0 }` keeps the configured provider and model).
+   * model field by field while it keeps the configured provider and model (`{ temperature: 0 }`); one that
+   * names another provider or model replaces it whole.
    *
    * @default {the first model of the adapter, when exactly one adapter is given}
    */
@@ -559,6 +560,22 @@ function definedFields<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
+/**
+ * The default route from an explicit `model` over the configured one: field by field while it keeps the configured
+ * provider and model (`model: { temperature: 0 }`); whole when it names another route, whose sampling settings
+ * (a reasoning effort, a token limit) are not the configured route's to give.
+ */
+function explicitModel(
+  configured: Partial<AgentOptions>,
+  given: Partial<AgentOptions> | undefined,
+): Partial<AgentOptions> {
+  if (given === undefined) return configured;
+  const own = definedFields(given);
+  const sameRoute = (own.provider === undefined || own.provider === configured.provider) &&
+    (own.model === undefined || own.model === configured.model);
+  return sameRoute ? { ...configured, ...own } : own;
+}
+
 /** Fold `options.config` into the options: explicit options win over configured values. */
 async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessOptions> {
   if (options.config === undefined) return options;
@@ -584,8 +601,7 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
   return {
     ...options,
     adapters: [...configured.filter((a) => !explicit.has(a.provider)), ...(options.adapters ?? [])],
-    // Field by field, as an agent's own route over the default: `model: { temperature: 0 }` keeps the configured route.
-    model: options.model === undefined ? config.model : { ...config.model, ...definedFields(options.model) },
+    model: explicitModel(config.model, options.model),
     tools: enabledTools(config, options.tools ?? []),
     storage: options.storage ??
       storageFromConfig(

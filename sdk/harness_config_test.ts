@@ -288,6 +288,15 @@ describe("createHarness({ config })", () => {
     });
     assert.equal(built, 0);
     await counted.dispose();
+    // A model naming another route takes none of the configured route's settings (they were the other model's).
+    const other = scriptedAdapter(textResponse("other"), { provider: "elsewhere", models: [{ id: "m2" }] });
+    const moved = await createHarness({
+      config: loaded,
+      adapters: [mine, other],
+      model: { provider: "elsewhere", model: "m2" },
+    });
+    assert.deepEqual({ ...(await moved.createAgent()).options }, { provider: "elsewhere", model: "m2" });
+    await moved.dispose();
   });
 
   it("refuses a configured adapter kind with no factory, and an unknown enabled tool", async () => {

@@ -7,10 +7,8 @@ import type { AnyToolDefinition } from "./tool_definition.ts";
 import type { PreToolDecision } from "./tool_events.ts";
 
 const ALLOW: PreToolDecision = Object.freeze({ kind: "allow" });
-const DEFAULT_ASK: PreToolDecision = Object.freeze({
-  kind: "ask",
-  reason: "the tool changes files or runs commands, which asks for approval by default",
-});
+const DEFAULT_ASK_REASON = "the tool changes files or runs commands, which asks for approval by default";
+const DEFAULT_ASK: PreToolDecision = Object.freeze({ kind: "ask", reason: DEFAULT_ASK_REASON });
 
 /** The decision for a call no listener decided. */
 export function defaultDecision(definition: AnyToolDefinition): PreToolDecision {
@@ -23,7 +21,7 @@ export function defaultDecision(definition: AnyToolDefinition): PreToolDecision 
  */
 export function isDefaultAsk(decision: PreToolDecision): boolean {
   if (decision === DEFAULT_ASK) return true;
-  if (decision.kind !== "ask" || decision.reason !== DEFAULT_ASK.reason) return false;
+  if (decision.kind !== "ask" || decision.reason !== DEFAULT_ASK_REASON) return false;
   for (const key of Object.keys(decision)) if (key !== "kind" && key !== "reason" && key !== "input") return false;
   return true;
 }
