@@ -1,8 +1,9 @@
 /**
  * Internal: the guarded execution pipeline behind `ToolRuntime.execute()`.
  *
- * the definition's `checkArgs` (invalid arguments are `INVALID_ARGS` at once) →
- * pre-execute waterfall → guards → approval (for `ask`) → execute waterfall
+ * pre-execute waterfall (a listener may rewrite the input) → the definition's
+ * `checkArgs` on the input as it will run (invalid arguments are `INVALID_ARGS`
+ * at once) → guards → approval (for `ask`) → execute waterfall
  * around the body → post-execute waterfall → finalizeContent (once) →
  * tools/result. Every failure becomes a normalised outcome; nothing throws out
  * once the input has been accepted.
@@ -128,19 +129,6 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
     // Not the JSON parser's own text: it differs between engines, and the model sees (and a fixture records) this one.
     return finish(failure("INVALID_ARGS", "ToolArgsError", `Invalid JSON arguments for ${exec.name}: not valid JSON`));
   }
-  // 0. the arguments against the tool's parameters: nobody is asked to approve a call that cannot run.
-  if (definition.checkArgs !== undefined) {
-    let problems: readonly string[] | undefined;
-    try {
-      problems = definition.checkArgs(exec.args);
-    } catch (error) {
-      problems = [messageOf(error)];
-    }
-    if (problems !== undefined) {
-      const listed = Array.isArray(problems) ? problems.map(messageOf).join("; ") : messageOf(problems);
-      return finish(failure("INVALID_ARGS", "ToolArgsError", `Invalid arguments for ${exec.name}: ${listed}`));
-    }
-  }
   if (exec.signal.aborted) return finish(aborted());
 
   // 1. tools/pre-execute
@@ -173,6 +161,21 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
       return finish(
         failure("HOOK_FAILED", "HarnessError", `A rewritten input of ${exec.name} is not JSON: ${messageOf(error)}`),
       );
+    }
+  }
+
+  // The arguments as they will run (a listener may have repaired or rewritten them) against the tool's parameters:
+  // nobody is asked to approve a call that cannot run.
+  if (definition.checkArgs !== undefined) {
+    let problems: readonly string[] | undefined;
+    try {
+      problems = definition.checkArgs(exec.args);
+    } catch (error) {
+      problems = [messageOf(error)];
+    }
+    if (problems !== undefined) {
+      const listed = Array.isArray(problems) ? problems.map(messageOf).join("; ") : messageOf(problems);
+      return finish(failure("INVALID_ARGS", "ToolArgsError", `Invalid arguments for ${exec.name}: ${listed}`));
     }
   }
 

@@ -386,7 +386,7 @@ describe("ToolRuntime.execute() policy: pre-execute, guards, approvals", () => {
     assert.equal(state.runs, 1);
   });
 
-  it("schema-invalid arguments are INVALID_ARGS before any listener, guard or approver is asked", async () => {
+  it("schema-invalid arguments are INVALID_ARGS before any guard or approver is asked", async () => {
     const approvals = new ApprovalService();
     const asked: string[] = [];
     approvals.register((request) => {
@@ -404,14 +404,36 @@ describe("ToolRuntime.execute() policy: pre-execute, guards, approvals", () => {
     const invalid = await tools.execute(call("write_it", '{"text":42}', { callId: "bad" }));
     assert.deepEqual(invalid.error, { name: "ToolArgsError", code: "INVALID_ARGS" });
     assert.match(text(invalid), /^Invalid arguments for write_it: .*text/);
-    assert.deepEqual([asked, seen], [[], []]);
-    // Valid arguments reach the listeners as the parsed JSON they always were, then the approver.
+    // The listeners saw the call (one may repair it); no guard or approver did.
+    assert.deepEqual([asked, seen], [[], [{ text: 42 }]]);
+    // Valid arguments reach the listeners as the parsed JSON they always were, then the guards and the approver.
     const valid = await tools.execute(call("write_it", '{"text":"hi"}', { callId: "good" }));
     assert.equal(valid.value, "hi");
-    assert.deepEqual([asked, seen], [["good"], [{ text: "hi" }, "guard good"]]);
+    assert.deepEqual([asked, seen], [["good"], [{ text: 42 }, { text: "hi" }, "guard good"]]);
   });
 
-  it("a hand-made definition's checkArgs is asked first too; without one the body alone validates", async () => {
+  it("a listener's rewrite repairs arguments the model got wrong; a rewrite to invalid ones is INVALID_ARGS", async () => {
+    const approvals = new ApprovalService();
+    const asked: unknown[] = [];
+    approvals.register((request) => {
+      asked.push(request.args);
+      return Promise.resolve("allowed-once" as const);
+    });
+    const { ctx, tools } = setup({ approvals });
+    tools.register(echoTool("write_it", { access: "write" }));
+    ctx.on("tools/pre-execute", async (exec, next) => {
+      const decision = await next();
+      const given = (exec.args as { text?: unknown }).text;
+      return { ...decision, input: { text: given === "break" ? 7 : String(given) } };
+    });
+    const repaired = await tools.execute(call("write_it", '{"text":42}', { callId: "fixed" }));
+    assert.equal(repaired.value, "42");
+    const broken = await tools.execute(call("write_it", '{"text":"break"}', { callId: "broken" }));
+    assert.equal(broken.error?.code, "INVALID_ARGS");
+    assert.deepEqual(asked, [{ text: "42" }]);
+  });
+
+  it("a hand-made definition's checkArgs is asked too; without one the body alone validates", async () => {
     const { ctx, tools } = setup();
     let pre = 0;
     ctx.on("tools/pre-execute", (_exec, next) => {
@@ -432,9 +454,8 @@ describe("ToolRuntime.execute() policy: pre-execute, guards, approvals", () => {
     tools.register({ ...base, name: "unchecked" });
     const refused = await tools.execute(call("checked", '{"n":2}'));
     assert.equal(text(refused), "Invalid arguments for checked: /n must be 1");
-    assert.equal(pre, 0);
     assert.equal((await tools.execute(call("unchecked", '{"n":2}'))).value, "ran");
-    assert.equal(pre, 1);
+    assert.equal(pre, 2);
   });
 
   it("a pending ask can be answered later by call id through an ApprovalQueue", async () => {

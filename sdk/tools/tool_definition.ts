@@ -193,9 +193,10 @@ export interface ToolDefinition<A = unknown, V = unknown> extends ToolSchema {
   presentResult?(args: A, result: ToolResultProjection): ToolResultView | undefined;
   /**
    * The problems of a call's parsed arguments, or `undefined` when they are
-   * valid. The pipeline asks first, before any listener, guard or approval: a
-   * call with problems is answered `INVALID_ARGS` (`ToolArgsError`) at once
-   * and nobody is asked to approve it. Without it, the body alone validates.
+   * valid. The pipeline asks after the `tools/pre-execute` listeners (so that
+   * one may repair the input) and before any guard or approval: a call with
+   * problems is answered `INVALID_ARGS` (`ToolArgsError`) at once and nobody is
+   * asked to approve it. Without it, the body alone validates.
    * {@linkcode defineTool} writes it from `parameters`.
    */
   checkArgs?(args: unknown): readonly string[] | undefined;

@@ -114,9 +114,10 @@ function isOwner(value: unknown): value is RegistrationOwner {
  * restrictions. `schemas()` is sorted by tool name, so a request's tool list
  * does not depend on registration order.
  *
- * Execution (`execute()`): the definition's `checkArgs` (invalid arguments are
- * `INVALID_ARGS` before anyone is asked) → `tools/pre-execute` (allow / deny /
- * ask) → guards → approval for `ask` → `tools/execute` around the body (with `timeoutMs`) →
+ * Execution (`execute()`): `tools/pre-execute` (allow / deny / ask; a listener
+ * may rewrite, or repair, the input) → the definition's `checkArgs` on the input
+ * as it will run (invalid arguments are `INVALID_ARGS` before any guard or
+ * approver is asked) → guards → approval for `ask` → `tools/execute` around the body (with `timeoutMs`) →
  * `tools/post-execute` (accept / replace / block) → `finalizeContent` once →
  * `tools/result` with the deep-frozen result. Failures are results, never
  * exceptions: `UNKNOWN_TOOL`, `INVALID_ARGS`, `INVALID_TOOL_OUTPUT`, `DENIED`,
