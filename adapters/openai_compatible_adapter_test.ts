@@ -376,6 +376,21 @@ describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
     ]);
   });
 
+  it("whole calls streamed with neither index nor id (older Ollama, Mistral) stay calls of their own", async () => {
+    const whole = (name: string, args: string) => ({
+      tool_calls: [{ type: "function", function: { name, arguments: args } }],
+    });
+    const { chunks, finish } = await run(sse(
+      payload(whole("weather", '{"city":"Paris"}')) + payload(whole("clock", '{"tz":"CET"}')) +
+        payload({ tool_calls: [{ function: { arguments: "" } }] }) + payload({}, "tool_calls") + "data: [DONE]\n\n",
+    ));
+    assert.equal(finish.kind, "tool-calls");
+    assert.deepEqual(assemble(chunks).blocks(), [
+      { type: "tool-call", id: "call_0", name: "weather", arguments: '{"city":"Paris"}' },
+      { type: "tool-call", id: "call_1", name: "clock", arguments: '{"tz":"CET"}' },
+    ]);
+  });
+
   it("two calls of one response with the same id get ids of their own, and their argument deltas stay theirs", async () => {
     const start = (index: number, name: string) => ({
       tool_calls: [{ index, id: "dup", type: "function", function: { name, arguments: "" } }],
