@@ -159,7 +159,7 @@ describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
     });
   });
 
-  it("leaves out an assistant message with nothing to send, and sends a call with no arguments as {}", async () => {
+  it("sends an assistant message with nothing to send as empty content (roles keep alternating), and a call with no arguments as {}", async () => {
     body = sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl"));
     const model = { kind: "model", provider: "xai", model: "grok-3-mini" } as const;
     const user = (id: string, text: string) =>
@@ -186,6 +186,8 @@ describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
     await stream(request({ messages: [...messages] }));
     assert.deepEqual((server.requests[before].json as { messages: unknown }).messages, [
       { role: "user", content: "Question one" },
+      // Strict-alternation chat templates refuse two user messages in a row.
+      { role: "assistant", content: "" },
       { role: "user", content: "Question two" },
       {
         role: "assistant",
