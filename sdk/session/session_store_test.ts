@@ -365,7 +365,8 @@ describe("SessionStore.fork()", () => {
     parent.append("turn/start", { turn: 2 }); // 2
     parent.append("compaction/start", { reason: "threshold" }); // 3: never got its compaction/end
     assert.throws(() => store.fork(parent, 3), code("OPEN_TURN"), "inside the turn, the turn is what is open");
-    parent.append("turn/end", { turn: 2, reason: { kind: "failed", error: "replace refused" } }); // 4
+    const error = { code: "REPLACE_SOURCES_INCOMPLETE", message: "Cannot replace" };
+    parent.append("turn/end", { turn: 2, reason: { kind: "error", error } }); // 4
     assert.equal(store.fork(parent, 4, "at-turn-end").events.at(-1)!.type, "session/end-seed");
     closedTurn(parent, 3); // 5, 6
     assert.equal(store.fork(parent, 6, "later").header.seedLength, 7);
