@@ -247,6 +247,33 @@ describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
     );
   });
 
+  it("a custom fetch gets the headers as a plain record, one entry per name, in the case of whoever set it", async () => {
+    let seen: unknown;
+    const adapter = openaiCompatibleAdapter({
+      baseURL: "http://proxy.invalid/v1",
+      provider: "p",
+      apiKey: "sk-1",
+      models: [{ id: "m" }],
+      headers: { "user-agent": "myapp/1.0", "authorization": "Bearer override", "X-Team": "t" },
+      fetch: (_url, init) => {
+        seen = { ...init?.headers }; // a proxying wrapper that spreads the headers it forwards
+        return Promise.resolve(
+          new Response(sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl")), {
+            headers: { "Content-Type": "text/event-stream" },
+          }),
+        );
+      },
+    });
+    assert.equal(finishOf(await collect(adapter.stream(request()))).reason.kind, "stop");
+    assert.deepEqual(seen, {
+      "Content-Type": "application/json",
+      "Accept": "text/event-stream",
+      "user-agent": "myapp/1.0",
+      "Authorization": "Bearer sk-1",
+      "X-Team": "t",
+    });
+  });
+
   it("shares the failure mapping: HTTP 429 with Retry-After, a torn stream", async () => {
     const errorServer = await startWireServer((_req, res) => {
       res.writeHead(429, { "Retry-After": "2", "x-request-id": "xr-1" });
