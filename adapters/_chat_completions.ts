@@ -171,21 +171,10 @@ export async function* streamChatCompletion(
   };
   let events: AsyncGenerator<EventSourceMessage, void, undefined> | undefined;
   try {
-    // Header names match whatever their case: the caller's headers replace the defaults, and the API key's
-    // Authorization replaces the caller's (see `headers` of the adapters' options).
-    const headers = new Headers({
-      "Content-Type": "application/json",
-      "Accept": "text/event-stream",
-      "User-Agent": USER_AGENT,
-    });
-    for (const [name, value] of Object.entries(endpoint.headers)) headers.set(name, value);
-    if (endpoint.apiKey !== undefined && endpoint.apiKey !== "") {
-      headers.set("Authorization", `Bearer ${endpoint.apiKey}`);
-    }
     arm();
     const response = await endpoint.fetch(`${endpoint.baseURL}/chat/completions`, {
       method: "POST",
-      headers,
+      headers: requestHeaders(endpoint),
       body,
       signal: requestSignal,
     });
@@ -263,4 +252,21 @@ export async function* streamChatCompletion(
     disarm();
     await events?.return().catch(() => {});
   }
+}
+
+/**
+ * The request's headers, as a plain record (a custom `fetch` may spread it):
+ * names match whatever their case — the caller's headers replace the defaults,
+ * and the API key's `Authorization` replaces the caller's (see `headers` of the
+ * adapters' options) — and each keeps the case of the one that set it.
+ */
+function requestHeaders(endpoint: ChatEndpoint): Record<string, string> {
+  const merged = new Map<string, [string, string]>();
+  const set = (name: string, value: string) => merged.set(name.toLowerCase(), [name, value]);
+  set("Content-Type", "application/json");
+  set("Accept", "text/event-stream");
+  set("User-Agent", USER_AGENT);
+  for (const [name, value] of Object.entries(endpoint.headers)) set(name, value);
+  if (endpoint.apiKey !== undefined && endpoint.apiKey !== "") set("Authorization", `Bearer ${endpoint.apiKey}`);
+  return Object.fromEntries(merged.values());
 }

@@ -63,13 +63,10 @@ export function chatRequestBody(options: GenerateOptions, dialect: ChatRequestDi
 }
 
 function wireMessages(message: Message, dialect: ChatRequestDialect, newest: boolean): WireMessage[] {
-  if (message.role === "assistant") {
-    // A turn cancelled while the model was still reasoning leaves a reasoning-only message: with no text, no tool
-    // calls and no reasoning to send back, it has nothing to say on the wire, and an empty assistant message is not
-    // sent.
-    const wire = assistantMessage(message.content, dialect);
-    return wire.content === "" && wire.tool_calls === undefined && wire.reasoning_content === undefined ? [] : [wire];
-  }
+  // A turn cancelled while the model was still reasoning leaves a reasoning-only message: with no reasoning to send
+  // back it is still sent, as an assistant message with empty content, so that user and assistant keep alternating
+  // (chat templates of Mistral, Gemma or Llama 2 served by vLLM or TGI refuse two user messages in a row).
+  if (message.role === "assistant") return [assistantMessage(message.content, dialect)];
   if (message.role === "system") {
     // Logged context (prompt contexts, hook and tool context) goes in the system role, where it was logged.
     const text = message.content.map((b) => (b.type === "text" ? b.text : "")).filter((t) => t !== "").join("\n");

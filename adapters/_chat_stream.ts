@@ -172,8 +172,9 @@ export class ChatStreamMapper {
 
   /**
    * One tool-call delta. The provider's `index` names the call; a delta without
-   * one continues the call opened last when it has no id or that call's id
-   * (else it is a call of its own). A new id at an open index starts another
+   * one continues the call opened last when it has that call's id, or no id and
+   * no function name that would be the call's second (else it is a call of its
+   * own). A new id at an open index starts another
    * call (a provider that numbers every whole call 0) only when the open call's
    * id came from the server: a call whose id arrives after its first delta
    * keeps the `call_<n>` it was given, unless the delta names a function again.
@@ -194,8 +195,11 @@ export class ChatStreamMapper {
       block = this.#tools.get(key);
     } else {
       key = this.#tools.size;
-      block = this.#lastTool !== undefined && (id === undefined || id === this.#lastTool.wire)
-        ? this.#lastTool
+      const last = this.#lastTool;
+      // Without an id, a delta that names a function while the last call already has a name is a whole call of
+      // its own (older Ollama, Mistral stream each call whole, with neither index nor id).
+      block = last !== undefined && (id === undefined ? name === "" || last.name === "" : id === last.wire)
+        ? last
         : undefined;
     }
     if (block !== undefined && id !== undefined && id !== block.wire) {

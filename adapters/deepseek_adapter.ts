@@ -78,11 +78,12 @@ export const DEEPSEEK_MODELS: readonly ModelInfo[] = Object.freeze([
  * The request carries the model, the history (assistant content always a
  * string, `reasoning_content` sent back on every turn that had reasoning, tool
  * calls — with `{}` for a call streamed without arguments —, and tool results
- * as `tool` messages; an assistant message with nothing of these is left
- * out), `stream_options.include_usage`, the tools, sampling, `max_tokens` and
- * `stop`, and — when a reasoning effort is set — `thinking: {type: "enabled"}`
- * with `reasoning_effort`. Usage is made disjoint: cache hits are subtracted
- * from the input count.
+ * as `tool` messages; an assistant message with nothing of these is sent with
+ * empty content, which keeps the roles alternating),
+ * `stream_options.include_usage`, the tools, sampling, `max_tokens` and `stop`,
+ * and — when a reasoning effort is set — `thinking: {type: "enabled"}` with
+ * `reasoning_effort`. Usage is made disjoint: cache hits are subtracted from
+ * the input count.
  *
  * Contract: one `stream()` is one attempt; failures are the final `finish`
  * chunk (`AUTH`, `QUOTA`, `RATE_LIMIT`, `INVALID_REQUEST`,

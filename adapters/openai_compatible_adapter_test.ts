@@ -159,7 +159,7 @@ describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
     });
   });
 
-  it("leaves out an assistant message with nothing to send, and sends a call with no arguments as {}", async () => {
+  it("sends an assistant message with nothing to send as empty content (roles keep alternating), and a call with no arguments as {}", async () => {
     body = sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl"));
     const model = { kind: "model", provider: "xai", model: "grok-3-mini" } as const;
     const user = (id: string, text: string) =>
@@ -186,6 +186,8 @@ describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
     await stream(request({ messages: [...messages] }));
     assert.deepEqual((server.requests[before].json as { messages: unknown }).messages, [
       { role: "user", content: "Question one" },
+      // Strict-alternation chat templates refuse two user messages in a row.
+      { role: "assistant", content: "" },
       { role: "user", content: "Question two" },
       {
         role: "assistant",
@@ -243,6 +245,33 @@ describe("openaiCompatibleAdapter() over HTTP on recorded streams", () => {
       () => openaiCompatibleAdapter({ baseURL: server.url, provider: "p", models: [], headers: { "bad name": "x" } }),
       /bad name/,
     );
+  });
+
+  it("a custom fetch gets the headers as a plain record, one entry per name, in the case of whoever set it", async () => {
+    let seen: unknown;
+    const adapter = openaiCompatibleAdapter({
+      baseURL: "http://proxy.invalid/v1",
+      provider: "p",
+      apiKey: "sk-1",
+      models: [{ id: "m" }],
+      headers: { "user-agent": "myapp/1.0", "authorization": "Bearer override", "X-Team": "t" },
+      fetch: (_url, init) => {
+        seen = { ...init?.headers }; // a proxying wrapper that spreads the headers it forwards
+        return Promise.resolve(
+          new Response(sseText(fixturePayloads("openai-compatible-xai-text.chunks.jsonl")), {
+            headers: { "Content-Type": "text/event-stream" },
+          }),
+        );
+      },
+    });
+    assert.equal(finishOf(await collect(adapter.stream(request()))).reason.kind, "stop");
+    assert.deepEqual(seen, {
+      "Content-Type": "application/json",
+      "Accept": "text/event-stream",
+      "user-agent": "myapp/1.0",
+      "Authorization": "Bearer sk-1",
+      "X-Team": "t",
+    });
   });
 
   it("shares the failure mapping: HTTP 429 with Retry-After, a torn stream", async () => {
@@ -373,6 +402,21 @@ describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
     assert.deepEqual(assemble(chunks).blocks(), [
       { type: "tool-call", id: "call_0", name: "echo", arguments: '{"v":"1"}' },
       { type: "tool-call", id: "b", name: "clock", arguments: "{}" },
+    ]);
+  });
+
+  it("whole calls streamed with neither index nor id (older Ollama, Mistral) stay calls of their own", async () => {
+    const whole = (name: string, args: string) => ({
+      tool_calls: [{ type: "function", function: { name, arguments: args } }],
+    });
+    const { chunks, finish } = await run(sse(
+      payload(whole("weather", '{"city":"Paris"}')) + payload(whole("clock", '{"tz":"CET"}')) +
+        payload({ tool_calls: [{ function: { arguments: "" } }] }) + payload({}, "tool_calls") + "data: [DONE]\n\n",
+    ));
+    assert.equal(finish.kind, "tool-calls");
+    assert.deepEqual(assemble(chunks).blocks(), [
+      { type: "tool-call", id: "call_0", name: "weather", arguments: '{"city":"Paris"}' },
+      { type: "tool-call", id: "call_1", name: "clock", arguments: '{"tz":"CET"}' },
     ]);
   });
 

@@ -298,7 +298,8 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
   // quarter of a cold createHarness() (bench/PROFILE.md, "Cold start, fifth pass").
   const core = ctx.plugin((pctx: HarnessCtx) => {
     sessionStorePlugin.apply(pctx as never, { now, newId });
-    llmRuntimePlugin(pctx);
+    // The retry policy and sleep on `ctx.llm` too, for plugins that retry a call of their own (compaction).
+    llmRuntimePlugin(pctx, { retryPolicy: options.retryPolicy, sleep: options.sleep });
     // `systemPromptPlugin`'s body, keeping the prompt at hand: the tool runtime registers its schemas on it at once.
     const prompt = new SystemPrompt(pctx as never);
     pctx.provide("systemPrompt", prompt);

@@ -54,9 +54,9 @@ export interface CompactSessionOptions {
   readonly newId: () => string;
   /** Aborts the summary call (and the wait before a retry). */
   readonly signal?: AbortSignal;
-  /** How a summary call that failed is retried. @default {DEFAULT_RETRY_POLICY} */
+  /** How a summary call that failed is retried. @default {`llm.retryPolicy` (the harness's `retryPolicy`)} */
   readonly retryPolicy?: RetryPolicy;
-  /** Sleep before a retry. @default {a timer that honours the signal} */
+  /** Sleep before a retry. @default {`llm.sleep` (the harness's `sleep`), else a timer that honours the signal} */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
@@ -175,7 +175,9 @@ async function summarize(
     session.append("compaction/end", { outcome: "failed", error: text });
     return { kind: "failed", error: text };
   };
-  const policy = options.retryPolicy ?? DEFAULT_RETRY_POLICY;
+  // A runtime built without options (or a stand-in for one) may carry no policy: the default then.
+  const policy = options.retryPolicy ?? options.llm.retryPolicy ?? DEFAULT_RETRY_POLICY;
+  const sleep = options.sleep ?? options.llm.sleep ?? defaultSleep;
   let assembler: BlockAssembler;
   for (let attempt = 1;; attempt++) {
     assembler = new BlockAssembler();
@@ -186,7 +188,7 @@ async function summarize(
     const action = defaultRequestErrorAction(policy, attempt, finish.failure);
     const signal = options.signal;
     if (action.kind !== "retry" || signal?.aborted) return error(`${finish.failure.code}: ${finish.failure.message}`);
-    await (options.sleep ?? defaultSleep)(action.delayMs, signal ?? NEVER);
+    await sleep(action.delayMs, signal ?? NEVER);
     if (signal?.aborted) return error(`${finish.failure.code}: ${finish.failure.message} (aborted before a retry)`);
   }
   const finish = assembler.finish;

@@ -37,13 +37,16 @@ export interface CompactionOptions {
   /** Id generator for summary messages. @default {crypto.randomUUID} */
   readonly newId?: () => string;
   /**
-   * How a failed summary call is retried (a plugin does not see the harness's `retryPolicy`: give the same one here
-   * when it is not the default).
+   * How a failed summary call is retried.
    *
-   * @default {DEFAULT_RETRY_POLICY}
+   * @default {the harness's `retryPolicy` (`ctx.llm.retryPolicy`)}
    */
   readonly retryPolicy?: RetryPolicy;
-  /** Sleep before a retry of the summary call. @default {a timer that honours the signal} */
+  /**
+   * Sleep before a retry of the summary call.
+   *
+   * @default {the harness's `sleep` (`ctx.llm.sleep`), else a timer that honours the signal}
+   */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
@@ -123,7 +126,7 @@ export function compactionPlugin(ctx: HarnessContext, options: CompactionOptions
       instructions: options.instructions,
       newId,
       signal,
-      retryPolicy: options.retryPolicy,
+      retryPolicy: options.retryPolicy, // else the harness's, from `llm` (in compactSession)
       sleep: options.sleep,
     });
 

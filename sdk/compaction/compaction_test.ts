@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createHarness } from "../harness.ts";
+import { createHarness, type CreateHarnessOptions } from "../harness.ts";
 import { checkInvariants } from "../invariants/mod.ts";
 import { DEFAULT_RETRY_POLICY, type GenerateOptions, LlmFailure } from "../llm/mod.ts";
 import { renderTranscript } from "../session/transcript.ts";
@@ -20,6 +20,7 @@ async function setup(
   more: {
     summary?: (request: GenerateOptions, index: number) => ScriptEntry | Promise<ScriptEntry>;
     plugin?: CompactionOptions;
+    harness?: Partial<CreateHarnessOptions>;
   } = {},
 ) {
   const summary = more.summary ?? (() => textResponse("SUMMARY of turns"));
@@ -34,6 +35,7 @@ async function setup(
     newId: counterIds(),
     sleep: () => Promise.resolve(),
     plugins: [[compactionPlugin, { newId: counterIds("sum"), ...more.plugin }]],
+    ...more.harness,
   });
   const agent = await harness.createAgent({ id: "c1" });
   return { harness, agent, model };
@@ -349,6 +351,35 @@ describe("compaction: findings of the adversarial review", () => {
     assert.deepEqual(await compactionOf(harness).compact(agent), { kind: "failed", error: "SERVER: Bad gateway" });
     assert.equal(model.requests.filter((r) => r.purpose === "compaction").length, 2);
     await harness.dispose();
+  });
+
+  it("the summary call retries as the harness's retryPolicy and sleep say, unless the plugin's options say otherwise", async () => {
+    const slept: number[] = [];
+    const failing = () => ({ throw: new LlmFailure("SERVER", "Bad gateway", { status: 502 }) });
+    const compactions = async (harness: Partial<CreateHarnessOptions>, plugin?: CompactionOptions) => {
+      const before = slept.length;
+      const { harness: h, agent, model } = await setup((_r, i) => textResponse(`answer ${i}`), undefined, {
+        summary: failing,
+        harness,
+        plugin,
+      });
+      for (const q of ["one", "two"]) await agent.run(q);
+      assert.deepEqual(await compactionOf(h).compact(agent), { kind: "failed", error: "SERVER: Bad gateway" });
+      await h.dispose();
+      return { calls: model.requests.filter((r) => r.purpose === "compaction").length, slept: slept.slice(before) };
+    };
+    const sleep = (ms: number) => {
+      slept.push(ms);
+      return Promise.resolve();
+    };
+    const policy = (maxRetries: number) => ({ ...DEFAULT_RETRY_POLICY, maxRetries, jitter: 0 });
+    assert.deepEqual(await compactions({ retryPolicy: policy(0), sleep }), { calls: 1, slept: [] }, "no retries");
+    assert.deepEqual(await compactions({ retryPolicy: policy(2), sleep }), { calls: 3, slept: [500, 1000] });
+    assert.deepEqual(
+      await compactions({ retryPolicy: policy(0), sleep }, { retryPolicy: policy(1) }),
+      { calls: 2, slept: [500] },
+      "the plugin's policy wins; the harness's sleep still sleeps",
+    );
   });
 
   it("the threshold counts the input tokens the provider reported, when the estimate is lower", async () => {

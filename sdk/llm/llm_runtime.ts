@@ -24,7 +24,21 @@ import {
 import type { LlmEvents, LlmServices } from "./llm_events.ts";
 import { LlmFailure } from "./llm_failure.ts";
 import type { Message } from "./messages.ts";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry_policy.ts";
 import type { StreamChunk } from "./stream_chunk.ts";
+
+/**
+ * Options of {@linkcode LlmRuntime}: how its callers that retry a failed call
+ * retry it. The runtime itself makes one attempt per `stream()`; `createHarness`
+ * passes its own `retryPolicy` and `sleep` here, so that plugins (compaction)
+ * retry as the agent loop does.
+ */
+export interface LlmRuntimeOptions {
+  /** The retry policy of callers that retry. @default {DEFAULT_RETRY_POLICY} */
+  readonly retryPolicy?: RetryPolicy;
+  /** Their sleep between retries. @default {undefined: each caller's own timer that honours the signal} */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
 
 /** A model of the catalogue, with the provider route that serves it. */
 export interface ProviderModelInfo extends ModelInfo {
@@ -113,6 +127,14 @@ export class LlmRuntime {
     { routes: number; index: number; first: Message; message: Message }
   >();
   readonly #ctx: HarnessContext<LlmEvents, LlmServices> | undefined;
+  /**
+   * The retry policy of callers that retry a failed call (the harness's
+   * `retryPolicy`, which the compaction plugin uses by default); `stream()`
+   * itself does not retry.
+   */
+  readonly retryPolicy: RetryPolicy;
+  /** The sleep between those retries (the harness's `sleep`), when one was given. */
+  readonly sleep: ((ms: number, signal: AbortSignal) => Promise<void>) | undefined;
 
   /**
    * Create a runtime.
@@ -120,9 +142,14 @@ export class LlmRuntime {
    * @param ctx The context whose `llm/stream` listeners wrap every call and on
    *   which `llm/adapters-changed` is emitted; without one, calls go straight to
    *   the adapter.
+   * @param options How callers that retry retry.
    */
-  constructor(ctx?: HarnessContext<LlmEvents, LlmServices>) {
+  constructor(ctx?: HarnessContext<LlmEvents, LlmServices>, options: LlmRuntimeOptions = {}) {
     this.#ctx = ctx;
+    this.retryPolicy = options.retryPolicy === undefined
+      ? DEFAULT_RETRY_POLICY
+      : Object.freeze({ ...options.retryPolicy });
+    this.sleep = options.sleep;
   }
 
   /**
@@ -433,6 +460,7 @@ function checkOptions(options: GenerateOptions): void {
  * The plugin that provides {@linkcode LlmRuntime} as `ctx.llm`.
  *
  * @param ctx The plugin's context.
+ * @param options How callers that retry retry (`createHarness` passes its `retryPolicy` and `sleep`).
  *
  * @example
  * ```ts
@@ -444,9 +472,12 @@ function checkOptions(options: GenerateOptions): void {
  * assert.deepEqual(ctx.llm?.listProviders(), []);
  * ```
  */
-export function llmRuntimePlugin<E extends object, S extends object>(ctx: HarnessContext<E, S>): void {
+export function llmRuntimePlugin<E extends object, S extends object>(
+  ctx: HarnessContext<E, S>,
+  options: LlmRuntimeOptions = {},
+): void {
   const typed = ctx as unknown as HarnessContext<LlmEvents, LlmServices>;
-  typed.provide("llm", new LlmRuntime(typed));
+  typed.provide("llm", new LlmRuntime(typed, options));
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<StreamChunk> {

@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createKernel, createScope, HarnessError, type KernelEvents } from "../kernel/mod.ts";
 import {
+  DEFAULT_RETRY_POLICY,
   type GenerateOptions,
   type LlmAdapter,
   type LlmEvents,
@@ -128,6 +129,21 @@ describe("LlmRuntime registry", () => {
       () => llm.resolveModelInfo("a", "q"),
       (e) => e instanceof LlmFailure && e.code === "UNSUPPORTED_MODEL",
     );
+  });
+});
+
+describe("LlmRuntime retry settings", () => {
+  it("carries the retry policy and sleep it was given, read-only, for callers that retry (DEFAULT_RETRY_POLICY without)", async () => {
+    assert.equal(new LlmRuntime().retryPolicy, DEFAULT_RETRY_POLICY);
+    assert.equal(new LlmRuntime().sleep, undefined);
+    const policy = { ...DEFAULT_RETRY_POLICY, maxRetries: 0 };
+    const sleep = () => Promise.resolve();
+    const ctx = createKernel<LlmEvents, LlmServices>();
+    await ctx.plugin(llmRuntimePlugin, { retryPolicy: policy, sleep }).ready;
+    const llm = ctx.service("llm");
+    assert.deepEqual(llm.retryPolicy, policy);
+    assert.ok(Object.isFrozen(llm.retryPolicy), "a copy, frozen: a plugin cannot change the harness's");
+    assert.equal(llm.sleep, sleep);
   });
 });
 

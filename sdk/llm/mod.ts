@@ -44,6 +44,7 @@ export {
 export type { LlmEvents, LlmServices } from "./llm_events.ts";
 export {
   LlmRuntime,
+  type LlmRuntimeOptions,
   llmRuntimePlugin,
   type LlmStreamDispatcher,
   type LlmStreamOptions,

@@ -7,6 +7,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { fileStorage, type FileStorageOptions } from "./file_storage.ts";
 import { memoryStorage } from "./memory_storage.ts";
+import type { SessionStorage } from "./session_storage.ts";
 import { fsOps, pidNamespace } from "./_fs.ts";
 import { lockTimingForTests } from "./_writer_lease.ts";
 import { frameEnd, zstd } from "./_zstd.ts";
@@ -231,6 +232,31 @@ describe("fileStorage() checksums", () => {
     const again = fileStorage(dir);
     await again.append("s", [next], { expectedSeq: events.length });
     assert.deepEqual((await fileStorage(dir).load("s")).events, [...events, next]);
+  });
+
+  it("a copy to another storage from a crashed log loads it under the source's lease (the SessionStorage example)", async () => {
+    // The copy of the `SessionStorage` JSDoc example.
+    async function copySession(from: SessionStorage, to: SessionStorage, id: string): Promise<number> {
+      await using source = await from.acquireWriter(id);
+      const { header, events } = await from.load(id, { writer: source });
+      await using writer = await to.acquireWriter(id);
+      await to.create(header, { writer });
+      const { nextSeq } = await to.append(id, events, { expectedSeq: 0, writer });
+      return nextSeq;
+    }
+    const log = new LogBuilder(realisticLog(1));
+    log.push({ type: "turn/start", data: { turn: 2 } });
+    const { file, dir } = await written({ compression: "none" }, log.events, 5);
+    await truncate(file, (await stat(file)).size - 3); // the crash cut the last record short
+    const from = fileStorage(dir);
+    await assert.rejects(from.load("s"), code("SESSION_REPAIR_REQUIRED"), "a load without the lease is refused");
+    const to = memoryStorage();
+    const copied = await copySession(from, to, "s");
+    const repaired = await from.load("s");
+    assert.equal(copied, repaired.events.length);
+    const copy = await to.load("s");
+    assert.deepEqual([copy.header, copy.events], [repaired.header, repaired.events]);
+    assert.equal(copy.events.at(-1)!.type, "turn/end", "the repair closed the open turn, and the copy has it");
   });
 
   it("reads a log written before checksums (lines without them) as before", async () => {

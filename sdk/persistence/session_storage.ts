@@ -209,7 +209,10 @@ export interface SessionStat {
  * import assert from "node:assert/strict";
  *
  * async function copySession(from: SessionStorage, to: SessionStorage, id: string): Promise<number> {
- *   const { header, events } = await from.load(id);
+ *   // The source's lease: nobody appends during the copy, and a crashed tail is repaired (without a lease, `load`
+ *   // of such a log throws SESSION_REPAIR_REQUIRED).
+ *   await using source = await from.acquireWriter(id);
+ *   const { header, events } = await from.load(id, { writer: source });
  *   await using writer = await to.acquireWriter(id);
  *   await to.create(header, { writer });
  *   const { nextSeq } = await to.append(id, events, { expectedSeq: 0, writer });

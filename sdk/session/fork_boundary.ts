@@ -32,12 +32,24 @@ export function forkBoundary(sessionId: string, events: readonly SessionEvent[],
   }
   let openTurn: number | undefined;
   let openCompaction: number | undefined;
+  // Whether the open compaction started inside a turn: such a compaction cannot outlive its turn, so the
+  // turn's `turn/end` closes it too (logs written before compactions always got their `compaction/end`
+  // hold such dangling starts, closed only by the turn's end).
+  let compactionInTurn = false;
   for (let i = 0; i <= end; i++) {
     const event = events[i];
     if (event.type === "turn/start") openTurn = event.data.turn;
-    else if (event.type === "turn/end") openTurn = undefined;
-    else if (event.type === "compaction/start") openCompaction = event.seq;
-    else if (event.type === "compaction/end") openCompaction = undefined;
+    else if (event.type === "turn/end") {
+      openTurn = undefined;
+      if (compactionInTurn) openCompaction = undefined;
+      compactionInTurn = false;
+    } else if (event.type === "compaction/start") {
+      openCompaction = event.seq;
+      compactionInTurn = openTurn !== undefined;
+    } else if (event.type === "compaction/end") {
+      openCompaction = undefined;
+      compactionInTurn = false;
+    }
   }
   if (openTurn !== undefined) {
     throw new HarnessError("OPEN_TURN", `Cannot fork session ${sessionId}: the prefix ends inside turn ${openTurn}`, {
@@ -45,7 +57,8 @@ export function forkBoundary(sessionId: string, events: readonly SessionEvent[],
     });
   }
   // A manual compaction runs between turns: its bracket is checked on its own (a child that copied its
-  // `compaction/start` without the `compaction/end` could never compact again).
+  // `compaction/start` without the `compaction/end` could never compact again). One started inside a turn
+  // and still open here means the boundary is inside that turn, refused above as OPEN_TURN.
   if (openCompaction !== undefined) {
     throw new HarnessError(
       "OPEN_COMPACTION",

@@ -358,6 +358,22 @@ describe("SessionStore.fork()", () => {
     assert.equal(store.fork(parent).seq, 7);
   });
 
+  it("a compaction left open inside a turn (older logs) is closed by that turn's end: later boundaries fork", async () => {
+    const { store } = await setup();
+    const parent = store.create("old-log");
+    closedTurn(parent, 1); // 0, 1
+    parent.append("turn/start", { turn: 2 }); // 2
+    parent.append("compaction/start", { reason: "threshold" }); // 3: never got its compaction/end
+    assert.throws(() => store.fork(parent, 3), code("OPEN_TURN"), "inside the turn, the turn is what is open");
+    const error = { code: "REPLACE_SOURCES_INCOMPLETE", message: "Cannot replace" };
+    parent.append("turn/end", { turn: 2, reason: { kind: "error", error } }); // 4
+    assert.equal(store.fork(parent, 4, "at-turn-end").events.at(-1)!.type, "session/end-seed");
+    closedTurn(parent, 3); // 5, 6
+    assert.equal(store.fork(parent, 6, "later").header.seedLength, 7);
+    parent.append("compaction/start", { reason: "manual" }); // 7: a manual one, outside any turn, still open
+    assert.throws(() => store.fork(parent), (e) => code("OPEN_COMPACTION")(e) && /at seq 7/.test((e as Error).message));
+  });
+
   it("forks an empty session (default boundary) into an empty child with its lineage", async () => {
     const { store } = await setup();
     const parent = store.create("empty-parent", { cwd: "/workspace" });
