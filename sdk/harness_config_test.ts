@@ -32,6 +32,8 @@ const seenKeys: (string | undefined)[] = [];
 
 type Rule = { tool: string; action: "allow" | "deny" | "ask" };
 
+const DEFAULT_ASK_WORDS = "the tool changes files or runs commands, which asks for approval by default";
+
 /** A configuration with the local scripted route and these permission rules. */
 const withRules = (permissions: Rule[]) =>
   resolveConfig([{
@@ -99,7 +101,9 @@ describe("createHarness({ config })", () => {
         adapterKinds: kinds([toolCallResponse(calls), textResponse("done")]),
         tools: [writer("w"), writer("v")],
         plugins: [(ctx) => {
-          ctx.on("tools/pre-execute", (exec, next) => vetoV && exec.name === "v" ? { kind: "ask" } : next());
+          // A listener's own ask, in the very words of the default ask: still its own.
+          const own = { kind: "ask" as const, reason: DEFAULT_ASK_WORDS };
+          ctx.on("tools/pre-execute", (exec, next) => vetoV && exec.name === "v" ? own : next());
         }],
         now: counterClock(),
         newId: counterIds(),

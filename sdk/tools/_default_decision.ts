@@ -8,7 +8,10 @@ import type { PreToolDecision } from "./tool_events.ts";
 
 const ALLOW: PreToolDecision = Object.freeze({ kind: "allow" });
 const DEFAULT_ASK_REASON = "the tool changes files or runs commands, which asks for approval by default";
-const DEFAULT_ASK: PreToolDecision = Object.freeze({ kind: "ask", reason: DEFAULT_ASK_REASON });
+// The mark of the default ask: a symbol no listener can name, which a spread (`{ ...await next(), input }`) copies. A
+// listener's own ask with the same words is not the default.
+const DEFAULT = Symbol("default ask");
+const DEFAULT_ASK: PreToolDecision = Object.freeze({ kind: "ask", reason: DEFAULT_ASK_REASON, [DEFAULT]: true });
 
 /** The decision for a call no listener decided. */
 export function defaultDecision(definition: AnyToolDefinition): PreToolDecision {
@@ -22,6 +25,7 @@ export function defaultDecision(definition: AnyToolDefinition): PreToolDecision 
 export function isDefaultAsk(decision: PreToolDecision): boolean {
   if (decision === DEFAULT_ASK) return true;
   if (decision.kind !== "ask" || decision.reason !== DEFAULT_ASK_REASON) return false;
+  if ((decision as { [DEFAULT]?: unknown })[DEFAULT] !== true) return false;
   for (const key of Object.keys(decision)) if (key !== "kind" && key !== "reason" && key !== "input") return false;
   return true;
 }

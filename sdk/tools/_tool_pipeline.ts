@@ -144,7 +144,10 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
     if (decided === ABORTED) return finish(aborted());
     decision = decided;
   } catch (error) {
-    return finish(exec.signal.aborted ? aborted() : failureFrom(error, "HOOK_FAILED"));
+    if (exec.signal.aborted) return finish(aborted());
+    // A listener that failed on arguments that do not fit the parameters (it was written for valid ones): the model
+    // is told what is wrong with its call, which it can correct, not the listener's own error.
+    return finish(argsFailure(definition, exec) ?? failureFrom(error, "HOOK_FAILED"));
   }
   if (!isDecision(decision, ["allow", "deny", "ask"])) {
     return finish(
@@ -166,18 +169,8 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
 
   // The arguments as they will run (a listener may have repaired or rewritten them) against the tool's parameters:
   // nobody is asked to approve a call that cannot run.
-  if (definition.checkArgs !== undefined) {
-    let problems: readonly string[] | undefined;
-    try {
-      problems = definition.checkArgs(exec.args);
-    } catch (error) {
-      problems = [messageOf(error)];
-    }
-    if (problems !== undefined) {
-      const listed = Array.isArray(problems) ? problems.map(messageOf).join("; ") : messageOf(problems);
-      return finish(failure("INVALID_ARGS", "ToolArgsError", `Invalid arguments for ${exec.name}: ${listed}`));
-    }
-  }
+  const invalid = argsFailure(definition, exec);
+  if (invalid !== undefined) return finish(invalid);
 
   // 2. monotonic guards
   for (const guard of deps.guards(exec.scope)) {
@@ -370,4 +363,18 @@ function buildResult(
 
 function frozen<T>(value: T): T {
   return isVetted(value) ? value : deepFreeze(value);
+}
+
+/** `INVALID_ARGS` when the call's arguments do not fit the definition's `checkArgs`, else `undefined`. */
+function argsFailure(definition: AnyToolDefinition, exec: ToolExecution): ToolOutcome | undefined {
+  if (definition.checkArgs === undefined) return undefined;
+  let problems: readonly string[] | undefined;
+  try {
+    problems = definition.checkArgs(exec.args);
+  } catch (error) {
+    problems = [messageOf(error)];
+  }
+  if (problems === undefined) return undefined;
+  const listed = Array.isArray(problems) ? problems.map(messageOf).join("; ") : messageOf(problems);
+  return failure("INVALID_ARGS", "ToolArgsError", `Invalid arguments for ${exec.name}: ${listed}`);
 }

@@ -433,6 +433,25 @@ describe("ToolRuntime.execute() policy: pre-execute, guards, approvals", () => {
     assert.deepEqual(asked, [{ text: "42" }]);
   });
 
+  it("a listener that fails on arguments that do not fit the parameters gives INVALID_ARGS, not HOOK_FAILED", async () => {
+    const { ctx, tools } = setup();
+    tools.register(echoTool("echo_it"));
+    // Written for valid arguments: `text` a string.
+    ctx.on(
+      "tools/pre-execute",
+      (exec, next) =>
+        (exec.args as { text: string }).text.startsWith("sudo") ? { kind: "deny", reason: "no sudo" } : next(),
+    );
+    const missing = await tools.execute(call("echo_it", "{}"));
+    assert.deepEqual(missing.error, { name: "ToolArgsError", code: "INVALID_ARGS" });
+    assert.match(text(missing), /^Invalid arguments for echo_it: /);
+    // With valid arguments, a listener's failure is still its own.
+    ctx.on("tools/pre-execute", () => {
+      throw new Error("policy down");
+    });
+    assert.equal((await tools.execute(call("echo_it", '{"text":"hi"}'))).error?.code, "HOOK_FAILED");
+  });
+
   it("a hand-made definition's checkArgs is asked too; without one the body alone validates", async () => {
     const { ctx, tools } = setup();
     let pre = 0;
