@@ -193,6 +193,9 @@ export function restrictTools(ctx: HarnessContext, config: HarnessConfig): void 
  * Install the permission rules as a `tools/pre-execute` listener (the last
  * matching rule wins). Arguments rewritten by a listener inside it (a hook's
  * `updatedInput`) are judged again: the rules apply to what the tool runs with.
+ * What a call reaches beyond its subject (a link's target) is judged by the
+ * same rules through a subject guard; where no rule covers it, a `write` tool
+ * that ran on an allow rule for its own path is refused (it would have asked).
  */
 export function installPermissions(ctx: HarnessContext, config: HarnessConfig): void {
   if (config.permissions.length === 0) return;
@@ -245,8 +248,24 @@ export function installPermissions(ctx: HarnessContext, config: HarnessConfig): 
   }
   tools.subjectGuard((exec, subject) => {
     const verdict = permissionFor(config.permissions, exec.name, subject);
-    if (verdict === undefined || verdict.action === "allow") return undefined;
-    return verdict.reason ?? `Tool "${exec.name}" may not reach ${JSON.stringify(subject)} by configuration`;
+    if (verdict?.action === "allow") return undefined;
+    const refused = `Tool "${exec.name}" may not reach ${JSON.stringify(subject)} by configuration`;
+    if (verdict !== undefined) return verdict.reason ?? refused;
+    // No rule for what the call reaches: it is judged as a call naming it would be, by the tool's default. A
+    // `write` tool asks by default, so a call that ran on an allow rule for the path it names (write_file(src/*)
+    // with src/x a link to .git/hooks) does not carry that allow to where the path leads.
+    const definition = tools.get(exec.name, exec.scope);
+    if (definition?.access !== "write") return undefined;
+    let named: unknown;
+    try {
+      named = definition.permissionSubject?.(exec.args);
+    } catch {
+      named = undefined;
+    }
+    const given = permissionFor(config.permissions, exec.name, typeof named === "string" ? named : undefined);
+    return given?.action === "allow"
+      ? `${refused}: no rule allows it, and the allow for the path it names does not`
+      : undefined;
   });
 }
 
