@@ -190,6 +190,34 @@ export function restrictTools(ctx: HarnessContext, config: HarnessConfig): void 
 }
 
 /**
+ * Refuse an argument rule, `name(pattern)`, whose name matches registered tools none of which names a permission
+ * subject: it could never match, so a deny (or ask) written for those calls would let every one of them through.
+ * Run once the plugins have registered their tools.
+ *
+ * @throws {HarnessError} `CONFIG_RULE_NO_SUBJECT` naming the rule and the tools.
+ */
+export function checkRuleSubjects(ctx: HarnessContext, config: HarnessConfig): void {
+  const tools = ctx.get("tools" as never) as ToolRuntime | undefined;
+  if (tools === undefined) return;
+  const names = tools.schemas().map((s) => s.name);
+  for (const [index, rule] of config.permissions.entries()) {
+    const split = /^([^()]*)\((.*)\)$/s.exec(rule.tool);
+    if (split === null) continue;
+    const named = names.filter((name) => permissionFor([{ tool: split[1], action: "deny" }], name) !== undefined);
+    if (named.length === 0 || named.some((name) => typeof tools.get(name)?.permissionSubject === "function")) continue;
+    throw new HarnessError(
+      "CONFIG_RULE_NO_SUBJECT",
+      `Permission rule "${rule.tool}" (permissions.${index}) can never match: ${
+        named.map((n) => `"${n}"`).join(", ")
+      } ${named.length === 1 ? "names" : "name"} no permission subject; write the rule without an argument pattern ("${
+        split[1]
+      }")`,
+      { details: { rule: rule.tool, index, tools: named } },
+    );
+  }
+}
+
+/**
  * Install the permission rules as a `tools/pre-execute` listener (the last
  * matching rule wins). Arguments rewritten by a listener inside it (a hook's
  * `updatedInput`) are judged again: the rules apply to what the tool runs with.

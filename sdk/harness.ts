@@ -639,6 +639,7 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
   if (options.config === undefined) return options;
   const {
     adaptersFromConfig,
+    checkRuleSubjects,
     configStorageKinds,
     defaultEnv,
     effectiveConfig,
@@ -655,7 +656,10 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
   const plugins = (await importPlugins(config.plugins)).map((p) => p as PluginEntry);
   const permissions: PluginEntry = (ctx: HarnessCtx) => installPermissions(ctx as unknown as HarnessContext, config);
   // Last, once every other plugin has registered its tools: the `tools` list holds for those too.
-  const toolList: PluginEntry = (ctx: HarnessCtx) => restrictTools(ctx as unknown as HarnessContext, config);
+  const toolList: PluginEntry = (ctx: HarnessCtx) => {
+    checkRuleSubjects(ctx as unknown as HarnessContext, config);
+    restrictTools(ctx as unknown as HarnessContext, config);
+  };
   return {
     ...options,
     adapters: [...configured.filter((a) => !explicit.has(a.provider)), ...(options.adapters ?? [])],
