@@ -349,8 +349,8 @@ describe("the task tool's listing", () => {
 
 describe("permission rules on the task tool", () => {
   it("match the subagent named: task(admin) refuses delegating to admin, not to another", async () => {
-    const model = scriptedAdapter(async (request): Promise<ScriptEntry> => {
-      if (request.sessionId.includes(".")) return textResponse(`${request.sessionId} ran`);
+    const model = scriptedAdapter((request): ScriptEntry => {
+      if (request.sessionId?.includes(".")) return textResponse(`${request.sessionId} ran`);
       if (request.messages.some((m) => m.role === "assistant")) return textResponse("done");
       return toolCallResponse(["admin", "worker"].map((agent) => ({
         id: `call_${agent}`,
@@ -376,7 +376,7 @@ describe("permission rules on the task tool", () => {
     await parent.run("go");
     const codes = parent.session.events.flatMap((e) => e.type === "tool/result" ? [e.data.error?.code ?? "ok"] : []);
     assert.deepEqual(codes, ["DENIED", "ok"]);
-    assert.deepEqual(model.requests.map((r) => r.sessionId).filter((id) => id.includes(".")), ["parent.call_worker"]);
+    assert.deepEqual(model.requests.map((r) => r.sessionId).filter((id) => id?.includes(".")), ["parent.call_worker"]);
     await harness.dispose();
   });
 });
