@@ -190,9 +190,40 @@ export function restrictTools(ctx: HarnessContext, config: HarnessConfig): void 
 }
 
 /**
+ * Refuse an argument rule, `name(pattern)`, whose name matches registered tools none of which names a permission
+ * subject: it could never match, so a deny (or ask) written for those calls would let every one of them through.
+ * Run once the plugins have registered their tools.
+ *
+ * @throws {HarnessError} `CONFIG_RULE_NO_SUBJECT` naming the rule and the tools.
+ */
+export function checkRuleSubjects(ctx: HarnessContext, config: HarnessConfig): void {
+  const tools = ctx.get("tools" as never) as ToolRuntime | undefined;
+  if (tools === undefined) return;
+  const names = tools.schemas().map((s) => s.name);
+  for (const [index, rule] of config.permissions.entries()) {
+    const split = /^([^()]*)\((.*)\)$/s.exec(rule.tool);
+    if (split === null) continue;
+    const named = names.filter((name) => permissionFor([{ tool: split[1], action: "deny" }], name) !== undefined);
+    if (named.length === 0 || named.some((name) => typeof tools.get(name)?.permissionSubject === "function")) continue;
+    throw new HarnessError(
+      "CONFIG_RULE_NO_SUBJECT",
+      `Permission rule "${rule.tool}" (permissions.${index}) can never match: ${
+        named.map((n) => `"${n}"`).join(", ")
+      } ${named.length === 1 ? "names" : "name"} no permission subject; write the rule without an argument pattern ("${
+        split[1]
+      }")`,
+      { details: { rule: rule.tool, index, tools: named } },
+    );
+  }
+}
+
+/**
  * Install the permission rules as a `tools/pre-execute` listener (the last
  * matching rule wins). Arguments rewritten by a listener inside it (a hook's
  * `updatedInput`) are judged again: the rules apply to what the tool runs with.
+ * What a call reaches beyond its subject (a link's target) is judged by the
+ * same rules through a subject guard; where no rule covers it, a `write` tool
+ * that ran on an allow rule for its own path is refused (it would have asked).
  */
 export function installPermissions(ctx: HarnessContext, config: HarnessConfig): void {
   if (config.permissions.length === 0) return;
@@ -245,8 +276,24 @@ export function installPermissions(ctx: HarnessContext, config: HarnessConfig): 
   }
   tools.subjectGuard((exec, subject) => {
     const verdict = permissionFor(config.permissions, exec.name, subject);
-    if (verdict === undefined || verdict.action === "allow") return undefined;
-    return verdict.reason ?? `Tool "${exec.name}" may not reach ${JSON.stringify(subject)} by configuration`;
+    if (verdict?.action === "allow") return undefined;
+    const refused = `Tool "${exec.name}" may not reach ${JSON.stringify(subject)} by configuration`;
+    if (verdict !== undefined) return verdict.reason ?? refused;
+    // No rule for what the call reaches: it is judged as a call naming it would be, by the tool's default. A
+    // `write` tool asks by default, so a call that ran on an allow rule for the path it names (write_file(src/*)
+    // with src/x a link to .git/hooks) does not carry that allow to where the path leads.
+    const definition = tools.get(exec.name, exec.scope);
+    if (definition?.access !== "write") return undefined;
+    let named: unknown;
+    try {
+      named = definition.permissionSubject?.(exec.args);
+    } catch {
+      named = undefined;
+    }
+    const given = permissionFor(config.permissions, exec.name, typeof named === "string" ? named : undefined);
+    return given?.action === "allow"
+      ? `${refused}: no rule allows it, and the allow for the path it names does not`
+      : undefined;
   });
 }
 

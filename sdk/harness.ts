@@ -516,16 +516,73 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
   const hooks = options.config === undefined
     ? undefined
     : (await import("./_apply_config.ts")).effectiveConfig(options.config).hooks;
-  if (
-    hooks !== undefined && Object.values(hooks).some((list) => (list?.length ?? 0) > 0) && !ctx.get("hooks" as never)
-  ) {
+  const problem = hookProblem(hooks, ctx.get("hooks" as never), ctx.get("subprocess" as never) !== undefined);
+  if (problem !== undefined) {
     await harness.dispose();
-    throw new HarnessError(
+    throw problem;
+  }
+  return harness;
+}
+
+type HookEntries = Readonly<
+  Record<
+    string,
+    | readonly { matcher?: string; hooks?: readonly { type?: string; command?: string; timeout?: number }[] }[]
+    | undefined
+  >
+>;
+
+/** Why the hooks configured or given cannot run as configured, once the plugins have started. */
+function hookProblem(
+  configured: HookEntries | undefined,
+  service: unknown,
+  subprocess: boolean,
+): HarnessError | undefined {
+  const entries = (table: HookEntries | undefined) =>
+    Object.entries(table ?? {}).flatMap(([event, matchers]) =>
+      (matchers ?? []).flatMap((m) => (m?.hooks ?? []).map((hook) => ({ event, matcher: m.matcher ?? "", hook })))
+    );
+  const wanted = entries(configured);
+  const bridge = service as { table?: () => HookEntries } | undefined;
+  if (wanted.length > 0 && bridge === undefined) {
+    return new HarnessError(
       "HOOKS_NOT_INSTALLED",
       'The configuration has hooks but nothing runs them: add hookBridge({ hooks: config.hooks }) from "@dsh/harness/hooks" to the plugins',
     );
   }
-  return harness;
+  if (bridge === undefined) return undefined;
+  const held = typeof bridge.table === "function" ? entries(bridge.table()) : undefined;
+  // A bridge given other hooks than the configuration's would drop them without a word.
+  const missing = held === undefined
+    ? wanted[0]
+    : wanted.find((w) =>
+      !held.some((h) =>
+        h.event === w.event && h.matcher === w.matcher && h.hook.type === w.hook.type &&
+        h.hook.command === w.hook.command && h.hook.timeout === w.hook.timeout
+      )
+    );
+  if (missing !== undefined) {
+    return new HarnessError(
+      "HOOKS_NOT_INSTALLED",
+      `The configured ${missing.event} hook ${
+        JSON.stringify(missing.hook.command)
+      } is not among the hooks the hook bridge runs: give it the configuration's hooks, hookBridge({ hooks: config.hooks }) (with your own added to them)`,
+      { details: { event: missing.event, matcher: missing.matcher, command: missing.hook.command } },
+    );
+  }
+  // Without a subprocess service every command hook would answer HOOK_NO_SUBPROCESS, which fails open: a deny
+  // hook that never runs.
+  const command = (held ?? []).find((h) => h.hook.type === "command");
+  if (command !== undefined && !subprocess) {
+    return new HarnessError(
+      "HOOKS_NO_SUBPROCESS",
+      `The ${command.event} hook ${
+        JSON.stringify(command.hook.command)
+      } is a command, and nothing runs commands: add a subprocess service (capabilitiesPlugin with { subprocess: localSubprocess() }) to the plugins`,
+      { details: { event: command.event, command: command.hook.command } },
+    );
+  }
+  return undefined;
 }
 
 type PluginHandle = ReturnType<HarnessCtx["plugin"]>;
@@ -582,6 +639,7 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
   if (options.config === undefined) return options;
   const {
     adaptersFromConfig,
+    checkRuleSubjects,
     configStorageKinds,
     defaultEnv,
     effectiveConfig,
@@ -598,7 +656,10 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
   const plugins = (await importPlugins(config.plugins)).map((p) => p as PluginEntry);
   const permissions: PluginEntry = (ctx: HarnessCtx) => installPermissions(ctx as unknown as HarnessContext, config);
   // Last, once every other plugin has registered its tools: the `tools` list holds for those too.
-  const toolList: PluginEntry = (ctx: HarnessCtx) => restrictTools(ctx as unknown as HarnessContext, config);
+  const toolList: PluginEntry = (ctx: HarnessCtx) => {
+    checkRuleSubjects(ctx as unknown as HarnessContext, config);
+    restrictTools(ctx as unknown as HarnessContext, config);
+  };
   return {
     ...options,
     adapters: [...configured.filter((a) => !explicit.has(a.provider)), ...(options.adapters ?? [])],

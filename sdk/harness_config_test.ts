@@ -124,7 +124,8 @@ describe("createHarness({ config })", () => {
     const run = async (listener: "deny" | "allow" | "rewrite", approve: boolean) => {
       const seen: unknown[] = [];
       const harness = await createHarness({
-        config: withRules([{ tool: "echo", action: "ask" }, { tool: "echo(bad)", action: "deny" }]),
+        // (No `echo(bad)` rule here: echo names no permission subject, so such a rule could never match.)
+        config: withRules([{ tool: "echo", action: "ask" }]),
         adapterKinds: kinds([toolCallResponse([{ id: "c1", name: "echo", arguments: "{}" }]), textResponse("done")]),
         tools: [echo("echo")],
         plugins: [(ctx) => {
@@ -189,6 +190,44 @@ describe("createHarness({ config })", () => {
     assert.equal(await run("secret/key", [{ tool: "r(secret/*)", action: "ask" }]), "DENIED");
     // The model's own arguments are still judged first.
     assert.equal(await run("docs/b", [{ tool: "r(docs/a)", action: "deny" }]), "DENIED");
+  });
+
+  it("refuses an argument rule on tools that name no permission subject: it could never match", async () => {
+    const tool = defineTool({
+      name: "r",
+      description: "r",
+      parameters: z.object({ path: z.string() }),
+      output: { schema: z.string(), render: (_a, v) => v },
+      permissionSubject: (args) => args.path,
+      execute: ({ path }) => `read ${path}`,
+    });
+    const create = (permissions: Rule[]) =>
+      createHarness({ config: withRules(permissions), adapterKinds: kinds([]), tools: [echo("echo"), tool] });
+    for (const rule of ["echo(bad)", "ech*(x)"]) {
+      await assert.rejects(
+        create([{ tool: rule, action: "deny" }]),
+        { code: "CONFIG_RULE_NO_SUBJECT", message: new RegExp(`"echo" names no permission subject`) },
+        rule,
+      );
+    }
+    // A plugin's tool counts: the rule is checked once the plugins have registered theirs.
+    await assert.rejects(
+      createHarness({
+        config: withRules([{ tool: "plugged(x)", action: "deny" }]),
+        adapterKinds: kinds([]),
+        plugins: [(ctx: HarnessCtx) => void ctx.service("tools").register(echo("plugged"), ctx)],
+      }),
+      { code: "CONFIG_RULE_NO_SUBJECT" },
+    );
+    // A pattern that names some tool with a subject, a tool no one registered (a scope's), a plain rule: accepted.
+    for (
+      const rules of [[{ tool: "*(secret/*)", action: "deny" }], [{ tool: "other(x)", action: "deny" }], [{
+        tool: "echo",
+        action: "deny",
+      }]] as Rule[][]
+    ) {
+      await (await create(rules)).dispose();
+    }
   });
 
   it("takes file storage from configuration", async () => {

@@ -199,6 +199,55 @@ describe("capabilitiesPlugin", () => {
     }
   });
 
+  it("a write allowed for the path it names does not carry that allow through a link to a path no rule allows", async () => {
+    const root = await mkdtemp(join(tmpdir(), "dsh-reach-"));
+    try {
+      for (const dir of ["src", "hooks", "lib"]) await mkdir(join(root, dir));
+      await symlink("../hooks", join(root, "src/x")); // write_file(src/*) must not reach hooks/ through it
+      await symlink("../lib", join(root, "src/l")); // lib/ has its own allow
+      await symlink("hooks", join(root, "other")); // no rule: the call asks, and the approved call runs
+      const writes = ["src/x/pre-commit", "src/a.ts", "src/l/b.ts", "other/c", "hooks/d"].map((path, i) => ({
+        id: `c${i}`,
+        name: "write_file",
+        arguments: JSON.stringify({ path, content: "x" }),
+      }));
+      const asked: string[] = [];
+      const harness = await createHarness({
+        adapters: [scriptedAdapter([toolCallResponse(writes), textResponse("done")], { provider: "local" })],
+        model: { provider: "local", model: "scripted-model" },
+        config: resolveConfig([{
+          name: "p",
+          value: {
+            model: { provider: "local", model: "scripted-model" },
+            adapters: { deepseek: null },
+            permissions: [{ tool: "write_file(src/*)", action: "allow" }, {
+              tool: "write_file(lib/*)",
+              action: "allow",
+            }],
+          },
+        }]),
+        plugins: [[capabilitiesPlugin, { fs: localFs({ root }) }]],
+        now: counterClock(),
+        newId: counterIds(),
+      });
+      harness.ctx.service("approvals").register(programmaticApprover((r) => {
+        asked.push((r.args as { path: string }).path);
+        return true;
+      }));
+      const agent = await harness.createAgent();
+      await agent.run("go");
+      const results = resultsOf(agent.session.events);
+      await harness.dispose();
+      assert.deepEqual(results.map((r) => r.code), ["DENIED", "ok", "ok", "ok", "ok"]);
+      assert.match(results[0].text, /src\/x\/pre-commit leads to hooks\/pre-commit/);
+      assert.deepEqual(asked, ["other/c", "hooks/d"]);
+      assert.deepEqual((await readdir(join(root, "hooks"))).sort(), ["c", "d"]);
+      assert.deepEqual(await readdir(join(root, "lib")), ["b.ts"]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
   it("gives permission rules normalised paths and simple commands only", async () => {
     const harness = await createHarness({
       plugins: [[capabilitiesPlugin, {

@@ -17,7 +17,11 @@ export type PermissionAction = "allow" | "deny" | "ask";
  * characters (`fs_*`, `*`). See {@linkcode permissionFor} for how rules combine.
  */
 export interface PermissionRule {
-  /** The tool name or pattern (`*` is the only wildcard), optionally with an argument pattern: `bash(git *)`. */
+  /**
+   * The tool name or pattern (`*` is the only wildcard), optionally with an argument pattern: `bash(git *)`.
+   * An argument pattern matches the call's permission subject; createHarness refuses one whose name matches only
+   * tools that name no subject (`CONFIG_RULE_NO_SUBJECT`), since it could never match.
+   */
   readonly tool: string;
   /** What the rule decides. */
   readonly action: PermissionAction;

@@ -55,6 +55,11 @@ export interface HookBridgeOptions {
 export interface HookBridgeService {
   /** The events that have at least one hook. */
   events(): HookEventName[];
+  /**
+   * The hooks the bridge runs, as it was given them: createHarness checks
+   * that a configuration's `hooks` are among them.
+   */
+  table(): HookTable;
 }
 
 interface Services {
@@ -148,7 +153,10 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  * 256 KB (`HOOK_OUTPUT_TOO_LARGE`: a cut answer is not read) and unstartable
  * commands (`HOOK_SPAWN_FAILED`) are logged outcomes that never break the turn:
  * the turn goes on as if the hook had said nothing, so a PreToolUse hook whose
- * deny cannot be read does not deny (errors fail open).
+ * deny cannot be read does not deny (errors fail open). What could never run
+ * is refused by createHarness instead: command hooks with no `ctx.subprocess`
+ * once the plugins have started (`HOOKS_NO_SUBPROCESS`), and a configuration's
+ * `hooks` that the bridge does not hold (`HOOKS_NOT_INSTALLED`).
  *
  * @param options The hooks (e.g. `config.hooks`) and the Stop limit.
  * @returns The plugin.
@@ -199,7 +207,7 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
   const plugin = (raw: HarnessContext) => {
     const ctx = raw as unknown as Ctx;
     const has = (event: HookEventName) => (table[event] ?? []).some((m) => m.hooks.length > 0);
-    ctx.provide("hooks", { events: () => (Object.keys(table) as HookEventName[]).filter(has) });
+    ctx.provide("hooks", { events: () => (Object.keys(table) as HookEventName[]).filter(has), table: () => table });
 
     /** Run the matching hooks of `event` in order; a blocking verdict ends the run. */
     const invoke = async (

@@ -547,14 +547,17 @@ describe("hookBridge: failures never break the turn", () => {
     assert.deepEqual(toolResult(events), { code: undefined, text: "definition of alpha" });
   });
 
-  it("without ctx.subprocess a command hook is HOOK_NO_SUBPROCESS", async () => {
-    const s = await setup({ Stop: [{ hooks: [cmd("stop_continue.sh")] }] }, [textResponse("ok")], {
-      subprocess: false,
-    });
-    const result = await s.agent.run("go");
-    const events = await done(s);
-    assert.equal(result.reason.kind, "completed");
-    assert.deepEqual(hookLog(events), [["Stop", "error", "HOOK_NO_SUBPROCESS"]]);
+  it("without ctx.subprocess a command hook is refused at creation (HOOKS_NO_SUBPROCESS): it would never run", async () => {
+    // Run, it would answer HOOK_NO_SUBPROCESS, which fails open: a deny hook that never denies.
+    await assert.rejects(
+      setup({ PreToolUse: [{ hooks: [cmd("deny_exit2.sh")] }] }, [textResponse("ok")], { subprocess: false }),
+      { code: "HOOKS_NO_SUBPROCESS", message: /deny_exit2\.sh/ },
+    );
+    // Function hooks need none.
+    const fn = { type: "function" as const, name: "f", run: () => undefined };
+    const s = await setup({ Stop: [{ hooks: [fn] }] }, [textResponse("ok")], { subprocess: false });
+    assert.equal((await s.agent.run("go")).reason.kind, "completed");
+    await s.harness.dispose();
   });
 
   it("refuses a hook timeout past what a timer keeps (3600 s, as the configuration allows) or under 1 ms", () => {
@@ -841,6 +844,24 @@ describe("hookBridge: configuration", () => {
       await assert.rejects(createHarness({ config: loaded, adapters: [scriptedAdapter([])] }), {
         code: "HOOKS_NOT_INSTALLED",
       });
+      // So do they next to a bridge given other hooks: it would drop them without a word.
+      const own = { type: "function" as const, name: "audit", run: () => undefined };
+      const subprocess = [capabilitiesPlugin, { subprocess: localSubprocess() }] as const;
+      await assert.rejects(
+        createHarness({
+          config: loaded,
+          adapters: [scriptedAdapter([])],
+          plugins: [subprocess, hookBridge({ hooks: { PostToolUse: [{ hooks: [own] }] } })],
+        }),
+        { code: "HOOKS_NOT_INSTALLED", message: /deny_exit2\.sh/ },
+      );
+      // The configuration's hooks with one's own added to them run.
+      const both = await createHarness({
+        config: loaded,
+        adapters: [scriptedAdapter([])],
+        plugins: [subprocess, hookBridge({ hooks: { ...loaded.config.hooks, PostToolUse: [{ hooks: [own] }] } })],
+      });
+      await both.dispose();
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

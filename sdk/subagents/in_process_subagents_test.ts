@@ -22,6 +22,7 @@ import { loadFixture, replayAdapter } from "../../replay/mod.ts";
 import { lookup, scenarioHarness, secret } from "./_test_scenario.ts";
 import { inProcessSubagents, type SubagentDefinition, type SubagentServices } from "./mod.ts";
 import { childCommand } from "../kernel/_test_child_command.ts";
+import { resolveConfig } from "../config/mod.ts";
 
 const delegate = toolCallResponse([
   {
@@ -342,6 +343,40 @@ describe("the task tool's listing", () => {
     assert.match(description(), /- worker: Works on one task\n- reviewer: Reviews code/);
     remove();
     assert.doesNotMatch(description(), /reviewer/);
+    await harness.dispose();
+  });
+});
+
+describe("permission rules on the task tool", () => {
+  it("match the subagent named: task(admin) refuses delegating to admin, not to another", async () => {
+    const model = scriptedAdapter((request): ScriptEntry => {
+      if (request.sessionId?.includes(".")) return textResponse(`${request.sessionId} ran`);
+      if (request.messages.some((m) => m.role === "assistant")) return textResponse("done");
+      return toolCallResponse(["admin", "worker"].map((agent) => ({
+        id: `call_${agent}`,
+        name: "task",
+        arguments: JSON.stringify({ agent, description: "d", prompt: "p" }),
+      })));
+    }, { provider: "local", models: [{ id: "m1" }] });
+    const harness = await createHarness({
+      config: resolveConfig([{
+        name: "p",
+        value: {
+          model: { provider: "local", model: "m1" },
+          adapters: { deepseek: null },
+          permissions: [{ tool: "task(admin)", action: "deny", reason: "no admin" }],
+        },
+      }]),
+      adapters: [model],
+      plugins: [inProcessSubagents({
+        agents: [{ name: "admin", description: "Admin" }, { name: "worker", description: "Works" }],
+      })],
+    });
+    const parent = await harness.createAgent({ id: "parent" });
+    await parent.run("go");
+    const codes = parent.session.events.flatMap((e) => e.type === "tool/result" ? [e.data.error?.code ?? "ok"] : []);
+    assert.deepEqual(codes, ["DENIED", "ok"]);
+    assert.deepEqual(model.requests.map((r) => r.sessionId).filter((id) => id?.includes(".")), ["parent.call_worker"]);
     await harness.dispose();
   });
 });

@@ -39,7 +39,8 @@ export interface TaskToolOptions {
  * does not complete (cancelled, failed, blocked) makes the call fail with
  * `SUBAGENT_FAILED` (or `ABORTED` when it was cancelled); the error's text
  * tells the model why (for a failed model call, the child's error code and
- * message).
+ * message). Its permission subject is the subagent's name, so `{ tool:
+ * "task(admin)", action: "deny" }` refuses delegating to `admin`.
  *
  * @param subagents The service that runs the delegations.
  * @param options The tool name.
@@ -85,6 +86,11 @@ export function taskTool(subagents: SubagentService, options: TaskToolOptions = 
       meta: (_args, value) => ({ childSession: (value as SubagentResult).session }),
     },
     isConcurrencySafe: (args) => subagents.get((args as TaskArgs).agent)?.concurrencySafe !== false,
+    // The subagent named: what a `task(name)` permission rule matches.
+    permissionSubject: (args) => {
+      const agent = (args as Partial<TaskArgs> | undefined)?.agent;
+      return typeof agent === "string" ? agent : undefined;
+    },
     async execute(args, exec) {
       const { agent, prompt } = args as TaskArgs;
       if (exec.sessionId === undefined) {

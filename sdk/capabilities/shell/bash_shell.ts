@@ -58,13 +58,19 @@ export function bashShell(options: BashShellOptions): ShellService {
   const marker = `__DSH_CWD_${crypto.randomUUID().replaceAll("-", "")}__`;
   // $1 the directory, $2 the command, $3 the marker, $4 the initial directory. A session's directory that is gone
   // (removed by an earlier command) is left for the initial one, with a note, rather than failing every command.
+  // The command reaches bash as its own text, parsed once by `eval`: it must not see itself as a parameter (with
+  // `$2` set, `${2@P}` in the command prompt-expands its own text, decoding `\044\050` into a `$(` that runs), so
+  // the positional parameters are cleared and the variable holding it is unset before any of its words expand.
   const script = 'if ! cd -- "$1" 2>/dev/null; then\n' +
     '  printf "dsh: the working directory %s is gone; back in %s\\n" "$1" "$4" >&2\n' +
     '  cd -- "$4" || exit 126\n' +
     "fi\n" +
+    "__dsh_marker=$3\n" +
+    "__dsh_command=$2\n" +
+    "set --\n" +
     // The directory is reported on exit, so that a command ending in `exit` (cd x && exit 0) keeps it too.
-    'trap \'__dsh_status=$?; printf "\\n%s%s\\n" "$3" "$PWD"; printf "\\n%s%s\\n" "$3" "$PWD" >&2; exit $__dsh_status\' EXIT\n' +
-    'eval "$2"\n';
+    'trap \'__dsh_status=$?; printf "\\n%s%s\\n" "$__dsh_marker" "$PWD"; printf "\\n%s%s\\n" "$__dsh_marker" "$PWD" >&2; exit $__dsh_status\' EXIT\n' +
+    'eval "unset -v __dsh_command\n$__dsh_command"\n';
 
   // A stream without its directory line (`tail`: how many bytes that line took).
   const strip = (text: string, truncated: boolean): { text: string; cwd: string | undefined; tail: number } => {

@@ -10,7 +10,12 @@ import type { AnyToolDefinition } from "../../tools/tool_definition.ts";
 import { capText, serviceOf, type ServiceSource } from "../_cap_text.ts";
 import type { ShellService } from "./shell_service.ts";
 
-const COMPOUND = /[;&|`<>\n\r]|\$\(/;
+// A command is a permission subject only when bash reads it as the words it shows: letters, digits, spaces and
+// a few punctuation marks that bash gives no meaning to outside quotes, and quotes (which, without `$`, a
+// backslash or a backquote, hold only literal text). Everything else (`$` in any form, backslashes, backquotes,
+// separators, redirections, globs, braces, `~`, parentheses, comments, control and non-ASCII characters) leaves
+// the command without a subject: an allow-list, since a deny-list misses the next expansion.
+const SIMPLE = /^[A-Za-z0-9 \t_.,:\/=@%+\-'"]+$/;
 
 /** Options of {@linkcode bashTool}. */
 export interface BashToolOptions {
@@ -31,10 +36,14 @@ export interface BashToolOptions {
  * output so far; the process group is stopped on timeout and cancel. It
  * declares `access: "write"` (so it asks by default and runs alone) and a
  * simple command as its permission subject, so `{ tool: "bash(git *)", action:
- * "allow" }` lets git commands through. A command line with `;`, `&`, `|`,
- * a redirection, backquotes, `$(` or a newline has no subject: argument
- * patterns never match it (allowing or denying), and plain `bash` rules or
- * the default ask decide.
+ * "allow" }` lets git commands through. Only a command made of letters,
+ * digits, spaces, quotes and `_ . , : / = @ % + -` has a subject; one with
+ * `$`, a backslash, a backquote, `;`, `&`, `|`, a redirection, a glob, a
+ * brace, `~`, parentheses, `#`, `!` or a newline has none: argument patterns
+ * never match it (allowing or denying), and plain `bash` rules or the default
+ * ask decide. An allow rule for a program that runs programs itself (git
+ * through aliases, hooks and pagers, `find -exec`, interpreters) is not a
+ * boundary: `git -c alias.x='!sh' x` is a git command.
  *
  * @param shell The shell service, or a function returning it at call time.
  * @param options Time budgets and output caps.
@@ -93,8 +102,8 @@ export function bashTool(shell: ServiceSource<ShellService>, options: BashToolOp
       meta: (_args, v) => ({ exitCode: v.exitCode }),
     },
     access: "write",
-    // Only a simple command is a subject: `git status; rm -rf x` must not pass as `bash(git *)`.
-    permissionSubject: (args) => (COMPOUND.test(args.command) ? undefined : args.command.trim()),
+    // Only a simple command is a subject: `git status; rm -rf x` or `git ${x@P}` must not pass as `bash(git *)`.
+    permissionSubject: (args) => (SIMPLE.test(args.command) ? args.command.trim() : undefined),
     presentCall: (args) => ({ card: "terminal", title: args.command, command: args.command }),
     execute: async (args, exec) => {
       const timeoutMs = args.timeout_ms ?? defaultTimeout;

@@ -121,4 +121,55 @@ describe("bash tool", () => {
       assert.equal((await run("pwd")).text, dir);
     });
   });
+
+  it("the command reaches bash as its own text: it cannot read itself or the shell's arguments", async () => {
+    await withTool(async (run, dir) => {
+      // `${2@P}` prompt-expanded the command's own text, where `\044\050` decodes to a `$(` that ran.
+      const command = `git \\044\\050touch ${dir}/pwned\\073 kill \\044\\044\\051 \${2@P}`;
+      await run(command);
+      await assert.rejects(readFile(join(dir, "pwned")));
+      assert.equal((await run("echo [$#] [$1] [$2] [${2@P}] [${__dsh_command-unset}]")).text, "[0] [] [] [] [unset]");
+      // The shell's own state still works: the directory is kept, even after the command resets the arguments.
+      await run("mkdir -p d && cd d && set -- a b c d");
+      assert.equal((await run("pwd")).text, `${dir}/d`);
+    });
+  });
+
+  it("only a command bash reads as the words it shows has a permission subject", () => {
+    const tool = bashTool(bashShell({ subprocess: localSubprocess(), cwd: "/" }));
+    const subject = (command: string) => tool.permissionSubject?.({ command });
+    for (
+      const command of ["git status", "git log --format=%h -n 3", 'git commit -m "fix: a, b"', "ls -la src/x_y.ts"]
+    ) {
+      assert.equal(subject(command), command);
+    }
+    for (
+      const command of [
+        "git \\044\\050touch x\\051 ${2@P}",
+        "git $HOME",
+        "git ${x}",
+        'git "$(id)"',
+        "git `id`",
+        "git status\\;id",
+        "git status; rm -rf x",
+        "git status && id",
+        "git status | sh",
+        "git status > x",
+        "git diff *",
+        "git diff ?",
+        "git diff [ab]",
+        "git {a,b}",
+        "git ~root",
+        "git (x)",
+        "git status # x",
+        "! git status",
+        "git status\nid",
+        "git status\rid",
+        "git status\u00a0x",
+        "git st\u0000",
+      ]
+    ) {
+      assert.equal(subject(command), undefined, command);
+    }
+  });
 });
