@@ -19,7 +19,7 @@ import type { SubprocessService } from "../capabilities/subprocess/subprocess_se
 import type { HooksConfig } from "../config/harness_config.ts";
 import type { HookInput, HookTable, HookVerdict } from "./hook_definition.ts";
 import { hookLabel, runHook } from "./_run_hook.ts";
-import { isDefaultAsk } from "../tools/_default_decision.ts";
+import { isDefaultAllow, isDefaultAsk } from "../tools/_default_decision.ts";
 
 /** One finished hook invocation, as `hooks/result` reports it. */
 export interface HookResultInfo {
@@ -310,6 +310,11 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
           return { kind: "ask", ...(reason ? { reason } : {}), ...rewrite };
         }
         if (allow && later.kind === "ask" && isDefaultAsk(later)) return { kind: "allow", ...rewrite };
+        // A later listener's own allow judged the call as the model made it, not the hook's rewrite: the rewritten
+        // call is asked about (the question shows what will run) rather than run on an allow that never saw it.
+        if (input !== undefined && !allow && later.kind === "allow" && !isDefaultAllow(later)) {
+          return { kind: "ask", reason: "a hook rewrote the input of a call that a later listener allowed", input };
+        }
         return input !== undefined ? { ...later, input } : later;
       });
     }

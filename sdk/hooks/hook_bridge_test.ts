@@ -234,14 +234,15 @@ describe("hookBridge: PreToolUse with tools/pre-execute listeners after it", () 
     output: { schema: { type: "string" }, render: (_a, v) => String(v) },
     execute: (args) => `wrote ${(args as { word: string }).word}`,
   });
-  const decide = (permissionDecision: "allow" | "ask", updatedInput?: unknown) => ({
+  const decide = (permissionDecision: "allow" | "ask" | "none", updatedInput?: unknown) => ({
     type: "function" as const,
     name: permissionDecision,
     run: (): HookOutput => ({
       hookSpecificOutput: {
         hookEventName: "PreToolUse",
-        permissionDecision,
-        permissionDecisionReason: `the hook says ${permissionDecision}`,
+        ...(permissionDecision !== "none"
+          ? { permissionDecision, permissionDecisionReason: `the hook says ${permissionDecision}` }
+          : {}),
         ...(updatedInput !== undefined ? { updatedInput } : {}),
       },
     }),
@@ -249,7 +250,7 @@ describe("hookBridge: PreToolUse with tools/pre-execute listeners after it", () 
 
   /** The code (or "ok") and the questions asked, for `write` or `lookup` under a hook and one later listener. */
   async function outcome(
-    verdict: "allow" | "ask",
+    verdict: "allow" | "ask" | "none",
     later: "none" | "next" | "deny" | "ask" | "allow" | "rewrite",
     tool = "write",
     updatedInput?: unknown,
@@ -312,6 +313,16 @@ describe("hookBridge: PreToolUse with tools/pre-execute listeners after it", () 
   it("a hook's ask stays an ask whatever a later listener allows", async () => {
     assert.deepEqual((await outcome("ask", "allow", "lookup")).asked, ["the hook says ask"]);
     assert.deepEqual((await outcome("ask", "next", "lookup")).asked, ["the hook says ask"]);
+  });
+
+  it("a later listener's allow, which judged the call as the model made it, does not run a hook's rewrite unasked", async () => {
+    const rewritten = await outcome("none", "allow", "lookup", { word: "beta" });
+    assert.equal(rewritten.asked.length, 1);
+    assert.match(rewritten.asked[0], /a hook rewrote the input/);
+    assert.equal(rewritten.text, "definition of beta");
+    // No listener decided: a read tool's default allow runs the rewrite, a write tool's default ask asks.
+    assert.deepEqual((await outcome("none", "next", "lookup", { word: "beta" })).asked, []);
+    assert.equal((await outcome("none", "next", "write", { word: "beta" })).asked.length, 1);
   });
 
   it("a hook's rewritten input is carried past the later listeners, which see the call as the model made it", async () => {

@@ -6,11 +6,11 @@
 import type { AnyToolDefinition } from "./tool_definition.ts";
 import type { PreToolDecision } from "./tool_events.ts";
 
-const ALLOW: PreToolDecision = Object.freeze({ kind: "allow" });
 const DEFAULT_ASK_REASON = "the tool changes files or runs commands, which asks for approval by default";
-// The mark of the default ask: a symbol no listener can name, which a spread (`{ ...await next(), input }`) copies. A
-// listener's own ask with the same words is not the default.
-const DEFAULT = Symbol("default ask");
+// The mark of a default decision: a symbol no listener can name, which a spread (`{ ...await next(), input }`) copies.
+// A listener's own ask with the same words is not the default.
+const DEFAULT = Symbol("default decision");
+const ALLOW: PreToolDecision = Object.freeze({ kind: "allow", [DEFAULT]: true });
 const DEFAULT_ASK: PreToolDecision = Object.freeze({ kind: "ask", reason: DEFAULT_ASK_REASON, [DEFAULT]: true });
 
 /** The decision for a call no listener decided. */
@@ -27,5 +27,16 @@ export function isDefaultAsk(decision: PreToolDecision): boolean {
   if (decision.kind !== "ask" || decision.reason !== DEFAULT_ASK_REASON) return false;
   if ((decision as { [DEFAULT]?: unknown })[DEFAULT] !== true) return false;
   for (const key of Object.keys(decision)) if (key !== "kind" && key !== "reason" && key !== "input") return false;
+  return true;
+}
+
+/**
+ * Whether `decision` is the default allow of a tool that only reads, decided by no listener (the object, or a copy
+ * that only rewrote the input): a listener's own allow is not.
+ */
+export function isDefaultAllow(decision: PreToolDecision): boolean {
+  if (decision === ALLOW) return true;
+  if (decision.kind !== "allow" || (decision as { [DEFAULT]?: unknown })[DEFAULT] !== true) return false;
+  for (const key of Object.keys(decision)) if (key !== "kind" && key !== "input") return false;
   return true;
 }
