@@ -49,6 +49,18 @@ export interface HookBridgeOptions {
    * @default {8}
    */
   readonly maxStopContinuations?: number;
+  /**
+   * What a PreToolUse hook that fails (times out, crashes, answers with
+   * malformed output or stdout past the cap) decides: `"ignore"` goes on as
+   * if it had said nothing (fail open, as Claude Code does), `"deny"` denies
+   * the call (fail closed). The model writes the hook's input, so a hook that
+   * guards calls can be made to fail by it (a huge argument the hook echoes
+   * past the output cap, an input that makes it crash): use `"deny"` when a
+   * PreToolUse hook is a security boundary.
+   *
+   * @default {"ignore"}
+   */
+  readonly preToolUseErrors?: "ignore" | "deny";
 }
 
 /** The service the hook bridge provides as `ctx.hooks`. */
@@ -204,6 +216,11 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
     }
   }
   const maxStop = options.maxStopContinuations ?? 8;
+  const errors = options.preToolUseErrors ?? "ignore";
+  if (errors !== "ignore" && errors !== "deny") {
+    throw new HarnessError("INVALID_ARGS", `preToolUseErrors is "ignore" or "deny", not ${String(errors)}`);
+  }
+  const failClosed = errors === "deny";
   const plugin = (raw: HarnessContext) => {
     const ctx = raw as unknown as Ctx;
     const has = (event: HookEventName) => (table[event] ?? []).some((m) => m.hooks.length > 0);
@@ -288,6 +305,9 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
         let ask: HookVerdict | undefined;
         let allow = false;
         for (const { verdict } of results) {
+          if (verdict.outcome === "error" && failClosed) {
+            return { kind: "deny", reason: `a PreToolUse hook failed (${verdict.code ?? "HOOK_FAILED"})` };
+          }
           if (verdict.stop) {
             agentOf(exec.sessionId)?.cancel("hook", { keepInbox: true });
             return { kind: "deny", reason: verdict.reason ?? "stopped by a hook" };

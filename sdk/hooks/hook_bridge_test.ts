@@ -60,7 +60,11 @@ interface Setup {
   outcomes: HookResultInfo[];
 }
 
-async function setup(hooks: HookTable, script: Script, options: { subprocess?: boolean } = {}): Promise<Setup> {
+async function setup(
+  hooks: HookTable,
+  script: Script,
+  options: { subprocess?: boolean; preToolUseErrors?: "ignore" | "deny" } = {},
+): Promise<Setup> {
   const model = scriptedAdapter(script);
   const outcomes: HookResultInfo[] = [];
   const harness = await createHarness({
@@ -69,7 +73,7 @@ async function setup(hooks: HookTable, script: Script, options: { subprocess?: b
     tools: [lookup],
     plugins: [
       ...(options.subprocess === false ? [] : [[capabilitiesPlugin, { subprocess: localSubprocess() }] as const]),
-      hookBridge({ hooks }),
+      hookBridge({ hooks, ...(options.preToolUseErrors ? { preToolUseErrors: options.preToolUseErrors } : {}) }),
     ],
   });
   pluginCtx<HookEvents>(harness.ctx).on("hooks/result", (info) => void outcomes.push(info));
@@ -556,6 +560,21 @@ describe("hookBridge: failures never break the turn", () => {
     assert.equal(record.data.exitCode, 0);
     assert.match(record.data.reason ?? "", /printed 300\d\d\d bytes on stdout, more than the 262144 that are read/);
     assert.deepEqual(toolResult(events), { code: undefined, text: "definition of alpha" });
+  });
+
+  it('with preToolUseErrors: "deny" a PreToolUse hook that fails denies the call (fail closed)', async () => {
+    for (const [script, code] of [["big_deny.sh", "HOOK_OUTPUT_TOO_LARGE"], ["crash.sh", "HOOK_FAILED"]] as const) {
+      const s = await setup({ PreToolUse: [{ hooks: [cmd(script)] }] }, [callLookup("alpha"), textResponse("ok")], {
+        preToolUseErrors: "deny",
+      });
+      await s.agent.run("go");
+      const events = await done(s);
+      assert.deepEqual(hookLog(events), [["PreToolUse", "error", code]]);
+      const result = toolResult(events);
+      assert.equal(result.code, "DENIED", script);
+      assert.match(result.text, new RegExp(`a PreToolUse hook failed \\(${code}\\)`));
+    }
+    assert.throws(() => hookBridge({ preToolUseErrors: "maybe" as never }), { code: "INVALID_ARGS" });
   });
 
   it("without ctx.subprocess a command hook is refused at creation (HOOKS_NO_SUBPROCESS): it would never run", async () => {
