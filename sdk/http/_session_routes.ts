@@ -100,8 +100,9 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     }
     const entry = agent[body.mode](content);
     if (body.wait) {
-      // Only a running agent has something to wait for: an inject never wakes one.
-      if (agent.status === "running") await agent.whenIdle();
+      // Until idle, through a maintenance task too (a resume's SessionStart hook, a compaction) after which the input
+      // runs; an inject, which wakes nothing, does not hold it.
+      await agent.whenIdle();
       await agent.flushed();
       return c.json({ id: entry.id, messageId: entry.message.id, mode: body.mode, status: agent.status });
     }
@@ -115,8 +116,11 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     const body = await readBody(c.req.raw, cancelBody, maxBodyBytes);
     const agent = await host.agent(c.req.param("id"));
     const wasRunning = agent.status === "running";
+    const queued = agent.inbox.size;
     agent.cancel("user", { keepInbox: body.keepInbox });
-    return c.json({ id: agent.id, cancelled: wasRunning, status: agent.status }, 202);
+    // Something was cancelled: a running turn, or queued input the cancel discarded.
+    const cancelled = wasRunning || (!body.keepInbox && queued > 0);
+    return c.json({ id: agent.id, cancelled, status: agent.status }, 202);
   });
 
   app.post("/sessions/:id/wake", async (c) => {

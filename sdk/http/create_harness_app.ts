@@ -201,7 +201,8 @@ function defaultLog(record: RequestLogRecord): void {
  * - `POST /sessions/:id/wake` `{ wait? }`: runs the input queued for the session (`agent.wake()`), e.g. a
  *   followup that was acknowledged when the process serving it died: a session resumed from storage starts no
  *   turn by itself. Answers `{ id, status, queued }` (202; 200 once idle with `wait: true`).
- * - `POST /sessions/:id/cancel` `{ keepInbox? }`: the only way to stop a turn. A client that disconnects
+ * - `POST /sessions/:id/cancel` `{ keepInbox? }`: the only way to stop a turn (a maintenance task too). Answers
+ *   `{ id, cancelled, status }` (202): `cancelled` when a turn was running or queued input was discarded. A client that disconnects
  *   from any request, the event stream included, never cancels the agent.
  * - `GET /sessions/:id/events`: SSE. Every event of the log once, in seq order, with `id: <incarnation>:<seq>`
  *   (with storage, only events already on storage): streamed deltas (text, reasoning or tool-call) as
@@ -334,7 +335,16 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   const approvalWatchers = new Set<(pending: readonly PendingApproval[]) => void>();
   // One function for the whole app: event streams with the same options share one live feed.
   const watchApprovals = (agent: Agent, listener: (pending: readonly unknown[]) => void) => {
-    const watch = (pending: readonly PendingApproval[]) => listener(pendingWithin(pending, agent, live));
+    // Only when this session's own list changed: the queue is the app's, and another session's question is not news
+    // here (nor is it this stream's business when one is asked).
+    let last = JSON.stringify(queue === undefined ? [] : pendingWithin(queue.pending(), agent, live));
+    const watch = (pending: readonly PendingApproval[]) => {
+      const mine = pendingWithin(pending, agent, live);
+      const text = JSON.stringify(mine);
+      if (text === last) return;
+      last = text;
+      listener(mine);
+    };
     approvalWatchers.add(watch);
     return () => void approvalWatchers.delete(watch);
   };

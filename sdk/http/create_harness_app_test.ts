@@ -311,6 +311,7 @@ describe("createHarnessApp()", () => {
       textResponse("Approved."),
       toolCallResponse([{ id: "call-2", name: "lookup", arguments: '{"key":"b"}' }]),
       textResponse("Rejected."),
+      textResponse("Quiet."),
     ]);
     const served = await serveHarness({ adapters: [model], tools: [lookupTool()] }, {}, (harness) => {
       harness.ctx.on(
@@ -319,6 +320,9 @@ describe("createHarnessApp()", () => {
       );
     });
     await withServer(served, async ({ harness, call, events }) => {
+      // Another session's stream hears nothing of s1's questions.
+      await call("POST", "/sessions", { id: "s0" });
+      const quiet = await events("s0", {}, "?deltas=false");
       await call("POST", "/sessions", { id: "s1" });
       const stream = await events("s1", {}, "?deltas=false");
       await call("POST", "/sessions/s1/messages", { content: "Look a up" });
@@ -349,6 +353,10 @@ describe("createHarnessApp()", () => {
       assert.equal((await rejected.json()).outcome, "rejected");
       await stream.until(isTurnEnd);
       await stream.close();
+      await call("POST", "/sessions/s0/messages", { content: "Anything?" });
+      const heard = await quiet.until(isTurnEnd);
+      assert.deepEqual(heard.filter((m) => m.event === "approvals"), []);
+      await quiet.close();
 
       const results = agentOf(harness, "s1").session.events.filter((e) => e.type === "tool/result");
       assert.deepEqual(results.map((e) => e.type === "tool/result" ? e.data.error?.code ?? null : "?"), [
@@ -586,6 +594,26 @@ describe("createHarnessApp() over storage", () => {
       const woken = await call("POST", "/sessions/s1/wake", { wait: true });
       assert.deepEqual(await woken.json(), { id: "s1", status: "idle", queued: 0 });
       assert.equal(model.requests.length, 1);
+    });
+  });
+
+  it("a steer with wait: true waits through a maintenance task, then for the turn it wakes", async () => {
+    const model = scriptedAdapter(textResponse("Steered."));
+    const served = await serveHarness({ adapters: [model] }, {}, (harness) => {
+      // As a SessionStart hook does: a maintenance task at start, during which the agent is idle.
+      harness.ctx.on("agent/session-start", (agent) => {
+        agent.runMaintenance(() => new Promise((resolve) => setTimeout(resolve, 5)));
+      });
+    });
+    await withServer(served, async ({ call }) => {
+      await call("POST", "/sessions", { id: "s1" });
+      const steered = await call("POST", "/sessions/s1/messages", { mode: "steer", content: "Now", wait: true });
+      assert.equal((await steered.json()).status, "idle");
+      assert.equal(model.requests.length, 1);
+      // A cancel that discards queued input says it cancelled something.
+      await call("POST", "/sessions/s1/messages", { mode: "inject", content: "later" });
+      assert.equal((await (await call("POST", "/sessions/s1/cancel", {})).json()).cancelled, true);
+      assert.equal((await (await call("POST", "/sessions/s1/cancel", {})).json()).cancelled, false);
     });
   });
 
