@@ -202,8 +202,8 @@ function defaultLog(record: RequestLogRecord): void {
  *   followup that was acknowledged when the process serving it died: a session resumed from storage starts no
  *   turn by itself. Answers `{ id, status, queued }` (202; 200 once idle with `wait: true`).
  * - `POST /sessions/:id/cancel` `{ keepInbox? }`: the only way to stop a turn (a maintenance task too). Answers
- *   `{ id, cancelled, status }` (202): `cancelled` when a turn was running or queued input was discarded. A client that disconnects
- *   from any request, the event stream included, never cancels the agent.
+ *   `{ id, cancelled, status }` (202): `cancelled` when a turn was running or queued input was discarded. A client
+ *   that disconnects from any request, the event stream included, never cancels the agent.
  * - `GET /sessions/:id/events`: SSE. Every event of the log once, in seq order, with `id: <incarnation>:<seq>`
  *   (with storage, only events already on storage): streamed deltas (text, reasoning or tool-call) as
  *   `event: delta` (`{ seq, turn, step, index, blockType, text, id?, name?, last? }`: the text to append to
