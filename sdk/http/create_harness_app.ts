@@ -212,8 +212,9 @@ function defaultLog(record: RequestLogRecord): void {
  *   `event: session`; then `event: status`, `event: approvals` (`{ pending }`, the session's pending approvals
  *   whenever they change, and at once when a reader joins a live session while some are pending) and keep-alive
  *   comments. With storage a delta
- *   goes out as soon as it is committed, ahead of storage and so without an id: it is on storage once a frame
- *   with a later id arrives, and a stream resumed from an earlier id sends it again, with its id (a client that
+ *   goes out as soon as it is committed, ahead of storage and so without an id (and so possibly before session
+ *   frames of lower seqs still on their way to storage: the seq order holds for frames with ids): it is on storage
+ *   once a frame with a later id arrives, and a stream resumed from an earlier id sends it again, with its id (a client that
  *   reconnects drops the text of the deltas it got without an id since its last id, and takes them again from the
  *   stream). `?deltas=false` sends
  *   every event as `event: session` (the whole log, e.g. to mirror it). Resume with `Last-Event-ID` (or
