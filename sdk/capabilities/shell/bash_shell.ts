@@ -61,22 +61,25 @@ export function bashShell(options: BashShellOptions): ShellService {
   // The command reaches bash as its own text, parsed once by `eval`: it must not see itself as a parameter (with
   // `$2` set, `${2@P}` in the command prompt-expands its own text, decoding `\044\050` into a `$(` that runs), so
   // the positional parameters are cleared and the variable holding it is unset before any of its words expand.
-  const script = 'if ! cd -- "$1" 2>/dev/null; then\n' +
-    '  printf "dsh: the working directory %s is gone; back in %s\\n" "$1" "$4" >&2\n' +
-    '  cd -- "$4" || exit 126\n' +
-    "fi\n" +
-    "__dsh_marker=$3\n" +
-    "__dsh_command=$2\n" +
-    "set --\n" +
-    // The directory is reported on exit, so that a command ending in `exit` (cd x && exit 0) keeps it too.
-    'trap \'__dsh_status=$?; printf "\\n%s%s\\n" "$__dsh_marker" "$PWD"; printf "\\n%s%s\\n" "$__dsh_marker" "$PWD" >&2; exit $__dsh_status\' EXIT\n' +
-    'eval "unset -v __dsh_command\n$__dsh_command"\n';
+  // One physical line before the command's own, so that bash's line numbers in its messages (and `$LINENO`) are the
+  // command's. The directory is reported on exit, so that a command ending in `exit` (cd x && exit 0) keeps it too;
+  // the trap traces nothing (`set -x` in the command) and uses builtins (a command may define `printf` or `exit`).
+  const script = 'if ! cd -- "$1" 2>/dev/null; then ' +
+    'printf "dsh: the working directory %s is gone; back in %s\\n" "$1" "$4" >&2; cd -- "$4" || exit 126; fi; ' +
+    "readonly __dsh_marker=$3; __dsh_command=$2; set --; " +
+    "trap '{ __dsh_status=$?; set +x; } 2>/dev/null; " +
+    'builtin printf "\\n%s%s\\n" "$__dsh_marker" "$PWD"; builtin printf "\\n%s%s\\n" "$__dsh_marker" "$PWD" >&2; ' +
+    'builtin exit "$__dsh_status"\' EXIT; ' +
+    'eval "unset -v __dsh_command; $__dsh_command"\n';
 
   // A stream without its directory line (`tail`: how many bytes that line took).
   const strip = (text: string, truncated: boolean): { text: string; cwd: string | undefined; tail: number } => {
     const at = text.lastIndexOf(`\n${marker}`);
     if (at === -1 || truncated && !text.endsWith("\n")) return { text, cwd: undefined, tail: 0 };
-    const line = text.slice(at + 1 + marker.length).replace(/\n$/, "");
+    // The directory is the rest of the marker's line (anything after it is not the directory's).
+    const rest = text.slice(at + 1 + marker.length);
+    const newline = rest.indexOf("\n");
+    const line = newline === -1 ? rest : rest.slice(0, newline);
     return { text: text.slice(0, at), cwd: line === "" ? undefined : line, tail: utf8Length(text.slice(at)) };
   };
   // The stream cut to the caller's cap (the command's own output, the directory line aside), with its own counts.

@@ -15,7 +15,9 @@ import type { ShellService } from "./shell_service.ts";
 // backslash or a backquote, hold only literal text). Everything else (`$` in any form, backslashes, backquotes,
 // separators, redirections, globs, braces, `~`, parentheses, comments, control and non-ASCII characters) leaves
 // the command without a subject: an allow-list, since a deny-list misses the next expansion.
-const SIMPLE = /^[A-Za-z0-9 \t_.,:\/=@%+\-'"]+$/;
+const SIMPLE = /^[A-Za-z0-9 \t_.,:\/=@%+\-^'"]+$/;
+// A first word that assigns (`NAME=value cmd`) runs another command than the one the subject starts with.
+const LEADING_ASSIGNMENT = /^\s*[^\s=]*=/;
 
 /** Options of {@linkcode bashTool}. */
 export interface BashToolOptions {
@@ -37,13 +39,15 @@ export interface BashToolOptions {
  * declares `access: "write"` (so it asks by default and runs alone) and a
  * simple command as its permission subject, so `{ tool: "bash(git *)", action:
  * "allow" }` lets git commands through. Only a command made of letters,
- * digits, spaces, quotes and `_ . , : / = @ % + -` has a subject; one with
+ * digits, spaces, quotes and `_ . , : / = @ % + - ^`, and not starting with a
+ * `NAME=value` assignment, has a subject; one with
  * `$`, a backslash, a backquote, `;`, `&`, `|`, a redirection, a glob, a
  * brace, `~`, parentheses, `#`, `!` or a newline has none: argument patterns
  * never match it (allowing or denying), and plain `bash` rules or the default
  * ask decide. An allow rule for a program that runs programs itself (git
- * through aliases, hooks and pagers, `find -exec`, interpreters) is not a
- * boundary: `git -c alias.x='!sh' x` is a git command.
+ * through its configuration, hooks and `--upload-pack`, `sed`'s `e`, `tar`'s
+ * checkpoint actions, `find -exec`, interpreters) is not a boundary:
+ * `git -c core.fsmonitor='sh -c id' status` is a git command.
  *
  * @param shell The shell service, or a function returning it at call time.
  * @param options Time budgets and output caps.
@@ -103,7 +107,8 @@ export function bashTool(shell: ServiceSource<ShellService>, options: BashToolOp
     },
     access: "write",
     // Only a simple command is a subject: `git status; rm -rf x` or `git ${x@P}` must not pass as `bash(git *)`.
-    permissionSubject: (args) => (SIMPLE.test(args.command) ? args.command.trim() : undefined),
+    permissionSubject: (args) =>
+      SIMPLE.test(args.command) && !LEADING_ASSIGNMENT.test(args.command) ? args.command.trim() : undefined,
     presentCall: (args) => ({ card: "terminal", title: args.command, command: args.command }),
     execute: async (args, exec) => {
       const timeoutMs = args.timeout_ms ?? defaultTimeout;

@@ -135,11 +135,32 @@ describe("bash tool", () => {
     });
   });
 
+  it("bash's line numbers are the command's, and the directory survives set -x, IFS and the command's own printf", async () => {
+    await withTool(async (run, dir) => {
+      assert.match((await run("echo a\nfi")).text, /line 2: syntax error/);
+      assert.equal((await run("echo $LINENO")).text, "1");
+      await run("mkdir -p d && set -x && cd d");
+      assert.equal((await run("pwd")).text, `${dir}/d`);
+      assert.equal((await run("IFS=0123456789; exit 42")).text, "[exit code 42]");
+      await run("printf(){ :; }; exit(){ builtin exit 0; }; cd ..");
+      assert.equal((await run("pwd")).text, dir);
+      // The marker cannot be moved by the command.
+      await run("unset -v __dsh_marker; cd d");
+      assert.equal((await run("pwd")).text, `${dir}/d`);
+    });
+  });
+
   it("only a command bash reads as the words it shows has a permission subject", () => {
     const tool = bashTool(bashShell({ subprocess: localSubprocess(), cwd: "/" }));
     const subject = (command: string) => tool.permissionSubject?.({ command });
     for (
-      const command of ["git status", "git log --format=%h -n 3", 'git commit -m "fix: a, b"', "ls -la src/x_y.ts"]
+      const command of [
+        "git status",
+        "git log --format=%h -n 3",
+        'git commit -m "fix: a, b"',
+        "ls -la src/x_y.ts",
+        "git show HEAD^",
+      ]
     ) {
       assert.equal(subject(command), command);
     }
@@ -167,6 +188,9 @@ describe("bash tool", () => {
         "git status\rid",
         "git status\u00a0x",
         "git st\u0000",
+        // A leading assignment runs another command than the subject's first word names.
+        "git=1 sh -c 'touch x'",
+        "GIT_SSH_COMMAND=x git fetch",
       ]
     ) {
       assert.equal(subject(command), undefined, command);
