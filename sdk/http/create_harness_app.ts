@@ -204,7 +204,8 @@ function defaultLog(record: RequestLogRecord): void {
  * - `POST /sessions/:id/cancel` `{ keepInbox? }`: the only way to stop a turn (a maintenance task too). Answers
  *   `{ id, cancelled, status }` (202): `cancelled` when a turn was running or queued input was discarded. A client
  *   that disconnects from any request, the event stream included, never cancels the agent.
- * - `GET /sessions/:id/events`: SSE. Every event of the log once, in seq order, with `id: <incarnation>:<seq>`
+ * - `GET /sessions/:id/events`: SSE. First `event: ready` (`{ id, seq, status, incarnation }`: the log's length and
+ *   life when the stream starts), then every event of the log once, in seq order, with `id: <incarnation>:<seq>`
  *   (with storage, only events already on storage): streamed deltas (text, reasoning or tool-call) as
  *   `event: delta` (`{ seq, turn, step, index, blockType, text, id?, name?, last? }`: the text to append to
  *   block `index`; consecutive chunks of one block that reach the stream together come as one frame with their
