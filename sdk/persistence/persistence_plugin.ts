@@ -182,7 +182,15 @@ export function installPersistence(
     t.ready = (async () => {
       t.writer = adopt ? handed.writer : await storage.acquireWriter(session.id);
       const stat = await storage.stat(session.id);
-      if (stat === undefined) {
+      if (stat === undefined && adopt) {
+        // A session continued from storage (its lease was taken and its log loaded for it) whose log is gone: it was
+        // deleted after the load. Creating it again from this copy would undo a delete already acknowledged.
+        throw new HarnessError(
+          "SESSION_NOT_FOUND",
+          `Session "${session.id}" is no longer stored: it was deleted after it was loaded`,
+          { details: { sessionId: session.id } },
+        );
+      } else if (stat === undefined) {
         const events = session.events;
         await storage.create(storedHeader(session), { events, writer: t.writer });
         t.nextSeq = events.length;
