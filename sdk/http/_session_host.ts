@@ -178,6 +178,9 @@ export class SessionHost {
    */
   async remove(id: string): Promise<boolean> {
     await this.#evicting.get(id);
+    // A resume of this session under way here holds its lease: the delete waits for it (whatever its outcome), then
+    // disposes the agent it made. Before, the delete found the lease held and answered 409 SESSION_WRITER_BUSY.
+    await this.#resuming.get(id)?.catch(() => {});
     let existed = await this.#disposeLive(id).catch(() => true /* the log is deleted below */);
     if (this.#storage !== undefined) existed = (await this.#deleteStored(this.#storage, id)) || existed;
     return existed;

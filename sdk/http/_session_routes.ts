@@ -120,7 +120,11 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     agent.cancel("user", { keepInbox: body.keepInbox });
     // Something was cancelled: a running turn, or queued input the cancel discarded.
     const cancelled = wasRunning || (!body.keepInbox && queued > 0);
-    return c.json({ id: agent.id, cancelled, status: agent.status }, 202);
+    const status = agent.status;
+    // Acknowledged means durable: the inbox discard (and the turn's cancellation so far) is stored before the 202;
+    // before, a crash right after it brought the discarded input back on the next resume.
+    await agent.flushed();
+    return c.json({ id: agent.id, cancelled, status }, 202);
   });
 
   app.post("/sessions/:id/wake", async (c) => {
@@ -246,6 +250,8 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     const waiting = agent === undefined
       ? undefined
       : queue?.pending().find((p) => p.callId === callId && belongsTo(p, agent));
+    // The answer itself writes nothing to the session: the call's outcome (its result, or the denial) is logged by
+    // the turn, which checkpoints it; a crash before that loses the question with the turn, and the answer with it.
     if (queue === undefined || waiting === undefined || !queue.answer(waiting, body.decision === "allow")) {
       throw new HttpProblem(404, "APPROVAL_NOT_FOUND", `No approval is pending for call "${callId}" of this session`);
     }

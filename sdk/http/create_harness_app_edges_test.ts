@@ -500,6 +500,63 @@ describe("createHarnessApp() edges", () => {
     assert.equal(stored.filter((e) => e.type === "turn/start").length, 1, "no turn ran for the queued followup");
   });
 
+  it("POST /cancel answers 202 once the discard of queued input is stored", async () => {
+    const storage = memoryStorage();
+    const writer = await createHarness({ storage, adapters: [scriptedAdapter([{ hang: true }])] });
+    const agent = await writer.createAgent({ id: "s" });
+    agent.followup("one");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    agent.followup("two");
+    await agent.flushed();
+    await writer.dispose();
+    const queued = (events: readonly unknown[]) =>
+      Inbox.fromLog(events as never, () => {}).pending("next-turn").map((e) => e.message.content);
+    assert.notDeepEqual(queued((await storage.inspect("s")).events), []);
+    // A batch window longer than the test: only a flush writes before it.
+    const served = await serveHarness({
+      storage,
+      batchWindowMs: 60_000,
+      adapters: [scriptedAdapter(textResponse("x"))],
+    });
+    await withServer(served, async ({ call }) => {
+      const cancel = await call("POST", "/sessions/s/cancel", {});
+      assert.equal(cancel.status, 202);
+      assert.equal((await cancel.json()).cancelled, true);
+      // A crash now must not bring the discarded input back.
+      assert.deepEqual(queued((await storage.inspect("s")).events), []);
+    });
+  });
+
+  it("DELETE of a session this app is resuming waits for the resume, then deletes it (not 409)", async () => {
+    const base = memoryStorage();
+    const writer = await createHarness({ storage: base, adapters: [scriptedAdapter(textResponse("Hi"))] });
+    await (await writer.createAgent({ id: "s" })).run("hello");
+    await writer.dispose();
+    let loading!: () => void;
+    const loadStarted = new Promise<void>((resolve) => loading = resolve);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => open = resolve);
+    const storage = withFaults(base, {
+      // The resume's load under its lease waits here, the lease held.
+      load:
+        (load) => async (id, options) => (options?.writer !== undefined && (loading(), await gate), load(id, options)),
+      // The old code deleted at once (and, the lease held, answered 409 once the resume made the agent live).
+      delete: (remove) => (id, options) => (open(), remove(id, options)),
+    });
+    const served = await serveHarness({ storage, adapters: [scriptedAdapter(textResponse("ran"))] });
+    await withServer(served, async ({ call, harness }) => {
+      const message = call("POST", "/sessions/s/messages", { content: "more" });
+      await loadStarted;
+      const deleting = call("DELETE", "/sessions/s");
+      setTimeout(open, 100); // the fixed delete waits for the resume, which waits for this
+      const deleted = await deleting;
+      assert.equal(deleted.status, 204, await deleted.clone().text());
+      await (await message).body?.cancel();
+      assert.equal(await base.stat("s"), undefined);
+      assert.equal(harness.ctx.service("agents").get("s"), undefined);
+    });
+  });
+
   it("readOnly answers every POST and DELETE 405 before it reaches a session: nothing resumed, leased or written", async () => {
     const storage = memoryStorage();
     const writer = await createHarness({ storage, adapters: [scriptedAdapter(textResponse("Hi"))] });
