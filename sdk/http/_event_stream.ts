@@ -459,7 +459,9 @@ export function streamStoredEvents(c: Context, source: StoredSource, options: Ev
       const watch = setInterval(() => w.gone && abort.abort(), 500);
       try {
         await w.flush();
-        for await (const event of storage.follow(id, { fromSeq: w.next, signal: abort.signal })) {
+        // The life whose events were sent: a log deleted and created again since (before the tail's first read, too)
+        // ends the stream, as the polling tail does, instead of carrying the new life under this one's ids.
+        for await (const event of storage.follow(id, { fromSeq: w.next, signal: abort.signal, incarnation })) {
           if (w.gone) break;
           await w.events([event]);
           await w.flush();
