@@ -43,6 +43,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
 import type { Session, SessionHeader } from "../session/session.ts";
 import { incarnationOf } from "../session/_incarnation.ts";
+import { storedPrefix } from "../persistence/_stored_prefix.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { SseBody } from "./_sse_body.ts";
 import { type FeedReader, liveFeed, type Segment } from "./_live_feed.ts";
@@ -366,7 +367,9 @@ async function followLive(w: Writer, ctx: HarnessCtx, agent: Agent, options: Eve
       try {
         await agent.flushed();
       } catch {
-        limit = (await options.storage!.stat(agent.id))?.nextSeq ?? 0;
+        // What this session itself stored, not what storage holds now: after another writer took the session over,
+        // storage's count is that writer's log, and this session's events past its own stored prefix are not there.
+        limit = Math.min(limit, storedPrefix(session));
       }
     }
     await w.events(session.slice(w.next, limit));

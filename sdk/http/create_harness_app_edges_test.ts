@@ -557,6 +557,72 @@ describe("createHarnessApp() edges", () => {
     });
   });
 
+  async function afterFailedWrites(code: "SESSION_LEASE_LOST" | "SESSION_WRITE_FAILED") {
+    // A turn acknowledged while the writes worked, whose events are then committed in memory and never stored
+    // (another instance took the session over, or the database refuses): storage counts another writer's log, longer.
+    const base = memoryStorage();
+    let failing = false;
+    const storage = withFaults(base, {
+      append: (append) => (id, events, options) =>
+        failing
+          ? Promise.reject(new HarnessError(code, "refused", { details: { sessionId: id } }))
+          : append(id, events, options),
+      stat: (stat) => async (id) => {
+        const stored = await stat(id);
+        return failing && stored !== undefined ? { ...stored, nextSeq: stored.nextSeq + 50 } : stored;
+      },
+    });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => open = resolve);
+    let calls = 0;
+    const model = scriptedAdapter(async () => {
+      if (++calls === 2) await gate;
+      return textResponse(`said ${calls}`);
+    });
+    const served = await serveHarness({ storage, batchWindowMs: 5, adapters: [model] });
+    await served.call("POST", "/sessions", { id: "s" });
+    assert.equal((await served.call("POST", "/sessions/s/messages", { content: "one", wait: true })).status, 200);
+    assert.equal((await served.call("POST", "/sessions/s/messages", { content: "two" })).status, 202);
+    const inspected = await base.inspect("s"); // its in-memory repair (the open turn closed) left out
+    const stored = inspected.events.slice(0, inspected.events.length - inspected.repair.syntheticEvents.length);
+    failing = true;
+    open();
+    const agent = agentOf(served.harness, "s");
+    for (const deadline = Date.now() + 10_000; agent.status !== "idle"; await new Promise((r) => setTimeout(r, 10))) {
+      assert.ok(Date.now() < deadline, "the turn ends");
+    }
+    await agent.flushed().catch(() => {}); // the failed writes are reported
+    assert.ok(agent.session.seq > stored.length, "events past the stored prefix are in memory");
+    return { served, stored };
+  }
+
+  const sessionFrames = async (response: Response) =>
+    (await response.text()).split("\n\n").filter((f) => f.includes("event: session")).map((f) =>
+      JSON.parse(f.split("\n").find((l) => l.startsWith("data:"))!.slice(5))
+    );
+
+  it("a live session whose writes fail streams only what it stored, not up to storage's count", async () => {
+    const { served, stored } = await afterFailedWrites("SESSION_WRITE_FAILED");
+    try {
+      const frames = await sessionFrames(await served.call("GET", "/sessions/s/events?follow=false&deltas=false"));
+      assert.deepEqual(frames, JSON.parse(JSON.stringify(stored)));
+    } finally {
+      // The agent's last write fails as the others did, and disposal reports it.
+      await assert.rejects(served.close());
+    }
+  });
+
+  it("a live session whose writer lost its lease in the background is let go by a read: not live, storage served", async () => {
+    const { served, stored } = await afterFailedWrites("SESSION_LEASE_LOST");
+    await withServer(served, async ({ call, harness }) => {
+      const summary = await (await call("GET", "/sessions/s")).json();
+      assert.deepEqual([summary.live, summary.status], [false, "stored"]);
+      assert.equal(harness.ctx.service("agents").get("s"), undefined);
+      const frames = await sessionFrames(await call("GET", "/sessions/s/events?follow=false&deltas=false"));
+      assert.deepEqual(frames.map((e) => e.seq), stored.map((e) => e.seq));
+    });
+  });
+
   it("readOnly answers every POST and DELETE 405 before it reaches a session: nothing resumed, leased or written", async () => {
     const storage = memoryStorage();
     const writer = await createHarness({ storage, adapters: [scriptedAdapter(textResponse("Hi"))] });
