@@ -369,7 +369,7 @@ async function followLive(w: Writer, ctx: HarnessCtx, agent: Agent, options: Eve
       } catch {
         // What this session itself stored, not what storage holds now: after another writer took the session over,
         // storage's count is that writer's log, and this session's events past its own stored prefix are not there.
-        limit = Math.min(limit, storedPrefix(session));
+        limit = Math.min(limit, storedPrefix(session) ?? 0);
       }
     }
     await w.events(session.slice(w.next, limit));

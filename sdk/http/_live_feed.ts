@@ -348,9 +348,10 @@ export class LiveFeed {
     const { storage } = this.options;
     if (storage !== undefined) {
       try {
-        // Capped at what this session stored itself: after a takeover, storage counts another writer's log.
+        // Capped at what this session stored itself, when the persistence plugin says: after a takeover, storage
+        // counts another writer's log.
         const stored = (await storage.stat(this.agent.id))?.nextSeq ?? 0;
-        this.#durable(Math.min(stored, storedPrefix(this.agent.session)));
+        this.#durable(Math.min(stored, storedPrefix(this.agent.session) ?? stored));
       } catch {
         // The stream still ends; a reader resumes from what it holds.
       }

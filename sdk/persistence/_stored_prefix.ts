@@ -13,9 +13,12 @@ export function noteStored(session: Session, nextSeq: number): void {
   if (nextSeq > (prefixes.get(session) ?? 0)) prefixes.set(session, nextSeq);
 }
 
-/** The end (exclusive) of the prefix of `session` the persistence plugin has stored; 0 when it has stored nothing. */
-export function storedPrefix(session: Session): number {
-  return prefixes.get(session) ?? 0;
+/**
+ * The end (exclusive) of the prefix of `session` the persistence plugin has stored; `undefined` when it has announced
+ * none (it stored nothing of it yet, or does not write it).
+ */
+export function storedPrefix(session: Session): number | undefined {
+  return prefixes.get(session);
 }
 
 /** A write of `session` failed with `error`: a lost lease is kept (the session can never be written again). */

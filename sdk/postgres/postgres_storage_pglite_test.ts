@@ -51,8 +51,9 @@ describe("postgresStorage() on PGlite", () => {
       assert.deepEqual(seen, [], "the new life's events are not the old one's continuation");
       assert.equal(await storage.delete("t"), true);
       // The life followed is gone: the iteration ends (it does not reject as for a session never seen).
-      for await (const event of storage.follow("t", { incarnation: incarnationOf(old) })) seen.push(event.seq);
-      assert.deepEqual(seen, []);
+      const after: number[] = [];
+      for await (const event of storage.follow("t", { incarnation: incarnationOf(old) })) after.push(event.seq);
+      assert.deepEqual(after, []);
     } finally {
       await storage.close();
       await dropSchema(db, schema);
