@@ -43,6 +43,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
 import type { Session, SessionHeader } from "../session/session.ts";
 import { incarnationOf } from "../session/_incarnation.ts";
+import { storedPrefix } from "../persistence/_stored_prefix.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { SseBody } from "./_sse_body.ts";
 import { type FeedReader, liveFeed, type Segment } from "./_live_feed.ts";
@@ -366,7 +367,9 @@ async function followLive(w: Writer, ctx: HarnessCtx, agent: Agent, options: Eve
       try {
         await agent.flushed();
       } catch {
-        limit = (await options.storage!.stat(agent.id))?.nextSeq ?? 0;
+        // What this session itself stored, not what storage holds now: after another writer took the session over,
+        // storage's count is that writer's log, and this session's events past its own stored prefix are not there.
+        limit = Math.min(limit, storedPrefix(session) ?? 0);
       }
     }
     await w.events(session.slice(w.next, limit));
@@ -459,7 +462,9 @@ export function streamStoredEvents(c: Context, source: StoredSource, options: Ev
       const watch = setInterval(() => w.gone && abort.abort(), 500);
       try {
         await w.flush();
-        for await (const event of storage.follow(id, { fromSeq: w.next, signal: abort.signal })) {
+        // The life whose events were sent: a log deleted and created again since (before the tail's first read, too)
+        // ends the stream, as the polling tail does, instead of carrying the new life under this one's ids.
+        for await (const event of storage.follow(id, { fromSeq: w.next, signal: abort.signal, incarnation })) {
           if (w.gone) break;
           await w.events([event]);
           await w.flush();

@@ -24,6 +24,7 @@
 import type { Agent, AgentStatus } from "../agent/agent.ts";
 import type { HarnessCtx } from "../harness.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
+import { storedPrefix } from "../persistence/_stored_prefix.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { FrameBuffer } from "./_frame_buffer.ts";
 import { continuesRun, isStreamedDelta } from "./_sse_frames.ts";
@@ -347,7 +348,10 @@ export class LiveFeed {
     const { storage } = this.options;
     if (storage !== undefined) {
       try {
-        this.#durable((await storage.stat(this.agent.id))?.nextSeq ?? 0);
+        // Capped at what this session stored itself, when the persistence plugin says: after a takeover, storage
+        // counts another writer's log.
+        const stored = (await storage.stat(this.agent.id))?.nextSeq ?? 0;
+        this.#durable(Math.min(stored, storedPrefix(this.agent.session) ?? stored));
       } catch {
         // The stream still ends; a reader resumes from what it holds.
       }

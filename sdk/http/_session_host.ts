@@ -13,6 +13,7 @@ import type { SessionProfile } from "../session/session.ts";
 import { forkBoundary } from "../session/session_store.ts";
 import { HttpProblem } from "./_problem.ts";
 import { durableStart } from "../agent/_durable_start.ts";
+import { writerLost } from "../persistence/_stored_prefix.ts";
 import type { CreateSessionBody } from "./_body.ts";
 
 function notFound(id: string): HttpProblem {
@@ -68,6 +69,26 @@ export class SessionHost {
   /** Every live agent. */
   liveAgents(): Agent[] {
     return this.#ctx.service("agents").list();
+  }
+
+  /**
+   * The live agent of `id` for a read, if any. One whose writer lost its lease (a write of it failed so, in the
+   * background too) is let go first, as after a request that failed so (see evictAfter): it is no longer reported
+   * live or running, and its events past what it stored are not served as stored ones; the read goes to storage.
+   */
+  async readable(id: string): Promise<Agent | undefined> {
+    await this.#evicting.get(id);
+    const agent = this.live(id);
+    if (agent === undefined || !writerLost(agent.session) || keepsLostWriters.has(this.#harness)) return agent;
+    await this.#evict(id);
+    return this.live(id);
+  }
+
+  /** Every live agent for a read: those whose writer lost its lease are let go first (see readable). */
+  async readableAgents(): Promise<Agent[]> {
+    const lost = this.liveAgents().filter((a) => writerLost(a.session));
+    if (lost.length > 0 && !keepsLostWriters.has(this.#harness)) await Promise.all(lost.map((a) => this.#evict(a.id)));
+    return this.liveAgents();
   }
 
   /** The live agent of `id`, resuming it from storage when it is only stored. */
@@ -178,6 +199,9 @@ export class SessionHost {
    */
   async remove(id: string): Promise<boolean> {
     await this.#evicting.get(id);
+    // A resume of this session under way here holds its lease: the delete waits for it (whatever its outcome), then
+    // disposes the agent it made. Before, the delete found the lease held and answered 409 SESSION_WRITER_BUSY.
+    await this.#resuming.get(id)?.catch(() => {});
     let existed = await this.#disposeLive(id).catch(() => true /* the log is deleted below */);
     if (this.#storage !== undefined) existed = (await this.#deleteStored(this.#storage, id)) || existed;
     return existed;
@@ -192,6 +216,11 @@ export class SessionHost {
   async evictAfter(error: unknown): Promise<void> {
     const id = leaseLostSession(error);
     if (id === undefined || this.live(id) === undefined || keepsLostWriters.has(this.#harness)) return;
+    await this.#evict(id);
+  }
+
+  /** Let the live agent of `id` go, its last write dropped (it was refused as its earlier ones were). */
+  async #evict(id: string): Promise<void> {
     let evicting = this.#evicting.get(id);
     if (evicting === undefined) {
       evicting = this.#disposeLive(id)

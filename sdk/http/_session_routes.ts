@@ -57,14 +57,14 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
   });
 
   app.get("/sessions", async (c) => {
-    const live = host.liveAgents().map(summary);
+    const live = (await host.readableAgents()).map(summary);
     const stored = (await host.storedOnly()).map((s) => ({ ...s, live: false, status: "stored" as const }));
     return c.json({ sessions: [...live, ...stored] });
   });
 
   app.get("/sessions/:id", async (c) => {
     const id = c.req.param("id");
-    const agent = host.live(id);
+    const agent = await host.readable(id);
     if (agent !== undefined) return c.json(summary(agent));
     const loaded = await inspectStored(id);
     const result: HttpSessionSummary = {
@@ -120,7 +120,11 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     agent.cancel("user", { keepInbox: body.keepInbox });
     // Something was cancelled: a running turn, or queued input the cancel discarded.
     const cancelled = wasRunning || (!body.keepInbox && queued > 0);
-    return c.json({ id: agent.id, cancelled, status: agent.status }, 202);
+    const status = agent.status;
+    // Acknowledged means durable: the inbox discard (and the turn's cancellation so far) is stored before the 202;
+    // before, a crash right after it brought the discarded input back on the next resume.
+    await agent.flushed();
+    return c.json({ id: agent.id, cancelled, status }, 202);
   });
 
   app.post("/sessions/:id/wake", async (c) => {
@@ -174,7 +178,7 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
       watchApprovals,
       pendingApprovals: pendingOf,
     };
-    const agent = host.live(id);
+    const agent = await host.readable(id);
     if (agent === undefined) {
       // Reading or tailing a stored session resumes nothing and takes no lease.
       const stored = await readStoredSession(id);
@@ -204,7 +208,7 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     if (format !== "markdown" && format !== "json") {
       throw new HttpProblem(400, "INVALID_QUERY", "format must be markdown or json");
     }
-    const agent = host.live(id);
+    const agent = await host.readable(id);
     const events = agent !== undefined ? agent.session.events : (await inspectStored(id)).events;
     if (format === "markdown") {
       return c.body(renderTranscript(events), 200, { "content-type": "text/markdown; charset=utf-8" });
@@ -215,7 +219,7 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
 
   app.get("/sessions/:id/projections", async (c) => {
     const id = c.req.param("id");
-    const agent = host.live(id);
+    const agent = await host.readable(id);
     const source = agent !== undefined ? agent.session : (await inspectStored(id)).events;
     const seq = agent !== undefined ? agent.session.seq : (source as readonly unknown[]).length;
     return c.json({ id, seq, projections: projections.snapshot(source) });
@@ -231,7 +235,7 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
 
   app.get("/sessions/:id/approvals", async (c) => {
     const id = c.req.param("id");
-    const agent = host.live(id);
+    const agent = await host.readable(id);
     if (agent === undefined) await inspectStored(id); // a stored session has no pending question
     return c.json({ approvals: agent === undefined ? [] : pendingOf(agent) });
   });
@@ -246,6 +250,8 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     const waiting = agent === undefined
       ? undefined
       : queue?.pending().find((p) => p.callId === callId && belongsTo(p, agent));
+    // The answer itself writes nothing to the session: the call's outcome (its result, or the denial) is logged by
+    // the turn, which checkpoints it; a crash before that loses the question with the turn, and the answer with it.
     if (queue === undefined || waiting === undefined || !queue.answer(waiting, body.decision === "allow")) {
       throw new HttpProblem(404, "APPROVAL_NOT_FOUND", `No approval is pending for call "${callId}" of this session`);
     }

@@ -488,7 +488,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
 
   if (options.view !== false) {
     mountViewData(app, async (id) => {
-      const agent = host.live(id);
+      const agent = await host.readable(id);
       if (agent !== undefined) {
         return { events: agent.session.events, header: agent.session.header, live: true, status: agent.status };
       }

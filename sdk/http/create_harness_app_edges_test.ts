@@ -500,6 +500,129 @@ describe("createHarnessApp() edges", () => {
     assert.equal(stored.filter((e) => e.type === "turn/start").length, 1, "no turn ran for the queued followup");
   });
 
+  it("POST /cancel answers 202 once the discard of queued input is stored", async () => {
+    const storage = memoryStorage();
+    const writer = await createHarness({ storage, adapters: [scriptedAdapter([{ hang: true }])] });
+    const agent = await writer.createAgent({ id: "s" });
+    agent.followup("one");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    agent.followup("two");
+    await agent.flushed();
+    await writer.dispose();
+    const queued = (events: readonly unknown[]) =>
+      Inbox.fromLog(events as never, () => {}).pending("next-turn").map((e) => e.message.content);
+    assert.notDeepEqual(queued((await storage.inspect("s")).events), []);
+    // A batch window longer than the test: only a flush writes before it.
+    const served = await serveHarness({
+      storage,
+      batchWindowMs: 60_000,
+      adapters: [scriptedAdapter(textResponse("x"))],
+    });
+    await withServer(served, async ({ call }) => {
+      const cancel = await call("POST", "/sessions/s/cancel", {});
+      assert.equal(cancel.status, 202);
+      assert.equal((await cancel.json()).cancelled, true);
+      // A crash now must not bring the discarded input back.
+      assert.deepEqual(queued((await storage.inspect("s")).events), []);
+    });
+  });
+
+  it("DELETE of a session this app is resuming waits for the resume, then deletes it (not 409)", async () => {
+    const base = memoryStorage();
+    const writer = await createHarness({ storage: base, adapters: [scriptedAdapter(textResponse("Hi"))] });
+    await (await writer.createAgent({ id: "s" })).run("hello");
+    await writer.dispose();
+    let loading!: () => void;
+    const loadStarted = new Promise<void>((resolve) => loading = resolve);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => open = resolve);
+    const storage = withFaults(base, {
+      // The resume's load under its lease waits here, the lease held.
+      load:
+        (load) => async (id, options) => (options?.writer !== undefined && (loading(), await gate), load(id, options)),
+      // The old code deleted at once (and, the lease held, answered 409 once the resume made the agent live).
+      delete: (remove) => (id, options) => (open(), remove(id, options)),
+    });
+    const served = await serveHarness({ storage, adapters: [scriptedAdapter(textResponse("ran"))] });
+    await withServer(served, async ({ call, harness }) => {
+      const message = call("POST", "/sessions/s/messages", { content: "more" });
+      await loadStarted;
+      const deleting = call("DELETE", "/sessions/s");
+      setTimeout(open, 100); // the fixed delete waits for the resume, which waits for this
+      const deleted = await deleting;
+      assert.equal(deleted.status, 204, await deleted.clone().text());
+      await (await message).body?.cancel();
+      assert.equal(await base.stat("s"), undefined);
+      assert.equal(harness.ctx.service("agents").get("s"), undefined);
+    });
+  });
+
+  async function afterFailedWrites(code: "SESSION_LEASE_LOST" | "SESSION_WRITE_FAILED") {
+    // A turn acknowledged while the writes worked, whose events are then committed in memory and never stored
+    // (another instance took the session over, or the database refuses): storage counts another writer's log, longer.
+    const base = memoryStorage();
+    let failing = false;
+    const storage = withFaults(base, {
+      append: (append) => (id, events, options) =>
+        failing
+          ? Promise.reject(new HarnessError(code, "refused", { details: { sessionId: id } }))
+          : append(id, events, options),
+      stat: (stat) => async (id) => {
+        const stored = await stat(id);
+        return failing && stored !== undefined ? { ...stored, nextSeq: stored.nextSeq + 50 } : stored;
+      },
+    });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => open = resolve);
+    let calls = 0;
+    const model = scriptedAdapter(async () => {
+      if (++calls === 2) await gate;
+      return textResponse(`said ${calls}`);
+    });
+    const served = await serveHarness({ storage, batchWindowMs: 5, adapters: [model] });
+    await served.call("POST", "/sessions", { id: "s" });
+    assert.equal((await served.call("POST", "/sessions/s/messages", { content: "one", wait: true })).status, 200);
+    assert.equal((await served.call("POST", "/sessions/s/messages", { content: "two" })).status, 202);
+    const inspected = await base.inspect("s"); // its in-memory repair (the open turn closed) left out
+    const stored = inspected.events.slice(0, inspected.events.length - inspected.repair.syntheticEvents.length);
+    failing = true;
+    open();
+    const agent = agentOf(served.harness, "s");
+    for (const deadline = Date.now() + 10_000; agent.status !== "idle"; await new Promise((r) => setTimeout(r, 10))) {
+      assert.ok(Date.now() < deadline, "the turn ends");
+    }
+    await agent.flushed().catch(() => {}); // the failed writes are reported
+    assert.ok(agent.session.seq > stored.length, "events past the stored prefix are in memory");
+    return { served, stored };
+  }
+
+  const sessionFrames = async (response: Response) =>
+    (await response.text()).split("\n\n").filter((f) => f.includes("event: session")).map((f) =>
+      JSON.parse(f.split("\n").find((l) => l.startsWith("data:"))!.slice(5))
+    );
+
+  it("a live session whose writes fail streams only what it stored, not up to storage's count", async () => {
+    const { served, stored } = await afterFailedWrites("SESSION_WRITE_FAILED");
+    try {
+      const frames = await sessionFrames(await served.call("GET", "/sessions/s/events?follow=false&deltas=false"));
+      assert.deepEqual(frames, JSON.parse(JSON.stringify(stored)));
+    } finally {
+      // The agent's last write fails as the others did, and disposal reports it.
+      await assert.rejects(served.close());
+    }
+  });
+
+  it("a live session whose writer lost its lease in the background is let go by a read: not live, storage served", async () => {
+    const { served, stored } = await afterFailedWrites("SESSION_LEASE_LOST");
+    await withServer(served, async ({ call, harness }) => {
+      const summary = await (await call("GET", "/sessions/s")).json();
+      assert.deepEqual([summary.live, summary.status], [false, "stored"]);
+      assert.equal(harness.ctx.service("agents").get("s"), undefined);
+      const frames = await sessionFrames(await call("GET", "/sessions/s/events?follow=false&deltas=false"));
+      assert.deepEqual(frames.map((e) => e.seq), stored.map((e) => e.seq));
+    });
+  });
+
   it("readOnly answers every POST and DELETE 405 before it reaches a session: nothing resumed, leased or written", async () => {
     const storage = memoryStorage();
     const writer = await createHarness({ storage, adapters: [scriptedAdapter(textResponse("Hi"))] });

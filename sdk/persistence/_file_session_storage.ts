@@ -417,16 +417,32 @@ class FileSessionStorage implements SessionStorage {
   delete(sessionId: string, options: StorageAccessOptions = {}): Promise<boolean> {
     const dir = this.#dir(sessionId);
     return this.#exclusive(dir, async () => {
-      await this.#checkWriter(dir, sessionId, options.writer, "delete it");
-      // Located afresh: another instance may have deleted it since this one cached it.
-      this.#forget(dir);
-      const located = await this.#locate(dir);
-      if (options.writer === undefined) await fsOps.rm(dir);
-      else {
+      if (options.writer !== undefined) {
+        await this.#checkWriter(dir, sessionId, options.writer, "delete it");
+        // Located afresh: another instance may have deleted it since this one cached it.
+        this.#forget(dir);
+        const located = await this.#locate(dir);
         const names = await fsOps.readdir(dir).catch(() => [] as string[]);
         for (const name of names) if (parseLogFileName(name) !== undefined) await fsOps.rm(joinPath(dir, name));
+        return located !== undefined;
       }
-      return located !== undefined;
+      // Without a writer, the delete holds the lease itself until the folder is gone. It had checked that no lock was
+      // live and then removed the folder: a writer in another process that took the lease in between (and loaded the
+      // log) went unseen, and its lock was removed with the folder. Such a writer is now refused, or this delete is.
+      let lease: SessionWriter;
+      try {
+        lease = await this.#acquire(dir, sessionId);
+      } catch (error) {
+        throw HarnessError.isInstance(error, "SESSION_WRITER_BUSY") ? writerBusy(sessionId, "delete it") : error;
+      }
+      try {
+        this.#forget(dir);
+        const located = await this.#locate(dir);
+        await fsOps.rm(dir);
+        return located !== undefined;
+      } finally {
+        await lease.release().catch(() => {/* its lock went with the folder */});
+      }
     });
   }
 

@@ -755,6 +755,42 @@ describe("fileStorage() durability", () => {
     }
   });
 
+  it("a delete holds the lease while it removes the folder: another process's writer cannot take it meanwhile", async () => {
+    // delete() checked that no lock was live, then removed the folder: a writer of another process (here another
+    // instance reaching the folder through a symlinked root: another lease key) that took the lease in between
+    // loaded the log the delete then removed, and answered true for.
+    const dir = await tempDir();
+    const a = fileStorage(dir);
+    const b = fileStorage(`${dir}-link`);
+    await symlink(dir, `${dir}-link`);
+    await a.create({ id: "s" }, { events: [{ type: "todo/write", seq: 0, time: 1, data: { todos: [] } }] });
+    const rmOriginal = fsOps.rm;
+    let meanwhile: Promise<unknown> | undefined;
+    fsOps.rm = async (path) => {
+      meanwhile ??= (async () => {
+        const writer = await b.acquireWriter("s");
+        try {
+          return await b.load("s", { writer });
+        } finally {
+          await writer.release();
+        }
+      })();
+      await meanwhile.catch(() => {});
+      return rmOriginal(path);
+    };
+    try {
+      assert.equal(await a.delete("s"), true);
+    } finally {
+      fsOps.rm = rmOriginal;
+      await rm(`${dir}-link`);
+    }
+    await assert.rejects(meanwhile!, code("SESSION_WRITER_BUSY"), "nobody holds the log a delete answered true for");
+    assert.equal(await b.stat("s"), undefined);
+    // The lease is free again: the id can be taken (and created) anew.
+    const writer = await b.acquireWriter("s");
+    await writer.release();
+  });
+
   it("two takers of one stale lock never both get the lease, and the loser never removes the winner's lock", async () => {
     const dir = await tempDir();
     const storage = fileStorage(dir);

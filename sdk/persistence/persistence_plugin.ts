@@ -24,6 +24,7 @@ import { jsonEqual } from "../session/_json_equal.ts";
 import { incarnationOf } from "../session/_incarnation.ts";
 import type { Session, SessionEvents } from "../session/mod.ts";
 import type { NewSessionHeader, SessionStorage, SessionWriter } from "./session_storage.ts";
+import { noteStored, noteWriteFailed } from "./_stored_prefix.ts";
 
 /** Options of {@linkcode persistencePlugin}. */
 export interface PersistenceOptions {
@@ -158,10 +159,14 @@ export function installPersistence(
           t.nextSeq = (await storage.append(t.session.id, rest, { expectedSeq: t.nextSeq, writer: t.writer })).nextSeq;
         }
       }
+      noteStored(t.session, t.nextSeq);
       ctx.emit("session/durable", t.session, t.nextSeq);
     });
     t.queued = attempt;
-    t.chain = attempt.catch(() => {/* the caller of this write (or of the next flush) reports it */});
+    t.chain = attempt.catch((error) => {
+      // The caller of this write (or of the next flush) reports it; a lost lease is kept for the session's readers.
+      noteWriteFailed(t.session, error);
+    });
     return attempt;
   };
 
@@ -182,7 +187,15 @@ export function installPersistence(
     t.ready = (async () => {
       t.writer = adopt ? handed.writer : await storage.acquireWriter(session.id);
       const stat = await storage.stat(session.id);
-      if (stat === undefined) {
+      if (stat === undefined && adopt) {
+        // A session continued from storage (its lease was taken and its log loaded for it) whose log is gone: it was
+        // deleted after the load. Creating it again from this copy would undo a delete already acknowledged.
+        throw new HarnessError(
+          "SESSION_NOT_FOUND",
+          `Session "${session.id}" is no longer stored: it was deleted after it was loaded`,
+          { details: { sessionId: session.id } },
+        );
+      } else if (stat === undefined) {
         const events = session.events;
         await storage.create(storedHeader(session), { events, writer: t.writer });
         t.nextSeq = events.length;
@@ -204,7 +217,10 @@ export function installPersistence(
       } else {
         t.nextSeq = stat.nextSeq;
       }
-      if (t.nextSeq > 0) ctx.emit("session/durable", session, t.nextSeq);
+      if (t.nextSeq > 0) {
+        noteStored(session, t.nextSeq);
+        ctx.emit("session/durable", session, t.nextSeq);
+      }
     })();
     t.ready.catch(() => {/* every write awaits it and reports it */});
     t.chain = t.ready.catch(() => {});

@@ -199,6 +199,37 @@ describe("resumeAgent()", () => {
     await b.harness.dispose();
   });
 
+  it("a session deleted between its load and its start is not stored again: the resume fails SESSION_NOT_FOUND", async () => {
+    // The persistence plugin, finding no stored log for the adopted session, created it again from the loaded copy:
+    // a DELETE already answered 204 was undone, the whole log back.
+    const storage = memoryStorage();
+    const first = await harnessWith(storage, [textResponse("zero")]);
+    await (await first.harness.createAgent({ id: "s" })).run("hello 0");
+    await first.harness.dispose();
+    let writer: unknown;
+    const deleting = new Proxy(storage, {
+      get: (target, prop) =>
+        prop === "acquireWriter"
+          ? async (id: string) => (writer = await target.acquireWriter(id))
+          : prop === "load"
+          ? async (id: string, options?: { writer?: unknown }) => {
+            const loaded = await target.load(id, options as never);
+            // Another party's delete lands right after the load (as a PostgreSQL delete that checked the lease
+            // before it was taken could).
+            assert.equal(await target.delete(id, { writer } as never), true);
+            return loaded;
+          }
+          : typeof target[prop as keyof SessionStorage] === "function"
+          ? (target[prop as keyof SessionStorage] as (...a: unknown[]) => unknown).bind(target)
+          : target[prop as keyof SessionStorage],
+    });
+    const b = await harnessWith(deleting, [textResponse("B")]);
+    await assert.rejects(b.harness.resumeAgent("s"), { code: "SESSION_NOT_FOUND" });
+    assert.equal(await storage.stat("s"), undefined, "the deleted session stays deleted");
+    assert.equal(b.harness.sessions.get("s"), undefined);
+    await b.harness.dispose();
+  });
+
   it("continues a stored conversation in a new harness: resume header, rebuilt inbox, full history", async () => {
     const storage = memoryStorage();
     const first = await harnessWith(storage, [textResponse("Paris is in France")]);

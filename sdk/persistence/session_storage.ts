@@ -123,6 +123,14 @@ export interface StorageFollowOptions {
   readonly fromSeq?: number;
   /** Ends the iteration. */
   readonly signal?: AbortSignal;
+  /**
+   * The life of the log to follow (the `incarnation` of a header the caller
+   * read, see `SessionHeader`): the iteration ends, yielding nothing of it,
+   * when the stored log is another life (the session was deleted and created
+   * again before or while it is followed), and ends at once when the session
+   * is not stored. Without it, the life found at the first read is followed.
+   */
+  readonly incarnation?: string;
 }
 
 /** What {@linkcode SessionStorage.append} resolves to. */
@@ -276,8 +284,9 @@ export interface SessionStorage {
    * Optional: follow a session's log read-only, from `fromSeq`: every stored
    * event in order, then each one appended later by any writer, in any
    * process sharing the storage (`postgresStorage` implements it). Takes no
-   * lease. Ends when `signal` aborts or the session is deleted; rejects with
-   * `SESSION_NOT_FOUND` when it does not exist at the start.
+   * lease. Ends when `signal` aborts or the session is deleted (or is another
+   * life than `incarnation`); rejects with `SESSION_NOT_FOUND` when it does
+   * not exist at the start (and no `incarnation` was given).
    */
   follow?(sessionId: string, options?: StorageFollowOptions): AsyncIterable<SessionEvent>;
 }

@@ -154,6 +154,46 @@ const MIGRATIONS: readonly Migration[] = [
       $fn$;
     `,
   },
+  {
+    version: 5,
+    description: "delete_session() locks the lease row before it checks the lease",
+    // Versions 1 and 4 checked the lease without a lock, then waited for the session row: a lease taken in between
+    // (and a log loaded under it) went unseen, and the delete removed a session another writer had just resumed. The
+    // lease row is now locked first (made, expired, when missing: an acquire then counts on from its fence 0), so an
+    // acquire waits for the delete to commit (and then finds no session), or commits first and the delete sees its
+    // live lease. The lease row is locked before the session row, in the order an append locks them.
+    sql: (s) => `
+      CREATE OR REPLACE FUNCTION ${s}.delete_session(p_id text, p_token text) RETURNS text
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        found_id text;
+        made boolean := false;
+      BEGIN
+        IF p_token IS NULL THEN
+          INSERT INTO ${s}.session_writers (session_id, token, fence, expires_at)
+            VALUES (p_id, '', 0, '-infinity') ON CONFLICT (session_id) DO NOTHING;
+          made := FOUND;
+          -- Locked whatever its expiry (a locking read locks only the rows it returns), then checked afresh.
+          PERFORM 1 FROM ${s}.session_writers WHERE session_id = p_id FOR UPDATE;
+          PERFORM 1 FROM ${s}.session_writers WHERE session_id = p_id AND expires_at > clock_timestamp();
+          IF FOUND THEN RETURN 'busy'; END IF;
+        ELSE
+          PERFORM 1 FROM ${s}.session_writers
+            WHERE session_id = p_id AND token = p_token AND expires_at > clock_timestamp() FOR SHARE;
+          IF NOT FOUND THEN RETURN 'busy'; END IF;
+        END IF;
+        SELECT id INTO found_id FROM ${s}.sessions WHERE id = p_id FOR UPDATE;
+        IF NOT FOUND THEN
+          IF made THEN DELETE FROM ${s}.session_writers WHERE session_id = p_id AND fence = 0; END IF;
+          RETURN 'missing';
+        END IF;
+        DELETE FROM ${s}.session_events WHERE session_id = p_id;
+        DELETE FROM ${s}.sessions WHERE id = p_id;
+        RETURN 'deleted';
+      END
+      $fn$;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

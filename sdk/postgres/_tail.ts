@@ -96,6 +96,7 @@ export class PostgresTail {
     fromSeq: number,
     signal: AbortSignal | undefined,
     file: string,
+    incarnation?: string,
   ): AsyncGenerator<SessionEvent> {
     let pending = false;
     let wake: (() => void) | undefined;
@@ -115,8 +116,10 @@ export class PostgresTail {
       }
       let next = fromSeq;
       // The life of the log being followed: a session deleted and created again under the same id between two
-      // reads is another log, and its events are not this one's continuation.
-      let life: string | undefined;
+      // reads is another log, and its events are not this one's continuation. A caller that read the log before
+      // (an HTTP stream that sent its first events under their ids) names the life it read: a log deleted and created
+      // again before the first page is read here is not that one either.
+      let life: string | undefined = incarnation;
       while (signal?.aborted !== true && !this.#closed) {
         pending = false;
         let rows;
@@ -130,6 +133,7 @@ export class PostgresTail {
         }
         if (rows.length === 0) {
           if (life === undefined) throw notFound(sessionId);
+          // Deleted: the life followed is over.
           return;
         }
         const now = lifeOf(rows[0].header);

@@ -144,9 +144,10 @@ export interface PostgresSessionStorage extends SessionStorage, AsyncDisposable 
    * each new one as another instance appends it (LISTEN/NOTIFY with a catch-up
    * read by seq, so nothing is missed between reading and listening; polling
    * when the client cannot listen). Ends when `signal` aborts or the session
-   * is deleted.
+   * is deleted, and when the log is another life than `incarnation` (when given).
    *
-   * @throws {HarnessError} `SESSION_NOT_FOUND` when the session does not exist at the start.
+   * @throws {HarnessError} `SESSION_NOT_FOUND` when the session does not exist at the start (and no `incarnation`
+   *   was given: then the iteration ends).
    */
   follow(sessionId: string, options?: StorageFollowOptions): AsyncIterable<SessionEvent>;
   /** Stop renewing held leases and listening; the client itself stays open (the caller owns it). */
@@ -664,7 +665,9 @@ class PgStorage implements PostgresSessionStorage {
     validateSessionId(sessionId);
     const fromSeq = options.fromSeq ?? 0;
     if (!Number.isSafeInteger(fromSeq) || fromSeq < 0) throw invalidArgs("fromSeq must be a non-negative integer");
-    return this.#tail.follow(sessionId, fromSeq, options.signal, this.#file);
+    const incarnation = options.incarnation;
+    if (incarnation !== undefined && typeof incarnation !== "string") throw invalidArgs("incarnation must be a string");
+    return this.#tail.follow(sessionId, fromSeq, options.signal, this.#file, incarnation);
   }
 
   async close(): Promise<void> {

@@ -252,6 +252,62 @@ describe("postgresStorage() on a PostgreSQL server", () => {
     }
   });
 
+  it("a delete waiting for the session row holds the lease row: a resume's acquire waits, then finds no session", async () => {
+    // delete_session() checked the lease without a lock, then waited for the session row: a lease taken in that gap,
+    // and a log loaded under it, went unseen, and the resumer (finding its session gone) stored the log again.
+    const a = await make();
+    const poolB = testPool(server.url, 2);
+    const b = postgresStorage({ client: poolB, schema: a.schema });
+    const blocker = await server.admin.connect();
+    const lockWait = async (pattern: string) => {
+      const { rows } = await server.admin.query(
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+        [`%${pattern}%`],
+      );
+      return rows.length > 0;
+    };
+    try {
+      await a.storage.create({ id: "s" }, { events: todos(2) });
+      await blocker.query("BEGIN");
+      await blocker.query(`SELECT 1 FROM "${a.schema}".sessions WHERE id = 's' FOR UPDATE`);
+      const deleted = a.storage.delete("s");
+      for (const deadline = Date.now() + 10_000; !await lockWait("delete_session"); await sleep(20)) {
+        assert.ok(Date.now() < deadline, "the delete waits for the session row");
+      }
+      // A resumer on another instance: the lease, then the load under it.
+      let settled = false;
+      const resumed = (async () => {
+        const writer = await b.acquireWriter("s");
+        try {
+          return await b.load("s", { writer });
+        } finally {
+          await writer.release();
+        }
+      })().finally(() => settled = true);
+      resumed.catch(() => {});
+      for (const deadline = Date.now() + 10_000; !settled && !await lockWait("session_writers"); await sleep(20)) {
+        assert.ok(Date.now() < deadline, "the acquire either waits or settles");
+      }
+      await blocker.query("COMMIT");
+      assert.equal(await deleted, true);
+      // The delete was acknowledged: nobody holds the deleted log.
+      await assert.rejects(resumed, code("SESSION_NOT_FOUND"));
+      assert.equal(await b.stat("s"), undefined);
+      // A delete of a session that is not there leaves no lease row behind.
+      assert.equal(await a.storage.delete("none"), false);
+      const { rows } = await server.admin.query(
+        `SELECT 1 FROM "${a.schema}".session_writers WHERE session_id = 'none'`,
+      );
+      assert.equal(rows.length, 0);
+    } finally {
+      await blocker.query("ROLLBACK").catch(() => {});
+      blocker.release();
+      await b.close();
+      await poolB.end();
+      await a.after();
+    }
+  });
+
   it("a lease whose holder stopped renewing expires: the open turn is repaired by the next writer", async () => {
     const a = await make({ leaseMs: 200 });
     const b = postgresStorage({ client: a.pool, schema: a.schema, leaseMs: 200 });
