@@ -202,7 +202,9 @@ export function checkRuleSubjects(ctx: HarnessContext, config: HarnessConfig): v
   const names = tools.schemas().map((s) => s.name);
   for (const [index, rule] of config.permissions.entries()) {
     const split = /^([^()]*)\((.*)\)$/s.exec(rule.tool);
-    if (split === null) continue;
+    // Only a rule that names its tools exactly: a pattern (`*(.env)`) may be meant for tools registered later or in
+    // an agent's scope, which this check cannot see.
+    if (split === null || /[*?[\]{}|]/.test(split[1])) continue;
     const named = names.filter((name) => permissionFor([{ tool: split[1], action: "deny" }], name) !== undefined);
     if (named.length === 0 || named.some((name) => typeof tools.get(name)?.permissionSubject === "function")) continue;
     throw new HarnessError(

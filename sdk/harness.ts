@@ -93,7 +93,7 @@ export interface CreateHarnessOptions {
   /**
    * The route agents use when they name none. With a `config`, it is applied over the configured
    * model field by field while it keeps the configured provider and model (`{ temperature: 0 }`); one that
-   * names another provider or model replaces it whole.
+   * names another provider or model replaces it whole (a model alone keeps the configured provider).
    *
    * @default {the first model of the adapter, when exactly one adapter is given}
    */
@@ -631,7 +631,9 @@ function explicitModel(
   const own = definedFields(given);
   const sameRoute = (own.provider === undefined || own.provider === configured.provider) &&
     (own.model === undefined || own.model === configured.model);
-  return sameRoute ? { ...configured, ...own } : own;
+  if (sameRoute) return { ...configured, ...own };
+  // Another model of the configured provider keeps the provider; its sampling settings are the model's own.
+  return own.provider === undefined ? { provider: configured.provider, ...own } : own;
 }
 
 /** Fold `options.config` into the options: explicit options win over configured values. */

@@ -429,6 +429,11 @@ class FileSessionStorage implements SessionStorage {
       // Without a writer, the delete holds the lease itself until the folder is gone. It had checked that no lock was
       // live and then removed the folder: a writer in another process that took the lease in between (and loaded the
       // log) went unseen, and its lock was removed with the folder. Such a writer is now refused, or this delete is.
+      // Nothing stored under that id (no folder, or no root yet): nothing to delete, and no lease or folder made.
+      if (await fsOps.readdir(dir).then(() => false, () => true)) {
+        this.#forget(dir);
+        return false;
+      }
       let lease: SessionWriter;
       try {
         lease = await this.#acquire(dir, sessionId);

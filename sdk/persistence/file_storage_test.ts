@@ -579,6 +579,12 @@ describe("fileStorage() durability", () => {
     await a.create({ id: "d", createdAt: 1 });
     await b.delete("d");
     assert.equal(await a.delete("d"), false, "it no longer existed");
+    // A delete of what is not stored makes nothing: no folder, no lease another writer would meet, no root.
+    assert.equal(await a.delete("ghost"), false);
+    assert.deepEqual((await readdir(dir)).filter((name) => name.startsWith("ghost")), []);
+    const missingRoot = join(dir, "not-yet");
+    assert.equal(await fileStorage(missingRoot).delete("x"), false);
+    await assert.rejects(stat(missingRoot), { code: "ENOENT" });
     // Deleted and created again by B, now zstd (another file name): every call of A answers about the new log.
     const calls = {
       stat: async (id: string) => assert.equal((await a.stat(id))?.nextSeq, 1),

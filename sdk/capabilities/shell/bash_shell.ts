@@ -63,13 +63,14 @@ export function bashShell(options: BashShellOptions): ShellService {
   // the positional parameters are cleared and the variable holding it is unset before any of its words expand.
   // One physical line before the command's own, so that bash's line numbers in its messages (and `$LINENO`) are the
   // command's. The directory is reported on exit, so that a command ending in `exit` (cd x && exit 0) keeps it too;
-  // the trap traces nothing (`set -x` in the command) and uses builtins (a command may define `printf` or `exit`).
+  // the trap traces nothing (`set -x` in the command) and calls `printf` and `exit` through `command` (a command may
+  // define functions of those names; `command` is POSIX, so `sh` (dash) runs the wrapper as well as bash).
   const script = 'if ! cd -- "$1" 2>/dev/null; then ' +
     'printf "dsh: the working directory %s is gone; back in %s\\n" "$1" "$4" >&2; cd -- "$4" || exit 126; fi; ' +
     "readonly __dsh_marker=$3; __dsh_command=$2; set --; " +
     "trap '{ __dsh_status=$?; set +x; } 2>/dev/null; " +
-    'builtin printf "\\n%s%s\\n" "$__dsh_marker" "$PWD"; builtin printf "\\n%s%s\\n" "$__dsh_marker" "$PWD" >&2; ' +
-    'builtin exit "$__dsh_status"\' EXIT; ' +
+    'command printf "\\n%s%s\\n" "$__dsh_marker" "$PWD"; command printf "\\n%s%s\\n" "$__dsh_marker" "$PWD" >&2; ' +
+    'command exit "$__dsh_status"\' EXIT; ' +
     'eval "unset -v __dsh_command; $__dsh_command"\n';
 
   // A stream without its directory line (`tail`: how many bytes that line took).

@@ -150,6 +150,19 @@ describe("bash tool", () => {
     });
   });
 
+  it("runs under a POSIX sh too (dash where it is /bin/sh): the directory is kept and nothing is added to stderr", async () => {
+    const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-sh-")));
+    try {
+      const shell = bashShell({ subprocess: localSubprocess(), cwd: dir, shell: "sh" });
+      const moved = await shell.exec("mkdir -p d && cd d && exit 3", { sessionId: "s" });
+      assert.deepEqual([moved.exitCode, moved.stderr], [3, ""]);
+      const where = await shell.exec("pwd", { sessionId: "s" });
+      assert.deepEqual([where.stdout.trim(), where.stderr], [`${dir}/d`, ""]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("only a command bash reads as the words it shows has a permission subject", () => {
     const tool = bashTool(bashShell({ subprocess: localSubprocess(), cwd: "/" }));
     const subject = (command: string) => tool.permissionSubject?.({ command });
