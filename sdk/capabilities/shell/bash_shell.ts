@@ -21,6 +21,8 @@ export interface BashShellOptions {
 }
 
 /** The directory line's room beyond a caller's output cap: a newline, the marker, the longest path, a newline. */
+/** The most bytes of a command: Linux's limit for one process argument (128 KiB with its terminating NUL). */
+const MAX_COMMAND_BYTES = 128 * 1024 - 1;
 const MARKER_ROOM = 2 + 48 + 4096;
 
 const utf8Length = (text: string): number => new TextEncoder().encode(text).length;
@@ -101,6 +103,23 @@ export function bashShell(options: BashShellOptions): ShellService {
     async exec(command, exec = {}): Promise<ShellResult> {
       if (typeof command !== "string" || command.trim() === "") {
         throw new HarnessError("INVALID_ARGS", "The command is empty");
+      }
+      // The command travels as one process argument: no NUL, and no more than Linux takes for one (else the spawn
+      // fails with a bare E2BIG). The same limit everywhere, so that a session behaves alike on every host.
+      if (command.includes("\0")) {
+        throw new HarnessError(
+          "INVALID_ARGS",
+          "The command contains a NUL character, which no process argument can carry",
+        );
+      }
+      const bytes = utf8Length(command);
+      if (bytes > MAX_COMMAND_BYTES) {
+        throw new HarnessError(
+          "COMMAND_TOO_LONG",
+          `The command is ${bytes} bytes; a command is at most ${MAX_COMMAND_BYTES} (one process argument): write long ` +
+            "content to a file with the file tools, then run it from there",
+          { details: { bytes, max: MAX_COMMAND_BYTES } },
+        );
       }
       const sessionId = exec.sessionId ?? "default";
       const cwd = cwds.get(sessionId) ?? options.cwd;

@@ -163,6 +163,17 @@ describe("bash tool", () => {
     }
   });
 
+  it("a command past one process argument's 128 KiB, or with a NUL, is a coded result, not a spawn failure", async () => {
+    await withTool(async (run) => {
+      const long = await run(`cat > big.txt <<'EOF'\n${"x".repeat(200_000)}\nEOF`);
+      assert.equal(long.code, "COMMAND_TOO_LONG");
+      assert.match(long.text, /the file tools/);
+      assert.equal((await run("echo a\u0000b")).code, "INVALID_ARGS");
+      // Just under the limit still runs.
+      assert.equal((await run(`: ${"y".repeat(128 * 1024 - 20)}; echo ok`)).text, "ok");
+    });
+  });
+
   it("only a command bash reads as the words it shows has a permission subject", () => {
     const tool = bashTool(bashShell({ subprocess: localSubprocess(), cwd: "/" }));
     const subject = (command: string) => tool.permissionSubject?.({ command });
