@@ -1125,6 +1125,27 @@ describe("acknowledged input across a crash", () => {
     return { model, harness, agent: await harness.resumeAgent("s1", { wake: true }) };
   };
 
+  // A process that died during turn "one"'s model call with followup "two" queued, resumed without wake.
+  const resumedWithQueuedFollowup = async (script: Script) => {
+    const storage = memoryStorage();
+    const { harness, agent } = await setup([{ hang: true }], { storage });
+    agent.followup("one");
+    await waitForEvent(agent, (e) => e.type === "request/header");
+    agent.followup("two");
+    await agent.flushed();
+    const crashed = await crashedCopy(storage, "s1");
+    await harness.dispose().catch(() => {});
+    const model = scriptedAdapter(script);
+    const resumed = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage: crashed,
+      newId: counterIds("r"),
+    });
+    const again = await resumed.resumeAgent("s1");
+    return { model, resumed, again };
+  };
+
   it("a followup whose claim was stored but not its message is put back and runs when the session resumes", async () => {
     const storage = memoryStorage();
     const { harness, agent } = await setup([textResponse("never")], { storage });
@@ -1171,22 +1192,7 @@ describe("acknowledged input across a crash", () => {
   });
 
   it("without wake, a resumed agent keeps its queued followup for the next input, which runs after it", async () => {
-    const storage = memoryStorage();
-    const { harness, agent } = await setup([{ hang: true }], { storage });
-    agent.followup("one");
-    await waitForEvent(agent, (e) => e.type === "request/header");
-    agent.followup("two");
-    await agent.flushed();
-    const crashed = await crashedCopy(storage, "s1");
-    await harness.dispose().catch(() => {});
-    const model = scriptedAdapter([textResponse("Second"), textResponse("Third")]);
-    const resumed = await createHarness({
-      adapters: [model],
-      model: { provider: "scripted", model: "scripted-model" },
-      storage: crashed,
-      newId: counterIds("r"),
-    });
-    const again = await resumed.resumeAgent("s1");
+    const { model, resumed, again } = await resumedWithQueuedFollowup([textResponse("Second"), textResponse("Third")]);
     await again.whenIdle();
     assert.equal(model.requests.length, 0, "nothing ran without wake");
     assert.equal(again.inbox.count("next-turn"), 1);
@@ -1196,22 +1202,7 @@ describe("acknowledged input across a crash", () => {
   });
 
   it("wake() runs a resumed agent's queued followup; it starts nothing when nothing waits, and throws once disposed", async () => {
-    const storage = memoryStorage();
-    const { harness, agent } = await setup([{ hang: true }], { storage });
-    agent.followup("one");
-    await waitForEvent(agent, (e) => e.type === "request/header");
-    agent.followup("two");
-    await agent.flushed();
-    const crashed = await crashedCopy(storage, "s1");
-    await harness.dispose().catch(() => {});
-    const model = scriptedAdapter([textResponse("Second")]);
-    const resumed = await createHarness({
-      adapters: [model],
-      model: { provider: "scripted", model: "scripted-model" },
-      storage: crashed,
-      newId: counterIds("r"),
-    });
-    const again = await resumed.resumeAgent("s1");
+    const { model, resumed, again } = await resumedWithQueuedFollowup([textResponse("Second")]);
     assert.equal(again.status, "idle");
     again.wake();
     assert.equal(again.status, "running");

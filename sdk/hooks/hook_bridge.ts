@@ -2,6 +2,11 @@
  * `hookBridge()`: runs hooks written for Claude Code's protocol at the
  * harness's extension points.
  *
+ * A little over the house limit on purpose: one plugin wires all five hook
+ * events to the harness's events, sharing one invocation and logging path and
+ * one table check; the running of one hook is in `_run_hook.ts` and the
+ * types in `hook_definition.ts`.
+ *
  * @module
  */
 

@@ -502,6 +502,19 @@ async function served2Events(call: Served["call"]): Promise<string[]> {
   return [...text.matchAll(/^event: (.+)$/gm)].map((m) => m[1]);
 }
 
+/** A storage holding session "s1" with a followup acknowledged and stored whose turn never ran (its process died). */
+async function storedWithQueuedFollowup() {
+  const storage = memoryStorage();
+  const first = await serveHarness({ adapters: [scriptedAdapter([])], storage });
+  await withServer(first, async ({ harness, call }) => {
+    await call("POST", "/sessions", { id: "s1" });
+    const agent = agentOf(harness, "s1");
+    agent.send("Hello", "next-turn", false);
+    await agent.flushed();
+  });
+  return storage;
+}
+
 describe("createHarnessApp() over storage", () => {
   it("lists a stored session and resumes it on the next message", async () => {
     const storage = memoryStorage();
@@ -538,15 +551,7 @@ describe("createHarnessApp() over storage", () => {
   });
 
   it("runs a stored session's queued followup on POST /wake, which a resume alone leaves waiting", async () => {
-    const storage = memoryStorage();
-    const first = await serveHarness({ adapters: [scriptedAdapter([])], storage });
-    await withServer(first, async ({ harness, call }) => {
-      await call("POST", "/sessions", { id: "s1" });
-      // Acknowledged and stored, but its turn never ran here (as when the process serving it died).
-      const agent = agentOf(harness, "s1");
-      agent.send("Hello", "next-turn", false);
-      await agent.flushed();
-    });
+    const storage = await storedWithQueuedFollowup();
 
     const model = scriptedAdapter([textResponse("One"), textResponse("Two")]);
     const second = await serveHarness({ adapters: [model], storage });
@@ -575,14 +580,7 @@ describe("createHarnessApp() over storage", () => {
   });
 
   it("POST /wake with wait: true waits through a maintenance task the resume started, then for the turn", async () => {
-    const storage = memoryStorage();
-    const first = await serveHarness({ adapters: [scriptedAdapter([])], storage });
-    await withServer(first, async ({ harness, call }) => {
-      await call("POST", "/sessions", { id: "s1" });
-      const agent = agentOf(harness, "s1");
-      agent.send("Hello", "next-turn", false);
-      await agent.flushed();
-    });
+    const storage = await storedWithQueuedFollowup();
     const model = scriptedAdapter(textResponse("One"));
     const second = await serveHarness({ adapters: [model], storage }, {}, (harness) => {
       // As a SessionStart hook does: a maintenance task at resume, during which the agent is idle.

@@ -1,6 +1,8 @@
 // Byte-level operations on one session file: encoding batches, atomic first
 // publication, durable appends with rollback, and cheap reads of the head and
-// tail. fileStorage composes these; the format is documented there.
+// tail. fileStorage composes these; the format is documented there. A little over the house limit on purpose:
+// writing and reading the same byte format (plain and zstd, torn-tail handling) stay side by side, so that a
+// change to one is seen next to the other.
 
 import type { SessionEvent } from "../session/session_events.ts";
 import { HarnessError } from "../kernel/harness_error.ts";

@@ -1,4 +1,5 @@
-// The SessionStorage contract, as one suite every backend runs.
+// The SessionStorage contract, as one suite every backend runs. Just over the house limit on purpose: one suite,
+// so that every backend (memory, file, PostgreSQL, PGlite) runs every clause of the contract.
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";

@@ -23,11 +23,8 @@ export function defaultDecision(definition: AnyToolDefinition): PreToolDecision 
  * which only rewrote the input passed on (`{ ...await next(), input }`).
  */
 export function isDefaultAsk(decision: PreToolDecision): boolean {
-  if (decision === DEFAULT_ASK) return true;
-  if (decision.kind !== "ask" || decision.reason !== DEFAULT_ASK_REASON) return false;
-  if ((decision as { [DEFAULT]?: unknown })[DEFAULT] !== true) return false;
-  for (const key of Object.keys(decision)) if (key !== "kind" && key !== "reason" && key !== "input") return false;
-  return true;
+  return decision === DEFAULT_ASK ||
+    decision.kind === "ask" && decision.reason === DEFAULT_ASK_REASON && markedCopy(decision, "reason");
 }
 
 /**
@@ -35,8 +32,12 @@ export function isDefaultAsk(decision: PreToolDecision): boolean {
  * that only rewrote the input): a listener's own allow is not.
  */
 export function isDefaultAllow(decision: PreToolDecision): boolean {
-  if (decision === ALLOW) return true;
-  if (decision.kind !== "allow" || (decision as { [DEFAULT]?: unknown })[DEFAULT] !== true) return false;
-  for (const key of Object.keys(decision)) if (key !== "kind" && key !== "input") return false;
+  return decision === ALLOW || decision.kind === "allow" && markedCopy(decision);
+}
+
+// A copy of a default decision: it carries the mark, and besides `kind` (and `extra`) at most a rewritten `input`.
+function markedCopy(decision: PreToolDecision, extra?: string): boolean {
+  if ((decision as { [DEFAULT]?: unknown })[DEFAULT] !== true) return false;
+  for (const key of Object.keys(decision)) if (key !== "kind" && key !== extra && key !== "input") return false;
   return true;
 }
