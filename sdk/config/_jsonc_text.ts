@@ -56,7 +56,18 @@ export class JsoncText {
    */
   static parse(text: string, file: string): JsoncText {
     const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-    const { deep, empty } = scan(body);
+    const { deep, empty, separator } = scan(body);
+    if (separator !== undefined) {
+      throw configError(
+        "CONFIG_SYNTAX",
+        "Cannot parse the configuration",
+        {
+          file,
+          position: new JsoncText(body, undefined, undefined).positionAt(separator),
+        },
+        "a line separator (U+2028 or U+2029) inside a // comment: JSONC ends the comment only at a line break, so what follows it on the line would be ignored",
+      );
+    }
     if (empty) return new JsoncText(body, undefined, {});
     if (deep !== undefined) {
       throw configError("CONFIG_SYNTAX", "Cannot parse the configuration", {
@@ -152,10 +163,12 @@ const NO_SCAN_ERROR = 0;
 
 /**
  * One pass of jsonc-parser's own scanner (so strings, comments and line breaks end where the parser's end):
- * the offset of the first bracket past {@linkcode MAX_DEPTH}, and whether the text holds only whitespace and
- * well-formed comments (an unterminated comment is not empty: the parser reports it).
+ * the offset of the first bracket past {@linkcode MAX_DEPTH}, whether the text holds only whitespace and
+ * well-formed comments (an unterminated comment is not empty: the parser reports it), and the offset of a
+ * U+2028 or U+2029 inside a line comment (JavaScript ends the comment there, JSONC does not: a reader of the file
+ * would take what follows for configuration that the parser ignores).
  */
-function scan(text: string): { deep: number | undefined; empty: boolean } {
+function scan(text: string): { deep: number | undefined; empty: boolean; separator?: number } {
   const scanner = createScanner(text, false);
   let depth = 0;
   let empty = true;
@@ -163,6 +176,11 @@ function scan(text: string): { deep: number | undefined; empty: boolean } {
     if (kind === OPEN_BRACE || kind === OPEN_BRACKET) {
       if (++depth > MAX_DEPTH) return { deep: scanner.getTokenOffset(), empty: false };
     } else if (kind === CLOSE_BRACE || kind === CLOSE_BRACKET) depth--;
+    else if (kind === LINE_COMMENT) {
+      const start = scanner.getTokenOffset();
+      const at = text.slice(start, start + scanner.getTokenLength()).search(/[\u2028\u2029]/);
+      if (at >= 0) return { deep: undefined, empty: false, separator: start + at };
+    }
     const trivia = kind === LINE_COMMENT || kind === BLOCK_COMMENT || kind === LINE_BREAK || kind === TRIVIA;
     if (!trivia || scanner.getTokenError() !== NO_SCAN_ERROR) empty = false;
   }

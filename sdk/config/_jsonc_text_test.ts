@@ -30,6 +30,24 @@ describe("JsoncText", () => {
     }
   });
 
+  it("refuses a U+2028 or U+2029 inside a // comment, which would hide what follows it on the line", () => {
+    for (const separator of ["\u2028", "\u2029"]) {
+      const text =
+        `{\n  // allow reads${separator}"permissions": [{ "tool": "bash", "action": "deny" }],\n  "model": "m"\n}`;
+      assert.throws(() => JsoncText.parse(text, "c.jsonc"), (error: unknown) => {
+        assert.ok(HarnessError.isInstance(error, "CONFIG_SYNTAX"));
+        assert.match(
+          (error as Error).message,
+          /c\.jsonc:2:17: a line separator \(U\+2028 or U\+2029\) inside a \/\/ comment/,
+        );
+        return true;
+      });
+    }
+    // In a string or a block comment it is harmless.
+    const fine = '{ "a": "x\u2028y", /* z\u2029 */ "b": 1 }';
+    assert.deepEqual({ ...JsoncText.parse(fine, "c.jsonc").value as object }, { a: "x\u2028y", b: 1 });
+  });
+
   it("counts lines across LF, CRLF and CR line ends", () => {
     const text = JsoncText.parse('{\r\n"a": {\n\r"b": 1\r\n}}', "t");
     assert.deepEqual(text.locate(["a"]), { line: 2, column: 6 });
