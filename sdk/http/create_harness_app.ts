@@ -90,7 +90,9 @@ export interface HarnessAppOptions {
    * Serve reads only: every `POST` and `DELETE` is answered 405
    * `METHOD_NOT_ALLOWED` (`Allow` lists what is left) before it reaches a
    * session or the storage, so no agent is resumed, no lease taken and
-   * nothing written. The timeline program (`serveView`, `dsh-view`) serves
+   * nothing written. The bearer check comes first: without a valid token the
+   * answer is the same 401 as on every route, so a caller without
+   * it learns neither which routes exist nor that the app is read-only. The timeline program (`serveView`, `dsh-view`) serves
    * its folder this way. A read-only app answers no approvals (`approvals`
    * is off unless given, and `true` is refused): a queue it registered would
    * take every question and could never answer one.
@@ -418,12 +420,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   }
   const readOnly = options.readOnly === true;
   const writes = (method: string) => method !== "GET" && method !== "HEAD" && method !== "OPTIONS";
-  if (readOnly) {
-    app.use("*", async (c, next) => {
-      if (writes(c.req.method)) noRoute(c);
-      await next();
-    });
-  } else if (auth === false) {
+  if (!readOnly && auth === false) {
     const trusted = new Set(options.cors === undefined ? [] : [options.cors.origin].flat());
     app.use("*", async (c, next) => {
       if (writes(c.req.method) && crossSite(c.req.raw, trusted)) {
@@ -439,6 +436,13 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   // The timeline's pages hold no data: a browser navigates to them without the token.
   if (options.view !== false) mountViewPages(app);
   if (auth !== false) app.use("*", bearerGuard(options.token!));
+  // After the token: a caller without it learns neither which routes exist nor that the app only reads.
+  if (readOnly) {
+    app.use("*", async (c, next) => {
+      if (writes(c.req.method)) noRoute(c);
+      await next();
+    });
+  }
   app.use("/sessions/:id/*", async (c, next) => {
     checkSessionId(c.req.param("id"));
     await next();

@@ -658,6 +658,40 @@ describe("createHarnessApp() edges", () => {
     await lease.release();
   });
 
+  it("readOnly checks the token before the method: without it a write is 401 like any request, not 405", async () => {
+    const harness = await createHarness({ storage: memoryStorage() });
+    try {
+      const app = createHarnessApp(harness, { token: "reader", log: false, readOnly: true });
+      const writes: [string, string][] = [
+        ["POST", "/sessions"],
+        ["DELETE", "/sessions/s1"],
+        ["POST", "/sessions/s1/messages"],
+        ["POST", "/sessions/s1/cancel"],
+        ["POST", "/sessions/s1/approvals/c1"],
+        ["PUT", "/sessions/s1/events"],
+        ["POST", "/nowhere"],
+      ];
+      const answers = async (authorization: string | undefined) => {
+        const out: [number, string, string | null][] = [];
+        for (const [method, path] of writes) {
+          const res = await app.request(path, { method, headers: authorization ? { authorization } : {} });
+          out.push([res.status, (await res.json()).code, res.headers.get("allow")]);
+        }
+        return out;
+      };
+      // Nothing tells a caller without the token which routes exist or that the app only reads.
+      assert.deepEqual(await answers(undefined), writes.map(() => [401, "AUTH_REQUIRED", null]));
+      assert.deepEqual(await answers("Bearer wrong"), writes.map(() => [401, "INVALID_TOKEN", null]));
+      const allowed = ["GET", "GET", "", "", "", "GET", null];
+      assert.deepEqual(
+        await answers("Bearer reader"),
+        writes.map((_, i) => [i === 6 ? 404 : 405, i === 6 ? "NOT_FOUND" : "METHOD_NOT_ALLOWED", allowed[i]]),
+      );
+    } finally {
+      await harness.dispose();
+    }
+  });
+
   it("answers an approval of a session only in storage 404 without resuming it or taking its lease", async () => {
     const storage = memoryStorage();
     const writer = await createHarness({ storage, adapters: [scriptedAdapter(textResponse("Hi"))] });
