@@ -245,7 +245,10 @@ function defaultLog(record: RequestLogRecord): void {
  * nothing a path can be made of), whose length plus twice their capitals is at most 255 (a capital takes three bytes of a file storage's directory name). Every response
  * carries `X-Request-Id` (Hono's request-id middleware: the client's, when it is 1–128 letters, digits, `_`
  * or `-`, else a new one), which the log records. Bearer auth is Hono's bearer-auth middleware (the token
- * must be RFC 6750 token68 text); its refusals are problem+json `AUTH_REQUIRED` / `INVALID_TOKEN` (401).
+ * must be RFC 6750 token68 text), checked before anything else a route does (a `readOnly` app's 405 included); its
+ * refusals are problem+json, all 401: `AUTH_REQUIRED` without an `Authorization` header (`WWW-Authenticate: Bearer
+ * realm="dsh-harness"`), `MALFORMED_AUTHORIZATION` for one that is not `Bearer <token>` (another scheme, no token,
+ * characters no token has) and `INVALID_TOKEN` for a token that is not the app's (both with `error="invalid_token"`).
  *
  * With `storage` set on the harness, stored sessions are listed too, resumed
  * (`harness.resumeAgent`) on first use by any route that needs an agent,

@@ -125,7 +125,7 @@ describe("createHarnessApp() with bad input", () => {
       await expectProblem(
         await raw("/sessions/s1", { headers: { authorization: `Basic ${token}` } }),
         401,
-        "AUTH_REQUIRED",
+        "MALFORMED_AUTHORIZATION",
       );
       const wrong = await raw("/sessions/s1/messages", {
         method: "POST",
@@ -137,7 +137,7 @@ describe("createHarnessApp() with bad input", () => {
       await expectProblem(
         await raw("/sessions/s1/cancel", { method: "POST", headers: { authorization: "Bearer " } }),
         401,
-        "AUTH_REQUIRED",
+        "MALFORMED_AUTHORIZATION",
       );
 
       // path-like session ids never reach the harness or storage
@@ -198,14 +198,47 @@ describe("createHarnessApp() bearer auth (Hono's bearer-auth)", () => {
     }
   }
 
-  it("accepts the token; a missing or malformed header is AUTH_REQUIRED, a wrong token INVALID_TOKEN (problem+json)", async () => {
+  it("accepts the token; no header is AUTH_REQUIRED, a malformed one MALFORMED_AUTHORIZATION, a wrong token INVALID_TOKEN", async () => {
     const required = [401, "AUTH_REQUIRED", 'Bearer realm="dsh-harness"'];
     const invalid = [401, "INVALID_TOKEN", 'Bearer realm="dsh-harness", error="invalid_token"'];
+    const malformedAnswer = [401, "MALFORMED_AUTHORIZATION", 'Bearer realm="dsh-harness", error="invalid_token"'];
     assert.deepEqual(await statusesFor("s3cr3t-T0k.en~+/=", ["Bearer s3cr3t-T0k.en~+/="]), [[200, "OK", null]]);
-    const malformed = [undefined, "", "s3cret", "Basic s3cret", "Bearer", "Bearer ", "Bearer a b", "Bearer s3cret!"];
-    assert.deepEqual(await statusesFor("s3cret", malformed), malformed.map(() => required));
+    // RFC 6750's grammar: a case-insensitive scheme, then one or more spaces.
+    const ok = ["bearer s3cret", "BEARER s3cret", "Bearer  s3cret"];
+    assert.deepEqual(await statusesFor("s3cret", ok), ok.map(() => [200, "OK", null]));
+    const missing = [undefined, ""];
+    assert.deepEqual(await statusesFor("s3cret", missing), missing.map(() => required));
+    // Credentials given but unusable, whatever the token: another scheme, no token, a token no token can be.
+    const malformed = [
+      "s3cret",
+      "Basic s3cret",
+      "Basic czNjcmV0Og==",
+      "Bearers3cret",
+      "Bearer",
+      "Bearer ",
+      "Bearer a b",
+      "Bearer s3cret!",
+      "Bearer s3cr\u00e9t",
+      "Bearer s3cret, Bearer s3cret",
+    ];
+    assert.deepEqual(await statusesFor("s3cret", malformed), malformed.map(() => malformedAnswer));
     const wrong = ["Bearer s3cre", "Bearer S3CRET", "Bearer x", "Bearer s3crets"];
     assert.deepEqual(await statusesFor("s3cret", wrong), wrong.map(() => invalid));
+  });
+
+  it("says why a malformed Authorization header is unusable, without echoing it", async () => {
+    const harness = await createHarness({});
+    try {
+      const app = createHarnessApp(harness, { token: "s3cret", log: false });
+      const detail = async (authorization: string) =>
+        (await (await app.request("/sessions", { headers: { authorization } })).json()).detail as string;
+      assert.match(await detail("Basic czNjcmV0Og=="), /not a bearer credential/);
+      assert.match(await detail("Bearer"), /no token after Bearer/);
+      assert.match(await detail("Bearer s3cr\u00e9t"), /malformed/);
+      assert.doesNotMatch(await detail("Bearer hunter2!"), /hunter2/);
+    } finally {
+      await harness.dispose();
+    }
   });
 
   it("refuses a token that no Authorization header could carry", async () => {
