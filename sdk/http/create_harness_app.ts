@@ -91,11 +91,12 @@ export interface HarnessAppOptions {
    * `METHOD_NOT_ALLOWED` (`Allow` lists what is left) before it reaches a
    * session or the storage, so no agent is resumed, no lease taken and
    * nothing written. The bearer check comes first: without a valid token the
-   * answer is the same 401 as on every route, so a caller without
-   * it learns neither which routes exist nor that the app is read-only. The timeline program (`serveView`, `dsh-view`) serves
-   * its folder this way. A read-only app answers no approvals (`approvals`
-   * is off unless given, and `true` is refused): a queue it registered would
-   * take every question and could never answer one.
+   * answer is the same 401 as on every route, so a caller without it learns
+   * neither which routes exist nor that the app is read-only. The timeline
+   * program (`serveView`, `dsh-view`) serves its folder this way. A read-only
+   * app answers no approvals (`approvals` is off unless given, and `true` is
+   * refused): a queue it registered would take every question and could
+   * never answer one.
    *
    * @default {false}
    */
@@ -121,6 +122,15 @@ export interface HarnessAppOptions {
    * @default {true, false with readOnly}
    */
   readonly approvals?: boolean;
+  /**
+   * The longest `POST /sessions/:id/cancel` waits, in milliseconds, for the
+   * cancelled turn to end (a model call or a tool stops at once; a dynamic
+   * prompt section or a storage write under way is waited for) and its
+   * `turn/end` to be stored: past it the route answers 202 with `settled: false`.
+   *
+   * @default {10000}
+   */
+  readonly cancelWaitMs?: number;
   /**
    * Receives one record per request; `false` silences the log.
    *
@@ -204,8 +214,13 @@ function defaultLog(record: RequestLogRecord): void {
  *   followup that was acknowledged when the process serving it died: a session resumed from storage starts no
  *   turn by itself. Answers `{ id, status, queued }` (202; 200 once idle with `wait: true`).
  * - `POST /sessions/:id/cancel` `{ keepInbox? }`: the only way to stop a turn (a maintenance task too). Answers
- *   `{ id, cancelled, status }` (202): `cancelled` when a turn was running or queued input was discarded. A client
- *   that disconnects from any request, the event stream included, never cancels the agent.
+ *   `{ id, cancelled, settled, status }`: `cancelled` when a turn was running or queued input was discarded. It
+ *   answers once the cancelled turn has ended and its `turn/end` (`aborted`) and the discard are stored: 200 with
+ *   `settled: true` (at once when no turn was running). A turn still ending after `cancelWaitMs` (held by what does
+ *   not heed the abort: a dynamic prompt section, a slow storage write) gets 202 with `settled: false`: the cancel
+ *   is under way, its end not yet stored (a crash then leaves the turn `interrupted`); the event stream or
+ *   `GET /sessions/:id` says when it is over. A client that disconnects from any request, the event stream
+ *   included, never cancels the agent.
  * - `GET /sessions/:id/events`: SSE. First `event: ready` (`{ id, seq, status, incarnation }`: the log's length and
  *   life when the stream starts), then every event of the log once, in seq order, with `id: <incarnation>:<seq>`
  *   (with storage, only events already on storage): streamed deltas (text, reasoning or tool-call) as
@@ -326,6 +341,10 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   }
   if (!(tailPollMs > 0)) throw new HarnessError("INVALID_ARGS", "tailPollMs must be a positive number");
   if (!(keepAliveMs > 0)) throw new HarnessError("INVALID_ARGS", "keepAliveMs must be a positive number");
+  const cancelWaitMs = options.cancelWaitMs ?? 10_000;
+  if (!(cancelWaitMs >= 0) || cancelWaitMs > 2_147_483_647) {
+    throw new HarnessError("INVALID_ARGS", "cancelWaitMs must be a number of milliseconds, at least 0");
+  }
   const log = options.log === false ? undefined : options.log ?? defaultLog;
   const newRequestId = options.newRequestId ?? (() => crypto.randomUUID());
   const host = new SessionHost(harness);
@@ -485,6 +504,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     keepAliveMs,
     maxBuffered,
     tailPollMs,
+    cancelWaitMs,
     watchApprovals,
     queue,
     pendingOf,

@@ -10,7 +10,7 @@ import { slowWrites, withFaults } from "../persistence/_test_storage_faults.ts";
 import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
 import { createHarness } from "../harness.ts";
 import { createHarnessApp } from "./create_harness_app.ts";
-import { agentOf, lookupTool, serveHarness, withServer } from "./_test_client.ts";
+import { agentOf, gate, lookupTool, serveHarness, withServer } from "./_test_client.ts";
 import { Inbox } from "../agent/inbox.ts";
 import { programmaticApprover } from "../tools/approval_service.ts";
 import { settle } from "../tools/_test_util.ts";
@@ -525,7 +525,7 @@ describe("createHarnessApp() edges", () => {
       assert.equal(fork.status, 201, await fork.clone().text());
       await fork.body?.cancel();
       const cancel = await call("POST", "/sessions/s/cancel", { keepInbox: true });
-      assert.equal(cancel.status, 202);
+      assert.equal(cancel.status, 200);
       assert.equal((await cancel.json()).cancelled, false);
     });
     const stored = (await storage.inspect("s")).events;
@@ -533,7 +533,7 @@ describe("createHarnessApp() edges", () => {
     assert.equal(stored.filter((e) => e.type === "turn/start").length, 1, "no turn ran for the queued followup");
   });
 
-  it("POST /cancel answers 202 once the discard of queued input is stored", async () => {
+  it("POST /cancel answers once the discard of queued input is stored", async () => {
     const storage = memoryStorage();
     const writer = await createHarness({ storage, adapters: [scriptedAdapter([{ hang: true }])] });
     const agent = await writer.createAgent({ id: "s" });
@@ -553,10 +553,85 @@ describe("createHarnessApp() edges", () => {
     });
     await withServer(served, async ({ call }) => {
       const cancel = await call("POST", "/sessions/s/cancel", {});
-      assert.equal(cancel.status, 202);
+      assert.equal(cancel.status, 200);
       assert.equal((await cancel.json()).cancelled, true);
       // A crash now must not bring the discarded input back.
       assert.deepEqual(queued((await storage.inspect("s")).events), []);
+    });
+  });
+
+  /**
+   * A session `s` whose turn is assembling its system prompt when the test gets it, served with writes that wait for a
+   * flush (a batch window longer than the test): what storage holds after an answer is what a crash right then would
+   * leave. The prompt's dynamic section, once the turn is aborted, answers after `afterAbort` resolves: until then
+   * the cancelled turn cannot end (prompt assembly is not raced against the abort, as tools are).
+   */
+  async function turnInSlowPrompt(afterAbort: () => Promise<void>, cancelWaitMs?: number) {
+    const storage = memoryStorage();
+    const started = gate();
+    const served = await serveHarness(
+      { storage, batchWindowMs: 60_000, adapters: [scriptedAdapter(textResponse("x"))] },
+      cancelWaitMs === undefined ? {} : { cancelWaitMs },
+      (harness) =>
+        harness.ctx.service("systemPrompt").section({
+          name: "slow",
+          order: 60,
+          text: async ({ signal }) => {
+            started.open();
+            await new Promise((resolve) => signal?.addEventListener("abort", resolve, { once: true }));
+            await afterAbort();
+            return "Slow context.";
+          },
+        }),
+    );
+    await served.call("POST", "/sessions", { id: "s" });
+    assert.equal((await served.call("POST", "/sessions/s/messages", { content: "go" })).status, 202);
+    await started.promise;
+    // What a restart would read: a turn with no end stored is closed as interrupted.
+    const storedEnd = async () => (await storage.inspect("s")).events.find((e) => e.type === "turn/end")?.data;
+    return { served, storedEnd };
+  }
+
+  it("POST /cancel of a running turn answers 200 once the turn's end is stored: a crash after it loses nothing", async () => {
+    // The turn takes a few event-loop turns to stop: its end comes well after the abort.
+    const { served, storedEnd } = await turnInSlowPrompt(() => new Promise((resolve) => setTimeout(resolve, 30)));
+    await withServer(served, async ({ call }) => {
+      const cancel = await call("POST", "/sessions/s/cancel", {});
+      assert.deepEqual(
+        [cancel.status, await cancel.json()],
+        [200, { id: "s", cancelled: true, settled: true, status: "idle" }],
+      );
+      // What a crash now would leave: the turn ended as cancelled, not interrupted.
+      assert.deepEqual(await storedEnd(), { turn: 1, reason: { kind: "aborted", reason: "user" } });
+    });
+  });
+
+  it("POST /cancel of a turn that does not end within cancelWaitMs answers 202 with settled: false", async () => {
+    const release = gate();
+    const { served, storedEnd } = await turnInSlowPrompt(() => release.promise, 50);
+    // The disposal at the end waits for the turn: it is let go whatever the test finds.
+    await withServer({ ...served, close: () => (release.open(), served.close()) }, async ({ call, harness }) => {
+      const started = performance.now();
+      const cancel = await call("POST", "/sessions/s/cancel", {});
+      assert.deepEqual(
+        [cancel.status, await cancel.json()],
+        [202, { id: "s", cancelled: true, settled: false, status: "running" }],
+      );
+      assert.ok(performance.now() - started >= 45, "it waited for the turn");
+      // As the body says: a crash now would leave the turn interrupted.
+      assert.deepEqual(await storedEnd(), { turn: 1, reason: { kind: "interrupted" } });
+      release.open();
+      await agentOf(harness, "s").whenIdle();
+      // A cancel once the turn is over settles at once.
+      const again = await call("POST", "/sessions/s/cancel", {});
+      assert.deepEqual(
+        [again.status, await again.json()],
+        [200, { id: "s", cancelled: false, settled: true, status: "idle" }],
+      );
+      assert.deepEqual(await storedEnd(), { turn: 1, reason: { kind: "aborted", reason: "user" } });
+      for (const cancelWaitMs of [-1, Number.NaN, Infinity]) {
+        assert.throws(() => createHarnessApp(harness, { token: "t", cancelWaitMs }), { code: "INVALID_ARGS" });
+      }
     });
   });
 
