@@ -53,7 +53,7 @@ export interface ViewServer {
  * `HARNESS_DATA_DIR` of the server examples): the index at `/view`, each session at
  * `/sessions/:id/view`, comparisons at `/view/compare?a=…&b=…`. Nothing is written:
  * the sessions are read without being resumed, and every `POST` or `DELETE` is
- * answered 405 (the app's `readOnly`).
+ * answered 405 (the app's `readOnly`; 401 without the token, as every request).
  *
  * From a shell: `deno run -A jsr:@dsh/harness/view ./sessions`, or `npx dsh-view ./sessions`
  * inside a checkout; both print the URL.

@@ -7,6 +7,7 @@ import { TurnFailedError } from "../agent/turn_failed_error.ts";
 import type { Harness } from "../harness.ts";
 import type { LoadedSession } from "../persistence/session_storage.ts";
 import type { SessionProjections } from "../projections/session_projections.ts";
+import type { SessionEvent } from "../session/session_events.ts";
 import { Session } from "../session/session.ts";
 import { renderTranscript } from "../session/transcript.ts";
 import type { ApprovalQueue } from "../tools/approval_queue.ts";
@@ -36,6 +37,7 @@ export interface SessionRoutesContext {
   readonly keepAliveMs: number;
   readonly maxBuffered: number;
   readonly tailPollMs: number;
+  readonly cancelWaitMs: number;
   readonly watchApprovals: (agent: Agent, listener: (pending: readonly unknown[]) => void) => () => void;
   readonly queue: ApprovalQueue | undefined;
   readonly pendingOf: (agent: Agent) => HttpPendingApproval[];
@@ -46,7 +48,7 @@ export interface SessionRoutesContext {
 
 /** Mounts `POST`/`GET /sessions` and every `/sessions/:id` route on `app`. */
 export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContext): void {
-  const { harness, host, projections, maxBodyBytes, keepAliveMs, maxBuffered, tailPollMs } = context;
+  const { harness, host, projections, maxBodyBytes, keepAliveMs, maxBuffered, tailPollMs, cancelWaitMs } = context;
   const { watchApprovals, queue, pendingOf, summary, readStoredSession, inspectStored } = context;
 
   app.post("/sessions", async (c) => {
@@ -117,14 +119,19 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     const agent = await host.agent(c.req.param("id"));
     const wasRunning = agent.status === "running";
     const queued = agent.inbox.size;
+    const turn = wasRunning ? openTurn(agent.session.events) : undefined;
     agent.cancel("user", { keepInbox: body.keepInbox });
     // Something was cancelled: a running turn, or queued input the cancel discarded.
     const cancelled = wasRunning || (!body.keepInbox && queued > 0);
+    // The cancelled turn ends a little after the abort (once what it awaits settles: a model call or tool at once, a
+    // dynamic prompt section or a storage write when it is done): the answer waits for its turn/end (bounded), so
+    // that a 200 means the turn is over as cancelled, not left open for a crash to close as interrupted.
+    const settled = turn === undefined || await turnEnded(agent, turn, cancelWaitMs);
     const status = agent.status;
-    // Acknowledged means durable: the inbox discard (and the turn's cancellation so far) is stored before the 202;
-    // before, a crash right after it brought the discarded input back on the next resume.
+    // Acknowledged means durable: the inbox discard and what the turn logged (its end, when settled) are stored
+    // before the answer; before, a crash right after it brought the discarded input back on the next resume.
     await agent.flushed();
-    return c.json({ id: agent.id, cancelled, status }, 202);
+    return c.json({ id: agent.id, cancelled, settled, status }, settled ? 200 : 202);
   });
 
   app.post("/sessions/:id/wake", async (c) => {
@@ -257,4 +264,36 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     }
     return c.json({ callId, outcome: body.decision === "allow" ? "allowed-once" : "rejected" });
   });
+}
+
+/** The turn the log has open (a `turn/start` with no `turn/end` after it), if any. */
+function openTurn(events: readonly SessionEvent[]): number | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i];
+    if (event.type === "turn/end") return undefined;
+    if (event.type === "turn/start") return event.data.turn;
+  }
+  return undefined;
+}
+
+/**
+ * Whether `turn` of the agent ends (its `turn/end` is in the log) within `ms`; also settles when the agent goes idle
+ * without ending it (a defect left it open: no end is coming).
+ */
+async function turnEnded(agent: Agent, turn: number, ms: number): Promise<boolean> {
+  const ended = () => openTurn(agent.session.events) !== turn;
+  if (ended()) return true;
+  let done!: () => void;
+  const over = new Promise<void>((resolve) => (done = resolve));
+  const stop = agent.listen((update) => {
+    if (update.kind === "event" && update.event.type === "turn/end" && update.event.data.turn === turn) done();
+  });
+  const timer = setTimeout(done, ms);
+  try {
+    await Promise.race([over, agent.whenIdle()]);
+  } finally {
+    clearTimeout(timer);
+    stop();
+  }
+  return ended();
 }

@@ -90,10 +90,13 @@ export interface HarnessAppOptions {
    * Serve reads only: every `POST` and `DELETE` is answered 405
    * `METHOD_NOT_ALLOWED` (`Allow` lists what is left) before it reaches a
    * session or the storage, so no agent is resumed, no lease taken and
-   * nothing written. The timeline program (`serveView`, `dsh-view`) serves
-   * its folder this way. A read-only app answers no approvals (`approvals`
-   * is off unless given, and `true` is refused): a queue it registered would
-   * take every question and could never answer one.
+   * nothing written. The bearer check comes first: without a valid token the
+   * answer is the same 401 as on every route, so a caller without it learns
+   * neither which routes exist nor that the app is read-only. The timeline
+   * program (`serveView`, `dsh-view`) serves its folder this way. A read-only
+   * app answers no approvals (`approvals` is off unless given, and `true` is
+   * refused): a queue it registered would take every question and could
+   * never answer one.
    *
    * @default {false}
    */
@@ -119,6 +122,15 @@ export interface HarnessAppOptions {
    * @default {true, false with readOnly}
    */
   readonly approvals?: boolean;
+  /**
+   * The longest `POST /sessions/:id/cancel` waits, in milliseconds, for the
+   * cancelled turn to end (a model call or a tool stops at once; a dynamic
+   * prompt section or a storage write under way is waited for) and its
+   * `turn/end` to be stored: past it the route answers 202 with `settled: false`.
+   *
+   * @default {10000}
+   */
+  readonly cancelWaitMs?: number;
   /**
    * Receives one record per request; `false` silences the log.
    *
@@ -202,8 +214,13 @@ function defaultLog(record: RequestLogRecord): void {
  *   followup that was acknowledged when the process serving it died: a session resumed from storage starts no
  *   turn by itself. Answers `{ id, status, queued }` (202; 200 once idle with `wait: true`).
  * - `POST /sessions/:id/cancel` `{ keepInbox? }`: the only way to stop a turn (a maintenance task too). Answers
- *   `{ id, cancelled, status }` (202): `cancelled` when a turn was running or queued input was discarded. A client
- *   that disconnects from any request, the event stream included, never cancels the agent.
+ *   `{ id, cancelled, settled, status }`: `cancelled` when a turn was running or queued input was discarded. It
+ *   answers once the cancelled turn has ended and its `turn/end` (`aborted`) and the discard are stored: 200 with
+ *   `settled: true` (at once when no turn was running). A turn still ending after `cancelWaitMs` (held by what does
+ *   not heed the abort: a dynamic prompt section, a slow storage write) gets 202 with `settled: false`: the cancel
+ *   is under way, its end not yet stored (a crash then leaves the turn `interrupted`); the event stream or
+ *   `GET /sessions/:id` says when it is over. A client that disconnects from any request, the event stream
+ *   included, never cancels the agent.
  * - `GET /sessions/:id/events`: SSE. First `event: ready` (`{ id, seq, status, incarnation }`: the log's length and
  *   life when the stream starts), then every event of the log once, in seq order, with `id: <incarnation>:<seq>`
  *   (with storage, only events already on storage): streamed deltas (text, reasoning or tool-call) as
@@ -243,7 +260,10 @@ function defaultLog(record: RequestLogRecord): void {
  * nothing a path can be made of), whose length plus twice their capitals is at most 255 (a capital takes three bytes of a file storage's directory name). Every response
  * carries `X-Request-Id` (Hono's request-id middleware: the client's, when it is 1–128 letters, digits, `_`
  * or `-`, else a new one), which the log records. Bearer auth is Hono's bearer-auth middleware (the token
- * must be RFC 6750 token68 text); its refusals are problem+json `AUTH_REQUIRED` / `INVALID_TOKEN` (401).
+ * must be RFC 6750 token68 text), checked before anything else a route does (a `readOnly` app's 405 included); its
+ * refusals are problem+json, all 401: `AUTH_REQUIRED` without an `Authorization` header (`WWW-Authenticate: Bearer
+ * realm="dsh-harness"`), `MALFORMED_AUTHORIZATION` for one that is not `Bearer <token>` (another scheme, no token,
+ * characters no token has) and `INVALID_TOKEN` for a token that is not the app's (both with `error="invalid_token"`).
  *
  * With `storage` set on the harness, stored sessions are listed too, resumed
  * (`harness.resumeAgent`) on first use by any route that needs an agent,
@@ -321,6 +341,10 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   }
   if (!(tailPollMs > 0)) throw new HarnessError("INVALID_ARGS", "tailPollMs must be a positive number");
   if (!(keepAliveMs > 0)) throw new HarnessError("INVALID_ARGS", "keepAliveMs must be a positive number");
+  const cancelWaitMs = options.cancelWaitMs ?? 10_000;
+  if (!(cancelWaitMs >= 0) || cancelWaitMs > 2_147_483_647) {
+    throw new HarnessError("INVALID_ARGS", "cancelWaitMs must be a number of milliseconds, at least 0");
+  }
   const log = options.log === false ? undefined : options.log ?? defaultLog;
   const newRequestId = options.newRequestId ?? (() => crypto.randomUUID());
   const host = new SessionHost(harness);
@@ -418,12 +442,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   }
   const readOnly = options.readOnly === true;
   const writes = (method: string) => method !== "GET" && method !== "HEAD" && method !== "OPTIONS";
-  if (readOnly) {
-    app.use("*", async (c, next) => {
-      if (writes(c.req.method)) noRoute(c);
-      await next();
-    });
-  } else if (auth === false) {
+  if (!readOnly && auth === false) {
     const trusted = new Set(options.cors === undefined ? [] : [options.cors.origin].flat());
     app.use("*", async (c, next) => {
       if (writes(c.req.method) && crossSite(c.req.raw, trusted)) {
@@ -439,6 +458,13 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   // The timeline's pages hold no data: a browser navigates to them without the token.
   if (options.view !== false) mountViewPages(app);
   if (auth !== false) app.use("*", bearerGuard(options.token!));
+  // After the token: a caller without it learns neither which routes exist nor that the app only reads.
+  if (readOnly) {
+    app.use("*", async (c, next) => {
+      if (writes(c.req.method)) noRoute(c);
+      await next();
+    });
+  }
   app.use("/sessions/:id/*", async (c, next) => {
     checkSessionId(c.req.param("id"));
     await next();
@@ -478,6 +504,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     keepAliveMs,
     maxBuffered,
     tailPollMs,
+    cancelWaitMs,
     watchApprovals,
     queue,
     pendingOf,

@@ -10,7 +10,7 @@ import { slowWrites, withFaults } from "../persistence/_test_storage_faults.ts";
 import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
 import { createHarness } from "../harness.ts";
 import { createHarnessApp } from "./create_harness_app.ts";
-import { agentOf, lookupTool, serveHarness, withServer } from "./_test_client.ts";
+import { agentOf, gate, lookupTool, serveHarness, withServer } from "./_test_client.ts";
 import { Inbox } from "../agent/inbox.ts";
 import { programmaticApprover } from "../tools/approval_service.ts";
 import { settle } from "../tools/_test_util.ts";
@@ -125,7 +125,7 @@ describe("createHarnessApp() with bad input", () => {
       await expectProblem(
         await raw("/sessions/s1", { headers: { authorization: `Basic ${token}` } }),
         401,
-        "AUTH_REQUIRED",
+        "MALFORMED_AUTHORIZATION",
       );
       const wrong = await raw("/sessions/s1/messages", {
         method: "POST",
@@ -137,7 +137,7 @@ describe("createHarnessApp() with bad input", () => {
       await expectProblem(
         await raw("/sessions/s1/cancel", { method: "POST", headers: { authorization: "Bearer " } }),
         401,
-        "AUTH_REQUIRED",
+        "MALFORMED_AUTHORIZATION",
       );
 
       // path-like session ids never reach the harness or storage
@@ -198,14 +198,47 @@ describe("createHarnessApp() bearer auth (Hono's bearer-auth)", () => {
     }
   }
 
-  it("accepts the token; a missing or malformed header is AUTH_REQUIRED, a wrong token INVALID_TOKEN (problem+json)", async () => {
+  it("accepts the token; no header is AUTH_REQUIRED, a malformed one MALFORMED_AUTHORIZATION, a wrong token INVALID_TOKEN", async () => {
     const required = [401, "AUTH_REQUIRED", 'Bearer realm="dsh-harness"'];
     const invalid = [401, "INVALID_TOKEN", 'Bearer realm="dsh-harness", error="invalid_token"'];
+    const malformedAnswer = [401, "MALFORMED_AUTHORIZATION", 'Bearer realm="dsh-harness", error="invalid_token"'];
     assert.deepEqual(await statusesFor("s3cr3t-T0k.en~+/=", ["Bearer s3cr3t-T0k.en~+/="]), [[200, "OK", null]]);
-    const malformed = [undefined, "", "s3cret", "Basic s3cret", "Bearer", "Bearer ", "Bearer a b", "Bearer s3cret!"];
-    assert.deepEqual(await statusesFor("s3cret", malformed), malformed.map(() => required));
+    // RFC 6750's grammar: a case-insensitive scheme, then one or more spaces.
+    const ok = ["bearer s3cret", "BEARER s3cret", "Bearer  s3cret"];
+    assert.deepEqual(await statusesFor("s3cret", ok), ok.map(() => [200, "OK", null]));
+    const missing = [undefined, ""];
+    assert.deepEqual(await statusesFor("s3cret", missing), missing.map(() => required));
+    // Credentials given but unusable, whatever the token: another scheme, no token, a token no token can be.
+    const malformed = [
+      "s3cret",
+      "Basic s3cret",
+      "Basic czNjcmV0Og==",
+      "Bearers3cret",
+      "Bearer",
+      "Bearer ",
+      "Bearer a b",
+      "Bearer s3cret!",
+      "Bearer s3cr\u00e9t",
+      "Bearer s3cret, Bearer s3cret",
+    ];
+    assert.deepEqual(await statusesFor("s3cret", malformed), malformed.map(() => malformedAnswer));
     const wrong = ["Bearer s3cre", "Bearer S3CRET", "Bearer x", "Bearer s3crets"];
     assert.deepEqual(await statusesFor("s3cret", wrong), wrong.map(() => invalid));
+  });
+
+  it("says why a malformed Authorization header is unusable, without echoing it", async () => {
+    const harness = await createHarness({});
+    try {
+      const app = createHarnessApp(harness, { token: "s3cret", log: false });
+      const detail = async (authorization: string) =>
+        (await (await app.request("/sessions", { headers: { authorization } })).json()).detail as string;
+      assert.match(await detail("Basic czNjcmV0Og=="), /not a bearer credential/);
+      assert.match(await detail("Bearer"), /no token after Bearer/);
+      assert.match(await detail("Bearer s3cr\u00e9t"), /malformed/);
+      assert.doesNotMatch(await detail("Bearer hunter2!"), /hunter2/);
+    } finally {
+      await harness.dispose();
+    }
   });
 
   it("refuses a token that no Authorization header could carry", async () => {
@@ -492,7 +525,7 @@ describe("createHarnessApp() edges", () => {
       assert.equal(fork.status, 201, await fork.clone().text());
       await fork.body?.cancel();
       const cancel = await call("POST", "/sessions/s/cancel", { keepInbox: true });
-      assert.equal(cancel.status, 202);
+      assert.equal(cancel.status, 200);
       assert.equal((await cancel.json()).cancelled, false);
     });
     const stored = (await storage.inspect("s")).events;
@@ -500,7 +533,7 @@ describe("createHarnessApp() edges", () => {
     assert.equal(stored.filter((e) => e.type === "turn/start").length, 1, "no turn ran for the queued followup");
   });
 
-  it("POST /cancel answers 202 once the discard of queued input is stored", async () => {
+  it("POST /cancel answers once the discard of queued input is stored", async () => {
     const storage = memoryStorage();
     const writer = await createHarness({ storage, adapters: [scriptedAdapter([{ hang: true }])] });
     const agent = await writer.createAgent({ id: "s" });
@@ -520,10 +553,85 @@ describe("createHarnessApp() edges", () => {
     });
     await withServer(served, async ({ call }) => {
       const cancel = await call("POST", "/sessions/s/cancel", {});
-      assert.equal(cancel.status, 202);
+      assert.equal(cancel.status, 200);
       assert.equal((await cancel.json()).cancelled, true);
       // A crash now must not bring the discarded input back.
       assert.deepEqual(queued((await storage.inspect("s")).events), []);
+    });
+  });
+
+  /**
+   * A session `s` whose turn is assembling its system prompt when the test gets it, served with writes that wait for a
+   * flush (a batch window longer than the test): what storage holds after an answer is what a crash right then would
+   * leave. The prompt's dynamic section, once the turn is aborted, answers after `afterAbort` resolves: until then
+   * the cancelled turn cannot end (prompt assembly is not raced against the abort, as tools are).
+   */
+  async function turnInSlowPrompt(afterAbort: () => Promise<void>, cancelWaitMs?: number) {
+    const storage = memoryStorage();
+    const started = gate();
+    const served = await serveHarness(
+      { storage, batchWindowMs: 60_000, adapters: [scriptedAdapter(textResponse("x"))] },
+      cancelWaitMs === undefined ? {} : { cancelWaitMs },
+      (harness) =>
+        harness.ctx.service("systemPrompt").section({
+          name: "slow",
+          order: 60,
+          text: async ({ signal }) => {
+            started.open();
+            await new Promise((resolve) => signal?.addEventListener("abort", resolve, { once: true }));
+            await afterAbort();
+            return "Slow context.";
+          },
+        }),
+    );
+    await served.call("POST", "/sessions", { id: "s" });
+    assert.equal((await served.call("POST", "/sessions/s/messages", { content: "go" })).status, 202);
+    await started.promise;
+    // What a restart would read: a turn with no end stored is closed as interrupted.
+    const storedEnd = async () => (await storage.inspect("s")).events.find((e) => e.type === "turn/end")?.data;
+    return { served, storedEnd };
+  }
+
+  it("POST /cancel of a running turn answers 200 once the turn's end is stored: a crash after it loses nothing", async () => {
+    // The turn takes a few event-loop turns to stop: its end comes well after the abort.
+    const { served, storedEnd } = await turnInSlowPrompt(() => new Promise((resolve) => setTimeout(resolve, 30)));
+    await withServer(served, async ({ call }) => {
+      const cancel = await call("POST", "/sessions/s/cancel", {});
+      assert.deepEqual(
+        [cancel.status, await cancel.json()],
+        [200, { id: "s", cancelled: true, settled: true, status: "idle" }],
+      );
+      // What a crash now would leave: the turn ended as cancelled, not interrupted.
+      assert.deepEqual(await storedEnd(), { turn: 1, reason: { kind: "aborted", reason: "user" } });
+    });
+  });
+
+  it("POST /cancel of a turn that does not end within cancelWaitMs answers 202 with settled: false", async () => {
+    const release = gate();
+    const { served, storedEnd } = await turnInSlowPrompt(() => release.promise, 50);
+    // The disposal at the end waits for the turn: it is let go whatever the test finds.
+    await withServer({ ...served, close: () => (release.open(), served.close()) }, async ({ call, harness }) => {
+      const started = performance.now();
+      const cancel = await call("POST", "/sessions/s/cancel", {});
+      assert.deepEqual(
+        [cancel.status, await cancel.json()],
+        [202, { id: "s", cancelled: true, settled: false, status: "running" }],
+      );
+      assert.ok(performance.now() - started >= 45, "it waited for the turn");
+      // As the body says: a crash now would leave the turn interrupted.
+      assert.deepEqual(await storedEnd(), { turn: 1, reason: { kind: "interrupted" } });
+      release.open();
+      await agentOf(harness, "s").whenIdle();
+      // A cancel once the turn is over settles at once.
+      const again = await call("POST", "/sessions/s/cancel", {});
+      assert.deepEqual(
+        [again.status, await again.json()],
+        [200, { id: "s", cancelled: false, settled: true, status: "idle" }],
+      );
+      assert.deepEqual(await storedEnd(), { turn: 1, reason: { kind: "aborted", reason: "user" } });
+      for (const cancelWaitMs of [-1, Number.NaN, Infinity]) {
+        assert.throws(() => createHarnessApp(harness, { token: "t", cancelWaitMs }), { code: "INVALID_ARGS" });
+      }
     });
   });
 
@@ -656,6 +764,40 @@ describe("createHarnessApp() edges", () => {
     assert.equal(await storage.stat("s2"), undefined);
     const lease = await storage.acquireWriter("s1"); // nobody kept it
     await lease.release();
+  });
+
+  it("readOnly checks the token before the method: without it a write is 401 like any request, not 405", async () => {
+    const harness = await createHarness({ storage: memoryStorage() });
+    try {
+      const app = createHarnessApp(harness, { token: "reader", log: false, readOnly: true });
+      const writes: [string, string][] = [
+        ["POST", "/sessions"],
+        ["DELETE", "/sessions/s1"],
+        ["POST", "/sessions/s1/messages"],
+        ["POST", "/sessions/s1/cancel"],
+        ["POST", "/sessions/s1/approvals/c1"],
+        ["PUT", "/sessions/s1/events"],
+        ["POST", "/nowhere"],
+      ];
+      const answers = async (authorization: string | undefined) => {
+        const out: [number, string, string | null][] = [];
+        for (const [method, path] of writes) {
+          const res = await app.request(path, { method, headers: authorization ? { authorization } : {} });
+          out.push([res.status, (await res.json()).code, res.headers.get("allow")]);
+        }
+        return out;
+      };
+      // Nothing tells a caller without the token which routes exist or that the app only reads.
+      assert.deepEqual(await answers(undefined), writes.map(() => [401, "AUTH_REQUIRED", null]));
+      assert.deepEqual(await answers("Bearer wrong"), writes.map(() => [401, "INVALID_TOKEN", null]));
+      const allowed = ["GET", "GET", "", "", "", "GET", null];
+      assert.deepEqual(
+        await answers("Bearer reader"),
+        writes.map((_, i) => [i === 6 ? 404 : 405, i === 6 ? "NOT_FOUND" : "METHOD_NOT_ALLOWED", allowed[i]]),
+      );
+    } finally {
+      await harness.dispose();
+    }
   });
 
   it("answers an approval of a session only in storage 404 without resuming it or taking its lease", async () => {

@@ -252,8 +252,9 @@ describe("createHarnessApp()", () => {
       await stream.until((m) => m.event === "session" && m.data.type === "request/header");
       assert.equal(agentOf(harness, "s1").status, "running");
       const cancelled = await call("POST", "/sessions/s1/cancel");
-      assert.equal(cancelled.status, 202);
-      assert.equal((await cancelled.json()).cancelled, true);
+      // The answer comes once the turn is over.
+      assert.equal(cancelled.status, 200);
+      assert.deepEqual(await cancelled.json(), { id: "s1", cancelled: true, settled: true, status: "idle" });
       const messages = await stream.until(isTurnEnd);
       assert.deepEqual(messages.at(-1)!.data.data.reason, { kind: "aborted", reason: "user" });
       await stream.close();

@@ -17,7 +17,8 @@ export interface ProblemFieldError {
  * The body of an error response, served as `application/problem+json`.
  *
  * `code` is stable and meant for programs: `INVALID_JSON`, `INVALID_BODY`,
- * `BODY_TOO_LARGE`, `UNSUPPORTED_MEDIA_TYPE`, `AUTH_REQUIRED`, `INVALID_TOKEN`,
+ * `BODY_TOO_LARGE`, `UNSUPPORTED_MEDIA_TYPE`, `AUTH_REQUIRED` (no credentials),
+ * `MALFORMED_AUTHORIZATION` (an `Authorization` header that is not `Bearer <token>`), `INVALID_TOKEN`,
  * `INVALID_SESSION_ID`, `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS`,
  * `APPROVAL_NOT_FOUND`, `UNKNOWN_TOOL`, `NOT_FOUND`, `INTERNAL`, or the code of
  * a `HarnessError` the harness raised (`OPEN_TURN`, `INVALID_BOUNDARY`, …).
