@@ -30,6 +30,7 @@ import { type SessionProjections, sessionProjectionsPlugin } from "./projections
 // imported when a configuration is given: a program that passes none does not load it.
 import type { AdapterFactory, ConfigInput, EnvReader, StorageFactory } from "./_apply_config.ts";
 import type { SessionStorage } from "./persistence/session_storage.ts";
+import { deleteSessionTree, subagentDescendants } from "./persistence/_delete_tree.ts";
 import type { CapabilityServices } from "./capabilities/capabilities_plugin.ts";
 import type { Agent, AgentHandle, AgentOptions } from "./agent/agent.ts";
 import type { AgentEvents } from "./agent/agent_events.ts";
@@ -222,6 +223,22 @@ export interface Harness {
    * @throws {HarnessError} the storage's error when that last write failed (after everything else was undone).
    */
   disposeAgent(agent: Agent | string): Promise<void>;
+  /**
+   * Delete a session with its subagent descendants (sessions whose header has `origin: "subagent"` and names it, up
+   * its `parentSession` chain; forks are sessions of their own and stay). The live agent of the session (created,
+   * resumed or forked by this harness) is disposed first — a running turn stops, and the delegations it runs are
+   * cancelled and their children disposed with it —, then every live agent of a descendant this harness made (a
+   * child resumed on its own); a failed last write of one does not fail the delete (its log is deleted). Then, with
+   * storage, the logs are deleted, every child before its parent, so a delete that fails midway leaves no child
+   * whose parent is gone; the session's own lease is held meanwhile (no child is made meanwhile). Children left
+   * stored by a session deleted before are deleted too, even when the session itself is no longer stored.
+   *
+   * @returns Whether the session, or a descendant, was live here or stored.
+   * @throws {HarnessError} `SESSION_WRITER_BUSY` when the session or a descendant is written elsewhere (another
+   *   process, or a live session of this one that is not an agent this harness made): nothing is deleted when it is
+   *   the session itself, only descendants (children before their parent) when it is one of them.
+   */
+  deleteSession(sessionId: string): Promise<boolean>;
   /**
    * Fork a session at a turn boundary into a new live session (on storage,
    * when storage is set, before it is handed out). The source may be live, or
@@ -455,6 +472,38 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       }
       handles.delete(id);
       await handle.dispose();
+    },
+    deleteSession(sessionId) {
+      return whileLive("delete a session", async () => {
+        const sessions = ctx.service("sessions");
+        const dispose = async (id: string): Promise<boolean> => {
+          const handle = handles.get(id);
+          if (handle === undefined) return false;
+          handles.delete(id);
+          await handle.dispose().catch(() => {/* its log is deleted below */});
+          return true;
+        };
+        // The session's agent first: disposing it cancels its delegations, whose children are disposed with it.
+        let existed = await dispose(sessionId);
+        const live = sessions.list().map((s) => s.header);
+        const stored = options.storage !== undefined ? await options.storage.list() : [];
+        const descendants = subagentDescendants(sessionId, [...live, ...stored]);
+        for (const id of descendants) {
+          if (await dispose(id)) existed = true;
+        }
+        if (options.storage === undefined) return existed;
+        // A disposed session's lease is given up by its last write: a delete right after may find it held for a
+        // moment. A session still live here (not an agent this harness made) is not waited for.
+        for (let attempt = 0;; attempt++) {
+          try {
+            return (await deleteSessionTree(options.storage, sessionId)) || existed;
+          } catch (error) {
+            const waiting = attempt < 40 && [sessionId, ...descendants].every((id) => sessions.get(id) === undefined);
+            if (!HarnessError.isInstance(error, "SESSION_WRITER_BUSY") || !waiting) throw error;
+            await new Promise((resolve) => setTimeout(resolve, 25));
+          }
+        }
+      });
     },
     fork(source, boundary, childId) {
       return whileLive("fork a session", async () => {

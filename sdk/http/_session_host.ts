@@ -194,17 +194,17 @@ export class SessionHost {
   }
 
   /**
-   * Dispose the live agent of `id` and delete its stored log; `false` when neither existed. A failed last write of
-   * the disposed agent does not fail the delete: the log it would have gone to is deleted.
+   * Dispose the live agent of `id` and delete its stored log, with its subagent descendants (`harness.deleteSession`:
+   * their live agents are disposed, their logs deleted before their parent's); `false` when nothing existed. A failed
+   * last write of a disposed agent does not fail the delete: the log it would have gone to is deleted.
    */
   async remove(id: string): Promise<boolean> {
     await this.#evicting.get(id);
     // A resume of this session under way here holds its lease: the delete waits for it (whatever its outcome), then
     // disposes the agent it made. Before, the delete found the lease held and answered 409 SESSION_WRITER_BUSY.
     await this.#resuming.get(id)?.catch(() => {});
-    let existed = await this.#disposeLive(id).catch(() => true /* the log is deleted below */);
-    if (this.#storage !== undefined) existed = (await this.#deleteStored(this.#storage, id)) || existed;
-    return existed;
+    const existed = await this.#disposeLive(id).catch(() => true /* the log is deleted below */);
+    return (await this.#harness.deleteSession(id)) || existed;
   }
 
   /**
@@ -242,25 +242,6 @@ export class SessionHost {
     if (this.live(id) === undefined) return false;
     await this.#harness.disposeAgent(id);
     return true;
-  }
-
-  /**
-   * Delete a stored log. The persistence plugin releases a disposed session's
-   * writer lease after a last write that `disposeAgent` does not wait for, so
-   * a delete right after disposal may find the lease still held: retry for up
-   * to a second before giving up with `SESSION_WRITER_BUSY`.
-   */
-  async #deleteStored(storage: SessionStorage, id: string): Promise<boolean> {
-    for (let attempt = 0;; attempt++) {
-      try {
-        return await storage.delete(id);
-      } catch (error) {
-        if (!HarnessError.isInstance(error, "SESSION_WRITER_BUSY") || attempt >= 40 || this.live(id) !== undefined) {
-          throw error;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-    }
   }
 
   /** The stored session ids that have no live agent. */

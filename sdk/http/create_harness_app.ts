@@ -205,7 +205,8 @@ function defaultLog(record: RequestLogRecord): void {
  *   its model, so they apply to its forks and wherever it resumes).
  * - `GET /sessions` (`{ sessions }`: a summary per live session, then `{ id, live: false, status: "stored",
  *   createdAt, parentSession? }` per session only in storage), `GET /sessions/:id` (status, turn count,
- *   usage, pending approvals), `DELETE /sessions/:id` (stops the agent and deletes the stored log).
+ *   usage, pending approvals), `DELETE /sessions/:id` (stops the agent and deletes the stored log with those of
+ *   its subagent descendants, children first, as `harness.deleteSession` does).
  * - `POST /sessions/:id/messages` `{ mode?: "followup" | "steer" | "inject", content, wait? }` queues input
  *   (202); with `wait: true` it answers once the agent is idle (200, with the turn's outcome for a followup,
  *   a turn that ended in `error` included: `result.reason` says so; `agent.run()` would reject instead).

@@ -12,6 +12,7 @@ import { fsOps, pidNamespace } from "./_fs.ts";
 import { lockTimingForTests } from "./_writer_lease.ts";
 import { frameEnd, zstd } from "./_zstd.ts";
 import { storageContract } from "./_test_storage_contract.ts";
+import { deleteTreeSuite } from "./_test_delete_tree.ts";
 import { LogBuilder } from "./_test_log.ts";
 import { loadUnderLease } from "./_test_lease.ts";
 import { openLine, sealLine } from "./_record_checksum.ts";
@@ -45,6 +46,13 @@ for (const compression of ["none", "zstd"] as const) {
     },
   });
 }
+deleteTreeSuite({
+  name: "fileStorage(dir)",
+  make: async () => {
+    const dir = await tempDir();
+    return { storage: fileStorage(dir), after: () => rm(dir, { recursive: true, force: true }) };
+  },
+});
 
 function realisticLog(turns: number): SessionEvent[] {
   const log = new LogBuilder();

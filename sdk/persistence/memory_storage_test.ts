@@ -2,11 +2,14 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { memoryStorage } from "./memory_storage.ts";
 import { storageContract } from "./_test_storage_contract.ts";
+import { deleteTreeSuite } from "./_test_delete_tree.ts";
 
-storageContract({
+const memory = {
   name: "memoryStorage()",
   make: () => Promise.resolve({ storage: memoryStorage(), after: () => Promise.resolve() }),
-});
+};
+storageContract(memory);
+deleteTreeSuite(memory);
 
 describe("memoryStorage()", () => {
   it("stores detached frozen copies", async () => {

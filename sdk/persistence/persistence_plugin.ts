@@ -24,7 +24,7 @@ import { jsonEqual } from "../session/_json_equal.ts";
 import { incarnationOf } from "../session/_incarnation.ts";
 import type { Session, SessionEvents } from "../session/mod.ts";
 import type { NewSessionHeader, SessionStorage, SessionWriter } from "./session_storage.ts";
-import { noteStored, noteWriteFailed } from "./_stored_prefix.ts";
+import { noteStored, noteWriteFailed, wasAbandoned } from "./_stored_prefix.ts";
 
 /** Options of {@linkcode persistencePlugin}. */
 export interface PersistenceOptions {
@@ -240,21 +240,31 @@ export function installPersistence(
     if (t !== undefined) await write(t);
   });
 
-  // The lease is given up even when the last write failed; that failure is the one reported.
+  // The lease is given up even when the last write failed; that failure is the one reported. A session whose start
+  // was abandoned (noteAbandoned) is not written on: the log this writer made for it is deleted once the lease is
+  // given up (a delete under the lease would leave a file log's folder behind).
   const release = async (t: Tracked) => {
     tracked.delete(t.session);
+    const abandoned = wasAbandoned(t.session);
+    if (abandoned && t.timer !== undefined) {
+      clearTimeout(t.timer);
+      t.timer = undefined;
+    }
     let written: { error: unknown } | undefined;
     try {
-      await write(t);
+      if (!abandoned) await write(t);
     } catch (error) {
       written = { error };
     }
+    await t.chain; // a write under way ends first (it never rejects)
     try {
       await t.writer?.release();
     } catch (error) {
       if (written === undefined) throw error;
     }
     if (written !== undefined) throw written.error;
+    // Made by this writer only when its first write succeeded: else what storage holds under the id is not its own.
+    if (abandoned && await t.ready.then(() => true, () => false)) await storage.delete(t.session.id);
   };
 
   ctx.on("session/release", async (session) => {

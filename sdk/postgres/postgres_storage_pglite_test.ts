@@ -5,6 +5,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { PGlite } from "@electric-sql/pglite";
 import { storageContract } from "../persistence/_test_storage_contract.ts";
+import { deleteTreeSuite } from "../persistence/_test_delete_tree.ts";
 import { dropSchema, openTestPGlite, testSchema, todoEvents } from "./_test_postgres.ts";
 import { type PostgresSessionStorage, postgresStorage } from "./postgres_storage.ts";
 import { incarnationOf } from "../session/_incarnation.ts";
@@ -26,7 +27,7 @@ describe("postgresStorage() on PGlite", () => {
 
   // One schema for the suite (DDL is slow in WebAssembly), emptied before each test.
   const schema = testSchema("pglite");
-  storageContract({
+  const pglite = {
     name: "postgresStorage(PGlite)",
     make: async () => {
       const storage: PostgresSessionStorage = postgresStorage({ client: db, schema });
@@ -34,7 +35,9 @@ describe("postgresStorage() on PGlite", () => {
       await db.query(`TRUNCATE "${schema}".sessions, "${schema}".session_events, "${schema}".session_writers`);
       return { storage, after: () => storage.close() };
     },
-  });
+  };
+  storageContract(pglite);
+  deleteTreeSuite(pglite);
 
   it("follow({ incarnation }) ends without a new life's events when the log was deleted and created again", async () => {
     const schema = testSchema();

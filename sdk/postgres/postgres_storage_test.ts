@@ -4,6 +4,7 @@ import type pg from "pg";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { storageContract } from "../persistence/_test_storage_contract.ts";
+import { deleteTreeSuite } from "../persistence/_test_delete_tree.ts";
 import { LogBuilder } from "../persistence/_test_log.ts";
 import { loadUnderLease } from "../persistence/_test_lease.ts";
 import { dropSchema, testPool, testSchema, todoEvents, useTestPostgres } from "./_test_postgres.ts";
@@ -43,6 +44,7 @@ describe("postgresStorage() on a PostgreSQL server", () => {
   };
 
   storageContract({ name: "postgresStorage(pg.Pool)", make });
+  deleteTreeSuite({ name: "postgresStorage(pg.Pool)", make });
 
   it("two writers racing for a session: exactly one wins, nothing interleaves", async () => {
     const a = await make();

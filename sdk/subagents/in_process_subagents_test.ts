@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -177,38 +177,44 @@ describe("inProcessSubagents", () => {
     await harness.dispose();
   });
 
-  it("cancelling the parent while its children start leaves them turnless: every stored child with a turn is linked", async () => {
-    const model = scriptedAdapter((request): ScriptEntry =>
-      request.sessionId === "parent" ? delegate : textResponse(`done by ${request.sessionId}`)
-    );
-    const storage = memoryStorage();
-    const harness = await scenarioHarness(model, { storage });
-    const parent = await harness.createAgent({ id: "parent" });
-    const children: string[] = [];
-    harness.ctx.on("session/created", (s) => {
-      if (s.id === "parent") return;
-      children.push(s.id);
-      parent.cancel("user");
+  for (const [kind, mode] of [["memory", "in-process"], ["file", "in-process"], ["file", "fork"]] as const) {
+    it(`cancelling the parent while its children start stores none of them (${kind} storage, ${mode})`, async () => {
+      const model = scriptedAdapter((request): ScriptEntry =>
+        request.sessionId === "parent" ? delegate : textResponse(`done by ${request.sessionId}`)
+      );
+      const dir = kind === "file" ? await mkdtemp(join(tmpdir(), "dsh-subagents-")) : undefined;
+      try {
+        const storage = dir !== undefined ? fileStorage(dir) : memoryStorage();
+        const harness = await scenarioHarness(model, { storage, mode });
+        const parent = await harness.createAgent({ id: "parent" });
+        const children: string[] = [];
+        harness.ctx.on("session/created", (s) => {
+          if (s.id === "parent") return;
+          children.push(s.id);
+          parent.cancel("user");
+        });
+        const result = await parent.run("Define alpha and beta");
+        assert.deepEqual(result.reason, { kind: "aborted", reason: "user" });
+        // Let the children's starts run out.
+        while (harness.sessions.get("parent.call_a") ?? harness.sessions.get("parent.call_b")) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        const linked = harness.ctx.service("sessionProjections").stateOf(parent.session, childSessions);
+        await harness.dispose();
+        assert.deepEqual(children, ["parent.call_a", "parent.call_b"]);
+        assert.equal(model.requests.filter((r) => r.sessionId !== "parent").length, 0, "no child asked the model");
+        assert.deepEqual(linked, []);
+        // The children were stored before the cancel was seen (a child is stored before it is linked): their logs
+        // (a header, or a fork's seed) are deleted with the abandoned start, not left unlinked.
+        for (const id of children) assert.equal(await storage.stat(id), undefined, id);
+        assert.deepEqual((await storage.list()).map((h) => h.id), ["parent"]);
+        if (dir !== undefined) assert.deepEqual(await readdir(dir), ["parent"], "no folder is left behind");
+        assert.deepEqual(checkInvariants(parent.session.events), []);
+      } finally {
+        if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+      }
     });
-    const result = await parent.run("Define alpha and beta");
-    assert.deepEqual(result.reason, { kind: "aborted", reason: "user" });
-    // Let the children's starts run out.
-    while (harness.sessions.get("parent.call_a") ?? harness.sessions.get("parent.call_b")) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    const linked = harness.ctx.service("sessionProjections").stateOf(parent.session, childSessions);
-    await harness.dispose();
-    assert.deepEqual(children, ["parent.call_a", "parent.call_b"]);
-    assert.equal(model.requests.filter((r) => r.sessionId !== "parent").length, 0, "no child asked the model");
-    const linkedIds = new Set(linked.map((c) => c.session));
-    for (const id of children) {
-      const { events } = await storage.inspect(id);
-      const ran = events.some((e) => e.type === "turn/start");
-      assert.ok(!ran || linkedIds.has(id), `${id} has a turn but no link`);
-      assert.equal(ran, false, id);
-    }
-    assert.deepEqual(checkInvariants(parent.session.events), []);
-  });
+  }
 
   it("ten delegations of one step add one abort listener to the turn's signal, not one each", async () => {
     // Ten: the default number of parallel tool calls.

@@ -18,6 +18,7 @@ import { TurnFailedError } from "../agent/turn_failed_error.ts";
 import { type SessionProjections, turnBoundary } from "../projections/mod.ts";
 import { childIdBase } from "./_child_id.ts";
 import { onAbort } from "../kernel/_on_abort.ts";
+import { noteAbandoned } from "../persistence/_stored_prefix.ts";
 import type { SubagentDefinition, SubagentMode, SubagentRequest, SubagentResult } from "./subagent_definition.ts";
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -172,7 +173,8 @@ export class SubagentService {
    * @param request The definition name, prompt, parent, call and signal.
    * @returns The child's answer, turn-end reason and usage.
    * @throws {HarnessError} `SUBAGENT_NOT_FOUND`, `SESSION_NOT_FOUND` (no live parent),
-   *   `SUBAGENT_DEPTH` (nesting beyond `maxDepth`), `ABORTED` (signal aborted before the child ran: it is disposed turnless and unlinked).
+   *   `SUBAGENT_DEPTH` (nesting beyond `maxDepth`), `ABORTED` (signal aborted before the child ran: it is disposed
+   *   turnless and unlinked, and the log it stored is deleted).
    */
   async run(request: SubagentRequest): Promise<SubagentResult> {
     const definition = this.#definitions.get(request.agent);
@@ -240,9 +242,9 @@ export class SubagentService {
         }
       }
       await previousLink;
-      // Cancelled while the child started: it is disposed before it runs a turn (its stored log, if any, stays
-      // turnless and unlinked), so every child log with a turn is linked from its parent. From this check to the
-      // child's run nothing awaits: a later abort cancels a linked, running child.
+      // Cancelled while the child started: it is disposed before it runs a turn, and the log it stored is deleted
+      // (see the catch below): a cancel leaves no unlinked child log behind. From this check to the child's run
+      // nothing awaits: a later abort cancels a linked, running child.
       if (request.signal?.aborted) {
         throw new HarnessError("ABORTED", "The delegation was cancelled before its child started", {
           details: { session: childId },
@@ -261,6 +263,8 @@ export class SubagentService {
         });
       }
     } catch (error) {
+      // A child started and never run nor linked: its log (a header, or a fork's seed) is not kept.
+      if (handle !== undefined) noteAbandoned(handle.agent.session);
       await handle?.dispose().catch(() => {/* the first error is the one to report */});
       throw error;
     } finally {
