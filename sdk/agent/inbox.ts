@@ -7,6 +7,7 @@
  */
 
 import { HarnessError } from "../kernel/harness_error.ts";
+import { promptContextName } from "./_loop_values.ts";
 import type { InboxEntry, InboxTarget, SessionEvent, SessionEventMap } from "../session/mod.ts";
 
 /** The payload of one inbox change. */
@@ -86,8 +87,11 @@ export class Inbox {
           }
           break;
         }
-        case "user/message":
         case "system/message":
+          // A prompt context's snapshot: the loop logs it before the step's input, so it says nothing of that input.
+          if (promptContextName(event.data.source) !== undefined) break;
+          // falls through
+        case "user/message":
           // The step's messages entered (its claims served, or the pre-step listener rewrote or dropped them).
           if (event.surfaceOp === "append") open = [];
           break;

@@ -62,6 +62,37 @@ describe("Inbox.strandedClaims()", () => {
     assert.deepEqual(Inbox.strandedClaims(again).map((c) => c.entries.map((e) => e.id)), [["b"]]);
   });
 
+  it("a prompt context's snapshot logged before the step's input does not count as the input entered", () => {
+    const context = {
+      type: "system/message",
+      surfaceOp: "append",
+      data: {
+        id: "ctx",
+        role: "system",
+        content: [{ type: "text", text: "Turn counter: 2" }],
+        source: { kind: "plugin", plugin: "system-prompt/context:clock", form: "snapshot" },
+      },
+    } as never;
+    const events = log(
+      insert("next-turn", "a"),
+      turnStart(1),
+      claim("next-turn", 1),
+      context,
+      turnEnd(1, "interrupted"),
+    );
+    assert.deepEqual(Inbox.strandedClaims(events).map((c) => c.entries.map((e) => e.id)), [["a"]]);
+    // Once the step's own message follows the snapshot, the claim is served.
+    const served = log(
+      insert("next-turn", "a"),
+      turnStart(1),
+      claim("next-turn", 1),
+      context,
+      entered("a"),
+      turnEnd(1, "interrupted"),
+    );
+    assert.deepEqual(Inbox.strandedClaims(served), []);
+  });
+
   it("restore() records an insert at the front that fromLog() replays", () => {
     const recorded: SessionEvent[] = [];
     const commit = (data: unknown) => void recorded.push({ type: "agent/inbox/spliced", data } as never);
