@@ -178,9 +178,10 @@ export interface ForkAgentOptions extends Omit<CreateAgentOptions, "id"> {
 /** Options of {@linkcode Harness.resumeAgent}: route overrides and setup. */
 export interface ResumeOptions extends Omit<CreateAgentOptions, "id"> {
   /**
-   * Start the followups the session has queued (acknowledged input of an
-   * earlier life, or input a crash caught between its claim and its step)
-   * as soon as the agent holds the lease. Without it they wait, as any
+   * Start the input the session has queued — followups, steering and
+   * injected context: acknowledged input of an earlier life, or input a
+   * crash caught between its claim and its step — as soon as the agent holds
+   * the lease, as `agent.wake()` does. Without it the input waits, as any
    * queued input does, for the next input that wakes the agent.
    *
    * @default {false}

@@ -300,17 +300,21 @@ export class LoopAgent implements Agent {
 
   /**
    * After a resume holds its writer lease: put back the input a crash stranded between its claim and its step's
-   * messages (see `Inbox.strandedClaims`), and with `wake`, run the followups waiting for a turn.
+   * messages (see `Inbox.strandedClaims`), and with `wake`, run what waits in the inbox, as `wake()` does.
    *
    * @param agent The resumed agent.
-   * @param wake Start the queued followups now (else they wait for the next wake, as any queued input).
+   * @param wake Start the queued input now (else it waits for the next wake, as any queued input).
    */
   static wakeResumed(agent: Agent, wake: boolean): void {
     if (!(agent instanceof LoopAgent) || agent.#disposed) return;
     const stranded = Inbox.strandedClaims(agent.session.events);
     // Each goes to the front of its queue: the latest first, so that the earliest ends up first.
     for (let i = stranded.length - 1; i >= 0; i--) agent.inbox.restore(stranded[i].target, stranded[i].entries);
-    if (wake) agent.#schedule();
+    // As wake() does: steering and injected context (next-step input) start a turn too.
+    if (wake && agent.inbox.size > 0) {
+      agent.#wakePending = true;
+      agent.#schedule();
+    }
   }
 
   whenIdle(): Promise<void> {

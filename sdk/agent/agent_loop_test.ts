@@ -1191,6 +1191,25 @@ describe("acknowledged input across a crash", () => {
     await resumed.harness.dispose();
   });
 
+  it("resumeAgent with wake runs steering queued behind a running turn, as wake() does", async () => {
+    const storage = memoryStorage();
+    const { harness, agent } = await setup([{ hang: true }], { storage });
+    agent.followup("one");
+    await waitForEvent(agent, (e) => e.type === "request/header");
+    agent.steer("steer this way");
+    await agent.flushed();
+    const crashed = await crashedCopy(storage, "s1");
+    await harness.dispose().catch(() => {});
+
+    const resumed = await resumeFrom(crashed, "Steered");
+    await resumed.agent.whenIdle();
+    assert.equal(resumed.model.requests.length, 1);
+    assert.deepEqual(texts(resumed.agent), ["one", "steer this way"]);
+    assert.equal(resumed.agent.inbox.size, 0);
+    assertValidLog(resumed.agent.session.events);
+    await resumed.harness.dispose();
+  });
+
   it("without wake, a resumed agent keeps its queued followup for the next input, which runs after it", async () => {
     const { model, resumed, again } = await resumedWithQueuedFollowup([textResponse("Second"), textResponse("Third")]);
     await again.whenIdle();
