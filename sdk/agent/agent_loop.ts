@@ -590,7 +590,7 @@ export class LoopAgent implements Agent {
         proposed.push(entry.message);
       }
       if (!first && claimed.length === 0 && !owesRequest) break;
-      await this.#checkpoint();
+      await this.#checkpoint(signal);
       // Listener chains are waited for until the turn is cancelled, not longer: one may ignore the signal.
       const decision = await untilAborted<PreStepDecision>(
         this.#ctx.waterfall(
@@ -766,7 +766,7 @@ export class LoopAgent implements Agent {
     const seqs = seqList();
     // One usage per attempt, the first, as the assembler keeps (a second breaks the stream grammar).
     let usageSeen = false;
-    await this.#checkpoint();
+    await this.#checkpoint(request.signal!);
     // Each chunk is logged from the reaction to the adapter's own promise (push mode), with no extra hop.
     await forEachChunk(prepared.stream(request, { context: this.#ctx as never }), (chunk) => {
       const event = appendChunk(this.session, turn, step, chunk);
@@ -887,10 +887,14 @@ export class LoopAgent implements Agent {
 
   /**
    * A durability checkpoint: every event committed so far is durable before
-   * the loop goes on. A failed checkpoint fails the turn (fail closed).
+   * the loop goes on. A failed checkpoint fails the turn (fail closed). A
+   * cancel does not wait for it (storage may be slow or stalled): the loop
+   * goes on as after a checkpoint that returned with the signal aborted, and
+   * the events it then logs are flushed after these (a late failure shows at
+   * the next flush, `agent.flushed()` included).
    */
-  #checkpoint(): Promise<unknown> {
-    return this.#svc.sessions.flush(this.session);
+  #checkpoint(signal: AbortSignal): unknown {
+    return untilAborted(this.#svc.sessions.flush(this.session), signal);
   }
 
   #recordHeader(
@@ -989,7 +993,7 @@ export class LoopAgent implements Agent {
           contexts: [] as UserMessage[],
         };
       }
-      await this.#checkpoint();
+      await this.#checkpoint(signal);
       try {
         return await tools.execute({
           callId: call.id,

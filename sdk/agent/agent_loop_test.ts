@@ -734,6 +734,67 @@ describe("agent loop cancellation", () => {
     }
   });
 
+  it("a storage that stalls at a durability checkpoint does not hold cancel(); what the turn logged is stored after", async () => {
+    // The three checkpoints: before the step's input enters, before the model call, before a tool runs.
+    const stallAt: [string, (e: SessionEvent) => boolean][] = [
+      ["pre-step", (e) => e.type === "turn/start"],
+      ["request", (e) => e.type === "request/header"],
+      ["tool", (e) => e.type === "tool/call"],
+    ];
+    for (const [where, when] of stallAt) {
+      const base = memoryStorage();
+      let stalled = false;
+      const gate = deferred();
+      const reached = deferred();
+      const storage = new Proxy(base, {
+        get(target, key) {
+          const value = Reflect.get(target, key);
+          if (key !== "append") return typeof value === "function" ? value.bind(target) : value;
+          return async (...args: unknown[]) => {
+            if (stalled) {
+              reached.resolve();
+              await gate.promise;
+            }
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+      const { harness, agent } = await setup([
+        toolCallResponse([{ id: "c1", name: "add", arguments: '{"a":1,"b":2}' }]),
+        textResponse("3"),
+      ], { storage, batchWindowMs: 0 });
+      agent.ctx.on("session/event", (_s, e) => {
+        if (when(e)) stalled = true;
+      });
+      const running = agent.run("Add 1 and 2").then((r) => r.reason.kind, (e) => `rejected ${e?.code}`);
+      await reached.promise;
+      agent.cancel("user");
+      const within = async (p: Promise<unknown>) => {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const late = new Promise((resolve) => timer = setTimeout(() => resolve("still waiting"), 2000));
+        try {
+          return await Promise.race([p, late]);
+        } finally {
+          clearTimeout(timer);
+        }
+      };
+      // The turn ends at once; run() settles once its end is durable (as documented), so after storage comes back.
+      assert.equal(await within(agent.whenIdle().then(() => "idle")), "idle", where);
+      const end = agent.session.events.at(-1);
+      assert.equal(end?.type === "turn/end" && end.data.reason.kind, "aborted", where);
+      assertValidLog(agent.session.events);
+      // Storage comes back: everything the cancelled turn logged is stored, its end included.
+      stalled = false;
+      gate.resolve();
+      assert.equal(await running, "aborted", where);
+      await agent.flushed();
+      const stored = await base.inspect("s1");
+      assert.deepEqual(stored.events.map((e) => e.type), agent.session.events.map((e) => e.type), where);
+      assert.equal(stored.events.at(-1)?.type, "turn/end", where);
+      await harness.dispose();
+    }
+  });
+
   it("before the request: nothing of the step is committed but its bracket", async () => {
     const { harness, agent, model } = await setup([textResponse("never")]);
     agent.ctx.on("agent/request", async (_a, _d, next) => {
