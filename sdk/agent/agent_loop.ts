@@ -986,6 +986,8 @@ export class LoopAgent implements Agent {
         arguments: call.arguments,
       });
       callSeqs.set(call.id, event.seq);
+      // A tool runs only once its call is durable: a cancel during the checkpoint starts none.
+      if (!signal.aborted) await this.#checkpoint(signal);
       if (signal.aborted) {
         return {
           message: toolErrorMessage(this.#init.newId(), call.id, "The turn was cancelled before this tool started"),
@@ -993,7 +995,6 @@ export class LoopAgent implements Agent {
           contexts: [] as UserMessage[],
         };
       }
-      await this.#checkpoint(signal);
       try {
         return await tools.execute({
           callId: call.id,

@@ -766,32 +766,42 @@ describe("agent loop cancellation", () => {
       agent.ctx.on("session/event", (_s, e) => {
         if (when(e)) stalled = true;
       });
-      const running = agent.run("Add 1 and 2").then((r) => r.reason.kind, (e) => `rejected ${e?.code}`);
-      await reached.promise;
-      agent.cancel("user");
-      const within = async (p: Promise<unknown>) => {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const late = new Promise((resolve) => timer = setTimeout(() => resolve("still waiting"), 2000));
-        try {
-          return await Promise.race([p, late]);
-        } finally {
-          clearTimeout(timer);
+      try {
+        const running = agent.run("Add 1 and 2").then((r) => r.reason.kind, (e) => `rejected ${e?.code}`);
+        await reached.promise;
+        agent.cancel("user");
+        const within = async (p: Promise<unknown>) => {
+          let timer: ReturnType<typeof setTimeout> | undefined;
+          const late = new Promise((resolve) => timer = setTimeout(() => resolve("still waiting"), 2000));
+          try {
+            return await Promise.race([p, late]);
+          } finally {
+            clearTimeout(timer);
+          }
+        };
+        // The turn ends at once; run() settles once its end is durable (as documented), so after storage comes back.
+        assert.equal(await within(agent.whenIdle().then(() => "idle")), "idle", where);
+        const end = agent.session.events.at(-1);
+        assert.equal(end?.type === "turn/end" && end.data.reason.kind, "aborted", where);
+        // A tool whose call was not yet durable did not start.
+        if (where === "tool") {
+          assert.ok(summarize(agent.session.events).includes("tool/result c1 error:ABORTED_BEFORE_DISPATCH"));
         }
-      };
-      // The turn ends at once; run() settles once its end is durable (as documented), so after storage comes back.
-      assert.equal(await within(agent.whenIdle().then(() => "idle")), "idle", where);
-      const end = agent.session.events.at(-1);
-      assert.equal(end?.type === "turn/end" && end.data.reason.kind, "aborted", where);
-      assertValidLog(agent.session.events);
-      // Storage comes back: everything the cancelled turn logged is stored, its end included.
-      stalled = false;
-      gate.resolve();
-      assert.equal(await running, "aborted", where);
-      await agent.flushed();
-      const stored = await base.inspect("s1");
-      assert.deepEqual(stored.events.map((e) => e.type), agent.session.events.map((e) => e.type), where);
-      assert.equal(stored.events.at(-1)?.type, "turn/end", where);
-      await harness.dispose();
+        assertValidLog(agent.session.events);
+        // Storage comes back: everything the cancelled turn logged is stored, its end included.
+        stalled = false;
+        gate.resolve();
+        assert.equal(await running, "aborted", where);
+        await agent.flushed();
+        const stored = await base.inspect("s1");
+        assert.deepEqual(stored.events.map((e) => e.type), agent.session.events.map((e) => e.type), where);
+        assert.equal(stored.events.at(-1)?.type, "turn/end", where);
+      } finally {
+        // A failed assertion must not leave the harness waiting on the gate.
+        stalled = false;
+        gate.resolve();
+        await harness.dispose().catch(() => {});
+      }
     }
   });
 
