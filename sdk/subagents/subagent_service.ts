@@ -172,7 +172,8 @@ export class SubagentService {
    * @param request The definition name, prompt, parent, call and signal.
    * @returns The child's answer, turn-end reason and usage.
    * @throws {HarnessError} `SUBAGENT_NOT_FOUND`, `SESSION_NOT_FOUND` (no live parent),
-   *   `SUBAGENT_DEPTH` (nesting beyond `maxDepth`), `ABORTED` (signal aborted before the child ran: it is disposed turnless and unlinked).
+   *   `SUBAGENT_DEPTH` (nesting beyond `maxDepth`), `ABORTED` (signal aborted before the child ran: it is disposed turnless, and unlinked unless the abort came
+   *   while its link was being made durable).
    */
   async run(request: SubagentRequest): Promise<SubagentResult> {
     const definition = this.#definitions.get(request.agent);
@@ -241,13 +242,10 @@ export class SubagentService {
       }
       await previousLink;
       // Cancelled while the child started: it is disposed before it runs a turn (its stored log, if any, stays
-      // turnless and unlinked), so every child log with a turn is linked from its parent. From this check to the
-      // child's run nothing awaits: a later abort cancels a linked, running child.
-      if (request.signal?.aborted) {
-        throw new HarnessError("ABORTED", "The delegation was cancelled before its child started", {
-          details: { session: childId },
-        });
-      }
+      // turnless and unlinked), so every child log with a turn is linked from its parent. After the link is durable
+      // the signal is checked again; from there to the child's run nothing awaits: a later abort cancels a linked,
+      // running child.
+      if (request.signal?.aborted) throw notStarted(childId);
       // The link is a log-only event of the parent's open turn (a delegation made outside any turn is
       // still found through the child's header, `parentSession`).
       if (this.#ctx.service("sessionProjections").stateOf(parentSession, turnBoundary).open !== undefined) {
@@ -259,6 +257,10 @@ export class SubagentService {
           mode,
           agent: definition.name,
         });
+        // Durable before the child runs a turn: after a crash, a child log with a turn is linked from its parent
+        // (the parent's batch might otherwise still hold the link while the child's turn is already stored).
+        await this.#ctx.service("sessions").flush(parentSession);
+        if (request.signal?.aborted) throw notStarted(childId);
       }
     } catch (error) {
       await handle?.dispose().catch(() => {/* the first error is the one to report */});
@@ -389,4 +391,8 @@ export class SubagentService {
     if (definition.tools !== undefined) tools.restrict(definition.tools, ctx);
     if (depth >= this.#maxDepth) tools.restrict({ deny: [this.#toolName] }, ctx);
   }
+}
+
+function notStarted(session: string): HarnessError {
+  return new HarnessError("ABORTED", "The delegation was cancelled before its child started", { details: { session } });
 }
