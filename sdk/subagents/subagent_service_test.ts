@@ -1,8 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { memoryStorage } from "../../mod.ts";
+import { childSessions, createHarness, foldProjection, memoryStorage } from "../../mod.ts";
 import { scriptedAdapter, textResponse, toolCallResponse } from "../../testing/mod.ts";
 import { scenarioHarness } from "./_test_scenario.ts";
+import { inProcessSubagents } from "./mod.ts";
 
 const delegateTo = (...ids: string[]) =>
   toolCallResponse(ids.map((id) => ({
@@ -31,5 +32,45 @@ describe("the link of a child to its parent", () => {
     assert.equal(storedLinks.length, 2);
     for (const links of storedLinks) assert.ok(links.includes("parent.c1"), JSON.stringify(storedLinks));
     assert.ok(storedLinks.some((links) => links.includes("parent.c2")), JSON.stringify(storedLinks));
+  });
+});
+
+describe("a fork child's children", () => {
+  it("are its own: the children its parent linked in the seed it copied are left out", async () => {
+    const storage = memoryStorage();
+    const delegate = (id: string, agent: string) =>
+      toolCallResponse([{ id, name: "task", arguments: JSON.stringify({ agent, description: "x", prompt: "p" }) }]);
+    const model = scriptedAdapter((request) => {
+      if (request.sessionId !== "p") return textResponse("child ok");
+      const last = JSON.stringify(request.messages.at(-1)?.content);
+      if (last.includes("first")) return delegate("c1", "fresh");
+      if (last.includes("second")) return delegate("c2", "forky");
+      return textResponse("end");
+    });
+    const harness = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage,
+      plugins: [
+        inProcessSubagents({
+          agents: [{ name: "fresh", description: "d" }, { name: "forky", description: "d", mode: "fork" }],
+        }),
+      ],
+    });
+    const projections = harness.ctx.service("sessionProjections");
+    const p = await harness.createAgent({ id: "p" });
+    await p.run("first");
+    await p.run("second");
+    assert.deepEqual(projections.stateOf(p.session, childSessions).map((c) => c.session), ["p.c1", "p.c2"]);
+    const stored = await storage.load("p.c2");
+    assert.equal(stored.header.parentSession, "p");
+    // The seed holds the link to p.c1 (bare events, read with no header, still show it).
+    assert.deepEqual(foldProjection(childSessions, stored.events).map((c) => c.session), ["p.c1"]);
+    assert.deepEqual(foldProjection(childSessions, stored.events, undefined, stored.header), []);
+    assert.deepEqual(projections.stateOf(stored, childSessions), []);
+    assert.deepEqual(projections.snapshot(stored, { units: ["childSessions"] }), { childSessions: [] });
+    const fork = await harness.resumeAgent("p.c2");
+    assert.deepEqual(projections.stateOf(fork.session, childSessions), []);
+    await harness.dispose();
   });
 });
