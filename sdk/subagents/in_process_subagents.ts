@@ -6,6 +6,7 @@
  */
 
 import type { HarnessContext, HarnessPlugin } from "../kernel/harness_context.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
 import type { ToolRuntime } from "../tools/tool_runtime.ts";
 import type { AgentEvents } from "../agent/agent_events.ts";
 import type { SubagentDefinition } from "./subagent_definition.ts";
@@ -55,6 +56,9 @@ export interface SubagentServices {
 export function inProcessSubagents(options: InProcessSubagentsOptions): HarnessPlugin<void> {
   const plugin = (ctx: HarnessContext) => {
     const service = new SubagentService(ctx, options);
+    if (!Array.isArray(options?.agents)) {
+      throw new HarnessError("INVALID_ARGS", "inProcessSubagents needs agents: an array of subagent definitions");
+    }
     for (const definition of options.agents) service.define(definition);
     (ctx as unknown as HarnessContext<object, SubagentServices>).provide("subagents", service);
     // A child session resumed by other means (harness.resumeAgent) gets its definition back.

@@ -98,7 +98,9 @@ export class SubagentService {
    *
    * @param definition The definition.
    * @returns A function that removes it.
-   * @throws {HarnessError} `INVALID_ARGS` for a bad name or mode; `SUBAGENT_EXISTS` for a taken name.
+   * @throws {HarnessError} `INVALID_ARGS` for a bad name, mode, `system` (not a string), `tools` (not `allow`
+   *   and/or `deny` arrays of names), `model` (not an object), `concurrencySafe` or `setup`; `SUBAGENT_EXISTS` for a
+   *   taken name.
    */
   define(definition: SubagentDefinition): () => void {
     if (typeof definition?.name !== "string" || !NAME.test(definition.name)) {
@@ -110,6 +112,9 @@ export class SubagentService {
     if (definition.mode !== undefined && definition.mode !== "in-process" && definition.mode !== "fork") {
       throw new HarnessError("INVALID_ARGS", `Subagent "${definition.name}" has an unknown mode "${definition.mode}"`);
     }
+    // Checked here, not when the model first delegates (where a bad definition read as the model's INVALID_ARGS).
+    const bad = badField(definition);
+    if (bad !== undefined) throw new HarnessError("INVALID_ARGS", `Subagent "${definition.name}": ${bad}`);
     if (this.#definitions.has(definition.name)) {
       throw new HarnessError("SUBAGENT_EXISTS", `A subagent named "${definition.name}" is defined`);
     }
@@ -395,4 +400,24 @@ export class SubagentService {
 
 function notStarted(session: string): HarnessError {
   return new HarnessError("ABORTED", "The delegation was cancelled before its child started", { details: { session } });
+}
+
+/** What is wrong with a definition's optional fields, if anything. */
+function badField(d: SubagentDefinition): string | undefined {
+  const names = (list: unknown) => Array.isArray(list) && list.every((n) => typeof n === "string");
+  if (d.system !== undefined && typeof d.system !== "string") return "system must be a string";
+  if (d.tools !== undefined) {
+    const { allow, deny } = (typeof d.tools === "object" && d.tools !== null ? d.tools : {}) as Record<string, unknown>;
+    const ok = (allow !== undefined || deny !== undefined) && (allow === undefined || names(allow)) &&
+      (deny === undefined || names(deny));
+    if (!ok) return "tools must be { allow?, deny? } with at least one array of tool names";
+  }
+  if (d.model !== undefined && (typeof d.model !== "object" || d.model === null || Array.isArray(d.model))) {
+    return "model must be an object of route overrides";
+  }
+  if (d.concurrencySafe !== undefined && typeof d.concurrencySafe !== "boolean") {
+    return "concurrencySafe must be a boolean";
+  }
+  if (d.setup !== undefined && typeof d.setup !== "function") return "setup must be a function";
+  return undefined;
 }

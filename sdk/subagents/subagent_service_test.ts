@@ -74,3 +74,38 @@ describe("a fork child's children", () => {
     await harness.dispose();
   });
 });
+
+describe("subagent definitions", () => {
+  it("a bad field is INVALID_ARGS naming it when defined, not the model's INVALID_ARGS when first delegated to", async () => {
+    const bad: [Record<string, unknown>, RegExp][] = [
+      [{ tools: { allow: "lookup" } }, /tools/],
+      [{ tools: {} }, /tools/],
+      [{ tools: { deny: [1] } }, /tools/],
+      [{ tools: null }, /tools/],
+      [{ system: 42 }, /system/],
+      [{ setup: "x" }, /setup/],
+      [{ model: "fast" }, /model/],
+      [{ concurrencySafe: "yes" }, /concurrencySafe/],
+    ];
+    for (const [fields, field] of bad) {
+      const agents = [{ name: "w", description: "d", ...fields }] as never;
+      await assert.rejects(
+        createHarness({ plugins: [inProcessSubagents({ agents })] }),
+        { code: "INVALID_ARGS", message: field },
+        JSON.stringify(fields),
+      );
+    }
+    for (const agents of [undefined, { name: "w", description: "d" }]) {
+      await assert.rejects(
+        createHarness({ plugins: [inProcessSubagents({ agents } as never)] }),
+        { code: "INVALID_ARGS", message: /agents/ },
+      );
+    }
+    const good = await createHarness({
+      plugins: [
+        inProcessSubagents({ agents: [{ name: "w", description: "d", tools: { deny: [] }, setup: () => {} }] }),
+      ],
+    });
+    await good.dispose();
+  });
+});
