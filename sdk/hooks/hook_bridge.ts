@@ -49,7 +49,8 @@ export interface HookBridgeOptions {
   /** The hooks: a configuration's `hooks` (commands), possibly with function hooks. */
   readonly hooks?: HooksConfig | HookTable;
   /**
-   * How many times Stop hooks may keep one turn going.
+   * How many times Stop hooks may keep one turn going: a non-negative
+   * integer (else `INVALID_ARGS`).
    *
    * @default {8}
    */
@@ -183,7 +184,8 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  *
  * @param options The hooks (e.g. `config.hooks`) and the Stop limit.
  * @returns The plugin.
- * @throws {HarnessError} `INVALID_ARGS` for a hook `timeout` under 0.001 (1 ms) or over 3600 seconds.
+ * @throws {HarnessError} `INVALID_ARGS` for a hook `timeout` under 0.001 (1 ms) or over 3600 seconds, or a
+ *   `maxStopContinuations` that is not a non-negative integer.
  *
  * @example A function hook that denies a tool
  * ```ts
@@ -227,6 +229,13 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
     }
   }
   const maxStop = options.maxStopContinuations ?? 8;
+  // NaN would never be reached (`count >= NaN` is false): Stop hooks would keep a turn going without end.
+  if (!Number.isInteger(maxStop) || maxStop < 0) {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      `maxStopContinuations must be a non-negative integer, not ${String(maxStop)}`,
+    );
+  }
   const errors = options.preToolUseErrors ?? "ignore";
   if (errors !== "ignore" && errors !== "deny") {
     throw new HarnessError("INVALID_ARGS", `preToolUseErrors is "ignore" or "deny", not ${String(errors)}`);

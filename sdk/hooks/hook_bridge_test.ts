@@ -628,6 +628,13 @@ describe("hookBridge: failures never break the turn", () => {
     await s.harness.dispose();
   });
 
+  it("refuses a maxStopContinuations that is not a non-negative integer (NaN kept a turn going without end)", () => {
+    for (const maxStopContinuations of [Number.NaN, -1, 2.5, Infinity, "2" as unknown as number]) {
+      assert.throws(() => hookBridge({ maxStopContinuations }), { code: "INVALID_ARGS" }, String(maxStopContinuations));
+    }
+    hookBridge({ maxStopContinuations: 0 });
+  });
+
   it("refuses a hook timeout past what a timer keeps (3600 s, as the configuration allows) or under 1 ms", () => {
     for (const timeout of [0, -1, 0.0004, 0.0009, 3601, 2 ** 31, Infinity, Number.NaN]) {
       const hook = { type: "function" as const, name: "h", timeout, run: () => undefined };
