@@ -18,7 +18,8 @@ export interface InProcessSubagentsOptions extends SubagentServiceOptions {
   /** The definitions the model may delegate to. */
   readonly agents: readonly SubagentDefinition[];
   /**
-   * Register the `task` tool globally.
+   * Register the `task` tool globally (never with `maxDepth: 0`, where no
+   * session may delegate).
    *
    * @default {true}
    */
@@ -65,7 +66,8 @@ export function inProcessSubagents(options: InProcessSubagentsOptions): HarnessP
     (ctx as unknown as HarnessContext<AgentEvents>).on("agent/session-start", (agent, reason) => {
       if (reason === "resume") service.adopt(agent);
     });
-    if (options.tool !== false) {
+    // With maxDepth 0 no session may delegate: a tool every call of which fails SUBAGENT_DEPTH is not offered.
+    if (options.tool !== false && options.maxDepth !== 0) {
       const tools = (ctx as unknown as HarnessContext<object, { tools: ToolRuntime }>).service("tools");
       // The tool's description lists the subagents: registered again when a definition is added or removed, so
       // the next request tells the model (a header change).

@@ -33,7 +33,8 @@ interface Services {
 /** Options of {@linkcode SubagentService}. */
 export interface SubagentServiceOptions {
   /**
-   * How deep delegations may nest: a child at this depth does not see the delegation tool.
+   * How deep delegations may nest: a child at this depth does not see the delegation tool (with 0, no session
+   * may delegate, and `inProcessSubagents` does not register it).
    *
    * @default {1}
    */

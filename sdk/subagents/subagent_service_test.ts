@@ -109,3 +109,18 @@ describe("subagent definitions", () => {
     await good.dispose();
   });
 });
+
+describe("maxDepth: 0", () => {
+  it("offers no task tool, since every delegation would fail SUBAGENT_DEPTH", async () => {
+    const model = scriptedAdapter([textResponse("ok")]);
+    const harness = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      plugins: [inProcessSubagents({ maxDepth: 0, agents: [{ name: "w", description: "d" }] })],
+    });
+    const agent = await harness.createAgent({ id: "q" });
+    await agent.run("go");
+    assert.deepEqual((model.requests[0].tools ?? []).map((t) => t.name), []);
+    await harness.dispose();
+  });
+});
