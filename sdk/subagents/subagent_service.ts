@@ -297,6 +297,11 @@ export class SubagentService {
    * subagents plugin calls it for every session resumed by other means
    * (`harness.resumeAgent`); it recognises a child by its header
    * (`origin: "subagent"`, `agentPreset` naming a definition).
+   * `harness.resumeAgent` resumes a child whose parent agent is live in the
+   * parent's scope (its scoped tools, restrictions and guards hold, and the
+   * child is disposed with it); a child resumed without its live parent sees
+   * none of the tools it inherits (what the parent's scope restricted in code
+   * cannot be known): resume the parent first.
    *
    * Fails closed: a child is always held to the depth limit its header's
    * `delegationDepth` implies, and a child whose definition is not known here
@@ -329,6 +334,14 @@ export class SubagentService {
       return false;
     }
     this.#apply(definition, agent.ctx, depth);
+    // Resumed without its live parent (harness.resumeAgent nests a child in a live parent's scope): what the parent's
+    // scope restricted in code (setup, restrict(), guards) cannot be known, so no inherited tool is seen.
+    const parent = header.parentSession === undefined
+      ? undefined
+      : this.#ctx.service("agents").get(header.parentSession);
+    if (parent === undefined || agent.ctx.scope?.parent !== parent.ctx.scope) {
+      this.#ctx.service("tools").restrict({ allow: [] }, agent.ctx);
+    }
     return true;
   }
 

@@ -1,6 +1,14 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { childSessions, createHarness, foldProjection, memoryStorage } from "../../mod.ts";
+import {
+  checkInvariants,
+  childSessions,
+  createHarness,
+  foldProjection,
+  type HarnessContext,
+  memoryStorage,
+  type ToolRuntime,
+} from "../../mod.ts";
 import { scriptedAdapter, textResponse, toolCallResponse } from "../../testing/mod.ts";
 import { scenarioHarness } from "./_test_scenario.ts";
 import { inProcessSubagents } from "./mod.ts";
@@ -122,5 +130,45 @@ describe("maxDepth: 0", () => {
     await agent.run("go");
     assert.deepEqual((model.requests[0].tools ?? []).map((t) => t.name), []);
     await harness.dispose();
+  });
+});
+
+describe("a child resumed with harness.resumeAgent", () => {
+  it("runs in its live parent's scope (a restriction made there in code holds), is disposed with it, and without it sees no inherited tool", async () => {
+    const storage = memoryStorage();
+    const model = scriptedAdapter((request) => {
+      if (request.sessionId === "parent") {
+        return request.messages.some((m) => m.role === "assistant") ? textResponse("done") : delegateTo("c1");
+      }
+      const last = JSON.stringify(request.messages.at(-1)?.content);
+      if (last.includes("use secret")) return toolCallResponse([{ id: "s1", name: "secret", arguments: "{}" }]);
+      return textResponse("child text");
+    });
+    const restrictParent = (ctx: HarnessContext) => {
+      const tools = ctx.service("tools" as never) as unknown as ToolRuntime;
+      tools.restrict({ deny: ["lookup"] }, ctx);
+    };
+    const first = await scenarioHarness(model, { storage });
+    await (await first.createAgent({ id: "parent", setup: restrictParent })).run("go");
+    await first.dispose();
+
+    const harness = await scenarioHarness(model, { storage });
+    const tools = harness.ctx.service("tools");
+    const parent = await harness.resumeAgent("parent", { setup: restrictParent });
+    const child = await harness.resumeAgent("parent.c1");
+    // The definition denies "secret" (and "task" at maxDepth) from what it inherits; the parent's scope denied "lookup".
+    assert.deepEqual(tools.schemas(child.ctx.scope).map((s) => s.name), []);
+    await harness.disposeAgent(parent);
+    assert.equal(harness.sessions.get("parent.c1"), undefined);
+    await assert.rejects(child.run("x"), { code: "AGENT_DISPOSED" });
+
+    // The parent not live: nothing it inherits.
+    const alone = await harness.resumeAgent("parent.c1");
+    assert.deepEqual(tools.schemas(alone.ctx.scope).map((s) => s.name), []);
+    await alone.run("use secret");
+    const results = alone.session.events.flatMap((e) => e.type === "tool/result" ? [e.data.error?.code] : []);
+    assert.deepEqual(results, ["UNKNOWN_TOOL"]);
+    await harness.dispose();
+    assert.deepEqual(checkInvariants((await storage.load("parent.c1")).events), []);
   });
 });
