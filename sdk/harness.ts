@@ -209,7 +209,9 @@ export interface Harness {
    * next request records a `resume` header. The agent is handed out once it
    * holds the session's writer lease. Input a crash caught between its claim
    * and its step's messages goes back to the inbox; queued followups start at
-   * once with `wake: true`, else at the next input that wakes the agent.
+   * once with `wake: true`, else at the next input that wakes the agent. A
+   * subagent's session (header `origin: "subagent"`) whose parent agent is
+   * live is resumed in the parent's scope, and disposed with the parent.
    *
    * @throws {HarnessError} `NO_STORAGE` without storage, `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS` when live,
    *   `SESSION_WRITER_BUSY` when another process holds the session's lease (nothing is left live).
@@ -310,6 +312,19 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     return handle.agent;
   };
 
+  // A child resumed in its live parent's scope stops when the parent is disposed, before that scope (and the
+  // child's own, nested in it) unwinds: it never runs without the restrictions it was made under.
+  const disposeWithParent = (handle: AgentHandle): void => {
+    const parentId = handle.agent.session.header.parentSession;
+    const off = (ctx as unknown as HarnessContext<AgentEvents>).on("agent/disposed", (agent) => {
+      if (agent.id !== parentId && agent !== handle.agent) return;
+      off();
+      if (agent === handle.agent || handles.get(handle.agent.id) !== handle) return;
+      handles.delete(handle.agent.id);
+      handle.dispose().catch(() => {/* reported as agent/error */});
+    });
+  };
+
   // The core services come from one plugin: the public plugins' bodies run on its context, so their
   // registrations are the same, in the same order, and are undone together when the harness is disposed. One
   // Cordis fiber instead of eight (each an effect, an asynchronous start and its state updates) is about a
@@ -404,7 +419,11 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
           const loaded = await options.storage.load(sessionId, { writer });
           held.set(sessionId, { writer, incarnation: incarnationOf(loaded.header) });
           handed = true;
-          handle = await ctx.service("agents").resume(ctx as unknown as HarnessContext, {
+          // A subagent's session resumed while its parent agent is live runs in the parent's scope, as it ran when
+          // it was made: the parent's scoped tools, restrictions and guards hold for it.
+          const parentId = loaded.header.origin === "subagent" ? loaded.header.parentSession : undefined;
+          const parent = parentId === undefined ? undefined : ctx.service("agents").get(parentId);
+          handle = await ctx.service("agents").resume(parent?.ctx ?? ctx as unknown as HarnessContext, {
             ...resumeOptions,
             sessionId,
             events: loaded.events,
@@ -420,6 +439,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
         }
         await durableStart(handle);
         const agent = await keep(handle);
+        if (agent.ctx.scope?.parent !== ctx.scope) disposeWithParent(handle);
         // With the lease held: input a crash stranded goes back to the inbox (and, asked to, queued followups run).
         LoopAgent.wakeResumed(agent, resumeOptions.wake === true);
         return agent;

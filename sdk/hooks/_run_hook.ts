@@ -74,10 +74,17 @@ export async function runHook(
   const stdout = result.stdout.trim();
   if (stdout === "") return { outcome: "continue", exitCode: 0 };
   if (!stdout.startsWith("{")) {
-    // Plain text: context for the events that take it (Claude Code does the same).
+    // Plain text: context for the events that take it (Claude Code does the same). Elsewhere Claude Code only shows
+    // it in its transcript; here it is an answer that cannot be read (text before a JSON decision, a JSON array),
+    // which decides nothing as an error (fail open) and denies under preToolUseErrors: "deny".
     return input.hook_event_name === "UserPromptSubmit" || input.hook_event_name === "SessionStart"
       ? { outcome: "context", exitCode: 0, additionalContext: stdout }
-      : { outcome: "continue", exitCode: 0 };
+      : {
+        outcome: "error",
+        code: "HOOK_BAD_OUTPUT",
+        exitCode: 0,
+        reason: `A ${input.hook_event_name} hook's stdout is read as one JSON object, not ${show(stdout)}`,
+      };
   }
   let parsed: unknown;
   try {
@@ -140,6 +147,22 @@ function readOutput(value: unknown, input: HookInput): HookVerdict {
     ? specific.additionalContext
     : undefined;
   const withContext = context !== undefined ? { additionalContext: context } : {};
+  // A field that means something, with a value that does not: the answer is not read (a deny mistyped as
+  // `"decision": "deny"` or `"BLOCK"` must not pass for no decision).
+  if (out.continue !== undefined && out.continue !== null && typeof out.continue !== "boolean") {
+    return {
+      outcome: "error",
+      code: "HOOK_BAD_OUTPUT",
+      reason: `"continue" is true or false, not ${show(out.continue)}`,
+    };
+  }
+  if (out.decision !== undefined && out.decision !== null && out.decision !== "block" && out.decision !== "approve") {
+    return {
+      outcome: "error",
+      code: "HOOK_BAD_OUTPUT",
+      reason: `Unknown decision ${show(out.decision)} ("block" or "approve")`,
+    };
+  }
   if (out.continue === false) {
     return { outcome: "block", stop: true, reason: str(out.stopReason) ?? "stopped by a hook", ...withContext };
   }
@@ -173,6 +196,11 @@ function readOutput(value: unknown, input: HookInput): HookVerdict {
     return { outcome: "block", reason: str(out.reason) ?? "blocked by a hook", ...withContext };
   }
   return context !== undefined ? { outcome: "context", additionalContext: context } : { outcome: "continue" };
+}
+
+function show(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 80 ? `${text.slice(0, 80)}…` : text;
 }
 
 function str(value: unknown): string | undefined {

@@ -49,14 +49,16 @@ export interface HookBridgeOptions {
   /** The hooks: a configuration's `hooks` (commands), possibly with function hooks. */
   readonly hooks?: HooksConfig | HookTable;
   /**
-   * How many times Stop hooks may keep one turn going.
+   * How many times Stop hooks may keep one turn going: a non-negative
+   * integer (else `INVALID_ARGS`).
    *
    * @default {8}
    */
   readonly maxStopContinuations?: number;
   /**
    * What a PreToolUse hook that fails (times out, crashes, answers with
-   * malformed output or stdout past the cap) decides: `"ignore"` goes on as
+   * output that cannot be read, `HOOK_BAD_OUTPUT`, or stdout past the cap)
+   * decides: `"ignore"` goes on as
    * if it had said nothing (fail open, as Claude Code does), `"deny"` denies
    * the call (fail closed). The model writes the hook's input, so a hook that
    * guards calls can be made to fail by it (a huge argument the hook echoes
@@ -166,7 +168,12 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  * `hook/invoked` without a `hook/result`. SessionStart hooks run outside any
  * turn and log neither; every answer (SessionStart's and a stopped hook's
  * `HOOK_ABORTED` included) is emitted as `hooks/result`. Timeouts (`HOOK_TIMEOUT`), failing
- * hooks (`HOOK_FAILED`), malformed output (`HOOK_BAD_OUTPUT`), stdout past
+ * hooks (`HOOK_FAILED`), malformed output (`HOOK_BAD_OUTPUT`: JSON that does
+ * not parse; an unknown `decision`, `permissionDecision` or a `continue` that
+ * is not a boolean; and for PreToolUse, PostToolUse and Stop, stdout that is
+ * not one JSON object, such as text before the JSON, which Claude Code only
+ * shows in its transcript; plain text is context for UserPromptSubmit and
+ * SessionStart), stdout past
  * 256 KB (`HOOK_OUTPUT_TOO_LARGE`: a cut answer is not read) and unstartable
  * commands (`HOOK_SPAWN_FAILED`) are logged outcomes that never break the turn:
  * the turn goes on as if the hook had said nothing, so a PreToolUse hook whose
@@ -177,7 +184,8 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  *
  * @param options The hooks (e.g. `config.hooks`) and the Stop limit.
  * @returns The plugin.
- * @throws {HarnessError} `INVALID_ARGS` for a hook `timeout` under 0.001 (1 ms) or over 3600 seconds.
+ * @throws {HarnessError} `INVALID_ARGS` for a hook `timeout` under 0.001 (1 ms) or over 3600 seconds, or a
+ *   `maxStopContinuations` that is not a non-negative integer.
  *
  * @example A function hook that denies a tool
  * ```ts
@@ -221,6 +229,13 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
     }
   }
   const maxStop = options.maxStopContinuations ?? 8;
+  // NaN would never be reached (`count >= NaN` is false): Stop hooks would keep a turn going without end.
+  if (!Number.isInteger(maxStop) || maxStop < 0) {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      `maxStopContinuations must be a non-negative integer, not ${String(maxStop)}`,
+    );
+  }
   const errors = options.preToolUseErrors ?? "ignore";
   if (errors !== "ignore" && errors !== "deny") {
     throw new HarnessError("INVALID_ARGS", `preToolUseErrors is "ignore" or "deny", not ${String(errors)}`);

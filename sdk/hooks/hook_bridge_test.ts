@@ -577,6 +577,44 @@ describe("hookBridge: failures never break the turn", () => {
     assert.throws(() => hookBridge({ preToolUseErrors: "maybe" as never }), { code: "INVALID_ARGS" });
   });
 
+  it('an answer that cannot be read (an unknown decision, text or an array on stdout) is HOOK_BAD_OUTPUT: under "deny" it denies', async () => {
+    const answers = [
+      `echo '{"decision":"deny","reason":"no"}'`,
+      `echo '{"decision":"BLOCK"}'`,
+      `echo '{"continue":0}'`,
+      `echo '{"hookSpecificOutput":{"permissionDecision":"Deny"}}'`,
+      `echo '[1]'`,
+      `echo debug; echo '{"decision":"block","reason":"r"}'`,
+    ];
+    for (const command of answers) {
+      for (const preToolUseErrors of ["ignore", "deny"] as const) {
+        const s = await setup(
+          { PreToolUse: [{ hooks: [{ type: "command", command }] }] },
+          [callLookup("alpha"), textResponse("ok")],
+          { preToolUseErrors },
+        );
+        await s.agent.run("go");
+        const events = await done(s);
+        assert.deepEqual(hookLog(events), [["PreToolUse", "error", "HOOK_BAD_OUTPUT"]], command);
+        // Fails open as Claude Code ignores such stdout; fails closed when asked to.
+        assert.equal(toolResult(events).code, preToolUseErrors === "deny" ? "DENIED" : undefined, command);
+      }
+    }
+    // The same for PostToolUse and Stop (logged, and the turn goes on); text stays context for UserPromptSubmit.
+    const s = await setup({
+      PostToolUse: [{ hooks: [{ type: "command", command: "echo formatted" }] }],
+      Stop: [{ hooks: [{ type: "function", name: "s", run: () => ({ decision: "Block" as never }) }] }],
+      UserPromptSubmit: [{ hooks: [{ type: "command", command: "echo '[1]'" }] }],
+    }, [callLookup("alpha"), textResponse("ok")]);
+    assert.equal((await s.agent.run("go")).reason.kind, "completed");
+    const events = await done(s);
+    assert.deepEqual(hookLog(events), [
+      ["UserPromptSubmit", "context", undefined],
+      ["PostToolUse", "error", "HOOK_BAD_OUTPUT"],
+      ["Stop", "error", "HOOK_BAD_OUTPUT"],
+    ]);
+  });
+
   it("without ctx.subprocess a command hook is refused at creation (HOOKS_NO_SUBPROCESS): it would never run", async () => {
     // Run, it would answer HOOK_NO_SUBPROCESS, which fails open: a deny hook that never denies.
     await assert.rejects(
@@ -588,6 +626,13 @@ describe("hookBridge: failures never break the turn", () => {
     const s = await setup({ Stop: [{ hooks: [fn] }] }, [textResponse("ok")], { subprocess: false });
     assert.equal((await s.agent.run("go")).reason.kind, "completed");
     await s.harness.dispose();
+  });
+
+  it("refuses a maxStopContinuations that is not a non-negative integer (NaN kept a turn going without end)", () => {
+    for (const maxStopContinuations of [Number.NaN, -1, 2.5, Infinity, "2" as unknown as number]) {
+      assert.throws(() => hookBridge({ maxStopContinuations }), { code: "INVALID_ARGS" }, String(maxStopContinuations));
+    }
+    hookBridge({ maxStopContinuations: 0 });
   });
 
   it("refuses a hook timeout past what a timer keeps (3600 s, as the configuration allows) or under 1 ms", () => {

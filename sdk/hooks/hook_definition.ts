@@ -36,7 +36,10 @@ export interface HookInput {
 
 /**
  * What a hook may print on stdout (as JSON) or a function hook may return.
- * Unknown fields are ignored.
+ * Unknown fields are ignored; a known field with a value it cannot have (an
+ * unknown `decision` or `permissionDecision`, a `continue` that is not a
+ * boolean) makes the answer `HOOK_BAD_OUTPUT`, as does stdout that is not one
+ * JSON object for PreToolUse, PostToolUse and Stop.
  */
 export interface HookOutput {
   /**

@@ -227,8 +227,9 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
   app.get("/sessions/:id/projections", async (c) => {
     const id = c.req.param("id");
     const agent = await host.readable(id);
-    const source = agent !== undefined ? agent.session : (await inspectStored(id)).events;
-    const seq = agent !== undefined ? agent.session.seq : (source as readonly unknown[]).length;
+    // A stored session with its header: a fork's projections tell its seed from its own events.
+    const source = agent !== undefined ? agent.session : await inspectStored(id);
+    const seq = agent !== undefined ? agent.session.seq : source.events.length;
     return c.json({ id, seq, projections: projections.snapshot(source) });
   });
 

@@ -11,11 +11,18 @@ import { defineProjection, type ProjectionUnit } from "./projection_unit.ts";
 export type ChildSessionEntry = SessionEventMap["subagent/spawned"];
 
 const EMPTY: readonly ChildSessionEntry[] = Object.freeze([]);
+// The empty state of a fork's log, by the length of its seed: the children its parent linked before the fork (in the
+// copied seed) are the parent's, not the fork's.
+const seeds = new WeakMap<readonly ChildSessionEntry[], number>();
 
 /**
  * The children a session spawned (`subagent/spawned`), in spawn order. Each
  * child's own log names the parent in its header (`parentSession`); folding
- * each child's log with this unit in turn walks the whole tree.
+ * each child's log with this unit in turn walks the whole tree. A fork's log
+ * starts with its parent's events (`seedLength` of them): the children linked
+ * there are its parent's and are left out when the reader has the header (a
+ * live session, a loaded one, or `foldProjection(childSessions, events,
+ * undefined, header)`); bare events are read as a log of their own.
  *
  * @example
  * ```ts
@@ -32,6 +39,15 @@ export const childSessions: ProjectionUnit<readonly ChildSessionEntry[]> = defin
   readonly ChildSessionEntry[]
 >({
   name: "childSessions",
-  initial: () => EMPTY,
-  fold: (state, event) => (event.type === "subagent/spawned" ? [...state, event.data] : state),
+  initial: (header) => {
+    if (header?.parentSession === undefined || typeof header.seedLength !== "number") return EMPTY;
+    const seeded: readonly ChildSessionEntry[] = Object.freeze([]);
+    seeds.set(seeded, header.seedLength);
+    return seeded;
+  },
+  fold: (state, event) => {
+    if (event.type !== "subagent/spawned") return state;
+    const seedLength = seeds.get(state);
+    return seedLength !== undefined && event.seq < seedLength ? state : [...state, event.data];
+  },
 });

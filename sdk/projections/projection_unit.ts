@@ -6,6 +6,7 @@
 
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent } from "../session/session_events.ts";
+import type { SessionHeader } from "../session/session.ts";
 
 /**
  * A projection unit: `fold` is applied to each committed event in seq order,
@@ -22,8 +23,12 @@ import type { SessionEvent } from "../session/session_events.ts";
 export interface ProjectionUnit<S, V = S> {
   /** Unique among the units of a `SessionProjections` service; the key of `snapshot()`. */
   readonly name: string;
-  /** The state of an empty log. */
-  initial(): S;
+  /**
+   * The state of an empty log. `header` is the session's when the reader has
+   * it (a live session's, a stored one's): a fork's log starts with a seed
+   * copied from its parent (`seedLength` events, then `session/end-seed`).
+   */
+  initial(header?: SessionHeader): S;
   /** The state after `event`. */
   fold(state: S, event: SessionEvent): S;
   /** The trimmed client view of a state. @default {the state} */
@@ -80,6 +85,7 @@ export function defineProjection<S, V = S>(unit: ProjectionUnit<S, V>): Projecti
  * @param unit The unit.
  * @param events The log.
  * @param from A state already folded over `events[0..from.seq)`. @default {the initial state at seq 0}
+ * @param header The session's header, given to `initial()` (see {@linkcode ProjectionUnit.initial}).
  * @returns The state after the last event.
  *
  * @example
@@ -97,8 +103,9 @@ export function foldProjection<S>(
   unit: ProjectionUnit<S, unknown>,
   events: readonly SessionEvent[],
   from?: { readonly state: S; readonly seq: number },
+  header?: SessionHeader,
 ): S {
-  let state = from === undefined ? unit.initial() : from.state;
+  let state = from === undefined ? unit.initial(header) : from.state;
   for (let i = from?.seq ?? 0; i < events.length; i++) state = unit.fold(state, events[i]);
   return state;
 }

@@ -7,7 +7,7 @@
 
 import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
-import type { Session } from "../session/session.ts";
+import type { Session, SessionHeader } from "../session/session.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { type AnyProjectionUnit, defineProjection, foldProjection, type ProjectionUnit } from "./projection_unit.ts";
 import { childSessions } from "./child_sessions.ts";
@@ -15,8 +15,14 @@ import { todos } from "./todos.ts";
 import { turnBoundary } from "./turn_boundary.ts";
 import { usageTotals } from "./usage_totals.ts";
 
-/** A live session, or a log (a stored one, say) folded from scratch on each read. */
-export type ProjectionSource = Session | readonly SessionEvent[];
+/**
+ * A live session, or a log folded from scratch on each read: a stored session
+ * as loaded (its header and events), or bare events (read with no header).
+ */
+export type ProjectionSource =
+  | Session
+  | { readonly header: SessionHeader; readonly events: readonly SessionEvent[] }
+  | readonly SessionEvent[];
 
 /** Options of {@linkcode SessionProjections.snapshot}. */
 export interface SnapshotOptions {
@@ -102,11 +108,16 @@ export class SessionProjections {
   stateOf<S>(source: ProjectionSource, unit: ProjectionUnit<S, unknown>): S {
     this.#require(unit);
     if (Array.isArray(source)) return foldProjection(unit, source as readonly SessionEvent[]);
+    // A loaded session is a plain object; a live one folds incrementally (it has `slice`).
+    if (typeof (source as Partial<Session>).slice !== "function") {
+      const loaded = source as { header: SessionHeader; events: readonly SessionEvent[] };
+      return foldProjection(unit, loaded.events, undefined, loaded.header);
+    }
     const session = source as Session;
     let perUnit = this.#folded.get(session);
     if (perUnit === undefined) this.#folded.set(session, perUnit = new Map());
     let folded = perUnit.get(unit);
-    if (folded === undefined) perUnit.set(unit, folded = { state: unit.initial(), seq: 0 });
+    if (folded === undefined) perUnit.set(unit, folded = { state: unit.initial(session.header), seq: 0 });
     if (folded.seq < session.seq) {
       let state = folded.state as S;
       for (const event of session.slice(folded.seq)) state = unit.fold(state, event);

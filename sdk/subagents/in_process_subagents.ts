@@ -6,6 +6,7 @@
  */
 
 import type { HarnessContext, HarnessPlugin } from "../kernel/harness_context.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
 import type { ToolRuntime } from "../tools/tool_runtime.ts";
 import type { AgentEvents } from "../agent/agent_events.ts";
 import type { SubagentDefinition } from "./subagent_definition.ts";
@@ -17,7 +18,8 @@ export interface InProcessSubagentsOptions extends SubagentServiceOptions {
   /** The definitions the model may delegate to. */
   readonly agents: readonly SubagentDefinition[];
   /**
-   * Register the `task` tool globally.
+   * Register the `task` tool globally (never with `maxDepth: 0`, where no
+   * session may delegate).
    *
    * @default {true}
    */
@@ -55,13 +57,17 @@ export interface SubagentServices {
 export function inProcessSubagents(options: InProcessSubagentsOptions): HarnessPlugin<void> {
   const plugin = (ctx: HarnessContext) => {
     const service = new SubagentService(ctx, options);
+    if (!Array.isArray(options?.agents)) {
+      throw new HarnessError("INVALID_ARGS", "inProcessSubagents needs agents: an array of subagent definitions");
+    }
     for (const definition of options.agents) service.define(definition);
     (ctx as unknown as HarnessContext<object, SubagentServices>).provide("subagents", service);
     // A child session resumed by other means (harness.resumeAgent) gets its definition back.
     (ctx as unknown as HarnessContext<AgentEvents>).on("agent/session-start", (agent, reason) => {
       if (reason === "resume") service.adopt(agent);
     });
-    if (options.tool !== false) {
+    // With maxDepth 0 no session may delegate: a tool every call of which fails SUBAGENT_DEPTH is not offered.
+    if (options.tool !== false && options.maxDepth !== 0) {
       const tools = (ctx as unknown as HarnessContext<object, { tools: ToolRuntime }>).service("tools");
       // The tool's description lists the subagents: registered again when a definition is added or removed, so
       // the next request tells the model (a header change).

@@ -34,7 +34,8 @@ interface Services {
 /** Options of {@linkcode SubagentService}. */
 export interface SubagentServiceOptions {
   /**
-   * How deep delegations may nest: a child at this depth does not see the delegation tool.
+   * How deep delegations may nest: a child at this depth does not see the delegation tool (with 0, no session
+   * may delegate, and `inProcessSubagents` does not register it).
    *
    * @default {1}
    */
@@ -99,7 +100,9 @@ export class SubagentService {
    *
    * @param definition The definition.
    * @returns A function that removes it.
-   * @throws {HarnessError} `INVALID_ARGS` for a bad name or mode; `SUBAGENT_EXISTS` for a taken name.
+   * @throws {HarnessError} `INVALID_ARGS` for a bad name, mode, `system` (not a string), `tools` (not `allow`
+   *   and/or `deny` arrays of names), `model` (not an object), `concurrencySafe` or `setup`; `SUBAGENT_EXISTS` for a
+   *   taken name.
    */
   define(definition: SubagentDefinition): () => void {
     if (typeof definition?.name !== "string" || !NAME.test(definition.name)) {
@@ -111,6 +114,9 @@ export class SubagentService {
     if (definition.mode !== undefined && definition.mode !== "in-process" && definition.mode !== "fork") {
       throw new HarnessError("INVALID_ARGS", `Subagent "${definition.name}" has an unknown mode "${definition.mode}"`);
     }
+    // Checked here, not when the model first delegates (where a bad definition read as the model's INVALID_ARGS).
+    const bad = badField(definition);
+    if (bad !== undefined) throw new HarnessError("INVALID_ARGS", `Subagent "${definition.name}": ${bad}`);
     if (this.#definitions.has(definition.name)) {
       throw new HarnessError("SUBAGENT_EXISTS", `A subagent named "${definition.name}" is defined`);
     }
@@ -174,7 +180,7 @@ export class SubagentService {
    * @returns The child's answer, turn-end reason and usage.
    * @throws {HarnessError} `SUBAGENT_NOT_FOUND`, `SESSION_NOT_FOUND` (no live parent),
    *   `SUBAGENT_DEPTH` (nesting beyond `maxDepth`), `ABORTED` (signal aborted before the child ran: it is disposed
-   *   turnless and unlinked, and the log it stored is deleted).
+   *   turnless; the log it stored is deleted, unless the abort came once its link was durable: then it stays, linked).
    */
   async run(request: SubagentRequest): Promise<SubagentResult> {
     const definition = this.#definitions.get(request.agent);
@@ -221,6 +227,8 @@ export class SubagentService {
     const link = new Promise<void>((resolve) => linked = resolve);
     this.#lastLink.set(parentSession, link);
     let handle: AgentHandle | undefined;
+    // Whether the parent's link to the child is durable: a child cancelled after it keeps its log (linked, turnless).
+    let durablyLinked = false;
     try {
       while (handle === undefined) {
         const id = childId;
@@ -243,13 +251,10 @@ export class SubagentService {
       }
       await previousLink;
       // Cancelled while the child started: it is disposed before it runs a turn, and the log it stored is deleted
-      // (see the catch below): a cancel leaves no unlinked child log behind. From this check to the child's run
-      // nothing awaits: a later abort cancels a linked, running child.
-      if (request.signal?.aborted) {
-        throw new HarnessError("ABORTED", "The delegation was cancelled before its child started", {
-          details: { session: childId },
-        });
-      }
+      // (see the catch below): a cancel leaves no unlinked child log behind, and every child log with a turn is linked
+      // from its parent. After the link is durable the signal is checked again; from there to the child's run nothing
+      // awaits: a later abort cancels a linked, running child.
+      if (request.signal?.aborted) throw notStarted(childId);
       // The link is a log-only event of the parent's open turn (a delegation made outside any turn is
       // still found through the child's header, `parentSession`).
       if (this.#ctx.service("sessionProjections").stateOf(parentSession, turnBoundary).open !== undefined) {
@@ -261,10 +266,15 @@ export class SubagentService {
           mode,
           agent: definition.name,
         });
+        // Durable before the child runs a turn: after a crash, a child log with a turn is linked from its parent
+        // (the parent's batch might otherwise still hold the link while the child's turn is already stored).
+        await this.#ctx.service("sessions").flush(parentSession);
+        durablyLinked = true;
+        if (request.signal?.aborted) throw notStarted(childId);
       }
     } catch (error) {
-      // A child started and never run nor linked: its log (a header, or a fork's seed) is not kept.
-      if (handle !== undefined) noteAbandoned(handle.agent.session);
+      // A child started and never run nor durably linked: its log (a header, or a fork's seed) is not kept.
+      if (handle !== undefined && !durablyLinked) noteAbandoned(handle.agent.session);
       await handle?.dispose().catch(() => {/* the first error is the one to report */});
       throw error;
     } finally {
@@ -293,6 +303,11 @@ export class SubagentService {
    * subagents plugin calls it for every session resumed by other means
    * (`harness.resumeAgent`); it recognises a child by its header
    * (`origin: "subagent"`, `agentPreset` naming a definition).
+   * `harness.resumeAgent` resumes a child whose parent agent is live in the
+   * parent's scope (its scoped tools, restrictions and guards hold, and the
+   * child is disposed with it); a child resumed without its live parent sees
+   * none of the tools it inherits (what the parent's scope restricted in code
+   * cannot be known): resume the parent first.
    *
    * Fails closed: a child is always held to the depth limit its header's
    * `delegationDepth` implies, and a child whose definition is not known here
@@ -325,6 +340,14 @@ export class SubagentService {
       return false;
     }
     this.#apply(definition, agent.ctx, depth);
+    // Resumed without its live parent (harness.resumeAgent nests a child in a live parent's scope): what the parent's
+    // scope restricted in code (setup, restrict(), guards) cannot be known, so no inherited tool is seen.
+    const parent = header.parentSession === undefined
+      ? undefined
+      : this.#ctx.service("agents").get(header.parentSession);
+    if (parent === undefined || agent.ctx.scope?.parent !== parent.ctx.scope) {
+      this.#ctx.service("tools").restrict({ allow: [] }, agent.ctx);
+    }
     return true;
   }
 
@@ -393,4 +416,28 @@ export class SubagentService {
     if (definition.tools !== undefined) tools.restrict(definition.tools, ctx);
     if (depth >= this.#maxDepth) tools.restrict({ deny: [this.#toolName] }, ctx);
   }
+}
+
+function notStarted(session: string): HarnessError {
+  return new HarnessError("ABORTED", "The delegation was cancelled before its child started", { details: { session } });
+}
+
+/** What is wrong with a definition's optional fields, if anything. */
+function badField(d: SubagentDefinition): string | undefined {
+  const names = (list: unknown) => Array.isArray(list) && list.every((n) => typeof n === "string");
+  if (d.system !== undefined && typeof d.system !== "string") return "system must be a string";
+  if (d.tools !== undefined) {
+    const { allow, deny } = (typeof d.tools === "object" && d.tools !== null ? d.tools : {}) as Record<string, unknown>;
+    const ok = (allow !== undefined || deny !== undefined) && (allow === undefined || names(allow)) &&
+      (deny === undefined || names(deny));
+    if (!ok) return "tools must be { allow?, deny? } with at least one array of tool names";
+  }
+  if (d.model !== undefined && (typeof d.model !== "object" || d.model === null || Array.isArray(d.model))) {
+    return "model must be an object of route overrides";
+  }
+  if (d.concurrencySafe !== undefined && typeof d.concurrencySafe !== "boolean") {
+    return "concurrencySafe must be a boolean";
+  }
+  if (d.setup !== undefined && typeof d.setup !== "function") return "setup must be a function";
+  return undefined;
 }
