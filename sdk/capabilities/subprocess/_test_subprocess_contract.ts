@@ -195,5 +195,21 @@ export function subprocessContract(target: SubprocessTarget): void {
       assert.equal(r.stdout, "");
       assert.equal(r.exitCode, null);
     });
+
+    it("does not lose an abort that arrives just after the call, before the program has started", async () => {
+      for (const cwd of [undefined, tmpdir()]) {
+        const controller = new AbortController();
+        const started = Date.now();
+        const running = target.make().run(["sh", "-c", "echo started; sleep 5; echo finished"], {
+          signal: controller.signal,
+          cwd,
+        });
+        controller.abort();
+        const r = await running;
+        assert.equal(r.aborted, true, `cwd ${cwd}`);
+        assert.equal(r.stdout.includes("finished"), false, `cwd ${cwd}`);
+        assert.ok(Date.now() - started < 2000, `cwd ${cwd}: ${Date.now() - started} ms`);
+      }
+    });
   });
 }

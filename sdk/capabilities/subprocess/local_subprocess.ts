@@ -164,6 +164,8 @@ async function runLocal(
       );
     }
   }
+  // The signal may have aborted while the module and the directory were awaited: the program is not started then.
+  if (signal?.aborted) return result(null, null, false, true);
   let child: ChildProcess;
   try {
     child = spawn(argv[0], argv.slice(1), {
