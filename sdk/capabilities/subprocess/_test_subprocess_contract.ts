@@ -134,6 +134,12 @@ export function subprocessContract(target: SubprocessTarget): void {
       for (const timeoutMs of [2 ** 31, Infinity]) {
         await assert.rejects(service.run(["sh"], { timeoutMs }), code("INVALID_ARGS"), String(timeoutMs));
       }
+      // No argument or variable carries a NUL, and a variable name with "=" would set another variable (A=B=c is A).
+      await assert.rejects(service.run(["echo", "a\0b"]), code("INVALID_ARGS"));
+      await assert.rejects(service.run(["sh", "-c", "echo $X"], { env: { X: "a\0b" } }), code("INVALID_ARGS"));
+      for (const name of ["A=B", "", "A\0"]) {
+        await assert.rejects(service.run(["true"], { env: { [name]: "c" } }), code("INVALID_ARGS"), JSON.stringify(name));
+      }
     });
 
     it("stops the whole process group on timeout: no descendant survives", async () => {

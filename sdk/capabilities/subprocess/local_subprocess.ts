@@ -110,6 +110,15 @@ function checkArgs(argv: readonly string[], options: RunOptions): void {
   if (!Array.isArray(argv) || argv.length === 0) bad("argv must be a non-empty array");
   for (const arg of argv) if (typeof arg !== "string") bad("every argv entry must be a string");
   if (argv[0] === "") bad("the program name is empty");
+  // No process argument or variable can carry a NUL (the runtime refuses it at the spawn), and a name with `=`
+  // would set another variable than the one named (`A=B` with "c" is the entry `A=B=c`, that is A set to "B=c").
+  if (argv.some((arg) => arg.includes("\0"))) bad("an argv entry contains a NUL character");
+  for (const [name, value] of Object.entries(options.env ?? {})) {
+    if (name === "" || name.includes("=") || name.includes("\0")) {
+      bad(`the environment variable name ${JSON.stringify(name)} is empty or contains "=" or a NUL character`);
+    }
+    if (typeof value === "string" && value.includes("\0")) bad(`the value of ${name} contains a NUL character`);
+  }
   const { timeoutMs, maxOutputBytes } = options;
   // A timer fires at once past 2^31 - 1 ms (about 24.8 days): a longer timeout would be none at all.
   if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)) {
