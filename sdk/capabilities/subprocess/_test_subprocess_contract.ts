@@ -138,7 +138,11 @@ export function subprocessContract(target: SubprocessTarget): void {
       await assert.rejects(service.run(["echo", "a\0b"]), code("INVALID_ARGS"));
       await assert.rejects(service.run(["sh", "-c", "echo $X"], { env: { X: "a\0b" } }), code("INVALID_ARGS"));
       for (const name of ["A=B", "", "A\0"]) {
-        await assert.rejects(service.run(["true"], { env: { [name]: "c" } }), code("INVALID_ARGS"), JSON.stringify(name));
+        await assert.rejects(
+          service.run(["true"], { env: { [name]: "c" } }),
+          code("INVALID_ARGS"),
+          JSON.stringify(name),
+        );
       }
     });
 

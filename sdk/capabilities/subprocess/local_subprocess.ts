@@ -23,7 +23,10 @@ const isWindows = (): boolean => (globalThis as { process?: { platform?: string 
 /** Options of {@linkcode localSubprocess}. */
 export interface LocalSubprocessOptions {
   /**
-   * How long a stopped process group has between `SIGTERM` and `SIGKILL`, in milliseconds.
+   * How long a stopped process group has between `SIGTERM` and `SIGKILL`, in milliseconds: when the run ends (the
+   * leader exits, `timeoutMs` elapses or `signal` aborts), what is left of the group gets `SIGTERM` and this long to
+   * end. A run returns once the group is empty (at once when the program left nothing behind), at the latest when
+   * the grace is over.
    *
    * @default {200}
    */
@@ -56,7 +59,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * A run the host does not stop (it dies without `dispose()`: Ctrl-C, a
  * crash) goes on in its group unless `stopOnExit` is set. A program that left
  * the group and still holds the output pipes does not keep the host alive:
- * the run returns 500 ms after the leader exits, with the output so far.
+ * the run returns 500 ms after the grace that follows the leader's exit,
+ * with the output so far.
  *
  * @param options The kill grace period, the default output cap, and whether to stop runs on the host's exit.
  * @returns The service.
@@ -195,6 +199,9 @@ async function runLocal(
     let settled = false;
     let killTimer: ReturnType<typeof setTimeout> | undefined;
     let drainTimer: ReturnType<typeof setTimeout> | undefined;
+    let pollTimer: ReturnType<typeof setTimeout> | undefined;
+    let graceEndsAt = 0;
+    let graceOver = false;
 
     const killGroup = (sig: "SIGTERM" | "SIGKILL") => {
       const pid = child.pid;
@@ -204,9 +211,26 @@ async function runLocal(
         else process.kill(-pid, sig);
       } catch { /* the group is already gone */ }
     };
+    // SIGTERM once, SIGKILL after the grace: the first of the leader's exit, the timeout and the abort starts it.
     const stop = () => {
+      if (killTimer !== undefined) return;
       killGroup("SIGTERM");
-      killTimer ??= setTimeout(() => killGroup("SIGKILL"), graceMs);
+      graceEndsAt = Date.now() + graceMs;
+      killTimer = setTimeout(() => {
+        graceOver = true;
+        killGroup("SIGKILL");
+      }, graceMs);
+    };
+    /** Whether the group still has a process (a zombie not yet reaped counts, so this errs on waiting). */
+    const groupAlive = () => {
+      const pid = child.pid;
+      if (pid === undefined || isWindows()) return false;
+      try {
+        process.kill(-pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
     };
     const killOnExit = () => killGroup("SIGKILL");
     running?.add(killOnExit);
@@ -227,10 +251,19 @@ async function runLocal(
       running?.delete(killOnExit);
       if (timeout !== undefined) clearTimeout(timeout);
       if (drainTimer !== undefined) clearTimeout(drainTimer);
+      if (pollTimer !== undefined) clearTimeout(pollTimer);
       signal?.removeEventListener("abort", onAbort);
     };
     const finish = () => {
       if (settled || exited === undefined) return;
+      // What is left of the group without holding the pipes has the rest of the grace to end (a group that is empty,
+      // the common case, costs no wait).
+      if (!graceOver && groupAlive()) {
+        stop();
+        if (pollTimer !== undefined) clearTimeout(pollTimer);
+        pollTimer = setTimeout(finish, 20);
+        return;
+      }
       cleanup();
       // Whatever the leader left behind in its group goes with it.
       killGroup("SIGKILL");
@@ -257,10 +290,10 @@ async function runLocal(
     });
     child.on("exit", (code, sig) => {
       exited = { code, signal: sig };
-      // Descendants may hold the pipes open: stop them so the streams end,
-      // and do not wait for the streams forever.
-      killGroup("SIGKILL");
-      drainTimer = setTimeout(finish, 500);
+      // Descendants may hold the pipes open: stop them (SIGTERM, SIGKILL after the grace) so the streams end, and do
+      // not wait for the streams forever: 500 ms past the end of the grace.
+      stop();
+      drainTimer = setTimeout(finish, Math.max(0, graceEndsAt - Date.now()) + 500);
     });
     child.on("close", (code, sig) => {
       exited ??= { code, signal: sig };
