@@ -94,6 +94,17 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
         details: { url: raw },
       });
     }
+    // Node's fetch refuses such a URL, Bun's and Deno's send Basic auth: none is fetched, the same on every runtime
+    // (and the password is not repeated in the error or in a page's finalUrl).
+    if (url.username !== "" || url.password !== "") {
+      url.username = "";
+      url.password = "";
+      throw new HarnessError(
+        "WEB_INVALID_URL",
+        `Cannot fetch ${url.href} with a user name or password in the URL: credentials are not sent`,
+        { details: { url: url.href } },
+      );
+    }
     const why = refusal(url.hostname, options.allowHosts, deny);
     if (why !== undefined) {
       throw new HarnessError("WEB_HOST_DENIED", `Cannot fetch from ${url.hostname}: ${why}`, {

@@ -34,6 +34,8 @@ async function withServer(
         return new Response(null, { status: 302, headers: { location: "/loop2" } });
       case "/loop2":
         return new Response(null, { status: 302, headers: { location: "/loop" } });
+      case "/redirect-to":
+        return new Response(null, { status: 302, headers: { location: decodeURIComponent(url.search.slice(1)) } });
       case "/hop":
         return new Response(null, { status: 301, headers: { location: "/page" } });
       case "/away":
@@ -142,6 +144,16 @@ describe("httpWeb()", () => {
       }
       await assert.rejects(web().fetch("file:///etc/passwd"), code("WEB_INVALID_URL"));
       await assert.rejects(web().fetch("not a url"), code("WEB_INVALID_URL"));
+      // A URL with credentials: Node's fetch refused it, Bun's and Deno's sent Basic auth and returned the password in
+      // finalUrl. Refused on every runtime, without repeating the password (also when a redirect leads there).
+      for (const path of ["plain", `redirect-to?${encodeURIComponent(`http://u:secret@127.0.0.1:${port}/plain`)}`]) {
+        const target = path === "plain" ? `http://user:secret@127.0.0.1:${port}/plain` : `${base}/${path}`;
+        await assert.rejects(
+          web().fetch(target),
+          (e: Error) => code("WEB_INVALID_URL")(e) && !e.message.includes("secret"),
+          path,
+        );
+      }
     });
   });
 
