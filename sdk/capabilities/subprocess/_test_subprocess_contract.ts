@@ -134,6 +134,16 @@ export function subprocessContract(target: SubprocessTarget): void {
       for (const timeoutMs of [2 ** 31, Infinity]) {
         await assert.rejects(service.run(["sh"], { timeoutMs }), code("INVALID_ARGS"), String(timeoutMs));
       }
+      // No argument or variable carries a NUL, and a variable name with "=" would set another variable (A=B=c is A).
+      await assert.rejects(service.run(["echo", "a\0b"]), code("INVALID_ARGS"));
+      await assert.rejects(service.run(["sh", "-c", "echo $X"], { env: { X: "a\0b" } }), code("INVALID_ARGS"));
+      for (const name of ["A=B", "", "A\0"]) {
+        await assert.rejects(
+          service.run(["true"], { env: { [name]: "c" } }),
+          code("INVALID_ARGS"),
+          JSON.stringify(name),
+        );
+      }
     });
 
     it("stops the whole process group on timeout: no descendant survives", async () => {
@@ -194,6 +204,22 @@ export function subprocessContract(target: SubprocessTarget): void {
       assert.equal(r.aborted, true);
       assert.equal(r.stdout, "");
       assert.equal(r.exitCode, null);
+    });
+
+    it("does not lose an abort that arrives just after the call, before the program has started", async () => {
+      for (const cwd of [undefined, tmpdir()]) {
+        const controller = new AbortController();
+        const started = Date.now();
+        const running = target.make().run(["sh", "-c", "echo started; sleep 5; echo finished"], {
+          signal: controller.signal,
+          cwd,
+        });
+        controller.abort();
+        const r = await running;
+        assert.equal(r.aborted, true, `cwd ${cwd}`);
+        assert.equal(r.stdout.includes("finished"), false, `cwd ${cwd}`);
+        assert.ok(Date.now() - started < 2000, `cwd ${cwd}: ${Date.now() - started} ms`);
+      }
     });
   });
 }

@@ -23,7 +23,10 @@ const isWindows = (): boolean => (globalThis as { process?: { platform?: string 
 /** Options of {@linkcode localSubprocess}. */
 export interface LocalSubprocessOptions {
   /**
-   * How long a stopped process group has between `SIGTERM` and `SIGKILL`, in milliseconds.
+   * How long a stopped process group has between `SIGTERM` and `SIGKILL`, in milliseconds: when the run ends (the
+   * leader exits, `timeoutMs` elapses or `signal` aborts), what is left of the group gets `SIGTERM` and this long to
+   * end. A run returns once the group is empty (at once when the program left nothing behind), at the latest when
+   * the grace is over.
    *
    * @default {200}
    */
@@ -56,7 +59,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * A run the host does not stop (it dies without `dispose()`: Ctrl-C, a
  * crash) goes on in its group unless `stopOnExit` is set. A program that left
  * the group and still holds the output pipes does not keep the host alive:
- * the run returns 500 ms after the leader exits, with the output so far.
+ * the run returns 500 ms after the grace that follows the leader's exit,
+ * with the output so far.
  *
  * @param options The kill grace period, the default output cap, and whether to stop runs on the host's exit.
  * @returns The service.
@@ -110,6 +114,15 @@ function checkArgs(argv: readonly string[], options: RunOptions): void {
   if (!Array.isArray(argv) || argv.length === 0) bad("argv must be a non-empty array");
   for (const arg of argv) if (typeof arg !== "string") bad("every argv entry must be a string");
   if (argv[0] === "") bad("the program name is empty");
+  // No process argument or variable can carry a NUL (the runtime refuses it at the spawn), and a name with `=`
+  // would set another variable than the one named (`A=B` with "c" is the entry `A=B=c`, that is A set to "B=c").
+  if (argv.some((arg) => arg.includes("\0"))) bad("an argv entry contains a NUL character");
+  for (const [name, value] of Object.entries(options.env ?? {})) {
+    if (name === "" || name.includes("=") || name.includes("\0")) {
+      bad(`the environment variable name ${JSON.stringify(name)} is empty or contains "=" or a NUL character`);
+    }
+    if (typeof value === "string" && value.includes("\0")) bad(`the value of ${name} contains a NUL character`);
+  }
   const { timeoutMs, maxOutputBytes } = options;
   // A timer fires at once past 2^31 - 1 ms (about 24.8 days): a longer timeout would be none at all.
   if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)) {
@@ -164,6 +177,8 @@ async function runLocal(
       );
     }
   }
+  // The signal may have aborted while the module and the directory were awaited: the program is not started then.
+  if (signal?.aborted) return result(null, null, false, true);
   let child: ChildProcess;
   try {
     child = spawn(argv[0], argv.slice(1), {
@@ -184,6 +199,9 @@ async function runLocal(
     let settled = false;
     let killTimer: ReturnType<typeof setTimeout> | undefined;
     let drainTimer: ReturnType<typeof setTimeout> | undefined;
+    let pollTimer: ReturnType<typeof setTimeout> | undefined;
+    let graceEndsAt = 0;
+    let graceOver = false;
 
     const killGroup = (sig: "SIGTERM" | "SIGKILL") => {
       const pid = child.pid;
@@ -193,9 +211,26 @@ async function runLocal(
         else process.kill(-pid, sig);
       } catch { /* the group is already gone */ }
     };
+    // SIGTERM once, SIGKILL after the grace: the first of the leader's exit, the timeout and the abort starts it.
     const stop = () => {
+      if (killTimer !== undefined) return;
       killGroup("SIGTERM");
-      killTimer ??= setTimeout(() => killGroup("SIGKILL"), graceMs);
+      graceEndsAt = Date.now() + graceMs;
+      killTimer = setTimeout(() => {
+        graceOver = true;
+        killGroup("SIGKILL");
+      }, graceMs);
+    };
+    /** Whether the group still has a process (a zombie not yet reaped counts, so this errs on waiting). */
+    const groupAlive = () => {
+      const pid = child.pid;
+      if (pid === undefined || isWindows()) return false;
+      try {
+        process.kill(-pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
     };
     const killOnExit = () => killGroup("SIGKILL");
     running?.add(killOnExit);
@@ -216,10 +251,19 @@ async function runLocal(
       running?.delete(killOnExit);
       if (timeout !== undefined) clearTimeout(timeout);
       if (drainTimer !== undefined) clearTimeout(drainTimer);
+      if (pollTimer !== undefined) clearTimeout(pollTimer);
       signal?.removeEventListener("abort", onAbort);
     };
     const finish = () => {
       if (settled || exited === undefined) return;
+      // What is left of the group without holding the pipes has the rest of the grace to end (a group that is empty,
+      // the common case, costs no wait).
+      if (!graceOver && groupAlive()) {
+        stop();
+        if (pollTimer !== undefined) clearTimeout(pollTimer);
+        pollTimer = setTimeout(finish, 20);
+        return;
+      }
       cleanup();
       // Whatever the leader left behind in its group goes with it.
       killGroup("SIGKILL");
@@ -246,10 +290,10 @@ async function runLocal(
     });
     child.on("exit", (code, sig) => {
       exited = { code, signal: sig };
-      // Descendants may hold the pipes open: stop them so the streams end,
-      // and do not wait for the streams forever.
-      killGroup("SIGKILL");
-      drainTimer = setTimeout(finish, 500);
+      // Descendants may hold the pipes open: stop them (SIGTERM, SIGKILL after the grace) so the streams end, and do
+      // not wait for the streams forever: 500 ms past the end of the grace.
+      stop();
+      drainTimer = setTimeout(finish, Math.max(0, graceEndsAt - Date.now()) + 500);
     });
     child.on("close", (code, sig) => {
       exited ??= { code, signal: sig };

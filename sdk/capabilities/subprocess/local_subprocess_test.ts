@@ -83,3 +83,63 @@ describe("localSubprocess({ stopOnExit: true })", () => {
     });
   }
 });
+
+describe("localSubprocess({ killGraceMs })", () => {
+  /** A background process that needs 100 ms to clean up on SIGTERM: it writes `file` when it has. */
+  const cleaner = (file: string, redirect = "") =>
+    `(trap 'sleep 0.1; echo cleaned > ${file}; exit 0' TERM; while :; do sleep 0.02; done) ${redirect} &`;
+
+  for (const mode of ["normal exit", "normal exit, pipes not held", "timeout", "abort"]) {
+    it(`gives what is left of the group SIGTERM, then the grace (${mode})`, async () => {
+      const dir = await mkdtemp(join(tmpdir(), "dsh-sub-"));
+      const file = join(dir, "cleaned");
+      try {
+        const controller = new AbortController();
+        const script = mode.startsWith("normal exit")
+          ? `${cleaner(file, mode.endsWith("not held") ? ">/dev/null 2>&1" : "")} sleep 0.2; echo leader-exits`
+          : `${cleaner(file)} wait`;
+        if (mode === "abort") setTimeout(() => controller.abort(), 200);
+        const r = await localSubprocess({ killGraceMs: 1000 }).run(["sh", "-c", script], {
+          signal: controller.signal,
+          ...(mode === "timeout" ? { timeoutMs: 200 } : {}),
+        });
+        assert.equal(r.timedOut, mode === "timeout");
+        assert.equal(r.aborted, mode === "abort");
+        assert.equal(
+          await readFile(file, "utf8").catch(() => "(none)"),
+          "cleaned\n",
+          "the background process was killed before it could clean up",
+        );
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+  }
+
+  it("returns at once when the program leaves nothing behind, however long the grace", async () => {
+    const service = localSubprocess({ killGraceMs: 10_000 });
+    let started = Date.now();
+    assert.equal((await service.run(["sh", "-c", "echo hi"])).stdout, "hi\n");
+    assert.ok(Date.now() - started < 1000, `${Date.now() - started} ms`);
+    started = Date.now();
+    assert.equal((await service.run(["sleep", "5"], { timeoutMs: 100 })).timedOut, true);
+    assert.ok(Date.now() - started < 1000, `${Date.now() - started} ms`);
+  });
+
+  it("kills after the grace what ignores SIGTERM", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dsh-sub-"));
+    const file = join(dir, "pid");
+    try {
+      const r = await localSubprocess({ killGraceMs: 300 }).run([
+        "sh",
+        "-c",
+        `trap '' TERM; sleep 30 & echo $! > ${file}`,
+      ]);
+      assert.equal(r.exitCode, 0);
+      const pid = Number((await readFile(file, "utf8")).trim());
+      assert.deepEqual(await survivors([pid], 1000), []);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -76,7 +76,8 @@ export interface SubprocessService {
    * @param argv The program and its arguments.
    * @param options Working directory, environment, stdin, time budget, signal and output cap.
    * @returns The exit status and the (possibly cut) output.
-   * @throws {HarnessError} `INVALID_ARGS` for an empty argv, `SPAWN_FAILED` when the program cannot be started.
+   * @throws {HarnessError} `INVALID_ARGS` for an empty argv, a NUL in an argument or a variable, a variable name that
+   *   is empty or has `=`, or a bad `timeoutMs` or `maxOutputBytes`; `SPAWN_FAILED` when the program cannot be started.
    */
   run(argv: readonly string[], options?: RunOptions): Promise<RunResult>;
 }

@@ -34,7 +34,8 @@ export interface HttpWebOptions {
   /**
    * Resolves a host name to its addresses, to refuse a public name that
    * points at a private address. Not called for IP literals or for hosts an
-   * `allowHosts` entry names.
+   * `allowHosts` entry names. Its time counts in `timeoutMs`, and an abort
+   * stops the wait for it.
    *
    * @default {node:dns lookup, every address}
    */
@@ -94,6 +95,17 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
         details: { url: raw },
       });
     }
+    // Node's fetch refuses such a URL, Bun's and Deno's send Basic auth: none is fetched, the same on every runtime
+    // (and the password is not repeated in the error or in a page's finalUrl).
+    if (url.username !== "" || url.password !== "") {
+      url.username = "";
+      url.password = "";
+      throw new HarnessError(
+        "WEB_INVALID_URL",
+        `Cannot fetch ${url.href} with a user name or password in the URL: credentials are not sent`,
+        { details: { url: url.href } },
+      );
+    }
     const why = refusal(url.hostname, options.allowHosts, deny);
     if (why !== undefined) {
       throw new HarnessError("WEB_HOST_DENIED", `Cannot fetch from ${url.hostname}: ${why}`, {
@@ -104,14 +116,17 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
   };
 
   const resolve = options.lookup ?? dnsLookup;
-  const checkAddresses = async (url: URL): Promise<void> => {
+  // The name resolution is part of the fetch's time budget and stops on its signal (the lookup itself, getaddrinfo,
+  // cannot be cancelled: it is no longer waited for).
+  const checkAddresses = async (url: URL, signal: AbortSignal): Promise<void> => {
     const host = url.hostname.replace(/^\[|\]$/g, "");
     if (/^[\d.]+$/.test(host) || host.includes(":")) return; // an IP literal: already checked
     if (options.allowHosts?.some((p) => hostMatches(p, host))) return;
     let addresses: readonly string[];
     try {
-      addresses = await resolve(host);
+      addresses = await raced(resolve(host), signal);
     } catch (cause) {
+      if (signal.aborted) throw cause;
       throw new HarnessError("WEB_FETCH_FAILED", `Cannot resolve ${host}`, { cause, details: { url: url.href, host } });
     }
     const inner = addresses.find((a) => isPrivateHost(a));
@@ -129,7 +144,6 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
   return {
     async fetch(raw, fetchOptions = {}): Promise<WebPage> {
       let url = check(raw);
-      await checkAddresses(url);
       const doFetch = options.fetch ?? globalThis.fetch;
       const timeout = new AbortController();
       const timer = setTimeout(() => timeout.abort(), timeoutMs);
@@ -149,6 +163,7 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
         });
       };
       try {
+        await checkAddresses(url, signal);
         let response: Response;
         let redirects = 0;
         for (;;) {
@@ -167,7 +182,7 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
           }
           redirects++;
           url = check(new URL(location, url).href);
-          await checkAddresses(url);
+          await checkAddresses(url, signal);
         }
         const { bytes, truncated, total } = await readCapped(response, maxBytes).catch(fail);
         const header = response.headers.get("content-type") ?? "application/octet-stream";
@@ -191,6 +206,16 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
       }
     },
   };
+}
+
+/** `promise`, or the signal's reason once it aborts, whichever comes first. */
+function raced<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    Promise.resolve(promise).then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 async function readCapped(

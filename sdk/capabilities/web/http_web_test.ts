@@ -34,6 +34,8 @@ async function withServer(
         return new Response(null, { status: 302, headers: { location: "/loop2" } });
       case "/loop2":
         return new Response(null, { status: 302, headers: { location: "/loop" } });
+      case "/redirect-to":
+        return new Response(null, { status: 302, headers: { location: decodeURIComponent(url.search.slice(1)) } });
       case "/hop":
         return new Response(null, { status: 301, headers: { location: "/page" } });
       case "/away":
@@ -142,6 +144,16 @@ describe("httpWeb()", () => {
       }
       await assert.rejects(web().fetch("file:///etc/passwd"), code("WEB_INVALID_URL"));
       await assert.rejects(web().fetch("not a url"), code("WEB_INVALID_URL"));
+      // A URL with credentials: Node's fetch refused it, Bun's and Deno's sent Basic auth and returned the password in
+      // finalUrl. Refused on every runtime, without repeating the password (also when a redirect leads there).
+      for (const path of ["plain", `redirect-to?${encodeURIComponent(`http://u:secret@127.0.0.1:${port}/plain`)}`]) {
+        const target = path === "plain" ? `http://user:secret@127.0.0.1:${port}/plain` : `${base}/${path}`;
+        await assert.rejects(
+          web().fetch(target),
+          (e: Error) => code("WEB_INVALID_URL")(e) && !e.message.includes("secret"),
+          path,
+        );
+      }
     });
   });
 
@@ -176,6 +188,43 @@ describe("httpWeb()", () => {
       const failing = httpWeb({ lookup: () => Promise.reject(new Error("NXDOMAIN")) });
       await assert.rejects(failing.fetch("http://nowhere.test/"), code("WEB_FETCH_FAILED"));
     });
+  });
+
+  it("counts the name resolution in the time cap and stops waiting for it on abort, on every hop", async () => {
+    // A resolver that does not answer for 3 s (getaddrinfo can take that long), and a fetch that redirects a.test to
+    // b.test: the lookup of the first host, then of the redirect's.
+    const slow = () => new Promise<string[]>((r) => setTimeout(() => r(["93.184.216.34"]), 3000));
+    const fetch = ((input: string) =>
+      Promise.resolve(
+        String(input).startsWith("http://a.test")
+          ? new Response(null, { status: 302, headers: { location: "http://b.test/" } })
+          : new Response("page", { headers: { "content-type": "text/plain" } }),
+      )) as typeof globalThis.fetch;
+    const cases = [
+      { lookup: slow, timeoutMs: 200, abortAt: undefined, expected: "WEB_TIMEOUT" },
+      { lookup: slow, timeoutMs: 30_000, abortAt: 100, expected: "WEB_ABORTED" },
+      {
+        lookup: (host: string) => host === "b.test" ? slow() : Promise.resolve(["93.184.216.34"]),
+        timeoutMs: 30_000,
+        abortAt: 100,
+        expected: "WEB_ABORTED",
+      },
+    ];
+    for (const { lookup, timeoutMs, abortAt, expected } of cases) {
+      const controller = new AbortController();
+      const timer = abortAt === undefined ? undefined : setTimeout(() => controller.abort(), abortAt);
+      const started = Date.now();
+      await assert.rejects(
+        httpWeb({ lookup, fetch, timeoutMs }).fetch("http://a.test/", { signal: controller.signal }),
+        code(expected),
+      );
+      clearTimeout(timer);
+      assert.ok(Date.now() - started < 1500, `${expected}: ${Date.now() - started} ms`);
+    }
+    await assert.rejects(
+      httpWeb({ lookup: slow, fetch }).fetch("http://a.test/", { signal: AbortSignal.abort() }),
+      code("WEB_ABORTED"),
+    );
   });
 
   it("reports a network failure", async () => {

@@ -38,7 +38,7 @@ export interface WebPage {
  *
  * Contract: `fetch()` resolves with a {@linkcode WebPage} for any HTTP answer
  * (a 404 is a page with its status). It rejects with a `HarnessError`:
- * `WEB_INVALID_URL` (not http or https), `WEB_HOST_DENIED` (the host — or a
+ * `WEB_INVALID_URL` (not http or https, or with a user name or password), `WEB_HOST_DENIED` (the host — or a
  * redirect's host — is not allowed), `WEB_REDIRECT_LIMIT`, `WEB_TIMEOUT`,
  * `WEB_ABORTED`, `WEB_FETCH_FAILED` (network).
  */

@@ -20,7 +20,15 @@ export interface WebToolOptions {
  * The `web_fetch` tool: fetch a URL and read it as markdown. It reads
  * (`access: "read"`, runs in parallel) and names the URL as its permission
  * subject, so rules such as `web_fetch(https://docs.example.com/*)` apply;
- * the provider's host lists apply in any case.
+ * the provider's host lists apply in any case. The subject is the URL as it
+ * is fetched, in one spelling: parsed as `new URL()` does (scheme and host in
+ * lower case, the default port dropped, `\` read as `/`, `.` and `..`
+ * resolved), without a user name and password, fragment or the host's
+ * trailing dot, and with the escapes of unreserved characters in the path
+ * decoded (`%61` is `a`). A URL that is not http or https has none, so only
+ * rules without a pattern decide it (and `httpWeb()` refuses it). Rules judge
+ * the URL asked for: the redirects the fetch follows are judged by the host
+ * lists only.
  *
  * @param web The web service, or a function returning it at call time.
  * @param options The output cap.
@@ -66,9 +74,29 @@ export function webFetchTool(web: ServiceSource<WebService>, options: WebToolOpt
     },
     access: "read",
     isConcurrencySafe: () => true,
-    permissionSubject: (args) => args.url,
+    permissionSubject: (args) => fetchSubject(args.url),
     execute: async (args, exec) => ({ ...await serviceOf(web).fetch(args.url, { signal: exec.signal }) }),
   }) as AnyToolDefinition;
+}
+
+/** The URL as it is fetched, in one spelling, for the permission rules; `undefined` when it is not http or https. */
+function fetchSubject(raw: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
+  url.username = "";
+  url.password = "";
+  url.hash = "";
+  if (url.hostname.endsWith(".")) url.hostname = url.hostname.replace(/\.+$/, "");
+  url.pathname = url.pathname.replace(/%[0-9a-f]{2}/gi, (escape) => {
+    const char = String.fromCharCode(parseInt(escape.slice(1), 16));
+    return /^[A-Za-z0-9._~-]$/.test(char) ? char : escape.toUpperCase();
+  });
+  return url.href;
 }
 
 /**

@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { HarnessError } from "../../kernel/harness_error.ts";
 import { toolCaller } from "../_test_tool_caller.ts";
+import { permissionFor } from "../../config/permission_for.ts";
 import { webFetchTool, webSearchTool } from "./web_tools.ts";
 import type { WebPage, WebSearchResult, WebSearchService, WebService } from "./web_service.ts";
 
@@ -69,5 +70,41 @@ describe("web tools", () => {
       (await runner(webFetchTool(failing))("web_fetch", { url: "http://10.0.0.1" })).code,
       "WEB_HOST_DENIED",
     );
+  });
+
+  it("web_fetch's permission subject is the URL as it is fetched, so every spelling of it meets the same rules", () => {
+    const tool = webFetchTool({ fetch: () => Promise.reject(new Error("not called")) });
+    const subject = (url: string) => tool.permissionSubject!({ url } as never);
+    const rules = [
+      { tool: "web_fetch", action: "allow" as const },
+      { tool: "web_fetch(https://internal.example.com/*)", action: "deny" as const },
+      { tool: "web_fetch(http://*)", action: "ask" as const },
+    ];
+    const internal = [
+      "https://internal.example.com/admin",
+      "HTTPS://internal.example.com/admin",
+      "https://INTERNAL.example.com/admin",
+      "https://internal.example.com./admin",
+      "https://internal.example.com:443/admin",
+      "https://x:y@internal.example.com/admin",
+      "https:internal.example.com/admin",
+      "https:\\\\internal.example.com\\admin",
+      " https://internal.example.com/admin",
+      "https://internal.example.com/%61dmin#top",
+      "https://internal.example.com/a/%2e%2E/admin",
+      "https://internal%2Eexample.com/admin",
+    ];
+    for (const url of internal) {
+      assert.equal(subject(url), "https://internal.example.com/admin", url);
+      assert.deepEqual(permissionFor(rules, "web_fetch", subject(url)), { action: "deny" }, url);
+    }
+    for (const url of ["http://plain.example.com/", "HTTP://plain.example.com/", "Http://plain.example.com:80/"]) {
+      assert.equal(subject(url), "http://plain.example.com/", url);
+      assert.deepEqual(permissionFor(rules, "web_fetch", subject(url)), { action: "ask" }, url);
+    }
+    // An escape of a reserved character stays one (in upper case): %2F is not a path separator.
+    assert.equal(subject("https://a.test/x%2fy"), "https://a.test/x%2Fy");
+    // Not http or https: no subject (only rules without a pattern decide it; httpWeb refuses it).
+    for (const url of ["not a url", "javascript:alert(1)", "file:///etc/passwd"]) assert.equal(subject(url), undefined);
   });
 });
