@@ -143,6 +143,27 @@ describe("fsTools()", () => {
     );
   });
 
+  it("grep that reaches its cap on files says the search was cut, never that it was complete", async () => {
+    const files: Record<string, string> = { "src/app.ts": "const NEEDLE = 42;\n" }; // sorts after lib/
+    for (let i = 0; i < 4; i++) files[`lib/p${i}.js`] = "module.exports = 1;\n";
+    const call = setup(memoryFs({ files }), { maxGrepFiles: 3 });
+    const note = "[only the first 3 files (by path) were searched; the files after them were not: narrow path or glob]";
+    assert.equal((await call("grep", { pattern: "NEEDLE" })).text, `No matches for /NEEDLE/ in 3 files\n${note}`);
+    assert.equal(
+      (await call("grep", { pattern: "exports" })).text,
+      `${[0, 1, 2].map((i) => `lib/p${i}.js:1: module.exports = 1;`).join("\n")}\n${note}`,
+    );
+    // At the cap exactly nothing is left out; stopping at max_matches says that instead.
+    assert.equal((await call("grep", { pattern: "NEEDLE", path: "src" })).text, "src/app.ts:1: const NEEDLE = 42;");
+    assert.equal(
+      (await call("grep", { pattern: "exports", max_matches: 1 })).text,
+      "lib/p0.js:1: module.exports = 1;\n[stopped after 1 matches; narrow the search]",
+    );
+    const [, , , , , grep] = fsTools(memoryFs({ files }), { maxGrepFiles: 3 });
+    const value = await grep.execute({ pattern: "NEEDLE" }, { signal: new AbortController().signal } as never);
+    assert.deepEqual(value, { matches: [], filesSearched: 3, truncated: true, filesCapped: true });
+  });
+
   it("grep refuses a pattern that repeats a repeated group (exponential backtracking that would block the process)", async () => {
     const call = setup(memoryFs({ files: { "a.txt": `${"a".repeat(34)}!\n`, "v.txt": "version 1.2.3\n" } }));
     const hidden = ["(?:[]|(a+)+$)", "[^]?(a+)+$"]; // a class that closes at once ([] or [^]) hid the rest
