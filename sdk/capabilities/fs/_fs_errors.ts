@@ -15,6 +15,12 @@ export const notDirectory = (path: string): HarnessError =>
   fsError("NOT_A_DIRECTORY", `Path "${path}" is not a directory`, path);
 export const isDirectory = (path: string): HarnessError =>
   fsError("IS_A_DIRECTORY", `Path "${path}" is a directory`, path);
+export const changed = (path: string): HarnessError =>
+  fsError(
+    "FILE_CHANGED",
+    `"${path}" changed while it was being edited (something else wrote it): nothing was written; read it again and redo the edit`,
+    path,
+  );
 export const notRegular = (path: string): HarnessError =>
   fsError("NOT_A_REGULAR_FILE", `Path "${path}" is not a regular file`, path);
 

@@ -111,6 +111,21 @@ export function fsContract(target: FsTarget): void {
     );
 
     it(
+      "runs parallel edits and writes of one file one after the other: every edit lands",
+      withFs(async (fs) => {
+        const lines = Array.from({ length: 8 }, (_, i) => `const v${i} = 1;`);
+        await fs.writeFile("f.ts", lines.join("\n") + "\n" + "// filler\n".repeat(5000));
+        const counts = await Promise.all(lines.map((line, i) => fs.edit("f.ts", line, `const v${i} = 2;`)));
+        assert.deepEqual(counts, lines.map(() => 1));
+        const text = (await fs.readText("f.ts")).text;
+        for (let i = 0; i < lines.length; i++) assert.ok(text.includes(`const v${i} = 2;`), `edit ${i} lost`);
+        // A write queued behind an edit replaces what the edit wrote, never the other way round.
+        await Promise.all([fs.edit("f.ts", "const v0 = 2;", "const v0 = 3;"), fs.writeFile("f.ts", "whole\n")]);
+        assert.equal((await fs.readText("f.ts")).text, "whole\n");
+      }),
+    );
+
+    it(
       "lists, stats, makes and removes directories",
       withFs(async (fs) => {
         await fs.mkdir("d");

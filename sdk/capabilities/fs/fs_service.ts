@@ -84,8 +84,12 @@ export interface RecursiveOptions {
  * leads out of the root), `INVALID_PATH` (empty, NUL byte), `FILE_NOT_FOUND`,
  * `NOT_A_DIRECTORY`, `IS_A_DIRECTORY`, `NOT_A_REGULAR_FILE` (devices, sockets,
  * pipes), `FILE_EXISTS`, `DIRECTORY_NOT_EMPTY`, and for `edit`
- * `EDIT_NO_MATCH` / `EDIT_NOT_UNIQUE`. Paths returned (by `glob`) are
- * relative to the root.
+ * `EDIT_NO_MATCH` / `EDIT_NOT_UNIQUE` / `FILE_CHANGED`. Paths returned (by
+ * `glob`) are relative to the root.
+ *
+ * Writes and edits of one file through the service (or, for `localFs`,
+ * through any `localFs` of the process) run one after the other, so parallel
+ * edits of one file all land.
  */
 export interface FsService {
   /** The whole content of a regular file. */
@@ -96,7 +100,9 @@ export interface FsService {
   writeFile(path: string, data: string | Uint8Array, options?: WriteFileOptions): Promise<void>;
   /**
    * Replace `oldText` with `newText` in a text file: `oldText` must occur
-   * exactly once (or at least once with `replaceAll`).
+   * exactly once (or at least once with `replaceAll`). When the file changed
+   * between the read and the write (another process wrote it), nothing is
+   * written and the edit fails with `FILE_CHANGED`.
    *
    * @returns How many occurrences were replaced.
    */

@@ -13,6 +13,12 @@
  * the open (best effort). `mkdir` and `remove` check the real parent just
  * before acting; a swap inside that window is not detected.
  *
+ * Writes and edits of one real path run one at a time within the process,
+ * across every `localFs` (two harnesses over one root, parallel subagents).
+ * Another process is not held off: an edit checks just before it writes that
+ * the file still holds what it read, and fails with `FILE_CHANGED` when not
+ * (a write by the other process inside that last window is still lost).
+ *
  * @module
  */
 
@@ -20,6 +26,7 @@ import type { FileHandle } from "node:fs/promises";
 import { HarnessError } from "../../kernel/harness_error.ts";
 import { globToRegExp } from "./_glob.ts";
 import {
+  changed,
   editableText,
   fsError,
   isDirectory,
@@ -54,6 +61,49 @@ const errno = (error: unknown): string | undefined => {
 };
 
 const decoder = new TextDecoder();
+
+// Writes and edits of one file run one at a time in this process, whichever localFs (or harness, or subagent) asks:
+// an edit reads, replaces and writes back, and two edits interleaved would both succeed with one of them lost. The
+// queue is per real path, on globalThis so that two copies of this module (a bundle and its source) share it.
+const QUEUES = Symbol.for("@dsh/harness/local-fs-write-queues");
+const queues = (): Map<string, Promise<void>> => {
+  const global = globalThis as unknown as Record<symbol, Map<string, Promise<void>> | undefined>;
+  return global[QUEUES] ??= new Map();
+};
+
+/** Run `fn` after every write of `key` queued before it, and before those queued after it. */
+async function serialised<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const map = queues();
+  const before = map.get(key) ?? Promise.resolve();
+  let release!: () => void;
+  const done = new Promise<void>((resolve) => (release = resolve));
+  const tail = before.then(() => done);
+  map.set(key, tail);
+  try {
+    await before;
+    return await fn();
+  } finally {
+    release();
+    if (map.get(key) === tail) map.delete(key);
+  }
+}
+
+let beforeEditWrite: ((abs: string) => Promise<void>) | undefined;
+
+/**
+ * Test support: run `hook` in every edit between its read and its write (as another process writing the file
+ * then would). Returns the function that removes it.
+ */
+export function beforeEditWriteForTests(hook: (abs: string) => Promise<void>): () => void {
+  beforeEditWrite = hook;
+  return () => void (beforeEditWrite = undefined);
+}
+
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+};
 
 /** Files above this size are read in chunks, keeping only the lines asked for. */
 const STREAM_ABOVE = 16 * 1024 * 1024;
@@ -273,10 +323,13 @@ export function localFs(options: LocalFsOptions): FsService {
     return { handle, abs };
   };
 
-  const readBytes = async (path: string): Promise<Uint8Array> => {
-    const { handle } = await openFile(path, false);
+  const readBytes = async (path: string): Promise<Uint8Array> => (await readWithPath(path)).bytes;
+
+  /** A file's bytes and its real path. */
+  const readWithPath = async (path: string): Promise<{ bytes: Uint8Array; abs: string }> => {
+    const { handle, abs } = await openFile(path, false);
     try {
-      return new Uint8Array(await handle.readFile());
+      return { bytes: new Uint8Array(await handle.readFile()), abs };
     } finally {
       await handle.close();
     }
@@ -309,12 +362,35 @@ export function localFs(options: LocalFsOptions): FsService {
     }
   };
 
-  const writeFile = async (path: string, data: string | Uint8Array, createParents: boolean): Promise<void> => {
+  /** The key of a path's write queue: where it really leads (a link's target), or the path itself when it cannot say. */
+  const queueKey = async (path: string): Promise<string> => {
+    try {
+      return (await resolvePath(path)).abs;
+    } catch {
+      return `${(await roots()).real}\0${path}`; // the write itself fails on it, and says why
+    }
+  };
+
+  /**
+   * Write a file; with `expected`, only when it still holds those bytes (an edit's read), else `FILE_CHANGED`
+   * (content, not modification times: those of Linux tick every few milliseconds, and a write within the same tick
+   * would pass). The caller holds the path's write queue.
+   */
+  const writeNow = async (
+    path: string,
+    data: string | Uint8Array,
+    createParents: boolean,
+    expected?: { abs: string; bytes: Uint8Array },
+  ): Promise<void> => {
     const parts = await segments(path);
     if (parts.length === 0) throw isDirectory(path);
     if (createParents && parts.length > 1) await ensureDir(path, parts.slice(0, -1), true);
     const { handle } = await openFile(path, true);
     try {
+      if (expected !== undefined) {
+        const now = await readWithPath(path).catch(() => undefined);
+        if (now === undefined || now.abs !== expected.abs || !sameBytes(now.bytes, expected.bytes)) throw changed(path);
+      }
       await handle.truncate(0);
       await handle.writeFile(typeof data === "string" ? data : data);
     } finally {
@@ -339,13 +415,18 @@ export function localFs(options: LocalFsOptions): FsService {
         await handle.close();
       }
     },
-    writeFile: (path, data, write = {}) => writeFile(path, data, write.createParents ?? true),
-    edit: async (path, oldText, newText, edit = {}) => {
-      const before = editableText(path, await readBytes(path));
-      const { text, count } = replaceExact(path, before, oldText, newText, edit.replaceAll ?? false);
-      await writeFile(path, text, false);
-      return count;
-    },
+    writeFile: async (path, data, write = {}) =>
+      serialised(await queueKey(path), () => writeNow(path, data, write.createParents ?? true)),
+    edit: async (path, oldText, newText, edit = {}) =>
+      serialised(await queueKey(path), async () => {
+        const read = await readWithPath(path);
+        const before = editableText(path, read.bytes);
+        const { text, count } = replaceExact(path, before, oldText, newText, edit.replaceAll ?? false);
+        await beforeEditWrite?.(read.abs);
+        // Another process may have written the file since it was read: writing now would undo its change.
+        await writeNow(path, text, false, read);
+        return count;
+      }),
     list: async (path) => {
       const { fs } = await host();
       const { abs, exists } = await resolvePath(path);

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtemp, readFile, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { localFs } from "./local_fs.ts";
+import { beforeEditWriteForTests, localFs } from "./local_fs.ts";
 import { fsContract } from "./_test_fs_contract.ts";
 import { selectLines } from "./_fs_errors.ts";
 
@@ -66,6 +66,42 @@ describe("localFs()", () => {
       await fs.remove("link.txt");
       assert.equal((await fs.readText("a.txt")).text, "through");
     } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("serialises edits of one file across every localFs of the process, through links too", async () => {
+    const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-fs-")));
+    try {
+      // Two harnesses over one root each have their own localFs; one edits through a link to the file.
+      await writeFile(join(dir, "f.ts"), "const A = 1;\nconst B = 1;\nconst C = 1;\n" + "// filler\n".repeat(20_000));
+      await symlink("f.ts", join(dir, "link.ts"));
+      const [one, two] = [localFs({ root: dir }), localFs({ root: dir })];
+      await Promise.all([
+        one.edit("f.ts", "const A = 1;", "const A = 2;"),
+        two.edit("f.ts", "const B = 1;", "const B = 2;"),
+        two.edit("link.ts", "const C = 1;", "const C = 2;"),
+      ]);
+      const text = await readFile(join(dir, "f.ts"), "utf8");
+      assert.ok(text.startsWith("const A = 2;\nconst B = 2;\nconst C = 2;\n"), text.slice(0, 60));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("fails an edit with FILE_CHANGED when another process wrote the file after the edit read it", async () => {
+    const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-fs-")));
+    const restore = beforeEditWriteForTests((abs) => writeFile(abs, "const A = 1;\nconst B = 99;\n"));
+    try {
+      await writeFile(join(dir, "f.ts"), "const A = 1;\nconst B = 1;\n");
+      const fs = localFs({ root: dir });
+      await assert.rejects(fs.edit("f.ts", "const A = 1;", "const A = 2;"), { code: "FILE_CHANGED" });
+      assert.equal(await readFile(join(dir, "f.ts"), "utf8"), "const A = 1;\nconst B = 99;\n");
+      restore();
+      assert.equal(await fs.edit("f.ts", "const A = 1;", "const A = 2;"), 1);
+      assert.equal(await readFile(join(dir, "f.ts"), "utf8"), "const A = 2;\nconst B = 99;\n");
+    } finally {
+      restore();
       await rm(dir, { recursive: true, force: true });
     }
   });

@@ -40,6 +40,8 @@ const decoder = new TextDecoder();
  * An {@linkcode FsService} held in memory: a tree of directories and files
  * under a virtual root `/`. It has no symbolic links or devices; everything
  * else behaves as `localFs` does (the same contract suite runs on both).
+ * Each operation runs whole in one step, so parallel edits of one file all
+ * land, one after the other.
  *
  * @param options Initial files and the clock.
  * @returns The service.
