@@ -119,8 +119,12 @@ export function fsContract(target: FsTarget): void {
         assert.deepEqual(counts, lines.map(() => 1));
         const text = (await fs.readText("f.ts")).text;
         for (let i = 0; i < lines.length; i++) assert.ok(text.includes(`const v${i} = 2;`), `edit ${i} lost`);
-        // A write queued behind an edit replaces what the edit wrote, never the other way round.
-        await Promise.all([fs.edit("f.ts", "const v0 = 2;", "const v0 = 3;"), fs.writeFile("f.ts", "whole\n")]);
+        // An edit and a write in parallel: one after the other, in either order, never mixed.
+        const [edited] = await Promise.allSettled([
+          fs.edit("f.ts", "const v0 = 2;", "const v0 = 3;"),
+          fs.writeFile("f.ts", "whole\n"),
+        ]);
+        if (edited.status === "rejected") assert.equal(edited.reason?.code, "EDIT_NO_MATCH");
         assert.equal((await fs.readText("f.ts")).text, "whole\n");
       }),
     );
