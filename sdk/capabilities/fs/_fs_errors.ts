@@ -138,6 +138,10 @@ const BY_ERRNO: Readonly<Record<string, [string, string]>> = {
   EACCES: ["PERMISSION_DENIED", "Permission denied for"],
   EPERM: ["PERMISSION_DENIED", "Operation not permitted on"],
   ENXIO: ["NOT_A_REGULAR_FILE", "Not a regular file:"],
+  ENOSPC: ["FS_NO_SPACE", "No space left on the device; nothing was written to"],
+  EDQUOT: ["FS_NO_SPACE", "The disk quota is used up; nothing was written to"],
+  EFBIG: ["FILE_TOO_LARGE", "Too large for the file system (or the process's file size limit); nothing was written to"],
+  EROFS: ["FS_READ_ONLY", "The file system is read-only; nothing was written to"],
 };
 
 /** A coded error for any failure of an operation on `path`: harness errors pass, errno errors map. */

@@ -84,8 +84,10 @@ export interface RecursiveOptions {
  * leads out of the root), `INVALID_PATH` (empty, NUL byte), `FILE_NOT_FOUND`,
  * `NOT_A_DIRECTORY`, `IS_A_DIRECTORY`, `NOT_A_REGULAR_FILE` (devices, sockets,
  * pipes), `FILE_EXISTS`, `DIRECTORY_NOT_EMPTY`, and for `edit`
- * `EDIT_NO_MATCH` / `EDIT_NOT_UNIQUE` / `FILE_CHANGED`. Paths returned (by
- * `glob`) are relative to the root.
+ * `EDIT_NO_MATCH` / `EDIT_NOT_UNIQUE` / `FILE_CHANGED`; a write the disk
+ * refuses is `FS_NO_SPACE` (full, or a quota), `FILE_TOO_LARGE` (a file size
+ * limit) or `FS_READ_ONLY`. Paths returned (by `glob`) are relative to the
+ * root.
  *
  * Writes and edits of one file through the service (or, for `localFs`,
  * through any `localFs` of the process) run one after the other, so parallel
@@ -96,7 +98,11 @@ export interface FsService {
   readBytes(path: string): Promise<Uint8Array>;
   /** A regular file as UTF-8 text, optionally a range of its lines. */
   readText(path: string, options?: ReadTextOptions): Promise<TextRead>;
-  /** Create or replace a regular file. */
+  /**
+   * Create or replace a regular file, whole or not at all: a write that fails
+   * leaves the old content (`localFs` writes a temporary file beside it and
+   * renames it over the file; a symbolic link is written through).
+   */
   writeFile(path: string, data: string | Uint8Array, options?: WriteFileOptions): Promise<void>;
   /**
    * Replace `oldText` with `newText` in a text file: `oldText` must occur

@@ -13,6 +13,12 @@
  * the open (best effort). `mkdir` and `remove` check the real parent just
  * before acting; a swap inside that window is not detected.
  *
+ * A write replaces the file whole or not at all: a temporary file beside it
+ * is written, flushed and renamed over it (on Linux through the checked
+ * directory's descriptor), so a failed write (`FS_NO_SPACE`,
+ * `FILE_TOO_LARGE`, `FS_READ_ONLY`) leaves the old content, a reader sees the
+ * old or the new content, and the file's other hard links keep the old one.
+ *
  * Writes and edits of one real path run one at a time within the process,
  * across every `localFs` (two harnesses over one root, parallel subagents).
  * Another process is not held off: an edit checks just before it writes that
@@ -372,9 +378,22 @@ export function localFs(options: LocalFsOptions): FsService {
   };
 
   /**
-   * Write a file; with `expected`, only when it still holds those bytes (an edit's read), else `FILE_CHANGED`
-   * (content, not modification times: those of Linux tick every few milliseconds, and a write within the same tick
-   * would pass). The caller holds the path's write queue.
+   * Write a file whole or not at all: the bytes go to a new temporary file beside it (`O_CREAT | O_EXCL |
+   * O_NOFOLLOW`, a random name), which is flushed to the disk (fsync), given the old file's mode (and owner, where
+   * allowed) and renamed over the file. A write that fails (a full disk, a quota, a size limit) leaves the old content
+   * and no temporary file. The rename replaces the entry, so the file's other hard links keep the old content; a
+   * symbolic link inside the root is written through (its target is replaced, the link stays).
+   *
+   * On Linux the directory is opened first (`O_NOFOLLOW`), its real place (`/proc/self/fd/N`) checked inside the
+   * root, and the temporary file is made and renamed through that descriptor (`/proc/self/fd/N/name`), so a
+   * directory swapped for a link meanwhile changes nothing: a rename by paths looks each of its two paths up in turn,
+   * and a swap between the lookups would move the file out of the root. Elsewhere the paths are used, the temporary
+   * file's directory checked after it is made (best effort). Where the directory may not be written (the file may),
+   * the file is written in place, as before.
+   *
+   * With `expected`, the write happens only when the file still holds those bytes (an edit's read), else
+   * `FILE_CHANGED` (content, not modification times: those of Linux tick every few milliseconds, and a write within
+   * the same tick would pass). The caller holds the path's write queue.
    */
   const writeNow = async (
     path: string,
@@ -382,9 +401,106 @@ export function localFs(options: LocalFsOptions): FsService {
     createParents: boolean,
     expected?: { abs: string; bytes: Uint8Array },
   ): Promise<void> => {
+    const { fs, constants, linux } = await host();
+    const { real } = await roots();
     const parts = await segments(path);
     if (parts.length === 0) throw isDirectory(path);
     if (createParents && parts.length > 1) await ensureDir(path, parts.slice(0, -1), true);
+    const { abs, exists } = await resolvePath(path);
+    let old: { mode: number; uid: number; gid: number } | undefined;
+    if (exists) {
+      const st = await fs.stat(abs);
+      if (st.isDirectory()) throw isDirectory(path);
+      if (!st.isFile()) throw notRegular(path);
+      old = { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
+    }
+    const slash = abs.lastIndexOf("/");
+    const dir = abs.slice(0, slash) || "/";
+    const name = abs.slice(slash + 1);
+    const openError = (error: unknown): unknown => {
+      const code = errno(error);
+      if (code === "ENOENT") return notFound(path, error);
+      if (code === "ENOTDIR") return notDirectory(path);
+      if (code === "ELOOP") return outside(path);
+      return error;
+    };
+    let dirHandle: FileHandle | undefined;
+    let base = dir === "/" ? "" : dir;
+    if (linux && constants.O_DIRECTORY !== undefined) {
+      try {
+        dirHandle = await fs.open(dir, constants.O_RDONLY | constants.O_DIRECTORY | (constants.O_NOFOLLOW ?? 0));
+      } catch (error) {
+        throw openError(error);
+      }
+      const at = await fs.readlink(`/proc/self/fd/${dirHandle.fd}`).catch(() => undefined);
+      if (at === undefined) {
+        await dirHandle.close(); // no /proc: paths, as elsewhere
+        dirHandle = undefined;
+      } else {
+        try {
+          inside(real, path, at);
+        } catch (error) {
+          await dirHandle.close();
+          throw error;
+        }
+        base = `/proc/self/fd/${dirHandle.fd}`;
+      }
+    }
+    try {
+      const random = Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0"));
+      const temp = `${base}/.${name.slice(0, 64)}.${random.join("")}.tmp`;
+      const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
+      let handle: FileHandle;
+      try {
+        handle = await fs.open(temp, flags, 0o666);
+      } catch (error) {
+        const code = errno(error);
+        if ((code === "EACCES" || code === "EPERM") && exists) return await writeInPlace(path, data, expected);
+        throw openError(error);
+      }
+      let renamed = false;
+      try {
+        try {
+          if (dirHandle === undefined) {
+            const at = await openedAt(handle, `${dir === "/" ? "" : dir}/${name}`);
+            if (at.file !== real && !at.file.startsWith(real + "/")) throw outside(path);
+          }
+          await handle.writeFile(data);
+          if (old !== undefined) {
+            await handle.chmod(old.mode);
+            await handle.chown(old.uid, old.gid).catch(() => {}); // only a privileged process may give a file away
+          }
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        if (expected !== undefined) {
+          const now = await readWithPath(path).catch(() => undefined);
+          if (now === undefined || now.abs !== expected.abs || !sameBytes(now.bytes, expected.bytes)) {
+            throw changed(path);
+          }
+        }
+        try {
+          await fs.rename(temp, `${base}/${name}`);
+        } catch (error) {
+          if (errno(error) === "EISDIR") throw isDirectory(path); // a directory appeared there meanwhile
+          throw error;
+        }
+        renamed = true;
+      } finally {
+        if (!renamed) await fs.unlink(temp).catch(() => {});
+      }
+    } finally {
+      await dirHandle?.close();
+    }
+  };
+
+  /** The old way, for a file whose directory may not be written: in place, not atomic. */
+  const writeInPlace = async (
+    path: string,
+    data: string | Uint8Array,
+    expected?: { abs: string; bytes: Uint8Array },
+  ): Promise<void> => {
     const { handle } = await openFile(path, true);
     try {
       if (expected !== undefined) {
@@ -392,7 +508,7 @@ export function localFs(options: LocalFsOptions): FsService {
         if (now === undefined || now.abs !== expected.abs || !sameBytes(now.bytes, expected.bytes)) throw changed(path);
       }
       await handle.truncate(0);
-      await handle.writeFile(typeof data === "string" ? data : data);
+      await handle.writeFile(data);
     } finally {
       await handle.close();
     }
