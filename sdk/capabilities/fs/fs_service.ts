@@ -117,7 +117,9 @@ export interface FsService {
   list(path: string): Promise<FsEntry[]>;
   /**
    * Paths of the files matching a glob (`*`, `**`, `?`, `[abc]`, `{a,b}`),
-   * sorted; symbolic links to directories are not descended into.
+   * sorted; symbolic links to directories are not descended into. A pattern
+   * is matched in time linear in each path's length (not by backtracking, so
+   * a pattern such as `*a*a*a*a*a*a*b` cannot stall the process).
    */
   glob(pattern: string, options?: GlobOptions): Promise<string[]>;
   /** What a path is; `FILE_NOT_FOUND` when nothing is there. */

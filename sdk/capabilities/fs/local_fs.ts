@@ -30,7 +30,7 @@
 
 import type { FileHandle } from "node:fs/promises";
 import { HarnessError } from "../../kernel/harness_error.ts";
-import { globToRegExp } from "./_glob.ts";
+import { globMatcher } from "./_glob.ts";
 import {
   changed,
   editableText,
@@ -555,7 +555,7 @@ export function localFs(options: LocalFsOptions): FsService {
     glob: async (pattern, glob = {}) => {
       const { fs } = await host();
       const { real } = await roots();
-      const matcher = globToRegExp(pattern);
+      const matcher = globMatcher(pattern);
       const limit = glob.limit ?? 1000;
       const base = await segments(glob.cwd ?? ".");
       const { abs: start, exists } = await resolvePath(glob.cwd ?? ".");
@@ -567,7 +567,7 @@ export function localFs(options: LocalFsOptions): FsService {
         for (const d of entries) {
           const path = rel === "" ? d.name : `${rel}/${d.name}`;
           if (d.isDirectory()) await visit(`${dir}/${d.name}`, path);
-          else if (matcher.test(path)) {
+          else if (matcher(path)) {
             if (d.isSymbolicLink()) {
               const target = await fs.realpath(`${dir}/${d.name}`).catch(() => undefined);
               if (target === undefined || (target !== real && !target.startsWith(real + "/"))) continue;

@@ -5,7 +5,7 @@
  */
 
 import { HarnessError } from "../../kernel/harness_error.ts";
-import { globToRegExp } from "./_glob.ts";
+import { globMatcher } from "./_glob.ts";
 import {
   editableText,
   fsError,
@@ -136,14 +136,14 @@ export function memoryFs(options: MemoryFsOptions = {}): FsService {
         const base = segmentsOf(glob.cwd ?? ".", "/");
         const start = walk(glob.cwd ?? ".", base);
         if (start.kind !== "directory") throw notDirectory(glob.cwd ?? ".");
-        const matcher = globToRegExp(pattern);
+        const matcher = globMatcher(pattern);
         const limit = glob.limit ?? 1000;
         const out: string[] = [];
         const visit = (dir: Dir, rel: string) => {
           for (const [name, child] of dir.children) {
             const path = rel === "" ? name : `${rel}/${name}`;
             if (child.kind === "directory") visit(child, path);
-            else if (matcher.test(path)) out.push(path);
+            else if (matcher(path)) out.push(path);
           }
         };
         visit(start, "");
