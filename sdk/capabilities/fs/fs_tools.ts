@@ -10,7 +10,7 @@ import { HarnessError } from "../../kernel/harness_error.ts";
 import { defineTool } from "../../tools/define_tool.ts";
 import type { AnyToolDefinition } from "../../tools/tool_definition.ts";
 import { capText, serviceOf, type ServiceSource } from "../_cap_text.ts";
-import { nestedRepeat } from "./_nested_repeat.ts";
+import { riskyRepeat } from "./_nested_repeat.ts";
 import type { FsEntry, FsService } from "./fs_service.ts";
 import type { ToolRunContext } from "../../tools/tool_definition.ts";
 
@@ -357,11 +357,20 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
           { cause },
         );
       }
-      if (nestedRepeat(args.pattern)) {
+      const risky = riskyRepeat(args.pattern);
+      if (risky === "nested") {
         throw new HarnessError(
           "INVALID_ARGS",
           "The pattern repeats a group that itself repeats, like (a+)+, which can take exponential time: drop " +
             "one of the two repeats (search for the repeated unit alone), or bound the outer one to at most 3",
+        );
+      }
+      if (risky === "alternation") {
+        throw new HarnessError(
+          "INVALID_ARGS",
+          "The pattern repeats a choice whose alternatives can match the same text, like (a|aa)* or (\\w|\\d)*, " +
+            "which can take exponential time: use one character class ([\\w\\d]), alternatives of plain text none " +
+            "of which begins another (like (foo|bar)+), or bound the repeat to at most 3",
         );
       }
       const service = serviceOf(fs);

@@ -176,6 +176,22 @@ describe("fsTools()", () => {
     assert.equal((await call("grep", { pattern: "[(+)]*a+!" })).text, `a.txt:1: ${"a".repeat(34)}!`);
   });
 
+  it("grep refuses a pattern that repeats a choice whose alternatives can match the same text", async () => {
+    const call = setup(memoryFs({ files: { "ids.txt": `${"1".repeat(30)}\n`, "w.txt": "foobarfoo baz\n" } }));
+    const refused = ["(\\w|\\d)*x", "(a|a)*b", "(?:a|aa)*c", "((a|aa))*c", "(a|)+b", "(?:A|a){4,}b", "(x|[xy])+z"];
+    for (const pattern of refused) {
+      const result = await call("grep", { pattern });
+      assert.equal(result.code, "INVALID_ARGS", pattern);
+      assert.match(result.text, /repeats a choice whose alternatives can match the same text/, pattern);
+    }
+    // Plain texts none of which begins another split a line one way only; a bounded repeat is polynomial.
+    assert.equal((await call("grep", { pattern: "^(foo|bar)+" })).text, "w.txt:1: foobarfoo baz");
+    assert.equal((await call("grep", { pattern: "(1|11){1,3}$" })).text, `ids.txt:1: ${"1".repeat(30)}`);
+    assert.equal((await call("grep", { pattern: "(\\.|x|[|])+" })).code, "INVALID_ARGS");
+    assert.equal((await call("grep", { pattern: "(baz|qux) *$" })).text, "w.txt:1: foobarfoo baz");
+    assert.equal((await call("grep", { pattern: "[(|)]*baz|\\(a|b\\)*" })).text, "w.txt:1: foobarfoo baz");
+  });
+
   it("takes paths relative to the root only: an absolute one would pass a rule written for the relative form", async () => {
     const call = setup(memoryFs({ files: { "secret/key.txt": "TOPSECRET\n" } }));
     const absolute = ["/secret/key.txt", "\\secret\\key.txt", "C:/secret/key.txt", "c:secret"];
