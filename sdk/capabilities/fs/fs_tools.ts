@@ -405,11 +405,15 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
         }
         searched++;
         if (text.includes("\u0000")) continue;
+        // Lines as read_file counts them: a final newline ends the last line (it starts none), and a line's \r\n
+        // ending is not part of it (so `;$` matches in a file with Windows line ends).
         const lines = text.split("\n");
+        if (lines[lines.length - 1] === "") lines.pop();
         for (let i = 0; i < lines.length; i++) {
-          if (!regex.test(lines[i])) continue;
+          const line = lines[i].endsWith("\r") ? lines[i].slice(0, -1) : lines[i];
+          if (!regex.test(line)) continue;
           if (matches.length === max) return result(true);
-          matches.push({ path: file, line: i + 1, text: lines[i] });
+          matches.push({ path: file, line: i + 1, text: line });
         }
       }
       return result(false);

@@ -192,6 +192,23 @@ describe("fsTools()", () => {
     assert.equal((await call("grep", { pattern: "[(|)]*baz|\\(a|b\\)*" })).text, "w.txt:1: foobarfoo baz");
   });
 
+  it("grep reads lines as read_file counts them: no \\r of a CRLF ending, no line after the final newline", async () => {
+    const call = setup(memoryFs({
+      files: {
+        "win.ts": "let a = 1;\r\nlet b = 2;\r\n",
+        "unix.ts": "let c = 3;\n\nlet d;\n",
+        "noeol.txt": "x",
+        "e.txt": "",
+      },
+    }));
+    assert.equal(
+      (await call("grep", { pattern: ";$" })).text,
+      "unix.ts:1: let c = 3;\nunix.ts:3: let d;\nwin.ts:1: let a = 1;\nwin.ts:2: let b = 2;",
+    );
+    assert.equal((await call("grep", { pattern: "^$" })).text, "unix.ts:2: ");
+    assert.equal((await call("grep", { pattern: "^x$" })).text, "noeol.txt:1: x");
+  });
+
   it("takes paths relative to the root only: an absolute one would pass a rule written for the relative form", async () => {
     const call = setup(memoryFs({ files: { "secret/key.txt": "TOPSECRET\n" } }));
     const absolute = ["/secret/key.txt", "\\secret\\key.txt", "C:/secret/key.txt", "c:secret"];
