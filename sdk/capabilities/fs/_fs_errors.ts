@@ -15,6 +15,16 @@ export const notDirectory = (path: string): HarnessError =>
   fsError("NOT_A_DIRECTORY", `Path "${path}" is not a directory`, path);
 export const isDirectory = (path: string): HarnessError =>
   fsError("IS_A_DIRECTORY", `Path "${path}" is a directory`, path);
+/** Whether a path ends with a separator: it then names a directory, never a file. */
+export const endsWithSlash = (path: string): boolean => /[/\\]$/.test(path);
+export const slashed = (path: string): HarnessError =>
+  fsError(
+    "NOT_A_DIRECTORY",
+    `Path "${path}" ends with a slash, which names a directory: give a file's path without it`,
+    path,
+  );
+export const nameTooLong = (path: string, cause?: unknown): HarnessError =>
+  fsError("INVALID_PATH", `A name in "${path}", or the whole path, is too long for the file system`, path, cause);
 export const changed = (path: string): HarnessError =>
   fsError(
     "FILE_CHANGED",
@@ -134,6 +144,7 @@ const BY_ERRNO: Readonly<Record<string, [string, string]>> = {
   EISDIR: ["IS_A_DIRECTORY", "Is a directory:"],
   ELOOP: ["PATH_OUTSIDE_ROOT", "Too many symbolic links, or a link where none may be, in"],
   EEXIST: ["FILE_EXISTS", "Something already exists at"],
+  ENAMETOOLONG: ["INVALID_PATH", "A name, or the whole path, is too long for the file system:"],
   ENOTEMPTY: ["DIRECTORY_NOT_EMPTY", "Directory is not empty:"],
   EACCES: ["PERMISSION_DENIED", "Permission denied for"],
   EPERM: ["PERMISSION_DENIED", "Operation not permitted on"],

@@ -192,6 +192,27 @@ export function fsContract(target: FsTarget): void {
     );
 
     it(
+      "refuses a trailing slash on a file's path: it names a directory",
+      withFs(async (fs) => {
+        await fs.writeFile("a.txt", "A\n");
+        await fs.mkdir("sub");
+        for (const path of ["a.txt/", "a.txt\\"]) {
+          await assert.rejects(fs.readText(path), code("NOT_A_DIRECTORY"));
+          await assert.rejects(fs.readBytes(path), code("NOT_A_DIRECTORY"));
+          await assert.rejects(fs.writeFile(path, "B\n"), code("NOT_A_DIRECTORY"));
+          await assert.rejects(fs.edit(path, "A", "B"), code("NOT_A_DIRECTORY"));
+        }
+        await assert.rejects(fs.writeFile("newdir/", "x"), code("NOT_A_DIRECTORY"));
+        await assert.rejects(fs.writeFile("new/deep/", "x"), code("NOT_A_DIRECTORY"));
+        await assert.rejects(fs.readText("nope/"), code("FILE_NOT_FOUND"));
+        await assert.rejects(fs.readText("sub/"), code("IS_A_DIRECTORY"));
+        await assert.rejects(fs.writeFile("sub/", "x"), code("IS_A_DIRECTORY"));
+        assert.equal((await fs.readText("a.txt")).text, "A\n");
+        assert.deepEqual(await fs.list("."), [{ name: "a.txt", kind: "file" }, { name: "sub", kind: "directory" }]);
+      }),
+    );
+
+    it(
       "refuses paths that leave the root or are malformed",
       withFs(async (fs) => {
         await assert.rejects(fs.readText("../x"), code("PATH_OUTSIDE_ROOT"));

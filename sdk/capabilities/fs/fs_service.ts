@@ -81,9 +81,11 @@ export interface RecursiveOptions {
  * POSIX a file whose name contains a `\` is listed but cannot be named.
  * Every operation checks the path first and fails with a `HarnessError`:
  * `PATH_OUTSIDE_ROOT` (a `..` or an absolute path or a symbolic link that
- * leads out of the root), `INVALID_PATH` (empty, NUL byte), `FILE_NOT_FOUND`,
- * `NOT_A_DIRECTORY`, `IS_A_DIRECTORY`, `NOT_A_REGULAR_FILE` (devices, sockets,
- * pipes), `FILE_EXISTS`, `DIRECTORY_NOT_EMPTY`, and for `edit`
+ * leads out of the root), `INVALID_PATH` (empty, NUL byte, a name too long
+ * for the file system), `FILE_NOT_FOUND`,
+ * `NOT_A_DIRECTORY` (a file's path that ends with a slash too: `a.txt/`,
+ * `newdir/` name directories), `IS_A_DIRECTORY`, `NOT_A_REGULAR_FILE`
+ * (devices, sockets, pipes), `FILE_EXISTS`, `DIRECTORY_NOT_EMPTY`, and for `edit`
  * `EDIT_NO_MATCH` / `EDIT_NOT_UNIQUE` / `FILE_CHANGED`; a write the disk
  * refuses is `FS_NO_SPACE` (full, or a quota), `FILE_TOO_LARGE` (a file size
  * limit) or `FS_READ_ONLY`. Paths returned (by `glob`) are relative to the
@@ -116,8 +118,9 @@ export interface FsService {
   /** The entries of a directory, sorted by name. */
   list(path: string): Promise<FsEntry[]>;
   /**
-   * Paths of the files matching a glob (`*`, `**`, `?`, `[abc]`, `{a,b}`),
-   * sorted; symbolic links to directories are not descended into. A pattern
+   * Paths of the regular files matching a glob (`*`, `**`, `?`, `[abc]`,
+   * `{a,b}`), sorted; symbolic links to directories are not descended into
+   * nor listed, and FIFOs, sockets and devices are not listed. A pattern
    * is matched in time linear in each path's length (not by backtracking, so
    * a pattern such as `*a*a*a*a*a*a*b` cannot stall the process).
    */

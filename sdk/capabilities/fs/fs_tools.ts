@@ -399,7 +399,7 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
         } catch (error) {
           // Unreadable (too large for a string, a FIFO, a link out of the root, gone): not searched, and said so.
           const code = (error as { code?: unknown })?.code?.toString() ?? "FS_ERROR";
-          // A link to a directory, which glob lists as it lists files, holds nothing to search itself.
+          // A directory that a link became since glob listed it holds nothing to search itself.
           if (code !== "IS_A_DIRECTORY") unreadable.push({ path: file, code });
           continue;
         }

@@ -34,8 +34,10 @@ import { globMatcher } from "./_glob.ts";
 import {
   changed,
   editableText,
+  endsWithSlash,
   fsError,
   isDirectory,
+  nameTooLong,
   notDirectory,
   notFound,
   notRegular,
@@ -43,6 +45,7 @@ import {
   replaceExact,
   segmentsOf,
   selectLines,
+  slashed,
   toFsError,
 } from "./_fs_errors.ts";
 import type { FsEntry, FsEntryKind, FsService, FsStat } from "./fs_service.ts";
@@ -254,6 +257,7 @@ export function localFs(options: LocalFsOptions): FsService {
         if (code === "ENOENT" && keep > 0) continue;
         if (code === "ENOTDIR") throw notDirectory(path);
         if (code === "ELOOP") throw outside(path);
+        if (code === "ENAMETOOLONG") throw nameTooLong(path, error);
         throw notFound(path, error);
       }
       inside(real, path, resolved);
@@ -292,8 +296,9 @@ export function localFs(options: LocalFsOptions): FsService {
     if (exists) {
       const st = await fs.stat(abs);
       if (st.isDirectory()) throw isDirectory(path);
+      if (endsWithSlash(path)) throw slashed(path);
       if (!st.isFile()) throw notRegular(path);
-    }
+    } else if (endsWithSlash(path)) throw slashed(path);
     const nofollow = (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
     const flags = write
       ? constants.O_WRONLY | nofollow | (exists ? 0 : constants.O_CREAT | constants.O_EXCL)
@@ -405,6 +410,12 @@ export function localFs(options: LocalFsOptions): FsService {
     const { real } = await roots();
     const parts = await segments(path);
     if (parts.length === 0) throw isDirectory(path);
+    if (endsWithSlash(path)) {
+      // `newdir/` would make a file newdir, `a.txt/` write a.txt: refused, before any parent is made.
+      const { abs, exists } = await resolvePath(path);
+      if (exists && (await fs.stat(abs)).isDirectory()) throw isDirectory(path);
+      throw slashed(path);
+    }
     if (createParents && parts.length > 1) await ensureDir(path, parts.slice(0, -1), true);
     const { abs, exists } = await resolvePath(path);
     let old: { mode: number; uid: number; gid: number } | undefined;
@@ -568,10 +579,12 @@ export function localFs(options: LocalFsOptions): FsService {
           const path = rel === "" ? d.name : `${rel}/${d.name}`;
           if (d.isDirectory()) await visit(`${dir}/${d.name}`, path);
           else if (matcher(path)) {
+            // Regular files only: not a FIFO, a socket or a device, nor a link to a directory or out of the root.
             if (d.isSymbolicLink()) {
               const target = await fs.realpath(`${dir}/${d.name}`).catch(() => undefined);
               if (target === undefined || (target !== real && !target.startsWith(real + "/"))) continue;
-            }
+              if (!(await fs.stat(target).then((st) => st.isFile(), () => false))) continue;
+            } else if (!d.isFile()) continue;
             out.push(path);
           }
         }

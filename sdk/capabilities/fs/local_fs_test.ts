@@ -1,7 +1,19 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { chmod, link, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { execFileSync, spawn } from "node:child_process";
+import {
+  chmod,
+  link,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  realpath,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { tmpdir } from "node:os";
@@ -163,6 +175,37 @@ describe("localFs()", () => {
       await link(join(dir, "run.sh"), join(dir, "hard.sh"));
       await fs.writeFile("run.sh", "echo 4\n");
       assert.equal(await readFile(join(dir, "hard.sh"), "utf8"), "echo 3\n");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a name too long for the file system is INVALID_PATH, not a missing file", async () => {
+    const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-fs-")));
+    try {
+      const fs = localFs({ root: dir });
+      const long = "x".repeat(300);
+      await assert.rejects(fs.readText(long), { code: "INVALID_PATH" });
+      await assert.rejects(fs.writeFile(long, "long"), { code: "INVALID_PATH" });
+      await assert.rejects(fs.writeFile(`${long}/a.txt`, "long"), { code: "INVALID_PATH" });
+      await assert.rejects(fs.stat(long), { code: "INVALID_PATH" });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("globs regular files only: not a link to a directory, nor a FIFO", {
+    skip: process.platform === "win32",
+  }, async () => {
+    const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-fs-")));
+    try {
+      await mkdir(join(dir, "sub"));
+      await writeFile(join(dir, "sub/b.txt"), "B\n");
+      await writeFile(join(dir, "a.txt"), "A\n");
+      await symlink("sub", join(dir, "in_dir"));
+      await symlink("a.txt", join(dir, "in_file"));
+      execFileSync("mkfifo", [join(dir, "fifo")]);
+      assert.deepEqual(await localFs({ root: dir }).glob("**"), ["a.txt", "in_file", "sub/b.txt"]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -8,6 +8,7 @@ import { HarnessError } from "../../kernel/harness_error.ts";
 import { globMatcher } from "./_glob.ts";
 import {
   editableText,
+  endsWithSlash,
   fsError,
   isDirectory,
   notDirectory,
@@ -15,6 +16,7 @@ import {
   replaceExact,
   segmentsOf,
   selectLines,
+  slashed,
 } from "./_fs_errors.ts";
 import type { FsEntry, FsService, FsStat } from "./fs_service.ts";
 
@@ -89,11 +91,22 @@ export function memoryFs(options: MemoryFsOptions = {}): FsService {
   const file = (path: string): Extract<Node, { kind: "file" }> => {
     const node = walk(path, segmentsOf(path, "/"));
     if (node.kind === "directory") throw isDirectory(path);
+    if (endsWithSlash(path)) throw slashed(path);
     return node;
   };
   const write = (path: string, data: string | Uint8Array, createParents: boolean) => {
     const segments = segmentsOf(path, "/");
     if (segments.length === 0) throw isDirectory(path);
+    if (endsWithSlash(path)) {
+      const existing = (() => {
+        try {
+          return walk(path, segments);
+        } catch {
+          return undefined;
+        }
+      })();
+      throw existing?.kind === "directory" ? isDirectory(path) : slashed(path);
+    }
     const parent = parentOf(path, segments, createParents);
     const name = segments[segments.length - 1];
     if (parent.children.get(name)?.kind === "directory") throw isDirectory(path);
