@@ -15,6 +15,22 @@ export const notDirectory = (path: string): HarnessError =>
   fsError("NOT_A_DIRECTORY", `Path "${path}" is not a directory`, path);
 export const isDirectory = (path: string): HarnessError =>
   fsError("IS_A_DIRECTORY", `Path "${path}" is a directory`, path);
+/** Whether a path ends with a separator: it then names a directory, never a file. */
+export const endsWithSlash = (path: string): boolean => /[/\\]$/.test(path);
+export const slashed = (path: string): HarnessError =>
+  fsError(
+    "NOT_A_DIRECTORY",
+    `Path "${path}" ends with a slash, which names a directory: give a file's path without it`,
+    path,
+  );
+export const nameTooLong = (path: string, cause?: unknown): HarnessError =>
+  fsError("INVALID_PATH", `A name in "${path}", or the whole path, is too long for the file system`, path, cause);
+export const changed = (path: string): HarnessError =>
+  fsError(
+    "FILE_CHANGED",
+    `"${path}" changed while it was being edited (something else wrote it): nothing was written; read it again and redo the edit`,
+    path,
+  );
 export const notRegular = (path: string): HarnessError =>
   fsError("NOT_A_REGULAR_FILE", `Path "${path}" is not a regular file`, path);
 
@@ -128,10 +144,15 @@ const BY_ERRNO: Readonly<Record<string, [string, string]>> = {
   EISDIR: ["IS_A_DIRECTORY", "Is a directory:"],
   ELOOP: ["PATH_OUTSIDE_ROOT", "Too many symbolic links, or a link where none may be, in"],
   EEXIST: ["FILE_EXISTS", "Something already exists at"],
+  ENAMETOOLONG: ["INVALID_PATH", "A name, or the whole path, is too long for the file system:"],
   ENOTEMPTY: ["DIRECTORY_NOT_EMPTY", "Directory is not empty:"],
   EACCES: ["PERMISSION_DENIED", "Permission denied for"],
   EPERM: ["PERMISSION_DENIED", "Operation not permitted on"],
   ENXIO: ["NOT_A_REGULAR_FILE", "Not a regular file:"],
+  ENOSPC: ["FS_NO_SPACE", "No space left on the device; nothing was written to"],
+  EDQUOT: ["FS_NO_SPACE", "The disk quota is used up; nothing was written to"],
+  EFBIG: ["FILE_TOO_LARGE", "Too large for the file system (or the process's file size limit); nothing was written to"],
+  EROFS: ["FS_READ_ONLY", "The file system is read-only; nothing was written to"],
 };
 
 /** A coded error for any failure of an operation on `path`: harness errors pass, errno errors map. */

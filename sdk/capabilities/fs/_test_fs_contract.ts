@@ -111,6 +111,25 @@ export function fsContract(target: FsTarget): void {
     );
 
     it(
+      "runs parallel edits and writes of one file one after the other: every edit lands",
+      withFs(async (fs) => {
+        const lines = Array.from({ length: 8 }, (_, i) => `const v${i} = 1;`);
+        await fs.writeFile("f.ts", lines.join("\n") + "\n" + "// filler\n".repeat(5000));
+        const counts = await Promise.all(lines.map((line, i) => fs.edit("f.ts", line, `const v${i} = 2;`)));
+        assert.deepEqual(counts, lines.map(() => 1));
+        const text = (await fs.readText("f.ts")).text;
+        for (let i = 0; i < lines.length; i++) assert.ok(text.includes(`const v${i} = 2;`), `edit ${i} lost`);
+        // An edit and a write in parallel: one after the other, in either order, never mixed.
+        const [edited] = await Promise.allSettled([
+          fs.edit("f.ts", "const v0 = 2;", "const v0 = 3;"),
+          fs.writeFile("f.ts", "whole\n"),
+        ]);
+        if (edited.status === "rejected") assert.equal(edited.reason?.code, "EDIT_NO_MATCH");
+        assert.equal((await fs.readText("f.ts")).text, "whole\n");
+      }),
+    );
+
+    it(
       "lists, stats, makes and removes directories",
       withFs(async (fs) => {
         await fs.mkdir("d");
@@ -169,6 +188,27 @@ export function fsContract(target: FsTarget): void {
         assert.equal((await fs.readText("back\\..\\back\\slash.txt")).text, "x");
         assert.deepEqual(await fs.glob("**", { cwd: "back\\" }), ["back/slash.txt"]);
         await assert.rejects(fs.readText("..\\x"), code("PATH_OUTSIDE_ROOT"));
+      }),
+    );
+
+    it(
+      "refuses a trailing slash on a file's path: it names a directory",
+      withFs(async (fs) => {
+        await fs.writeFile("a.txt", "A\n");
+        await fs.mkdir("sub");
+        for (const path of ["a.txt/", "a.txt\\"]) {
+          await assert.rejects(fs.readText(path), code("NOT_A_DIRECTORY"));
+          await assert.rejects(fs.readBytes(path), code("NOT_A_DIRECTORY"));
+          await assert.rejects(fs.writeFile(path, "B\n"), code("NOT_A_DIRECTORY"));
+          await assert.rejects(fs.edit(path, "A", "B"), code("NOT_A_DIRECTORY"));
+        }
+        await assert.rejects(fs.writeFile("newdir/", "x"), code("NOT_A_DIRECTORY"));
+        await assert.rejects(fs.writeFile("new/deep/", "x"), code("NOT_A_DIRECTORY"));
+        await assert.rejects(fs.readText("nope/"), code("FILE_NOT_FOUND"));
+        await assert.rejects(fs.readText("sub/"), code("IS_A_DIRECTORY"));
+        await assert.rejects(fs.writeFile("sub/", "x"), code("IS_A_DIRECTORY"));
+        assert.equal((await fs.readText("a.txt")).text, "A\n");
+        assert.deepEqual(await fs.list("."), [{ name: "a.txt", kind: "file" }, { name: "sub", kind: "directory" }]);
       }),
     );
 

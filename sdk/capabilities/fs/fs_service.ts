@@ -81,22 +81,36 @@ export interface RecursiveOptions {
  * POSIX a file whose name contains a `\` is listed but cannot be named.
  * Every operation checks the path first and fails with a `HarnessError`:
  * `PATH_OUTSIDE_ROOT` (a `..` or an absolute path or a symbolic link that
- * leads out of the root), `INVALID_PATH` (empty, NUL byte), `FILE_NOT_FOUND`,
- * `NOT_A_DIRECTORY`, `IS_A_DIRECTORY`, `NOT_A_REGULAR_FILE` (devices, sockets,
- * pipes), `FILE_EXISTS`, `DIRECTORY_NOT_EMPTY`, and for `edit`
- * `EDIT_NO_MATCH` / `EDIT_NOT_UNIQUE`. Paths returned (by `glob`) are
- * relative to the root.
+ * leads out of the root), `INVALID_PATH` (empty, NUL byte, a name too long
+ * for the file system), `FILE_NOT_FOUND`,
+ * `NOT_A_DIRECTORY` (a file's path that ends with a slash too: `a.txt/`,
+ * `newdir/` name directories), `IS_A_DIRECTORY`, `NOT_A_REGULAR_FILE`
+ * (devices, sockets, pipes), `FILE_EXISTS`, `DIRECTORY_NOT_EMPTY`, and for `edit`
+ * `EDIT_NO_MATCH` / `EDIT_NOT_UNIQUE` / `FILE_CHANGED`; a write the disk
+ * refuses is `FS_NO_SPACE` (full, or a quota), `FILE_TOO_LARGE` (a file size
+ * limit) or `FS_READ_ONLY`. Paths returned (by `glob`) are relative to the
+ * root.
+ *
+ * Writes and edits of one file through the service (or, for `localFs`,
+ * through any `localFs` of the process) run one after the other, so parallel
+ * edits of one file all land.
  */
 export interface FsService {
   /** The whole content of a regular file. */
   readBytes(path: string): Promise<Uint8Array>;
   /** A regular file as UTF-8 text, optionally a range of its lines. */
   readText(path: string, options?: ReadTextOptions): Promise<TextRead>;
-  /** Create or replace a regular file. */
+  /**
+   * Create or replace a regular file, whole or not at all: a write that fails
+   * leaves the old content (`localFs` writes a temporary file beside it and
+   * renames it over the file; a symbolic link is written through).
+   */
   writeFile(path: string, data: string | Uint8Array, options?: WriteFileOptions): Promise<void>;
   /**
    * Replace `oldText` with `newText` in a text file: `oldText` must occur
-   * exactly once (or at least once with `replaceAll`).
+   * exactly once (or at least once with `replaceAll`). When the file changed
+   * between the read and the write (another process wrote it), nothing is
+   * written and the edit fails with `FILE_CHANGED`.
    *
    * @returns How many occurrences were replaced.
    */
@@ -104,8 +118,11 @@ export interface FsService {
   /** The entries of a directory, sorted by name. */
   list(path: string): Promise<FsEntry[]>;
   /**
-   * Paths of the files matching a glob (`*`, `**`, `?`, `[abc]`, `{a,b}`),
-   * sorted; symbolic links to directories are not descended into.
+   * Paths of the regular files matching a glob (`*`, `**`, `?`, `[abc]`,
+   * `{a,b}`), sorted; symbolic links to directories are not descended into
+   * nor listed, and FIFOs, sockets and devices are not listed. A pattern
+   * is matched in time linear in each path's length (not by backtracking, so
+   * a pattern such as `*a*a*a*a*a*a*b` cannot stall the process).
    */
   glob(pattern: string, options?: GlobOptions): Promise<string[]>;
   /** What a path is; `FILE_NOT_FOUND` when nothing is there. */

@@ -10,7 +10,7 @@ import { HarnessError } from "../../kernel/harness_error.ts";
 import { defineTool } from "../../tools/define_tool.ts";
 import type { AnyToolDefinition } from "../../tools/tool_definition.ts";
 import { capText, serviceOf, type ServiceSource } from "../_cap_text.ts";
-import { nestedRepeat } from "./_nested_repeat.ts";
+import { riskyRepeat } from "./_nested_repeat.ts";
 import type { FsEntry, FsService } from "./fs_service.ts";
 import type { ToolRunContext } from "../../tools/tool_definition.ts";
 
@@ -26,6 +26,13 @@ export interface FsToolsOptions {
   readonly defaultReadLines?: number;
   /** The longest line `read_file` and `grep` show before cutting it. @default {2000} */
   readonly maxLineChars?: number;
+  /**
+   * The most files one `grep` searches (the first ones by path); past it the result says how the search was cut
+   * (`truncated` and `filesCapped`), never that it was complete.
+   *
+   * @default {100000}
+   */
+  readonly maxGrepFiles?: number;
 }
 
 /**
@@ -88,6 +95,7 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
   const maxChars = options.maxOutputChars ?? 30_000;
   const defaultLines = options.defaultReadLines ?? 2000;
   const maxLine = options.maxLineChars ?? 2000;
+  const maxGrepFiles = options.maxGrepFiles ?? 100_000;
   // Relative only: permission rules match the path as given (see subjectOf), so an absolute path to the same file
   // would pass a rule written for its relative form.
   const path = z.string().min(1).refine((p) => !ABSOLUTE.test(p), {
@@ -304,7 +312,10 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
       schema: z.object({
         matches: z.array(z.object({ path: z.string(), line: z.number(), text: z.string() })),
         filesSearched: z.number(),
+        /** The search stopped early: at max_matches, or (with filesCapped) at the cap on files. */
         truncated: z.boolean(),
+        /** More files matched the path and glob than one search reads: only the first ones (by path) were searched. */
+        filesCapped: z.boolean().optional(),
         /** Files that could not be read (too large, gone, not a regular file), not searched. */
         unreadable: z.array(z.object({ path: z.string(), code: z.string() })).optional(),
       }),
@@ -317,10 +328,18 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
           } not searched: ${unread.slice(0, 5).map((u) => `${u.path} (${u.code})`).join(", ")}${
             unread.length > 5 ? ", …" : ""
           }]`;
-        if (v.matches.length === 0) return `No matches for /${args.pattern}/ in ${v.filesSearched} files${skipped}`;
+        const capped = v.filesCapped
+          ? `\n[only the first ${maxGrepFiles} files (by path) were searched; the files after them were not: ` +
+            "narrow path or glob]"
+          : "";
+        if (v.matches.length === 0) {
+          return `No matches for /${args.pattern}/ in ${v.filesSearched} files${capped}${skipped}`;
+        }
         const body = v.matches.map((m) => `${m.path}:${m.line}: ${cutLine(m.text, maxLine)}`).join("\n");
-        const note = v.truncated ? `\n[stopped after ${v.matches.length} matches; narrow the search]` : "";
-        return capText(body, maxChars) + note + skipped;
+        const note = v.truncated && !v.filesCapped
+          ? `\n[stopped after ${v.matches.length} matches; narrow the search]`
+          : "";
+        return capText(body, maxChars) + note + capped + skipped;
       },
     },
     access: "read",
@@ -338,23 +357,39 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
           { cause },
         );
       }
-      if (nestedRepeat(args.pattern)) {
+      const risky = riskyRepeat(args.pattern);
+      if (risky === "nested") {
         throw new HarnessError(
           "INVALID_ARGS",
           "The pattern repeats a group that itself repeats, like (a+)+, which can take exponential time: drop " +
             "one of the two repeats (search for the repeated unit alone), or bound the outer one to at most 3",
         );
       }
+      if (risky === "alternation") {
+        throw new HarnessError(
+          "INVALID_ARGS",
+          "The pattern repeats a choice whose alternatives can match the same text, like (a|aa)* or (\\w|\\d)*, " +
+            "which can take exponential time: use one character class ([\\w\\d]), alternatives of plain text none " +
+            "of which begins another (like (foo|bar)+), or bound the repeat to at most 3",
+        );
+      }
       const service = serviceOf(fs);
       const max = args.max_matches ?? 200;
-      let files = await service.glob(args.glob ?? "**", { cwd: args.path ?? ".", limit: 100_000 });
+      // One more than the cap: a search that could not read every file says so.
+      let files = await service.glob(args.glob ?? "**", { cwd: args.path ?? ".", limit: maxGrepFiles + 1 });
+      const capped = files.length > maxGrepFiles;
+      if (capped) files = files.slice(0, maxGrepFiles);
       if (exec.permits !== undefined) files = await visibleOnly(exec, files);
       const matches: { path: string; line: number; text: string }[] = [];
       const unreadable: { path: string; code: string }[] = [];
-      const result = (truncated: boolean) =>
-        unreadable.length === 0
-          ? { matches, filesSearched: searched, truncated }
-          : { matches, filesSearched: searched, truncated, unreadable };
+      // Stopped at max_matches: the files not reached say nothing of the cap on files.
+      const result = (atMax: boolean) => ({
+        matches,
+        filesSearched: searched,
+        truncated: atMax || capped,
+        ...(capped && !atMax ? { filesCapped: true } : {}),
+        ...(unreadable.length === 0 ? {} : { unreadable }),
+      });
       let searched = 0;
       for (const file of files) {
         if (exec.signal.aborted) break;
@@ -364,17 +399,21 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
         } catch (error) {
           // Unreadable (too large for a string, a FIFO, a link out of the root, gone): not searched, and said so.
           const code = (error as { code?: unknown })?.code?.toString() ?? "FS_ERROR";
-          // A link to a directory, which glob lists as it lists files, holds nothing to search itself.
+          // A directory that a link became since glob listed it holds nothing to search itself.
           if (code !== "IS_A_DIRECTORY") unreadable.push({ path: file, code });
           continue;
         }
         searched++;
         if (text.includes("\u0000")) continue;
+        // Lines as read_file counts them: a final newline ends the last line (it starts none), and a line's \r\n
+        // ending is not part of it (so `;$` matches in a file with Windows line ends).
         const lines = text.split("\n");
+        if (lines[lines.length - 1] === "") lines.pop();
         for (let i = 0; i < lines.length; i++) {
-          if (!regex.test(lines[i])) continue;
+          const line = lines[i].endsWith("\r") ? lines[i].slice(0, -1) : lines[i];
+          if (!regex.test(line)) continue;
           if (matches.length === max) return result(true);
-          matches.push({ path: file, line: i + 1, text: lines[i] });
+          matches.push({ path: file, line: i + 1, text: line });
         }
       }
       return result(false);

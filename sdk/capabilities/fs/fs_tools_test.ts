@@ -143,6 +143,27 @@ describe("fsTools()", () => {
     );
   });
 
+  it("grep that reaches its cap on files says the search was cut, never that it was complete", async () => {
+    const files: Record<string, string> = { "src/app.ts": "const NEEDLE = 42;\n" }; // sorts after lib/
+    for (let i = 0; i < 4; i++) files[`lib/p${i}.js`] = "module.exports = 1;\n";
+    const call = setup(memoryFs({ files }), { maxGrepFiles: 3 });
+    const note = "[only the first 3 files (by path) were searched; the files after them were not: narrow path or glob]";
+    assert.equal((await call("grep", { pattern: "NEEDLE" })).text, `No matches for /NEEDLE/ in 3 files\n${note}`);
+    assert.equal(
+      (await call("grep", { pattern: "exports" })).text,
+      `${[0, 1, 2].map((i) => `lib/p${i}.js:1: module.exports = 1;`).join("\n")}\n${note}`,
+    );
+    // At the cap exactly nothing is left out; stopping at max_matches says that instead.
+    assert.equal((await call("grep", { pattern: "NEEDLE", path: "src" })).text, "src/app.ts:1: const NEEDLE = 42;");
+    assert.equal(
+      (await call("grep", { pattern: "exports", max_matches: 1 })).text,
+      "lib/p0.js:1: module.exports = 1;\n[stopped after 1 matches; narrow the search]",
+    );
+    const [, , , , , grep] = fsTools(memoryFs({ files }), { maxGrepFiles: 3 });
+    const value = await grep.execute({ pattern: "NEEDLE" }, { signal: new AbortController().signal } as never);
+    assert.deepEqual(value, { matches: [], filesSearched: 3, truncated: true, filesCapped: true });
+  });
+
   it("grep refuses a pattern that repeats a repeated group (exponential backtracking that would block the process)", async () => {
     const call = setup(memoryFs({ files: { "a.txt": `${"a".repeat(34)}!\n`, "v.txt": "version 1.2.3\n" } }));
     const hidden = ["(?:[]|(a+)+$)", "[^]?(a+)+$"]; // a class that closes at once ([] or [^]) hid the rest
@@ -153,6 +174,39 @@ describe("fsTools()", () => {
     }
     assert.equal((await call("grep", { pattern: "(\\d+\\.){1,3}\\d+" })).text, "v.txt:1: version 1.2.3");
     assert.equal((await call("grep", { pattern: "[(+)]*a+!" })).text, `a.txt:1: ${"a".repeat(34)}!`);
+  });
+
+  it("grep refuses a pattern that repeats a choice whose alternatives can match the same text", async () => {
+    const call = setup(memoryFs({ files: { "ids.txt": `${"1".repeat(30)}\n`, "w.txt": "foobarfoo baz\n" } }));
+    const refused = ["(\\w|\\d)*x", "(a|a)*b", "(?:a|aa)*c", "((a|aa))*c", "(a|)+b", "(?:A|a){4,}b", "(x|[xy])+z"];
+    for (const pattern of refused) {
+      const result = await call("grep", { pattern });
+      assert.equal(result.code, "INVALID_ARGS", pattern);
+      assert.match(result.text, /repeats a choice whose alternatives can match the same text/, pattern);
+    }
+    // Plain texts none of which begins another split a line one way only; a bounded repeat is polynomial.
+    assert.equal((await call("grep", { pattern: "^(foo|bar)+" })).text, "w.txt:1: foobarfoo baz");
+    assert.equal((await call("grep", { pattern: "(1|11){1,3}$" })).text, `ids.txt:1: ${"1".repeat(30)}`);
+    assert.equal((await call("grep", { pattern: "(\\.|x|[|])+" })).code, "INVALID_ARGS");
+    assert.equal((await call("grep", { pattern: "(baz|qux) *$" })).text, "w.txt:1: foobarfoo baz");
+    assert.equal((await call("grep", { pattern: "[(|)]*baz|\\(a|b\\)*" })).text, "w.txt:1: foobarfoo baz");
+  });
+
+  it("grep reads lines as read_file counts them: no \\r of a CRLF ending, no line after the final newline", async () => {
+    const call = setup(memoryFs({
+      files: {
+        "win.ts": "let a = 1;\r\nlet b = 2;\r\n",
+        "unix.ts": "let c = 3;\n\nlet d;\n",
+        "noeol.txt": "x",
+        "e.txt": "",
+      },
+    }));
+    assert.equal(
+      (await call("grep", { pattern: ";$" })).text,
+      "unix.ts:1: let c = 3;\nunix.ts:3: let d;\nwin.ts:1: let a = 1;\nwin.ts:2: let b = 2;",
+    );
+    assert.equal((await call("grep", { pattern: "^$" })).text, "unix.ts:2: ");
+    assert.equal((await call("grep", { pattern: "^x$" })).text, "noeol.txt:1: x");
   });
 
   it("takes paths relative to the root only: an absolute one would pass a rule written for the relative form", async () => {

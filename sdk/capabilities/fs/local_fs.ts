@@ -13,16 +13,35 @@
  * the open (best effort). `mkdir` and `remove` check the real parent just
  * before acting; a swap inside that window is not detected.
  *
+ * A write replaces the file whole or not at all: a temporary file beside it
+ * is written, flushed and renamed over it (on Linux through the checked
+ * directory's descriptor), so a failed write (`FS_NO_SPACE`,
+ * `FILE_TOO_LARGE`, `FS_READ_ONLY`) leaves the old content, a reader sees the
+ * old or the new content, and the file's other hard links keep the old one.
+ *
+ * Longer than the house limit on purpose: every operation goes through the
+ * same confinement steps (the root, `resolvePath`, `openedAt`), closures over
+ * one root; what needs none of them is in `_local_fs_parts.ts`.
+ *
+ * Writes and edits of one real path run one at a time within the process,
+ * across every `localFs` (two harnesses over one root, parallel subagents).
+ * Another process is not held off: an edit checks just before it writes that
+ * the file still holds what it read, and fails with `FILE_CHANGED` when not
+ * (a write by the other process inside that last window is still lost).
+ *
  * @module
  */
 
 import type { FileHandle } from "node:fs/promises";
 import { HarnessError } from "../../kernel/harness_error.ts";
-import { globToRegExp } from "./_glob.ts";
+import { globMatcher } from "./_glob.ts";
 import {
+  changed,
   editableText,
+  endsWithSlash,
   fsError,
   isDirectory,
+  nameTooLong,
   notDirectory,
   notFound,
   notRegular,
@@ -30,9 +49,11 @@ import {
   replaceExact,
   segmentsOf,
   selectLines,
+  slashed,
   toFsError,
 } from "./_fs_errors.ts";
 import type { FsEntry, FsEntryKind, FsService, FsStat } from "./fs_service.ts";
+import { sameBytes, selectLinesOf, serialised, STREAM_ABOVE } from "./_local_fs_parts.ts";
 
 type NodeFs = typeof import("node:fs/promises");
 type NodeFsConstants = typeof import("node:fs").constants;
@@ -55,67 +76,15 @@ const errno = (error: unknown): string | undefined => {
 
 const decoder = new TextDecoder();
 
-/** Files above this size are read in chunks, keeping only the lines asked for. */
-const STREAM_ABOVE = 16 * 1024 * 1024;
-/** The most text one read returns (strings have a runtime limit: ~512 MB on V8). */
-const MAX_TEXT_BYTES = 128 * 1024 * 1024;
+let beforeEditWrite: ((abs: string) => Promise<void>) | undefined;
 
 /**
- * `selectLines` over a large open file, in chunks: the lines are split at LF
- * bytes (which UTF-8 never uses inside a character), only the selected ones
- * are kept and decoded, and every line is counted.
+ * Test support: run `hook` in every edit between its read and its write (as another process writing the file
+ * then would). Returns the function that removes it.
  */
-async function selectLinesOf(
-  handle: FileHandle,
-  size: number,
-  path: string,
-  startLine: number,
-  lineCount: number | undefined,
-): Promise<{ text: string; startLine: number; endLine: number; totalLines: number }> {
-  selectLines("", startLine, lineCount); // the same argument checks
-  const last = lineCount === undefined ? Infinity : startLine - 1 + lineCount;
-  const parts: Uint8Array[] = [];
-  let kept = 0;
-  let line = 1;
-  let newlines = 0;
-  let lastByte = -1;
-  const buffer = new Uint8Array(1 << 20);
-  for (let position = 0; position < size;) {
-    const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, size - position), position);
-    if (bytesRead === 0) break;
-    const chunk = buffer.subarray(0, bytesRead);
-    for (let i = 0; i < chunk.length;) {
-      const newline = chunk.indexOf(0x0a, i);
-      const end = newline < 0 ? chunk.length : newline + 1;
-      if (line >= startLine && line <= last) {
-        kept += end - i;
-        if (kept > MAX_TEXT_BYTES) {
-          throw fsError(
-            "FILE_TOO_LARGE",
-            `The lines asked for in "${path}" pass ${MAX_TEXT_BYTES} bytes: read fewer at a time (offset and limit)`,
-            path,
-          );
-        }
-        parts.push(chunk.slice(i, end));
-      }
-      if (newline < 0) break;
-      newlines++;
-      line++;
-      i = end;
-    }
-    lastByte = chunk[bytesRead - 1];
-    position += bytesRead;
-  }
-  const total = size === 0 ? 0 : lastByte === 0x0a ? newlines : newlines + 1;
-  const from = Math.min(startLine, total + 1);
-  const to = lineCount === undefined ? total : Math.min(total, from - 1 + lineCount);
-  const bytes = new Uint8Array(kept);
-  let offset = 0;
-  for (const part of parts) {
-    bytes.set(part, offset);
-    offset += part.length;
-  }
-  return { text: decoder.decode(bytes), startLine: from, endLine: to, totalLines: total };
+export function beforeEditWriteForTests(hook: (abs: string) => Promise<void>): () => void {
+  beforeEditWrite = hook;
+  return () => void (beforeEditWrite = undefined);
 }
 
 /**
@@ -198,6 +167,7 @@ export function localFs(options: LocalFsOptions): FsService {
         if (code === "ENOENT" && keep > 0) continue;
         if (code === "ENOTDIR") throw notDirectory(path);
         if (code === "ELOOP") throw outside(path);
+        if (code === "ENAMETOOLONG") throw nameTooLong(path, error);
         throw notFound(path, error);
       }
       inside(real, path, resolved);
@@ -236,8 +206,9 @@ export function localFs(options: LocalFsOptions): FsService {
     if (exists) {
       const st = await fs.stat(abs);
       if (st.isDirectory()) throw isDirectory(path);
+      if (endsWithSlash(path)) throw slashed(path);
       if (!st.isFile()) throw notRegular(path);
-    }
+    } else if (endsWithSlash(path)) throw slashed(path);
     const nofollow = (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
     const flags = write
       ? constants.O_WRONLY | nofollow | (exists ? 0 : constants.O_CREAT | constants.O_EXCL)
@@ -273,10 +244,13 @@ export function localFs(options: LocalFsOptions): FsService {
     return { handle, abs };
   };
 
-  const readBytes = async (path: string): Promise<Uint8Array> => {
-    const { handle } = await openFile(path, false);
+  const readBytes = async (path: string): Promise<Uint8Array> => (await readWithPath(path)).bytes;
+
+  /** A file's bytes and its real path. */
+  const readWithPath = async (path: string): Promise<{ bytes: Uint8Array; abs: string }> => {
+    const { handle, abs } = await openFile(path, false);
     try {
-      return new Uint8Array(await handle.readFile());
+      return { bytes: new Uint8Array(await handle.readFile()), abs };
     } finally {
       await handle.close();
     }
@@ -309,14 +283,153 @@ export function localFs(options: LocalFsOptions): FsService {
     }
   };
 
-  const writeFile = async (path: string, data: string | Uint8Array, createParents: boolean): Promise<void> => {
+  /** The key of a path's write queue: where it really leads (a link's target), or the path itself when it cannot say. */
+  const queueKey = async (path: string): Promise<string> => {
+    try {
+      return (await resolvePath(path)).abs;
+    } catch {
+      return `${(await roots()).real}\0${path}`; // the write itself fails on it, and says why
+    }
+  };
+
+  /**
+   * Write a file whole or not at all: the bytes go to a new temporary file beside it (`O_CREAT | O_EXCL |
+   * O_NOFOLLOW`, a random name), which is flushed to the disk (fsync), given the old file's mode (and owner, where
+   * allowed) and renamed over the file. A write that fails (a full disk, a quota, a size limit) leaves the old content
+   * and no temporary file. The rename replaces the entry, so the file's other hard links keep the old content; a
+   * symbolic link inside the root is written through (its target is replaced, the link stays).
+   *
+   * On Linux the directory is opened first (`O_NOFOLLOW`), its real place (`/proc/self/fd/N`) checked inside the
+   * root, and the temporary file is made and renamed through that descriptor (`/proc/self/fd/N/name`), so a
+   * directory swapped for a link meanwhile changes nothing: a rename by paths looks each of its two paths up in turn,
+   * and a swap between the lookups would move the file out of the root. Elsewhere the paths are used, the temporary
+   * file's directory checked after it is made (best effort). Where the directory may not be written (the file may),
+   * the file is written in place, as before.
+   *
+   * With `expected`, the write happens only when the file still holds those bytes (an edit's read), else
+   * `FILE_CHANGED` (content, not modification times: those of Linux tick every few milliseconds, and a write within
+   * the same tick would pass). The caller holds the path's write queue.
+   */
+  const writeNow = async (
+    path: string,
+    data: string | Uint8Array,
+    createParents: boolean,
+    expected?: { abs: string; bytes: Uint8Array },
+  ): Promise<void> => {
+    const { fs, constants, linux } = await host();
+    const { real } = await roots();
     const parts = await segments(path);
     if (parts.length === 0) throw isDirectory(path);
+    if (endsWithSlash(path)) {
+      // `newdir/` would make a file newdir, `a.txt/` write a.txt: refused, before any parent is made.
+      const { abs, exists } = await resolvePath(path);
+      if (exists && (await fs.stat(abs)).isDirectory()) throw isDirectory(path);
+      throw slashed(path);
+    }
     if (createParents && parts.length > 1) await ensureDir(path, parts.slice(0, -1), true);
+    const { abs, exists } = await resolvePath(path);
+    let old: { mode: number; uid: number; gid: number } | undefined;
+    if (exists) {
+      const st = await fs.stat(abs);
+      if (st.isDirectory()) throw isDirectory(path);
+      if (!st.isFile()) throw notRegular(path);
+      old = { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
+    }
+    const slash = abs.lastIndexOf("/");
+    const dir = abs.slice(0, slash) || "/";
+    const name = abs.slice(slash + 1);
+    const openError = (error: unknown): unknown => {
+      const code = errno(error);
+      if (code === "ENOENT") return notFound(path, error);
+      if (code === "ENOTDIR") return notDirectory(path);
+      if (code === "ELOOP") return outside(path);
+      return error;
+    };
+    let dirHandle: FileHandle | undefined;
+    let base = dir === "/" ? "" : dir;
+    if (linux && constants.O_DIRECTORY !== undefined) {
+      try {
+        dirHandle = await fs.open(dir, constants.O_RDONLY | constants.O_DIRECTORY | (constants.O_NOFOLLOW ?? 0));
+      } catch (error) {
+        throw openError(error);
+      }
+      const at = await fs.readlink(`/proc/self/fd/${dirHandle.fd}`).catch(() => undefined);
+      if (at === undefined) {
+        await dirHandle.close(); // no /proc: paths, as elsewhere
+        dirHandle = undefined;
+      } else {
+        try {
+          inside(real, path, at);
+        } catch (error) {
+          await dirHandle.close();
+          throw error;
+        }
+        base = `/proc/self/fd/${dirHandle.fd}`;
+      }
+    }
+    try {
+      const random = Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0"));
+      const temp = `${base}/.${name.slice(0, 64)}.${random.join("")}.tmp`;
+      const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
+      let handle: FileHandle;
+      try {
+        handle = await fs.open(temp, flags, 0o666);
+      } catch (error) {
+        const code = errno(error);
+        if ((code === "EACCES" || code === "EPERM") && exists) return await writeInPlace(path, data, expected);
+        throw openError(error);
+      }
+      let renamed = false;
+      try {
+        try {
+          if (dirHandle === undefined) {
+            const at = await openedAt(handle, `${dir === "/" ? "" : dir}/${name}`);
+            if (at.file !== real && !at.file.startsWith(real + "/")) throw outside(path);
+          }
+          await handle.writeFile(data);
+          if (old !== undefined) {
+            await handle.chmod(old.mode);
+            await handle.chown(old.uid, old.gid).catch(() => {}); // only a privileged process may give a file away
+          }
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        if (expected !== undefined) {
+          const now = await readWithPath(path).catch(() => undefined);
+          if (now === undefined || now.abs !== expected.abs || !sameBytes(now.bytes, expected.bytes)) {
+            throw changed(path);
+          }
+        }
+        try {
+          await fs.rename(temp, `${base}/${name}`);
+        } catch (error) {
+          if (errno(error) === "EISDIR") throw isDirectory(path); // a directory appeared there meanwhile
+          throw error;
+        }
+        renamed = true;
+      } finally {
+        if (!renamed) await fs.unlink(temp).catch(() => {});
+      }
+    } finally {
+      await dirHandle?.close();
+    }
+  };
+
+  /** The old way, for a file whose directory may not be written: in place, not atomic. */
+  const writeInPlace = async (
+    path: string,
+    data: string | Uint8Array,
+    expected?: { abs: string; bytes: Uint8Array },
+  ): Promise<void> => {
     const { handle } = await openFile(path, true);
     try {
+      if (expected !== undefined) {
+        const now = await readWithPath(path).catch(() => undefined);
+        if (now === undefined || now.abs !== expected.abs || !sameBytes(now.bytes, expected.bytes)) throw changed(path);
+      }
       await handle.truncate(0);
-      await handle.writeFile(typeof data === "string" ? data : data);
+      await handle.writeFile(data);
     } finally {
       await handle.close();
     }
@@ -339,13 +452,18 @@ export function localFs(options: LocalFsOptions): FsService {
         await handle.close();
       }
     },
-    writeFile: (path, data, write = {}) => writeFile(path, data, write.createParents ?? true),
-    edit: async (path, oldText, newText, edit = {}) => {
-      const before = editableText(path, await readBytes(path));
-      const { text, count } = replaceExact(path, before, oldText, newText, edit.replaceAll ?? false);
-      await writeFile(path, text, false);
-      return count;
-    },
+    writeFile: async (path, data, write = {}) =>
+      serialised(await queueKey(path), () => writeNow(path, data, write.createParents ?? true)),
+    edit: async (path, oldText, newText, edit = {}) =>
+      serialised(await queueKey(path), async () => {
+        const read = await readWithPath(path);
+        const before = editableText(path, read.bytes);
+        const { text, count } = replaceExact(path, before, oldText, newText, edit.replaceAll ?? false);
+        await beforeEditWrite?.(read.abs);
+        // Another process may have written the file since it was read: writing now would undo its change.
+        await writeNow(path, text, false, read);
+        return count;
+      }),
     list: async (path) => {
       const { fs } = await host();
       const { abs, exists } = await resolvePath(path);
@@ -358,7 +476,7 @@ export function localFs(options: LocalFsOptions): FsService {
     glob: async (pattern, glob = {}) => {
       const { fs } = await host();
       const { real } = await roots();
-      const matcher = globToRegExp(pattern);
+      const matcher = globMatcher(pattern);
       const limit = glob.limit ?? 1000;
       const base = await segments(glob.cwd ?? ".");
       const { abs: start, exists } = await resolvePath(glob.cwd ?? ".");
@@ -370,11 +488,13 @@ export function localFs(options: LocalFsOptions): FsService {
         for (const d of entries) {
           const path = rel === "" ? d.name : `${rel}/${d.name}`;
           if (d.isDirectory()) await visit(`${dir}/${d.name}`, path);
-          else if (matcher.test(path)) {
+          else if (matcher(path)) {
+            // Regular files only: not a FIFO, a socket or a device, nor a link to a directory or out of the root.
             if (d.isSymbolicLink()) {
               const target = await fs.realpath(`${dir}/${d.name}`).catch(() => undefined);
               if (target === undefined || (target !== real && !target.startsWith(real + "/"))) continue;
-            }
+              if (!(await fs.stat(target).then((st) => st.isFile(), () => false))) continue;
+            } else if (!d.isFile()) continue;
             out.push(path);
           }
         }

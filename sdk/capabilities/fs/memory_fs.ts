@@ -5,9 +5,10 @@
  */
 
 import { HarnessError } from "../../kernel/harness_error.ts";
-import { globToRegExp } from "./_glob.ts";
+import { globMatcher } from "./_glob.ts";
 import {
   editableText,
+  endsWithSlash,
   fsError,
   isDirectory,
   notDirectory,
@@ -15,6 +16,7 @@ import {
   replaceExact,
   segmentsOf,
   selectLines,
+  slashed,
 } from "./_fs_errors.ts";
 import type { FsEntry, FsService, FsStat } from "./fs_service.ts";
 
@@ -40,6 +42,8 @@ const decoder = new TextDecoder();
  * An {@linkcode FsService} held in memory: a tree of directories and files
  * under a virtual root `/`. It has no symbolic links or devices; everything
  * else behaves as `localFs` does (the same contract suite runs on both).
+ * Each operation runs whole in one step, so parallel edits of one file all
+ * land, one after the other.
  *
  * @param options Initial files and the clock.
  * @returns The service.
@@ -87,11 +91,22 @@ export function memoryFs(options: MemoryFsOptions = {}): FsService {
   const file = (path: string): Extract<Node, { kind: "file" }> => {
     const node = walk(path, segmentsOf(path, "/"));
     if (node.kind === "directory") throw isDirectory(path);
+    if (endsWithSlash(path)) throw slashed(path);
     return node;
   };
   const write = (path: string, data: string | Uint8Array, createParents: boolean) => {
     const segments = segmentsOf(path, "/");
     if (segments.length === 0) throw isDirectory(path);
+    if (endsWithSlash(path)) {
+      const existing = (() => {
+        try {
+          return walk(path, segments);
+        } catch {
+          return undefined;
+        }
+      })();
+      throw existing?.kind === "directory" ? isDirectory(path) : slashed(path);
+    }
     const parent = parentOf(path, segments, createParents);
     const name = segments[segments.length - 1];
     if (parent.children.get(name)?.kind === "directory") throw isDirectory(path);
@@ -134,14 +149,14 @@ export function memoryFs(options: MemoryFsOptions = {}): FsService {
         const base = segmentsOf(glob.cwd ?? ".", "/");
         const start = walk(glob.cwd ?? ".", base);
         if (start.kind !== "directory") throw notDirectory(glob.cwd ?? ".");
-        const matcher = globToRegExp(pattern);
+        const matcher = globMatcher(pattern);
         const limit = glob.limit ?? 1000;
         const out: string[] = [];
         const visit = (dir: Dir, rel: string) => {
           for (const [name, child] of dir.children) {
             const path = rel === "" ? name : `${rel}/${name}`;
             if (child.kind === "directory") visit(child, path);
-            else if (matcher.test(path)) out.push(path);
+            else if (matcher(path)) out.push(path);
           }
         };
         visit(start, "");
