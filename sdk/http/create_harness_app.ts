@@ -20,6 +20,7 @@ import type { Agent } from "../agent/agent.ts";
 import type { Harness } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
+import { storedPrefix } from "../persistence/_stored_prefix.ts";
 import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts";
 import { bearerGuard, TOKEN_SYNTAX } from "./_bearer_guard.ts";
 import { readStored } from "./_event_stream.ts";
@@ -490,7 +491,10 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     mountViewData(app, async (id) => {
       const agent = await host.readable(id);
       if (agent !== undefined) {
-        return { events: agent.session.events, header: agent.session.header, live: true, status: agent.status };
+        // With storage, as the event stream: only what is on storage, so a page never holds an event a restart loses.
+        const session = agent.session;
+        const events = harness.storage === undefined ? session.events : session.slice(0, storedPrefix(session) ?? 0);
+        return { events, header: session.header, live: true, status: agent.status };
       }
       const { events, header } = await inspectStored(id);
       return { events, header, live: false, status: "stored" };

@@ -14,7 +14,7 @@ import { mountOf } from "../_route_table.ts";
 import { checkSessionId } from "../_session_id.ts";
 import { surfaceAt } from "./_surface_at.ts";
 
-/** A session's log and header, live or stored. */
+/** A session's log and header, live or stored (with storage, a live session's events only as far as stored). */
 export type LogReader = (id: string) => Promise<{
   events: readonly SessionEvent[];
   header: SessionHeader;
