@@ -4,6 +4,7 @@ import { createHarness } from "../../harness.ts";
 import { memoryStorage } from "../../persistence/memory_storage.ts";
 import { withFaults } from "../../persistence/_test_storage_faults.ts";
 import { Session } from "../../session/session.ts";
+import { incarnationOf } from "../../session/_incarnation.ts";
 import type { SessionEvent } from "../../session/session_events.ts";
 import { createHarnessApp } from "../create_harness_app.ts";
 import { VIEW_CLIENT_SCRIPT } from "./_view_client_script.ts";
@@ -62,6 +63,7 @@ describe("timeline routes", () => {
       assert.deepEqual([log.id, log.live, log.status, log.seq], ["main", false, "stored", main.length]);
       assert.deepEqual(log.events, JSON.parse(JSON.stringify(main)));
       assert.equal(log.header.id, "main");
+      assert.equal(log.incarnation, incarnationOf(log.header), "the life of the log, as the stream's ids name it");
       const tail = await (await app.request("/sessions/main/log?from=10", { headers: auth })).json();
       assert.deepEqual(tail.events.map((e: SessionEvent) => e.seq), main.slice(10).map((e) => e.seq));
       assert.equal((await app.request("/sessions/main/surface?at=x", { headers: auth })).status, 400);
