@@ -1431,6 +1431,14 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     var m = state.m;
     var el = state.el.status;
     if (!f) return;
+    if (f.problem) {
+      el.textContent = "not following · " + f.problem;
+      el.className = "status bad";
+      el.setAttribute("data-phase", f.phase);
+      state.el.badge.textContent = state.status;
+      state.el.badge.className = "badge err";
+      return;
+    }
     el.textContent = f.phase + " · " + m.events.length + " events · " + m.gaps + " gaps · " + m.dupes + " duplicates · " +
       f.reconnects + (f.reconnects === 1 ? " reconnect" : " reconnects");
     el.className = "status" + (m.gaps || m.dupes ? " bad" : "");
@@ -1500,7 +1508,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     var m0 = state.m;
     var f = {
       phase: "connecting", reconnects: carry ? carry.reconnects : 0, controller: null, stopped: false, ended: false,
-      backoff: 250,
+      backoff: 250, problem: "",
       // The id of the last event the page holds, <incarnation>:<seq>: a stream of another life of the log (the
       // session deleted and created again) then starts over with event: reset instead of going on from the seq.
       lastId: m0.events.length > 0 && state.incarnation ? state.incarnation + ":" + (m0.events.length - 1) : "",
@@ -1526,6 +1534,18 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       setStatus();
       api("/sessions/" + encodeURIComponent(SID) + "/events?deltas=false", { headers: headers, signal: controller.signal })
         .then(function (r) {
+          if (r.status >= 400 && r.status < 500 && r.status !== 408 && r.status !== 429) {
+            // Asking again will not help (the session was deleted: 404 SESSION_NOT_FOUND): stop, and say why.
+            return r.json().catch(function () {
+              return {};
+            }).then(function (p) {
+              f.stopped = true;
+              f.phase = "stopped";
+              f.problem = (p.detail || p.title || "HTTP " + r.status) + (p.code ? " (" + p.code + ")" : "");
+              state.status = r.status === 404 ? "not found" : "refused";
+              setStatus();
+            });
+          }
           if (!r.ok || !r.body) throw new Error("HTTP " + r.status);
           f.phase = "following";
           f.backoff = 250;

@@ -83,4 +83,44 @@ browserSuite("session timeline in Chromium: a followed session deleted while the
       await harness.dispose();
     }
   });
+
+  it("a session deleted for good stops the follow and says so, instead of reconnecting forever", async () => {
+    const harness = await createHarness({
+      adapters: [scriptedAdapter([textResponse("answer")])],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage: memoryStorage(),
+    });
+    const served = await serve(harness);
+    const page = await browser().context.newPage();
+    const errors = watchErrors(page);
+    try {
+      await (await harness.createAgent({ id: "gone" })).run("question");
+      await opened(page, `${served.url}/sessions/gone/view#token=${TOKEN}`);
+      await page.waitForSelector("#follow-status[data-phase='following']");
+      const release = await holdStreams(page, "gone");
+      served.cutStreams();
+      await page.waitForFunction(() => (window as unknown as View).dshView.follow.reconnects >= 1);
+      const deleted = await fetch(`${served.url}/sessions/gone`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      assert.equal(deleted.status, 204);
+      release();
+      await page.waitForSelector("#follow-status[data-phase='stopped']", { timeout: 15_000 });
+      assert.equal(await page.evaluate(() => (window as unknown as View).dshView.follow.stopped), true);
+      assert.match(
+        await page.locator("#follow-status").textContent() ?? "",
+        /not following · Session "gone" does not exist \(SESSION_NOT_FOUND\)/,
+      );
+      assert.equal(await page.locator("#status-badge").textContent(), "not found");
+      // What the page had stays on it.
+      assert.match(await page.locator("#blocks").textContent() ?? "", /question/);
+      // The refused reconnect shows in the console as the browser's own line about the 404; nothing else may fail.
+      assert.deepEqual(errors.filter((e) => !cutShown.test(e) && !/404/.test(e)), []);
+    } finally {
+      await page.close();
+      await served.server.close();
+      await harness.dispose();
+    }
+  });
 }, 60_000);
