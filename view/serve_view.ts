@@ -27,7 +27,8 @@ export interface ServeViewOptions {
    */
   readonly port?: number;
   /**
-   * The bearer token the page must send; `false` serves without authentication.
+   * The bearer token the page must send; `false` serves without authentication (then only requests for
+   * `localhost`, an IP address or `hostname` are answered: a page on another name may be another site's).
    *
    * @default {a random token, carried in the printed URL's fragment}
    */
@@ -100,7 +101,8 @@ export async function serveView(dir: string, options: ServeViewOptions = {}): Pr
   const harness = await createHarness({ storage: fileStorage(dir) });
   try {
     const app = createHarnessApp(harness, {
-      ...(token === undefined ? { auth: false } : { token }),
+      // Without a token, a request must name localhost, an IP address or the host listened on (DNS rebinding).
+      ...(token === undefined ? { auth: false, allowedHosts: [hostname] } : { token }),
       log: false,
       approvals: false,
       // Reads only: no POST or DELETE resumes, forks, deletes or leases a stored session.

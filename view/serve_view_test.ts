@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { createServer, type Server } from "node:net";
+import { connect, createServer, type Server } from "node:net";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -104,6 +104,35 @@ describe("serveView()", () => {
       });
     } finally {
       await held.release();
+      await rm(dir, { recursive: true });
+    }
+  });
+
+  it("without a token, answers no request for a name an attacker's page could have pointed here (DNS rebinding)", async () => {
+    const dir = await folder();
+    const server = await serveView(dir, { port: 0, token: false });
+    // A request as a browser on that name sends it: the Host is the name the page was loaded from.
+    const statusFor = (host: string) =>
+      new Promise<string>((resolve, reject) => {
+        const { hostname, port } = new URL(server.origin);
+        const socket = connect(Number(port), hostname, () => {
+          socket.write(
+            `GET /sessions HTTP/1.1\r\nHost: ${host}\r\nSec-Fetch-Site: same-origin\r\nConnection: close\r\n\r\n`,
+          );
+        });
+        let text = "";
+        socket.on("data", (d) => (text += d));
+        socket.on("end", () =>
+          resolve(text.split("\r\n")[0] + (/HOST_NOT_ALLOWED/.test(text) ? " HOST_NOT_ALLOWED" : "")));
+        socket.on("error", reject);
+      });
+    try {
+      const port = new URL(server.origin).port;
+      assert.equal(await statusFor(`attacker.example:${port}`), "HTTP/1.1 403 Forbidden HOST_NOT_ALLOWED");
+      assert.equal(await statusFor(`127.0.0.1:${port}`), "HTTP/1.1 200 OK");
+      assert.equal(await statusFor(`localhost:${port}`), "HTTP/1.1 200 OK");
+    } finally {
+      await server.close();
       await rm(dir, { recursive: true });
     }
   });

@@ -20,9 +20,11 @@ import type { Agent } from "../agent/agent.ts";
 import type { Harness } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
+import { storedPrefix } from "../persistence/_stored_prefix.ts";
 import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts";
 import { bearerGuard, TOKEN_SYNTAX } from "./_bearer_guard.ts";
 import { readStored } from "./_event_stream.ts";
+import { hostGuard } from "./_host_guard.ts";
 import { pendingWithin } from "./_pending_approvals.ts";
 import { HttpProblem, problemResponse, toProblem } from "./_problem.ts";
 import { allowedMethods, mountOf } from "./_route_table.ts";
@@ -81,11 +83,25 @@ export interface HarnessAppOptions {
    * `DELETE` a browser sends from another site (`Sec-Fetch-Site: cross-site`
    * or `same-site`, or an `Origin` whose host is not the request's `Host`) is
    * refused with 403 `CROSS_SITE_REQUEST` unless its origin is one of
-   * `cors.origin`: a page the user visits cannot drive the agents.
+   * `cors.origin`, and a request for a host name other than `localhost`,
+   * `*.localhost`, an IP address or one of `allowedHosts` is refused with 403
+   * `HOST_NOT_ALLOWED` (a page whose name an attacker points at this address,
+   * DNS rebinding, is the app's own origin to the browser): a page the user
+   * visits cannot drive the agents, nor read the sessions.
    *
    * @default {true}
    */
   readonly auth?: boolean;
+  /**
+   * With `auth: false`, the host names the app is served under besides
+   * `localhost`, `*.localhost` and IP addresses (`Host` without the port; a
+   * leading `.` allows the name and every name under it); other names are
+   * refused with 403 `HOST_NOT_ALLOWED`. Unused with auth: a page on another
+   * name has no token.
+   *
+   * @default {[]}
+   */
+  readonly allowedHosts?: readonly string[];
   /**
    * Serve reads only: every `POST` and `DELETE` is answered 405
    * `METHOD_NOT_ALLOWED` (`Allow` lists what is left) before it reaches a
@@ -428,6 +444,8 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     });
   });
   app.use("*", requestId({ headerName: "X-Request-Id", limitLength: 128, generator: () => newRequestId() }));
+  // Without auth, only names that cannot be rebound to this address (DNS rebinding), or the ones given.
+  if (auth === false) app.use("*", hostGuard(options.allowedHosts));
   if (options.cors !== undefined) {
     app.use(
       "*",
@@ -518,7 +536,10 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     mountViewData(app, async (id) => {
       const agent = await host.readable(id);
       if (agent !== undefined) {
-        return { events: agent.session.events, header: agent.session.header, live: true, status: agent.status };
+        // With storage, as the event stream: only what is on storage, so a page never holds an event a restart loses.
+        const session = agent.session;
+        const events = harness.storage === undefined ? session.events : session.slice(0, storedPrefix(session) ?? 0);
+        return { events, header: session.header, live: true, status: agent.status };
       }
       const { events, header } = await inspectStored(id);
       return { events, header, live: false, status: "stored" };

@@ -879,6 +879,76 @@ describe("createHarnessApp() edges", () => {
     });
   });
 
+  it("without auth, answers only localhost, an IP address or allowedHosts: not a rebound name (HOST_NOT_ALLOWED)", async () => {
+    const harness = await createHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] });
+    try {
+      const open = createHarnessApp(harness, { auth: false, log: false, approvals: false });
+      const listed = createHarnessApp(harness, {
+        auth: false,
+        log: false,
+        approvals: false,
+        allowedHosts: ["Tools.Corp", ".team.example"],
+      });
+      const reader = createHarnessApp(harness, { auth: false, log: false, readOnly: true });
+      const withToken = createHarnessApp(harness, { token: "t0ken", log: false, approvals: false });
+      // The Host header, as a browser sends it; without one (an in-process request), the URL's host.
+      const get = (app: typeof open, host: string, path = "/sessions", headers: Record<string, string> = {}) =>
+        app.request(new Request(`http://127.0.0.1${path}`, { headers: { host, ...headers } }));
+      const refused = [
+        "attacker.example:8080",
+        "attacker.example",
+        "localhost.attacker.example",
+        "127.0.0.1.nip.io:80",
+        "intranet",
+        "tools.corp.evil",
+        "a@127.0.0.1",
+        "",
+      ];
+      for (const host of refused) {
+        for (const path of ["/sessions", "/view", "/sessions/s/log"]) {
+          const res = await get(open, host, path, { "sec-fetch-site": "same-origin" });
+          assert.equal(res.status, 403, `${host} ${path}`);
+          const problem = await res.json();
+          assert.equal(problem.code, "HOST_NOT_ALLOWED");
+        }
+        assert.equal((await get(reader, host)).status, 403, `read-only: ${host}`);
+      }
+      const posted = await open.request("http://attacker.example:8080/sessions", {
+        method: "POST",
+        headers: { "content-type": "application/json", "sec-fetch-site": "same-origin" },
+        body: "{}",
+      });
+      assert.equal(posted.status, 403);
+      assert.equal((await posted.json()).code, "HOST_NOT_ALLOWED");
+      assert.deepEqual(harness.ctx.service("agents").list(), []);
+      const allowed = [
+        "localhost:8080",
+        "LOCALHOST",
+        "localhost.",
+        "app.localhost:3000",
+        "127.0.0.1:8080",
+        "127.5.6.7",
+        "[::1]:8080",
+        "192.168.1.20",
+      ];
+      for (const host of allowed) {
+        assert.equal((await get(open, host)).status, 200, host);
+        assert.equal((await get(reader, host)).status, 200, `read-only: ${host}`);
+      }
+      for (const host of ["tools.corp:443", "team.example", "ci.team.example:8080"]) {
+        assert.equal((await get(listed, host)).status, 200, host);
+        assert.equal((await get(open, host)).status, 403, `${host} is not listed there`);
+      }
+      assert.equal((await listed.request("http://attacker.example/sessions")).status, 403, "the URL's host");
+      assert.equal((await open.request("/sessions")).status, 200, "app.request() is for localhost");
+      // With a token, the name is not what keeps another site out.
+      const authed = await get(withToken, "api.example.com", "/sessions", { authorization: "Bearer t0ken" });
+      assert.equal(authed.status, 200);
+    } finally {
+      await harness.dispose();
+    }
+  });
+
   it("answers the timeline's paths 404, not 405, when the app has no timeline (view: false)", async () => {
     const served = await serveHarness({ adapters: [scriptedAdapter(textResponse("Hi"))] }, { view: false });
     await withServer(served, async ({ call }) => {

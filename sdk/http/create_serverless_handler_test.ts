@@ -23,7 +23,8 @@ function handlerFailingWith(storage: SessionStorage, code: string, armed: () => 
         model: { provider: "scripted", model: "scripted-model" },
         storage: faulty,
       }),
-    app: { auth: false, log: false },
+    // Without auth, a host name other than localhost must be named (HOST_NOT_ALLOWED otherwise).
+    app: { auth: false, log: false, allowedHosts: ["fn.test"] },
   });
 }
 

@@ -1205,7 +1205,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
 
   var state = null;
 
-  function sessionPage() {
+  /** The session page; carry (after event: reset) keeps following, and counting reconnects, across the reload. */
+  function sessionPage(carry) {
     var t0 = performance.now();
     var sessionsPromise = getJson("/sessions").catch(function () {
       return { sessions: [] };
@@ -1221,14 +1222,14 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       metrics.events = log.events.length;
       view.model = m;
       state = {
-        m: m, log: log, rendered: dict(), scale: scaleOf(m), status: log.status, live: log.live, pending: [], complete: false,
-        nav: dict(),
+        m: m, log: log, rendered: dict(), scale: scaleOf(m), status: log.status, live: log.live || !!carry, pending: [],
+        complete: false, nav: dict(), incarnation: log.incarnation,
       };
       renderSessionShell();
       applyScale();
       renderBlocks(true);
       sessionsPromise.then(renderTree);
-      if (log.live) follow();
+      if (log.live || carry) follow(carry);
     });
   }
 
@@ -1430,6 +1431,14 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     var m = state.m;
     var el = state.el.status;
     if (!f) return;
+    if (f.problem) {
+      el.textContent = "not following · " + f.problem;
+      el.className = "status bad";
+      el.setAttribute("data-phase", f.phase);
+      state.el.badge.textContent = state.status;
+      state.el.badge.className = "badge err";
+      return;
+    }
     el.textContent = f.phase + " · " + m.events.length + " events · " + m.gaps + " gaps · " + m.dupes + " duplicates · " +
       f.reconnects + (f.reconnects === 1 ? " reconnect" : " reconnects");
     el.className = "status" + (m.gaps || m.dupes ? " bad" : "");
@@ -1495,35 +1504,66 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
     } };
   }
 
-  function follow() {
-    var f = { phase: "connecting", reconnects: 0, controller: null, stopped: false, ended: false, backoff: 250 };
+  function follow(carry) {
+    var m0 = state.m;
+    var f = {
+      phase: "connecting", reconnects: carry ? carry.reconnects : 0, controller: null, stopped: false, ended: false,
+      backoff: 250, problem: "",
+      // The id of the last event the page holds, <incarnation>:<seq>: a stream of another life of the log (the
+      // session deleted and created again) then starts over with event: reset instead of going on from the seq.
+      lastId: m0.events.length > 0 && state.incarnation ? state.incarnation + ":" + (m0.events.length - 1) : "",
+    };
     view.follow = f;
     view.drop = function () {
       if (f.controller) f.controller.abort();
     };
+    /** The log the page shows is not the one the server has now: load the page again from the new one. */
+    function startOver() {
+      f.stopped = true;
+      if (f.controller) f.controller.abort();
+      sessionPage({ reconnects: f.reconnects + 1 }).catch(showError);
+    }
     function connect() {
       if (f.stopped) return;
       var m = state.m;
       var controller = new AbortController();
       f.controller = controller;
       var headers = { accept: "text/event-stream" };
-      if (m.events.length > 0) headers["last-event-id"] = String(m.events.length - 1);
+      if (f.lastId) headers["last-event-id"] = f.lastId;
       f.phase = f.reconnects ? "reconnecting" : "connecting";
       setStatus();
       api("/sessions/" + encodeURIComponent(SID) + "/events?deltas=false", { headers: headers, signal: controller.signal })
         .then(function (r) {
+          if (r.status >= 400 && r.status < 500 && r.status !== 408 && r.status !== 429) {
+            // Asking again will not help (the session was deleted: 404 SESSION_NOT_FOUND): stop, and say why.
+            return r.json().catch(function () {
+              return {};
+            }).then(function (p) {
+              f.stopped = true;
+              f.phase = "stopped";
+              f.problem = (p.detail || p.title || "HTTP " + r.status) + (p.code ? " (" + p.code + ")" : "");
+              state.status = r.status === 404 ? "not found" : "refused";
+              setStatus();
+            });
+          }
           if (!r.ok || !r.body) throw new Error("HTTP " + r.status);
           f.phase = "following";
           f.backoff = 250;
           setStatus();
           var sse = readSse(r.body, function (msg) {
+            if (f.stopped) return;
             var data = msg.data ? JSON.parse(msg.data) : null;
             if (msg.event === "session") {
               if (pushEvent(m, data)) scheduleRender();
               else setStatus();
+              if (msg.id) f.lastId = msg.id;
             } else if (msg.event === "status") {
               state.status = data.status;
               setStatus();
+            } else if (msg.event === "reset" || (msg.event === "ready" && data.incarnation && state.incarnation &&
+              data.incarnation !== state.incarnation)) {
+              // Another life of the log (or the page is ahead of it): what the page shows is not part of it.
+              startOver();
             } else if (msg.event === "ready") {
               state.status = data.status;
               // A new connection: the approvals still pending come right after ready; a card from before is stale.

@@ -9,12 +9,13 @@
 import type { Hono } from "hono";
 import type { SessionHeader } from "../../session/session.ts";
 import type { SessionEvent } from "../../session/session_events.ts";
+import { incarnationOf } from "../../session/_incarnation.ts";
 import { HttpProblem } from "../_problem.ts";
 import { mountOf } from "../_route_table.ts";
 import { checkSessionId } from "../_session_id.ts";
 import { surfaceAt } from "./_surface_at.ts";
 
-/** A session's log and header, live or stored. */
+/** A session's log and header, live or stored (with storage, a live session's events only as far as stored). */
 export type LogReader = (id: string) => Promise<{
   events: readonly SessionEvent[];
   header: SessionHeader;
@@ -55,7 +56,8 @@ export function mountViewPages(app: AnyHono): void {
 }
 
 /**
- * `GET /sessions/:id/log?from=<seq>` (`{ id, header, live, status, seq, events }`) and
+ * `GET /sessions/:id/log?from=<seq>` (`{ id, header, incarnation, live, status, seq, events }`: `incarnation` names
+ * this life of the log, as the ids of the event stream do, `<incarnation>:<seq>`) and
  * `GET /sessions/:id/surface?at=<seq>` (the derived history of the events before `at`).
  */
 export function mountViewData(app: AnyHono, read: LogReader): void {
@@ -64,7 +66,8 @@ export function mountViewData(app: AnyHono, read: LogReader): void {
     const from = c.req.query("from") ?? "0";
     if (!SEQ.test(from)) throw new HttpProblem(400, "INVALID_QUERY", "from must be a seq");
     const { events, header, live, status } = await read(id);
-    return c.json({ id, header, live, status, seq: events.length, events: events.slice(Number(from)) });
+    const incarnation = incarnationOf(header);
+    return c.json({ id, header, incarnation, live, status, seq: events.length, events: events.slice(Number(from)) });
   });
   app.get("/sessions/:id/surface", async (c) => {
     const id = c.req.param("id");

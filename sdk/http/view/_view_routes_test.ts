@@ -2,7 +2,9 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHarness } from "../../harness.ts";
 import { memoryStorage } from "../../persistence/memory_storage.ts";
+import { withFaults } from "../../persistence/_test_storage_faults.ts";
 import { Session } from "../../session/session.ts";
+import { incarnationOf } from "../../session/_incarnation.ts";
 import type { SessionEvent } from "../../session/session_events.ts";
 import { createHarnessApp } from "../create_harness_app.ts";
 import { VIEW_CLIENT_SCRIPT } from "./_view_client_script.ts";
@@ -61,6 +63,7 @@ describe("timeline routes", () => {
       assert.deepEqual([log.id, log.live, log.status, log.seq], ["main", false, "stored", main.length]);
       assert.deepEqual(log.events, JSON.parse(JSON.stringify(main)));
       assert.equal(log.header.id, "main");
+      assert.equal(log.incarnation, incarnationOf(log.header), "the life of the log, as the stream's ids name it");
       const tail = await (await app.request("/sessions/main/log?from=10", { headers: auth })).json();
       assert.deepEqual(tail.events.map((e: SessionEvent) => e.seq), main.slice(10).map((e) => e.seq));
       assert.equal((await app.request("/sessions/main/surface?at=x", { headers: auth })).status, 400);
@@ -143,6 +146,53 @@ describe("timeline routes", () => {
       );
       assert.deepEqual(view.log.map((row: Core) => row.role), derived.map((m) => m.role));
     } finally {
+      await harness.dispose();
+    }
+  });
+
+  it("serves a live session's log only as far as it is on storage, as its event stream does", async () => {
+    const memory = memoryStorage();
+    let stall = false;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    // A disk that stops answering: the second turn is committed in memory and never reaches storage until released.
+    const storage = withFaults(memory, {
+      append: (append) => (id, events, options) =>
+        stall ? released.then(() => append(id, events, options)) : append(id, events, options),
+    });
+    const harness = await createHarness({
+      adapters: [scriptedAdapter([textResponse("stored answer"), textResponse("unstored answer")])],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage,
+    });
+    const app = createHarnessApp(harness, { token: "t0ken", log: false });
+    const auth = { authorization: "Bearer t0ken" };
+    try {
+      const agent = await harness.createAgent({ id: "s" });
+      await agent.run("stored question");
+      stall = true;
+      const second = agent.run("unstored question");
+      second.catch(() => {}); // awaited below; disposed before it ran when an assertion fails first
+      // The second turn starts in memory; its first batch never reaches storage.
+      const turns = () => agent.session.events.filter((e) => e.type === "turn/start").length;
+      while (turns() < 2) await new Promise((resolve) => setTimeout(resolve, 0));
+      const onStorage = (await memory.inspect("s")).events.length;
+      assert.ok(agent.session.seq > onStorage, `${agent.session.seq} in memory, ${onStorage} on storage`);
+      const log = await (await app.request("/sessions/s/log", { headers: auth })).json();
+      assert.equal(log.live, true);
+      assert.equal(log.seq, onStorage);
+      assert.deepEqual(
+        log.events.map((e: SessionEvent) => `${e.seq} ${e.type}`),
+        agent.session.events.slice(0, onStorage).map((e) => `${e.seq} ${e.type}`),
+      );
+      const surface = await (await app.request("/sessions/s/surface", { headers: auth })).json();
+      assert.equal(surface.at, onStorage, "the derived history is of the stored log too");
+      release();
+      await second;
+      const all = await (await app.request("/sessions/s/log", { headers: auth })).json();
+      assert.equal(all.seq, agent.session.seq);
+    } finally {
+      release();
       await harness.dispose();
     }
   });

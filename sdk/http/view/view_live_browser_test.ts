@@ -8,6 +8,7 @@ import { scriptedAdapter, toolCallResponse } from "../../../testing/scripted_ada
 import { browserSuite, opened, type PageDocument, serve, shot, TOKEN, watchErrors } from "./_test_browser.ts";
 import { bigSession, lookupTool, pacedAdapter, streamedText } from "./_test_view_sessions.ts";
 import { memoryStorage } from "../../persistence/memory_storage.ts";
+import { incarnationOf } from "../../session/_incarnation.ts";
 
 browserSuite("session timeline in Chromium: live follow", (browser) => {
   it("follows a live session while the model streams, and resumes after a cut without loss or repeats", async () => {
@@ -61,7 +62,9 @@ browserSuite("session timeline in Chromium: live follow", (browser) => {
       // The second connection asked to resume after the last seq the page had.
       assert.equal(served.lastEventIds[0], null);
       assert.ok(served.lastEventIds.length >= 2);
-      assert.match(served.lastEventIds[1] ?? "", /^\d+$/);
+      // With the id of the last event it had, its life included.
+      assert.equal(served.lastEventIds[1]?.split(":")[0], incarnationOf(agent.session.header));
+      assert.match(served.lastEventIds[1] ?? "", /^[0-9a-z]{1,16}:\d+$/);
       await shot(page, "live-done.png");
       // The cut itself shows as an incomplete chunked body (Node's and Deno's servers) or a reset connection
       // (Bun's server ends an errored body with a reset); nothing else may fail.
