@@ -240,7 +240,8 @@ export interface Harness {
    */
   forkAgent(source: Session | string, options?: ForkAgentOptions): Promise<Agent>;
   /**
-   * Stop every agent, unwind every plugin and scope. Idempotent.
+   * Stop every agent, unwind every plugin and scope. Idempotent. An agent whose `disposeAgent()` is still under way
+   * is waited for (its failure is that call's to report) before persistence and the plugins are undone.
    *
    * @throws {HarnessError} when an agent's last write failed, after everything was disposed (an `AggregateError`
    *   when several did): what was not written is reported, never dropped.
@@ -263,6 +264,8 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
   const now = options.now ?? Date.now;
   const newId = options.newId ?? randomId;
   const handles = new Map<string, AgentHandle>();
+  // The teardowns of agents disposeAgent() let go of (settled promises, never rejected).
+  const leaving = new Set<Promise<void>>();
   // Leases resumeAgent took and loaded under, handed to the persistence plugin at the session's announcement.
   const held: HeldWriters = new Map();
   let disposed = false;
@@ -454,7 +457,16 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
         throw new HarnessError("AGENT_NOT_FOUND", `No agent "${id}" was created by this harness`);
       }
       handles.delete(id);
-      await handle.dispose();
+      // Kept until its teardown ends: dispose() waits for it before it unwinds persistence and the plugins, or the
+      // agent's last events (its step and turn ends) would find no storage to go to.
+      const teardown = handle.dispose();
+      const settled = teardown.then(() => {}, () => {});
+      leaving.add(settled);
+      try {
+        await teardown;
+      } finally {
+        leaving.delete(settled);
+      }
     },
     fork(source, boundary, childId) {
       return whileLive("fork a session", async () => {
@@ -507,6 +519,8 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       };
       for (const handle of [...handles.values()].reverse()) await attempt(() => handle.dispose());
       handles.clear();
+      // Agents whose disposeAgent() is still under way: their failures are that call's to report.
+      await Promise.all(leaving);
       for (const handle of plugins.reverse()) await attempt(() => handle.dispose());
       await attempt(() => core.dispose());
       if (failures.length === 1) throw failures[0];
