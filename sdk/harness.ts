@@ -240,7 +240,8 @@ export interface Harness {
    */
   forkAgent(source: Session | string, options?: ForkAgentOptions): Promise<Agent>;
   /**
-   * Stop every agent, unwind every plugin and scope. Idempotent. An agent whose `disposeAgent()` is still under way
+   * Stop every agent, unwind every plugin and scope. Idempotent: every call settles with the first, once it is
+   * done (a second call made meanwhile waits for it, and rejects as it does). An agent whose `disposeAgent()` is still under way
    * is waited for (its failure is that call's to report) before persistence and the plugins are undone.
    *
    * @throws {HarnessError} when an agent's last write failed, after everything was disposed (an `AggregateError`
@@ -505,28 +506,33 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
         return child;
       });
     },
-    async dispose() {
-      if (disposed) return;
-      disposed = true;
-      // Everything is disposed even when a step fails (an agent's last write); then the failures are thrown.
-      const failures: unknown[] = [];
-      const attempt = async (step: () => Promise<void>) => {
-        try {
-          await step();
-        } catch (error) {
-          failures.push(error);
-        }
-      };
-      for (const handle of [...handles.values()].reverse()) await attempt(() => handle.dispose());
-      handles.clear();
-      // Agents whose disposeAgent() is still under way: their failures are that call's to report.
-      await Promise.all(leaving);
-      for (const handle of plugins.reverse()) await attempt(() => handle.dispose());
-      await attempt(() => core.dispose());
-      if (failures.length === 1) throw failures[0];
-      if (failures.length > 1) throw new AggregateError(failures, "Disposing the harness failed in several places");
+    dispose() {
+      // One disposal: a second call (a signal handler's, then main's) settles with the first, as it does.
+      return disposal ??= disposeAll();
     },
   };
+  let disposal: Promise<void> | undefined;
+  async function disposeAll(): Promise<void> {
+    disposed = true;
+    // Everything is disposed even when a step fails (an agent's last write); then the failures are thrown.
+    const failures: unknown[] = [];
+    const attempt = async (step: () => Promise<void>) => {
+      try {
+        await step();
+      } catch (error) {
+        failures.push(error);
+      }
+    };
+    for (const handle of [...handles.values()].reverse()) await attempt(() => handle.dispose());
+    handles.clear();
+    // Agents whose disposeAgent() is still under way: their failures are that call's to report. (With none, no
+    // await: a creation started in the same tick still finds the services gone, as it did.)
+    if (leaving.size > 0) await Promise.all(leaving);
+    for (const handle of plugins.reverse()) await attempt(() => handle.dispose());
+    await attempt(() => core.dispose());
+    if (failures.length === 1) throw failures[0];
+    if (failures.length > 1) throw new AggregateError(failures, "Disposing the harness failed in several places");
+  }
   const hooks = options.config === undefined
     ? undefined
     : (await import("./_apply_config.ts")).effectiveConfig(options.config).hooks;

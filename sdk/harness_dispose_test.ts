@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHarness } from "./harness.ts";
 import { memoryStorage } from "./persistence/memory_storage.ts";
+import { withFaults } from "./persistence/_test_storage_faults.ts";
 import { scriptedAdapter } from "../testing/scripted_adapter.ts";
 
 /** A harness over memory storage whose agent is in a turn that waits for the model for ever. */
@@ -25,5 +26,31 @@ describe("harness.dispose() while a disposeAgent() is under way", () => {
     assert.deepEqual(live.slice(-2), ["step/end", "turn/end"]);
     // Stored whole: no repair needed to load it.
     assert.deepEqual((await storage.load("a")).events.map((e) => e.type), live);
+  });
+});
+
+describe("harness.dispose() called twice", () => {
+  it("the second call settles with the first, once everything is disposed and written", async () => {
+    const { storage, harness, agent, run } = await hangingTurn();
+    const first = harness.dispose(); // a signal handler's, say
+    await harness.dispose(); // then main's, and the program exits
+    assert.equal(harness.ctx.get("sessions"), undefined, "the core is disposed");
+    assert.equal((await storage.stat("a"))?.nextSeq, agent.session.events.length, "the whole log is stored");
+    await first;
+    assert.equal(await run, "aborted");
+  });
+
+  it("the second call rejects with the first's failure", async () => {
+    let full = false;
+    const storage = withFaults(memoryStorage(), {
+      append: (append) => (id, events, options) =>
+        full ? Promise.reject(new Error("disk full")) : append(id, events, options),
+    });
+    const failing = await createHarness({ adapters: [scriptedAdapter({ hang: true })], storage });
+    (await failing.createAgent({ id: "b" })).inject("a note"); // written at disposal
+    // The agent's last write fails: dispose() rejects with it, and so does every later call.
+    full = true;
+    await assert.rejects(Promise.all([failing.dispose(), failing.dispose()]), /disk full/);
+    await assert.rejects(failing.dispose(), /disk full/);
   });
 });

@@ -280,7 +280,7 @@ describe("harness.dispose() and disposeAgent() report a failed last write", () =
     for (const id of ["a", "c"]) {
       assert.deepEqual((await one.memory.load(id)).events.map((e) => e.type), ["agent/inbox/spliced"]);
     }
-    await one.harness.dispose(); // idempotent
+    await assert.rejects(one.harness.dispose(), /disk full \(b\)/, "a later call settles as the first did");
 
     const two = await failingAtDisposal();
     for (const id of ["a", "b", "c"]) (await two.harness.createAgent({ id })).inject("a note");

@@ -28,7 +28,10 @@ export interface Scope<E extends object, S extends object> {
   readonly ready: Promise<void>;
   /** Whether {@linkcode Scope.dispose} has been called. */
   readonly disposed: boolean;
-  /** Undo every registration made in the scope, in reverse order. Idempotent. */
+  /**
+   * Undo every registration made in the scope, in reverse order. Idempotent: every call settles with the first,
+   * once the scope is undone.
+   */
   dispose(): Promise<void>;
 }
 
@@ -72,19 +75,18 @@ export function createScope<E extends object, S extends object>(
   // run later, but registrations made through this context belong to the fiber.
   const scopeRaw: Context = fiber.ctx;
   tagScope(scopeRaw, info);
-  let disposed = false;
+  let disposal: Promise<void> | undefined;
   return {
     key,
     info,
     ctx: wrapContext<E, S>(scopeRaw),
     ready: Promise.resolve(fiber).then(() => undefined),
     get disposed() {
-      return disposed;
+      return disposal !== undefined;
     },
-    async dispose() {
-      if (disposed) return;
-      disposed = true;
-      await fiber.dispose();
+    dispose() {
+      // One disposal: a second call settles with the first, once it is done.
+      return disposal ??= Promise.resolve(fiber.dispose()).then(() => undefined);
     },
   };
 }
