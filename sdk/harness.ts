@@ -5,7 +5,13 @@
  * @module
  */
 
-import { createKernel, type HarnessContext, type HarnessPlugin, type KernelEvents } from "./kernel/harness_context.ts";
+import {
+  createKernel,
+  type HarnessContext,
+  type HarnessPlugin,
+  type KernelEvents,
+  unwind,
+} from "./kernel/harness_context.ts";
 import { HarnessError } from "./kernel/harness_error.ts";
 import type { LlmAdapter } from "./llm/llm_adapter.ts";
 import type { LlmEvents } from "./llm/llm_events.ts";
@@ -240,9 +246,11 @@ export interface Harness {
    */
   forkAgent(source: Session | string, options?: ForkAgentOptions): Promise<Agent>;
   /**
-   * Stop every agent, unwind every plugin and scope. Idempotent: every call settles with the first, once it is
-   * done (a second call made meanwhile waits for it, and rejects as it does). An agent whose `disposeAgent()` is still under way
-   * is waited for (its failure is that call's to report) before persistence and the plugins are undone.
+   * Stop every agent, then unwind everything registered through {@linkcode Harness.ctx}, the latest first: the
+   * plugins, scopes, listeners and effects added after `createHarness()` returned, the plugins of the options, last
+   * the core (persistence, the session store). Idempotent: every call settles with the first, once it is done (a
+   * second call made meanwhile waits for it, and rejects as it does). An agent whose `disposeAgent()` is still under
+   * way is waited for (its failure is that call's to report) before persistence and the plugins are undone.
    *
    * @throws {HarnessError} when an agent's last write failed, after everything was disposed (an `AggregateError`
    *   when several did): what was not written is reported, never dropped.
@@ -528,8 +536,9 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     // Agents whose disposeAgent() is still under way: their failures are that call's to report. (With none, no
     // await: a creation started in the same tick still finds the services gone, as it did.)
     if (leaving.size > 0) await Promise.all(leaving);
-    for (const handle of plugins.reverse()) await attempt(() => handle.dispose());
-    await attempt(() => core.dispose());
+    // Then every plugin, scope, listener and effect registered through `ctx`, the latest first: those added after
+    // createHarness() returned, the plugins of the options, last the core (persistence, the sessions' store).
+    failures.push(...await unwind(ctx));
     if (failures.length === 1) throw failures[0];
     if (failures.length > 1) throw new AggregateError(failures, "Disposing the harness failed in several places");
   }

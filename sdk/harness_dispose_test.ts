@@ -3,6 +3,8 @@ import assert from "node:assert/strict";
 import { createHarness } from "./harness.ts";
 import { memoryStorage } from "./persistence/memory_storage.ts";
 import { withFaults } from "./persistence/_test_storage_faults.ts";
+import { createScope } from "./kernel/scope.ts";
+import { unrefTimer } from "./kernel/_unref_timer.ts";
 import { scriptedAdapter } from "../testing/scripted_adapter.ts";
 
 /** A harness over memory storage whose agent is in a turn that waits for the model for ever. */
@@ -52,5 +54,38 @@ describe("harness.dispose() called twice", () => {
     full = true;
     await assert.rejects(Promise.all([failing.dispose(), failing.dispose()]), /disk full/);
     await assert.rejects(failing.dispose(), /disk full/);
+  });
+});
+
+describe("harness.dispose() and what was registered through harness.ctx after createHarness()", () => {
+  it("unwinds those plugins, scopes, listeners and effects too, the latest first and before the core", async () => {
+    const harness = await createHarness({});
+    const undone: string[] = [];
+    const sessionsAt = (what: string) => () =>
+      void undone.push(`${what}${harness.ctx.get("sessions") === undefined ? " (core gone)" : ""}`);
+    let ticks = 0;
+    const late = harness.ctx.plugin((ctx) => {
+      ctx.effect(() => {
+        const timer = setInterval(() => void ticks++, 1);
+        unrefTimer(timer); // (should the test fail)
+        return () => {
+          clearInterval(timer);
+          sessionsAt("plugin")();
+        };
+      });
+      ctx.on("agent/created", () => {});
+    });
+    await late.ready;
+    const scope = createScope(harness.ctx, "mine");
+    scope.ctx.effect(() => sessionsAt("scope"));
+    harness.ctx.on("agent/created", () => {});
+    harness.ctx.effect(() => sessionsAt("root effect"));
+    await harness.dispose();
+    assert.deepEqual(undone, ["root effect", "scope", "plugin"]);
+    const hooks = (harness.ctx.raw.events as unknown as { _hooks: Record<string, unknown[]> })._hooks;
+    assert.equal(hooks["agent/created"]?.length ?? 0, 0, "no listener is left");
+    const after = ticks;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(ticks, after, "the plugin's timer was cleared: nothing keeps the process alive");
   });
 });

@@ -473,6 +473,41 @@ export function wrapContext<E extends object = KernelEvents, S extends object = 
   }) as unknown as HarnessContext<E, S>;
 }
 
+/** What a Cordis fiber holds that `unwind()` reads: its registrations' undo functions, oldest first. */
+interface FiberRegistrations {
+  readonly _disposables?: Iterable<() => unknown>;
+}
+
+/**
+ * Internal (not exported by the package): undo every registration made through
+ * `ctx` that is still in place — plugins, scopes, listeners, services and
+ * effects — the most recent first, each awaited before the next (so a plugin
+ * started after another is stopped before it, as the plugins' own
+ * registrations are). Registrations made while it runs are undone too.
+ *
+ * @param ctx A context (the root of a harness).
+ * @returns The failures of the teardowns, in the order met.
+ */
+export async function unwind(ctx: ContextCore<object, object>): Promise<unknown[]> {
+  const failures: unknown[] = [];
+  const fiber = withoutStacks(() => ctx.raw.fiber) as unknown as FiberRegistrations;
+  const held = fiber._disposables;
+  if (held === undefined || typeof held[Symbol.iterator] !== "function") return failures;
+  const tried = new Set<() => unknown>();
+  for (;;) {
+    const left = [...held].filter((undo) => !tried.has(undo)).reverse();
+    if (left.length === 0) return failures;
+    for (const undo of left) {
+      tried.add(undo);
+      try {
+        await undo();
+      } catch (error) {
+        failures.push(error);
+      }
+    }
+  }
+}
+
 /**
  * Create a new root context: a fresh plugin kernel.
  *
