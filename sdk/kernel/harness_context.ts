@@ -26,6 +26,12 @@ type AnyFunction = (...args: any[]) => any;
 export interface KernelEvents {
   /** A listener of an `emit`-mode event threw; the emitter carried on. */
   "kernel/listener-error": (name: string, error: unknown) => void;
+  /**
+   * A plugin failed where no caller hears it: its start, when nobody read its
+   * handle's `ready` (a plugin a parent plugin started, say). Without a
+   * listener, it is written to the console.
+   */
+  "kernel/plugin-error": (plugin: string, error: unknown) => void;
 }
 
 /** Names of the events of an event map whose values are listener signatures. */
@@ -88,7 +94,15 @@ export interface PluginObject<C, E extends object, S extends object> {
 
 /** A running plugin. */
 export interface PluginHandle {
-  /** Resolves when the plugin has started (or could not start). */
+  /**
+   * Resolves once the plugin has started; rejects with what its `apply` threw.
+   * A plugin disposed before it started (a registration its `apply` made
+   * after that throws `CONTEXT_DISPOSED`) resolves it: it stopped, nothing
+   * failed. A plugin whose `inject` services are not all provided resolves it
+   * at once and starts when they are. A handle whose `ready` is never read
+   * reports a failed start on `kernel/plugin-error` (on the console when
+   * nothing listens) instead: no unhandled rejection.
+   */
   readonly ready: Promise<void>;
   /** Stop the plugin and undo every registration it made. */
   dispose(): Promise<void>;
@@ -435,11 +449,51 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
         outerStack,
       )
     );
+    const own = Object.getPrototypeOf(fiber) as { uid: number | null };
+    const ready = Promise.resolve(fiber).then(() => undefined, (error: unknown) => {
+      // Cut short by its own (or an ancestor's) disposal: a clean stop.
+      if (own.uid === null && isInactiveContextError(error)) return;
+      throw error;
+    });
+    // Always handled: a caller that reads `ready` hears a failure from it; for one that never does, it is reported.
+    let observed = false;
+    ready.catch((error) => {
+      if (!observed) this.#reportPluginError(cordisPlugin.name ?? "anonymous", error);
+    });
     return {
-      ready: Promise.resolve(fiber).then(() => undefined),
+      get ready() {
+        observed = true;
+        return ready;
+      },
       dispose: () => fiber.dispose(),
     };
   }
+
+  #reportPluginError(plugin: string, error: unknown): void {
+    if (!this.#idle("kernel/plugin-error")) {
+      const callbacks = this.#events.dispatch("emit", [this.#dispatcher, "kernel/plugin-error", plugin, error]);
+      if (callbacks.length > 0) {
+        for (const callback of callbacks) {
+          try {
+            containRejection(
+              callback(plugin, error),
+              (failure) => this.#reportListenerError("kernel/plugin-error", failure),
+            );
+          } catch (failure) {
+            this.#reportListenerError("kernel/plugin-error", failure);
+          }
+        }
+        return;
+      }
+    }
+    console.error(`[@dsh/harness] plugin "${plugin}" failed:`, error);
+  }
+}
+
+/** Whether `error` says a registration was refused because its context is disposed. */
+function isInactiveContextError(error: unknown): boolean {
+  return HarnessError.isInstance(error, "CONTEXT_DISPOSED") ||
+    (error instanceof Error && (error as { code?: unknown }).code === "INACTIVE_EFFECT");
 }
 
 /**

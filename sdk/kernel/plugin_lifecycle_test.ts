@@ -1,0 +1,112 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createKernel, type HarnessContext, type KernelEvents } from "./mod.ts";
+
+interface Events extends KernelEvents {
+  "t/note": (value: string) => void;
+}
+type Ctx = HarnessContext<Events, object>;
+
+const tick = (ms = 0) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Run `body` with console.error recorded instead of printed. */
+async function quietly(body: (printed: unknown[][]) => Promise<void>): Promise<void> {
+  const error = console.error;
+  const printed: unknown[][] = [];
+  console.error = (...args: unknown[]) => void printed.push(args);
+  try {
+    await body(printed);
+  } finally {
+    console.error = error;
+  }
+}
+
+describe("a plugin whose handle's `ready` nobody reads", () => {
+  it("reports a failed start on kernel/plugin-error, not as an unhandled rejection", async () => {
+    const root: Ctx = createKernel<Events, object>();
+    const reported: [string, string][] = [];
+    root.on("kernel/plugin-error", (plugin, error) => void reported.push([plugin, (error as Error).message]));
+    root.plugin({
+      name: "parent",
+      apply(ctx) {
+        ctx.plugin({ name: "child", apply: () => Promise.reject(new Error("child failed")) });
+        ctx.plugin({
+          name: "sync-child",
+          apply() {
+            throw new Error("sync child failed");
+          },
+        });
+      },
+    });
+    await tick(5);
+    assert.deepEqual(reported.sort(), [["child", "child failed"], ["sync-child", "sync child failed"]]);
+  });
+
+  it("writes it to the console when nothing listens", async () => {
+    await quietly(async (printed) => {
+      const root: Ctx = createKernel<Events, object>();
+      root.plugin({
+        name: "bad",
+        apply() {
+          throw new Error("apply failed");
+        },
+      });
+      await tick(5);
+      assert.equal(printed.length, 1);
+      assert.match(String(printed[0][0]), /plugin "bad" failed/);
+      assert.equal((printed[0][1] as Error).message, "apply failed");
+    });
+  });
+
+  it("a caller that reads `ready` hears the failure there, and it is not reported", async () => {
+    await quietly(async (printed) => {
+      const root: Ctx = createKernel<Events, object>();
+      const reported: string[] = [];
+      root.on("kernel/plugin-error", (plugin) => void reported.push(plugin));
+      const handle = root.plugin({
+        name: "bad",
+        apply() {
+          throw new Error("apply failed");
+        },
+      });
+      await assert.rejects(handle.ready, /apply failed/);
+      await tick(5);
+      assert.deepEqual([reported, printed], [[], []]);
+    });
+  });
+});
+
+describe("a plugin disposed while its async apply runs", () => {
+  it("is a clean stop: `ready` resolves, nothing is reported, and what it registers after is refused", async () => {
+    await quietly(async (printed) => {
+      const root: Ctx = createKernel<Events, object>();
+      let refused: unknown;
+      const heard: string[] = [];
+      const handle = root.plugin({
+        name: "slow",
+        async apply(ctx) {
+          await tick(10);
+          try {
+            ctx.on("t/note", (value) => void heard.push(value));
+          } catch (error) {
+            refused = error;
+            throw error;
+          }
+        },
+      });
+      const unread = root.plugin({
+        name: "slow-unread",
+        async apply(ctx) {
+          await tick(10);
+          ctx.on("t/note", (value) => void heard.push(value));
+        },
+      });
+      await Promise.all([handle.dispose(), unread.dispose()]);
+      await handle.ready;
+      await tick(20);
+      root.emit("t/note", "after");
+      assert.ok(refused !== undefined, "the registration after the disposal threw");
+      assert.deepEqual([heard, printed], [[], []]);
+    });
+  });
+});
