@@ -366,9 +366,10 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
       const hooks = this.#hooks["kernel/listener-error"];
       if (hooks?.length) {
         for (const hook of [...hooks]) {
+          // A failing error reporter is ignored, an async one that rejects too (nothing would hear it).
           try {
-            hook.callback(name, error);
-          } catch { /* a failing error reporter is ignored */ }
+            containRejection(hook.callback(name, error), ignore);
+          } catch { /* ignored */ }
         }
         return;
       }
@@ -489,6 +490,8 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
     console.error(`[@dsh/harness] plugin "${plugin}" failed:`, error);
   }
 }
+
+function ignore(): void {}
 
 /** Whether `error` says a registration was refused because its context is disposed. */
 function isInactiveContextError(error: unknown): boolean {

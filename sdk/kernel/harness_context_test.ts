@@ -180,6 +180,22 @@ describe("HarnessContext dispatch modes", () => {
     assert.deepEqual(errors, [["t/note", "async observer broke"]]);
   });
 
+  it("an async kernel/listener-error reporter that rejects is contained too: the emitter's process goes on", async () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    const reports: string[] = [];
+    ctx.on("kernel/listener-error", async (name) => {
+      reports.push(name);
+      await Promise.resolve();
+      throw new Error("the reporter broke");
+    });
+    ctx.on("t/note", () => {
+      throw new Error("observer broke");
+    });
+    ctx.emit("t/note", "hello");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual(reports, ["t/note"]);
+  });
+
   it("on() returns a disposer that removes the listener", () => {
     const ctx: Ctx = createKernel<Events, Services>();
     const seen: string[] = [];

@@ -92,9 +92,10 @@ export function reportListenerError(ctx: RawLike, name: string, error: unknown):
     return;
   }
   for (const reporter of reporters) {
+    // A failing error reporter is ignored, an async one that rejects too (nothing would hear it).
     try {
-      reporter(name, error);
-    } catch { /* a failing error reporter is ignored */ }
+      containRejection(reporter(name, error), () => {});
+    } catch { /* ignored */ }
   }
 }
 

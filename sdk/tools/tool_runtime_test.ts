@@ -288,4 +288,22 @@ describe("ToolRuntime result listeners", () => {
     await new Promise((resolve) => setTimeout(resolve, 10));
     assert.deepEqual(reported, [["tools/result", "observer broke"]]);
   });
+
+  it("an async kernel/listener-error reporter that rejects is contained too", async () => {
+    const { ctx, tools } = setup();
+    ctx.on("tools/pre-execute", () => ({ kind: "allow" }));
+    const reported: string[] = [];
+    ctx.on("kernel/listener-error", async (name) => {
+      reported.push(name);
+      await Promise.resolve();
+      throw new Error("the reporter broke");
+    });
+    ctx.on("tools/result", () => {
+      throw new Error("observer broke");
+    });
+    tools.register(echoTool("echo"));
+    await tools.execute({ callId: "c", name: "echo", arguments: '{"text":"x"}', signal });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual(reported, ["tools/result"]);
+  });
 });
