@@ -24,7 +24,11 @@ type AnyFunction = (...args: any[]) => any;
 
 /** Events dispatched by the kernel itself. */
 export interface KernelEvents {
-  /** A listener of an `emit`-mode event threw; the emitter carried on. */
+  /**
+   * A listener of an `emit`-mode event threw; the emitter carried on. Heard by
+   * the reporters the failing dispatch reaches (the scope rule of every event:
+   * a sibling scope's reporter does not hear it); on the console when none.
+   */
   "kernel/listener-error": (name: string, error: unknown) => void;
   /**
    * A plugin failed where no caller hears it: its start, when nobody read its
@@ -362,13 +366,15 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
   }
 
   #reportListenerError(name: string, error: unknown): void {
-    if (name !== "kernel/listener-error") {
-      const hooks = this.#hooks["kernel/listener-error"];
-      if (hooks?.length) {
-        for (const hook of [...hooks]) {
+    if (name !== "kernel/listener-error" && !this.#idle("kernel/listener-error")) {
+      // The reporters this context's dispatches reach, as for any other event: one agent's reporter does not hear
+      // another agent's listeners fail.
+      const reporters = this.#events.dispatch("emit", [this.#dispatcher, "kernel/listener-error", name, error]);
+      if (reporters.length > 0) {
+        for (const reporter of reporters) {
           // A failing error reporter is ignored, an async one that rejects too (nothing would hear it).
           try {
-            containRejection(hook.callback(name, error), ignore);
+            containRejection(reporter(name, error), ignore);
           } catch { /* ignored */ }
         }
         return;
