@@ -225,7 +225,8 @@ export interface Harness {
    * Dispose one agent created by this harness: its turn stops, its session's
    * last write is made and its lease released.
    *
-   * @throws {HarnessError} the storage's error when that last write failed (after everything else was undone).
+   * @throws {HarnessError} the storage's error when that last write failed (after everything else was undone), or
+   *   what an undo of its scope's registrations threw (an `AggregateError` when both failed).
    */
   disposeAgent(agent: Agent | string): Promise<void>;
   /**
@@ -253,7 +254,8 @@ export interface Harness {
    * way is waited for (its failure is that call's to report) before persistence and the plugins are undone.
    *
    * @throws {HarnessError} when an agent's last write failed, after everything was disposed (an `AggregateError`
-   *   when several did): what was not written is reported, never dropped.
+   *   when several things failed): what was not written is reported, never dropped. So is what a plugin's teardown
+   *   (an undo of its effects) threw.
    */
   dispose(): Promise<void>;
 }

@@ -89,3 +89,17 @@ describe("harness.dispose() and what was registered through harness.ctx after cr
     assert.equal(ticks, after, "the plugin's timer was cleared: nothing keeps the process alive");
   });
 });
+
+describe("harness.dispose() and a plugin whose teardown fails", () => {
+  it("rejects with that failure once everything else is disposed", async () => {
+    const audit = {
+      name: "audit",
+      apply(ctx: { effect(execute: () => () => Promise<void>, label?: string): unknown }) {
+        ctx.effect(() => () => Promise.reject(new Error("the final flush to the audit sink failed")), "audit sink");
+      },
+    };
+    const harness = await createHarness({ plugins: [audit] });
+    await assert.rejects(harness.dispose(), /the final flush to the audit sink failed/);
+    assert.equal(harness.ctx.get("sessions"), undefined, "the core was disposed all the same");
+  });
+});

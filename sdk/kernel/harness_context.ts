@@ -32,8 +32,10 @@ export interface KernelEvents {
   "kernel/listener-error": (name: string, error: unknown) => void;
   /**
    * A plugin failed where no caller hears it: its start, when nobody read its
-   * handle's `ready` (a plugin a parent plugin started, say). Without a
-   * listener, it is written to the console.
+   * handle's `ready` (a plugin a parent plugin started, say), or an undo of
+   * its teardown when no `dispose()` call waits for it (a plugin stopped
+   * because a service it injects went away). Without a listener, it is
+   * written to the console.
    */
   "kernel/plugin-error": (plugin: string, error: unknown) => void;
 }
@@ -108,7 +110,12 @@ export interface PluginHandle {
    * nothing listens) instead: no unhandled rejection.
    */
   readonly ready: Promise<void>;
-  /** Stop the plugin and undo every registration it made. */
+  /**
+   * Stop the plugin and undo every registration it made. Idempotent: every
+   * call settles with the first, once everything is undone. Rejects, after
+   * that, with what an undo (an effect's, its child plugins' and scopes'
+   * included) threw; an `AggregateError` when several did.
+   */
   dispose(): Promise<void>;
 }
 
@@ -407,8 +414,32 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
   }
 
   effect(execute: () => () => void | Promise<void>, label?: string): () => Promise<void> {
-    const dispose = this.raw.effect(execute, label);
-    return () => Promise.resolve(dispose()).then(() => undefined);
+    // An undo that fails while its plugin or scope is disposed is the failure of that dispose() call (Cordis would
+    // log it to its buffer, which nobody reads); called through the function returned here, it is the caller's.
+    let direct = false;
+    const dispose = this.raw.effect(() => {
+      const undo = execute();
+      if (typeof undo !== "function") return undo;
+      return () => direct ? undo() : this.#undoing(undo, label);
+    }, label);
+    return async () => {
+      direct = true;
+      await dispose();
+    };
+  }
+
+  /** Run an effect's undo for a disposal: a failure goes to the dispose() call under way, or is reported. */
+  #undoing(undo: () => void | Promise<void>, label: string | undefined): void | Promise<void> {
+    const failed = (error: unknown) =>
+      teardownFailed(this.raw, label, error, (plugin) => this.#reportPluginError(plugin, error));
+    try {
+      const result = undo();
+      if (result !== null && typeof result === "object" && typeof (result as Promise<void>).then === "function") {
+        return Promise.resolve(result).then(undefined, failed);
+      }
+    } catch (error) {
+      failed(error);
+    }
   }
 
   provide<K extends keyof S & string>(name: K, value: S[K]): () => void {
@@ -472,7 +503,7 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
         observed = true;
         return ready;
       },
-      dispose: () => fiber.dispose(),
+      dispose: disposer(fiber, `plugin "${cordisPlugin.name ?? "anonymous"}"`),
     };
   }
 
@@ -536,9 +567,65 @@ export function wrapContext<E extends object = KernelEvents, S extends object = 
   }) as unknown as HarnessContext<E, S>;
 }
 
-/** What a Cordis fiber holds that `unwind()` reads: its registrations' undo functions, oldest first. */
+/** What a Cordis fiber holds that is read here: its registrations' undo functions (oldest first), its parent. */
 interface FiberRegistrations {
   readonly _disposables?: Iterable<() => unknown>;
+  readonly parent?: { readonly fiber?: unknown };
+  readonly name?: string;
+}
+
+/** The failures of the undo functions run by a dispose() call under way, by the fiber it disposes. */
+const teardownSinks = new WeakMap<object, unknown[]>();
+
+/**
+ * An undo of `raw`'s fiber failed: the failure goes to the nearest dispose() call under way for that fiber or an
+ * enclosing one (a plugin's, a scope's, the harness's); with none (a plugin stopped because a service it injects
+ * went away), it is reported.
+ */
+function teardownFailed(raw: Context, label: string | undefined, error: unknown, report: (plugin: string) => void) {
+  const owner = withoutStacks(() => raw.fiber) as unknown as FiberRegistrations;
+  for (let fiber: FiberRegistrations | undefined = owner; fiber !== undefined;) {
+    const sink = teardownSinks.get(fiber);
+    if (sink !== undefined) {
+      sink.push(error);
+      return;
+    }
+    const parent = withoutStacks(() => fiber!.parent?.fiber) as FiberRegistrations | undefined;
+    fiber = parent === fiber ? undefined : parent;
+  }
+  report(`${owner.name ?? "anonymous"}${label === undefined ? "" : ` (${label})`}`);
+}
+
+/** Throw the failures met: one as itself, several as an `AggregateError`. */
+function throwFailures(failures: readonly unknown[], what: string): void {
+  if (failures.length === 1) throw failures[0];
+  if (failures.length > 1) throw new AggregateError(failures, `Disposing ${what} failed in several places`);
+}
+
+/**
+ * Internal (not exported by the package): the `dispose()` of a handle over a Cordis fiber (as `ctx.plugin()`
+ * returns it): one disposal, whose every call settles with the first, once it is done; it rejects with what the
+ * undo functions of the fiber and of everything under it threw, after every one of them has run.
+ *
+ * @param fiber The handle Cordis returned.
+ * @param what Its name in an `AggregateError`'s message.
+ * @returns The `dispose()` function.
+ */
+export function disposer(fiber: { dispose(): unknown }, what: string): () => Promise<void> {
+  let disposal: Promise<void> | undefined;
+  return () =>
+    disposal ??= (async () => {
+      // The fiber itself (Cordis hands out an object derived from it), which its contexts name.
+      const own = Object.getPrototypeOf(fiber) as object;
+      const failures: unknown[] = [];
+      teardownSinks.set(own, failures);
+      try {
+        await fiber.dispose();
+      } finally {
+        teardownSinks.delete(own);
+      }
+      throwFailures(failures, what);
+    })();
 }
 
 /**
@@ -549,7 +636,8 @@ interface FiberRegistrations {
  * registrations are). Registrations made while it runs are undone too.
  *
  * @param ctx A context (the root of a harness).
- * @returns The failures of the teardowns, in the order met.
+ * @returns The failures of the undo functions (those of the plugins and
+ *   scopes under it included), in the order met.
  */
 export async function unwind(ctx: ContextCore<object, object>): Promise<unknown[]> {
   const failures: unknown[] = [];
@@ -557,17 +645,23 @@ export async function unwind(ctx: ContextCore<object, object>): Promise<unknown[
   const held = fiber._disposables;
   if (held === undefined || typeof held[Symbol.iterator] !== "function") return failures;
   const tried = new Set<() => unknown>();
-  for (;;) {
-    const left = [...held].filter((undo) => !tried.has(undo)).reverse();
-    if (left.length === 0) return failures;
-    for (const undo of left) {
-      tried.add(undo);
-      try {
-        await undo();
-      } catch (error) {
-        failures.push(error);
+  // The undo functions of the plugins and scopes under it report here (see teardownFailed()).
+  teardownSinks.set(fiber, failures);
+  try {
+    for (;;) {
+      const left = [...held].filter((undo) => !tried.has(undo)).reverse();
+      if (left.length === 0) return failures;
+      for (const undo of left) {
+        tried.add(undo);
+        try {
+          await undo();
+        } catch (error) {
+          failures.push(error);
+        }
       }
     }
+  } finally {
+    teardownSinks.delete(fiber);
   }
 }
 

@@ -110,3 +110,80 @@ describe("a plugin disposed while its async apply runs", () => {
     });
   });
 });
+
+describe("an undo that fails", () => {
+  it("rejects the plugin's dispose() (and every later call) once every other undo has run", async () => {
+    const root: Ctx = createKernel<Events, object>();
+    const undone: string[] = [];
+    const handle = root.plugin({
+      name: "p",
+      apply(ctx) {
+        ctx.effect(() => () => void undone.push("first"));
+        ctx.effect(() => () => {
+          throw new Error("sync undo failed");
+        });
+        ctx.plugin({
+          name: "child",
+          apply(child) {
+            child.effect(() => async () => {
+              await tick();
+              throw new Error("child's async undo failed");
+            });
+            child.effect(() => () => void undone.push("child's other"));
+          },
+        });
+      },
+    });
+    await handle.ready;
+    await assert.rejects(handle.dispose(), (error: unknown) => {
+      assert.ok(error instanceof AggregateError, String(error));
+      assert.match(error.message, /plugin "p"/);
+      assert.deepEqual(error.errors.map((e: Error) => e.message).sort(), [
+        "child's async undo failed",
+        "sync undo failed",
+      ]);
+      return true;
+    });
+    assert.deepEqual(undone.sort(), ["child's other", "first"]);
+    await assert.rejects(handle.dispose(), AggregateError);
+  });
+
+  it("rejects scope.dispose() with it, itself when it is the only one", async () => {
+    const { createScope } = await import("./scope.ts");
+    const root: Ctx = createKernel<Events, object>();
+    const scope = createScope(root, "s");
+    scope.ctx.effect(() => () => {
+      throw new Error("scope undo failed");
+    });
+    await assert.rejects(scope.dispose(), /scope undo failed/);
+  });
+
+  it("called through the function effect() returned, rejects that call", async () => {
+    const root: Ctx = createKernel<Events, object>();
+    const undo = root.effect(() => () => {
+      throw new Error("undo failed");
+    });
+    await assert.rejects(undo(), /undo failed/);
+  });
+
+  it("with no dispose() call waiting (a service the plugin injects went away), is reported", async () => {
+    const root = createKernel<Events, { svc: string }>();
+    const reported: [string, string][] = [];
+    root.on("kernel/plugin-error", (plugin, error) => void reported.push([plugin, (error as Error).message]));
+    const provider = root.plugin((ctx) => void ctx.provide("svc", "here"));
+    await provider.ready;
+    const user = root.plugin({
+      name: "user",
+      inject: ["svc"],
+      apply(ctx) {
+        ctx.effect(() => () => {
+          throw new Error("undo failed");
+        }, "sink");
+      },
+    });
+    await user.ready;
+    await provider.dispose();
+    await tick(5);
+    assert.deepEqual(reported, [["user (sink)", "undo failed"]]);
+  });
+});

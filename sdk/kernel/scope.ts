@@ -12,7 +12,7 @@
  */
 
 import type { Context } from "cordis";
-import { type HarnessContext, type ScopeInfo, tagScope, wrapContext } from "./harness_context.ts";
+import { disposer, type HarnessContext, type ScopeInfo, tagScope, wrapContext } from "./harness_context.ts";
 import { HarnessError } from "./harness_error.ts";
 import { withoutStacks } from "./_without_stacks.ts";
 
@@ -30,7 +30,8 @@ export interface Scope<E extends object, S extends object> {
   readonly disposed: boolean;
   /**
    * Undo every registration made in the scope, in reverse order. Idempotent: every call settles with the first,
-   * once the scope is undone.
+   * once the scope is undone. Rejects, once everything is undone, with what an undo threw (an `AggregateError`
+   * when several did).
    */
   dispose(): Promise<void>;
 }
@@ -75,18 +76,19 @@ export function createScope<E extends object, S extends object>(
   // run later, but registrations made through this context belong to the fiber.
   const scopeRaw: Context = fiber.ctx;
   tagScope(scopeRaw, info);
-  let disposal: Promise<void> | undefined;
+  const dispose = disposer(fiber, `scope "${key}"`);
+  let disposed = false;
   return {
     key,
     info,
     ctx: wrapContext<E, S>(scopeRaw),
     ready: Promise.resolve(fiber).then(() => undefined),
     get disposed() {
-      return disposal !== undefined;
+      return disposed;
     },
     dispose() {
-      // One disposal: a second call settles with the first, once it is done.
-      return disposal ??= Promise.resolve(fiber.dispose()).then(() => undefined);
+      disposed = true;
+      return dispose();
     },
   };
 }
