@@ -143,6 +143,8 @@ export interface ContextCore<E extends object, S extends object> {
   /**
    * Run admitted listeners one after another; the first that returns a value
    * other than `undefined`, `null` or `false` ends the run and its value is returned.
+   * A listener removed while the run waits (its plugin disposed by an earlier
+   * listener, say) is skipped, here and in {@linkcode serialEach}.
    */
   serial<K extends EventName<E>>(
     name: K,
@@ -400,12 +402,32 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
     ...args: EventArgs<E, K>
   ): Promise<Awaited<EventResult<E, K>> | undefined> {
     if (this.#idle(name)) return Promise.resolve(undefined);
-    return this.#events.serial(this.#dispatcher, name, ...args);
+    return this.#inTurn(name, args, true) as Promise<Awaited<EventResult<E, K>> | undefined>;
   }
 
   async serialEach<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): Promise<void> {
     if (this.#idle(name)) return;
-    for (const callback of this.#events.dispatch("serial", [this.#dispatcher, name, ...args])) await callback(...args);
+    await this.#inTurn(name, args, false);
+  }
+
+  /**
+   * The admitted listeners, one after another; with `bail`, the first value other than `undefined`, `null` or
+   * `false` ends the run. A listener removed while the run waits (its plugin disposed by an earlier listener, say)
+   * is skipped: it would run after its own teardown. Cordis's own serial run calls every listener it started with.
+   */
+  async #inTurn(name: string, args: readonly unknown[], bail: boolean): Promise<unknown> {
+    type Hook = { readonly callback: AnyFunction; readonly ctx: Context; readonly global?: boolean };
+    if (this.#hooks["internal/dispatch"]?.length) {
+      this.#events.emit("internal/dispatch", "serial", name, args, this.#dispatcher);
+    }
+    const filter = (this.#dispatcher as { [Context.filter]: (ctx: Context) => boolean })[Context.filter];
+    const admitted = (this.#hooks[name] as Hook[] | undefined ?? []).filter((hook) => hook.global || filter(hook.ctx));
+    for (const hook of admitted) {
+      if (!(this.#hooks[name] as Hook[] | undefined)?.includes(hook)) continue;
+      const result = await Reflect.apply(hook.callback, this.#dispatcher, args);
+      if (bail && result !== undefined && result !== null && result !== false) return result;
+    }
+    return undefined;
   }
 
   waterfall<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): EventResult<E, K> {

@@ -187,3 +187,28 @@ describe("an undo that fails", () => {
     assert.deepEqual(reported, [["user (sink)", "undo failed"]]);
   });
 });
+
+describe("a serial run whose earlier listener disposes a plugin", () => {
+  it("skips that plugin's listeners: they do not run after its teardown", async () => {
+    interface Ev extends KernelEvents {
+      "t/each": () => unknown;
+    }
+    const root = createKernel<Ev, object>();
+    const log: string[] = [];
+    let state = "open";
+    const plugin = root.plugin((ctx) => {
+      ctx.effect(() => () => void (state = "closed"));
+      ctx.on("t/each", () => void log.push(`P's listener ran, its resource ${state}`));
+    });
+    await plugin.ready;
+    root.on("t/each", async () => {
+      await plugin.dispose();
+      log.push("P disposed");
+    }, { prepend: true });
+    const after = root.on("t/each", () => "last");
+    await root.serialEach("t/each");
+    assert.deepEqual(log.splice(0), ["P disposed"]);
+    assert.equal(await root.serial("t/each"), "last", "a serial run still ends at the first value");
+    after();
+  });
+});
