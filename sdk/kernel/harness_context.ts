@@ -305,10 +305,42 @@ function toCordisPlugin(
   const wrapped = {
     name,
     inject: plugin.inject ? [...plugin.inject] : undefined,
-    apply: (raw: Context, config: unknown) => apply(wrapContext(raw), config),
+    apply: (raw: Context, config: unknown) => {
+      // Cordis turns a thrown value that is not an Error into `new Error(value)`: "[object Object]", its code lost.
+      try {
+        const started = apply(wrapContext(raw), config);
+        if (started === undefined || started === null || typeof started.then !== "function") return started;
+        return Promise.resolve(started).then(undefined, (error: unknown) => {
+          throw asError(error, name);
+        });
+      } catch (error) {
+        throw asError(error, name);
+      }
+    },
   };
   wrappers.set(plugin, wrapped);
   return wrapped;
+}
+
+/**
+ * What a plugin threw, as an Error: itself when it is one (has a stack); otherwise a `HarnessError` with its code (when it has a
+ * string `code`, else `PLUGIN_FAILED`) and its message, the value as the cause.
+ */
+function asError(thrown: unknown, plugin: string | undefined): unknown {
+  const fields = typeof thrown === "object" && thrown !== null
+    ? thrown as { code?: unknown; message?: unknown; stack?: unknown }
+    : {};
+  // An Error, or what looks like one (from another realm): Cordis keeps it as it is.
+  if (thrown instanceof Error || typeof fields.stack === "string") return thrown;
+  return new HarnessError(
+    typeof fields.code === "string" && fields.code !== "" ? fields.code : "PLUGIN_FAILED",
+    typeof fields.message === "string"
+      ? fields.message
+      : `Plugin "${plugin ?? "anonymous"}" threw ${
+        typeof thrown === "string" ? JSON.stringify(thrown) : String(thrown)
+      }`,
+    { cause: thrown, details: { plugin: plugin ?? "anonymous" } },
+  );
 }
 
 class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> {

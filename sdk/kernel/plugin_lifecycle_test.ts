@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createKernel, type HarnessContext, type KernelEvents } from "./mod.ts";
+import { createKernel, type HarnessContext, HarnessError, type KernelEvents } from "./mod.ts";
 
 interface Events extends KernelEvents {
   "t/note": (value: string) => void;
@@ -210,5 +210,31 @@ describe("a serial run whose earlier listener disposes a plugin", () => {
     assert.deepEqual(log.splice(0), ["P disposed"]);
     assert.equal(await root.serial("t/each"), "last", "a serial run still ends at the first value");
     after();
+  });
+});
+
+describe("a plugin that throws what is not an Error", () => {
+  it("rejects `ready` with a HarnessError keeping its code and message, the value as the cause", async () => {
+    const root: Ctx = createKernel<Events, object>();
+    const thrown = { code: "MY_CODE", message: "plain object" };
+    const objectPlugin = root.plugin({
+      name: "p",
+      apply() {
+        throw thrown;
+      },
+    });
+    await assert.rejects(objectPlugin.ready, (error: unknown) => {
+      assert.ok(HarnessError.isInstance(error, "MY_CODE"), String(error));
+      assert.equal(error.message, "plain object");
+      assert.equal(error.cause, thrown);
+      return true;
+    });
+    const stringPlugin = root.plugin({ name: "s", apply: () => Promise.reject("a string") });
+    await assert.rejects(stringPlugin.ready, (error: unknown) => {
+      assert.ok(HarnessError.isInstance(error, "PLUGIN_FAILED"), String(error));
+      assert.equal(error.message, 'Plugin "s" threw "a string"');
+      assert.deepEqual(error.details, { plugin: "s" });
+      return true;
+    });
   });
 });
