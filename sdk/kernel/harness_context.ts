@@ -131,6 +131,9 @@ export interface ContextCore<E extends object, S extends object> {
   /**
    * Listen to an event. The listener is removed when this context's plugin
    * (or scope) is disposed, or when the returned function is called.
+   *
+   * @throws {HarnessError} `CONTEXT_DISPOSED` when this context's plugin or scope is disposed (as are `effect`,
+   *   `provide` and `plugin`).
    */
   on<K extends EventName<E>>(name: K, listener: E[K], options?: ListenerOptions): () => void;
   /**
@@ -162,12 +165,19 @@ export interface ContextCore<E extends object, S extends object> {
    * is the innermost `next`.
    */
   waterfall<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): EventResult<E, K>;
-  /** Register a reversible effect: `execute` returns its own undo. */
+  /**
+   * Register a reversible effect: `execute` returns its own undo, run when this context's plugin or scope is
+   * disposed (a failure of it rejects that `dispose()`) or when the returned function is called (it rejects that
+   * call).
+   *
+   * @throws {HarnessError} `CONTEXT_DISPOSED` when this context's plugin or scope is disposed.
+   */
   effect(execute: () => () => void | Promise<void>, label?: string): () => Promise<void>;
   /**
    * Provide a service under `name` for as long as this context's plugin lives.
    *
-   * @throws {HarnessError} `SERVICE_ALREADY_PROVIDED` when another plugin provides `name`.
+   * @throws {HarnessError} `SERVICE_ALREADY_PROVIDED` when another plugin provides `name`, `CONTEXT_DISPOSED`
+   *   when this context's plugin or scope is disposed.
    */
   provide<K extends keyof S & string>(name: K, value: S[K]): () => void;
   /** The service under `name`, or `undefined`. */
@@ -178,7 +188,11 @@ export interface ContextCore<E extends object, S extends object> {
    * @throws {HarnessError} `SERVICE_MISSING` when it is not provided.
    */
   service<K extends keyof S & string>(name: K): S[K];
-  /** Start a child plugin on this context. */
+  /**
+   * Start a child plugin on this context.
+   *
+   * @throws {HarnessError} `CONTEXT_DISPOSED` when this context's plugin or scope is disposed.
+   */
   plugin<C>(plugin: HarnessPlugin<C, E, S>, config: C): PluginHandle;
   /** Start a child plugin that takes no configuration. */
   plugin(plugin: HarnessPlugin<void, E, S>): PluginHandle;
@@ -336,10 +350,10 @@ function asError(thrown: unknown, plugin: string | undefined): unknown {
     typeof fields.code === "string" && fields.code !== "" ? fields.code : "PLUGIN_FAILED",
     typeof fields.message === "string"
       ? fields.message
-      : `Plugin "${plugin ?? "anonymous"}" threw ${
+      : `Plugin "${plugin || "anonymous"}" threw ${
         typeof thrown === "string" ? JSON.stringify(thrown) : String(thrown)
       }`,
-    { cause: thrown, details: { plugin: plugin ?? "anonymous" } },
+    { cause: thrown, details: { plugin: plugin || "anonymous" } },
   );
 }
 
@@ -386,8 +400,9 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
 
   on<K extends EventName<E>>(name: K, listener: E[K], options?: ListenerOptions): () => void {
     // Registration runs only Cordis's code: no stack captures (_without_stacks.ts).
-    const dispose = withoutStacks(() =>
-      this.raw.on(name as never, listener as never, { prepend: options?.prepend ?? false })
+    const dispose = registering(
+      `listen to "${name}"`,
+      () => withoutStacks(() => this.raw.on(name as never, listener as never, { prepend: options?.prepend ?? false })),
     );
     return () => void dispose();
   }
@@ -471,11 +486,12 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
     // An undo that fails while its plugin or scope is disposed is the failure of that dispose() call (Cordis would
     // log it to its buffer, which nobody reads); called through the function returned here, it is the caller's.
     let direct = false;
-    const dispose = this.raw.effect(() => {
-      const undo = execute();
-      if (typeof undo !== "function") return undo;
-      return () => direct ? undo() : this.#undoing(undo, label);
-    }, label);
+    const dispose = registering("register an effect", () =>
+      this.raw.effect(() => {
+        const undo = execute();
+        if (typeof undo !== "function") return undo;
+        return () => direct ? undo() : this.#undoing(undo, label);
+      }, label));
     return async () => {
       direct = true;
       await dispose();
@@ -508,7 +524,7 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
           details: { service: name },
         });
       }
-      throw error;
+      throw disposedContextError(error, `provide "${name}"`);
     }
     return () => void dispose();
   }
@@ -534,12 +550,16 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
     // of the registration makes no stack captures (_without_stacks.ts).
     const outerStack = buildOuterStack(-1);
     const cordisPlugin = toCordisPlugin(plugin as HarnessPlugin<unknown, object, object>);
-    const fiber = withoutStacks(() =>
-      (this.raw.plugin as (p: unknown, c: unknown, outer: () => string[]) => ReturnType<Context["plugin"]>)(
-        cordisPlugin,
-        config,
-        outerStack,
-      )
+    const fiber = registering(
+      `start plugin "${cordisPlugin.name || "anonymous"}"`,
+      () =>
+        withoutStacks(() =>
+          (this.raw.plugin as (p: unknown, c: unknown, outer: () => string[]) => ReturnType<Context["plugin"]>)(
+            cordisPlugin,
+            config,
+            outerStack,
+          )
+        ),
     );
     const own = Object.getPrototypeOf(fiber) as { uid: number | null };
     const ready = Promise.resolve(fiber).then(() => undefined, (error: unknown) => {
@@ -550,14 +570,14 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
     // Always handled: a caller that reads `ready` hears a failure from it; for one that never does, it is reported.
     let observed = false;
     ready.catch((error) => {
-      if (!observed) this.#reportPluginError(cordisPlugin.name ?? "anonymous", error);
+      if (!observed) this.#reportPluginError(cordisPlugin.name || "anonymous", error);
     });
     return {
       get ready() {
         observed = true;
         return ready;
       },
-      dispose: disposer(fiber, `plugin "${cordisPlugin.name ?? "anonymous"}"`),
+      dispose: disposer(fiber, `plugin "${cordisPlugin.name || "anonymous"}"`),
     };
   }
 
@@ -583,6 +603,29 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
 }
 
 function ignore(): void {}
+
+/**
+ * Internal (not exported by the package): Cordis's refusal of a registration on a disposed context (a plugin's or a
+ * scope's, such as a disposed agent's `ctx`) as a `HarnessError` `CONTEXT_DISPOSED`, the refusal as its cause; any
+ * other error as it is.
+ *
+ * @param error What the registration threw.
+ * @param what What was refused, after "Cannot".
+ * @returns The error to throw.
+ */
+export function disposedContextError(error: unknown, what: string): unknown {
+  if (!(error instanceof Error) || (error as { code?: unknown }).code !== "INACTIVE_EFFECT") return error;
+  return new HarnessError("CONTEXT_DISPOSED", `Cannot ${what}: the context is disposed`, { cause: error });
+}
+
+/** Run a registration; a refusal because the context is disposed is thrown as `CONTEXT_DISPOSED`. */
+function registering<T>(what: string, register: () => T): T {
+  try {
+    return register();
+  } catch (error) {
+    throw disposedContextError(error, what);
+  }
+}
 
 /** Whether `error` says a registration was refused because its context is disposed. */
 function isInactiveContextError(error: unknown): boolean {

@@ -238,3 +238,22 @@ describe("a plugin that throws what is not an Error", () => {
     });
   });
 });
+
+describe("a registration on a disposed context", () => {
+  it("is refused with CONTEXT_DISPOSED, Cordis's refusal as the cause", async () => {
+    const { createScope } = await import("./scope.ts");
+    const root: Ctx = createKernel<Events, object>();
+    const scope = createScope(root, "agent");
+    await scope.dispose();
+    const disposed = (error: unknown) => {
+      assert.ok(HarnessError.isInstance(error, "CONTEXT_DISPOSED"), String(error));
+      assert.ok(error.cause instanceof Error);
+      return true;
+    };
+    assert.throws(() => scope.ctx.on("t/note", () => {}), disposed);
+    assert.throws(() => scope.ctx.effect(() => () => {}), disposed);
+    assert.throws(() => scope.ctx.provide("svc" as never, {} as never), disposed);
+    assert.throws(() => scope.ctx.plugin(() => {}), disposed);
+    assert.throws(() => createScope(scope.ctx, "child"), disposed);
+  });
+});
