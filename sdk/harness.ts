@@ -265,6 +265,9 @@ export interface Harness {
  *
  * @param options Adapters, default model, tools, system prompt, plugins and knobs.
  * @returns The harness, once every plugin has started.
+ * @throws {HarnessError} when a plugin of the options fails to start (what started is undone first): named in the
+ *   message and in `details.plugin`, with the failure's code when it is a `HarnessError` (`PLUGIN_FAILED`
+ *   otherwise) and the failure as the cause.
  */
 export async function createHarness(input: CreateHarnessOptions = {}): Promise<Harness> {
   const options = await withConfig(input);
@@ -351,12 +354,17 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     for (const section of sections) {
       ctx.service("systemPrompt").section({ name: section.name, text: section.text, order: section.order ?? 0 });
     }
-    for (const entry of options.plugins ?? []) {
+    for (const [index, entry] of (options.plugins ?? []).entries()) {
+      const plugin = Array.isArray(entry) ? entry[0] : entry;
       const handle = Array.isArray(entry)
         ? ctx.plugin(entry[0] as never, entry[1] as never)
         : ctx.plugin(entry as never);
       plugins.push(handle);
-      await handle.ready;
+      try {
+        await handle.ready;
+      } catch (error) {
+        throw pluginFailed(plugin, index, error);
+      }
     }
   } catch (error) {
     // A plugin (or an adapter, tool or section of the options) that failed to start: what did start is undone, so
@@ -639,6 +647,23 @@ async function disposeAfterFailure(handle: PluginHandle, failure: unknown): Prom
   }
 }
 
+/**
+ * A plugin of the options that failed to start, named: a `HarnessError` with the failure's code when it is one
+ * (`PLUGIN_FAILED` otherwise) and its details, the plugin's name added, the failure as the cause.
+ */
+function pluginFailed(plugin: unknown, index: number, failure: unknown): HarnessError {
+  const named = typeof plugin === "function"
+    ? (plugin as { pluginName?: unknown }).pluginName ?? plugin.name
+    : (plugin as { name?: unknown } | undefined)?.name;
+  const name = typeof named === "string" && named !== "" ? named : `#${index + 1}`;
+  const message = failure instanceof Error ? failure.message : String(failure);
+  return new HarnessError(
+    HarnessError.isInstance(failure) ? failure.code : "PLUGIN_FAILED",
+    `Plugin "${name}" failed to start: ${message}`,
+    { cause: failure, details: { ...(HarnessError.isInstance(failure) ? failure.details : {}), plugin: name } },
+  );
+}
+
 /** With exactly one adapter and no `model`, that adapter's first model is the route (an unambiguous default). */
 function soleAdapterRoute(adapters: readonly LlmAdapter[] | undefined): Partial<AgentOptions> | undefined {
   if (adapters?.length !== 1 || adapters[0].models.length === 0) return undefined;
@@ -687,12 +712,15 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
   const explicit = new Set((options.adapters ?? []).map((a) => a.provider));
   const configured = adaptersFromConfig(config, options.adapterKinds, options.env ?? defaultEnv, explicit);
   const plugins = (await importPlugins(config.plugins)).map((p) => p as PluginEntry);
-  const permissions: PluginEntry = (ctx: HarnessCtx) => installPermissions(ctx as unknown as HarnessContext, config);
+  const permissions: PluginEntry = Object.assign(
+    (ctx: HarnessCtx) => installPermissions(ctx as unknown as HarnessContext, config),
+    { pluginName: "config permissions" },
+  );
   // Last, once every other plugin has registered its tools: the `tools` list holds for those too.
-  const toolList: PluginEntry = (ctx: HarnessCtx) => {
+  const toolList: PluginEntry = Object.assign((ctx: HarnessCtx) => {
     checkRuleSubjects(ctx as unknown as HarnessContext, config);
     restrictTools(ctx as unknown as HarnessContext, config);
-  };
+  }, { pluginName: "config tools" });
   return {
     ...options,
     adapters: [...configured.filter((a) => !explicit.has(a.provider)), ...(options.adapters ?? [])],
