@@ -5,7 +5,13 @@
  * @module
  */
 
-import { createKernel, type HarnessContext, type HarnessPlugin, type KernelEvents } from "./kernel/harness_context.ts";
+import {
+  createKernel,
+  type HarnessContext,
+  type HarnessPlugin,
+  type KernelEvents,
+  unwind,
+} from "./kernel/harness_context.ts";
 import { HarnessError } from "./kernel/harness_error.ts";
 import type { LlmAdapter } from "./llm/llm_adapter.ts";
 import type { LlmEvents } from "./llm/llm_events.ts";
@@ -223,7 +229,8 @@ export interface Harness {
    * Dispose one agent created by this harness: its turn stops, its session's
    * last write is made and its lease released.
    *
-   * @throws {HarnessError} the storage's error when that last write failed (after everything else was undone).
+   * @throws {HarnessError} the storage's error when that last write failed (after everything else was undone), or
+   *   what an undo of its scope's registrations threw (an `AggregateError` when both failed).
    */
   disposeAgent(agent: Agent | string): Promise<void>;
   /**
@@ -260,10 +267,15 @@ export interface Harness {
    */
   forkAgent(source: Session | string, options?: ForkAgentOptions): Promise<Agent>;
   /**
-   * Stop every agent, unwind every plugin and scope. Idempotent.
+   * Stop every agent, then unwind everything registered through {@linkcode Harness.ctx}, the latest first: the
+   * plugins, scopes, listeners and effects added after `createHarness()` returned, the plugins of the options, last
+   * the core (persistence, the session store). Idempotent: every call settles with the first, once it is done (a
+   * second call made meanwhile waits for it, and rejects as it does). An agent whose `disposeAgent()` is still under
+   * way is waited for (its failure is that call's to report) before persistence and the plugins are undone.
    *
    * @throws {HarnessError} when an agent's last write failed, after everything was disposed (an `AggregateError`
-   *   when several did): what was not written is reported, never dropped.
+   *   when several things failed): what was not written is reported, never dropped. So is what a plugin's teardown
+   *   (an undo of its effects) threw.
    */
   dispose(): Promise<void>;
 }
@@ -273,6 +285,9 @@ export interface Harness {
  *
  * @param options Adapters, default model, tools, system prompt, plugins and knobs.
  * @returns The harness, once every plugin has started.
+ * @throws {HarnessError} when a plugin of the options fails to start (what started is undone first): named in the
+ *   message and in `details.plugin`, with the failure's code when it is a `HarnessError` (`PLUGIN_FAILED`
+ *   otherwise) and the failure as the cause.
  */
 export async function createHarness(input: CreateHarnessOptions = {}): Promise<Harness> {
   const options = await withConfig(input);
@@ -283,6 +298,8 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
   const now = options.now ?? Date.now;
   const newId = options.newId ?? randomId;
   const handles = new Map<string, AgentHandle>();
+  // The teardowns of agents disposeAgent() let go of (settled promises, never rejected).
+  const leaving = new Set<Promise<void>>();
   // Leases resumeAgent took and loaded under, handed to the persistence plugin at the session's announcement.
   const held: HeldWriters = new Map();
   let disposed = false;
@@ -370,12 +387,17 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     for (const section of sections) {
       ctx.service("systemPrompt").section({ name: section.name, text: section.text, order: section.order ?? 0 });
     }
-    for (const entry of options.plugins ?? []) {
+    for (const [index, entry] of (options.plugins ?? []).entries()) {
+      const plugin = Array.isArray(entry) ? entry[0] : entry;
       const handle = Array.isArray(entry)
         ? ctx.plugin(entry[0] as never, entry[1] as never)
         : ctx.plugin(entry as never);
       plugins.push(handle);
-      await handle.ready;
+      try {
+        await handle.ready;
+      } catch (error) {
+        throw pluginFailed(plugin, index, error);
+      }
     }
   } catch (error) {
     // A plugin (or an adapter, tool or section of the options) that failed to start: what did start is undone, so
@@ -492,7 +514,16 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
         throw new HarnessError("AGENT_NOT_FOUND", `No agent "${id}" was created by this harness`);
       }
       handles.delete(id);
-      await handle.dispose();
+      // Kept until its teardown ends: dispose() waits for it before it unwinds persistence and the plugins, or the
+      // agent's last events (its step and turn ends) would find no storage to go to.
+      const teardown = handle.dispose();
+      const settled = teardown.then(() => {}, () => {});
+      leaving.add(settled);
+      try {
+        await teardown;
+      } finally {
+        leaving.delete(settled);
+      }
     },
     deleteSession(sessionId) {
       return whileLive("delete a session", async () => {
@@ -563,26 +594,34 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
         return child;
       });
     },
-    async dispose() {
-      if (disposed) return;
-      disposed = true;
-      // Everything is disposed even when a step fails (an agent's last write); then the failures are thrown.
-      const failures: unknown[] = [];
-      const attempt = async (step: () => Promise<void>) => {
-        try {
-          await step();
-        } catch (error) {
-          failures.push(error);
-        }
-      };
-      for (const handle of [...handles.values()].reverse()) await attempt(() => handle.dispose());
-      handles.clear();
-      for (const handle of plugins.reverse()) await attempt(() => handle.dispose());
-      await attempt(() => core.dispose());
-      if (failures.length === 1) throw failures[0];
-      if (failures.length > 1) throw new AggregateError(failures, "Disposing the harness failed in several places");
+    dispose() {
+      // One disposal: a second call (a signal handler's, then main's) settles with the first, as it does.
+      return disposal ??= disposeAll();
     },
   };
+  let disposal: Promise<void> | undefined;
+  async function disposeAll(): Promise<void> {
+    disposed = true;
+    // Everything is disposed even when a step fails (an agent's last write); then the failures are thrown.
+    const failures: unknown[] = [];
+    const attempt = async (step: () => Promise<void>) => {
+      try {
+        await step();
+      } catch (error) {
+        failures.push(error);
+      }
+    };
+    for (const handle of [...handles.values()].reverse()) await attempt(() => handle.dispose());
+    handles.clear();
+    // Agents whose disposeAgent() is still under way: their failures are that call's to report. (With none, no
+    // await: a creation started in the same tick still finds the services gone, as it did.)
+    if (leaving.size > 0) await Promise.all(leaving);
+    // Then every plugin, scope, listener and effect registered through `ctx`, the latest first: those added after
+    // createHarness() returned, the plugins of the options, last the core (persistence, the sessions' store).
+    failures.push(...await unwind(ctx));
+    if (failures.length === 1) throw failures[0];
+    if (failures.length > 1) throw new AggregateError(failures, "Disposing the harness failed in several places");
+  }
   const hooks = options.config === undefined
     ? undefined
     : (await import("./_apply_config.ts")).effectiveConfig(options.config).hooks;
@@ -678,6 +717,23 @@ async function disposeAfterFailure(handle: PluginHandle, failure: unknown): Prom
   }
 }
 
+/**
+ * A plugin of the options that failed to start, named: a `HarnessError` with the failure's code when it is one
+ * (`PLUGIN_FAILED` otherwise) and its details, the plugin's name added, the failure as the cause.
+ */
+function pluginFailed(plugin: unknown, index: number, failure: unknown): HarnessError {
+  const named = typeof plugin === "function"
+    ? (plugin as { pluginName?: unknown }).pluginName ?? plugin.name
+    : (plugin as { name?: unknown } | undefined)?.name;
+  const name = typeof named === "string" && named !== "" ? named : `#${index + 1}`;
+  const message = failure instanceof Error ? failure.message : String(failure);
+  return new HarnessError(
+    HarnessError.isInstance(failure) ? failure.code : "PLUGIN_FAILED",
+    `Plugin "${name}" failed to start: ${message}`,
+    { cause: failure, details: { ...(HarnessError.isInstance(failure) ? failure.details : {}), plugin: name } },
+  );
+}
+
 /** With exactly one adapter and no `model`, that adapter's first model is the route (an unambiguous default). */
 function soleAdapterRoute(adapters: readonly LlmAdapter[] | undefined): Partial<AgentOptions> | undefined {
   if (adapters?.length !== 1 || adapters[0].models.length === 0) return undefined;
@@ -726,12 +782,15 @@ async function withConfig(options: CreateHarnessOptions): Promise<CreateHarnessO
   const explicit = new Set((options.adapters ?? []).map((a) => a.provider));
   const configured = adaptersFromConfig(config, options.adapterKinds, options.env ?? defaultEnv, explicit);
   const plugins = (await importPlugins(config.plugins)).map((p) => p as PluginEntry);
-  const permissions: PluginEntry = (ctx: HarnessCtx) => installPermissions(ctx as unknown as HarnessContext, config);
+  const permissions: PluginEntry = Object.assign(
+    (ctx: HarnessCtx) => installPermissions(ctx as unknown as HarnessContext, config),
+    { pluginName: "config permissions" },
+  );
   // Last, once every other plugin has registered its tools: the `tools` list holds for those too.
-  const toolList: PluginEntry = (ctx: HarnessCtx) => {
+  const toolList: PluginEntry = Object.assign((ctx: HarnessCtx) => {
     checkRuleSubjects(ctx as unknown as HarnessContext, config);
     restrictTools(ctx as unknown as HarnessContext, config);
-  };
+  }, { pluginName: "config tools" });
   return {
     ...options,
     adapters: [...configured.filter((a) => !explicit.has(a.provider)), ...(options.adapters ?? [])],

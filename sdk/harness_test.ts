@@ -178,6 +178,34 @@ describe("createHarness() that fails to start", () => {
   });
 });
 
+describe("createHarness() with a plugin that fails to start", () => {
+  it("rejects naming the plugin, with the failure's code when it is a HarnessError, the failure as the cause", async () => {
+    const failure = new Error("bad plugin");
+    const bad = {
+      name: "bad",
+      apply() {
+        throw failure;
+      },
+    };
+    await assert.rejects(createHarness({ plugins: [bad] }), (error: unknown) => {
+      assert.ok(HarnessError.isInstance(error, "PLUGIN_FAILED"), String(error));
+      assert.equal(error.message, 'Plugin "bad" failed to start: bad plugin');
+      assert.deepEqual(error.details, { plugin: "bad" });
+      assert.equal(error.cause, failure);
+      return true;
+    });
+    const coded = new HarnessError("MY_CODE", "refused", { details: { why: "test" } });
+    const named = Object.assign(() => Promise.reject(coded), { pluginName: "coded" });
+    await assert.rejects(createHarness({ plugins: [() => {}, named] }), (error: unknown) => {
+      assert.ok(HarnessError.isInstance(error, "MY_CODE"), String(error));
+      assert.equal(error.message, 'Plugin "coded" failed to start: refused');
+      assert.deepEqual(error.details, { why: "test", plugin: "coded" });
+      assert.equal(error.cause, coded);
+      return true;
+    });
+  });
+});
+
 describe("harness.fork() and forkAgent() sources", () => {
   it("an agent passed for a session is INVALID_ARGS saying to pass agent.session", async () => {
     const harness = await createHarness({ adapters: [scriptedAdapter(textResponse("ok"))] });
@@ -280,7 +308,7 @@ describe("harness.dispose() and disposeAgent() report a failed last write", () =
     for (const id of ["a", "c"]) {
       assert.deepEqual((await one.memory.load(id)).events.map((e) => e.type), ["agent/inbox/spliced"]);
     }
-    await one.harness.dispose(); // idempotent
+    await assert.rejects(one.harness.dispose(), /disk full \(b\)/, "a later call settles as the first did");
 
     const two = await failingAtDisposal();
     for (const id of ["a", "b", "c"]) (await two.harness.createAgent({ id })).inject("a note");

@@ -103,7 +103,11 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
     // bundle: 20–25 ms of CPU (bench/PROFILE.md, "Cold start, fifth pass").
     await undefined;
     const scope = createScope(ownerCtx, id);
-    const undo: (() => void | Promise<void>)[] = [() => scope.dispose()];
+    // Undoing a creation that failed: a failure of the scope's teardown is written out, the creation's is thrown.
+    const undo: (() => void | Promise<void>)[] = [() =>
+      scope.dispose().catch((error) => {
+        console.error("[@dsh/harness] undoing an agent creation that failed failed too:", error);
+      })];
     const rollback = async () => {
       for (const step of undo.reverse()) await step();
     };
@@ -168,8 +172,13 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
       }
       detachSession();
       ctx.emit("session/disposed" as never, s as never);
-      await scope.dispose();
+      // The scope's undo functions that failed (a plugin of the agent's whose teardown threw) are reported too.
+      const undone = await scope.dispose().then(() => undefined, (error: unknown) => ({ error }));
+      if (released !== undefined && undone !== undefined) {
+        throw new AggregateError([released.error, undone.error], `Disposing agent "${a.id}" failed in several places`);
+      }
       if (released !== undefined) throw released.error;
+      if (undone !== undefined) throw undone.error;
     };
     let disposing: Promise<void> | undefined;
     return {

@@ -24,8 +24,20 @@ type AnyFunction = (...args: any[]) => any;
 
 /** Events dispatched by the kernel itself. */
 export interface KernelEvents {
-  /** A listener of an `emit`-mode event threw; the emitter carried on. */
+  /**
+   * A listener of an `emit`-mode event threw; the emitter carried on. Heard by
+   * the reporters the failing dispatch reaches (the scope rule of every event:
+   * a sibling scope's reporter does not hear it); on the console when none.
+   */
   "kernel/listener-error": (name: string, error: unknown) => void;
+  /**
+   * A plugin failed where no caller hears it: its start, when nobody read its
+   * handle's `ready` (a plugin a parent plugin started, say), or an undo of
+   * its teardown when no `dispose()` call waits for it (a plugin stopped
+   * because a service it injects went away). Without a listener, it is
+   * written to the console.
+   */
+  "kernel/plugin-error": (plugin: string, error: unknown) => void;
 }
 
 /** Names of the events of an event map whose values are listener signatures. */
@@ -88,9 +100,22 @@ export interface PluginObject<C, E extends object, S extends object> {
 
 /** A running plugin. */
 export interface PluginHandle {
-  /** Resolves when the plugin has started (or could not start). */
+  /**
+   * Resolves once the plugin has started; rejects with what its `apply` threw.
+   * A plugin disposed before it started (a registration its `apply` made
+   * after that throws `CONTEXT_DISPOSED`) resolves it: it stopped, nothing
+   * failed. A plugin whose `inject` services are not all provided resolves it
+   * at once and starts when they are. A handle whose `ready` is never read
+   * reports a failed start on `kernel/plugin-error` (on the console when
+   * nothing listens) instead: no unhandled rejection.
+   */
   readonly ready: Promise<void>;
-  /** Stop the plugin and undo every registration it made. */
+  /**
+   * Stop the plugin and undo every registration it made. Idempotent: every
+   * call settles with the first, once everything is undone. Rejects, after
+   * that, with what an undo (an effect's, its child plugins' and scopes'
+   * included) threw; an `AggregateError` when several did.
+   */
   dispose(): Promise<void>;
 }
 
@@ -106,6 +131,9 @@ export interface ContextCore<E extends object, S extends object> {
   /**
    * Listen to an event. The listener is removed when this context's plugin
    * (or scope) is disposed, or when the returned function is called.
+   *
+   * @throws {HarnessError} `CONTEXT_DISPOSED` when this context's plugin or scope is disposed (as are `effect`,
+   *   `provide` and `plugin`).
    */
   on<K extends EventName<E>>(name: K, listener: E[K], options?: ListenerOptions): () => void;
   /**
@@ -118,6 +146,8 @@ export interface ContextCore<E extends object, S extends object> {
   /**
    * Run admitted listeners one after another; the first that returns a value
    * other than `undefined`, `null` or `false` ends the run and its value is returned.
+   * A listener removed while the run waits (its plugin disposed by an earlier
+   * listener, say) is skipped, here and in {@linkcode serialEach}.
    */
   serial<K extends EventName<E>>(
     name: K,
@@ -135,12 +165,19 @@ export interface ContextCore<E extends object, S extends object> {
    * is the innermost `next`.
    */
   waterfall<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): EventResult<E, K>;
-  /** Register a reversible effect: `execute` returns its own undo. */
+  /**
+   * Register a reversible effect: `execute` returns its own undo, run when this context's plugin or scope is
+   * disposed (a failure of it rejects that `dispose()`) or when the returned function is called (it rejects that
+   * call).
+   *
+   * @throws {HarnessError} `CONTEXT_DISPOSED` when this context's plugin or scope is disposed.
+   */
   effect(execute: () => () => void | Promise<void>, label?: string): () => Promise<void>;
   /**
    * Provide a service under `name` for as long as this context's plugin lives.
    *
-   * @throws {HarnessError} `SERVICE_ALREADY_PROVIDED` when another plugin provides `name`.
+   * @throws {HarnessError} `SERVICE_ALREADY_PROVIDED` when another plugin provides `name`, `CONTEXT_DISPOSED`
+   *   when this context's plugin or scope is disposed.
    */
   provide<K extends keyof S & string>(name: K, value: S[K]): () => void;
   /** The service under `name`, or `undefined`. */
@@ -151,7 +188,11 @@ export interface ContextCore<E extends object, S extends object> {
    * @throws {HarnessError} `SERVICE_MISSING` when it is not provided.
    */
   service<K extends keyof S & string>(name: K): S[K];
-  /** Start a child plugin on this context. */
+  /**
+   * Start a child plugin on this context.
+   *
+   * @throws {HarnessError} `CONTEXT_DISPOSED` when this context's plugin or scope is disposed.
+   */
   plugin<C>(plugin: HarnessPlugin<C, E, S>, config: C): PluginHandle;
   /** Start a child plugin that takes no configuration. */
   plugin(plugin: HarnessPlugin<void, E, S>): PluginHandle;
@@ -278,10 +319,42 @@ function toCordisPlugin(
   const wrapped = {
     name,
     inject: plugin.inject ? [...plugin.inject] : undefined,
-    apply: (raw: Context, config: unknown) => apply(wrapContext(raw), config),
+    apply: (raw: Context, config: unknown) => {
+      // Cordis turns a thrown value that is not an Error into `new Error(value)`: "[object Object]", its code lost.
+      try {
+        const started = apply(wrapContext(raw), config);
+        if (started === undefined || started === null || typeof started.then !== "function") return started;
+        return Promise.resolve(started).then(undefined, (error: unknown) => {
+          throw asError(error, name);
+        });
+      } catch (error) {
+        throw asError(error, name);
+      }
+    },
   };
   wrappers.set(plugin, wrapped);
   return wrapped;
+}
+
+/**
+ * What a plugin threw, as an Error: itself when it is one (has a stack); otherwise a `HarnessError` with its code (when it has a
+ * string `code`, else `PLUGIN_FAILED`) and its message, the value as the cause.
+ */
+function asError(thrown: unknown, plugin: string | undefined): unknown {
+  const fields = typeof thrown === "object" && thrown !== null
+    ? thrown as { code?: unknown; message?: unknown; stack?: unknown }
+    : {};
+  // An Error, or what looks like one (from another realm): Cordis keeps it as it is.
+  if (thrown instanceof Error || typeof fields.stack === "string") return thrown;
+  return new HarnessError(
+    typeof fields.code === "string" && fields.code !== "" ? fields.code : "PLUGIN_FAILED",
+    typeof fields.message === "string"
+      ? fields.message
+      : `Plugin "${plugin || "anonymous"}" threw ${
+        typeof thrown === "string" ? JSON.stringify(thrown) : String(thrown)
+      }`,
+    { cause: thrown, details: { plugin: plugin || "anonymous" } },
+  );
 }
 
 class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> {
@@ -327,8 +400,9 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
 
   on<K extends EventName<E>>(name: K, listener: E[K], options?: ListenerOptions): () => void {
     // Registration runs only Cordis's code: no stack captures (_without_stacks.ts).
-    const dispose = withoutStacks(() =>
-      this.raw.on(name as never, listener as never, { prepend: options?.prepend ?? false })
+    const dispose = registering(
+      `listen to "${name}"`,
+      () => withoutStacks(() => this.raw.on(name as never, listener as never, { prepend: options?.prepend ?? false })),
     );
     return () => void dispose();
   }
@@ -348,13 +422,16 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
   }
 
   #reportListenerError(name: string, error: unknown): void {
-    if (name !== "kernel/listener-error") {
-      const hooks = this.#hooks["kernel/listener-error"];
-      if (hooks?.length) {
-        for (const hook of [...hooks]) {
+    if (name !== "kernel/listener-error" && !this.#idle("kernel/listener-error")) {
+      // The reporters this context's dispatches reach, as for any other event: one agent's reporter does not hear
+      // another agent's listeners fail.
+      const reporters = this.#events.dispatch("emit", [this.#dispatcher, "kernel/listener-error", name, error]);
+      if (reporters.length > 0) {
+        for (const reporter of reporters) {
+          // A failing error reporter is ignored, an async one that rejects too (nothing would hear it).
           try {
-            hook.callback(name, error);
-          } catch { /* a failing error reporter is ignored */ }
+            containRejection(reporter(name, error), ignore);
+          } catch { /* ignored */ }
         }
         return;
       }
@@ -372,12 +449,32 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
     ...args: EventArgs<E, K>
   ): Promise<Awaited<EventResult<E, K>> | undefined> {
     if (this.#idle(name)) return Promise.resolve(undefined);
-    return this.#events.serial(this.#dispatcher, name, ...args);
+    return this.#inTurn(name, args, true) as Promise<Awaited<EventResult<E, K>> | undefined>;
   }
 
   async serialEach<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): Promise<void> {
     if (this.#idle(name)) return;
-    for (const callback of this.#events.dispatch("serial", [this.#dispatcher, name, ...args])) await callback(...args);
+    await this.#inTurn(name, args, false);
+  }
+
+  /**
+   * The admitted listeners, one after another; with `bail`, the first value other than `undefined`, `null` or
+   * `false` ends the run. A listener removed while the run waits (its plugin disposed by an earlier listener, say)
+   * is skipped: it would run after its own teardown. Cordis's own serial run calls every listener it started with.
+   */
+  async #inTurn(name: string, args: readonly unknown[], bail: boolean): Promise<unknown> {
+    type Hook = { readonly callback: AnyFunction; readonly ctx: Context; readonly global?: boolean };
+    if (this.#hooks["internal/dispatch"]?.length) {
+      this.#events.emit("internal/dispatch", "serial", name, args, this.#dispatcher);
+    }
+    const filter = (this.#dispatcher as { [Context.filter]: (ctx: Context) => boolean })[Context.filter];
+    const admitted = (this.#hooks[name] as Hook[] | undefined ?? []).filter((hook) => hook.global || filter(hook.ctx));
+    for (const hook of admitted) {
+      if (!(this.#hooks[name] as Hook[] | undefined)?.includes(hook)) continue;
+      const result = await Reflect.apply(hook.callback, this.#dispatcher, args);
+      if (bail && result !== undefined && result !== null && result !== false) return result;
+    }
+    return undefined;
   }
 
   waterfall<K extends EventName<E>>(name: K, ...args: EventArgs<E, K>): EventResult<E, K> {
@@ -386,8 +483,33 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
   }
 
   effect(execute: () => () => void | Promise<void>, label?: string): () => Promise<void> {
-    const dispose = this.raw.effect(execute, label);
-    return () => Promise.resolve(dispose()).then(() => undefined);
+    // An undo that fails while its plugin or scope is disposed is the failure of that dispose() call (Cordis would
+    // log it to its buffer, which nobody reads); called through the function returned here, it is the caller's.
+    let direct = false;
+    const dispose = registering("register an effect", () =>
+      this.raw.effect(() => {
+        const undo = execute();
+        if (typeof undo !== "function") return undo;
+        return () => direct ? undo() : this.#undoing(undo, label);
+      }, label));
+    return async () => {
+      direct = true;
+      await dispose();
+    };
+  }
+
+  /** Run an effect's undo for a disposal: a failure goes to the dispose() call under way, or is reported. */
+  #undoing(undo: () => void | Promise<void>, label: string | undefined): void | Promise<void> {
+    const failed = (error: unknown) =>
+      teardownFailed(this.raw, label, error, (plugin) => this.#reportPluginError(plugin, error));
+    try {
+      const result = undo();
+      if (result !== null && typeof result === "object" && typeof (result as Promise<void>).then === "function") {
+        return Promise.resolve(result).then(undefined, failed);
+      }
+    } catch (error) {
+      failed(error);
+    }
   }
 
   provide<K extends keyof S & string>(name: K, value: S[K]): () => void {
@@ -402,7 +524,7 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
           details: { service: name },
         });
       }
-      throw error;
+      throw disposedContextError(error, `provide "${name}"`);
     }
     return () => void dispose();
   }
@@ -428,18 +550,87 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
     // of the registration makes no stack captures (_without_stacks.ts).
     const outerStack = buildOuterStack(-1);
     const cordisPlugin = toCordisPlugin(plugin as HarnessPlugin<unknown, object, object>);
-    const fiber = withoutStacks(() =>
-      (this.raw.plugin as (p: unknown, c: unknown, outer: () => string[]) => ReturnType<Context["plugin"]>)(
-        cordisPlugin,
-        config,
-        outerStack,
-      )
+    const fiber = registering(
+      `start plugin "${cordisPlugin.name || "anonymous"}"`,
+      () =>
+        withoutStacks(() =>
+          (this.raw.plugin as (p: unknown, c: unknown, outer: () => string[]) => ReturnType<Context["plugin"]>)(
+            cordisPlugin,
+            config,
+            outerStack,
+          )
+        ),
     );
+    const own = Object.getPrototypeOf(fiber) as { uid: number | null };
+    const ready = Promise.resolve(fiber).then(() => undefined, (error: unknown) => {
+      // Cut short by its own (or an ancestor's) disposal: a clean stop.
+      if (own.uid === null && isInactiveContextError(error)) return;
+      throw error;
+    });
+    // Always handled: a caller that reads `ready` hears a failure from it; for one that never does, it is reported.
+    let observed = false;
+    ready.catch((error) => {
+      if (!observed) this.#reportPluginError(cordisPlugin.name || "anonymous", error);
+    });
     return {
-      ready: Promise.resolve(fiber).then(() => undefined),
-      dispose: () => fiber.dispose(),
+      get ready() {
+        observed = true;
+        return ready;
+      },
+      dispose: disposer(fiber, `plugin "${cordisPlugin.name || "anonymous"}"`),
     };
   }
+
+  #reportPluginError(plugin: string, error: unknown): void {
+    if (!this.#idle("kernel/plugin-error")) {
+      const callbacks = this.#events.dispatch("emit", [this.#dispatcher, "kernel/plugin-error", plugin, error]);
+      if (callbacks.length > 0) {
+        for (const callback of callbacks) {
+          try {
+            containRejection(
+              callback(plugin, error),
+              (failure) => this.#reportListenerError("kernel/plugin-error", failure),
+            );
+          } catch (failure) {
+            this.#reportListenerError("kernel/plugin-error", failure);
+          }
+        }
+        return;
+      }
+    }
+    console.error(`[@dsh/harness] plugin "${plugin}" failed:`, error);
+  }
+}
+
+function ignore(): void {}
+
+/**
+ * Internal (not exported by the package): Cordis's refusal of a registration on a disposed context (a plugin's or a
+ * scope's, such as a disposed agent's `ctx`) as a `HarnessError` `CONTEXT_DISPOSED`, the refusal as its cause; any
+ * other error as it is.
+ *
+ * @param error What the registration threw.
+ * @param what What was refused, after "Cannot".
+ * @returns The error to throw.
+ */
+export function disposedContextError(error: unknown, what: string): unknown {
+  if (!(error instanceof Error) || (error as { code?: unknown }).code !== "INACTIVE_EFFECT") return error;
+  return new HarnessError("CONTEXT_DISPOSED", `Cannot ${what}: the context is disposed`, { cause: error });
+}
+
+/** Run a registration; a refusal because the context is disposed is thrown as `CONTEXT_DISPOSED`. */
+function registering<T>(what: string, register: () => T): T {
+  try {
+    return register();
+  } catch (error) {
+    throw disposedContextError(error, what);
+  }
+}
+
+/** Whether `error` says a registration was refused because its context is disposed. */
+function isInactiveContextError(error: unknown): boolean {
+  return HarnessError.isInstance(error, "CONTEXT_DISPOSED") ||
+    (error instanceof Error && (error as { code?: unknown }).code === "INACTIVE_EFFECT");
 }
 
 /**
@@ -471,6 +662,104 @@ export function wrapContext<E extends object = KernelEvents, S extends object = 
       return prop in target || (typeof prop === "string" && core[LOOKUP](prop) !== undefined);
     },
   }) as unknown as HarnessContext<E, S>;
+}
+
+/** What a Cordis fiber holds that is read here: its registrations' undo functions (oldest first), its parent. */
+interface FiberRegistrations {
+  readonly _disposables?: Iterable<() => unknown>;
+  readonly parent?: { readonly fiber?: unknown };
+  readonly name?: string;
+}
+
+/** The failures of the undo functions run by a dispose() call under way, by the fiber it disposes. */
+const teardownSinks = new WeakMap<object, unknown[]>();
+
+/**
+ * An undo of `raw`'s fiber failed: the failure goes to the nearest dispose() call under way for that fiber or an
+ * enclosing one (a plugin's, a scope's, the harness's); with none (a plugin stopped because a service it injects
+ * went away), it is reported.
+ */
+function teardownFailed(raw: Context, label: string | undefined, error: unknown, report: (plugin: string) => void) {
+  const owner = withoutStacks(() => raw.fiber) as unknown as FiberRegistrations;
+  for (let fiber: FiberRegistrations | undefined = owner; fiber !== undefined;) {
+    const sink = teardownSinks.get(fiber);
+    if (sink !== undefined) {
+      sink.push(error);
+      return;
+    }
+    const parent = withoutStacks(() => fiber!.parent?.fiber) as FiberRegistrations | undefined;
+    fiber = parent === fiber ? undefined : parent;
+  }
+  report(`${owner.name ?? "anonymous"}${label === undefined ? "" : ` (${label})`}`);
+}
+
+/** Throw the failures met: one as itself, several as an `AggregateError`. */
+function throwFailures(failures: readonly unknown[], what: string): void {
+  if (failures.length === 1) throw failures[0];
+  if (failures.length > 1) throw new AggregateError(failures, `Disposing ${what} failed in several places`);
+}
+
+/**
+ * Internal (not exported by the package): the `dispose()` of a handle over a Cordis fiber (as `ctx.plugin()`
+ * returns it): one disposal, whose every call settles with the first, once it is done; it rejects with what the
+ * undo functions of the fiber and of everything under it threw, after every one of them has run.
+ *
+ * @param fiber The handle Cordis returned.
+ * @param what Its name in an `AggregateError`'s message.
+ * @returns The `dispose()` function.
+ */
+export function disposer(fiber: { dispose(): unknown }, what: string): () => Promise<void> {
+  let disposal: Promise<void> | undefined;
+  return () =>
+    disposal ??= (async () => {
+      // The fiber itself (Cordis hands out an object derived from it), which its contexts name.
+      const own = Object.getPrototypeOf(fiber) as object;
+      const failures: unknown[] = [];
+      teardownSinks.set(own, failures);
+      try {
+        await fiber.dispose();
+      } finally {
+        teardownSinks.delete(own);
+      }
+      throwFailures(failures, what);
+    })();
+}
+
+/**
+ * Internal (not exported by the package): undo every registration made through
+ * `ctx` that is still in place — plugins, scopes, listeners, services and
+ * effects — the most recent first, each awaited before the next (so a plugin
+ * started after another is stopped before it, as the plugins' own
+ * registrations are). Registrations made while it runs are undone too.
+ *
+ * @param ctx A context (the root of a harness).
+ * @returns The failures of the undo functions (those of the plugins and
+ *   scopes under it included), in the order met.
+ */
+export async function unwind(ctx: ContextCore<object, object>): Promise<unknown[]> {
+  const failures: unknown[] = [];
+  const fiber = withoutStacks(() => ctx.raw.fiber) as unknown as FiberRegistrations;
+  const held = fiber._disposables;
+  if (held === undefined || typeof held[Symbol.iterator] !== "function") return failures;
+  const tried = new Set<() => unknown>();
+  // The undo functions of the plugins and scopes under it report here (see teardownFailed()).
+  teardownSinks.set(fiber, failures);
+  try {
+    for (;;) {
+      const left = [...held].filter((undo) => !tried.has(undo)).reverse();
+      if (left.length === 0) return failures;
+      for (const undo of left) {
+        tried.add(undo);
+        try {
+          await undo();
+        } catch (error) {
+          failures.push(error);
+        }
+      }
+    }
+  } finally {
+    teardownSinks.delete(fiber);
+  }
 }
 
 /**

@@ -180,6 +180,37 @@ describe("HarnessContext dispatch modes", () => {
     assert.deepEqual(errors, [["t/note", "async observer broke"]]);
   });
 
+  it("an async kernel/listener-error reporter that rejects is contained too: the emitter's process goes on", async () => {
+    const ctx: Ctx = createKernel<Events, Services>();
+    const reports: string[] = [];
+    ctx.on("kernel/listener-error", async (name) => {
+      reports.push(name);
+      await Promise.resolve();
+      throw new Error("the reporter broke");
+    });
+    ctx.on("t/note", () => {
+      throw new Error("observer broke");
+    });
+    ctx.emit("t/note", "hello");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual(reports, ["t/note"]);
+  });
+
+  it("kernel/listener-error is admitted by scope like any event: a sibling scope's reporter does not hear", () => {
+    const root: Ctx = createKernel<Events, Services>();
+    const a = createScope(root, "a");
+    const b = createScope(root, "b");
+    const heard: string[] = [];
+    for (const [who, ctx] of [["root", root], ["a", a.ctx], ["b", b.ctx]] as const) {
+      ctx.on("kernel/listener-error", (name) => void heard.push(`${who} heard ${name}`));
+    }
+    b.ctx.on("t/note", () => {
+      throw new Error("b's observer broke");
+    });
+    b.ctx.emit("t/note", "from b");
+    assert.deepEqual(heard.sort(), ["b heard t/note", "root heard t/note"]);
+  });
+
   it("on() returns a disposer that removes the listener", () => {
     const ctx: Ctx = createKernel<Events, Services>();
     const seen: string[] = [];

@@ -12,7 +12,14 @@
  */
 
 import type { Context } from "cordis";
-import { type HarnessContext, type ScopeInfo, tagScope, wrapContext } from "./harness_context.ts";
+import {
+  disposedContextError,
+  disposer,
+  type HarnessContext,
+  type ScopeInfo,
+  tagScope,
+  wrapContext,
+} from "./harness_context.ts";
 import { HarnessError } from "./harness_error.ts";
 import { withoutStacks } from "./_without_stacks.ts";
 
@@ -28,7 +35,11 @@ export interface Scope<E extends object, S extends object> {
   readonly ready: Promise<void>;
   /** Whether {@linkcode Scope.dispose} has been called. */
   readonly disposed: boolean;
-  /** Undo every registration made in the scope, in reverse order. Idempotent. */
+  /**
+   * Undo every registration made in the scope, in reverse order. Idempotent: every call settles with the first,
+   * once the scope is undone. Rejects, once everything is undone, with what an undo threw (an `AggregateError`
+   * when several did).
+   */
   dispose(): Promise<void>;
 }
 
@@ -39,7 +50,7 @@ export interface Scope<E extends object, S extends object> {
  * @param ctx The parent context.
  * @param key A label for diagnostics, such as the agent id.
  * @returns The new scope.
- * @throws {HarnessError} `INVALID_ARGS` when `key` is empty.
+ * @throws {HarnessError} `INVALID_ARGS` when `key` is empty, `CONTEXT_DISPOSED` when `ctx` is disposed.
  *
  * @example A scoped listener hears its own events, not the parent's
  * ```ts
@@ -67,11 +78,17 @@ export function createScope<E extends object, S extends object>(
   }
   const info: ScopeInfo = Object.freeze({ key, parent: ctx.scope });
   // An empty plugin: no stack Cordis could capture here would ever be used.
-  const fiber = withoutStacks(() => ctx.raw.plugin({ name: `scope:${key}`, apply() {} }));
+  let fiber: ReturnType<Context["plugin"]>;
+  try {
+    fiber = withoutStacks(() => ctx.raw.plugin({ name: `scope:${key}`, apply() {} }));
+  } catch (error) {
+    throw disposedContextError(error, `create scope "${key}"`);
+  }
   // The fiber's context exists as soon as the fiber does; the plugin body may
   // run later, but registrations made through this context belong to the fiber.
   const scopeRaw: Context = fiber.ctx;
   tagScope(scopeRaw, info);
+  const dispose = disposer(fiber, `scope "${key}"`);
   let disposed = false;
   return {
     key,
@@ -81,10 +98,9 @@ export function createScope<E extends object, S extends object>(
     get disposed() {
       return disposed;
     },
-    async dispose() {
-      if (disposed) return;
+    dispose() {
       disposed = true;
-      await fiber.dispose();
+      return dispose();
     },
   };
 }

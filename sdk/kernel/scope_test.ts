@@ -92,3 +92,20 @@ describe("createScope()", () => {
     assert.deepEqual(heard, ["a:announce"]);
   });
 });
+
+describe("scope.dispose() called twice", () => {
+  it("the second call settles once the scope is undone, not at once", async () => {
+    const root: Ctx = createKernel<Events, Services>();
+    const scope = createScope(root, "a");
+    let undone = false;
+    scope.ctx.effect(() => async () => {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      undone = true;
+    });
+    const first = scope.dispose();
+    assert.equal(scope.disposed, true);
+    await scope.dispose();
+    assert.equal(undone, true);
+    await first;
+  });
+});

@@ -84,17 +84,26 @@ export function emitContained(
   }
 }
 
-/** Report a failing observer the way the kernel does: on `kernel/listener-error`, else on the console. */
-export function reportListenerError(ctx: RawLike, name: string, error: unknown): void {
-  const reporters = admittedListeners(ctx, "all", "kernel/listener-error");
+/**
+ * Report a failing observer the way the kernel does: on `kernel/listener-error` (to the reporters admitted for
+ * `scope`, the call's, as the failing listener was), else on the console.
+ */
+export function reportListenerError(
+  ctx: RawLike,
+  name: string,
+  error: unknown,
+  scope: ScopeInfo | undefined | "all" = "all",
+): void {
+  const reporters = admittedListeners(ctx, scope, "kernel/listener-error");
   if (reporters.length === 0) {
     console.error(`[@dsh/harness] a listener of "${name}" threw:`, error);
     return;
   }
   for (const reporter of reporters) {
+    // A failing error reporter is ignored, an async one that rejects too (nothing would hear it).
     try {
-      reporter(name, error);
-    } catch { /* a failing error reporter is ignored */ }
+      containRejection(reporter(name, error), () => {});
+    } catch { /* ignored */ }
   }
 }
 

@@ -116,7 +116,7 @@ export async function executeToolCall(deps: PipelineDeps, input: ToolExecutionIn
       admittedListeners(host, exec.scope, "tools/result"),
       "tools/result",
       [exec, result],
-      (name, error) => reportListenerError(host, name, error),
+      (name, error) => reportListenerError(host, name, error, exec.scope),
     );
     return result;
   };

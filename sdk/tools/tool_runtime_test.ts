@@ -288,4 +288,39 @@ describe("ToolRuntime result listeners", () => {
     await new Promise((resolve) => setTimeout(resolve, 10));
     assert.deepEqual(reported, [["tools/result", "observer broke"]]);
   });
+
+  it("a failing tools/result listener is reported to the reporters of the call's scope only", async () => {
+    const { ctx, tools } = setup();
+    ctx.on("tools/pre-execute", () => ({ kind: "allow" }));
+    const a = createScope(ctx, "a");
+    const b = createScope(ctx, "b");
+    const heard: string[] = [];
+    for (const [who, on] of [["root", ctx], ["a", a.ctx], ["b", b.ctx]] as const) {
+      on.on("kernel/listener-error", (name) => void heard.push(`${who} heard ${name}`));
+    }
+    b.ctx.on("tools/result", () => {
+      throw new Error("b's observer broke");
+    });
+    tools.register(echoTool("echo"));
+    await tools.execute({ callId: "c", name: "echo", arguments: '{"text":"x"}', signal, scope: b.info });
+    assert.deepEqual(heard.sort(), ["b heard tools/result", "root heard tools/result"]);
+  });
+
+  it("an async kernel/listener-error reporter that rejects is contained too", async () => {
+    const { ctx, tools } = setup();
+    ctx.on("tools/pre-execute", () => ({ kind: "allow" }));
+    const reported: string[] = [];
+    ctx.on("kernel/listener-error", async (name) => {
+      reported.push(name);
+      await Promise.resolve();
+      throw new Error("the reporter broke");
+    });
+    ctx.on("tools/result", () => {
+      throw new Error("observer broke");
+    });
+    tools.register(echoTool("echo"));
+    await tools.execute({ callId: "c", name: "echo", arguments: '{"text":"x"}', signal });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual(reported, ["tools/result"]);
+  });
 });

@@ -1,0 +1,105 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createHarness } from "./harness.ts";
+import { memoryStorage } from "./persistence/memory_storage.ts";
+import { withFaults } from "./persistence/_test_storage_faults.ts";
+import { createScope } from "./kernel/scope.ts";
+import { unrefTimer } from "./kernel/_unref_timer.ts";
+import { scriptedAdapter } from "../testing/scripted_adapter.ts";
+
+/** A harness over memory storage whose agent is in a turn that waits for the model for ever. */
+async function hangingTurn() {
+  const storage = memoryStorage();
+  const harness = await createHarness({ adapters: [scriptedAdapter({ hang: true })], storage });
+  const agent = await harness.createAgent({ id: "a" });
+  const run = agent.run("hello").then((result) => result.reason.kind);
+  while (!agent.session.events.some((e) => e.type === "request/header")) await new Promise((r) => setTimeout(r, 1));
+  return { storage, harness, agent, run };
+}
+
+describe("harness.dispose() while a disposeAgent() is under way", () => {
+  it("waits for that agent's teardown: its last events reach storage before persistence is undone", async () => {
+    const { storage, harness, agent, run } = await hangingTurn();
+    const leaving = harness.disposeAgent(agent);
+    await harness.dispose();
+    await leaving;
+    assert.equal(await run, "aborted");
+    const live = agent.session.events.map((e) => e.type);
+    assert.deepEqual(live.slice(-2), ["step/end", "turn/end"]);
+    // Stored whole: no repair needed to load it.
+    assert.deepEqual((await storage.load("a")).events.map((e) => e.type), live);
+  });
+});
+
+describe("harness.dispose() called twice", () => {
+  it("the second call settles with the first, once everything is disposed and written", async () => {
+    const { storage, harness, agent, run } = await hangingTurn();
+    const first = harness.dispose(); // a signal handler's, say
+    await harness.dispose(); // then main's, and the program exits
+    assert.equal(harness.ctx.get("sessions"), undefined, "the core is disposed");
+    assert.equal((await storage.stat("a"))?.nextSeq, agent.session.events.length, "the whole log is stored");
+    await first;
+    assert.equal(await run, "aborted");
+  });
+
+  it("the second call rejects with the first's failure", async () => {
+    let full = false;
+    const storage = withFaults(memoryStorage(), {
+      append: (append) => (id, events, options) =>
+        full ? Promise.reject(new Error("disk full")) : append(id, events, options),
+    });
+    const failing = await createHarness({ adapters: [scriptedAdapter({ hang: true })], storage });
+    (await failing.createAgent({ id: "b" })).inject("a note"); // written at disposal
+    // The agent's last write fails: dispose() rejects with it, and so does every later call.
+    full = true;
+    await assert.rejects(Promise.all([failing.dispose(), failing.dispose()]), /disk full/);
+    await assert.rejects(failing.dispose(), /disk full/);
+  });
+});
+
+describe("harness.dispose() and what was registered through harness.ctx after createHarness()", () => {
+  it("unwinds those plugins, scopes, listeners and effects too, the latest first and before the core", async () => {
+    const harness = await createHarness({});
+    const undone: string[] = [];
+    const sessionsAt = (what: string) => () =>
+      void undone.push(`${what}${harness.ctx.get("sessions") === undefined ? " (core gone)" : ""}`);
+    let ticks = 0;
+    const late = harness.ctx.plugin((ctx) => {
+      ctx.effect(() => {
+        const timer = setInterval(() => void ticks++, 1);
+        unrefTimer(timer); // (should the test fail)
+        return () => {
+          clearInterval(timer);
+          sessionsAt("plugin")();
+        };
+      });
+      ctx.on("agent/created", () => {});
+    });
+    await late.ready;
+    const scope = createScope(harness.ctx, "mine");
+    scope.ctx.effect(() => sessionsAt("scope"));
+    harness.ctx.on("agent/created", () => {});
+    harness.ctx.effect(() => sessionsAt("root effect"));
+    await harness.dispose();
+    assert.deepEqual(undone, ["root effect", "scope", "plugin"]);
+    const hooks = (harness.ctx.raw.events as unknown as { _hooks: Record<string, unknown[]> })._hooks;
+    assert.equal(hooks["agent/created"]?.length ?? 0, 0, "no listener is left");
+    const after = ticks;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(ticks, after, "the plugin's timer was cleared: nothing keeps the process alive");
+  });
+});
+
+describe("harness.dispose() and a plugin whose teardown fails", () => {
+  it("rejects with that failure once everything else is disposed", async () => {
+    const audit = {
+      name: "audit",
+      apply(ctx: { effect(execute: () => () => Promise<void>, label?: string): unknown }) {
+        ctx.effect(() => () => Promise.reject(new Error("the final flush to the audit sink failed")), "audit sink");
+      },
+    };
+    const harness = await createHarness({ plugins: [audit] });
+    await assert.rejects(harness.dispose(), /the final flush to the audit sink failed/);
+    assert.equal(harness.ctx.get("sessions"), undefined, "the core was disposed all the same");
+  });
+});
