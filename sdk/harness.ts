@@ -2,6 +2,12 @@
  * `createHarness()`: a kernel with the default plugins wired — session store,
  * LLM runtime, tool runtime, system prompt, agent registry and the agent loop.
  *
+ * Longer than the house limit on purpose: half of it is the documented public surface (`CreateHarnessOptions`,
+ * `Harness`, `ResumeOptions` and their JSDoc); the rest is `createHarness()`, whose closures share one kernel and one
+ * set of live agents, so that creating, resuming, forking, deleting and disposing agents keep one order of teardown.
+ * What needs none of that state is out of line (`_apply_config.ts`, `agent/_durable_start.ts`,
+ * `persistence/_delete_tree.ts`).
+ *
  * @module
  */
 

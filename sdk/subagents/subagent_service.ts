@@ -2,6 +2,10 @@
  * `SubagentService` (`ctx.subagents`): subagent definitions, and the run of a
  * delegation as a child agent over a child session.
  *
+ * Slightly over the house limit on purpose: a delegation's start, link, run and cleanup are one ordered protocol (a
+ * child's log, its lease and its parent's link must be made and undone in a fixed order) and read best in one method;
+ * child ids live in `_child_id.ts`.
+ *
  * @module
  */
 

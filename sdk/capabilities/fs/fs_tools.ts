@@ -2,6 +2,9 @@
  * The file tools: `read_file`, `write_file`, `edit_file`, `list_dir`, `glob`
  * and `grep`, each a thin model-facing consumer of `ctx.fs`.
  *
+ * Slightly over the house limit on purpose: the six tools share their schemas' helpers, the path subject and the
+ * output caps, and read best side by side; their matching machinery lives in `_glob.ts` and `_nested_repeat.ts`.
+ *
  * @module
  */
 
