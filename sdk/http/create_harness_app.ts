@@ -140,9 +140,13 @@ export interface HarnessAppOptions {
   readonly approvals?: boolean;
   /**
    * The longest `POST /sessions/:id/cancel` waits, in milliseconds, for the
-   * cancelled turn to end (a model call or a tool stops at once; a dynamic
-   * prompt section or a storage write under way is waited for) and its
-   * `turn/end` to be stored: past it the route answers 202 with `settled: false`.
+   * cancelled turn to end (a model call, a tool or a durability checkpoint is
+   * left at once; a dynamic prompt section that does not heed the abort is
+   * waited for): past it the route answers 202 with `settled: false`. Not a
+   * bound on storage: like every write route, the answer comes once storage
+   * holds what it acknowledges (the discard, and the turn's end when
+   * settled), so a stalled storage delays it (or fails it, as a failed write
+   * does) rather than turning it into a 202.
    *
    * @default {10000}
    */
@@ -234,9 +238,10 @@ function defaultLog(record: RequestLogRecord): void {
  *   `{ id, cancelled, settled, status }`: `cancelled` when a turn was running or queued input was discarded. It
  *   answers once the cancelled turn has ended and its `turn/end` (`aborted`) and the discard are stored: 200 with
  *   `settled: true` (at once when no turn was running). A turn still ending after `cancelWaitMs` (held by what does
- *   not heed the abort: a dynamic prompt section, a slow storage write) gets 202 with `settled: false`: the cancel
- *   is under way, its end not yet stored (a crash then leaves the turn `interrupted`); the event stream or
- *   `GET /sessions/:id` says when it is over. A client that disconnects from any request, the event stream
+ *   not heed the abort: a dynamic prompt section) gets 202 with `settled: false`: the cancel is under way, its end
+ *   not yet stored (a crash then leaves the turn `interrupted`); the event stream or `GET /sessions/:id` says when
+ *   it is over. Storage is not bounded by `cancelWaitMs`: as every write, the answer waits for it to hold what it
+ *   acknowledges. A client that disconnects from any request, the event stream
  *   included, never cancels the agent.
  * - `GET /sessions/:id/events`: SSE. First `event: ready` (`{ id, seq, status, incarnation }`: the log's length and
  *   life when the stream starts), then every event of the log once, in seq order, with `id: <incarnation>:<seq>`

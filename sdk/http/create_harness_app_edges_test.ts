@@ -635,6 +635,46 @@ describe("createHarnessApp() edges", () => {
     });
   });
 
+  it("POST /cancel while storage stalls answers once the turn's end is stored: cancelWaitMs bounds the turn, not storage", async () => {
+    const base = memoryStorage();
+    const stall = gate();
+    let stalling = false;
+    const storage = withFaults(base, {
+      append: (append) => async (id, events, options) => {
+        if (stalling) await stall.promise;
+        return append(id, events, options);
+      },
+    });
+    const modelCalled = gate();
+    // The model call never answers by itself: the cancel is what ends it.
+    const model = scriptedAdapter(() => (modelCalled.open(), new Promise(() => {})));
+    const served = await serveHarness({ storage, batchWindowMs: 0, adapters: [model] }, { cancelWaitMs: 20 });
+    await withServer({ ...served, close: () => (stall.open(), served.close()) }, async ({ call, harness }) => {
+      await call("POST", "/sessions", { id: "s" });
+      assert.equal((await call("POST", "/sessions/s/messages", { content: "go" })).status, 202);
+      await modelCalled.promise;
+      stalling = true;
+      let answered = false;
+      const cancel = call("POST", "/sessions/s/cancel", {}).then((response) => (answered = true, response));
+      // The turn ends at once (the model call is left); its end cannot be stored while storage stalls.
+      await agentOf(harness, "s").whenIdle();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(answered, false, "no answer before storage holds what it acknowledges");
+      stalling = false;
+      stall.open();
+      const response = await cancel;
+      assert.deepEqual(
+        [response.status, await response.json()],
+        [200, { id: "s", cancelled: true, settled: true, status: "idle" }],
+      );
+      const stored = await base.inspect("s");
+      assert.deepEqual(stored.events.findLast((e) => e.type === "turn/end")?.data, {
+        turn: 1,
+        reason: { kind: "aborted", reason: "user" },
+      });
+    });
+  });
+
   it("DELETE of a session this app is resuming waits for the resume, then deletes it (not 409)", async () => {
     const base = memoryStorage();
     const writer = await createHarness({ storage: base, adapters: [scriptedAdapter(textResponse("Hi"))] });
