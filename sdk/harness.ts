@@ -251,8 +251,11 @@ export interface Harness {
    *
    * @returns Whether the session, or a descendant, was live here or stored.
    * @throws {HarnessError} `SESSION_WRITER_BUSY` when the session or a descendant is written elsewhere (another
-   *   process, or a live session of this one that is not an agent this harness made): nothing is deleted when it is
-   *   the session itself, only descendants (children before their parent) when it is one of them.
+   *   process, or a live session of this one that is not an agent this harness made): nothing is deleted when the
+   *   session is busy from the start, only descendants (children before their parent) when one of them is. The
+   *   session's lease is given up just before its own log is deleted (a file log deleted under its lease would leave
+   *   its folder): a writer that takes it in that moment makes the delete fail busy with the descendants deleted
+   *   (the storage interface has no delete of a log together with its lease yet).
    */
   deleteSession(sessionId: string): Promise<boolean>;
   /**
