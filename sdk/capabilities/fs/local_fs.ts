@@ -18,6 +18,8 @@
  * directory's descriptor), so a failed write (`FS_NO_SPACE`,
  * `FILE_TOO_LARGE`, `FS_READ_ONLY`) leaves the old content, a reader sees the
  * old or the new content, and the file's other hard links keep the old one.
+ * A file the process may not write (a read-only file in a writable
+ * directory) is refused with `PERMISSION_DENIED`, not replaced.
  *
  * Longer than the house limit on purpose: every operation goes through the
  * same confinement steps (the root, `resolvePath`, `openedAt`), closures over
@@ -57,11 +59,14 @@ import { sameBytes, selectLinesOf, serialised, STREAM_ABOVE } from "./_local_fs_
 
 type NodeFs = typeof import("node:fs/promises");
 type NodeFsConstants = typeof import("node:fs").constants;
-let loading: Promise<{ fs: NodeFs; constants: NodeFsConstants; linux: boolean }> | undefined;
+let loading: Promise<{ fs: NodeFs; constants: NodeFsConstants; linux: boolean; uid: number | undefined }> | undefined;
 const host = () =>
   loading ??= Promise.all([import("node:fs/promises"), import("node:fs"), import("node:process")]).then((
     [fs, fsSync, proc],
-  ) => ({ fs, constants: fsSync.constants, linux: proc.default.platform === "linux" }));
+  ) => {
+    const uid = proc.default.getuid?.(); // none on Windows
+    return { fs, constants: fsSync.constants, linux: proc.default.platform === "linux", uid: uid ?? undefined };
+  });
 
 /** Options of {@linkcode localFs}. */
 export interface LocalFsOptions {
@@ -199,10 +204,15 @@ export function localFs(options: LocalFsOptions): FsService {
     return { file: await fs.realpath(abs.slice(0, slash) || "/"), dir: true };
   };
 
-  const openFile = async (path: string, write: boolean): Promise<{ handle: FileHandle; abs: string }> => {
+  /** Open a file to read, or to write (not truncated; created when missing unless `create` is false). */
+  const openFile = async (
+    path: string,
+    write: boolean,
+    create = write,
+  ): Promise<{ handle: FileHandle; abs: string }> => {
     const { fs, constants } = await host();
     const { abs, exists } = await resolvePath(path);
-    if (!exists && !write) throw notFound(path);
+    if (!exists && !create) throw notFound(path);
     if (exists) {
       const st = await fs.stat(abs);
       if (st.isDirectory()) throw isDirectory(path);
@@ -330,9 +340,7 @@ export function localFs(options: LocalFsOptions): FsService {
     const { abs, exists } = await resolvePath(path);
     let old: { mode: number; uid: number; gid: number } | undefined;
     if (exists) {
-      const st = await fs.stat(abs);
-      if (st.isDirectory()) throw isDirectory(path);
-      if (!st.isFile()) throw notRegular(path);
+      const st = await writableStat(path, abs);
       old = { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
     }
     const slash = abs.lastIndexOf("/");
@@ -413,6 +421,28 @@ export function localFs(options: LocalFsOptions): FsService {
       }
     } finally {
       await dirHandle?.close();
+    }
+  };
+
+  /**
+   * The status of an existing file this process may write: a file it may not (a read-only file, chmod 444, in a
+   * writable directory) is refused with `PERMISSION_DENIED`, as when files were written in place, not replaced by a
+   * new one. The file is opened for writing (not truncated) through the same confined open as a read, and closed.
+   */
+  const writableStat = async (path: string, abs: string) => {
+    try {
+      const { handle } = await openFile(path, true, false);
+      try {
+        return await handle.stat();
+      } finally {
+        await handle.close();
+      }
+    } catch (error) {
+      // A program that is running (Linux refuses to open it for writing) passed the permission check, which comes
+      // first: it may be replaced, as a rename leaves the running one alone.
+      if (errno(error) !== "ETXTBSY") throw error;
+      const { fs } = await host();
+      return await fs.stat(abs);
     }
   };
 

@@ -1,0 +1,63 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { chmod, chown, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { childCommand } from "../../kernel/_test_child_command.ts";
+
+/** The user the child runs as: nobody when the tests run as root (who ignores file modes), else the tests' own. */
+const root = process.getuid?.() === 0;
+const childUid = root ? 65534 : process.getuid?.() ?? -1;
+
+/** Run `_test_unprivileged_child.ts` over `dir` with `ops`, as `childUid`; its error codes. */
+async function asChild(dir: string, ...ops: string[]): Promise<(string | null)[]> {
+  const script = fileURLToPath(new URL("./_test_unprivileged_child.ts", import.meta.url));
+  const [cmd, args] = childCommand(script, JSON.stringify([dir, ...ops]));
+  const [program, argv] = root
+    ? ["setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", cmd, ...args]]
+    : [cmd, args];
+  const child = spawn(program, argv, { stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  child.stderr.on("data", (d) => (stderr += d));
+  const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+  assert.equal(code, 0, stderr);
+  return JSON.parse(stdout.trim().split("\n").pop()!);
+}
+
+/** A directory every user may write, with files of `mode`, owned by the child's user. */
+async function sharedDir(files: Record<string, number>): Promise<string> {
+  const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-fs-")));
+  await chmod(dir, 0o777);
+  for (const [name, mode] of Object.entries(files)) {
+    await writeFile(join(dir, name), "old\n");
+    await chmod(join(dir, name), mode);
+    if (root) await chown(join(dir, name), childUid, childUid);
+  }
+  return dir;
+}
+
+describe("localFs() and file permissions", { skip: process.platform === "win32" }, () => {
+  it("refuses to write or edit a read-only file in a writable directory (PERMISSION_DENIED), as before", async () => {
+    const dir = await sharedDir({ "locked.txt": 0o444, "locked2.txt": 0o444, "open.txt": 0o644 });
+    try {
+      // The directory may be written: a new file renamed over the old one would replace it whatever its mode.
+      assert.deepEqual(await asChild(dir, "write:locked.txt", "edit:locked2.txt", "write:open.txt"), [
+        "PERMISSION_DENIED",
+        "PERMISSION_DENIED",
+        null,
+      ]);
+      assert.equal(await readFile(join(dir, "locked.txt"), "utf8"), "old\n");
+      assert.equal(await readFile(join(dir, "locked2.txt"), "utf8"), "old\n");
+      assert.equal((await stat(join(dir, "locked.txt"))).mode & 0o777, 0o444);
+      assert.equal(await readFile(join(dir, "open.txt"), "utf8"), `written by ${childUid}\n`);
+      assert.deepEqual((await readdir(dir)).sort(), ["locked.txt", "locked2.txt", "open.txt"]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
