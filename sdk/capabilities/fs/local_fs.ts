@@ -82,6 +82,7 @@ const errno = (error: unknown): string | undefined => {
 const decoder = new TextDecoder();
 
 let beforeEditWrite: ((abs: string) => Promise<void>) | undefined;
+let duringWrite: ((temp: string) => Promise<void>) | undefined;
 
 /**
  * Test support: run `hook` in every edit between its read and its write (as another process writing the file
@@ -90,6 +91,15 @@ let beforeEditWrite: ((abs: string) => Promise<void>) | undefined;
 export function beforeEditWriteForTests(hook: (abs: string) => Promise<void>): () => void {
   beforeEditWrite = hook;
   return () => void (beforeEditWrite = undefined);
+}
+
+/**
+ * Test support: run `hook` in every write with the path of its temporary file once the new content is in it, before
+ * the file is given the old one's mode and renamed. Returns the function that removes it.
+ */
+export function duringWriteForTests(hook: (temp: string) => Promise<void>): () => void {
+  duringWrite = hook;
+  return () => void (duringWrite = undefined);
 }
 
 /**
@@ -304,8 +314,9 @@ export function localFs(options: LocalFsOptions): FsService {
 
   /**
    * Write a file whole or not at all: the bytes go to a new temporary file beside it (`O_CREAT | O_EXCL |
-   * O_NOFOLLOW`, a random name), which is flushed to the disk (fsync), given the old file's mode (and owner, where
-   * allowed) and renamed over the file. A write that fails (a full disk, a quota, a size limit) leaves the old content
+   * O_NOFOLLOW`, a random name; for an existing file, made `0600` and given its owner before a byte is written, so
+   * no one else may read the new content meanwhile), which is given the old file's mode, flushed to the disk
+   * (fsync) and renamed over the file. A write that fails (a full disk, a quota, a size limit) leaves the old content
    * and no temporary file. The rename replaces the entry, so the file's other hard links keep the old content; a
    * symbolic link inside the root is written through (its target is replaced, the link stays).
    *
@@ -381,7 +392,9 @@ export function localFs(options: LocalFsOptions): FsService {
       const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
       let handle: FileHandle;
       try {
-        handle = await fs.open(temp, flags, 0o666);
+        // Only this process may read the new content of an existing file until it has the file's mode: a secret
+        // (0600) would otherwise sit in a file others may open, and keep open, until the end of the write.
+        handle = await fs.open(temp, flags, old === undefined ? 0o666 : 0o600);
       } catch (error) {
         const code = errno(error);
         if ((code === "EACCES" || code === "EPERM") && exists) return await writeInPlace(path, data, expected);
@@ -394,11 +407,12 @@ export function localFs(options: LocalFsOptions): FsService {
             const at = await openedAt(handle, `${dir === "/" ? "" : dir}/${name}`);
             if (at.file !== real && !at.file.startsWith(real + "/")) throw outside(path);
           }
+          // only a privileged process may give a file away
+          if (old !== undefined) await handle.chown(old.uid, old.gid).catch(() => {});
           await handle.writeFile(data);
-          if (old !== undefined) {
-            await handle.chmod(old.mode);
-            await handle.chown(old.uid, old.gid).catch(() => {}); // only a privileged process may give a file away
-          }
+          await duringWrite?.(temp);
+          // The old mode once the content is written (a change of owner, and a write, clear the set-user-ID bits).
+          if (old !== undefined) await handle.chmod(old.mode);
           await handle.sync();
         } finally {
           await handle.close();

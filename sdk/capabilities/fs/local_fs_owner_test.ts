@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { childCommand } from "../../kernel/_test_child_command.ts";
+import { duringWriteForTests, localFs } from "./local_fs.ts";
 
 /** The user the child runs as: nobody when the tests run as root (who ignores file modes), else the tests' own. */
 const root = process.getuid?.() === 0;
@@ -57,6 +58,33 @@ describe("localFs() and file permissions", { skip: process.platform === "win32" 
       assert.equal(await readFile(join(dir, "open.txt"), "utf8"), `written by ${childUid}\n`);
       assert.deepEqual((await readdir(dir)).sort(), ["locked.txt", "locked2.txt", "open.txt"]);
     } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("localFs() and the temporary file of a write", { skip: process.platform === "win32" }, () => {
+  it("lets no one else read the new content of a file before it is the file (a 0600 secret stays 0600)", async () => {
+    const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-fs-")));
+    const modes: number[] = [];
+    const restore = duringWriteForTests(async (temp) => void modes.push((await stat(temp)).mode & 0o777));
+    try {
+      await chmod(dir, 0o755);
+      await writeFile(join(dir, ".env"), "SECRET=old\n", { mode: 0o600 });
+      await writeFile(join(dir, "notes.txt"), "old\n", { mode: 0o640 });
+      const fs = localFs({ root: dir });
+      await fs.writeFile(".env", "SECRET=new\n");
+      await fs.edit("notes.txt", "old", "new");
+      await fs.writeFile("fresh.txt", "new file\n");
+      assert.equal(modes.length, 3);
+      // Owner only while the content is written; the old mode once it is in place.
+      assert.deepEqual(modes.slice(0, 2), [0o600, 0o600]);
+      assert.equal((await stat(join(dir, ".env"))).mode & 0o777, 0o600);
+      assert.equal((await stat(join(dir, "notes.txt"))).mode & 0o777, 0o640);
+      assert.equal(await readFile(join(dir, ".env"), "utf8"), "SECRET=new\n");
+      assert.equal(await readFile(join(dir, "notes.txt"), "utf8"), "new\n");
+    } finally {
+      restore();
       await rm(dir, { recursive: true, force: true });
     }
   });
