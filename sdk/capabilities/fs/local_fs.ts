@@ -19,7 +19,11 @@
  * `FILE_TOO_LARGE`, `FS_READ_ONLY`) leaves the old content, a reader sees the
  * old or the new content, and the file's other hard links keep the old one.
  * A file the process may not write (a read-only file in a writable
- * directory) is refused with `PERMISSION_DENIED`, not replaced.
+ * directory) is refused with `PERMISSION_DENIED`, not replaced. A file
+ * another user owns (the new file would be this process's), or in a
+ * directory that may not be written or lets only the file's owner replace it
+ * (sticky, as `/tmp`), is written in place instead: owner, mode and hard
+ * links kept, but a failed write may leave part of the new content.
  *
  * Longer than the house limit on purpose: every operation goes through the
  * same confinement steps (the root, `resolvePath`, `openedAt`), closures over
@@ -83,6 +87,7 @@ const decoder = new TextDecoder();
 
 let beforeEditWrite: ((abs: string) => Promise<void>) | undefined;
 let duringWrite: ((temp: string) => Promise<void>) | undefined;
+let uidOverride: { uid: number } | undefined;
 
 /**
  * Test support: run `hook` in every edit between its read and its write (as another process writing the file
@@ -100,6 +105,15 @@ export function beforeEditWriteForTests(hook: (abs: string) => Promise<void>): (
 export function duringWriteForTests(hook: (temp: string) => Promise<void>): () => void {
   duringWrite = hook;
   return () => void (duringWrite = undefined);
+}
+
+/**
+ * Test support: writes take the process's user id to be `uid` (a test that does not run as root cannot make a file
+ * another user owns: it takes itself for another). Returns the function that removes it.
+ */
+export function processUidForTests(uid: number): () => void {
+  uidOverride = { uid };
+  return () => void (uidOverride = undefined);
 }
 
 /**
@@ -325,7 +339,9 @@ export function localFs(options: LocalFsOptions): FsService {
    * directory swapped for a link meanwhile changes nothing: a rename by paths looks each of its two paths up in turn,
    * and a swap between the lookups would move the file out of the root. Elsewhere the paths are used, the temporary
    * file's directory checked after it is made (best effort). Where the directory may not be written (the file may),
-   * the file is written in place, as before.
+   * the file is written in place, as before; so is a file another user owns (a new file would be this process's),
+   * one whose owner and group may not be given to the new file, and one the directory lets only its owner replace
+   * (a sticky directory, as /tmp) — keeping its owner, its mode and its other hard links, not atomic.
    *
    * With `expected`, the write happens only when the file still holds those bytes (an edit's read), else
    * `FILE_CHANGED` (content, not modification times: those of Linux tick every few milliseconds, and a write within
@@ -338,6 +354,7 @@ export function localFs(options: LocalFsOptions): FsService {
     expected?: { abs: string; bytes: Uint8Array },
   ): Promise<void> => {
     const { fs, constants, linux } = await host();
+    const uid = uidOverride?.uid ?? (await host()).uid;
     const { real } = await roots();
     const parts = await segments(path);
     if (parts.length === 0) throw isDirectory(path);
@@ -353,6 +370,9 @@ export function localFs(options: LocalFsOptions): FsService {
     if (exists) {
       const st = await writableStat(path, abs);
       old = { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
+      // A file another user owns is written in place: a new file would be this process's (only a privileged one may
+      // give a file away), and a sticky directory (/tmp, a shared workspace) lets only the file's owner replace it.
+      if (uid !== undefined && uid !== 0 && st.uid !== uid) return await writeInPlace(path, data, expected);
     }
     const slash = abs.lastIndexOf("/");
     const dir = abs.slice(0, slash) || "/";
@@ -386,6 +406,7 @@ export function localFs(options: LocalFsOptions): FsService {
         base = `/proc/self/fd/${dirHandle.fd}`;
       }
     }
+    let inPlace = false;
     try {
       const random = Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0"));
       const temp = `${base}/.${name.slice(0, 64)}.${random.join("")}.tmp`;
@@ -407,35 +428,46 @@ export function localFs(options: LocalFsOptions): FsService {
             const at = await openedAt(handle, `${dir === "/" ? "" : dir}/${name}`);
             if (at.file !== real && !at.file.startsWith(real + "/")) throw outside(path);
           }
-          // only a privileged process may give a file away
-          if (old !== undefined) await handle.chown(old.uid, old.gid).catch(() => {});
-          await handle.writeFile(data);
-          await duringWrite?.(temp);
-          // The old mode once the content is written (a change of owner, and a write, clear the set-user-ID bits).
-          if (old !== undefined) await handle.chmod(old.mode);
-          await handle.sync();
+          // The old file's owner and group: where they may not be given (a group this process is not in), the file
+          // is written in place, keeping them.
+          if (old !== undefined && uid !== undefined) {
+            inPlace = await handle.chown(old.uid, old.gid).then(() => false, () => true);
+          }
+          if (!inPlace) {
+            await handle.writeFile(data);
+            await duringWrite?.(temp);
+            // The old mode once the content is written (a change of owner, and a write, clear set-user-ID bits).
+            if (old !== undefined) await handle.chmod(old.mode);
+            await handle.sync();
+          }
         } finally {
           await handle.close();
         }
-        if (expected !== undefined) {
-          const now = await readWithPath(path).catch(() => undefined);
-          if (now === undefined || now.abs !== expected.abs || !sameBytes(now.bytes, expected.bytes)) {
-            throw changed(path);
+        if (!inPlace) {
+          if (expected !== undefined) {
+            const now = await readWithPath(path).catch(() => undefined);
+            if (now === undefined || now.abs !== expected.abs || !sameBytes(now.bytes, expected.bytes)) {
+              throw changed(path);
+            }
+          }
+          try {
+            await fs.rename(temp, `${base}/${name}`);
+            renamed = true;
+          } catch (error) {
+            const code = errno(error);
+            if (code === "EISDIR") throw isDirectory(path); // a directory appeared there meanwhile
+            // The directory refuses the new file the place of the old one (sticky, as /tmp): in place then.
+            if ((code === "EPERM" || code === "EACCES") && old !== undefined) inPlace = true;
+            else throw error;
           }
         }
-        try {
-          await fs.rename(temp, `${base}/${name}`);
-        } catch (error) {
-          if (errno(error) === "EISDIR") throw isDirectory(path); // a directory appeared there meanwhile
-          throw error;
-        }
-        renamed = true;
       } finally {
         if (!renamed) await fs.unlink(temp).catch(() => {});
       }
     } finally {
       await dirHandle?.close();
     }
+    if (inPlace) await writeInPlace(path, data, expected);
   };
 
   /**

@@ -1,13 +1,13 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { chmod, chown, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { childCommand } from "../../kernel/_test_child_command.ts";
-import { duringWriteForTests, localFs } from "./local_fs.ts";
+import { duringWriteForTests, localFs, processUidForTests } from "./local_fs.ts";
 
 /** The user the child runs as: nobody when the tests run as root (who ignores file modes), else the tests' own. */
 const root = process.getuid?.() === 0;
@@ -85,6 +85,61 @@ describe("localFs() and the temporary file of a write", { skip: process.platform
       assert.equal(await readFile(join(dir, "notes.txt"), "utf8"), "new\n");
     } finally {
       restore();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("localFs() and a file another user owns", { skip: process.platform === "win32" }, () => {
+  it("writes it in place, keeping its owner, group and inode (and in a sticky directory, as /tmp)", async () => {
+    const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-fs-")));
+    try {
+      await chmod(dir, 0o777);
+      await mkdir(join(dir, "sticky"));
+      await chmod(join(dir, "sticky"), 0o1777);
+      const files = { "shared.txt": 0o664, "sticky/shared.txt": 0o666, "group.txt": 0o664 };
+      for (const [name, mode] of Object.entries(files)) {
+        await writeFile(join(dir, name), "old\n");
+        await chmod(join(dir, name), mode);
+      }
+      const ops = ["write:shared.txt", "write:sticky/shared.txt", "edit:group.txt"];
+      let expected: Record<string, { uid: number; gid: number }>;
+      if (root) {
+        // Owned by root, written by nobody: a group-writable file; a world-writable one in a sticky directory (which
+        // lets only its owner replace it); nobody's own file in a group nobody is not in (the new file cannot have it).
+        await chown(join(dir, "shared.txt"), 0, 65534);
+        await chown(join(dir, "sticky/shared.txt"), 0, 0);
+        await chown(join(dir, "group.txt"), 65534, 0);
+        expected = { "shared.txt": { uid: 0, gid: 65534 }, "sticky/shared.txt": { uid: 0, gid: 0 } };
+        expected["group.txt"] = { uid: 65534, gid: 0 };
+      } else {
+        // Not root, the test cannot give a file to another user: it takes itself for another user instead.
+        const st = await stat(join(dir, "shared.txt"));
+        expected = Object.fromEntries(Object.keys(files).map((name) => [name, { uid: st.uid, gid: st.gid }]));
+      }
+      const inodes = await Promise.all(Object.keys(files).map(async (name) => (await stat(join(dir, name))).ino));
+      if (root) assert.deepEqual(await asChild(dir, ...ops), [null, null, null]);
+      else {
+        const restore = processUidForTests(childUid + 1);
+        try {
+          const fs = localFs({ root: dir });
+          await fs.writeFile("shared.txt", `written by ${childUid}\n`);
+          await fs.writeFile("sticky/shared.txt", `written by ${childUid}\n`);
+          await fs.edit("group.txt", "old", "new");
+        } finally {
+          restore();
+        }
+      }
+      for (const [i, [name, mode]] of Object.entries(files).entries()) {
+        const st = await stat(join(dir, name));
+        assert.deepEqual({ uid: st.uid, gid: st.gid }, expected[name], name);
+        assert.equal(st.mode & 0o7777, mode, name);
+        assert.equal(st.ino, inodes[i], name);
+        assert.equal(await readFile(join(dir, name), "utf8"), name === "group.txt" ? "new\n" : `written by ${childUid}\n`);
+      }
+      assert.deepEqual((await readdir(dir)).sort(), ["group.txt", "shared.txt", "sticky"]);
+      assert.deepEqual(await readdir(join(dir, "sticky")), ["shared.txt"]);
+    } finally {
       await rm(dir, { recursive: true, force: true });
     }
   });
