@@ -8,19 +8,25 @@
 const SCHEME = /^([A-Za-z*][A-Za-z0-9+.*-]*):\/\//;
 const DEFAULT_PORT: Record<string, string> = { http: ":80", https: ":443" };
 
-/** `text` with the characters of `escape` (and every non-ASCII one) written as UTF-8 escapes, as `new URL()` does. */
-function escaped(text: string, escape: RegExp): string {
+/**
+ * `text` with the control characters, the space, those of `escape` and every non-ASCII one written as UTF-8 escapes,
+ * as `new URL()` does.
+ */
+function escaped(text: string, escape: string): string {
   let out = "";
   for (const char of text) {
-    if (char.charCodeAt(0) < 0x80 && !escape.test(char)) out += char;
-    else for (const byte of new TextEncoder().encode(char)) out += `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+    const code = char.charCodeAt(0);
+    if (code > 0x20 && code < 0x7f && !escape.includes(char)) out += char;
+    else {for (const byte of new TextEncoder().encode(char)) {
+        out += `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+      }}
   }
   return out;
 }
 
-// What `new URL()` escapes in the path and the query of an http(s) URL (C0 controls, space, quotes, <, >, …).
-const PATH_ESCAPE = /^[\x00-\x20"<>`{}\x7f]$/;
-const QUERY_ESCAPE = /^[\x00-\x20"'<>\x7f]$/;
+// What else `new URL()` escapes in the path and in the query of an http(s) URL.
+const PATH_ESCAPE = '"<>`{}';
+const QUERY_ESCAPE = "\"'<>";
 
 /** The host (and port) of an authority without `*`, as `new URL()` writes it; `undefined` when it is not one. */
 function hostOf(scheme: string, authority: string): string | undefined {

@@ -135,7 +135,10 @@ describe("localFs() and a file another user owns", { skip: process.platform === 
         assert.deepEqual({ uid: st.uid, gid: st.gid }, expected[name], name);
         assert.equal(st.mode & 0o7777, mode, name);
         assert.equal(st.ino, inodes[i], name);
-        assert.equal(await readFile(join(dir, name), "utf8"), name === "group.txt" ? "new\n" : `written by ${childUid}\n`);
+        assert.equal(
+          await readFile(join(dir, name), "utf8"),
+          name === "group.txt" ? "new\n" : `written by ${childUid}\n`,
+        );
       }
       assert.deepEqual((await readdir(dir)).sort(), ["group.txt", "shared.txt", "sticky"]);
       assert.deepEqual(await readdir(join(dir, "sticky")), ["shared.txt"]);

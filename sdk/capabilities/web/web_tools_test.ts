@@ -132,9 +132,13 @@ describe("web tools", () => {
       "https://vault.example/x",
       "https://admin@vault.example/x",
     ];
-    for (const url of denied) assert.deepEqual(permissionFor(rules, "web_fetch", subject(url)), { action: "deny" }, url);
+    for (const url of denied) {
+      assert.deepEqual(permissionFor(rules, "web_fetch", subject(url)), { action: "deny" }, url);
+    }
     assert.deepEqual(permissionFor(rules, "web_fetch", subject("http://docs.corp.example/Wiki/a")), { action: "ask" });
-    for (const url of ["https://evil.example/page", "https://api.example:8443/keys", "http://docs.corp.example/wiki/a"]) {
+    for (
+      const url of ["https://evil.example/page", "https://api.example:8443/keys", "http://docs.corp.example/wiki/a"]
+    ) {
       assert.deepEqual(permissionFor(rules, "web_fetch", subject(url)), { action: "allow" }, url);
     }
   });
