@@ -5,6 +5,7 @@
  */
 
 import type { PermissionAction, PermissionRule } from "./harness_config.ts";
+import { urlSpelling } from "./_url_pattern.ts";
 
 /** What {@linkcode permissionFor} decided, and why. */
 export interface PermissionVerdict {
@@ -29,10 +30,27 @@ function patternOf(glob: string): RegExp {
 
 const WITH_ARGUMENT = /^([^()]*)\((.*)\)$/s;
 
+const spellings = new Map<string, string | null>();
+
+/** The argument pattern's URL spelled as `web_fetch`'s subject is (see `_url_pattern.ts`), if it names one. */
+function spelledAsUrl(pattern: string, dropUser: boolean): string | undefined {
+  const key = `${dropUser ? "d" : "a"}${pattern}`;
+  let spelled = spellings.get(key);
+  if (spelled === undefined) {
+    spelled = urlSpelling(pattern, dropUser) ?? null;
+    if (spellings.size > 1000) spellings.clear();
+    spellings.set(key, spelled);
+  }
+  return spelled ?? undefined;
+}
+
 function matches(rule: PermissionRule, toolName: string, subject: string | undefined): boolean {
   const split = WITH_ARGUMENT.exec(rule.tool);
   if (split === null) return patternOf(rule.tool).test(toolName);
-  return subject !== undefined && patternOf(split[1]).test(toolName) && patternOf(split[2]).test(subject);
+  if (subject === undefined || !patternOf(split[1]).test(toolName)) return false;
+  if (patternOf(split[2]).test(subject)) return true;
+  const url = spelledAsUrl(split[2], rule.action !== "allow");
+  return url !== undefined && patternOf(url).test(subject);
 }
 
 /**
@@ -43,9 +61,17 @@ function matches(rule: PermissionRule, toolName: string, subject: string | undef
  * matches itself, case-sensitively. A rule written `tool(pattern)`, such as
  * `bash(git *)` or `write_file(src/*)`, also requires `pattern` to match the
  * call's subject — the argument the tool names for permissions (the command,
- * the path) — and never matches a call without one. **The last matching rule
- * wins**, so put broad rules first and exceptions after them. No matching rule
- * gives `undefined`: the caller applies its own default.
+ * the path) — and never matches a call without one. A pattern that is an
+ * http(s) URL also matches in the spelling `web_fetch` gives its subject:
+ * `web_fetch(https://Docs.Example:443)` matches `https://docs.example/`, as
+ * scheme and host are compared in lower case (punycode, no trailing dot),
+ * without the default port, an origin alone as its `/`, without a fragment,
+ * with the characters a URL escapes escaped (`ü` as `%C3%BC`) and `%61` read
+ * as `a` in the path; a user name is dropped from a deny or an ask rule (the
+ * subject has none), while an allow rule with one matches as written only.
+ * **The last matching rule wins**, so put broad rules first and exceptions
+ * after them. No matching rule gives `undefined`: the caller applies its own
+ * default.
  *
  * @param rules The rules, in configuration order.
  * @param toolName The name of the tool being called.

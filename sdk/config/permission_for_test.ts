@@ -56,4 +56,19 @@ describe("permissionFor()", () => {
     assert.equal(permissionFor(rules, "write_file"), undefined);
     assert.equal(permissionFor(rules, "bashful", "git status"), undefined);
   });
+
+  it("matches a URL pattern in the spelling of a normalised URL too; an allow rule is not widened past its user", () => {
+    const rules: PermissionRule[] = [
+      { tool: "fetch(https://Docs.example:443)", action: "allow" },
+      { tool: "fetch(https://me@docs.example/private/*)", action: "allow" },
+      { tool: "fetch(https://root@docs.example/admin/*)", action: "deny" },
+    ];
+    assert.deepEqual(permissionFor(rules, "fetch", "https://docs.example/"), { action: "allow" });
+    assert.deepEqual(permissionFor(rules, "fetch", "https://Docs.example:443"), { action: "allow" }, "as written");
+    assert.equal(permissionFor(rules, "fetch", "https://docs.example/private/x"), undefined);
+    assert.deepEqual(permissionFor(rules, "fetch", "https://me@docs.example/private/x"), { action: "allow" });
+    assert.deepEqual(permissionFor(rules, "fetch", "https://docs.example/admin/x"), { action: "deny" });
+    // Not a URL: matched as written only.
+    assert.equal(permissionFor([{ tool: "bash(Git *)", action: "deny" }], "bash", "git status"), undefined);
+  });
 });

@@ -8,7 +8,7 @@
 // pattern is fast: it refuses some safe patterns ((\d|x)+, whose alternatives cannot overlap), and other slow shapes
 // pass (an optional part repeated a bounded number of times, (a?){22}a{22}).
 
-/** Whether the alternatives between `bars` of a group's body are plain texts none of which begins another. */
+/** Whether the alternatives between `bars` of a group's body are plain texts none of which begins another (with ignore_case). */
 function plainDistinct(body: string, bars: readonly number[]): boolean {
   const texts: string[] = [];
   let from = 0;
@@ -24,10 +24,35 @@ function plainDistinct(body: string, bars: readonly number[]): boolean {
       } else if ("^$.|?*+()[]{}".includes(c)) return false;
       else text += c;
     }
-    texts.push(text.toLowerCase()); // as with ignore_case: A and a would be the same text
+    texts.push(text);
     from = bar + 1;
   }
-  return texts.every((a, x) => a !== "" && texts.every((b, y) => x === y || !b.startsWith(a)));
+  return texts.every((a, x) => a !== "" && texts.every((b, y) => x === y || !beginsAsWithIgnoreCase(b, a)));
+}
+
+/**
+ * How the `i` flag (without `u`) compares a character: by its upper case, unless that is more than one character or
+ * turns a non-ASCII character into an ASCII one (ECMAScript's Canonicalize). σ and ς have the same upper case Σ and
+ * match each other, though their lower cases differ; so do β and ϐ, µ and μ.
+ */
+function canonical(char: string): string {
+  const upper = char.toUpperCase();
+  if (upper.length !== 1) return char;
+  return char.charCodeAt(0) >= 128 && upper.charCodeAt(0) < 128 ? char : upper;
+}
+
+/**
+ * Whether `text` begins with what `prefix` matches with ignore_case (grep's patterns are judged as if it were on):
+ * character by character, the same when equal, of the same canonical case or (erring on refusing) of the same lower
+ * case.
+ */
+function beginsAsWithIgnoreCase(text: string, prefix: string): boolean {
+  if (prefix.length > text.length) return false;
+  for (let k = 0; k < prefix.length; k++) {
+    const [a, b] = [prefix[k], text[k]];
+    if (a !== b && canonical(a) !== canonical(b) && a.toLowerCase() !== b.toLowerCase()) return false;
+  }
+  return true;
 }
 
 /**

@@ -103,7 +103,9 @@ export interface FsService {
   /**
    * Create or replace a regular file, whole or not at all: a write that fails
    * leaves the old content (`localFs` writes a temporary file beside it and
-   * renames it over the file; a symbolic link is written through).
+   * renames it over the file; a symbolic link is written through; a file
+   * another user owns, or in a directory that does not allow the rename, is
+   * written in place, not atomically).
    */
   writeFile(path: string, data: string | Uint8Array, options?: WriteFileOptions): Promise<void>;
   /**

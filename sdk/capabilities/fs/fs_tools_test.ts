@@ -192,6 +192,20 @@ describe("fsTools()", () => {
     assert.equal((await call("grep", { pattern: "[(|)]*baz|\\(a|b\\)*" })).text, "w.txt:1: foobarfoo baz");
   });
 
+  it("grep's guard compares alternatives as ignore_case does: σ and ς (β and ϐ, µ and μ) are the same there", async () => {
+    // Their lower cases differ, but the i flag compares upper cases (Σ): (σ|ς)+ can take either at every σ.
+    const call = setup(memoryFs({ files: { "g.txt": `${"σ".repeat(12)}!\n`, "w.txt": "σαςβ\n" } }));
+    for (const pattern of ["^(σ|ς)+$", "(β|ϐ)+x", "(?:µ|μ)*x", "(Σ|ς)+$", "(ab|AB)+c"]) {
+      for (const ignore_case of [false, true]) {
+        const result = await call("grep", { pattern, ignore_case });
+        assert.equal(result.code, "INVALID_ARGS", `${pattern} ${ignore_case}`);
+        assert.match(result.text, /repeats a choice whose alternatives can match the same text/, pattern);
+      }
+    }
+    // Texts that differ past a shared case-folded first letter still split a line one way only.
+    assert.equal((await call("grep", { pattern: "^(σα|ςβ)+$", ignore_case: true })).text, "w.txt:1: σαςβ");
+  });
+
   it("grep reads lines as read_file counts them: no \\r of a CRLF ending, no line after the final newline", async () => {
     const call = setup(memoryFs({
       files: {

@@ -18,6 +18,12 @@
  * directory's descriptor), so a failed write (`FS_NO_SPACE`,
  * `FILE_TOO_LARGE`, `FS_READ_ONLY`) leaves the old content, a reader sees the
  * old or the new content, and the file's other hard links keep the old one.
+ * A file the process may not write (a read-only file in a writable
+ * directory) is refused with `PERMISSION_DENIED`, not replaced. A file
+ * another user owns (the new file would be this process's), or in a
+ * directory that may not be written or lets only the file's owner replace it
+ * (sticky, as `/tmp`), is written in place instead: owner, mode and hard
+ * links kept, but a failed write may leave part of the new content.
  *
  * Longer than the house limit on purpose: every operation goes through the
  * same confinement steps (the root, `resolvePath`, `openedAt`), closures over
@@ -57,11 +63,14 @@ import { sameBytes, selectLinesOf, serialised, STREAM_ABOVE } from "./_local_fs_
 
 type NodeFs = typeof import("node:fs/promises");
 type NodeFsConstants = typeof import("node:fs").constants;
-let loading: Promise<{ fs: NodeFs; constants: NodeFsConstants; linux: boolean }> | undefined;
+let loading: Promise<{ fs: NodeFs; constants: NodeFsConstants; linux: boolean; uid: number | undefined }> | undefined;
 const host = () =>
   loading ??= Promise.all([import("node:fs/promises"), import("node:fs"), import("node:process")]).then((
     [fs, fsSync, proc],
-  ) => ({ fs, constants: fsSync.constants, linux: proc.default.platform === "linux" }));
+  ) => {
+    const uid = proc.default.getuid?.(); // none on Windows
+    return { fs, constants: fsSync.constants, linux: proc.default.platform === "linux", uid: uid ?? undefined };
+  });
 
 /** Options of {@linkcode localFs}. */
 export interface LocalFsOptions {
@@ -77,6 +86,8 @@ const errno = (error: unknown): string | undefined => {
 const decoder = new TextDecoder();
 
 let beforeEditWrite: ((abs: string) => Promise<void>) | undefined;
+let duringWrite: ((temp: string) => Promise<void>) | undefined;
+let uidOverride: { uid: number } | undefined;
 
 /**
  * Test support: run `hook` in every edit between its read and its write (as another process writing the file
@@ -85,6 +96,24 @@ let beforeEditWrite: ((abs: string) => Promise<void>) | undefined;
 export function beforeEditWriteForTests(hook: (abs: string) => Promise<void>): () => void {
   beforeEditWrite = hook;
   return () => void (beforeEditWrite = undefined);
+}
+
+/**
+ * Test support: run `hook` in every write with the path of its temporary file once the new content is in it, before
+ * the file is given the old one's mode and renamed. Returns the function that removes it.
+ */
+export function duringWriteForTests(hook: (temp: string) => Promise<void>): () => void {
+  duringWrite = hook;
+  return () => void (duringWrite = undefined);
+}
+
+/**
+ * Test support: writes take the process's user id to be `uid` (a test that does not run as root cannot make a file
+ * another user owns: it takes itself for another). Returns the function that removes it.
+ */
+export function processUidForTests(uid: number): () => void {
+  uidOverride = { uid };
+  return () => void (uidOverride = undefined);
 }
 
 /**
@@ -199,10 +228,15 @@ export function localFs(options: LocalFsOptions): FsService {
     return { file: await fs.realpath(abs.slice(0, slash) || "/"), dir: true };
   };
 
-  const openFile = async (path: string, write: boolean): Promise<{ handle: FileHandle; abs: string }> => {
+  /** Open a file to read, or to write (not truncated; created when missing unless `create` is false). */
+  const openFile = async (
+    path: string,
+    write: boolean,
+    create = write,
+  ): Promise<{ handle: FileHandle; abs: string }> => {
     const { fs, constants } = await host();
     const { abs, exists } = await resolvePath(path);
-    if (!exists && !write) throw notFound(path);
+    if (!exists && !create) throw notFound(path);
     if (exists) {
       const st = await fs.stat(abs);
       if (st.isDirectory()) throw isDirectory(path);
@@ -294,8 +328,9 @@ export function localFs(options: LocalFsOptions): FsService {
 
   /**
    * Write a file whole or not at all: the bytes go to a new temporary file beside it (`O_CREAT | O_EXCL |
-   * O_NOFOLLOW`, a random name), which is flushed to the disk (fsync), given the old file's mode (and owner, where
-   * allowed) and renamed over the file. A write that fails (a full disk, a quota, a size limit) leaves the old content
+   * O_NOFOLLOW`, a random name; for an existing file, made `0600` and given its owner before a byte is written, so
+   * no one else may read the new content meanwhile), which is given the old file's mode, flushed to the disk
+   * (fsync) and renamed over the file. A write that fails (a full disk, a quota, a size limit) leaves the old content
    * and no temporary file. The rename replaces the entry, so the file's other hard links keep the old content; a
    * symbolic link inside the root is written through (its target is replaced, the link stays).
    *
@@ -304,7 +339,9 @@ export function localFs(options: LocalFsOptions): FsService {
    * directory swapped for a link meanwhile changes nothing: a rename by paths looks each of its two paths up in turn,
    * and a swap between the lookups would move the file out of the root. Elsewhere the paths are used, the temporary
    * file's directory checked after it is made (best effort). Where the directory may not be written (the file may),
-   * the file is written in place, as before.
+   * the file is written in place, as before; so is a file another user owns (a new file would be this process's),
+   * one whose owner and group may not be given to the new file, and one the directory lets only its owner replace
+   * (a sticky directory, as /tmp) — keeping its owner, its mode and its other hard links, not atomic.
    *
    * With `expected`, the write happens only when the file still holds those bytes (an edit's read), else
    * `FILE_CHANGED` (content, not modification times: those of Linux tick every few milliseconds, and a write within
@@ -317,6 +354,7 @@ export function localFs(options: LocalFsOptions): FsService {
     expected?: { abs: string; bytes: Uint8Array },
   ): Promise<void> => {
     const { fs, constants, linux } = await host();
+    const uid = uidOverride?.uid ?? (await host()).uid;
     const { real } = await roots();
     const parts = await segments(path);
     if (parts.length === 0) throw isDirectory(path);
@@ -330,10 +368,11 @@ export function localFs(options: LocalFsOptions): FsService {
     const { abs, exists } = await resolvePath(path);
     let old: { mode: number; uid: number; gid: number } | undefined;
     if (exists) {
-      const st = await fs.stat(abs);
-      if (st.isDirectory()) throw isDirectory(path);
-      if (!st.isFile()) throw notRegular(path);
+      const st = await writableStat(path, abs);
       old = { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
+      // A file another user owns is written in place: a new file would be this process's (only a privileged one may
+      // give a file away), and a sticky directory (/tmp, a shared workspace) lets only the file's owner replace it.
+      if (uid !== undefined && uid !== 0 && st.uid !== uid) return await writeInPlace(path, data, expected);
     }
     const slash = abs.lastIndexOf("/");
     const dir = abs.slice(0, slash) || "/";
@@ -367,13 +406,16 @@ export function localFs(options: LocalFsOptions): FsService {
         base = `/proc/self/fd/${dirHandle.fd}`;
       }
     }
+    let inPlace = false;
     try {
       const random = Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0"));
       const temp = `${base}/.${name.slice(0, 64)}.${random.join("")}.tmp`;
       const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
       let handle: FileHandle;
       try {
-        handle = await fs.open(temp, flags, 0o666);
+        // Only this process may read the new content of an existing file until it has the file's mode: a secret
+        // (0600) would otherwise sit in a file others may open, and keep open, until the end of the write.
+        handle = await fs.open(temp, flags, old === undefined ? 0o666 : 0o600);
       } catch (error) {
         const code = errno(error);
         if ((code === "EACCES" || code === "EPERM") && exists) return await writeInPlace(path, data, expected);
@@ -386,33 +428,67 @@ export function localFs(options: LocalFsOptions): FsService {
             const at = await openedAt(handle, `${dir === "/" ? "" : dir}/${name}`);
             if (at.file !== real && !at.file.startsWith(real + "/")) throw outside(path);
           }
-          await handle.writeFile(data);
-          if (old !== undefined) {
-            await handle.chmod(old.mode);
-            await handle.chown(old.uid, old.gid).catch(() => {}); // only a privileged process may give a file away
+          // The old file's owner and group: where they may not be given (a group this process is not in), the file
+          // is written in place, keeping them.
+          if (old !== undefined && uid !== undefined) {
+            inPlace = await handle.chown(old.uid, old.gid).then(() => false, () => true);
           }
-          await handle.sync();
+          if (!inPlace) {
+            await handle.writeFile(data);
+            await duringWrite?.(temp);
+            // The old mode once the content is written (a change of owner, and a write, clear set-user-ID bits).
+            if (old !== undefined) await handle.chmod(old.mode);
+            await handle.sync();
+          }
         } finally {
           await handle.close();
         }
-        if (expected !== undefined) {
-          const now = await readWithPath(path).catch(() => undefined);
-          if (now === undefined || now.abs !== expected.abs || !sameBytes(now.bytes, expected.bytes)) {
-            throw changed(path);
+        if (!inPlace) {
+          if (expected !== undefined) {
+            const now = await readWithPath(path).catch(() => undefined);
+            if (now === undefined || now.abs !== expected.abs || !sameBytes(now.bytes, expected.bytes)) {
+              throw changed(path);
+            }
+          }
+          try {
+            await fs.rename(temp, `${base}/${name}`);
+            renamed = true;
+          } catch (error) {
+            const code = errno(error);
+            if (code === "EISDIR") throw isDirectory(path); // a directory appeared there meanwhile
+            // The directory refuses the new file the place of the old one (sticky, as /tmp): in place then.
+            if ((code === "EPERM" || code === "EACCES") && old !== undefined) inPlace = true;
+            else throw error;
           }
         }
-        try {
-          await fs.rename(temp, `${base}/${name}`);
-        } catch (error) {
-          if (errno(error) === "EISDIR") throw isDirectory(path); // a directory appeared there meanwhile
-          throw error;
-        }
-        renamed = true;
       } finally {
         if (!renamed) await fs.unlink(temp).catch(() => {});
       }
     } finally {
       await dirHandle?.close();
+    }
+    if (inPlace) await writeInPlace(path, data, expected);
+  };
+
+  /**
+   * The status of an existing file this process may write: a file it may not (a read-only file, chmod 444, in a
+   * writable directory) is refused with `PERMISSION_DENIED`, as when files were written in place, not replaced by a
+   * new one. The file is opened for writing (not truncated) through the same confined open as a read, and closed.
+   */
+  const writableStat = async (path: string, abs: string) => {
+    try {
+      const { handle } = await openFile(path, true, false);
+      try {
+        return await handle.stat();
+      } finally {
+        await handle.close();
+      }
+    } catch (error) {
+      // A program that is running (Linux refuses to open it for writing) passed the permission check, which comes
+      // first: it may be replaced, as a rename leaves the running one alone.
+      if (errno(error) !== "ETXTBSY") throw error;
+      const { fs } = await host();
+      return await fs.stat(abs);
     }
   };
 

@@ -9,6 +9,7 @@ import type { ChildProcess } from "node:child_process";
 import process from "node:process";
 import { HarnessError } from "../../kernel/harness_error.ts";
 import { CappedBuffer } from "./_utf8_prefix.ts";
+import { groupHasLiveMember } from "./_process_group.ts";
 import type { RunOptions, RunResult, SubprocessService } from "./subprocess_service.ts";
 
 type ChildProcessModule = typeof import("node:child_process");
@@ -25,8 +26,8 @@ export interface LocalSubprocessOptions {
   /**
    * How long a stopped process group has between `SIGTERM` and `SIGKILL`, in milliseconds: when the run ends (the
    * leader exits, `timeoutMs` elapses or `signal` aborts), what is left of the group gets `SIGTERM` and this long to
-   * end. A run returns once the group is empty (at once when the program left nothing behind), at the latest when
-   * the grace is over.
+   * end. A run returns once the group is empty (at once when the program left nothing behind; on Linux, a group
+   * left with zombies only, which their parent has not reaped, counts as empty), at the latest when the grace is over.
    *
    * @default {200}
    */
@@ -221,16 +222,21 @@ async function runLocal(
         killGroup("SIGKILL");
       }, graceMs);
     };
-    /** Whether the group still has a process (a zombie not yet reaped counts, so this errs on waiting). */
-    const groupAlive = () => {
+    /**
+     * Whether the group still has a process. `kill(-pgid, 0)` counts a zombie not yet reaped too: on Linux a group
+     * it says is there is looked for in /proc, and one left with zombies only is not waited for (its members ended;
+     * a PID 1 that does not reap, in a PID namespace, would keep them until the grace is over). Elsewhere this errs
+     * on waiting.
+     */
+    const groupAlive = async () => {
       const pid = child.pid;
       if (pid === undefined || isWindows()) return false;
       try {
         process.kill(-pid, 0);
-        return true;
       } catch {
         return false;
       }
+      return (await groupHasLiveMember(pid)) !== false;
     };
     const killOnExit = () => killGroup("SIGKILL");
     running?.add(killOnExit);
@@ -254,16 +260,17 @@ async function runLocal(
       if (pollTimer !== undefined) clearTimeout(pollTimer);
       signal?.removeEventListener("abort", onAbort);
     };
-    const finish = () => {
+    const finish = async () => {
       if (settled || exited === undefined) return;
       // What is left of the group without holding the pipes has the rest of the grace to end (a group that is empty,
       // the common case, costs no wait).
-      if (!graceOver && groupAlive()) {
+      if (!graceOver && (await groupAlive()) && !settled) {
         stop();
         if (pollTimer !== undefined) clearTimeout(pollTimer);
         pollTimer = setTimeout(finish, 20);
         return;
       }
+      if (settled || exited === undefined) return;
       cleanup();
       // Whatever the leader left behind in its group goes with it.
       killGroup("SIGKILL");
@@ -297,7 +304,7 @@ async function runLocal(
     });
     child.on("close", (code, sig) => {
       exited ??= { code, signal: sig };
-      finish();
+      void finish();
     });
 
     if (options.stdin !== undefined && child.stdin) {

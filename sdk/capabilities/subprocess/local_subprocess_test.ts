@@ -9,6 +9,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { localSubprocess } from "./local_subprocess.ts";
+import { groupHasLiveMember } from "./_process_group.ts";
 import { subprocessContract, survivors } from "./_test_subprocess_contract.ts";
 import { childCommand } from "../../kernel/_test_child_command.ts";
 
@@ -139,6 +140,45 @@ describe("localSubprocess({ killGraceMs })", () => {
       const pid = Number((await readFile(file, "utf8")).trim());
       assert.deepEqual(await survivors([pid], 1000), []);
     } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("localSubprocess() and a group left with zombies only", () => {
+  it("does not wait the grace for members that ended and that no one reaps (Linux: read from /proc)", async () => {
+    if (process.platform !== "linux") {
+      // No /proc to read: kill(-pgid, 0) alone decides, and a zombie is waited for (until the grace is over).
+      assert.equal(await groupHasLiveMember(process.pid), undefined);
+      return;
+    }
+    const dir = await mkdtemp(join(tmpdir(), "dsh-sub-"));
+    let parent = 0;
+    try {
+      // A subshell forks a sleep in the run's group, then leaves the group (setsid) and never waits for it: SIGTERM
+      // ends the sleep, a zombie while the subshell lives (3 s), as orphans are in a PID namespace whose PID 1 does
+      // not reap them.
+      const script = "(sleep 30 >/dev/null 2>&1 & echo $! > zombie; " +
+        "exec setsid sh -c 'echo $$ > parent; exec sleep 3' >/dev/null 2>&1) & " +
+        "while [ ! -s parent ]; do sleep 0.01; done";
+      const started = Date.now();
+      const r = await localSubprocess({ killGraceMs: 5000 }).run(["sh", "-c", script], { cwd: dir });
+      const took = Date.now() - started;
+      parent = Number((await readFile(join(dir, "parent"), "utf8")).trim());
+      const zombie = Number((await readFile(join(dir, "zombie"), "utf8")).trim());
+      assert.equal(r.exitCode, 0);
+      const stat = await readFile(`/proc/${zombie}/stat`, "utf8");
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      assert.equal(state, "Z", "the sleep was not left a zombie in the run's group");
+      assert.equal(await groupHasLiveMember(Number(pgrp)), false);
+      assert.equal(await groupHasLiveMember(parent), true, "the subshell's own group runs");
+      assert.ok(took < 2000, `the run waited ${took} ms for a group of zombies`);
+    } finally {
+      if (parent > 0) {
+        try {
+          process.kill(parent, "SIGKILL");
+        } catch { /* gone */ }
+      }
       await rm(dir, { recursive: true, force: true });
     }
   });

@@ -107,4 +107,39 @@ describe("web tools", () => {
     // Not http or https: no subject (only rules without a pattern decide it; httpWeb refuses it).
     for (const url of ["not a url", "javascript:alert(1)", "file:///etc/passwd"]) assert.equal(subject(url), undefined);
   });
+
+  it("web_fetch's rules match in any spelling of their URL: an origin alone, a capital, a default port", () => {
+    const tool = webFetchTool({ fetch: () => Promise.reject(new Error("not called")) });
+    const subject = (url: string) => tool.permissionSubject!({ url } as never);
+    // Rules written for the URL as the model spelled it (the subject was that, once) still deny every spelling.
+    const rules = [
+      { tool: "web_fetch", action: "allow" as const },
+      { tool: "web_fetch(https://evil.example)", action: "deny" as const },
+      { tool: "web_fetch(https://Intranet.example/*)", action: "deny" as const },
+      { tool: "web_fetch(https://api.example:443/*)", action: "deny" as const },
+      { tool: "web_fetch(HTTP://*.Corp.example/Wiki/*)", action: "ask" as const },
+      { tool: "web_fetch(https://bücher.example/ü*)", action: "deny" as const },
+      { tool: "web_fetch(https://admin@vault.example/*)", action: "deny" as const },
+    ];
+    const denied = [
+      "https://evil.example",
+      "https://EVIL.example/",
+      "https://Intranet.example/payroll",
+      "https://intranet.example/payroll",
+      "https://api.example:443/keys",
+      "https://api.example/keys",
+      "https://BÜCHER.example/über",
+      "https://vault.example/x",
+      "https://admin@vault.example/x",
+    ];
+    for (const url of denied) {
+      assert.deepEqual(permissionFor(rules, "web_fetch", subject(url)), { action: "deny" }, url);
+    }
+    assert.deepEqual(permissionFor(rules, "web_fetch", subject("http://docs.corp.example/Wiki/a")), { action: "ask" });
+    for (
+      const url of ["https://evil.example/page", "https://api.example:8443/keys", "http://docs.corp.example/wiki/a"]
+    ) {
+      assert.deepEqual(permissionFor(rules, "web_fetch", subject(url)), { action: "allow" }, url);
+    }
+  });
 });
