@@ -670,9 +670,11 @@ export class Session {
 
   // Validate against the surface and commit; throws before any change.
   #commit(event: SessionEvent): void {
+    // The header's canonical form is computed before anything changes (the log, the surface, the cached header).
+    const header = event.type === "request/header" ? deepFreeze(canonicalHeader(event.data.header)) : undefined;
     this.#surface.commit(event);
     this.#logged(event);
-    if (event.type === "request/header") this.#requestHeader = deepFreeze(canonicalHeader(event.data.header));
+    if (header !== undefined) this.#requestHeader = header;
     else if (event.type === "request/context") this.#requestContext = event.data;
   }
 

@@ -309,6 +309,43 @@ describe("Session validation of what is seeded or restored", () => {
     assert.throws(() => Session.create("s", [header({}, { reasoningEffort: true })] as never), code("INVALID_EVENT"));
   });
 
+  it("a request/header's system is a string and its tools ToolSchemas, at append, seed and restore", () => {
+    const tool = { name: "t", description: "d", parameters: { type: "object" } };
+    const valid = {
+      ...header({}),
+      data: { header: { config: { provider: "p", model: "m" }, system: "s", tools: [tool] }, reason: "initial" },
+    };
+    assert.deepEqual(Session.create("s", [valid as SessionEvent]).events[0], valid);
+    const bad: [string, unknown][] = [
+      ["system", 42],
+      ["system", null],
+      ["tools", null],
+      ["tools", "abc"],
+      ["tools", { length: 1 }],
+      ["tools", [1, null]],
+      ["tools", [{ description: "d", parameters: {} }]],
+      ["tools", [{ name: "t", parameters: {} }]],
+      ["tools", [{ name: "t", description: "d" }]],
+      ["tools", [{ name: "t", description: "d", parameters: null }]],
+    ];
+    for (const [key, value] of bad) {
+      const data = { header: { config: { provider: "p", model: "m" }, [key]: value }, reason: "initial" };
+      const label = `${key}: ${JSON.stringify(value)}`;
+      // Refused before anything is committed: no event, no observer call, no request header.
+      const session = Session.create("s", undefined, { now: () => 1 });
+      session.append("turn/start", { turn: 1 });
+      const seen: string[] = [];
+      session.observe((e) => void seen.push(e.type));
+      assert.throws(() => loose(session).append("request/header", data), code("INVALID_EVENT"), label);
+      assert.equal(session.seq, 1, label);
+      assert.deepEqual(seen, [], label);
+      assert.equal(session.requestHeader(), undefined, label);
+      const seed = [{ type: "request/header", seq: 0, time: 1, data }];
+      assert.throws(() => Session.create("s", seed as never), code("INVALID_EVENT"), label);
+      assert.throws(() => Session.fromRestore("s", structuredClone(seed) as never, {}), code("INVALID_EVENT"), label);
+    }
+  });
+
   it("an envelope time must be a non-negative safe integer, in a seed and from the clock", () => {
     for (const time of [0.5, -1, "1", 2 ** 53]) {
       const seed = [{ type: "turn/start", seq: 0, time, data: { turn: 1 } }];
