@@ -57,6 +57,10 @@ export function validateEnvelope(event: unknown, index: number): void {
   if (!isObject(event)) invalid(index, "?", "not an object");
   const type = event.type;
   if (!isText(type)) invalid(index, String(type), "no type");
+  // What append takes (and every storage's batch check): a type no storage could have kept is refused here too.
+  if (!isEventTypeText(type)) {
+    invalid(index, JSON.stringify(type), "the type has a control character or a lone surrogate");
+  }
   for (const key of Object.keys(event)) if (!ENVELOPE_KEYS.has(key)) invalid(index, type, `unknown key ${key}`);
   if (!isTime(event.time)) invalid(index, type, "time is not a non-negative safe integer");
   if (event.ignorable !== undefined && event.ignorable !== true) invalid(index, type, "ignorable must be true");

@@ -273,6 +273,14 @@ describe("Session seeds and session/end-seed", () => {
     assert.throws(() => Session.create(""), code("INVALID_ARGS"));
     assert.throws(() => Session.create("s", {} as never), code("INVALID_ARGS"));
   });
+
+  it("refuses, in a seed and at restore, the event types append refuses (no storage keeps them)", () => {
+    for (const type of ["x/a\u0000b", "x/\n", "x/\u007f", "x/\uD800", "x/\uDC00y"]) {
+      const seed = [{ type, seq: 0, time: 0, data: {} }];
+      assert.throws(() => Session.create("s", seed as never), code("INVALID_EVENT"), JSON.stringify(type));
+      assert.throws(() => Session.fromRestore("s", seed as never, {}), code("INVALID_EVENT"), JSON.stringify(type));
+    }
+  });
 });
 
 describe("Session validation of what is seeded or restored", () => {
