@@ -27,7 +27,10 @@
 
 const vetted = new WeakSet<object>();
 
-/** Nesting deeper than this takes the generic walk (which also finds cycles). */
+/**
+ * Nesting deeper than this takes the generic walk (which also finds cycles, and refuses nesting past its
+ * MAX_NESTING, far deeper than this: so nothing this copier accepts is too deep, and the cap costs it nothing).
+ */
 const MAX_DEPTH = 32;
 
 /**

@@ -6,6 +6,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent, SessionEventMap } from "./mod.ts";
 import type { UserMessage } from "../llm/messages.ts";
 import { renderTranscript } from "./transcript.ts";
+import { MAX_NESTING } from "./lossless_json.ts";
 
 const clock = () => {
   let t = 100;
@@ -137,6 +138,29 @@ describe("Session.append()", () => {
       assert.throws(() => loose(session).append(type, data, ...rest), code(expected), `${type} ${expected}`);
       assert.equal(session.events, before);
       assert.deepEqual(session.surface.nodes, [0]);
+    }
+  });
+
+  it("refuses data nested deeper than MAX_NESTING (no storage could stringify it), at append, seed and restore", () => {
+    const nest = (depth: number) => {
+      let value: unknown = 1;
+      for (let i = 0; i < depth; i++) value = { a: value };
+      return value;
+    };
+    const session = Session.create("s", undefined, { now: () => 1 });
+    // The payload is one level: MAX_NESTING in all, which this runtime stores.
+    const ok = loose(session).append("x/note", { payload: nest(MAX_NESTING - 1) });
+    assert.equal(JSON.parse(JSON.stringify(ok)).seq, 0);
+    for (const depth of [MAX_NESTING, 20_000]) {
+      assert.throws(() => loose(session).append("x/note", { payload: nest(depth) }), (e: unknown) => {
+        assert.ok(HarnessError.isInstance(e, "NOT_LOSSLESS_JSON"));
+        assert.equal((e.details as { path: string }).path, "data.payload" + ".a".repeat(MAX_NESTING - 1));
+        return true;
+      });
+      assert.equal(session.seq, 1);
+      const seed = [{ type: "x/note", seq: 0, time: 1, data: { payload: nest(depth) } }];
+      assert.throws(() => Session.create("c", seed as never), code("NOT_LOSSLESS_JSON"));
+      assert.throws(() => Session.fromRestore("c", seed as never, {}), code("NOT_LOSSLESS_JSON"));
     }
   });
 
