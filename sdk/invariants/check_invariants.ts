@@ -47,6 +47,13 @@ export interface InvariantViolation {
  * - `TOOL_PAIR_SPLIT`: a replacing event shadows an assistant message's tool-call blocks but leaves a result
  *   of them on the surface, or shadows a result but leaves its call (a replacing `tool/result` of the same call
  *   id takes its result's place).
+ * - `TOOL_CALL_ID_REPEATED`: an assistant message on the surface holds two tool-call blocks with one id.
+ * - `TOOL_RESULTS_INTERRUPTED`: on the surface, a message that is not a result of the calls (a user, system or
+ *   assistant message) follows an assistant message's tool calls before each of them has its result: the request
+ *   derived from the surface would not have a call's results right after it, as providers require.
+ * - `TOOL_RESULT_OUT_OF_PLACE`: on the surface, a tool-result block (of a `tool/result`, or of a `user/message`)
+ *   answers no call of the assistant message it follows, or one already answered: a result before its call, or
+ *   for a call that does not exist.
  * - `EVENT_OUTSIDE_TURN`: `request/header`, `request/context`, `todo/write`, `hook/*`, `subagent/spawned` or a replacing
  *   `tool/result` outside an open turn.
  * - `HOOK_RESULT_WITHOUT_INVOKE`: a `hook/result` whose `handlerId` no earlier `hook/invoked` of the same turn has.
@@ -71,6 +78,9 @@ export const SESSION_INVARIANT_CODES: readonly string[] = Object.freeze([
   "TOOL_RESULT_DUPLICATE",
   "TOOL_RESULT_ID_MISMATCH",
   "TOOL_PAIR_SPLIT",
+  "TOOL_CALL_ID_REPEATED",
+  "TOOL_RESULTS_INTERRUPTED",
+  "TOOL_RESULT_OUT_OF_PLACE",
   "EVENT_OUTSIDE_TURN",
   "HOOK_RESULT_WITHOUT_INVOKE",
   "COMPACTION_NESTED",
@@ -93,7 +103,16 @@ interface StepData {
  * step; at `step/end`, every tool-call block of the step's (last appended)
  * assistant message has exactly one tool result of its id, and every
  * `tool/call` and result names one of those blocks; a replacement never
- * leaves a tool call without its results on the surface or the reverse; `request/*`, `todo/write` and replacing tool results sit inside an
+ * leaves a tool call without its results on the surface or the reverse; the
+ * surface (the derived request) has each assistant message's tool calls
+ * followed by their results, one per call, before any other message, and no
+ * tool result anywhere else (checked on the surface before each replacement
+ * and at the end; calls still waiting for results at the end of the surface
+ * are `TOOL_CALL_WITHOUT_RESULT`'s to judge, at `step/end`, since a log may
+ * end inside a step; a `tool/result` of a step without an assistant message,
+ * as hand-built logs have, is left out; a call id may repeat in a later
+ * assistant message: results pair with the calls of the message they follow,
+ * as the chat adapters send them); `request/*`, `todo/write` and replacing tool results sit inside an
  * open turn; compactions open and close in pairs, one at a time (a log may
  * end inside one, as inside a turn); the surface operations are valid (checked with the same
  * `SurfaceManager` as `Session.append()`; after the first surface violation
@@ -132,6 +151,9 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
   let stepResults = new Map<string, number>();
   // Tool pairs on the surface: the seq of each tool-call assistant message and of each result of its calls.
   const resultsOf = new Map<number, Map<string, number>>();
+  // The calls and results TOOL_PAIR_SPLIT, TOOL_RESULT_DUPLICATE, TOOL_RESULT_ID_MISMATCH and TOOL_CALL_ID_UNKNOWN
+  // reported: the request order leaves them to those.
+  const leftOut = new Set<number>();
   const callerOf = new Map<number, number>();
   let stepCaller: number | undefined;
   const resetStep = (): void => {
@@ -152,6 +174,7 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
     }
     for (const [callId, at] of stepResults) {
       if (!ids.has(callId)) {
+        leftOut.add(at);
         report("TOOL_CALL_ID_UNKNOWN", at, `tool/result for call ${callId} names no tool-call block of its step`);
       }
     }
@@ -177,6 +200,7 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
       if (results !== undefined) {
         for (const [callId, result] of results) {
           if (manager.has(result)) {
+            leftOut.add(result);
             report(
               "TOOL_PAIR_SPLIT",
               seq,
@@ -195,6 +219,7 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         calls.set(callId, seq);
         callerOf.set(seq, caller);
       } else if (manager.has(caller)) {
+        leftOut.add(caller);
         report(
           "TOOL_PAIR_SPLIT",
           seq,
@@ -203,6 +228,81 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
       }
     }
   };
+
+  // The request order on the surface (see the doc above): each violation is reported once, though the surface is
+  // checked before every replacement and at the end.
+  const ordered = new Set<string>();
+  const reportOnce = (code: string, seq: number, key: string, message: string): void => {
+    const id = `${code} ${seq} ${key}`;
+    if (ordered.has(id)) return;
+    ordered.add(id);
+    report(code, seq, message);
+  };
+  // The step of each tool/result on the surface, and whether it appended an assistant message.
+  const resultStep = new Map<number, { assistant: boolean }>();
+  let stepInfo: { assistant: boolean } | undefined;
+  const checkRequestOrder = (manager: SurfaceManager): void => {
+    // The calls of the last assistant message (at seq caller) still waiting for a result.
+    let pending: Set<string> | undefined;
+    let caller = -1;
+    for (const seq of manager.nodes) {
+      const event = events[seq];
+      if (event.type === "tool/result" && (resultStep.get(seq)?.assistant !== true || leftOut.has(seq))) continue;
+      const data = event.data as { message?: { content?: unknown } } & { content?: unknown };
+      const message = event.type === "assistant/message" || event.type === "tool/result" ? data.message : data;
+      const content: unknown[] = Array.isArray(message?.content) ? message.content : [];
+      if (event.type === "assistant/message") {
+        if (content.length === 0) continue; // not in the request
+        if (pending !== undefined && pending.size > 0) interrupted(seq, event.type, caller, pending);
+        const ids = new Set<string>();
+        for (const block of content as { type?: unknown; id?: unknown }[]) {
+          if (block?.type !== "tool-call") continue;
+          const id = String(block.id);
+          if (ids.has(id)) {
+            reportOnce("TOOL_CALL_ID_REPEATED", seq, id, `assistant/message holds two tool-call blocks with id ${id}`);
+          }
+          ids.add(id);
+        }
+        pending = leftOut.has(seq) ? undefined : ids;
+        caller = seq;
+        continue;
+      }
+      let answers = 0;
+      let other = event.type === "system/message";
+      if (!other) {
+        for (const block of content as { type?: unknown; toolCallId?: unknown }[]) {
+          if (block?.type !== "tool-result") {
+            other = true;
+            continue;
+          }
+          answers++;
+          const id = String(block.toolCallId);
+          if (pending !== undefined && pending.delete(id)) continue;
+          reportOnce(
+            "TOOL_RESULT_OUT_OF_PLACE",
+            seq,
+            id,
+            `${event.type} holds a result for call ${id}, which no call of the assistant message it follows ${
+              caller < 0 ? "(none)" : `(seq ${caller})`
+            } waits for`,
+          );
+        }
+      }
+      if (answers === 0) other = true;
+      if (!other) continue;
+      if (pending !== undefined && pending.size > 0) interrupted(seq, event.type, caller, pending);
+      pending = undefined;
+    }
+  };
+  const interrupted = (seq: number, type: string, caller: number, pending: ReadonlySet<string>): void =>
+    reportOnce(
+      "TOOL_RESULTS_INTERRUPTED",
+      seq,
+      String(caller),
+      `${type} comes between the tool calls of the assistant message at seq ${caller} and their results (calls ${
+        [...pending].join(", ")
+      })`,
+    );
 
   const namesOpenStep = (data: StepData): boolean =>
     openTurn !== undefined && openStep !== undefined && data.turn === openTurn && data.step === openStep;
@@ -218,17 +318,23 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
       report("SEQ_NOT_CONTIGUOUS", i, `Event at position ${i} has seq ${event.seq}`);
       surface = undefined;
     }
+    const replacing = event.surfaceOp !== undefined && event.surfaceOp !== "append";
     if (surface !== undefined) {
+      // What the surface held until now, before the replacement takes part of it away.
+      if (replacing) checkRequestOrder(surface);
       try {
         const replacement = surface.commit(event);
-        if (replacement !== undefined) checkPairs(surface, event, replacement.shadowedSeqs, i);
+        if (replacement !== undefined) {
+          checkPairs(surface, event, replacement.shadowedSeqs, i);
+          const info = event.type === "tool/result" ? resultStep.get(replacement.shadowedSeqs[0]) : undefined;
+          if (info !== undefined) resultStep.set(i, info);
+        }
       } catch (error) {
         if (!HarnessError.isInstance(error)) throw error;
         report(error.code, i, error.message);
         surface = undefined;
       }
     }
-    const replacing = event.surfaceOp !== undefined && event.surfaceOp !== "append";
     switch (event.type) {
       case "turn/start": {
         const turn = event.data.turn;
@@ -237,6 +343,7 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         openTurn = turn;
         lastTurn = turn;
         openStep = undefined;
+        stepInfo = undefined;
         lastStep = 0;
         calls = new Set();
         hooks = new Set();
@@ -265,6 +372,7 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         lastStep = step;
         calls = new Set();
         resetStep();
+        stepInfo = { assistant: false };
         break;
       }
       case "step/end": {
@@ -274,6 +382,7 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         } else checkStepPairs(i);
         openStep = undefined;
         resetStep();
+        stepInfo = undefined;
         break;
       }
       case "assistant/chunk":
@@ -301,6 +410,7 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         const content = Array.isArray(event.data.message?.content) ? event.data.message.content : [];
         const ids = content.filter((b) => b?.type === "tool-call").map((b) => (b as { id: string }).id);
         if (!replacing) {
+          if (stepInfo !== undefined) stepInfo.assistant = true;
           blockIds = ids;
           stepCaller = undefined;
           if (ids.length > 0 && event.surfaceOp !== undefined) {
@@ -315,6 +425,7 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         const content = Array.isArray(event.data.message?.content) ? event.data.message.content : [];
         for (const block of content) {
           if (block?.type === "tool-result" && own !== undefined && block.toolCallId !== own) {
+            leftOut.add(i);
             report(
               "TOOL_RESULT_ID_MISMATCH",
               i,
@@ -343,8 +454,10 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         if (callId !== undefined) {
           const earlier = stepResults.get(callId);
           if (earlier !== undefined) {
+            leftOut.add(i);
             report("TOOL_RESULT_DUPLICATE", i, `tool/result for call ${callId} repeats the result at seq ${earlier}`);
           } else stepResults.set(callId, i);
+          if (stepInfo !== undefined) resultStep.set(i, stepInfo);
           // Its place on the surface: a result of the step's tool-call message.
           const caller = stepCaller === undefined ? undefined : resultsOf.get(stepCaller);
           if (caller !== undefined && event.surfaceOp !== undefined) {
@@ -381,6 +494,7 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         break;
     }
   }
+  if (surface !== undefined) checkRequestOrder(surface);
   // Pairing is judged at step/end, after later events: back to log order (a stable sort).
   return violations.sort((a, b) => a.seq - b.seq);
 }

@@ -253,8 +253,140 @@ describe("checkInvariants()", () => {
     assert.deepEqual(codes(log(...pair, stepEnd(1, 1), pruned, turnEnd(1), summary(2, 2, [2]))), ["8 TOOL_PAIR_SPLIT"]);
   });
 
+  it("checks the request order on the surface: each assistant message's calls, then their results, nothing between", () => {
+    const asst = (turn: number, step: number, blocks: string[], extra: Partial<Raw> = {}, id = `a-${turn}-${step}`) =>
+      ({
+        type: "assistant/message",
+        data: {
+          turn,
+          step,
+          message: {
+            id,
+            role: "assistant",
+            content: blocks.map((b) =>
+              b.startsWith("text:")
+                ? { type: "text", text: b.slice(5) }
+                : { type: "tool-call", id: b, name: "f", arguments: "{}" }
+            ),
+            source: { kind: "model", provider: "p", model: "m" },
+          },
+        },
+        surfaceOp: "append",
+        ...extra,
+      }) as Raw;
+    const user = (id: string, content: unknown[] = [{ type: "text", text: "hi" }], extra: Partial<Raw> = {}): Raw => ({
+      type: "user/message",
+      data: { id, role: "user", content, source: { kind: "user" } },
+      surfaceOp: "append",
+      ...extra,
+    });
+    const system = (id: string): Raw => ({
+      type: "system/message",
+      data: { id, role: "system", content: [{ type: "text", text: "ctx" }], source: { kind: "plugin", plugin: "p" } },
+      surfaceOp: "append",
+    });
+    const step = (...events: Raw[]): Raw[] => [turnStart(1), stepStart(1, 1), ...events, stepEnd(1, 1), turnEnd(1)];
+    const cases: [string, SessionEvent[], string[]][] = [
+      // Valid: calls, their results in any order, then a system context (the loop's tool contexts follow every result).
+      [
+        "valid",
+        log(
+          ...step(
+            asst(1, 1, ["X", "Y"]),
+            call(1, 1, "X"),
+            call(1, 1, "Y"),
+            result(1, 1, "Y"),
+            result(1, 1, "X"),
+            system("s"),
+          ),
+        ),
+        [],
+      ],
+      // (a) Two assistant messages in one step, the first's call without a result.
+      ["two assistant messages", log(...step(asst(1, 1, ["X"]), asst(1, 1, ["text:t"], {}, "a2"))), [
+        "3 TOOL_RESULTS_INTERRUPTED",
+      ]],
+      // (b) One id twice in an assistant message.
+      ["repeated id", log(...step(asst(1, 1, ["X", "X"]), call(1, 1, "X"), result(1, 1, "X"))), [
+        "2 TOOL_CALL_ID_REPEATED",
+      ]],
+      // (c) A user or system message between a call and its result.
+      ["user between", log(...step(asst(1, 1, ["X"]), user("u"), call(1, 1, "X"), result(1, 1, "X"))), [
+        "3 TOOL_RESULTS_INTERRUPTED",
+        "5 TOOL_RESULT_OUT_OF_PLACE",
+      ]],
+      [
+        "system between",
+        log(
+          ...step(
+            asst(1, 1, ["X", "Y"]),
+            call(1, 1, "X"),
+            call(1, 1, "Y"),
+            result(1, 1, "X"),
+            system("s"),
+            result(1, 1, "Y"),
+          ),
+        ),
+        ["6 TOOL_RESULTS_INTERRUPTED", "7 TOOL_RESULT_OUT_OF_PLACE"],
+      ],
+      // (d) A result before the assistant message holding its call.
+      ["result first", log(...step(call(1, 1, "X"), result(1, 1, "X"), asst(1, 1, ["X"]))), [
+        "3 TOOL_RESULT_OUT_OF_PLACE",
+      ]],
+      // (e) A user/message with a tool-result block for a call that does not exist.
+      ["ghost result", log(...step(user("u", [{ type: "tool-result", toolCallId: "ghost", content: [] }]))), [
+        "2 TOOL_RESULT_OUT_OF_PLACE",
+      ]],
+      // (f) A replacing assistant message bringing a call without a result.
+      [
+        "replacing call",
+        log(
+          turnStart(1),
+          stepStart(1, 1),
+          user("u1"),
+          stepEnd(1, 1),
+          turnEnd(1),
+          turnStart(2),
+          asst(2, 1, ["Z"], { surfaceOp: { op: "replace", start: 2, end: 2 }, sourceEventSeqs: [2] }),
+          user("u2"),
+          turnEnd(2),
+        ),
+        ["7 TOOL_RESULTS_INTERRUPTED"],
+      ],
+      // A problem a later replacement takes away was on the surface until then (a request may have carried it).
+      [
+        "replaced later",
+        log(
+          ...step(asst(1, 1, ["X"]), user("u"), call(1, 1, "X"), result(1, 1, "X")),
+          turnStart(2),
+          user("sum", undefined, { surfaceOp: { op: "replace", start: 2, end: 5 }, sourceEventSeqs: [2, 3, 5] }),
+          turnEnd(2),
+        ),
+        ["3 TOOL_RESULTS_INTERRUPTED", "5 TOOL_RESULT_OUT_OF_PLACE"],
+      ],
+      // A call id again in a later step: its results pair with the message they follow.
+      [
+        "id reused in a later turn",
+        log(
+          ...step(asst(1, 1, ["X"]), call(1, 1, "X"), result(1, 1, "X")),
+          turnStart(2),
+          stepStart(2, 1),
+          asst(2, 1, ["X"]),
+          call(2, 1, "X"),
+          result(2, 1, "X"),
+          stepEnd(2, 1),
+          turnEnd(2),
+        ),
+        [],
+      ],
+      // A log may end inside a step, its calls still waiting for results.
+      ["open step", log(turnStart(1), stepStart(1, 1), asst(1, 1, ["X"]), call(1, 1, "X")), []],
+    ];
+    for (const [name, events, expected] of cases) assert.deepEqual(codes(events), expected, name);
+  });
+
   it("documents every code it reports", () => {
-    assert.equal(new Set(SESSION_INVARIANT_CODES).size, 21);
+    assert.equal(new Set(SESSION_INVARIANT_CODES).size, 24);
   });
 });
 

@@ -17,8 +17,10 @@
 //   (`COMPACTION_NESTED`, `COMPACTION_UNPAIRED`: log-only notes). A log breaking only these reads and derives the
 //   same as one that does not. Nor the pairing of tool calls with results
 //   (`TOOL_CALL_WITHOUT_RESULT`, `TOOL_RESULT_DUPLICATE`, `TOOL_CALL_ID_UNKNOWN`,
-//   `TOOL_PAIR_SPLIT`): checked since logs were already stored, so a load does
-//   not turn a stored session into an unreadable one over them.
+//   `TOOL_PAIR_SPLIT`) and their order on the surface (`TOOL_CALL_ID_REPEATED`,
+//   `TOOL_RESULTS_INTERRUPTED`, `TOOL_RESULT_OUT_OF_PLACE`): checked since logs
+//   were already stored, so a load does not turn a stored session into an
+//   unreadable one over them.
 // The check runs on the repaired log, so an open final turn that repair
 // closes passes, and before the repair is written, so a refused load changes
 // nothing.
@@ -40,6 +42,9 @@ export const CONVENTION_CODES: ReadonlySet<string> = new Set([
   "TOOL_RESULT_DUPLICATE",
   "TOOL_CALL_ID_UNKNOWN",
   "TOOL_PAIR_SPLIT",
+  "TOOL_CALL_ID_REPEATED",
+  "TOOL_RESULTS_INTERRUPTED",
+  "TOOL_RESULT_OUT_OF_PLACE",
 ]);
 
 /** The violations of a (repaired) log that make a load refuse it, in log order. */

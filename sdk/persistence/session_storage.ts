@@ -36,7 +36,9 @@
  *   script may write bookkeeping events between turns), the compaction
  *   brackets' `COMPACTION_*`, and the tool call/result pairing codes
  *   (`TOOL_CALL_WITHOUT_RESULT`, `TOOL_RESULT_DUPLICATE`, `TOOL_CALL_ID_UNKNOWN`,
- *   `TOOL_PAIR_SPLIT`), checked by `checkInvariants` only. An open final turn
+ *   `TOOL_PAIR_SPLIT`, and on the surface `TOOL_CALL_ID_REPEATED`,
+ *   `TOOL_RESULTS_INTERRUPTED`, `TOOL_RESULT_OUT_OF_PLACE`), checked by
+ *   `checkInvariants` only. An open final turn
  *   is not a violation: repair closes it.
  * - The event vocabulary is open: an event of any well-formed type (a
  *   plugin's `SessionEventMap` augmentation) is persisted and loaded back with

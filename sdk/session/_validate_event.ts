@@ -57,6 +57,10 @@ export function validateEnvelope(event: unknown, index: number): void {
   if (!isObject(event)) invalid(index, "?", "not an object");
   const type = event.type;
   if (!isText(type)) invalid(index, String(type), "no type");
+  // What append takes (and every storage's batch check): a type no storage could have kept is refused here too.
+  if (!isEventTypeText(type)) {
+    invalid(index, JSON.stringify(type), "the type has a control character or a lone surrogate");
+  }
   for (const key of Object.keys(event)) if (!ENVELOPE_KEYS.has(key)) invalid(index, type, `unknown key ${key}`);
   if (!isTime(event.time)) invalid(index, type, "time is not a non-negative safe integer");
   if (event.ignorable !== undefined && event.ignorable !== true) invalid(index, type, "ignorable must be true");
@@ -74,6 +78,21 @@ function checkMessage(seq: number, type: string, message: unknown, role: "user" 
 
 function checkStep(seq: number, type: string, data: Json): void {
   if (!isCount(data.turn) || !isCount(data.step)) invalid(seq, type, "turn and step must be integers from 1");
+}
+
+// A header's tools: the ToolSchema shape the loop writes (see projectSchema): readers count them, map them and read
+// their names.
+function checkToolSchemas(seq: number, type: string, tools: unknown): void {
+  if (!Array.isArray(tools)) invalid(seq, type, "tools must be an array");
+  for (let i = 0; i < tools.length; i++) {
+    const tool: unknown = tools[i];
+    if (
+      !isObject(tool) || typeof tool.name !== "string" || typeof tool.description !== "string" ||
+      typeof tool.parameters !== "object" || tool.parameters === null
+    ) {
+      invalid(seq, type, `tools[${i}] must be an object with a string name, a string description and parameters`);
+    }
+  }
 }
 
 /** Check the payload of a core event type; other types are not checked. */
@@ -175,6 +194,10 @@ export function validateEventData(type: string, data: unknown, seq: number): voi
       ) {
         invalid(seq, type, "the header needs config.provider and config.model");
       }
+      if (header.system !== undefined && typeof header.system !== "string") {
+        invalid(seq, type, "system must be a string");
+      }
+      if (header.tools !== undefined) checkToolSchemas(seq, type, header.tools);
       const config = header.config;
       if (config.reasoningEffort !== undefined && !isText(config.reasoningEffort)) {
         invalid(seq, type, "config.reasoningEffort must be a non-empty string");

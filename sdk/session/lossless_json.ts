@@ -9,9 +9,17 @@ import { HarnessError } from "../kernel/harness_error.ts";
 
 // The walk recurses for the first RECURSION_LIMIT levels (the session log's
 // payloads are shallow, and recursion is the fastest walk for them), then
-// continues iteratively with explicit frames, so nesting is bounded by memory,
-// not by the call stack.
+// continues iteratively with explicit frames, so the walk never overflows the
+// call stack (nesting is bounded by MAX_NESTING, which is for storage's sake).
 const RECURSION_LIMIT = 64;
+
+/**
+ * How deep arrays and objects may nest in a value (the value itself, when a container, is level 1): JSON.stringify
+ * recurses, and overflows the call stack at about 4,000 levels on Node (40,000 on Bun), so data any deeper could be
+ * logged but never stored. Well below both, to leave room for the envelope around the value and for the stack the
+ * caller already uses.
+ */
+export const MAX_NESTING = 1000;
 
 const hasOwn = Object.prototype.hasOwnProperty;
 const functionToString = Function.prototype.toString;
@@ -178,6 +186,10 @@ class Walk {
     const lengths = frames.lengths, next = frames.next;
     const open = (container: object): unknown => {
       if (seen.has(container)) this.reject("a circular reference");
+      // Checked here only: the recursive part stops at RECURSION_LIMIT levels, well within MAX_NESTING.
+      if (this.#ancestors.length + sources.length >= MAX_NESTING) {
+        this.reject(`arrays and objects nested deeper than ${MAX_NESTING} levels`);
+      }
       const keys = this.check(container);
       const target = this.#copy ? (keys === undefined ? new Array(this.#length) : {}) : undefined;
       seen.add(container);
@@ -284,9 +296,11 @@ function describe(value: unknown): string {
  * `length`, and objects with symbol-keyed or non-enumerable properties are
  * rejected: JSON would drop or change each of them. Plain objects (also with
  * a `null` prototype) and arrays from another realm (`node:vm`, an iframe, a
- * worker) are plain JSON and accepted. The walk is iterative below a few
- * dozen levels, so any depth that fits in memory is checked without
- * overflowing the call stack. Getters run (once each); what they throw
+ * worker) are plain JSON and accepted. Arrays and objects nested deeper
+ * than 1,000 levels are rejected too: `JSON.stringify` overflows the call
+ * stack at about 4,000 levels on Node, so no storage could keep them (the
+ * walk itself is iterative below a few dozen levels: checking any depth never
+ * overflows the stack). Getters run (once each); what they throw
  * propagates.
  *
  * @param value The value to check.

@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { runInNewContext } from "node:vm";
 import fc from "fast-check";
-import { assertLosslessJson, copyLosslessJson } from "./lossless_json.ts";
+import { assertLosslessJson, copyLosslessJson, MAX_NESTING } from "./lossless_json.ts";
 import { deepFreeze } from "./deep_freeze.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 
@@ -144,36 +144,47 @@ describe("copyLosslessJson(value, path, { normalize: true })", () => {
 });
 
 describe("copyLosslessJson() on deep data", () => {
-  it("copies and checks 20,000-deep arrays, objects and mixes without overflowing the stack", () => {
+  it("copies and checks arrays, objects and mixes nested MAX_NESTING levels deep, past its recursive part", () => {
     for (const kinds of [["array"], ["object"], ["array", "object"]] as const) {
-      const value = nest({ leaf: [1, "x", null] }, 20_000, kinds);
+      // The leaf adds two levels: MAX_NESTING in all.
+      const value = nest({ leaf: [1, "x", null] }, MAX_NESTING - 2, kinds);
       assertLosslessJson(value);
       const copy = copyLosslessJson(value);
       assert.ok(sameJson(copy, value));
       let cursor: unknown = copy;
-      for (let d = 0; d < 20_000; d++) {
+      for (let d = 0; d < MAX_NESTING - 2; d++) {
         assert.ok(Object.isFrozen(cursor));
         cursor = Array.isArray(cursor) ? cursor[0] : (cursor as { k: unknown }).k;
       }
       assert.ok(Object.isFrozen(cursor) && Object.isFrozen((cursor as { leaf: unknown }).leaf));
+      // What the cap is for: this runtime stringifies and parses it, inside an event, from a nested call.
+      const deepCall = (n: number): string => n === 0 ? JSON.stringify({ seq: 0, data: copy }) : deepCall(n - 1);
+      assert.ok(sameJson(JSON.parse(deepCall(200)).data, value));
     }
   });
 
-  it("refuses a bad value or a cycle 20,000 levels down with a coded error naming its path", () => {
-    const caught = (fn: () => unknown): { code?: string; message: string; path?: string } => {
-      try {
-        fn();
-      } catch (e) {
-        const error = e as HarnessError;
-        return { code: error.code, message: error.message, path: (error.details as { path?: string })?.path };
+  it("refuses nesting past MAX_NESTING with a coded error naming the first container too deep, at any depth", () => {
+    for (const kinds of [["array"], ["object"]] as const) {
+      for (const depth of [MAX_NESTING + 1, 20_000, 200_000]) {
+        const value = nest(1, depth, kinds);
+        const path = "data" + (kinds[0] === "array" ? "[0]" : ".k").repeat(MAX_NESTING);
+        for (const walk of [() => copyLosslessJson(value, "data"), () => assertLosslessJson(value, "data")]) {
+          const error = caught(walk);
+          assert.equal(error.code, "NOT_LOSSLESS_JSON", `${kinds} ${depth}`);
+          assert.equal(error.path, path);
+          assert.match(error.message, /nested deeper than 1000 levels/);
+        }
       }
-      return { message: "no error" };
-    };
-    const bad = caught(() => copyLosslessJson(nest({ bad: undefined }, 20_000, ["array"]), "data"));
+    }
+    assert.equal(copyLosslessJson(nest(1, MAX_NESTING, ["array"])) !== undefined, true);
+  });
+
+  it("refuses a bad value or a cycle far down with a coded error naming its path", () => {
+    const bad = caught(() => copyLosslessJson(nest({ bad: undefined }, 900, ["array"]), "data"));
     assert.equal(bad.code, "NOT_LOSSLESS_JSON");
-    assert.equal(bad.path, "data" + "[0]".repeat(20_000) + ".bad");
+    assert.equal(bad.path, "data" + "[0]".repeat(900) + ".bad");
     const ring: Record<string, unknown> = {};
-    ring.next = nest(ring, 20_000, ["object"]);
+    ring.next = nest(ring, 900, ["object"]);
     const cycle = caught(() => assertLosslessJson(ring));
     assert.equal(cycle.code, "NOT_LOSSLESS_JSON");
     assert.match(cycle.message.slice(-40), /circular/);
@@ -182,6 +193,16 @@ describe("copyLosslessJson() on deep data", () => {
     assert.deepEqual(copyLosslessJson(nest([shared, shared], 100, ["array"])), nest([[1], [1]], 100, ["array"]));
   });
 });
+
+function caught(fn: () => unknown): { code?: string; message: string; path?: string } {
+  try {
+    fn();
+  } catch (e) {
+    const error = e as HarnessError;
+    return { code: error.code, message: error.message, path: (error.details as { path?: string })?.path };
+  }
+  return { message: "no error" };
+}
 
 describe("copyLosslessJson() refuses what JSON would drop", () => {
   it("refuses arrays with extra properties, enumerable or not, string- or symbol-keyed", () => {
@@ -255,11 +276,12 @@ describe("copyLosslessJson() refuses what JSON would drop", () => {
 });
 
 describe("copyLosslessJson() properties", () => {
-  it("round-trips arbitrary JSON nested up to 20,000 levels deep", () => {
+  it("round-trips arbitrary JSON nested up to MAX_NESTING levels deep", () => {
     const arbDeep = fc.record({
       // fc.jsonValue() may hold -0, which JSON turns into 0: take what JSON gives back.
       leaf: fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.parse(JSON.stringify(v))),
-      depth: fc.oneof(fc.nat(50), fc.integer({ min: 0, max: 20_000 })),
+      // The leaf nests a few levels of its own.
+      depth: fc.oneof(fc.nat(50), fc.integer({ min: 0, max: MAX_NESTING - 10 })),
       kinds: fc.array(fc.constantFrom("array" as const, "object" as const), { minLength: 1, maxLength: 5 }),
     });
     fc.assert(

@@ -538,7 +538,9 @@ export class Session {
    * Append one event.
    *
    * @param type The event type.
-   * @param data The payload; copied and deep-frozen.
+   * @param data The payload; copied and deep-frozen. The copy is what is checked and logged; a getter in it may
+   *   run twice, as a fast copy of plain JSON gives up on anything else (a class instance, `-0`, a key named
+   *   `__proto__`, …) and the lossless-JSON walk then reads the data again (its read is the one logged).
    * @param intent For `user/message`, `assistant/message` and `tool/result`: how the event joins the surface
    *   (required); for any other type, optionally `{ ignorable: true }`.
    * @returns The committed event (with the frozen copy of `data`).
@@ -649,7 +651,9 @@ export class Session {
   ): SessionEvent {
     const time = this.#time();
     // The session's own frozen data as it is; else the exact fast copies first, and anything they do not take,
-    // the generic walk copies or rejects.
+    // the generic walk copies or rejects. A getter the fast copy read before it gave up is read again by the walk
+    // (documented on append): making the fast copy look for accessors first would cost it a property descriptor per
+    // key on every append (twice its time on Bun) for data that is plain JSON but for a getter.
     const copied = own
       ? data
       : (type === "assistant/chunk" ? copyChunkData(data) : copyPlainJson(data)) ?? copyLosslessJson(data, "data");
@@ -670,9 +674,11 @@ export class Session {
 
   // Validate against the surface and commit; throws before any change.
   #commit(event: SessionEvent): void {
+    // The header's canonical form is computed before anything changes (the log, the surface, the cached header).
+    const header = event.type === "request/header" ? deepFreeze(canonicalHeader(event.data.header)) : undefined;
     this.#surface.commit(event);
     this.#logged(event);
-    if (event.type === "request/header") this.#requestHeader = deepFreeze(canonicalHeader(event.data.header));
+    if (header !== undefined) this.#requestHeader = header;
     else if (event.type === "request/context") this.#requestContext = event.data;
   }
 

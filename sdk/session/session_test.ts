@@ -6,6 +6,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent, SessionEventMap } from "./mod.ts";
 import type { UserMessage } from "../llm/messages.ts";
 import { renderTranscript } from "./transcript.ts";
+import { MAX_NESTING } from "./lossless_json.ts";
 
 const clock = () => {
   let t = 100;
@@ -137,6 +138,29 @@ describe("Session.append()", () => {
       assert.throws(() => loose(session).append(type, data, ...rest), code(expected), `${type} ${expected}`);
       assert.equal(session.events, before);
       assert.deepEqual(session.surface.nodes, [0]);
+    }
+  });
+
+  it("refuses data nested deeper than MAX_NESTING (no storage could stringify it), at append, seed and restore", () => {
+    const nest = (depth: number) => {
+      let value: unknown = 1;
+      for (let i = 0; i < depth; i++) value = { a: value };
+      return value;
+    };
+    const session = Session.create("s", undefined, { now: () => 1 });
+    // The payload is one level: MAX_NESTING in all, which this runtime stores.
+    const ok = loose(session).append("x/note", { payload: nest(MAX_NESTING - 1) });
+    assert.equal(JSON.parse(JSON.stringify(ok)).seq, 0);
+    for (const depth of [MAX_NESTING, 20_000]) {
+      assert.throws(() => loose(session).append("x/note", { payload: nest(depth) }), (e: unknown) => {
+        assert.ok(HarnessError.isInstance(e, "NOT_LOSSLESS_JSON"));
+        assert.equal((e.details as { path: string }).path, "data.payload" + ".a".repeat(MAX_NESTING - 1));
+        return true;
+      });
+      assert.equal(session.seq, 1);
+      const seed = [{ type: "x/note", seq: 0, time: 1, data: { payload: nest(depth) } }];
+      assert.throws(() => Session.create("c", seed as never), code("NOT_LOSSLESS_JSON"));
+      assert.throws(() => Session.fromRestore("c", seed as never, {}), code("NOT_LOSSLESS_JSON"));
     }
   });
 
@@ -273,6 +297,14 @@ describe("Session seeds and session/end-seed", () => {
     assert.throws(() => Session.create(""), code("INVALID_ARGS"));
     assert.throws(() => Session.create("s", {} as never), code("INVALID_ARGS"));
   });
+
+  it("refuses, in a seed and at restore, the event types append refuses (no storage keeps them)", () => {
+    for (const type of ["x/a\u0000b", "x/\n", "x/\u007f", "x/\uD800", "x/\uDC00y"]) {
+      const seed = [{ type, seq: 0, time: 0, data: {} }];
+      assert.throws(() => Session.create("s", seed as never), code("INVALID_EVENT"), JSON.stringify(type));
+      assert.throws(() => Session.fromRestore("s", seed as never, {}), code("INVALID_EVENT"), JSON.stringify(type));
+    }
+  });
 });
 
 describe("Session validation of what is seeded or restored", () => {
@@ -307,6 +339,43 @@ describe("Session validation of what is seeded or restored", () => {
     }
     // A marker for a field the config does not hold.
     assert.throws(() => Session.create("s", [header({}, { reasoningEffort: true })] as never), code("INVALID_EVENT"));
+  });
+
+  it("a request/header's system is a string and its tools ToolSchemas, at append, seed and restore", () => {
+    const tool = { name: "t", description: "d", parameters: { type: "object" } };
+    const valid = {
+      ...header({}),
+      data: { header: { config: { provider: "p", model: "m" }, system: "s", tools: [tool] }, reason: "initial" },
+    };
+    assert.deepEqual(Session.create("s", [valid as SessionEvent]).events[0], valid);
+    const bad: [string, unknown][] = [
+      ["system", 42],
+      ["system", null],
+      ["tools", null],
+      ["tools", "abc"],
+      ["tools", { length: 1 }],
+      ["tools", [1, null]],
+      ["tools", [{ description: "d", parameters: {} }]],
+      ["tools", [{ name: "t", parameters: {} }]],
+      ["tools", [{ name: "t", description: "d" }]],
+      ["tools", [{ name: "t", description: "d", parameters: null }]],
+    ];
+    for (const [key, value] of bad) {
+      const data = { header: { config: { provider: "p", model: "m" }, [key]: value }, reason: "initial" };
+      const label = `${key}: ${JSON.stringify(value)}`;
+      // Refused before anything is committed: no event, no observer call, no request header.
+      const session = Session.create("s", undefined, { now: () => 1 });
+      session.append("turn/start", { turn: 1 });
+      const seen: string[] = [];
+      session.observe((e) => void seen.push(e.type));
+      assert.throws(() => loose(session).append("request/header", data), code("INVALID_EVENT"), label);
+      assert.equal(session.seq, 1, label);
+      assert.deepEqual(seen, [], label);
+      assert.equal(session.requestHeader(), undefined, label);
+      const seed = [{ type: "request/header", seq: 0, time: 1, data }];
+      assert.throws(() => Session.create("s", seed as never), code("INVALID_EVENT"), label);
+      assert.throws(() => Session.fromRestore("s", structuredClone(seed) as never, {}), code("INVALID_EVENT"), label);
+    }
   });
 
   it("an envelope time must be a non-negative safe integer, in a seed and from the clock", () => {

@@ -53,7 +53,10 @@ export interface TranscriptOptions {
  * generated message ids, so two runs that differ only in clock and id
  * generator render the same text. Stream chunks, step boundaries and inbox
  * bookkeeping are not shown (the assembled `assistant/message` is). Tool call
- * ids are shown, as the model produced them.
+ * ids are shown, as the model produced them. A request header stored before
+ * append checked its `system` and `tools` is rendered as it is (a system that
+ * is not text as JSON, tools that are not a list as JSON, a tool without a
+ * name as `(no name)`).
  *
  * @param events The log (or any part of it).
  * @param options Title and what to include.
@@ -169,12 +172,12 @@ export function renderTranscript(events: readonly SessionEvent[], options: Trans
           parts.push(renderHeaderLine(header, event.data.reason));
           const first = previousHeader === undefined;
           if (shows(showSystem, first, previousHeader?.system, header.system)) {
-            if (header.system !== undefined) parts.push(fence(header.system, ""));
+            if (header.system !== undefined) parts.push(renderSystem(header.system));
             else if (showSystem === "changes") parts.push("_No system prompt_");
           }
           const tools = toolsJson(header);
           if (shows(showToolSchemas, first, previousHeader && toolsJson(previousHeader), tools)) {
-            if (header.tools?.length) parts.push(fence(tools, "json"));
+            if (hasTools(header)) parts.push(fence(tools, "json"));
             else if (showToolSchemas === "changes") parts.push("_No tools_");
           }
           previousHeader = header;
@@ -252,8 +255,30 @@ function shows(
   return mode === "changes" ? first || previous !== current : mode;
 }
 
+// Headers are read as stored: a log written before append checked `system` and `tools` (a string, an array of
+// anything) renders them as they are instead of throwing.
 function toolsJson(header: EpochHeader): string {
   return JSON.stringify(header.tools ?? [], null, 2);
+}
+
+function hasTools(header: EpochHeader): boolean {
+  const tools: unknown = header.tools;
+  return tools !== undefined && tools !== null && !(Array.isArray(tools) && tools.length === 0);
+}
+
+function describeTools(header: EpochHeader): string {
+  const tools: unknown = header.tools;
+  if (!hasTools(header)) return "no tools";
+  if (!Array.isArray(tools)) return `tools: not a list (${JSON.stringify(tools)})`;
+  const name = (tool: unknown) => {
+    const value = typeof tool === "object" && tool !== null ? (tool as { name?: unknown }).name : undefined;
+    return typeof value === "string" ? value : "(no name)";
+  };
+  return `tools: ${tools.map(name).join(", ")}`;
+}
+
+function renderSystem(system: unknown): string {
+  return typeof system === "string" ? fence(system, "") : fence(JSON.stringify(system), "json");
 }
 
 function renderHeaderLine(header: EpochHeader, reason: string): string {
@@ -263,10 +288,9 @@ function renderHeaderLine(header: EpochHeader, reason: string): string {
     temperature !== undefined ? `temperature ${temperature}` : undefined,
     maxTokens !== undefined ? `max ${maxTokens} tokens` : undefined,
   ].filter((s) => s !== undefined);
-  const tools = header.tools?.length ? `tools: ${header.tools.map((t) => t.name).join(", ")}` : "no tools";
-  return `_Request header (${reason}): ${provider}/${model}${
-    settings.length ? ` (${settings.join(", ")})` : ""
-  }; ${tools}_`;
+  return `_Request header (${reason}): ${provider}/${model}${settings.length ? ` (${settings.join(", ")})` : ""}; ${
+    describeTools(header)
+  }_`;
 }
 
 function describeReason(reason: TurnEndReason): string {
@@ -305,7 +329,9 @@ function prettyArguments(raw: string): string {
 
 /** A fenced code block whose fence is longer than any backtick run inside. */
 function fence(text: string, lang: string): string {
-  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  // A loop, not Math.max(...runs): a text of a hundred thousand runs would pass as many arguments (a RangeError).
+  let longest = 2;
+  for (const run of text.matchAll(/`+/g)) if (run[0].length > longest) longest = run[0].length;
   const bar = "`".repeat(longest + 1);
   return `${bar}${lang}\n${text}\n${bar}`;
 }

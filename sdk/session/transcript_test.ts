@@ -145,6 +145,36 @@ describe("renderTranscript()", () => {
     assert.match(text, /````\n```js\nx\n```\n````/);
   });
 
+  it("fences output of a hundred thousand and more backtick runs (a longest run, not a RangeError)", () => {
+    const text = renderTranscript(toolSession("`a".repeat(300_000) + "``````"));
+    assert.match(text, /\n```````\n`a`a/);
+  });
+
+  it("renders request headers as stored before append checked them: system and tools of any shape", () => {
+    const header = (extra: Record<string, unknown>): SessionEvent => ({
+      type: "request/header",
+      seq: 0,
+      time: 0,
+      data: { header: { config: { provider: "p", model: "m" }, ...extra }, reason: "initial" },
+    } as unknown as SessionEvent);
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ tools: null }, /; no tools_/],
+      [{ tools: "abc" }, /tools: not a list \("abc"\)_/],
+      [{ tools: { name: "t" } }, /tools: not a list \(\{"name":"t"\}\)_/],
+      [{ tools: [1, null, { name: 2 }, { name: "ok" }] }, /tools: \(no name\), \(no name\), \(no name\), ok_/],
+      [{ system: 42 }, /```json\n42\n```/],
+      [{ system: null }, /```json\nnull\n```/],
+    ];
+    for (const [extra, pattern] of cases) {
+      for (const options of [{}, { system: true, toolSchemas: true }, { system: "changes", toolSchemas: "changes" }]) {
+        const text = renderTranscript([header(extra), header(extra)], options as never);
+        if (Object.keys(options).length > 0 || !("system" in extra)) assert.match(text, pattern, JSON.stringify(extra));
+      }
+    }
+    const schemas = renderTranscript([header({ tools: "abc" })], { toolSchemas: true });
+    assert.match(schemas, /```json\n"abc"\n```/);
+  });
+
   it("renders error turn ends, failed tool results and interrupted answers", () => {
     const events: SessionEvent[] = [
       {
