@@ -997,6 +997,54 @@ describe("agent loop cancellation", () => {
     await harness.dispose();
   });
 
+  it("an adapter whose cleanup never settles after its finish holds neither the turn nor dispose()", async () => {
+    const answer: StreamChunk[] = [
+      { type: "block-start", index: 0, blockType: "text" },
+      { type: "text-delta", index: 0, text: "ok" },
+      { type: "block-end", index: 0, block: { type: "text", text: "ok" } },
+      { type: "finish", reason: { kind: "stop" } },
+    ];
+    const producers: Record<string, () => AsyncIterable<StreamChunk>> = {
+      // A generator whose finally awaits for ever.
+      finallyHangs: async function* () {
+        try {
+          yield* answer;
+        } finally {
+          await new Promise(() => {});
+        }
+      },
+      // An iterator whose return() never settles.
+      returnHangs: () => {
+        let i = 0;
+        return {
+          [Symbol.asyncIterator]: () => ({
+            next: () => Promise.resolve(i < answer.length ? { value: answer[i++], done: false } : new Promise(() => {})),
+            return: () => new Promise(() => {}),
+          }),
+        } as AsyncIterable<StreamChunk>;
+      },
+    };
+    for (const [name, stream] of Object.entries(producers)) {
+      const harness = await createHarness({ adapters: [{ provider: "p", models: [{ id: "m" }], stream }] });
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<string>((resolve) => (timer = setTimeout(() => resolve("hung"), 2000)));
+      try {
+        const agent = await harness.createAgent({ id: "s" });
+        const result = await Promise.race([agent.run("Hi"), late]);
+        assert.notEqual(result, "hung", name);
+        assert.deepEqual(typeof result === "string" ? result : [result.reason, result.text], [
+          { kind: "completed" },
+          "ok",
+        ], name);
+        assertValidLog(agent.session.events);
+        assert.equal(await Promise.race([harness.dispose().then(() => "disposed"), late]), "disposed", name);
+      } finally {
+        clearTimeout(timer);
+        await Promise.race([harness.dispose(), new Promise((resolve) => setTimeout(resolve, 100))]);
+      }
+    }
+  });
+
   it("during a dynamic prompt section: the turn ends and no request is sent", async () => {
     const entered = deferred();
     const release = deferred();
