@@ -218,8 +218,11 @@ export interface Harness {
   /**
    * Continue a stored session in a new agent: the log is loaded (and repaired
    * if the process that wrote it crashed), the inbox rebuilt from it, and the
-   * next request records a `resume` header. The agent is handed out once it
-   * holds the session's writer lease. Input a crash caught between its claim
+   * next request records a `resume` header. The agent keeps the route of the
+   * last recorded request (else its stored profile's), but for the fields the
+   * adapter filled in, which the adapter now serving it fills in again; the
+   * options override it. The agent is handed out once it holds the session's
+   * writer lease. Input a crash caught between its claim
    * and its step's messages goes back to the inbox; queued followups start at
    * once with `wake: true`, else at the next input that wakes the agent. A
    * subagent's session (header `origin: "subagent"`) whose parent agent is

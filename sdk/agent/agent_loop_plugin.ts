@@ -13,6 +13,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import { createScope } from "../kernel/scope.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../llm/retry_policy.ts";
 import type { Session } from "../session/session.ts";
+import type { EpochHeader } from "../session/session_events.ts";
 import type { SessionEvents, SessionStore } from "../session/session_store.ts";
 import type { AgentHandle, AgentOptions } from "./agent.ts";
 import type { AgentFactory, AgentRegistry, CreateAgentOptions, ResumeAgentOptions } from "./agent_registry.ts";
@@ -228,7 +229,9 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
 
 /**
  * The route a resumed agent keeps: the last recorded request header's, else
- * the one in the session's stored profile, unless overridden.
+ * the one in the session's stored profile, unless overridden. The header's
+ * fields the adapter filled in (its `adapterDefaults`) are not kept: they were
+ * not chosen, and the adapter now serving the route fills them in again.
  */
 function routeFromLog(options: ResumeAgentOptions): Partial<AgentOptions> {
   const profile = (options.header?.profile ?? {}) as Partial<AgentOptions>;
@@ -236,11 +239,21 @@ function routeFromLog(options: ResumeAgentOptions): Partial<AgentOptions> {
   for (const key of ["provider", "model", "reasoningEffort", "temperature", "maxTokens"] as const) {
     if (profile[key] !== undefined) (recorded as Record<string, unknown>)[key] = profile[key];
   }
+  let last: EpochHeader | undefined;
   for (const event of options.events) {
-    if (event.type === "request/header") {
-      const { provider, model, reasoningEffort, temperature, maxTokens, stop } = event.data.header.config;
-      recorded = { provider, model, reasoningEffort, temperature, maxTokens, stop };
-    }
+    if (event.type === "request/header") last = event.data.header;
+  }
+  if (last !== undefined) {
+    const { provider, model, reasoningEffort, temperature, maxTokens, stop } = last.config;
+    const filled = last.adapterDefaults;
+    recorded = {
+      provider,
+      model,
+      reasoningEffort: filled?.reasoningEffort === true ? undefined : reasoningEffort,
+      temperature,
+      maxTokens: filled?.maxTokens === true ? undefined : maxTokens,
+      stop,
+    };
   }
   const { sessionId: _id, events: _events, header: _header, setup: _setup, ...overrides } = options;
   return { ...recorded, ...Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined)) };
