@@ -48,6 +48,7 @@ import type { Agent, AgentHandle, AgentOptions } from "./agent/agent.ts";
 import type { AgentEvents } from "./agent/agent_events.ts";
 import { AgentRegistry, type CreateAgentOptions } from "./agent/agent_registry.ts";
 import { createLoopFactory } from "./agent/agent_loop_plugin.ts";
+import { overRoute } from "./agent/_route.ts";
 import { LoopAgent } from "./agent/agent_loop.ts";
 import { randomId } from "./session/_flat_string.ts";
 
@@ -107,6 +108,8 @@ export interface CreateHarnessOptions {
    * The route agents use when they name none. With a `config`, it is applied over the configured
    * model field by field while it keeps the configured provider and model (`{ temperature: 0 }`); one that
    * names another provider or model replaces it whole (a model alone keeps the configured provider).
+   * An agent's own route (`createAgent`, and `resumeAgent` over the recorded one) combines with it the
+   * same way: an agent that names another provider or model takes none of its sampling settings.
    *
    * @default {the first model of the adapter, when exactly one adapter is given}
    */
@@ -752,26 +755,17 @@ function soleAdapterRoute(adapters: readonly LlmAdapter[] | undefined): Partial<
   return { provider: adapters[0].provider, model: adapters[0].models[0].id };
 }
 
-function definedFields<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
 /**
- * The default route from an explicit `model` over the configured one: field by field while it keeps the configured
- * provider and model (`model: { temperature: 0 }`); whole when it names another route, whose sampling settings
- * (a reasoning effort, a token limit) are not the configured route's to give.
+ * The default route from an explicit `model` over the configured one, as an agent's route over the default one
+ * ({@linkcode overRoute}): field by field while it keeps the configured provider and model (`model: { temperature: 0 }`);
+ * whole when it names another route, whose sampling settings (a reasoning effort, a token limit) are not the
+ * configured route's to give.
  */
 function explicitModel(
   configured: Partial<AgentOptions>,
   given: Partial<AgentOptions> | undefined,
 ): Partial<AgentOptions> {
-  if (given === undefined) return configured;
-  const own = definedFields(given);
-  const sameRoute = (own.provider === undefined || own.provider === configured.provider) &&
-    (own.model === undefined || own.model === configured.model);
-  if (sameRoute) return { ...configured, ...own };
-  // Another model of the configured provider keeps the provider; its sampling settings are the model's own.
-  return own.provider === undefined ? { provider: configured.provider, ...own } : own;
+  return given === undefined ? configured : overRoute(configured, given);
 }
 
 /** Fold `options.config` into the options: explicit options win over configured values. */

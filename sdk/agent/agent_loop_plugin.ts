@@ -18,6 +18,7 @@ import type { SessionEvents, SessionStore } from "../session/session_store.ts";
 import type { AgentHandle, AgentOptions } from "./agent.ts";
 import type { AgentFactory, AgentRegistry, CreateAgentOptions, ResumeAgentOptions } from "./agent_registry.ts";
 import { LoopAgent, type LoopContext } from "./agent_loop.ts";
+import { isRouteKey, overRoute } from "./_route.ts";
 
 /** Options of {@linkcode agentLoopPlugin}. */
 export interface AgentLoopOptions {
@@ -52,12 +53,14 @@ interface LoopPluginServices {
   sessions: SessionStore;
 }
 
+// The agent's route: its own over the harness's default one, as `overRoute` combines them (an agent that names
+// another provider or model takes none of the default's sampling settings).
 function resolveRoute(defaults: Partial<AgentOptions> | undefined, options: Partial<AgentOptions>): AgentOptions {
-  const merged: Partial<AgentOptions> = { ...defaults };
+  const merged: Partial<AgentOptions> = overRoute(defaults, options);
   for (const [key, value] of Object.entries(options)) {
     if (
       value !== undefined && key !== "id" && key !== "setup" && key !== "sessionId" && key !== "events" &&
-      key !== "header"
+      key !== "header" && !isRouteKey(key)
     ) {
       (merged as Record<string, unknown>)[key] = value;
     }
@@ -256,7 +259,9 @@ function routeFromLog(options: ResumeAgentOptions): Partial<AgentOptions> {
     };
   }
   const { sessionId: _id, events: _events, header: _header, setup: _setup, ...overrides } = options;
-  return { ...recorded, ...Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined)) };
+  // The overrides over the recorded route as over the harness's default one: whole when they name another route.
+  const others = Object.entries(overrides).filter(([key, value]) => value !== undefined && !isRouteKey(key));
+  return { ...Object.fromEntries(others), ...overRoute(recorded, overrides) };
 }
 
 /**
