@@ -743,10 +743,10 @@ export class LoopAgent implements Agent {
       if (next !== "retry" && next !== "rebuild") return next;
       // A listener that changed the log (compaction after an overflow) asks for a request derived anew.
       // Its contexts are logged again first where a compaction summarised them away.
-      if (next === "rebuild") {
-        this.#logContexts(assembly.contexts ?? []);
-        request = this.#buildRequest(signal);
-      }
+      if (next === "rebuild") this.#logContexts(assembly.contexts ?? []);
+      // Each attempt is sent a request of its own, derived from the log again: the adapter may have changed the
+      // last one's messages array, which is its own (GenerateOptions.messages).
+      request = this.#buildRequest(signal);
     }
 
     const { usage, replayState } = assembler;

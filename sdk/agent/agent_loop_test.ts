@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import { createHarness, type CreateHarnessOptions, type Harness } from "../harness.ts";
 import { defineTool } from "../tools/mod.ts";
-import { LlmFailure, type StreamChunk } from "../llm/mod.ts";
+import { type GenerateOptions, LlmFailure, type StreamChunk } from "../llm/mod.ts";
 import type { SessionEvent } from "../session/mod.ts";
 import { checkInvariants } from "../invariants/mod.ts";
 import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
@@ -281,6 +281,33 @@ describe("agent loop event sequences", () => {
       "step/end 1.1",
       "turn/end 1 completed",
     ]);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("each attempt of a retried request gets its own messages: an adapter's change to one reaches no later one", async () => {
+    const seen: string[][] = [];
+    const { harness } = await setup([]);
+    harness.ctx.service("llm").registerAdapter({
+      provider: "mutating",
+      models: [{ id: "m" }],
+      async *stream(options) {
+        seen.push(options.messages.map((m) => `${m.role}:${m.content.map((b) => b.type === "text" ? b.text : b.type)}`));
+        if (seen.length === 1) {
+          // The array is the adapter's own (GenerateOptions.messages): it edits it, then fails retryably.
+          const messages = options.messages as GenerateOptions["messages"][number][];
+          messages.splice(0, 1, { ...messages[0], content: [{ type: "text", text: "EDITED" }] });
+          messages.push(messages[0]);
+          yield { type: "finish", reason: { kind: "error", failure: { code: "SERVER", message: "boom" } } };
+          return;
+        }
+        yield* textResponse("ok").chunks;
+      },
+    });
+    const agent = await harness.createAgent({ id: "m1", provider: "mutating", model: "m" });
+    const result = await agent.run("Hi");
+    assert.equal(result.text, "ok");
+    assert.deepEqual(seen, [["user:Hi"], ["user:Hi"]]);
     assertValidLog(agent.session.events);
     await harness.dispose();
   });
