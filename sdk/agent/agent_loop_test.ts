@@ -11,6 +11,7 @@ import { HarnessError } from "../kernel/mod.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import type { Agent, AgentUpdate } from "./agent.ts";
 import { TurnFailedError } from "./turn_failed_error.ts";
+import { fixtureFromLogs } from "../../replay/mod.ts";
 import { Inbox } from "./inbox.ts";
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -358,6 +359,38 @@ describe("agent loop event sequences", () => {
     assert.deepEqual(model.requests[1].messages.map((m) => m.role), ["user", "user"]);
     assertValidLog(agent.session.events);
     await harness.dispose();
+  });
+
+  it("a chunk the log cannot hold (NaN usage, no type) ends the call with an error finish in its place; the next turn works", async () => {
+    const bad: Record<string, StreamChunk> = {
+      "NaN usage": { type: "usage", usage: { inputTokens: parseInt("n/a"), outputTokens: 7 } },
+      "no type": {} as StreamChunk,
+    };
+    for (const [label, chunk] of Object.entries(bad)) {
+      const answer = textResponse("Paid for").chunks.filter((c) => c.type !== "usage");
+      const { harness, agent } = await setup([
+        { chunks: [...answer.slice(0, -1), chunk, ...answer.slice(-1)] },
+        textResponse("Back"),
+      ]);
+      const error = await agent.run("Hi").then(() => assert.fail("run() resolved"), (e: unknown) => e);
+      assert.ok(error instanceof TurnFailedError, label);
+      assert.equal(error.failure.code, "MALFORMED_RESPONSE", label);
+      assert.match(error.failure.message, /cannot hold/, label);
+      // The refused chunk's place holds the call's error finish: the call is closed in the log.
+      const finish = agent.session.events.findLast((e) => e.type === "assistant/chunk")!;
+      assert.deepEqual(finish.type === "assistant/chunk" && finish.data.chunk.type, "finish", label);
+      assert.deepEqual(summarize(agent.session.events).slice(-3), [
+        "assistant/chunk×4",
+        "step/end 1.1",
+        "turn/end 1 error:MALFORMED_RESPONSE",
+      ], label);
+      assert.deepEqual(error.result.usage, { inputTokens: 0, outputTokens: 0 }, label);
+      fixtureFromLogs([...agent.session.events]);
+      assert.equal((await agent.run("Again")).text, "Back", label);
+      assertValidLog(agent.session.events);
+      fixtureFromLogs([...agent.session.events]);
+      await harness.dispose();
+    }
   });
 
   it("a tool call without an id, or with another call's id, fails the request before anything runs (MALFORMED_RESPONSE)", async () => {
