@@ -22,7 +22,7 @@ import { HarnessError } from "./kernel/harness_error.ts";
 import type { LlmAdapter } from "./llm/llm_adapter.ts";
 import type { LlmEvents } from "./llm/llm_events.ts";
 import { type LlmRuntime, llmRuntimePlugin } from "./llm/llm_runtime.ts";
-import type { RetryPolicy } from "./llm/retry_policy.ts";
+import { checkRetryPolicy, type RetryPolicy } from "./llm/retry_policy.ts";
 import { Session, type SessionProfile } from "./session/session.ts";
 import type { SessionEvent } from "./session/session_events.ts";
 import { forkBoundary, type SessionEvents, type SessionStore, sessionStorePlugin } from "./session/session_store.ts";
@@ -303,12 +303,14 @@ export interface Harness {
  * @throws {HarnessError} when a plugin of the options fails to start (what started is undone first): named in the
  *   message and in `details.plugin`, with the failure's code when it is a `HarnessError` (`PLUGIN_FAILED`
  *   otherwise) and the failure as the cause.
+ * @throws {HarnessError} `INVALID_ARGS` when `maxSteps` or a number of `retryPolicy` is not valid (the field named).
  */
 export async function createHarness(input: CreateHarnessOptions = {}): Promise<Harness> {
   const options = await withConfig(input);
   if (options.maxSteps !== undefined && !(Number.isSafeInteger(options.maxSteps) && options.maxSteps >= 1)) {
     throw new HarnessError("INVALID_ARGS", `maxSteps must be a positive integer, not ${String(options.maxSteps)}`);
   }
+  if (options.retryPolicy !== undefined) checkRetryPolicy(options.retryPolicy);
   const ctx = createKernel<HarnessEvents, HarnessServices>();
   const now = options.now ?? Date.now;
   const newId = options.newId ?? randomId;
