@@ -68,7 +68,9 @@ function resolveRoute(defaults: Partial<AgentOptions> | undefined, options: Part
   if (typeof merged.provider !== "string" || typeof merged.model !== "string") {
     throw new HarnessError(
       "INVALID_ARGS",
-      "Cannot create an agent without a provider and a model (set a default model)",
+      typeof merged.provider === "string" && merged.provider !== defaults?.provider
+        ? `Cannot create an agent on provider "${merged.provider}" without a model (the default model is another provider's)`
+        : "Cannot create an agent without a provider and a model (set a default model)",
     );
   }
   return merged as AgentOptions;

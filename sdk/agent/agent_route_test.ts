@@ -10,7 +10,8 @@ function echo(provider: string, models: ModelInfo[]): LlmAdapter {
     provider,
     models,
     async *stream(options: GenerateOptions) {
-      const text = `${options.model} max=${options.maxTokens} effort=${options.reasoningEffort} t=${options.temperature}`;
+      const text =
+        `${options.model} max=${options.maxTokens} effort=${options.reasoningEffort} t=${options.temperature}`;
       yield { type: "block-start", index: 0, blockType: "text" };
       yield { type: "text-delta", index: 0, text };
       yield { type: "block-end", index: 0, block: { type: "text", text } };
@@ -24,7 +25,14 @@ describe("the route of a resumed agent", () => {
     const storage = memoryStorage();
     const before = await createHarness({
       storage,
-      adapters: [echo("p", [{ id: "m", reasoningEfforts: ["low", "high"], defaultReasoningEffort: "low", defaultMaxTokens: 64000 }])],
+      adapters: [
+        echo("p", [{
+          id: "m",
+          reasoningEfforts: ["low", "high"],
+          defaultReasoningEffort: "low",
+          defaultMaxTokens: 64000,
+        }]),
+      ],
     });
     const agent = await before.createAgent({ id: "s" });
     assert.equal((await agent.run("one")).text, "m max=64000 effort=low t=undefined");
@@ -32,7 +40,14 @@ describe("the route of a resumed agent", () => {
     // The adapter's model now takes other efforts and fewer tokens.
     const after = await createHarness({
       storage,
-      adapters: [echo("p", [{ id: "m", reasoningEfforts: ["medium", "high"], defaultReasoningEffort: "medium", defaultMaxTokens: 8192 }])],
+      adapters: [
+        echo("p", [{
+          id: "m",
+          reasoningEfforts: ["medium", "high"],
+          defaultReasoningEffort: "medium",
+          defaultMaxTokens: 8192,
+        }]),
+      ],
     });
     try {
       const resumed = await after.resumeAgent("s");
@@ -44,7 +59,12 @@ describe("the route of a resumed agent", () => {
 
   it("keeps what the caller chose", async () => {
     const storage = memoryStorage();
-    const models: ModelInfo[] = [{ id: "m", reasoningEfforts: ["low", "high"], defaultReasoningEffort: "low", defaultMaxTokens: 64000 }];
+    const models: ModelInfo[] = [{
+      id: "m",
+      reasoningEfforts: ["low", "high"],
+      defaultReasoningEffort: "low",
+      defaultMaxTokens: 64000,
+    }];
     const before = await createHarness({ storage, adapters: [echo("p", models)] });
     const agent = await before.createAgent({ id: "s", reasoningEffort: "high", maxTokens: 100, temperature: 0.5 });
     assert.equal((await agent.run("one")).text, "m max=100 effort=high t=0.5");
@@ -60,7 +80,8 @@ describe("the route of a resumed agent", () => {
 });
 
 describe("the harness's default route under an agent's own", () => {
-  const adapters = () => [echo("p", [{ id: "m", reasoningEfforts: ["low", "high"] }, { id: "m2" }]), echo("q", [{ id: "qm" }])];
+  const adapters =
+    () => [echo("p", [{ id: "m", reasoningEfforts: ["low", "high"] }, { id: "m2" }]), echo("q", [{ id: "qm" }])];
   const model = { provider: "p", model: "m", reasoningEffort: "high", temperature: 0.2 } as const;
 
   it("is taken field by field by an agent on the same route", async () => {
@@ -82,6 +103,8 @@ describe("the harness's default route under an agent's own", () => {
       const other = await harness.createAgent({ id: "q", provider: "q", model: "qm" });
       assert.deepEqual(other.options, { provider: "q", model: "qm" });
       assert.equal((await other.run("hi")).text, "qm max=undefined effort=undefined t=undefined");
+      // Another provider alone does not take the default's model.
+      await assert.rejects(harness.createAgent({ provider: "q" }), /provider "q" without a model/);
       // Another model of the default provider keeps the provider.
       const sibling = await harness.createAgent({ model: "m2", temperature: 0.5 });
       assert.deepEqual(sibling.options, { provider: "p", model: "m2", temperature: 0.5 });
@@ -99,7 +122,13 @@ describe("the harness's default route under an agent's own", () => {
     const storage = memoryStorage();
     const harness = await createHarness({ storage, adapters: adapters() });
     try {
-      const agent = await harness.createAgent({ id: "s", provider: "p", model: "m", reasoningEffort: "low", maxTokens: 5 });
+      const agent = await harness.createAgent({
+        id: "s",
+        provider: "p",
+        model: "m",
+        reasoningEffort: "low",
+        maxTokens: 5,
+      });
       assert.equal((await agent.run("hi")).text, "m max=5 effort=low t=undefined");
       await harness.disposeAgent("s");
       const moved = await harness.resumeAgent("s", { provider: "q", model: "qm" });
