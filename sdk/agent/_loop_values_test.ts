@@ -34,7 +34,10 @@ describe("defaultSleep()", () => {
       assert.equal(await Promise.race([sleeping, late]), "woke");
       clearTimeout(abort);
       for (const ms of [NaN, -1, 0]) {
-        assert.equal(await Promise.race([defaultSleep(ms, new AbortController().signal).then(() => "woke"), late]), "woke");
+        assert.equal(
+          await Promise.race([defaultSleep(ms, new AbortController().signal).then(() => "woke"), late]),
+          "woke",
+        );
       }
     } finally {
       clearTimeout(timer);

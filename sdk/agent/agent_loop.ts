@@ -810,7 +810,10 @@ export class LoopAgent implements Agent {
         type: "finish",
         reason: {
           kind: "error",
-          failure: { code: "MALFORMED_RESPONSE", message: `Model stream sent a chunk the log cannot hold: ${error.message}` },
+          failure: {
+            code: "MALFORMED_RESPONSE",
+            message: `Model stream sent a chunk the log cannot hold: ${error.message}`,
+          },
         },
       });
     } catch {

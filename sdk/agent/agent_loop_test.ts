@@ -293,7 +293,9 @@ describe("agent loop event sequences", () => {
       provider: "mutating",
       models: [{ id: "m" }],
       async *stream(options) {
-        seen.push(options.messages.map((m) => `${m.role}:${m.content.map((b) => b.type === "text" ? b.text : b.type)}`));
+        seen.push(
+          options.messages.map((m) => `${m.role}:${m.content.map((b) => b.type === "text" ? b.text : b.type)}`),
+        );
         if (seen.length === 1) {
           // The array is the adapter's own (GenerateOptions.messages): it edits it, then fails retryably.
           const messages = options.messages as GenerateOptions["messages"][number][];
@@ -1078,7 +1080,8 @@ describe("agent loop cancellation", () => {
         let i = 0;
         return {
           [Symbol.asyncIterator]: () => ({
-            next: () => Promise.resolve(i < answer.length ? { value: answer[i++], done: false } : new Promise(() => {})),
+            next: () =>
+              Promise.resolve(i < answer.length ? { value: answer[i++], done: false } : new Promise(() => {})),
             return: () => new Promise(() => {}),
           }),
         } as AsyncIterable<StreamChunk>;

@@ -53,7 +53,10 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({
  */
 export function checkRetryPolicy(policy: unknown, name = "retryPolicy"): void {
   if (typeof policy !== "object" || policy === null) {
-    throw new HarnessError("INVALID_ARGS", `${name} must be an object, not ${policy === null ? "null" : typeof policy}`);
+    throw new HarnessError(
+      "INVALID_ARGS",
+      `${name} must be an object, not ${policy === null ? "null" : typeof policy}`,
+    );
   }
   const p = policy as Record<string, unknown>;
   const refuse = (field: string, what: string): never => {

@@ -83,7 +83,12 @@ describe("retry policy", () => {
       assert.throws(() => new LlmRuntime(undefined, { retryPolicy }), refused(field), field);
     }
     // Unbounded numbers are policies too.
-    const unbounded = { ...DEFAULT_RETRY_POLICY, maxRetries: Infinity, maxDelayMs: Infinity, retryAfterCapMs: Infinity };
+    const unbounded = {
+      ...DEFAULT_RETRY_POLICY,
+      maxRetries: Infinity,
+      maxDelayMs: Infinity,
+      retryAfterCapMs: Infinity,
+    };
     assert.equal(new LlmRuntime(undefined, { retryPolicy: unbounded }).retryPolicy.maxRetries, Infinity);
     await (await createHarness({ retryPolicy: { ...DEFAULT_RETRY_POLICY, maxRetries: 0, jitter: 0 } })).dispose();
   });
