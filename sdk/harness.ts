@@ -22,7 +22,7 @@ import { HarnessError } from "./kernel/harness_error.ts";
 import type { LlmAdapter } from "./llm/llm_adapter.ts";
 import type { LlmEvents } from "./llm/llm_events.ts";
 import { type LlmRuntime, llmRuntimePlugin } from "./llm/llm_runtime.ts";
-import type { RetryPolicy } from "./llm/retry_policy.ts";
+import { checkRetryPolicy, type RetryPolicy } from "./llm/retry_policy.ts";
 import { Session, type SessionProfile } from "./session/session.ts";
 import type { SessionEvent } from "./session/session_events.ts";
 import { forkBoundary, type SessionEvents, type SessionStore, sessionStorePlugin } from "./session/session_store.ts";
@@ -48,6 +48,7 @@ import type { Agent, AgentHandle, AgentOptions } from "./agent/agent.ts";
 import type { AgentEvents } from "./agent/agent_events.ts";
 import { AgentRegistry, type CreateAgentOptions } from "./agent/agent_registry.ts";
 import { createLoopFactory } from "./agent/agent_loop_plugin.ts";
+import { overRoute } from "./agent/_route.ts";
 import { LoopAgent } from "./agent/agent_loop.ts";
 import { randomId } from "./session/_flat_string.ts";
 
@@ -107,6 +108,8 @@ export interface CreateHarnessOptions {
    * The route agents use when they name none. With a `config`, it is applied over the configured
    * model field by field while it keeps the configured provider and model (`{ temperature: 0 }`); one that
    * names another provider or model replaces it whole (a model alone keeps the configured provider).
+   * An agent's own route (`createAgent`, and `resumeAgent` over the recorded one) combines with it the
+   * same way: an agent that names another provider or model takes none of its sampling settings.
    *
    * @default {the first model of the adapter, when exactly one adapter is given}
    */
@@ -218,8 +221,11 @@ export interface Harness {
   /**
    * Continue a stored session in a new agent: the log is loaded (and repaired
    * if the process that wrote it crashed), the inbox rebuilt from it, and the
-   * next request records a `resume` header. The agent is handed out once it
-   * holds the session's writer lease. Input a crash caught between its claim
+   * next request records a `resume` header. The agent keeps the route of the
+   * last recorded request (else its stored profile's), but for the fields the
+   * adapter filled in, which the adapter now serving it fills in again; the
+   * options override it. The agent is handed out once it holds the session's
+   * writer lease. Input a crash caught between its claim
    * and its step's messages goes back to the inbox; queued followups start at
    * once with `wake: true`, else at the next input that wakes the agent. A
    * subagent's session (header `origin: "subagent"`) whose parent agent is
@@ -297,12 +303,14 @@ export interface Harness {
  * @throws {HarnessError} when a plugin of the options fails to start (what started is undone first): named in the
  *   message and in `details.plugin`, with the failure's code when it is a `HarnessError` (`PLUGIN_FAILED`
  *   otherwise) and the failure as the cause.
+ * @throws {HarnessError} `INVALID_ARGS` when `maxSteps` or a number of `retryPolicy` is not valid (the field named).
  */
 export async function createHarness(input: CreateHarnessOptions = {}): Promise<Harness> {
   const options = await withConfig(input);
   if (options.maxSteps !== undefined && !(Number.isSafeInteger(options.maxSteps) && options.maxSteps >= 1)) {
     throw new HarnessError("INVALID_ARGS", `maxSteps must be a positive integer, not ${String(options.maxSteps)}`);
   }
+  if (options.retryPolicy !== undefined) checkRetryPolicy(options.retryPolicy);
   const ctx = createKernel<HarnessEvents, HarnessServices>();
   const now = options.now ?? Date.now;
   const newId = options.newId ?? randomId;
@@ -749,26 +757,17 @@ function soleAdapterRoute(adapters: readonly LlmAdapter[] | undefined): Partial<
   return { provider: adapters[0].provider, model: adapters[0].models[0].id };
 }
 
-function definedFields<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
 /**
- * The default route from an explicit `model` over the configured one: field by field while it keeps the configured
- * provider and model (`model: { temperature: 0 }`); whole when it names another route, whose sampling settings
- * (a reasoning effort, a token limit) are not the configured route's to give.
+ * The default route from an explicit `model` over the configured one, as an agent's route over the default one
+ * ({@linkcode overRoute}): field by field while it keeps the configured provider and model (`model: { temperature: 0 }`);
+ * whole when it names another route, whose sampling settings (a reasoning effort, a token limit) are not the
+ * configured route's to give.
  */
 function explicitModel(
   configured: Partial<AgentOptions>,
   given: Partial<AgentOptions> | undefined,
 ): Partial<AgentOptions> {
-  if (given === undefined) return configured;
-  const own = definedFields(given);
-  const sameRoute = (own.provider === undefined || own.provider === configured.provider) &&
-    (own.model === undefined || own.model === configured.model);
-  if (sameRoute) return { ...configured, ...own };
-  // Another model of the configured provider keeps the provider; its sampling settings are the model's own.
-  return own.provider === undefined ? { provider: configured.provider, ...own } : own;
+  return given === undefined ? configured : overRoute(configured, given);
 }
 
 /** Fold `options.config` into the options: explicit options win over configured values. */

@@ -19,16 +19,32 @@ import { messageOf, nameOf } from "../tools/_tool_outcome.ts";
 import type { AgentInput } from "./agent.ts";
 import type { RequestErrorAction } from "./agent_events.ts";
 
+// The longest delay a timer takes: past it, setTimeout fires after 1 ms on every runtime.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Sleep `ms` (a retry's delay), or until `signal` aborts. A delay longer than
+ * a timer takes (2^31-1 ms, about 24.8 days: a long Retry-After under an
+ * unbounded cap) is slept in timers of at most that, one after another; an
+ * infinite one until the signal aborts.
+ */
 export const defaultSleep = (ms: number, signal: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
-    if (signal.aborted || ms <= 0) return resolve();
-    const timer = setTimeout(done, ms);
+    if (signal.aborted || !(ms > 0)) return resolve();
+    let left = ms;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const arm = () => {
+      const wait = Math.min(left, MAX_TIMER_MS);
+      left -= wait;
+      timer = setTimeout(left > 0 ? arm : done, wait);
+    };
     function done() {
       clearTimeout(timer);
       signal.removeEventListener("abort", done);
       resolve();
     }
     signal.addEventListener("abort", done, { once: true });
+    arm();
   });
 
 export function toInboxMessage(input: AgentInput, id: string): UserMessage | SystemMessage {

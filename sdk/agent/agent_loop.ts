@@ -149,6 +149,9 @@ function toolCallDelta(
     : { kind: "delta", seq, turn, step, attempt, index, blockType: "tool-call", text, id, name };
 }
 
+// Thrown by a chunk sink to end a call whose finish it logged itself (see #unloggable).
+const CALL_ENDED: unique symbol = Symbol("call ended");
+
 /**
  * The loop's `Agent` implementation.
  *
@@ -743,10 +746,10 @@ export class LoopAgent implements Agent {
       if (next !== "retry" && next !== "rebuild") return next;
       // A listener that changed the log (compaction after an overflow) asks for a request derived anew.
       // Its contexts are logged again first where a compaction summarised them away.
-      if (next === "rebuild") {
-        this.#logContexts(assembly.contexts ?? []);
-        request = this.#buildRequest(signal);
-      }
+      if (next === "rebuild") this.#logContexts(assembly.contexts ?? []);
+      // Each attempt is sent a request of its own, derived from the log again: the adapter may have changed the
+      // last one's messages array, which is its own (GenerateOptions.messages).
+      request = this.#buildRequest(signal);
     }
 
     const { usage, replayState } = assembler;
@@ -767,18 +770,58 @@ export class LoopAgent implements Agent {
     // One usage per attempt, the first, as the assembler keeps (a second breaks the stream grammar).
     let usageSeen = false;
     await this.#checkpoint(request.signal!);
-    // Each chunk is logged from the reaction to the adapter's own promise (push mode), with no extra hop.
-    await forEachChunk(prepared.stream(request, { context: this.#ctx as never }), (chunk) => {
-      const event = appendChunk(this.session, turn, step, chunk);
-      seqs.push(event.seq);
-      // The logged copy: the assistant message then shares its frozen blocks and usage.
-      blocks.push(event.data.chunk);
-      if (chunk.type === "usage" && !usageSeen) {
-        usageSeen = true;
-        this.#turnUsage = addUsage(this.#turnUsage, chunk.usage);
-      }
-    });
+    // Each chunk is logged from the reaction to the adapter's own promise (push mode), with no extra hop. (The two
+    // try blocks cost nothing while nothing throws.)
+    try {
+      await forEachChunk(prepared.stream(request, { context: this.#ctx as never }), (chunk) => {
+        let event;
+        try {
+          event = appendChunk(this.session, turn, step, chunk);
+        } catch (error) {
+          // A chunk the log refuses ends the call (the drain closes the stream), failed, in its place.
+          throw this.#unloggable(turn, step, error, blocks, seqs);
+        }
+        seqs.push(event.seq);
+        // The logged copy: the assistant message then shares its frozen blocks and usage.
+        blocks.push(event.data.chunk);
+        if (chunk.type === "usage" && !usageSeen) {
+          usageSeen = true;
+          this.#turnUsage = addUsage(this.#turnUsage, chunk.usage);
+        }
+      });
+    } catch (error) {
+      if (error !== CALL_ENDED) throw error;
+    }
     return { assembler: blocks, seqs };
+  }
+
+  // Out of line (rare): a chunk the log refused for its data (a value that is not lossless JSON, NaN usage from a
+  // parseInt, or a chunk of no type) is replaced by an `error` finish, MALFORMED_RESPONSE with the reason, so that
+  // the call is closed in the log (a call without a finish cannot be replayed) and the step fails as for any failed
+  // call, instead of the turn with the call left open. Any other failure (a clock gone bad), or one that refuses the
+  // finish too, is thrown as it was.
+  #unloggable(turn: number, step: number, error: unknown, blocks: BlockAssembler, seqs: number[]): unknown {
+    if (!HarnessError.isInstance(error) || (error.code !== "NOT_LOSSLESS_JSON" && error.code !== "INVALID_EVENT")) {
+      return error;
+    }
+    let event;
+    try {
+      event = appendChunk(this.session, turn, step, {
+        type: "finish",
+        reason: {
+          kind: "error",
+          failure: {
+            code: "MALFORMED_RESPONSE",
+            message: `Model stream sent a chunk the log cannot hold: ${error.message}`,
+          },
+        },
+      });
+    } catch {
+      return error;
+    }
+    seqs.push(event.seq);
+    blocks.push(event.data.chunk);
+    return CALL_ENDED;
   }
 
   // Out of line (rare): the hot #runStep stays small for TurboFan.

@@ -13,10 +13,12 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import { createScope } from "../kernel/scope.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../llm/retry_policy.ts";
 import type { Session } from "../session/session.ts";
+import type { EpochHeader } from "../session/session_events.ts";
 import type { SessionEvents, SessionStore } from "../session/session_store.ts";
 import type { AgentHandle, AgentOptions } from "./agent.ts";
 import type { AgentFactory, AgentRegistry, CreateAgentOptions, ResumeAgentOptions } from "./agent_registry.ts";
 import { LoopAgent, type LoopContext } from "./agent_loop.ts";
+import { isRouteKey, overRoute } from "./_route.ts";
 
 /** Options of {@linkcode agentLoopPlugin}. */
 export interface AgentLoopOptions {
@@ -51,12 +53,14 @@ interface LoopPluginServices {
   sessions: SessionStore;
 }
 
+// The agent's route: its own over the harness's default one, as `overRoute` combines them (an agent that names
+// another provider or model takes none of the default's sampling settings).
 function resolveRoute(defaults: Partial<AgentOptions> | undefined, options: Partial<AgentOptions>): AgentOptions {
-  const merged: Partial<AgentOptions> = { ...defaults };
+  const merged: Partial<AgentOptions> = overRoute(defaults, options);
   for (const [key, value] of Object.entries(options)) {
     if (
       value !== undefined && key !== "id" && key !== "setup" && key !== "sessionId" && key !== "events" &&
-      key !== "header"
+      key !== "header" && !isRouteKey(key)
     ) {
       (merged as Record<string, unknown>)[key] = value;
     }
@@ -64,7 +68,9 @@ function resolveRoute(defaults: Partial<AgentOptions> | undefined, options: Part
   if (typeof merged.provider !== "string" || typeof merged.model !== "string") {
     throw new HarnessError(
       "INVALID_ARGS",
-      "Cannot create an agent without a provider and a model (set a default model)",
+      typeof merged.provider === "string" && merged.provider !== defaults?.provider
+        ? `Cannot create an agent on provider "${merged.provider}" without a model (the default model is another provider's)`
+        : "Cannot create an agent without a provider and a model (set a default model)",
     );
   }
   return merged as AgentOptions;
@@ -228,7 +234,9 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
 
 /**
  * The route a resumed agent keeps: the last recorded request header's, else
- * the one in the session's stored profile, unless overridden.
+ * the one in the session's stored profile, unless overridden. The header's
+ * fields the adapter filled in (its `adapterDefaults`) are not kept: they were
+ * not chosen, and the adapter now serving the route fills them in again.
  */
 function routeFromLog(options: ResumeAgentOptions): Partial<AgentOptions> {
   const profile = (options.header?.profile ?? {}) as Partial<AgentOptions>;
@@ -236,14 +244,26 @@ function routeFromLog(options: ResumeAgentOptions): Partial<AgentOptions> {
   for (const key of ["provider", "model", "reasoningEffort", "temperature", "maxTokens"] as const) {
     if (profile[key] !== undefined) (recorded as Record<string, unknown>)[key] = profile[key];
   }
+  let last: EpochHeader | undefined;
   for (const event of options.events) {
-    if (event.type === "request/header") {
-      const { provider, model, reasoningEffort, temperature, maxTokens, stop } = event.data.header.config;
-      recorded = { provider, model, reasoningEffort, temperature, maxTokens, stop };
-    }
+    if (event.type === "request/header") last = event.data.header;
+  }
+  if (last !== undefined) {
+    const { provider, model, reasoningEffort, temperature, maxTokens, stop } = last.config;
+    const filled = last.adapterDefaults;
+    recorded = {
+      provider,
+      model,
+      reasoningEffort: filled?.reasoningEffort === true ? undefined : reasoningEffort,
+      temperature,
+      maxTokens: filled?.maxTokens === true ? undefined : maxTokens,
+      stop,
+    };
   }
   const { sessionId: _id, events: _events, header: _header, setup: _setup, ...overrides } = options;
-  return { ...recorded, ...Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined)) };
+  // The overrides over the recorded route as over the harness's default one: whole when they name another route.
+  const others = Object.entries(overrides).filter(([key, value]) => value !== undefined && !isRouteKey(key));
+  return { ...Object.fromEntries(others), ...overRoute(recorded, overrides) };
 }
 
 /**

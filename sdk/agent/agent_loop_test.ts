@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import { createHarness, type CreateHarnessOptions, type Harness } from "../harness.ts";
 import { defineTool } from "../tools/mod.ts";
-import { LlmFailure, type StreamChunk } from "../llm/mod.ts";
+import { type GenerateOptions, LlmFailure, type StreamChunk } from "../llm/mod.ts";
 import type { SessionEvent } from "../session/mod.ts";
 import { checkInvariants } from "../invariants/mod.ts";
 import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
@@ -11,6 +11,7 @@ import { HarnessError } from "../kernel/mod.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import type { Agent, AgentUpdate } from "./agent.ts";
 import { TurnFailedError } from "./turn_failed_error.ts";
+import { fixtureFromLogs } from "../../replay/mod.ts";
 import { Inbox } from "./inbox.ts";
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -285,6 +286,35 @@ describe("agent loop event sequences", () => {
     await harness.dispose();
   });
 
+  it("each attempt of a retried request gets its own messages: an adapter's change to one reaches no later one", async () => {
+    const seen: string[][] = [];
+    const { harness } = await setup([]);
+    harness.ctx.service("llm").registerAdapter({
+      provider: "mutating",
+      models: [{ id: "m" }],
+      async *stream(options) {
+        seen.push(
+          options.messages.map((m) => `${m.role}:${m.content.map((b) => b.type === "text" ? b.text : b.type)}`),
+        );
+        if (seen.length === 1) {
+          // The array is the adapter's own (GenerateOptions.messages): it edits it, then fails retryably.
+          const messages = options.messages as GenerateOptions["messages"][number][];
+          messages.splice(0, 1, { ...messages[0], content: [{ type: "text", text: "EDITED" }] });
+          messages.push(messages[0]);
+          yield { type: "finish", reason: { kind: "error", failure: { code: "SERVER", message: "boom" } } };
+          return;
+        }
+        yield* textResponse("ok").chunks;
+      },
+    });
+    const agent = await harness.createAgent({ id: "m1", provider: "mutating", model: "m" });
+    const result = await agent.run("Hi");
+    assert.equal(result.text, "ok");
+    assert.deepEqual(seen, [["user:Hi"], ["user:Hi"]]);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
   it("a non-retryable failure ends the turn with error: run() rejects with TURN_FAILED carrying the result", async () => {
     const { harness, agent } = await setup([
       { throw: new LlmFailure("AUTH", "Bad key", { status: 401 }) },
@@ -331,6 +361,38 @@ describe("agent loop event sequences", () => {
     assert.deepEqual(model.requests[1].messages.map((m) => m.role), ["user", "user"]);
     assertValidLog(agent.session.events);
     await harness.dispose();
+  });
+
+  it("a chunk the log cannot hold (NaN usage, no type) ends the call with an error finish in its place; the next turn works", async () => {
+    const bad: Record<string, StreamChunk> = {
+      "NaN usage": { type: "usage", usage: { inputTokens: parseInt("n/a"), outputTokens: 7 } },
+      "no type": {} as StreamChunk,
+    };
+    for (const [label, chunk] of Object.entries(bad)) {
+      const answer = textResponse("Paid for").chunks.filter((c) => c.type !== "usage");
+      const { harness, agent } = await setup([
+        { chunks: [...answer.slice(0, -1), chunk, ...answer.slice(-1)] },
+        textResponse("Back"),
+      ]);
+      const error = await agent.run("Hi").then(() => assert.fail("run() resolved"), (e: unknown) => e);
+      assert.ok(error instanceof TurnFailedError, label);
+      assert.equal(error.failure.code, "MALFORMED_RESPONSE", label);
+      assert.match(error.failure.message, /cannot hold/, label);
+      // The refused chunk's place holds the call's error finish: the call is closed in the log.
+      const finish = agent.session.events.findLast((e) => e.type === "assistant/chunk")!;
+      assert.deepEqual(finish.type === "assistant/chunk" && finish.data.chunk.type, "finish", label);
+      assert.deepEqual(summarize(agent.session.events).slice(-3), [
+        "assistant/chunk×4",
+        "step/end 1.1",
+        "turn/end 1 error:MALFORMED_RESPONSE",
+      ], label);
+      assert.deepEqual(error.result.usage, { inputTokens: 0, outputTokens: 0 }, label);
+      fixtureFromLogs([...agent.session.events]);
+      assert.equal((await agent.run("Again")).text, "Back", label);
+      assertValidLog(agent.session.events);
+      fixtureFromLogs([...agent.session.events]);
+      await harness.dispose();
+    }
   });
 
   it("a tool call without an id, or with another call's id, fails the request before anything runs (MALFORMED_RESPONSE)", async () => {
@@ -995,6 +1057,55 @@ describe("agent loop cancellation", () => {
     ]);
     assertValidLog(silent.session.events);
     await harness.dispose();
+  });
+
+  it("an adapter whose cleanup never settles after its finish holds neither the turn nor dispose()", async () => {
+    const answer: StreamChunk[] = [
+      { type: "block-start", index: 0, blockType: "text" },
+      { type: "text-delta", index: 0, text: "ok" },
+      { type: "block-end", index: 0, block: { type: "text", text: "ok" } },
+      { type: "finish", reason: { kind: "stop" } },
+    ];
+    const producers: Record<string, () => AsyncIterable<StreamChunk>> = {
+      // A generator whose finally awaits for ever.
+      finallyHangs: async function* () {
+        try {
+          yield* answer;
+        } finally {
+          await new Promise(() => {});
+        }
+      },
+      // An iterator whose return() never settles.
+      returnHangs: () => {
+        let i = 0;
+        return {
+          [Symbol.asyncIterator]: () => ({
+            next: () =>
+              Promise.resolve(i < answer.length ? { value: answer[i++], done: false } : new Promise(() => {})),
+            return: () => new Promise(() => {}),
+          }),
+        } as AsyncIterable<StreamChunk>;
+      },
+    };
+    for (const [name, stream] of Object.entries(producers)) {
+      const harness = await createHarness({ adapters: [{ provider: "p", models: [{ id: "m" }], stream }] });
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<string>((resolve) => (timer = setTimeout(() => resolve("hung"), 2000)));
+      try {
+        const agent = await harness.createAgent({ id: "s" });
+        const result = await Promise.race([agent.run("Hi"), late]);
+        assert.notEqual(result, "hung", name);
+        assert.deepEqual(typeof result === "string" ? result : [result.reason, result.text], [
+          { kind: "completed" },
+          "ok",
+        ], name);
+        assertValidLog(agent.session.events);
+        assert.equal(await Promise.race([harness.dispose().then(() => "disposed"), late]), "disposed", name);
+      } finally {
+        clearTimeout(timer);
+        await Promise.race([harness.dispose(), new Promise((resolve) => setTimeout(resolve, 100))]);
+      }
+    }
   });
 
   it("during a dynamic prompt section: the turn ends and no request is sent", async () => {

@@ -181,7 +181,8 @@ async function summarize(
   let assembler: BlockAssembler;
   for (let attempt = 1;; attempt++) {
     assembler = new BlockAssembler();
-    for await (const chunk of options.llm.stream(request)) assembler.push(chunk);
+    // Each attempt gets a messages array of its own: an adapter may change the one it was given (GenerateOptions).
+    for await (const chunk of options.llm.stream({ ...request, messages: [...messages] })) assembler.push(chunk);
     const finish = assembler.finish;
     if (finish.kind === "aborted") return error(`${finish.failure.code}: ${finish.failure.message}`);
     if (finish.kind !== "error") break;

@@ -342,6 +342,27 @@ describe("compaction: findings of the adversarial review", () => {
     await harness.dispose();
   });
 
+  it("each attempt of the summary call gets its own messages: an adapter's change to one reaches no later one", async () => {
+    const seen: string[][] = [];
+    const { harness, agent } = await setup((_r, i) => textResponse(`answer ${i}`), undefined, {
+      summary: (request) => {
+        seen.push(request.messages.map(textOf));
+        if (seen.length > 1) return textResponse("SUMMARY of turns");
+        // The array is the adapter's own (GenerateOptions.messages): it edits it, then fails retryably.
+        (request.messages as GenerateOptions["messages"][number][]).splice(0, 2);
+        return { throw: new LlmFailure("RATE_LIMIT", "Slow down", { status: 429 }) };
+      },
+    });
+    await agent.run("one");
+    await agent.run("two");
+    await agent.run("three");
+    const outcome = await pluginCtx<object, CompactionServices>(harness.ctx).service("compaction").compact(agent);
+    assert.equal(outcome.kind, "completed");
+    assert.equal(seen.length, 2);
+    assert.deepEqual(seen[1], seen[0]);
+    await harness.dispose();
+  });
+
   it("a summary call that fails past the policy's retries is a failed compaction", async () => {
     const { harness, agent, model } = await setup((_r, i) => textResponse(`answer ${i}`), undefined, {
       summary: () => ({ throw: new LlmFailure("SERVER", "Bad gateway", { status: 502 }) }),

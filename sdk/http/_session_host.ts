@@ -131,6 +131,13 @@ export class SessionHost {
     const { id, ...given } = body;
     const profile = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as SessionProfile;
     const { system: _system, tools: _tools, ...route } = profile;
+    // A provider no adapter serves is named as such, before the route is resolved: an agent that names another
+    // provider than the default takes none of the default's fields, the model included, and would be refused for
+    // the model it lacks.
+    const provider = (route as Partial<AgentOptions>).provider;
+    if (provider !== undefined && !this.#ctx.service("llm").listProviders().includes(provider)) {
+      throw new HttpProblem(422, "UNKNOWN_PROVIDER", `No adapter serves provider "${provider}"`);
+    }
     return await this.#harness.createAgent({
       ...(id !== undefined ? { id } : {}),
       ...(route as Partial<AgentOptions>),

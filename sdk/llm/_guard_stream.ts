@@ -65,7 +65,9 @@ const DONE: IteratorResult<StreamChunk> = Object.freeze({ value: undefined, done
 /**
  * Run `open()` and pass its chunks through, so that the result never throws,
  * ends with exactly one `finish`, and stops promptly when `signal` fires even
- * if the producer ignores it.
+ * if the producer ignores it. The producer is closed (its `return()` called)
+ * after its `finish`, at an abort, or when the consumer stops early, and never
+ * waited for: a cleanup that never settles cannot hold the call.
  *
  * Written as a plain iterator rather than an async generator: it sits on the
  * per-chunk path of every model call, and a generator costs an extra hop and a
@@ -83,8 +85,9 @@ export function guardStream(
  * resolve after the last one. A guarded stream is driven in push mode: each
  * chunk reaches the sink from the reaction to the producer's own promise, with
  * no promise of the guard's and no resumption of the caller in between. When
- * `sink` throws, the stream is closed (as `for await` closes it) and the
- * returned promise rejects with that error.
+ * `sink` throws, the stream is closed (as `for await` closes it, but without
+ * waiting for the producer's cleanup) and the returned promise rejects with
+ * that error.
  *
  * @param stream The chunks (any async iterable; only a guarded one is pushed).
  * @param sink Called synchronously with each chunk.
@@ -122,7 +125,10 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
 
   next(): Promise<IteratorResult<StreamChunk>> {
     if (this.#state === "done") return Promise.resolve(DONE);
-    if (this.#state === "final") return this.#close().then(() => DONE);
+    if (this.#state === "final") {
+      this.#close();
+      return Promise.resolve(DONE);
+    }
     return new Promise((resolve) => this.#pull(resolve));
   }
 
@@ -135,16 +141,21 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
           sink(result.value);
         } catch (error) {
           // As `for await` does: close the stream, then rethrow.
-          this.return().then(() => reject(error), () => reject(error));
+          this.#close();
+          reject(error);
           return;
         }
-        if (this.#state === "done") resolve();
-        else if (this.#state === "final") this.#close().then(() => resolve(), reject);
-        else this.#pull(deliver);
+        if (this.#state === "open") this.#pull(deliver);
+        else {
+          this.#close();
+          resolve();
+        }
       };
-      if (this.#state === "done") resolve();
-      else if (this.#state === "final") this.#close().then(() => resolve(), reject);
-      else this.#pull(deliver);
+      if (this.#state === "fresh" || this.#state === "open") this.#pull(deliver);
+      else {
+        this.#close();
+        resolve();
+      }
     });
   }
 
@@ -219,13 +230,12 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
     resolve(this.#final(thrownFinish(error, this.#signal)));
   };
 
-  async return(): Promise<IteratorResult<StreamChunk>> {
+  return(): Promise<IteratorResult<StreamChunk>> {
     const waiting = this.#waiting;
     this.#waiting = undefined;
     waiting?.(DONE);
-    // With a pull still pending, the producer is busy: ask it to stop without waiting for it.
-    await this.#close(waiting === undefined);
-    return DONE;
+    this.#close();
+    return Promise.resolve(DONE);
   }
 
   /** Deliver the terminal chunk; the pull after it closes the producer and ends the stream. */
@@ -251,15 +261,17 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
     waiting(this.#abortResult());
   }
 
-  async #close(wait = true): Promise<void> {
+  // End the stream and ask the producer to stop (its `return()`), without waiting for it: the consumer has its
+  // answer, and a producer whose cleanup never settles (a `finally` that awaits for ever, a `return()` that never
+  // answers) must not hold the call, nor the cancel or disposal waiting on it.
+  #close(): void {
     this.#state = "done";
     this.#unwatch?.();
     const iterator = this.#iterator;
     this.#iterator = undefined;
     if (iterator === undefined) return;
-    const closing = Promise.resolve().then(() => iterator.return?.()).catch(() => {
+    Promise.resolve().then(() => iterator.return?.()).catch(() => {
       /* the stream is over; a failing cleanup changes nothing */
     });
-    if (wait) await closing;
   }
 }

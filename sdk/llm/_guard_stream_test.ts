@@ -78,6 +78,52 @@ describe("forEachChunk()", () => {
     assert.equal(closed, true);
   });
 
+  it("ends without waiting for a producer whose cleanup never settles (after its finish, or a sink's throw)", async () => {
+    // A producer whose return() is called but never answers, as a generator whose finally awaits for ever.
+    const hanging = () => {
+      const state = { closed: false };
+      const open = () => {
+        const chunks = [text("a"), stop];
+        let i = 0;
+        return {
+          [Symbol.asyncIterator]: () => ({
+            next: () => Promise.resolve({ value: chunks[i++], done: false }),
+            return: () => {
+              state.closed = true;
+              return new Promise<IteratorResult<StreamChunk>>(() => {});
+            },
+          }),
+        };
+      };
+      return { open, state };
+    };
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<string>((resolve) => (timer = setTimeout(() => resolve("hung"), 1000)));
+    try {
+      for (const drive of [pushed, collect]) {
+        const { open, state } = hanging();
+        assert.deepEqual(await Promise.race([drive(guardStream(open, new AbortController().signal)), late]), [
+          text("a"),
+          stop,
+        ]);
+        assert.equal(state.closed, true);
+      }
+      const { open, state } = hanging();
+      const failing = forEachChunk(guardStream(open, new AbortController().signal), () => {
+        throw new Error("sink failed");
+      }).then(() => "resolved", (error: Error) => error.message);
+      assert.equal(await Promise.race([failing, late]), "sink failed");
+      assert.equal(state.closed, true);
+      const { open: open2, state: state2 } = hanging();
+      const stream = guardStream(open2, new AbortController().signal);
+      await stream.next();
+      assert.deepEqual(await Promise.race([stream.return!(), late]), { value: undefined, done: true });
+      assert.equal(state2.closed, true);
+    } finally {
+      clearTimeout(timer);
+    }
+  });
+
   it("answers at once with an aborted finish when the signal fires while the producer hangs", async () => {
     const controller = new AbortController();
     const stream = guardStream(async function* () {

@@ -82,9 +82,10 @@ export interface GenerateOptions {
   /**
    * The history, as derived from the session log. Every message is the log's
    * own deep-frozen object. The array is a fresh copy made for this request
-   * and is not frozen (freezing an array is O(length) on JavaScriptCore, and
-   * a copy per request keeps the log out of reach): an adapter may treat it
-   * as its own, but should not rely on changes to it being seen by anyone.
+   * (each attempt of a retried call gets its own) and is not frozen (freezing
+   * an array is O(length) on JavaScriptCore, and a copy per request keeps the
+   * log out of reach): an adapter may treat it as its own, but should not
+   * rely on changes to it being seen by anyone, a later attempt included.
    */
   readonly messages: readonly Message[];
   /** The rendered system prompt; absent when there is none. */

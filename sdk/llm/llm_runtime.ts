@@ -24,7 +24,7 @@ import {
 import type { LlmEvents, LlmServices } from "./llm_events.ts";
 import { LlmFailure } from "./llm_failure.ts";
 import type { Message } from "./messages.ts";
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry_policy.ts";
+import { checkRetryPolicy, DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry_policy.ts";
 import type { StreamChunk } from "./stream_chunk.ts";
 
 /**
@@ -143,8 +143,10 @@ export class LlmRuntime {
    *   which `llm/adapters-changed` is emitted; without one, calls go straight to
    *   the adapter.
    * @param options How callers that retry retry.
+   * @throws {HarnessError} `INVALID_ARGS` naming the field of `options.retryPolicy` that is not a valid number.
    */
   constructor(ctx?: HarnessContext<LlmEvents, LlmServices>, options: LlmRuntimeOptions = {}) {
+    if (options.retryPolicy !== undefined) checkRetryPolicy(options.retryPolicy);
     this.#ctx = ctx;
     this.retryPolicy = options.retryPolicy === undefined
       ? DEFAULT_RETRY_POLICY

@@ -8,9 +8,15 @@
  * @module
  */
 
+import { HarnessError } from "../kernel/harness_error.ts";
 import type { LlmFailureData } from "./llm_failure.ts";
 
-/** How failed model calls are retried. */
+/**
+ * How failed model calls are retried. `createHarness` and `LlmRuntime` refuse
+ * a policy whose numbers are not valid (`INVALID_ARGS` naming the field): a
+ * NaN anywhere, a negative delay, a count that is not a non-negative integer,
+ * a jitter outside 0–1. Infinity is a valid count, ceiling or cap.
+ */
 export interface RetryPolicy {
   /** Retries after the first attempt; `0` disables retrying. */
   readonly maxRetries: number;
@@ -35,6 +41,41 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({
   jitter: 0.1,
   retryAfterCapMs: 60_000,
 });
+
+/**
+ * Internal: refuse a retry policy whose numbers would not retry as written (a NaN delay, a NaN count that turns
+ * retrying off). `maxRetries` is a non-negative integer (or Infinity), the delays and the cap non-negative numbers
+ * (Infinity for no bound), `jitter` a ratio from 0 to 1.
+ *
+ * @param policy The policy given.
+ * @param name What it is called where it was given.
+ * @throws {HarnessError} `INVALID_ARGS` naming the first field that is wrong.
+ */
+export function checkRetryPolicy(policy: unknown, name = "retryPolicy"): void {
+  if (typeof policy !== "object" || policy === null) {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      `${name} must be an object, not ${policy === null ? "null" : typeof policy}`,
+    );
+  }
+  const p = policy as Record<string, unknown>;
+  const refuse = (field: string, what: string): never => {
+    throw new HarnessError("INVALID_ARGS", `${name}.${field} must be ${what}, not ${String(p[field])}`, {
+      details: { field: `${name}.${field}` },
+    });
+  };
+  const isNumber = (v: unknown): v is number => typeof v === "number" && !Number.isNaN(v);
+  const retries = p.maxRetries;
+  if (!isNumber(retries) || retries < 0 || !(Number.isInteger(retries) || retries === Infinity)) {
+    refuse("maxRetries", "a non-negative integer");
+  }
+  for (const field of ["baseDelayMs", "maxDelayMs", "retryAfterCapMs"]) {
+    const value = p[field];
+    if (!isNumber(value) || value < 0) refuse(field, "a non-negative number of milliseconds");
+  }
+  const jitter = p.jitter;
+  if (!isNumber(jitter) || jitter < 0 || jitter > 1) refuse("jitter", "a ratio from 0 to 1");
+}
 
 /** The failure codes the policy retries; every other code is final. */
 export const RETRYABLE_FAILURE_CODES: readonly string[] = Object.freeze([

@@ -1,6 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { DEFAULT_RETRY_POLICY, isRetryableFailure, LlmFailure, retryDelayMs } from "./mod.ts";
+import { DEFAULT_RETRY_POLICY, isRetryableFailure, LlmFailure, LlmRuntime, retryDelayMs } from "./mod.ts";
+import { createHarness } from "../harness.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
 
 describe("retry policy", () => {
   it("DEFAULT_RETRY_POLICY is 5 retries, 500 ms to 10 s, 10 % jitter", () => {
@@ -60,5 +62,34 @@ describe("retry policy", () => {
   it("retryDelayMs() rejects an attempt that is not a positive integer", () => {
     assert.throws(() => retryDelayMs(DEFAULT_RETRY_POLICY, 0), RangeError);
     assert.throws(() => retryDelayMs(DEFAULT_RETRY_POLICY, 1.5), RangeError);
+  });
+
+  it("createHarness and LlmRuntime refuse a policy whose numbers are not valid, naming the field (INVALID_ARGS)", async () => {
+    const bad: [Partial<Record<keyof typeof DEFAULT_RETRY_POLICY, unknown>>, string][] = [
+      [{ baseDelayMs: NaN }, "retryPolicy.baseDelayMs"],
+      [{ maxRetries: NaN }, "retryPolicy.maxRetries"],
+      [{ maxRetries: -1 }, "retryPolicy.maxRetries"],
+      [{ maxRetries: 1.5 }, "retryPolicy.maxRetries"],
+      [{ maxDelayMs: -5 }, "retryPolicy.maxDelayMs"],
+      [{ retryAfterCapMs: "60000" }, "retryPolicy.retryAfterCapMs"],
+      [{ jitter: 2 }, "retryPolicy.jitter"],
+      [{ jitter: undefined }, "retryPolicy.jitter"],
+    ];
+    const refused = (field: string) => (error: unknown) =>
+      HarnessError.isInstance(error, "INVALID_ARGS") && error.message.startsWith(`${field} must be`);
+    for (const [change, field] of bad) {
+      const retryPolicy = { ...DEFAULT_RETRY_POLICY, ...change } as typeof DEFAULT_RETRY_POLICY;
+      await assert.rejects(createHarness({ retryPolicy }), refused(field), field);
+      assert.throws(() => new LlmRuntime(undefined, { retryPolicy }), refused(field), field);
+    }
+    // Unbounded numbers are policies too.
+    const unbounded = {
+      ...DEFAULT_RETRY_POLICY,
+      maxRetries: Infinity,
+      maxDelayMs: Infinity,
+      retryAfterCapMs: Infinity,
+    };
+    assert.equal(new LlmRuntime(undefined, { retryPolicy: unbounded }).retryPolicy.maxRetries, Infinity);
+    await (await createHarness({ retryPolicy: { ...DEFAULT_RETRY_POLICY, maxRetries: 0, jitter: 0 } })).dispose();
   });
 });
