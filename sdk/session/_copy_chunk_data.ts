@@ -83,7 +83,7 @@ function copyBlock(block: unknown): Readonly<Record<string, unknown>> | undefine
   return undefined;
 }
 
-// Token counts: some of the known fields, each a non-negative integer.
+// Token counts: input and output, and any other known field, each a non-negative integer.
 function copyUsage(usage: unknown): Readonly<Record<string, number>> | undefined {
   if (!plain(usage)) return undefined;
   const keys = Object.keys(usage);
@@ -95,6 +95,8 @@ function copyUsage(usage: unknown): Readonly<Record<string, number>> | undefined
     if (!count(value)) return undefined;
     out[key] = value;
   }
+  // The two counts every usage has (the usage totals add them); without one, the general path refuses the chunk.
+  if (out.inputTokens === undefined || out.outputTokens === undefined) return undefined;
   return vouch(Object.freeze(out));
 }
 

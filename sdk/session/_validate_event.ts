@@ -52,6 +52,28 @@ export function validateTodoItems(data: unknown, seq: number): void {
   }
 }
 
+const TOKEN_FIELDS = ["inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens"] as const;
+
+/**
+ * The token counts of a new `usage` chunk (what `Session.append` takes): `inputTokens` and `outputTokens`, and each
+ * other known count given, non-negative integers (a count given as a string made the usage totals concatenate it).
+ * Not part of {@linkcode validateEventData}: logs stored before this check still load. The fast chunk copy already
+ * refuses such counts, so only the general path runs this.
+ */
+export function validateChunkUsage(data: unknown, seq: number): void {
+  const chunk = (data as { chunk?: unknown }).chunk;
+  if (!isObject(chunk) || chunk.type !== "usage") return;
+  const usage = chunk.usage;
+  if (!isObject(usage)) invalid(seq, "assistant/chunk", "a usage chunk needs its usage");
+  for (const field of TOKEN_FIELDS) {
+    const value = (usage as Record<string, unknown>)[field];
+    if (value === undefined && field !== "inputTokens" && field !== "outputTokens") continue;
+    if (!Number.isSafeInteger(value) || (value as number) < 0) {
+      invalid(seq, "assistant/chunk", `usage.${field} must be a non-negative integer`);
+    }
+  }
+}
+
 /** Check an envelope read from a seed or from storage (the keys and scalar fields). */
 export function validateEnvelope(event: unknown, index: number): void {
   if (!isObject(event)) invalid(index, "?", "not an object");

@@ -28,7 +28,14 @@ import type {
   SurfaceIntent,
 } from "./session_events.ts";
 import { commitPlain, isSurfaceEventType, type SessionSurface, SurfaceManager } from "./surface_manager.ts";
-import { isEventTypeText, isTime, validateEnvelope, validateEventData, validateTodoItems } from "./_validate_event.ts";
+import {
+  isEventTypeText,
+  isTime,
+  validateChunkUsage,
+  validateEnvelope,
+  validateEventData,
+  validateTodoItems,
+} from "./_validate_event.ts";
 import { containRejection } from "../kernel/_contain_rejection.ts";
 
 /** The format version stamped on new session headers. */
@@ -591,6 +598,7 @@ export class Session {
     const event = this.#envelope(type, data, given, ignorable);
     validateEventData(type, event.data, seq);
     if (type === "todo/write") validateTodoItems(event.data, seq);
+    else if (type === "assistant/chunk") validateChunkUsage(event.data, seq);
     this.#commit(event);
     if (this.#observers.length > 0) this.#publish(event);
     return event as SessionEvent<T>;
@@ -634,6 +642,7 @@ export class Session {
     // they count from 1.
     if (fast === undefined || turn < 1 || step < 1) {
       validateEventData("assistant/chunk", data, seq);
+      validateChunkUsage(data, seq);
     }
     // What #commit does for an event without surface metadata that is not a request header or context.
     commitPlain(this.#surface, event);

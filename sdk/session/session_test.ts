@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { appendBracket, type BracketType, Session, SESSION_FORMAT_VERSION } from "./session.ts";
+import { appendBracket, appendChunk, type BracketType, Session, SESSION_FORMAT_VERSION } from "./session.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent, SessionEventMap } from "./mod.ts";
 import type { UserMessage } from "../llm/messages.ts";
@@ -89,6 +89,37 @@ describe("Session.append()", () => {
     const session = Session.create("s", events as never);
     assert.equal(session.at(0)?.type, "todo/write");
     assert.match(renderTranscript(session.events), /- \[\?\] x\n- \[\?\] null\n- \[\?\] 4/);
+  });
+
+  it("refuses a usage chunk whose token counts are not non-negative integers, on both append paths; a stored one loads", () => {
+    const bad = [
+      { inputTokens: "05", outputTokens: 1 },
+      { inputTokens: 1, outputTokens: -2 },
+      { inputTokens: 1, outputTokens: 2, reasoningTokens: 1.5 },
+      { inputTokens: 1 },
+      { inputTokens: 1, outputTokens: 2, extra: "kept" }, // unknown fields stay lossless: this one is accepted
+    ];
+    for (const [i, usage] of bad.entries()) {
+      const accepted = i === bad.length - 1;
+      for (const via of ["append", "appendChunk"] as const) {
+        const session = Session.create("s");
+        const chunk = { type: "usage", usage };
+        const append = () =>
+          via === "append"
+            ? session.append("assistant/chunk", { turn: 1, step: 1, chunk } as never)
+            : appendChunk(session, 1, 1, chunk as never);
+        if (accepted) append();
+        else assert.throws(append, (e: unknown) => HarnessError.isInstance(e, "INVALID_EVENT"), `${via} ${i}`);
+        assert.equal(session.seq, accepted ? 1 : 0, `${via} ${i}`);
+      }
+    }
+    const stored = [{
+      type: "assistant/chunk",
+      seq: 0,
+      time: 0,
+      data: { turn: 1, step: 1, chunk: { type: "usage", usage: { inputTokens: "05", outputTokens: 1 } } },
+    }];
+    assert.equal(Session.create("s", stored as never).at(0)?.type, "assistant/chunk");
   });
 
   it("throws every validation error before committing anything", () => {
