@@ -287,10 +287,13 @@ export interface Harness {
    * the core (persistence, the session store). Idempotent: every call settles with the first, once it is done (a
    * second call made meanwhile waits for it, and rejects as it does). An agent whose `disposeAgent()` is still under
    * way is waited for (its failure is that call's to report) before persistence and the plugins are undone.
+   * A teardown must not await `dispose()` of its own harness (a server plugin whose close disposes the harness): that
+   * call waits for the disposal, which waits for the teardown; start it without awaiting it there. Undo functions
+   * that keep registering new ones are stopped after eight rounds, with `TEARDOWN_INCOMPLETE`.
    *
    * @throws {HarnessError} when an agent's last write failed, after everything was disposed (an `AggregateError`
    *   when several things failed): what was not written is reported, never dropped. So is what a plugin's teardown
-   *   (an undo of its effects) threw.
+   *   (an undo of its effects) threw, and `TEARDOWN_INCOMPLETE`.
    */
   dispose(): Promise<void>;
 }
@@ -628,7 +631,11 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
         failures.push(error);
       }
     };
-    for (const handle of [...handles.values()].reverse()) await attempt(() => handle.dispose());
+    for (const [id, handle] of [...handles].reverse()) {
+      // One whose disposeAgent() began meanwhile: that call reports its failure (it is awaited with `leaving`).
+      if (handles.get(id) !== handle) continue;
+      await attempt(() => handle.dispose());
+    }
     handles.clear();
     // Agents whose disposeAgent() is still under way: their failures are that call's to report. (With none, no
     // await: a creation started in the same tick still finds the services gone, as it did.)

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHarness } from "./harness.ts";
+import { HarnessError } from "./kernel/harness_error.ts";
 import { memoryStorage } from "./persistence/memory_storage.ts";
 import { withFaults } from "./persistence/_test_storage_faults.ts";
 import { createScope } from "./kernel/scope.ts";
@@ -101,5 +102,46 @@ describe("harness.dispose() and a plugin whose teardown fails", () => {
     const harness = await createHarness({ plugins: [audit] });
     await assert.rejects(harness.dispose(), /the final flush to the audit sink failed/);
     assert.equal(harness.ctx.get("sessions"), undefined, "the core was disposed all the same");
+  });
+});
+
+describe("harness.dispose() and teardowns that call back into it", () => {
+  /** `promise`'s outcome, or "still waiting" after 3 s (the timer cleared either way). */
+  async function within(promise: Promise<unknown>): Promise<unknown> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise((resolve) => timer = setTimeout(() => resolve("still waiting"), 3000));
+    try {
+      return await Promise.race([promise, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  it("undo functions that keep registering new ones are stopped, reported as TEARDOWN_INCOMPLETE", async () => {
+    const harness = await createHarness({});
+    let runs = 0;
+    const arm = () => void harness.ctx.effect(() => () => (runs++, arm()), "watchdog");
+    arm();
+    const outcome = await within(harness.dispose().then(() => "resolved", (e) => e));
+    assert.ok(HarnessError.isInstance(outcome, "TEARDOWN_INCOMPLETE"), String(outcome));
+    assert.ok(runs <= 8, `${runs} undo runs`);
+  });
+
+  it("an agent whose disposeAgent() began during the disposal has its failure reported by that call alone", async () => {
+    let full = false;
+    const storage = withFaults(memoryStorage(), {
+      append: (append) => (id, events, options) =>
+        full && id === "a" ? Promise.reject(new Error("disk full for a")) : append(id, events, options),
+    });
+    const harness = await createHarness({ adapters: [scriptedAdapter({ hang: true })], storage });
+    const a = await harness.createAgent({ id: "a" });
+    const b = await harness.createAgent({ id: "b" });
+    a.inject("note a");
+    b.inject("note b");
+    full = true;
+    const all = harness.dispose(); // b first, then a
+    const one = harness.disposeAgent("a").then(() => "resolved", (e) => e.message);
+    assert.equal(await one, "disk full for a");
+    assert.equal(await all.then(() => "resolved", (e) => e.message), "resolved");
   });
 });

@@ -745,7 +745,7 @@ export async function unwind(ctx: ContextCore<object, object>): Promise<unknown[
   // The undo functions of the plugins and scopes under it report here (see teardownFailed()).
   teardownSinks.set(fiber, failures);
   try {
-    for (;;) {
+    for (let pass = 0; pass < MAX_UNWIND_PASSES; pass++) {
       const left = [...held].filter((undo) => !tried.has(undo)).reverse();
       if (left.length === 0) return failures;
       for (const undo of left) {
@@ -757,10 +757,27 @@ export async function unwind(ctx: ContextCore<object, object>): Promise<unknown[
         }
       }
     }
+    // Undo functions that keep registering new ones: stopped here rather than run for ever.
+    const left = [...held].filter((undo) => !tried.has(undo)).length;
+    if (left > 0) {
+      failures.push(
+        new HarnessError(
+          "TEARDOWN_INCOMPLETE",
+          `Disposal left ${left} registrations: undo functions kept adding more`,
+          {
+            details: { left, passes: MAX_UNWIND_PASSES },
+          },
+        ),
+      );
+    }
+    return failures;
   } finally {
     teardownSinks.delete(fiber);
   }
 }
+
+/** How many rounds {@linkcode unwind} makes over registrations added while it runs. */
+const MAX_UNWIND_PASSES = 8;
 
 /**
  * Create a new root context: a fresh plugin kernel.
