@@ -4,6 +4,12 @@
 // characters a URL escapes escaped and the escapes of unreserved characters decoded in the path. A rule matches a
 // subject in its own spelling or in this one, so a rule written before the subject had one spelling (a deny for
 // `https://evil.example`, for `https://Intranet.example/*`, for `https://api.example:443/*`) still matches.
+//
+// The other spelling may match more than the rule as written meant: a `*` next to what it drops takes whatever
+// stands there instead (`http://*:80` as `http://*/` takes `internal:8080`, `https://docs.example/*#top` as
+// `https://docs.example/*` the whole site). That is what a deny or an ask rule should do (it then covers every
+// spelling of what it names, and more), not an allow rule: one whose scheme or host holds a `*`, or whose `*` ends
+// right before the fragment, has no other spelling and matches as written only.
 
 const SCHEME = /^([A-Za-z*][A-Za-z0-9+.*-]*):\/\//;
 const DEFAULT_PORT: Record<string, string> = { http: ":80", https: ":443" };
@@ -39,13 +45,69 @@ function hostOf(scheme: string, authority: string): string | undefined {
   }
 }
 
+const lowerAscii = (text: string): string => text.replace(/[A-Z]/g, (c) => c.toLowerCase());
+
+/**
+ * A label of a host pattern as `new URL()` writes it (punycode, in lower case; a label of digits is not read as an
+ * IPv4 address, the `.x` after it sees to that), or in ASCII lower case when it holds a `*` or is no label.
+ */
+function labelOf(label: string): string {
+  if (label === "" || label.includes("*")) return lowerAscii(label);
+  try {
+    const host = new URL(`http://${label}.x/`).hostname;
+    return host.endsWith(".x") ? host.slice(0, -2) : lowerAscii(label);
+  } catch {
+    return lowerAscii(label);
+  }
+}
+
+/** Whether the scheme pattern `scheme` (with a `*`) matches `name`. */
+function schemeMatches(scheme: string, name: string): boolean {
+  const body = scheme.split("*").map((part) => part.replace(/[.+]/g, "\\$&")).join(".*");
+  return new RegExp(`^${body}$`).test(name);
+}
+
+/**
+ * Scheme and authority of a deny or an ask rule's pattern whose scheme or host holds a `*`, spelled as far as the
+ * `*` lets: the labels without one as `new URL()` writes them, the others in ASCII lower case, no trailing dot, an
+ * IPv6 address without a `*` compressed, no default port (under a scheme with a `*`, `:443` is https's and `:80`
+ * http's default: `*://evil.example:443` is spelled `https://evil.example`).
+ */
+function wildSpelling(scheme: string, authority: string): string {
+  let host = authority;
+  let port = "";
+  const split = authority.startsWith("[") ? authority.indexOf("]") + 1 : authority.indexOf(":");
+  if (split > 0) {
+    host = authority.slice(0, split);
+    port = authority.slice(split);
+  }
+  if (host.startsWith("[")) {
+    if (host.includes("*") || !host.endsWith("]")) host = lowerAscii(host);
+    else {
+      try {
+        host = new URL(`http://${host}/`).hostname;
+      } catch {
+        host = lowerAscii(host);
+      }
+    }
+  } else {
+    host = host.replace(/[.\u3002\uFF0E\uFF61]+$/, "").split(/[.\u3002\uFF0E\uFF61]/).map(labelOf).join(".");
+  }
+  if (scheme.includes("*")) {
+    if (port === ":443" && schemeMatches(scheme, "https")) [scheme, port] = ["https", ""];
+    else if (port === ":80" && schemeMatches(scheme, "http")) [scheme, port] = ["http", ""];
+  } else if (port === DEFAULT_PORT[scheme]) port = "";
+  return `${scheme}://${host}${port}`;
+}
+
 /**
  * `pattern` with its URL spelled as `web_fetch`'s subject is, or `undefined` when it names no http(s) URL or is
- * spelled so already. A user name in the pattern is dropped when `dropUser` (a deny or an ask rule: a subject has
- * none, so the rule covers the URL without it), else the pattern has no other spelling (an allow rule is not
- * widened to the URL without it).
+ * spelled so already. For an allow rule (`allow`) the other spelling must not match what the pattern did not mean:
+ * a pattern with a user name (a subject has none), with a `*` in its scheme or host (`http://*:80`, also one that
+ * `new URL()` decodes from `%2A`) or a `*` right before its fragment (`https://docs.example/*#top`) has none. A deny
+ * or an ask rule's pattern drops the user name and is spelled as far as the `*` lets.
  */
-export function urlSpelling(pattern: string, dropUser: boolean): string | undefined {
+export function urlSpelling(pattern: string, allow: boolean): string | undefined {
   const scheme = SCHEME.exec(pattern);
   if (scheme === null) return undefined;
   const name = scheme[1].toLowerCase();
@@ -56,20 +118,24 @@ export function urlSpelling(pattern: string, dropUser: boolean): string | undefi
   rest = end === -1 ? "" : rest.slice(end);
   const at = authority.lastIndexOf("@");
   if (at !== -1) {
-    if (!dropUser) return undefined;
+    if (allow) return undefined;
     authority = authority.slice(at + 1);
   }
+  let origin: string;
   if (authority.includes("*") || name.includes("*")) {
-    authority = authority.replace(/[A-Z]/g, (c) => c.toLowerCase()).replace(/\.+(?=:\d+$|$)/, "");
-    const port = DEFAULT_PORT[name];
-    if (port !== undefined && authority.endsWith(port)) authority = authority.slice(0, -port.length);
+    if (allow) return undefined;
+    origin = wildSpelling(name, authority);
   } else {
     const host = hostOf(name, authority);
-    if (host === undefined) return undefined;
-    authority = host;
+    // `%2A` in a host is a `*` to `new URL()`: a wildcard the allow rule did not have.
+    if (host === undefined || (allow && host.includes("*"))) return undefined;
+    origin = `${name}://${host}`;
   }
   const hash = rest.indexOf("#");
-  if (hash !== -1) rest = rest.slice(0, hash);
+  if (hash !== -1) {
+    if (allow && rest[hash - 1] === "*") return undefined;
+    rest = rest.slice(0, hash);
+  }
   const query = rest.indexOf("?");
   let path = query === -1 ? rest : rest.slice(0, query);
   const search = query === -1 ? "" : escaped(rest.slice(query), QUERY_ESCAPE);
@@ -77,6 +143,6 @@ export function urlSpelling(pattern: string, dropUser: boolean): string | undefi
     const char = String.fromCharCode(parseInt(escape.slice(1), 16));
     return /^[A-Za-z0-9._~-]$/.test(char) ? char : escape.toUpperCase();
   });
-  const spelled = `${name}://${authority}${path === "" ? "/" : path}${search}`;
+  const spelled = `${origin}${path === "" ? "/" : path}${search}`;
   return spelled === pattern ? undefined : spelled;
 }

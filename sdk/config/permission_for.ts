@@ -33,11 +33,11 @@ const WITH_ARGUMENT = /^([^()]*)\((.*)\)$/s;
 const spellings = new Map<string, string | null>();
 
 /** The argument pattern's URL spelled as `web_fetch`'s subject is (see `_url_pattern.ts`), if it names one. */
-function spelledAsUrl(pattern: string, dropUser: boolean): string | undefined {
-  const key = `${dropUser ? "d" : "a"}${pattern}`;
+function spelledAsUrl(pattern: string, allow: boolean): string | undefined {
+  const key = `${allow ? "a" : "d"}${pattern}`;
   let spelled = spellings.get(key);
   if (spelled === undefined) {
-    spelled = urlSpelling(pattern, dropUser) ?? null;
+    spelled = urlSpelling(pattern, allow) ?? null;
     if (spellings.size > 1000) spellings.clear();
     spellings.set(key, spelled);
   }
@@ -49,7 +49,7 @@ function matches(rule: PermissionRule, toolName: string, subject: string | undef
   if (split === null) return patternOf(rule.tool).test(toolName);
   if (subject === undefined || !patternOf(split[1]).test(toolName)) return false;
   if (patternOf(split[2]).test(subject)) return true;
-  const url = spelledAsUrl(split[2], rule.action !== "allow");
+  const url = spelledAsUrl(split[2], rule.action === "allow");
   return url !== undefined && patternOf(url).test(subject);
 }
 
@@ -68,7 +68,14 @@ function matches(rule: PermissionRule, toolName: string, subject: string | undef
  * without the default port, an origin alone as its `/`, without a fragment,
  * with the characters a URL escapes escaped (`ü` as `%C3%BC`) and `%61` read
  * as `a` in the path; a user name is dropped from a deny or an ask rule (the
- * subject has none), while an allow rule with one matches as written only.
+ * subject has none). In a host with a `*`, the labels without one are spelled
+ * so, the others compared in ASCII lower case, and under a scheme with a `*`,
+ * `:443` and `:80` are https's and http's default port. That spelling never
+ * widens an allow rule: one with a user name, with a `*` in its scheme or host
+ * or right before its fragment matches as written only (`http://*:80` without
+ * its port would allow any port, `https://docs.example/*#top` without its
+ * fragment every page), while a deny or an ask rule covers what the spelling
+ * matches too.
  * **The last matching rule wins**, so put broad rules first and exceptions
  * after them. No matching rule gives `undefined`: the caller applies its own
  * default.

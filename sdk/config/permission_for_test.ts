@@ -71,4 +71,64 @@ describe("permissionFor()", () => {
     // Not a URL: matched as written only.
     assert.equal(permissionFor([{ tool: "bash(Git *)", action: "deny" }], "bash", "git status"), undefined);
   });
+
+  it("does not widen an allow rule whose * stands next to what the URL spelling drops; a deny or an ask rule is", () => {
+    const verdict = (tool: string, action: "allow" | "deny", subject: string) =>
+      permissionFor([{ tool, action }], "web_fetch", subject)?.action;
+    const cases: [string, string][] = [
+      // A default port dropped next to a `*` in the host: the `*` would take any port.
+      ["web_fetch(http://*:80)", "http://internal:8080/"],
+      ["web_fetch(http://*:80)", "http://evil.example/"],
+      ["web_fetch(https://*:443/api/*)", "https://internal:8443/api/x"],
+      // A fragment dropped after a `*`: the `*` would take every page.
+      ["web_fetch(https://docs.example/*#frag)", "https://docs.example/secret"],
+      // `%2A` is a `*` in a host to `new URL()`.
+      ["web_fetch(https://%2A.example/*)", "https://evil.example/x"],
+    ];
+    for (const [tool, subject] of cases) {
+      assert.equal(verdict(tool, "allow", subject), undefined, `${tool} allows ${subject}`);
+      assert.equal(verdict(tool, "deny", subject), "deny", `${tool} does not deny ${subject}`);
+    }
+    // As written, they still match.
+    assert.equal(verdict("web_fetch(http://*:80)", "allow", "http://internal:80"), "allow");
+    assert.equal(verdict("web_fetch(https://docs.example/*#frag)", "allow", "https://docs.example/a#frag"), "allow");
+    // An allow rule with no `*` next to what is dropped is spelled as a subject is.
+    assert.equal(verdict("web_fetch(https://Docs.example:443/*)", "allow", "https://docs.example/a"), "allow");
+    assert.equal(verdict("web_fetch(https://docs.example/a#frag)", "allow", "https://docs.example/a"), "allow");
+  });
+
+  it("spells a deny rule's host with a * as far as the * lets: punycode, IPv6, a default port under a * scheme", () => {
+    const subject = (url: string) => new URL(url).href;
+    const cases: [string, string][] = [
+      ["web_fetch(https://*.bücher.example/*)", "https://www.bücher.example/x"],
+      ["web_fetch(https://*.EVİL.example/*)", "https://a.EVİL.example/x"],
+      ["web_fetch(https://*.Corp.example./*)", "https://a.corp.example/x"],
+      ["web_fetch(https://*.１.example/*)", "https://a.1.example/x"],
+      ["web_fetch(*://evil.example:443/*)", "https://evil.example/x"],
+      ["web_fetch(h*://evil.example:80/*)", "http://evil.example/x"],
+      ["web_fetch(http://[0:0::1]:*/*)", "http://[::1]:8080/x"],
+      ["web_fetch(https://*:443/*)", "https://a.example/x"],
+    ];
+    for (const [tool, url] of cases) {
+      assert.deepEqual(permissionFor([{ tool, action: "deny" }], "web_fetch", subject(url)), { action: "deny" }, tool);
+      assert.deepEqual(permissionFor([{ tool, action: "ask" }], "web_fetch", subject(url)), { action: "ask" }, tool);
+    }
+    // A port of another scheme's default stays: http on 443 is not https.
+    assert.equal(
+      permissionFor(
+        [{ tool: "web_fetch(*://evil.example:443/*)", action: "deny" }],
+        "web_fetch",
+        "http://evil.example/x",
+      ),
+      undefined,
+    );
+    assert.deepEqual(
+      permissionFor(
+        [{ tool: "web_fetch(*://evil.example:443/*)", action: "deny" }],
+        "web_fetch",
+        "http://evil.example:443/x",
+      ),
+      { action: "deny" },
+    );
+  });
 });

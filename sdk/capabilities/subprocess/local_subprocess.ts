@@ -27,7 +27,8 @@ export interface LocalSubprocessOptions {
    * How long a stopped process group has between `SIGTERM` and `SIGKILL`, in milliseconds: when the run ends (the
    * leader exits, `timeoutMs` elapses or `signal` aborts), what is left of the group gets `SIGTERM` and this long to
    * end. A run returns once the group is empty (at once when the program left nothing behind; on Linux, a group
-   * left with zombies only, which their parent has not reaped, counts as empty), at the latest when the grace is over.
+   * left with zombies only, which their parent has not reaped, counts as empty; a process whose main thread ended
+   * while its other threads run is no zombie), at the latest when the grace is over.
    *
    * @default {200}
    */

@@ -26,7 +26,8 @@ export interface WebToolOptions {
  * resolved), without a user name and password, fragment or the host's
  * trailing dot, and with the escapes of unreserved characters in the path
  * decoded (`%61` is `a`); a rule's URL is matched in that spelling too
- * (`web_fetch(https://Evil.example)` denies `https://evil.example/`, see
+ * (`web_fetch(https://Evil.example)` denies `https://evil.example/`; an allow
+ * rule only where no `*` could take what the spelling drops, see
  * `permissionFor`). A URL that is not http or https has none, so only
  * rules without a pattern decide it (and `httpWeb()` refuses it). Rules judge
  * the URL asked for: the redirects the fetch follows are judged by the host
