@@ -49,6 +49,9 @@ export class SseBody {
       this.abort();
       return done;
     }
+    // Deno's server may cancel the body from inside enqueue() when the connection is gone: nothing will pull again,
+    // and a demand made now would never be met (the writer would wait for ever, its keep-alive timer with it).
+    if (this.#aborted || this.#closed) return done;
     if ((this.#controller.desiredSize ?? 0) > 0) return done;
     return this.#demand ??= new Promise<void>((resolve) => (this.#wanted = resolve));
   }

@@ -34,6 +34,28 @@ describe("SseBody", () => {
     assert.equal(aborted, 1);
   });
 
+  it("a body cancelled from inside enqueue() (Deno's server, for a connection gone) settles that write", async () => {
+    const body = new SseBody();
+    const proto = ReadableStreamDefaultController.prototype;
+    const enqueue = proto.enqueue;
+    // What Deno's server does when the connection is closed: the stream is cancelled during the enqueue.
+    proto.enqueue = function (this: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array) {
+      enqueue.call(this, chunk);
+      body.abort();
+    };
+    let write: Promise<void>;
+    try {
+      write = body.write("a");
+    } finally {
+      proto.enqueue = enqueue;
+    }
+    let settled = false;
+    void write.then(() => (settled = true));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assert.equal(settled, true, "the write is not left waiting for a pull that cannot come");
+    assert.equal(body.aborted, true);
+  });
+
   it("abort() ends the response after what was written, and settles the waiting write", async () => {
     const body = new SseBody();
     const waiting = body.write("kept");
