@@ -78,6 +78,11 @@ class FileSessionStorage implements SessionStorage {
   /** Where each zstd file's last complete frame was, so a stat() reads from there on, not the whole file. */
   readonly #tailMarks: ZstdTailMarks = new Map();
 
+  static cachedLogStates(storage: SessionStorage): number {
+    if (!(storage instanceof FileSessionStorage)) throw new TypeError("not a file storage of this module");
+    return storage.#states.size;
+  }
+
   constructor(dir: string, options: FileStorageOptions) {
     this.#root = dir;
     this.#encoding = options.compression === "zstd" ? "zstd" : "plain";
@@ -483,10 +488,19 @@ class FileSessionStorage implements SessionStorage {
       const live = await readLiveLock(lockPath).catch(() => undefined);
       if (live?.token === token) await fsOps.unlink(lockPath).catch(() => {});
       forgetLock(token);
+      // What this instance cached about the log serves its writer: once the lease is given up, the next use reads
+      // the log's state afresh (another instance may write it next), so a long-lived instance does not keep an entry
+      // for every session it ever wrote (after the operations under way on it).
+      void this.#exclusive(dir, () => Promise.resolve(this.#forget(dir)));
     });
     processLeases.set(dir, lease);
     return lease;
   }
+}
+
+/** How many sessions' log states `storage` (one of {@linkcode openFileStorage}'s) holds in memory: for tests. */
+export function cachedLogStates(storage: SessionStorage): number {
+  return FileSessionStorage.cachedLogStates(storage);
 }
 
 /** The storage over `dir` (arguments already checked by `fileStorage()`). */

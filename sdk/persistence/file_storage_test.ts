@@ -16,6 +16,7 @@ import { deleteTreeSuite } from "./_test_delete_tree.ts";
 import { LogBuilder } from "./_test_log.ts";
 import { loadUnderLease } from "./_test_lease.ts";
 import { openLine, sealLine } from "./_record_checksum.ts";
+import { cachedLogStates, openFileStorage } from "./_file_session_storage.ts";
 
 /** The record of a stored line (its checksum checked). */
 function recordOf(line: string) {
@@ -944,5 +945,25 @@ describe("fileStorage() durability", () => {
   it("refuses bad arguments at once", () => {
     assert.throws(() => fileStorage(""), code("INVALID_ARGS"));
     assert.throws(() => fileStorage("x", { compressionLevel: 1.5 }), code("INVALID_ARGS"));
+  });
+});
+
+describe("fileStorage() memory", () => {
+  it("forgets what it cached about a session's log once that session's writer lease is given up", async () => {
+    const storage = openFileStorage(await tempDir(), {});
+    for (let i = 0; i < 20; i++) {
+      const id = `s${i}`;
+      const lease = await storage.acquireWriter(id);
+      await storage.create({ id, createdAt: 0 }, { writer: lease });
+      await storage.append(id, [{ type: "todo/write", seq: 0, time: 0, data: { todos: [] } }] as never, {
+        expectedSeq: 0,
+        writer: lease,
+      });
+      await lease.release();
+    }
+    await storage.list(); // what the queued forgets wait for has run
+    assert.equal(cachedLogStates(storage), 0);
+    // Read again afresh: the logs are all there.
+    assert.equal((await storage.load("s7")).events.length, 1);
   });
 });
