@@ -360,7 +360,10 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       off();
       if (agent === handle.agent || handles.get(handle.agent.id) !== handle) return;
       handles.delete(handle.agent.id);
-      handle.dispose().catch(() => {/* reported as agent/error */});
+      // Out of the list but still tearing down: dispose() waits for it, as for a disposeAgent() under way.
+      const settled = handle.dispose().then(() => {}, () => {/* reported as agent/error */});
+      leaving.add(settled);
+      void settled.then(() => leaving.delete(settled));
     });
   };
 

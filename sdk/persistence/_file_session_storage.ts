@@ -58,6 +58,15 @@ interface FileState extends LocatedLog {
 }
 
 const LOCK_NAME = "writer.lock";
+/** How many sessions' log states one instance keeps in memory (about half a kilobyte each). */
+let MAX_CACHED_LOGS = 1024;
+
+/** For tests: set how many log states an instance keeps; returns what puts the default back. */
+export function cachedLogLimitForTests(limit: number): () => void {
+  const previous = MAX_CACHED_LOGS;
+  MAX_CACHED_LOGS = limit;
+  return () => void (MAX_CACHED_LOGS = previous);
+}
 
 /** A file or folder that is not there (any more). */
 function isGone(error: unknown): boolean {
@@ -137,6 +146,17 @@ class FileSessionStorage implements SessionStorage {
     return best;
   }
 
+  /**
+   * Cache what this instance knows of a session's log, the latest last: past {@linkcode MAX_CACHED_LOGS} sessions the
+   * least recently cached is forgotten (a reader instance, which holds no lease to give up, loads and stats sessions
+   * without end; a forgotten state is read afresh at its next use, as after another instance's write).
+   */
+  #remember(dir: string, state: FileState): void {
+    this.#states.delete(dir);
+    this.#states.set(dir, state);
+    if (this.#states.size > MAX_CACHED_LOGS) this.#forget(this.#states.keys().next().value!);
+  }
+
   /** Forget what this instance cached about a session's log (its location, size, seq, zstd tail mark). */
   #forget(dir: string): void {
     const cached = this.#states.get(dir);
@@ -197,7 +217,7 @@ class FileSessionStorage implements SessionStorage {
       nextSeq: events.length,
       torn: false,
     };
-    this.#states.set(dir, state);
+    this.#remember(dir, state);
     return state;
   }
 
@@ -238,7 +258,7 @@ class FileSessionStorage implements SessionStorage {
       const name = logFileName(LOG_FORMAT_VERSION, encoding);
       await publishNew(dir, name, bytes, header.id, this.#newId());
       const file = joinPath(dir, name);
-      this.#states.set(dir, {
+      this.#remember(dir, {
         file,
         encoding,
         version: LOG_FORMAT_VERSION,
@@ -278,7 +298,7 @@ class FileSessionStorage implements SessionStorage {
     }
     const tail = await readTail(located.file, located.encoding, undefined, this.#tailMarks);
     const state = { ...located, size: tail.size, nextSeq: tail.nextSeq, torn: tail.torn };
-    this.#states.set(dir, state);
+    this.#remember(dir, state);
     return state;
   }
 
@@ -343,7 +363,7 @@ class FileSessionStorage implements SessionStorage {
       }
     }
     if ((commit || !needsRepair) && located.version === LOG_FORMAT_VERSION) {
-      this.#states.set(dir, { ...located, size, nextSeq: repaired.events.length, torn: false });
+      this.#remember(dir, { ...located, size, nextSeq: repaired.events.length, torn: false });
     }
     return {
       header: decoded.header,

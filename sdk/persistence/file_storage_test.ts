@@ -16,7 +16,7 @@ import { deleteTreeSuite } from "./_test_delete_tree.ts";
 import { LogBuilder } from "./_test_log.ts";
 import { loadUnderLease } from "./_test_lease.ts";
 import { openLine, sealLine } from "./_record_checksum.ts";
-import { cachedLogStates, openFileStorage } from "./_file_session_storage.ts";
+import { cachedLogLimitForTests, cachedLogStates, openFileStorage } from "./_file_session_storage.ts";
 
 /** The record of a stored line (its checksum checked). */
 function recordOf(line: string) {
@@ -949,7 +949,7 @@ describe("fileStorage() durability", () => {
 });
 
 describe("fileStorage() memory", () => {
-  it("forgets what it cached about a session's log once that session's writer lease is given up", async () => {
+  it("forgets what it cached about a session's log once its writer lease is given up, and keeps a bounded number", async () => {
     const storage = openFileStorage(await tempDir(), {});
     for (let i = 0; i < 20; i++) {
       const id = `s${i}`;
@@ -965,5 +965,21 @@ describe("fileStorage() memory", () => {
     assert.equal(cachedLogStates(storage), 0);
     // Read again afresh: the logs are all there.
     assert.equal((await storage.load("s7")).events.length, 1);
+    // A reader, which holds no lease to give up, keeps the states of the sessions it used last only.
+    const restore = cachedLogLimitForTests(5);
+    try {
+      for (let i = 0; i < 20; i++) assert.equal((await storage.load(`s${i}`)).events.length, 1);
+      await storage.stat("s3");
+      assert.equal(cachedLogStates(storage), 5);
+      const lease = await storage.acquireWriter("s0"); // forgotten long ago: read afresh
+      await storage.append("s0", [{ type: "todo/write", seq: 1, time: 0, data: { todos: [] } }] as never, {
+        expectedSeq: 1,
+        writer: lease,
+      });
+      await lease.release();
+      assert.equal((await storage.load("s0")).events.length, 2);
+    } finally {
+      restore();
+    }
   });
 });

@@ -53,10 +53,14 @@ class Walk {
   // The length of the container `check()` accepted last.
   #length = 0;
 
-  constructor(root: string, copy: boolean, normalize = false) {
+  // How deep containers may nest below the value walked (MAX_NESTING, one more for an event envelope around data).
+  readonly #limit: number;
+
+  constructor(root: string, copy: boolean, normalize = false, limit = MAX_NESTING) {
     this.#root = root;
     this.#copy = copy;
     this.#normalize = normalize;
+    this.#limit = limit;
   }
 
   reject(what: string, index?: number): never {
@@ -187,7 +191,7 @@ class Walk {
     const open = (container: object): unknown => {
       if (seen.has(container)) this.reject("a circular reference");
       // Checked here only: the recursive part stops at RECURSION_LIMIT levels, well within MAX_NESTING.
-      if (this.#ancestors.length + sources.length >= MAX_NESTING) {
+      if (this.#ancestors.length + sources.length >= this.#limit) {
         this.reject(`arrays and objects nested deeper than ${MAX_NESTING} levels`);
       }
       const keys = this.check(container);
@@ -349,6 +353,16 @@ export function copyLosslessJson<T>(value: T, path: string = "value", options: C
   // A string or boolean is its own copy (a surface op "append", a flag): no walk to set up.
   if (typeof value === "string" || typeof value === "boolean") return value;
   return new Walk(path, true, options.normalize === true).value(value) as T;
+}
+
+/**
+ * Internal: {@linkcode assertLosslessJson} (or, with `copy`, {@linkcode copyLosslessJson}) of a whole event, whose data
+ * sits one level below it: the data may nest as deep as an append's (a seed or a restored log of what append
+ * took).
+ */
+export function losslessEvent<T>(event: T, path: string, copy: boolean): T {
+  const walked = new Walk(path, copy, false, MAX_NESTING + 1).value(event) as T;
+  return copy ? walked : event;
 }
 
 /** Options of {@linkcode copyLosslessJson}. */

@@ -14,7 +14,7 @@ import type { Message } from "../llm/messages.ts";
 import { chunkPayload, copyChunkData, copySeqs } from "./_copy_chunk_data.ts";
 import { copyPlainJson, takeSeqList, vouch } from "./_copy_event_data.ts";
 import { INCARNATION_PATTERN, newIncarnation } from "./_incarnation.ts";
-import { assertLosslessJson, copyLosslessJson } from "./lossless_json.ts";
+import { copyLosslessJson, losslessEvent } from "./lossless_json.ts";
 import { deepFreeze } from "./deep_freeze.ts";
 import { deriveEventMessage } from "./derive_event_message.ts";
 import { canonicalHeader } from "./header_equals.ts";
@@ -419,10 +419,10 @@ export class Session {
         if (restore) {
           // Storage's own freshly parsed objects: checked and frozen in place.
           validateEnvelope(raw, i);
-          assertLosslessJson(raw, `seed[${i}]`);
+          losslessEvent(raw, `seed[${i}]`, false);
           event = deepFreeze(raw as SessionEvent);
         } else {
-          event = copyLosslessJson(raw as SessionEvent, `seed[${i}]`);
+          event = losslessEvent(raw as SessionEvent, `seed[${i}]`, true);
           validateEnvelope(event, i);
         }
         validateEventData(event.type, event.data, i);

@@ -182,6 +182,10 @@ describe("Session.append()", () => {
     // The payload is one level: MAX_NESTING in all, which this runtime stores.
     const ok = loose(session).append("x/note", { payload: nest(MAX_NESTING - 1) });
     assert.equal(JSON.parse(JSON.stringify(ok)).seq, 0);
+    // What append took seeds and restores: the data nests as deep under its event.
+    const stored = JSON.parse(JSON.stringify(session.events));
+    assert.equal(Session.create("c", stored).seq, 2);
+    assert.equal(Session.fromRestore("c", JSON.parse(JSON.stringify(session.events)), {}).seq, 2);
     for (const depth of [MAX_NESTING, 20_000]) {
       assert.throws(() => loose(session).append("x/note", { payload: nest(depth) }), (e: unknown) => {
         assert.ok(HarnessError.isInstance(e, "NOT_LOSSLESS_JSON"));

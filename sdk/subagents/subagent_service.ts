@@ -12,6 +12,7 @@
 import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { durableStart } from "../agent/_durable_start.ts";
+import { overRoute } from "../agent/_route.ts";
 import type { Session } from "../session/session.ts";
 import type { SessionStore } from "../session/session_store.ts";
 import type { SystemPrompt } from "../prompt/system_prompt.ts";
@@ -216,7 +217,9 @@ export class SubagentService {
       agentPreset: definition.name,
       ...(parentSession.header.cwd !== undefined ? { cwd: parentSession.header.cwd } : {}),
     };
-    const route = { ...(parent?.options ?? {}), ...(definition.model ?? {}) };
+    // Field by field over the parent's route while the definition keeps its model; whole when it names another
+    // (the parent's reasoning effort or token limit is not another model's to take).
+    const route = overRoute(parent?.options, definition.model);
     const owner = parent?.ctx ?? (this.#ctx as unknown as HarnessContext);
     const setup = async (ctx: HarnessContext, agent: Agent) => {
       // A fork's seed may hold input the parent had queued: the child answers only its task.

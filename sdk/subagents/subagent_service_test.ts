@@ -172,3 +172,44 @@ describe("a child resumed with harness.resumeAgent", () => {
     assert.deepEqual(checkInvariants((await storage.load("parent.c1")).events), []);
   });
 });
+
+describe("a child's route", () => {
+  it("takes the parent's sampling settings only while its definition keeps the parent's model", async () => {
+    const model = scriptedAdapter((request) => {
+      if (request.sessionId !== "p") return textResponse("child ok");
+      if (request.messages.some((m) => m.role === "assistant")) return textResponse("end");
+      const calls = ["cheap", "same"].map((agent, i) => ({
+        id: `c${i}`,
+        name: "task",
+        arguments: JSON.stringify({ agent, description: "x", prompt: "p" }),
+      }));
+      return toolCallResponse(calls);
+    }, { models: [{ id: "big", reasoningEfforts: ["high"] }, { id: "small" }] });
+    const harness = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "big" },
+      plugins: [inProcessSubagents({
+        agents: [
+          { name: "cheap", description: "another model", model: { model: "small" } },
+          { name: "same", description: "the parent's model, cooler", model: { temperature: 0 } },
+        ],
+      })],
+    });
+    try {
+      const parent = await harness.createAgent({ id: "p", reasoningEffort: "high", maxTokens: 50_000 });
+      await parent.run("go");
+      const routes = model.requests.filter((r) => r.sessionId !== "p").map((r) => ({
+        model: r.model,
+        reasoningEffort: r.reasoningEffort,
+        maxTokens: r.maxTokens,
+        temperature: r.temperature,
+      })).sort((a, b) => a.model.localeCompare(b.model));
+      assert.deepEqual(routes, [
+        { model: "big", reasoningEffort: "high", maxTokens: 50_000, temperature: 0 },
+        { model: "small", reasoningEffort: undefined, maxTokens: undefined, temperature: undefined },
+      ]);
+    } finally {
+      await harness.dispose();
+    }
+  });
+});
