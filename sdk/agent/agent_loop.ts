@@ -594,6 +594,12 @@ export class LoopAgent implements Agent {
       }
       if (!first && claimed.length === 0 && !owesRequest) break;
       await this.#checkpoint(signal);
+      // Cancelled already (before the step, or while its claim was made durable): no listener starts work for it
+      // (a threshold compaction would start and be logged as failed).
+      if (signal.aborted) {
+        reason = this.#aborted();
+        break;
+      }
       // Listener chains are waited for until the turn is cancelled, not longer: one may ignore the signal.
       const decision = await untilAborted<PreStepDecision>(
         this.#ctx.waterfall(

@@ -218,6 +218,34 @@ describe("compactionRange()", () => {
 });
 
 describe("compaction: findings of the adversarial review", () => {
+  it("a turn cancelled before its first step starts no threshold compaction", async () => {
+    const model = scriptedAdapter(() => textResponse("answer"), {
+      models: [{ id: "scripted-model", contextWindow: 1000 }],
+    });
+    let big = false;
+    const harness = await createHarness({
+      adapters: [model],
+      model: { provider: "scripted", model: "scripted-model" },
+      plugins: [[compactionPlugin, { estimate: () => (big ? 1e9 : 1) }]],
+    });
+    const agent = await harness.createAgent({ id: "s1" });
+    await agent.run("one");
+    big = true;
+    const calls = model.calls, mark = agent.session.seq;
+    const off = agent.session.observe((e) => {
+      if (e.type === "turn/start") queueMicrotask(() => agent.cancel("user"));
+    });
+    const result = await agent.run("two");
+    off();
+    assert.equal(result.reason.kind, "aborted");
+    assert.equal(model.calls, calls);
+    assert.deepEqual(
+      agent.session.events.slice(mark).map((e) => e.type).filter((t) => t.startsWith("compaction/")),
+      [],
+    );
+    await harness.dispose();
+  });
+
   const compactionOf = (harness: { ctx: unknown }) =>
     pluginCtx<object, CompactionServices>(harness.ctx as never).service("compaction");
 
