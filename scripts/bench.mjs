@@ -151,9 +151,9 @@ function writeResults() {
   let text = readFileSync(outFile, "utf8");
   for (const section of sections) {
     const title = section.split("\n", 1)[0];
-    const note = `\n_This section was re-run alone on ${started.toISOString()} (load average ${
-      loadavg().map((x) => x.toFixed(2)).join(" / ")
-    })._\n`;
+    const note = `\n_This section was re-run alone on ${started.toISOString()} at commit ${commitAtStart}${
+      dirtyAtStart ? " plus uncommitted changes" : ""
+    } (load average ${loadavg().map((x) => x.toFixed(2)).join(" / ")})._\n`;
     const start = text.indexOf(title + "\n");
     if (start < 0) {
       text = text.trimEnd() + "\n\n" + section + note;
