@@ -3,8 +3,9 @@
  * with no server to write. Run it as a program to print the URL:
  *
  * ```sh
- * deno run -A jsr:@dsh/harness/view ./sessions [--port 8788] [--host 127.0.0.1] [--token T | --no-auth]
+ * deno run -A view/mod.ts ./sessions [--port 8788] [--host 127.0.0.1] [--token T | --no-auth]   # in a clone
  * npx dsh-view ./sessions        # inside a checkout of this package (Node, through tsx)
+ * deno run -A jsr:@dsh/harness/view ./sessions   # once the package is published on JSR
  * ```
  *
  * To add the timeline to your own service, use `createHarnessApp()` from
