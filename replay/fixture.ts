@@ -38,6 +38,23 @@ export interface FixtureCall {
   readonly request: RecordedRequest;
 }
 
+/**
+ * One recorded compaction: what its summary call answered, as far as the log
+ * tells (the summary call is not in the log as chunks; a compaction writes
+ * `compaction/start`, `compaction/summary` when the call gave a summary, and
+ * `compaction/end`).
+ */
+export interface FixtureCompaction {
+  /** The seq of its `compaction/start`. */
+  readonly seq: number;
+  /** Why it ran, as `compaction/start` recorded it (`manual`, `threshold`, `overflow`). */
+  readonly reason: string;
+  /** The summary the call gave (`compaction/summary`). */
+  readonly summary?: string;
+  /** Why it failed, when `compaction/end` recorded the outcome `failed` without a summary before it. */
+  readonly error?: string;
+}
+
 /** One recorded session of a fixture. */
 export interface FixtureSession {
   /** The session id as recorded. */
@@ -50,8 +67,13 @@ export interface FixtureSession {
   readonly events: readonly SessionEvent[];
   /** The first seq written by the session itself (after its seed and end-seed marker). */
   readonly firstLiveSeq: number;
-  /** The script: the model calls made by the session itself, in order. */
+  /** The script: the model calls made by the session itself, in order (compaction summary calls are not among them). */
   readonly calls: readonly FixtureCall[];
+  /**
+   * The compactions the session itself ran, in order: `replayAdapter` answers the live summary calls
+   * (`purpose: "compaction"`) from them. Absent (none) in a session built by hand.
+   */
+  readonly compactions?: readonly FixtureCompaction[];
 }
 
 /** A loaded fixture: one script per recorded session, parents first, then children by creation time. */
@@ -104,8 +126,42 @@ function recordedRequest(header: EpochHeader | undefined, messages: () => Messag
     };
 }
 
-function cutCalls(id: string, events: readonly SessionEvent[], live: number): FixtureCall[] {
+/** The recorded compactions a log's events fold into, one event at a time (each event of the log is read once). */
+class CompactionCutter {
+  readonly compactions: FixtureCompaction[] = [];
+  #open: { seq: number; reason: string; summary?: string } | undefined;
+
+  push(event: SessionEvent): void {
+    if (event.type === "compaction/start") {
+      this.#open = { seq: event.seq, reason: event.data.reason };
+    } else if (event.type === "compaction/summary" && this.#open !== undefined) {
+      this.#open.summary = event.data.summary;
+    } else if (event.type === "compaction/end" && this.#open !== undefined) {
+      // A bracket with neither a summary nor a failure (a plugin's `skipped`) made no summary call.
+      const open = this.#open;
+      if (open.summary !== undefined) this.compactions.push(open);
+      else if (event.data.outcome === "failed") {
+        this.compactions.push({ seq: open.seq, reason: open.reason, error: event.data.error ?? "" });
+      }
+      this.#open = undefined;
+    }
+  }
+
+  /** The compactions; a log cut inside a compaction (a crash) still tells the summary, when the call gave one. */
+  end(): FixtureCompaction[] {
+    if (this.#open?.summary !== undefined) this.compactions.push(this.#open);
+    this.#open = undefined;
+    return this.compactions;
+  }
+}
+
+function cutCalls(
+  id: string,
+  events: readonly SessionEvent[],
+  live: number,
+): { calls: FixtureCall[]; compactions: FixtureCompaction[] } {
   const calls: FixtureCall[] = [];
+  const compactions = new CompactionCutter();
   const history = new SharedHistory();
   let header: EpochHeader | undefined;
   let open: { turn: number; step: number; seq: number; chunks: StreamChunk[]; request: RecordedRequest } | undefined;
@@ -129,11 +185,13 @@ function cutCalls(id: string, events: readonly SessionEvent[], live: number): Fi
       }
     } else if (event.type === "request/header") {
       header = event.data.header;
+    } else if (event.seq >= live) {
+      compactions.push(event);
     }
     history.commit(event);
   }
   if (open !== undefined) throw missingFinish(open);
-  return calls;
+  return { calls, compactions: compactions.end() };
 }
 
 /**
@@ -141,10 +199,12 @@ function cutCalls(id: string, events: readonly SessionEvent[], live: number): Fi
  *
  * Each log becomes one script: its `assistant/chunk` events grouped by
  * (turn, step), each model call cut at its `finish` chunk, so a step with
- * retries yields several calls. A seeded session (a fork or child) contributes
- * only the calls after its last `session/end-seed` marker. Sessions are
- * ordered parents first (logs without `parentSession`), then by `createdAt`,
- * keeping the given order among equals.
+ * retries yields several calls. A compaction's summary call is not in the log
+ * as chunks: each compaction the session ran is kept in `compactions` (its
+ * summary, or why it failed) instead. A seeded session (a fork or child)
+ * contributes only the calls and compactions after its last `session/end-seed`
+ * marker. Sessions are ordered parents first (logs without `parentSession`),
+ * then by `createdAt`, keeping the given order among equals.
  *
  * @param logs One log's events, or several logs.
  * @param source Where the logs came from, for messages.
@@ -177,13 +237,15 @@ export function fixtureFromLogs(logs: readonly SessionEvent[] | readonly Fixture
     }
     const id = log.id ?? `session-${index + 1}`;
     const live = firstLiveSeq(log.events);
+    const { calls, compactions } = cutCalls(id, log.events, live);
     return {
       id,
       createdAt: log.createdAt ?? 0,
       ...(log.parentSession !== undefined ? { parentSession: log.parentSession } : {}),
       events: log.events,
       firstLiveSeq: live,
-      calls: cutCalls(id, log.events, live),
+      calls,
+      compactions,
     };
   });
   const order = sessions

@@ -28,6 +28,7 @@
 export {
   type Fixture,
   type FixtureCall,
+  type FixtureCompaction,
   fixtureFromLogs,
   type FixtureLog,
   type FixtureSession,

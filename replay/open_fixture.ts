@@ -33,7 +33,9 @@ export interface OpenFixtureOptions {
   readonly mode?: ReplayMode;
   /**
    * Strict replay (see `replayAdapter`): a request that differs from the recording (system
-   * prompt, tool schemas, messages) fails with a diff. Pass `false` to replay positionally.
+   * prompt, tool schemas, messages) fails with a diff. A session that compacted replays strictly
+   * as recorded, with no override: the summary calls are answered from the recorded compactions.
+   * Pass `false` to replay positionally.
    *
    * @default {true}
    */

@@ -18,6 +18,7 @@ import {
 import {
   type Fixture,
   type FixtureCall,
+  type FixtureCompaction,
   fixtureFromLogs,
   type FixtureSession,
   type RecordedRequest,
@@ -94,7 +95,9 @@ export interface ReplayAdapterOptions {
   /**
    * Compare each live request with the recorded request header and derived
    * history at the same point of the fixture; the first divergence fails the
-   * call (`REPLAY_DIVERGED`) with a readable diff.
+   * call (`REPLAY_DIVERGED`) with a readable diff. A compaction's summary call
+   * is answered from the recorded compactions and not compared; one more than
+   * the recording made fails `REPLAY_DIVERGED`.
    *
    * @default {false}
    */
@@ -128,7 +131,7 @@ export interface ReplayAdapter extends LlmAdapter {
    * the end.
    *
    * @throws {LlmFailure} The first `REPLAY_DIVERGED`, `REPLAY_EXHAUSTED` or `REPLAY_PLACEHOLDER` failure.
-   * @throws {HarnessError} `REPLAY_NOT_CONSUMED` when calls are left.
+   * @throws {HarnessError} `REPLAY_NOT_CONSUMED` when calls or recorded compactions are left.
    */
   assertConsumed(): void;
 }
@@ -137,14 +140,52 @@ interface Script {
   readonly session: FixtureSession;
   readonly entries: ReplayEntry[];
   readonly expected: readonly (RecordedRequest | undefined)[];
+  /** The answers of the recorded compactions' summary calls, in order. */
+  readonly compactions: readonly ReplayEntry[];
 }
 
 interface Binding {
   readonly script: Script;
   readonly liveId: string;
   played: number;
+  /** How many recorded compactions the session's summary calls have taken. */
+  compacted: number;
+  /** The last summary call answered from a recorded compaction: a retry of it (same messages) gets the same answer. */
+  lastCompaction?: { readonly entry: ReplayEntry; readonly messages: readonly unknown[] };
   /** What the session's previous strict comparison matched. */
   readonly match: MessageMatch;
+}
+
+/**
+ * What a recorded compaction's summary call answered, rebuilt from what the log tells: the summary as a text answer
+ * with a `stop` finish; for a compaction that failed, the answer that fails it with the same recorded error (the
+ * error texts of `compactSession`); an error text it does not know fails the call with `UNKNOWN` and that text.
+ */
+function compactionEntry(compaction: FixtureCompaction): ReplayEntry {
+  const stop: StreamChunk = { type: "finish", reason: { kind: "stop" } };
+  if (compaction.summary !== undefined) {
+    return { chunks: [{ type: "text-delta", index: 0, text: compaction.summary }, stop] };
+  }
+  const error = compaction.error ?? "";
+  if (error === "the model returned no summary") return { chunks: [stop] };
+  if (error === "the model called a tool instead of summarizing") {
+    const block = { type: "tool-call", id: "replayed-compaction-call", name: "tool", arguments: "{}" } as const;
+    return {
+      chunks: [
+        { type: "block-start", index: 0, blockType: "tool-call" },
+        { type: "tool-call-delta", index: 0, id: block.id, name: block.name, argumentsDelta: block.arguments },
+        { type: "block-end", index: 0, block },
+        stop,
+      ],
+    };
+  }
+  const ended = /^the summary call ended with (.+), not stop$/.exec(error);
+  if (ended !== null) return { chunks: [{ type: "finish", reason: { kind: ended[1] } } as StreamChunk] };
+  // `<code>: <message>`: the call failed (retries included, each answered alike) or was cancelled.
+  const failed = /^([A-Za-z0-9_]+): ([\s\S]*?)( \(aborted before a retry\))?$/.exec(error);
+  if (failed === null) return { throw: { code: "UNKNOWN", message: error } };
+  if (failed[1] === "ABORTED" && failed[3] === undefined) return { hang: true };
+  return { throw: { code: failed[1], message: failed[2] } };
 }
 
 function checkEntry(entry: ReplayEntry, where: string): ReplayEntry {
@@ -215,7 +256,18 @@ function abortedFinish(): StreamChunk {
  * a fixed clock), to the first of them whose first recorded request equals
  * the live request. Its calls then play that script's entries in order. A call
  * past the end of the scripts, or of its session's script, fails loudly
- * (`REPLAY_EXHAUSTED`). In strict mode a live request that differs from the
+ * (`REPLAY_EXHAUSTED`).
+ *
+ * A compaction's summary call (`purpose: "compaction"`) is not in the log as
+ * chunks, so it is not in the script: it is answered from the session's
+ * recorded compactions (`FixtureSession.compactions`), in order — the recorded
+ * summary as a text answer with a `stop` finish, or, for a compaction that
+ * failed, an answer that fails it with the recorded error (a retry of the
+ * summary call gets the same answer); no override entry is needed for it, and
+ * strict mode does not compare it (the summary shows in every later request,
+ * which is compared). A summary call with no recorded compaction left fails
+ * `REPLAY_DIVERGED` in strict mode; otherwise it takes the script's next entry,
+ * as any call. In strict mode a live request that differs from the
  * recorded one fails with `REPLAY_DIVERGED`, naming the first difference
  * (call config, system prompt, a tool schema, or a message by index) with a
  * unified diff (`-` fixture, `+` live); message ids are ignored. Failures
@@ -279,6 +331,11 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     session,
     entries: session.calls.map(recordedEntry),
     expected: session.calls.map((call: FixtureCall) => call.request),
+    compactions: (session.compactions ?? []).map((compaction: FixtureCompaction) => {
+      const entry = compactionEntry(compaction);
+      recordedEntries.add(entry);
+      return entry;
+    }),
   }));
   applyOverrides(scripts, fixture.overrides);
   applyOverrides(scripts, options.overrides);
@@ -331,7 +388,7 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
   // child, and the same creation time: forks made in one millisecond or under a fixed clock, whose order in the
   // fixture is only their ids'), the first whose first recorded request equals the live one.
   const nextScript = (request: GenerateOptions): Script | undefined => {
-    const unused = scripts.filter((s) => !bound.has(s) && s.entries.length > 0);
+    const unused = scripts.filter((s) => !bound.has(s) && (s.entries.length > 0 || s.compactions.length > 0));
     const first = unused[0];
     if (first === undefined) return undefined;
     const isChild = (s: Script) => s.session.parentSession !== undefined;
@@ -343,7 +400,7 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     }) ?? first;
   };
 
-  const entryFor = (request: GenerateOptions): ReplayEntry => {
+  const bindingFor = (request: GenerateOptions): Binding => {
     const liveId = request.sessionId ?? "(no session id)";
     let binding = bindings.get(liveId);
     if (binding === undefined) {
@@ -357,10 +414,46 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
         );
       }
       bound.add(script);
-      binding = { script, liveId, played: 0, match: newMessageMatch() };
+      binding = { script, liveId, played: 0, compacted: 0, match: newMessageMatch() };
       bindings.set(liveId, binding);
     }
+    return binding;
+  };
+
+  // A compaction's summary call is answered from the session's recorded compactions, in order, outside the script
+  // of model calls (the log has no chunks for it). A retry of a failed summary call sends the same messages and gets
+  // the same answer, as the recorded retries did.
+  const compactionFor = (binding: Binding, request: GenerateOptions): ReplayEntry | undefined => {
+    const last = binding.lastCompaction;
+    if (
+      last !== undefined && "throw" in last.entry && last.messages.length === request.messages.length &&
+      last.messages.every((m, i) => m === request.messages[i])
+    ) return last.entry;
     const { script } = binding;
+    const entry = script.compactions[binding.compacted];
+    if (entry === undefined) {
+      if (!strict) return undefined;
+      fail(
+        "REPLAY_DIVERGED",
+        `Strict replay diverged: session ${binding.liveId} compacted (its compaction ${
+          binding.compacted + 1
+        }), but fixture session ${script.session.id} recorded ${script.compactions.length} compaction${
+          script.compactions.length === 1 ? "" : "s"
+        }`,
+      );
+    }
+    binding.compacted++;
+    binding.lastCompaction = { entry: entry!, messages: request.messages };
+    return entry;
+  };
+
+  const entryFor = (request: GenerateOptions): ReplayEntry => {
+    const binding = bindingFor(request);
+    if (request.purpose === "compaction") {
+      const entry = compactionFor(binding, request);
+      if (entry !== undefined) return entry;
+    }
+    const { script, liveId } = binding;
     const index = binding.played++;
     if (index >= script.entries.length) {
       fail(
@@ -429,13 +522,24 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     for (const script of scripts) {
       const binding = [...bindings.values()].find((b) => b.script === script);
       if (binding === undefined) {
-        if (script.entries.length > 0) {
-          left.push(`fixture session ${script.session.id} was never bound (${script.entries.length} calls)`);
+        if (script.entries.length > 0 || script.compactions.length > 0) {
+          left.push(
+            `fixture session ${script.session.id} was never bound (${script.entries.length} calls${
+              script.compactions.length > 0 ? `, ${script.compactions.length} compactions` : ""
+            })`,
+          );
         }
-      } else if (binding.played < script.entries.length) {
-        left.push(
-          `fixture session ${script.session.id} (live ${binding.liveId}) played ${binding.played} of ${script.entries.length} calls`,
-        );
+      } else {
+        if (binding.played < script.entries.length) {
+          left.push(
+            `fixture session ${script.session.id} (live ${binding.liveId}) played ${binding.played} of ${script.entries.length} calls`,
+          );
+        }
+        if (binding.compacted < script.compactions.length) {
+          left.push(
+            `fixture session ${script.session.id} (live ${binding.liveId}) ran ${binding.compacted} of its ${script.compactions.length} recorded compactions`,
+          );
+        }
       }
     }
     if (left.length > 0) {
