@@ -322,6 +322,8 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
   const handles = new Map<string, AgentHandle>();
   // The teardowns of agents disposeAgent() let go of (settled promises, never rejected).
   const leaving = new Set<Promise<void>>();
+  // The teardowns of disposeAgent() calls under way, by agent id.
+  const disposing = new Map<string, Promise<void>>();
   // Leases resumeAgent took and loaded under, handed to the persistence plugin at the session's announcement.
   const held: HeldWriters = new Map();
   let disposed = false;
@@ -532,11 +534,14 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
         return await keep(handle);
       });
     },
-    async disposeAgent(agent) {
+    disposeAgent(agent) {
       const id = typeof agent === "string" ? agent : agent.id;
+      // A repeated call while the first is under way gets its promise (and its failure).
+      const pending = disposing.get(id);
+      if (pending !== undefined) return pending;
       const handle = handles.get(id);
       if (handle === undefined) {
-        throw new HarnessError("AGENT_NOT_FOUND", `No agent "${id}" was created by this harness`);
+        return Promise.reject(new HarnessError("AGENT_NOT_FOUND", `No agent "${id}" was created by this harness`));
       }
       handles.delete(id);
       // Kept until its teardown ends: dispose() waits for it before it unwinds persistence and the plugins, or the
@@ -544,11 +549,12 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       const teardown = handle.dispose();
       const settled = teardown.then(() => {}, () => {});
       leaving.add(settled);
-      try {
-        await teardown;
-      } finally {
+      disposing.set(id, teardown);
+      void settled.then(() => {
         leaving.delete(settled);
-      }
+        if (disposing.get(id) === teardown) disposing.delete(id);
+      });
+      return teardown;
     },
     deleteSession(sessionId) {
       return whileLive("delete a session", async () => {

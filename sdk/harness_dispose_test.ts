@@ -145,3 +145,25 @@ describe("harness.dispose() and teardowns that call back into it", () => {
     assert.equal(await all.then(() => "resolved", (e) => e.message), "resolved");
   });
 });
+
+describe("harness.disposeAgent() called twice", () => {
+  it("the second call, made while the first is under way, returns its promise and its failure", async () => {
+    let full = false;
+    const storage = withFaults(memoryStorage(), {
+      append: (append) => (id, events, options) =>
+        full ? Promise.reject(new Error("disk full")) : append(id, events, options),
+    });
+    const harness = await createHarness({ adapters: [scriptedAdapter({ hang: true })], storage });
+    const agent = await harness.createAgent({ id: "a" });
+    agent.inject("note");
+    full = true;
+    const first = harness.disposeAgent(agent);
+    const second = harness.disposeAgent("a");
+    assert.equal(second, first);
+    await assert.rejects(second, /disk full/);
+    // Once it is over, the agent is gone.
+    await assert.rejects(harness.disposeAgent("a"), (e) => HarnessError.isInstance(e, "AGENT_NOT_FOUND"));
+    full = false;
+    await harness.dispose();
+  });
+});
