@@ -53,6 +53,13 @@ export interface FixtureCompaction {
   readonly summary?: string;
   /** Why it failed, when `compaction/end` recorded the outcome `failed` without a summary before it. */
   readonly error?: string;
+  /**
+   * The failure of its last summary call, as `compaction/end` recorded it (`cancelled` when the call itself was
+   * cancelled); absent in logs written before it was recorded, and when the call did not fail.
+   */
+  readonly failure?: { readonly code: string; readonly message: string; readonly cancelled?: boolean };
+  /** How many summary calls it made, retries included, as `compaction/end` recorded it; absent in older logs. */
+  readonly attempts?: number;
 }
 
 /** One recorded session of a fixture. */
@@ -139,9 +146,25 @@ class CompactionCutter {
     } else if (event.type === "compaction/end" && this.#open !== undefined) {
       // A bracket with neither a summary nor a failure (a plugin's `skipped`) made no summary call.
       const open = this.#open;
-      if (open.summary !== undefined) this.compactions.push(open);
+      const { attempts, failure } = event.data;
+      const counted = typeof attempts === "number" ? { attempts } : {};
+      if (open.summary !== undefined) this.compactions.push({ ...open, ...counted });
       else if (event.data.outcome === "failed") {
-        this.compactions.push({ seq: open.seq, reason: open.reason, error: event.data.error ?? "" });
+        this.compactions.push({
+          seq: open.seq,
+          reason: open.reason,
+          error: event.data.error ?? "",
+          ...(failure !== undefined
+            ? {
+              failure: {
+                code: failure.code,
+                message: failure.message,
+                ...(failure.cancelled === true ? { cancelled: true } : {}),
+              },
+            }
+            : {}),
+          ...counted,
+        });
       }
       this.#open = undefined;
     }

@@ -9,6 +9,7 @@
 import {
   type GenerateOptions,
   HarnessError,
+  isRetryableFailure,
   type LlmAdapter,
   LlmFailure,
   type ModelInfo,
@@ -141,7 +142,14 @@ interface Script {
   readonly entries: ReplayEntry[];
   readonly expected: readonly (RecordedRequest | undefined)[];
   /** The answers of the recorded compactions' summary calls, in order. */
-  readonly compactions: readonly ReplayEntry[];
+  readonly compactions: readonly CompactionAnswer[];
+}
+
+/** The answer of one recorded compaction's summary calls. */
+interface CompactionAnswer {
+  readonly entry: ReplayEntry;
+  /** How many summary calls it answered when recorded; absent in logs written before `compaction/end` told it. */
+  readonly attempts?: number;
 }
 
 interface Binding {
@@ -150,22 +158,45 @@ interface Binding {
   played: number;
   /** How many recorded compactions the session's summary calls have taken. */
   compacted: number;
-  /** The last summary call answered from a recorded compaction: a retry of it (same messages) gets the same answer. */
-  lastCompaction?: { readonly entry: ReplayEntry; readonly messages: readonly unknown[] };
+  /**
+   * The compaction whose summary calls are being answered, while it may take more (retries): as many as the recording
+   * made, or, for a log that did not count them, while the request's message ids stay the same.
+   */
+  lastCompaction?: { readonly answer: CompactionAnswer; calls: number; readonly ids: string };
   /** What the session's previous strict comparison matched. */
   readonly match: MessageMatch;
 }
 
+/** The answer to a recorded summary call that failed and was retried, when the log does not keep its failure. */
+const RETRIED_ATTEMPT: ReplayEntry = {
+  throw: { code: "SERVER", message: "Replayed summary call: a retried failure the log does not keep" },
+};
+
+/** The ids of a request's messages, for telling a summary call's retry (same ids, even when copied) apart. */
+const messageIds = (request: GenerateOptions): string => JSON.stringify(request.messages.map((m) => m.id));
+
+/** The text the agent loop's runtime gives a model call the user cancelled (`_guard_stream.ts`), and a replay's. */
+const CANCELLED = /^ABORTED: (Replayed model|Model) call was aborted(: [\s\S]*)?$/;
+
+/** What `compactSession` appends to the `error` of a summary call that failed and was cancelled before its retry. */
+const ABORTED_BEFORE_RETRY = " (aborted before a retry)";
+
 /**
  * What a recorded compaction's summary call answered, rebuilt from what the log tells: the summary as a text answer
- * with a `stop` finish; for a compaction that failed, the answer that fails it with the same recorded error (the
- * error texts of `compactSession`); an error text it does not know fails the call with `UNKNOWN` and that text.
+ * with a `stop` finish; for a compaction that failed, the answer that fails it alike: from the recorded `failure`
+ * (a hang when the call was cancelled), else from the `error` text (the error texts of `compactSession`; a text it
+ * does not know fails the call with `UNKNOWN` and that text).
  */
 function compactionEntry(compaction: FixtureCompaction): ReplayEntry {
   const stop: StreamChunk = { type: "finish", reason: { kind: "stop" } };
   if (compaction.summary !== undefined) {
     return { chunks: [{ type: "text-delta", index: 0, text: compaction.summary }, stop] };
   }
+  const failure = compaction.failure;
+  if (failure !== undefined) {
+    return failure.cancelled === true ? { hang: true } : { throw: { code: failure.code, message: failure.message } };
+  }
+  // A log written before `compaction/end` recorded the failure as data: its text.
   const error = compaction.error ?? "";
   if (error === "the model returned no summary") return { chunks: [stop] };
   if (error === "the model called a tool instead of summarizing") {
@@ -181,11 +212,15 @@ function compactionEntry(compaction: FixtureCompaction): ReplayEntry {
   }
   const ended = /^the summary call ended with (.+), not stop$/.exec(error);
   if (ended !== null) return { chunks: [{ type: "finish", reason: { kind: ended[1] } } as StreamChunk] };
-  // `<code>: <message>`: the call failed (retries included, each answered alike) or was cancelled.
-  const failed = /^([A-Za-z0-9_]+): ([\s\S]*?)( \(aborted before a retry\))?$/.exec(error);
+  // Only the runtime's own cancel text was a cancel: an adapter's `ABORTED` failure failed the call.
+  if (CANCELLED.test(error)) return { hang: true };
+  // `<code>: <message>`: the call failed (each retry alike). The note of a retry the user cancelled follows only a
+  // failure that is retried (its code says so); after any other it is the message's own text.
+  const failed = /^([A-Za-z0-9_.-]+): ([\s\S]*)$/.exec(error);
   if (failed === null) return { throw: { code: "UNKNOWN", message: error } };
-  if (failed[1] === "ABORTED" && failed[3] === undefined) return { hang: true };
-  return { throw: { code: failed[1], message: failed[2] } };
+  const [, code, message] = failed;
+  const noted = message.endsWith(ABORTED_BEFORE_RETRY) && isRetryableFailure({ code, message });
+  return { throw: { code, message: noted ? message.slice(0, -ABORTED_BEFORE_RETRY.length) : message } };
 }
 
 function checkEntry(entry: ReplayEntry, where: string): ReplayEntry {
@@ -262,8 +297,13 @@ function abortedFinish(): StreamChunk {
  * chunks, so it is not in the script: it is answered from the session's
  * recorded compactions (`FixtureSession.compactions`), in order — the recorded
  * summary as a text answer with a `stop` finish, or, for a compaction that
- * failed, an answer that fails it with the recorded error (a retry of the
- * summary call gets the same answer); no override entry is needed for it, and
+ * failed, an answer that fails it with the recorded failure (a hang when the
+ * summary call was cancelled). A compaction takes as many summary calls as
+ * `compaction/end` counted: a failed one's retries get the same failure, and
+ * the retried calls of one that then succeeded fail `SERVER` (the log does not
+ * keep their failures). For a log written before `compaction/end` counted
+ * them, a failure's retries are the calls whose messages keep the same ids.
+ * No override entry is needed for it, and
  * strict mode does not compare it (the summary shows in every later request,
  * which is compared). A summary call with no recorded compaction left fails
  * `REPLAY_DIVERGED` in strict mode; otherwise it takes the script's next entry,
@@ -318,7 +358,7 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
   // Recorded entries play verbatim (placeholders are for overrides). A call the user cancelled mid-stream was
   // recorded ending in an aborted finish: it replays as a hang, so the replayed run is cancelled at the same point
   // instead of failing on a finish that arrives before the cancel.
-  const recordedEntries = new WeakSet<ReplayEntry>();
+  const recordedEntries = new WeakSet<ReplayEntry>([RETRIED_ATTEMPT]);
   const recordedEntry = (call: FixtureCall): ReplayEntry => {
     const last = call.chunks.at(-1);
     const entry: ReplayEntry = last?.type === "finish" && last.reason.kind === "aborted"
@@ -331,10 +371,10 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     session,
     entries: session.calls.map(recordedEntry),
     expected: session.calls.map((call: FixtureCall) => call.request),
-    compactions: (session.compactions ?? []).map((compaction: FixtureCompaction) => {
+    compactions: (session.compactions ?? []).map((compaction: FixtureCompaction): CompactionAnswer => {
       const entry = compactionEntry(compaction);
       recordedEntries.add(entry);
-      return entry;
+      return typeof compaction.attempts === "number" ? { entry, attempts: compaction.attempts } : { entry };
     }),
   }));
   applyOverrides(scripts, fixture.overrides);
@@ -421,17 +461,24 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
   };
 
   // A compaction's summary call is answered from the session's recorded compactions, in order, outside the script
-  // of model calls (the log has no chunks for it). A retry of a failed summary call sends the same messages and gets
-  // the same answer, as the recorded retries did.
+  // of model calls (the log has no chunks for it). A compaction takes as many summary calls as the recording
+  // counted (`compaction/end`'s `attempts`): the calls before its last were retried failures, which the log does not
+  // keep (each gets RETRIED_ATTEMPT), unless the compaction failed (each gets its failure, as the recorded retries
+  // did). A log that did not count them retries a failure while the messages keep their ids (the runtime may copy
+  // the messages on every call, so they are not the same objects).
   const compactionFor = (binding: Binding, request: GenerateOptions): ReplayEntry | undefined => {
     const last = binding.lastCompaction;
-    if (
-      last !== undefined && "throw" in last.entry && last.messages.length === request.messages.length &&
-      last.messages.every((m, i) => m === request.messages[i])
-    ) return last.entry;
+    if (last !== undefined) {
+      const { entry, attempts } = last.answer;
+      if (attempts !== undefined ? last.calls < attempts : last.ids === messageIds(request)) {
+        last.calls++;
+        return attempts === undefined || last.calls === attempts || "throw" in entry ? entry : RETRIED_ATTEMPT;
+      }
+    }
     const { script } = binding;
-    const entry = script.compactions[binding.compacted];
-    if (entry === undefined) {
+    const answer = script.compactions[binding.compacted];
+    binding.lastCompaction = undefined;
+    if (answer === undefined) {
       if (!strict) return undefined;
       fail(
         "REPLAY_DIVERGED",
@@ -443,8 +490,11 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
       );
     }
     binding.compacted++;
-    binding.lastCompaction = { entry: entry!, messages: request.messages };
-    return entry;
+    const { entry, attempts } = answer!;
+    if (attempts !== undefined ? attempts > 1 : "throw" in entry) {
+      binding.lastCompaction = { answer: answer!, calls: 1, ids: messageIds(request) };
+    }
+    return attempts === undefined || attempts <= 1 || "throw" in entry ? entry : RETRIED_ATTEMPT;
   };
 
   const entryFor = (request: GenerateOptions): ReplayEntry => {

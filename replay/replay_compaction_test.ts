@@ -162,6 +162,7 @@ describe("replay of a session that compacted", () => {
       seq: recorded.events.find((e) => e.type === "compaction/start")!.seq,
       reason: "threshold",
       summary: "SUMMARY 1",
+      attempts: 1,
     }]);
     assert.equal(fixture.sessions[0].calls.length, 5, "the summary call is not among the recorded calls");
     const replay = replayAdapter({ fixture, strict: true });
@@ -236,7 +237,7 @@ describe("replay of a session that compacted", () => {
   it("a recorded compaction that was cancelled replays as a summary call that ends when aborted", async () => {
     const fixture = fixtureFromLogs(log(
       { type: "compaction/start", data: { reason: "manual" } },
-      { type: "compaction/end", data: { outcome: "failed", error: "ABORTED: Model call aborted" } },
+      { type: "compaction/end", data: { outcome: "failed", error: "ABORTED: Model call was aborted: user" } },
     ) as SessionEvent[]);
     const replay = replayAdapter({ fixture, strict: true, providers: ["replay"], models: [{ id: "m" }] });
     const llm = new LlmRuntime();
@@ -249,5 +250,191 @@ describe("replay of a session that compacted", () => {
     const last = chunks.at(-1);
     assert.equal(last?.type === "finish" ? last.reason.kind : last?.type, "aborted");
     replay.assertConsumed();
+  });
+});
+
+describe("replay of a compaction's failures and retries (recorded as data)", () => {
+  it("fixtureFromLogs() copies the failure and the count of summary calls from compaction/end", () => {
+    const failure = { code: "ABORTED", message: "Model call was aborted", cancelled: true };
+    const fixture = fixtureFromLogs(log(
+      { type: "compaction/start", data: { reason: "manual" } },
+      { type: "compaction/end", data: { outcome: "failed", error: "ABORTED: x", attempts: 2, failure } },
+    ) as SessionEvent[]);
+    assert.deepEqual(fixture.sessions[0].compactions, [
+      { seq: 0, reason: "manual", error: "ABORTED: x", failure, attempts: 2 },
+    ]);
+  });
+
+  it("a summary call retried on a provider whose runtime copies the messages replays as many calls, alike", async () => {
+    // A fork onto provider b: the seed's assistant messages carry provider a's replay state, so the runtime copies
+    // them on every call to b, and a retry's messages are not the first call's objects.
+    const withState = (t: string): ScriptEntry => ({
+      chunks: [{ type: "text-delta", index: 0, text: t }, {
+        type: "finish",
+        reason: { kind: "stop" },
+        replayState: { signature: `sig-${t}` },
+      }],
+    });
+    const scenario = async (adapters: readonly LlmAdapter[], prefix: string) => {
+      let n = 0;
+      let clock = 1_000_000;
+      const harness = await createHarness({
+        adapters,
+        system: "Be loud.",
+        newId: () => `${prefix}-${++n}`,
+        now: () => clock++,
+        sleep: () => Promise.resolve(),
+        plugins: [[compactionPlugin, { newId: () => `${prefix}-sum-${++n}`, estimate: () => 1 }]],
+      });
+      try {
+        const parent = await harness.createAgent({ provider: "a", model: "ma", id: "p" });
+        for (const input of ["one", "two", "three"]) await parent.run(input);
+        const child = await harness.forkAgent(parent.session, { provider: "b", model: "mb", id: "p-fork" });
+        await child.run("four");
+        const outcome = await pluginCtx<object, CompactionServices>(harness.ctx).service("compaction").compact(child);
+        await child.run("five");
+        return { parent: parent.session.events.slice(), child: child.session.events.slice(), outcome };
+      } finally {
+        await harness.dispose();
+      }
+    };
+    for (const failN of [1, 100]) {
+      let s = 0;
+      let k = 0;
+      const answer = (request: GenerateOptions): ScriptEntry =>
+        request.purpose === "compaction"
+          ? ++s <= failN ? { throw: new LlmFailure("SERVER", "down", { status: 503 }) } : textResponse(`SUMMARY ${s}`)
+          : withState(`answer ${++k}`);
+      const a = scriptedAdapter(answer, { provider: "a", models: [{ id: "ma", contextWindow: 1000 }] });
+      const b = scriptedAdapter(answer, { provider: "b", models: [{ id: "mb", contextWindow: 1000 }] });
+      const recorded = await scenario([a, b], "rec");
+      assert.equal(recorded.outcome.kind, failN === 1 ? "completed" : "failed");
+      const summaryCalls = s;
+      assert.ok(summaryCalls > 1, "the summary call was retried");
+      const fixture = fixtureFromLogs([
+        { id: "p", createdAt: 1, events: recorded.parent },
+        { id: "p-fork", createdAt: 2, events: recorded.child },
+      ]);
+      // Not strict: a fork's requests to another provider differ from the recorded ones in the replay state the
+      // runtime drops (a limit of strict replay of a fork that changes provider, not of compaction).
+      const replay = replayAdapter({ fixture });
+      const replayed = await scenario(replay.adapters, "again");
+      replay.assertConsumed();
+      assert.deepEqual(replayed.outcome, recorded.outcome, `${failN}`);
+      assert.deepEqual(normalizeLog(replayed.child), normalizeLog(recorded.child), `${failN}`);
+      assert.equal(replay.requests.filter((r) => r.purpose === "compaction").length, summaryCalls, `${failN}`);
+    }
+  });
+
+  it("a failed manual compaction and the next one (same messages) replay as two compactions", async () => {
+    const scenario = async (adapters: readonly LlmAdapter[], prefix: string) => {
+      let n = 0;
+      const harness = await createHarness({
+        adapters,
+        system: "Be loud.",
+        newId: () => `${prefix}-${++n}`,
+        now: () => 1_000_000 + n,
+        sleep: () => Promise.resolve(),
+        plugins: [[compactionPlugin, { newId: () => `${prefix}-sum-${++n}`, estimate: () => 1 }]],
+      });
+      try {
+        const agent = await harness.createAgent({ provider: "scripted", model: "scripted-model", id: "s1" });
+        for (const input of ["one", "two", "three"]) await agent.run(input);
+        const compaction = pluginCtx<object, CompactionServices>(harness.ctx).service("compaction");
+        const first = await compaction.compact(agent);
+        failing = false;
+        const outcomes = [first, await compaction.compact(agent)];
+        return { events: agent.session.events.slice(), outcomes };
+      } finally {
+        await harness.dispose();
+      }
+    };
+    let failing = true;
+    const live = model(() =>
+      failing ? { throw: new LlmFailure("SERVER", "down", { status: 503 }) } : textResponse("SUMMARY")
+    );
+    // The first compaction fails past its retries, the second (with the same messages) succeeds at once.
+    const recorded = await scenario([live], "rec");
+    assert.deepEqual(recorded.outcomes.map((o) => o.kind), ["failed", "completed"]);
+    failing = true;
+    const replay = replayAdapter({ fixture: recorded.events, strict: true });
+    const replayed = await scenario(replay.adapters, "again");
+    replay.assertConsumed();
+    assert.deepEqual(replayed.outcomes, recorded.outcomes);
+    assert.equal(
+      replay.requests.filter((r) => r.purpose === "compaction").length,
+      live.requests.filter((r) => r.purpose === "compaction").length,
+    );
+    assert.deepEqual(normalizeLog(replayed.events), normalizeLog(recorded.events));
+  });
+
+  it("an adapter's ABORTED failure, a code with dashes, a message ending like the retry note replay alike", async () => {
+    const answers: Record<string, () => ScriptEntry> = {
+      "ABORTED: upstream aborted": () => ({ throw: new LlmFailure("ABORTED", "upstream aborted") }),
+      "openai-overloaded: busy": () => ({ throw: new LlmFailure("openai-overloaded", "busy") }),
+      "AUTH: bad key (aborted before a retry)": () => ({
+        throw: new LlmFailure("AUTH", "bad key (aborted before a retry)"),
+      }),
+    };
+    for (const [error, answer] of Object.entries(answers)) {
+      const recorded = await run([model(answer)], { manualBefore: 2 });
+      assert.deepEqual(compactions(recorded.events), ["start manual", `end failed: ${error}`], error);
+      const replay = replayAdapter({ fixture: recorded.events, strict: true });
+      const replayed = await Promise.race([
+        run(replay.adapters, { manualBefore: 2, idPrefix: "again" }),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${error}: the replay hung`)), 2000)),
+      ]);
+      replay.assertConsumed();
+      assert.deepEqual(normalizeLog(replayed.events), normalizeLog(recorded.events), error);
+    }
+  });
+
+  it("a log recorded before compaction/end kept the failure as data: its error text is parsed", async () => {
+    const cases: [string, { code: string; message: string } | "hang"][] = [
+      ["ABORTED: upstream aborted", { code: "ABORTED", message: "upstream aborted" }],
+      ["ABORTED: Model call was aborted", "hang"],
+      ["openai-overloaded: busy", { code: "openai-overloaded", message: "busy" }],
+      ["AUTH: bad key (aborted before a retry)", { code: "AUTH", message: "bad key (aborted before a retry)" }],
+      ["SERVER: down (aborted before a retry)", { code: "SERVER", message: "down" }],
+      ["no code here: at all", { code: "UNKNOWN", message: "no code here: at all" }],
+    ];
+    for (const [error, expected] of cases) {
+      const fixture = fixtureFromLogs(log(
+        { type: "compaction/start", data: { reason: "manual" } },
+        { type: "compaction/end", data: { outcome: "failed", error } },
+      ) as SessionEvent[]);
+      const replay = replayAdapter({ fixture, strict: true, providers: ["replay"], models: [{ id: "m" }] });
+      const llm = new LlmRuntime();
+      llm.registerAdapter(replay.adapters);
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), 20);
+      const message: Message = {
+        id: "m1",
+        role: "user",
+        content: [{ type: "text", text: "hi" }],
+        source: { kind: "user" },
+      };
+      const request = { provider: "replay", model: "m", sessionId: "s", purpose: "compaction" } as const;
+      const finishes: StreamChunk[] = [];
+      // Two calls with the same message ids (copies): the second is a retry of the failed first, answered alike.
+      for (let i = 0; i < 2; i++) {
+        for await (const c of llm.stream({ ...request, messages: [{ ...message }], signal: controller.signal })) {
+          if (c.type === "finish") finishes.push(c);
+        }
+      }
+      clearTimeout(timer);
+      const reasons = finishes.map((c) => c.type === "finish" ? c.reason : undefined);
+      if (expected === "hang") assert.equal(reasons[0]?.kind, "aborted", error);
+      else {
+        for (const reason of reasons) {
+          assert.deepEqual(
+            reason?.kind === "error" && { code: reason.failure.code, message: reason.failure.message },
+            expected,
+            error,
+          );
+        }
+      }
+      replay.assertConsumed();
+    }
   });
 });

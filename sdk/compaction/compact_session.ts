@@ -25,6 +25,7 @@ import { BlockAssembler } from "../llm/block_assembler.ts";
 import { callConfigOf, type GenerateOptions, type LlmCallConfig } from "../llm/llm_adapter.ts";
 import type { LlmRuntime } from "../llm/llm_runtime.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../llm/retry_policy.ts";
+import type { LlmFailureData } from "../llm/llm_failure.ts";
 import type { Message, UserMessage } from "../llm/messages.ts";
 import { deriveEventMessage } from "../session/derive_event_message.ts";
 import type { Session } from "../session/session.ts";
@@ -171,26 +172,39 @@ async function summarize(
     sessionId: session.id,
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   };
-  const error = (text: string): CompactionOutcome => {
-    session.append("compaction/end", { outcome: "failed", error: text });
+  let attempt = 1;
+  // `attempts` and `failure` record the calls as data (a replay answers as many calls, and rebuilds the failure,
+  // without parsing `error`, which is for people).
+  const error = (text: string, failure?: LlmFailureData, cancelled = false): CompactionOutcome => {
+    session.append("compaction/end", {
+      outcome: "failed",
+      error: text,
+      attempts: attempt,
+      ...(failure !== undefined
+        ? { failure: { code: failure.code, message: failure.message, ...(cancelled ? { cancelled: true } : {}) } }
+        : {}),
+    });
     return { kind: "failed", error: text };
   };
   // A runtime built without options (or a stand-in for one) may carry no policy: the default then.
   const policy = options.retryPolicy ?? options.llm.retryPolicy ?? DEFAULT_RETRY_POLICY;
   const sleep = options.sleep ?? options.llm.sleep ?? defaultSleep;
   let assembler: BlockAssembler;
-  for (let attempt = 1;; attempt++) {
+  for (;; attempt++) {
     assembler = new BlockAssembler();
     // Each attempt gets a messages array of its own: an adapter may change the one it was given (GenerateOptions).
     for await (const chunk of options.llm.stream({ ...request, messages: [...messages] })) assembler.push(chunk);
     const finish = assembler.finish;
-    if (finish.kind === "aborted") return error(`${finish.failure.code}: ${finish.failure.message}`);
+    if (finish.kind === "aborted") {
+      return error(`${finish.failure.code}: ${finish.failure.message}`, finish.failure, true);
+    }
     if (finish.kind !== "error") break;
-    const action = defaultRequestErrorAction(policy, attempt, finish.failure);
+    const failure = finish.failure;
+    const action = defaultRequestErrorAction(policy, attempt, failure);
     const signal = options.signal;
-    if (action.kind !== "retry" || signal?.aborted) return error(`${finish.failure.code}: ${finish.failure.message}`);
+    if (action.kind !== "retry" || signal?.aborted) return error(`${failure.code}: ${failure.message}`, failure);
     await sleep(action.delayMs, signal ?? NEVER);
-    if (signal?.aborted) return error(`${finish.failure.code}: ${finish.failure.message} (aborted before a retry)`);
+    if (signal?.aborted) return error(`${failure.code}: ${failure.message}${ABORTED_BEFORE_RETRY}`, failure);
   }
   const finish = assembler.finish;
   const blocks = assembler.blocks();
@@ -210,9 +224,12 @@ async function summarize(
     source: { kind: "plugin", plugin: "compaction", form: "summary" },
   };
   session.append("user/message", message, { surfaceOp: { op: "replace", start, end }, sourceEventSeqs: range });
-  session.append("compaction/end", { outcome: "completed" });
+  session.append("compaction/end", { outcome: "completed", attempts: attempt });
   return { kind: "completed", start, end, summary };
 }
+
+/** What the `error` text of a compaction whose summary call failed, and was cancelled before its retry, ends with. */
+const ABORTED_BEFORE_RETRY = " (aborted before a retry)";
 
 /** The signal of a sleep that nothing aborts. */
 const NEVER: AbortSignal = new AbortController().signal;

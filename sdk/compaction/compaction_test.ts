@@ -162,6 +162,7 @@ describe("compaction", () => {
     assert.equal((await second).reason.kind, "aborted");
     const end = agent.session.events.find((e) => e.type === "compaction/end");
     assert.equal(end?.type === "compaction/end" && end.data.outcome, "failed");
+    assert.equal(end?.type === "compaction/end" && end.data.failure?.cancelled, true, "the summary call was cancelled");
     assert.deepEqual(checkInvariants(agent.session.events), []);
     await harness.dispose();
   });
@@ -365,7 +366,10 @@ describe("compaction: findings of the adversarial review", () => {
     assert.deepEqual((await agent.run("three")).reason, { kind: "completed" });
     assert.equal(model.requests.filter((r) => r.purpose === "compaction").length, 3);
     assert.deepEqual(slept, [7000, 7000], "the provider's Retry-After, as the agent loop honours it");
-    assert.deepEqual(agent.session.events.findLast((e) => e.type === "compaction/end")!.data, { outcome: "completed" });
+    assert.deepEqual(agent.session.events.findLast((e) => e.type === "compaction/end")!.data, {
+      outcome: "completed",
+      attempts: 3,
+    });
     assert.deepEqual(checkInvariants(agent.session.events), []);
     await harness.dispose();
   });
@@ -399,6 +403,13 @@ describe("compaction: findings of the adversarial review", () => {
     for (const q of ["one", "two", "three"]) await agent.run(q);
     assert.deepEqual(await compactionOf(harness).compact(agent), { kind: "failed", error: "SERVER: Bad gateway" });
     assert.equal(model.requests.filter((r) => r.purpose === "compaction").length, 2);
+    // The failure and the count of calls as data too, for a replay to answer alike without parsing the text.
+    assert.deepEqual(agent.session.events.findLast((e) => e.type === "compaction/end")!.data, {
+      outcome: "failed",
+      error: "SERVER: Bad gateway",
+      attempts: 2,
+      failure: { code: "SERVER", message: "Bad gateway" },
+    });
     await harness.dispose();
   });
 

@@ -221,7 +221,21 @@ export interface SessionEventMap {
   "compaction/start": { readonly reason: "manual" | "threshold" | "overflow" };
   "compaction/summary": { readonly summary: string; readonly start: number; readonly end: number };
   "compaction/prune": { readonly seqs: readonly number[] };
-  "compaction/end": { readonly outcome: "completed" | "failed" | "skipped"; readonly error?: string };
+  "compaction/end": {
+    readonly outcome: "completed" | "failed" | "skipped";
+    /** Why it failed, for people: `<code>: <message>` of the summary call's failure, or the compaction's own text. */
+    readonly error?: string;
+    /**
+     * How many summary calls the compaction made (retries included); absent in logs written before it was recorded,
+     * and when the compaction failed before or outside its summary calls.
+     */
+    readonly attempts?: number;
+    /**
+     * The failure of the last summary call, as data, when that call failed (the text in `error` may carry more);
+     * `cancelled` when the call itself was cancelled (its stream ended `aborted`). Absent in older logs.
+     */
+    readonly failure?: { readonly code: string; readonly message: string; readonly cancelled?: boolean };
+  };
 }
 
 /** Every event type. */
