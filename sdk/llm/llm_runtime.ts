@@ -14,6 +14,7 @@ import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { LlmCallConfigAdapterDefaults } from "../session/session_events.ts";
 import { guardStream } from "./_guard_stream.ts";
+import { withoutForeignReplayState } from "./_replay_state.ts";
 import {
   callConfigOf,
   type GenerateOptions,
@@ -362,9 +363,7 @@ export class LlmRuntime {
    * whose provider is currently served by that same adapter object.
    */
   #withReplayState(options: GenerateOptions, adapter: LlmAdapter): GenerateOptions {
-    const foreign = (m: Message) =>
-      m.source.kind === "model" && m.source.replayState !== undefined &&
-      this.#routes.get(m.source.provider)?.adapter !== adapter;
+    const serves = (provider: string) => this.#routes.get(provider)?.adapter === adapter;
     // Requests of one conversation share their message objects in order, so the
     // prefix found clean for this adapter last time (same routes) is not scanned
     // again: O(new messages) per call instead of O(history).
@@ -377,14 +376,8 @@ export class LlmRuntime {
     ) {
       from = clean.index + 1;
     }
-    let dirty = false;
-    for (let i = from; i < messages.length; i++) {
-      if (foreign(messages[i])) {
-        dirty = true;
-        break;
-      }
-    }
-    if (!dirty) {
+    const sent = withoutForeignReplayState(messages, serves, from);
+    if (sent === messages) {
       if (messages.length > 0) {
         this.#cleanPrefix.set(adapter, {
           routes: this.#routesVersion,
@@ -395,14 +388,7 @@ export class LlmRuntime {
       }
       return options;
     }
-    return {
-      ...options,
-      messages: messages.map((m) => {
-        if (!foreign(m) || m.source.kind !== "model") return m;
-        const { replayState: _dropped, ...source } = m.source;
-        return { ...m, source } as Message;
-      }),
-    };
+    return { ...options, messages: sent };
   }
 
   #changed(): void {
