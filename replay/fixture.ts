@@ -6,6 +6,7 @@
  */
 
 import { type EpochHeader, HarnessError, type Message, type SessionEvent, type StreamChunk } from "../mod.ts";
+import { withoutForeignReplayState } from "../sdk/llm/_replay_state.ts";
 import { readFixtureFile } from "./_read_fixture_file.ts";
 import { SharedHistory } from "./_shared_history.ts";
 import type { ReplayOverrides } from "./replay_adapter.ts";
@@ -15,7 +16,9 @@ export interface RecordedRequest {
   /** The request header in force (the last `request/header` before the call); absent when the log has none. */
   readonly header?: EpochHeader;
   /**
-   * The history derived from the log prefix before the call (`deriveMessages` at that point).
+   * The history derived from the log prefix before the call (`deriveMessages` at that point), as the
+   * runtime sent it to the call's adapter: when the log recorded a header, the messages of providers
+   * other than the header's carry no `replayState` (it is private to the adapter that produced it).
    *
    * In a fixture built by {@linkcode fixtureFromLogs} this is a getter that builds a fresh array on
    * each read from one history shared by all the calls of the session, so that a fixture holds
@@ -117,7 +120,11 @@ function firstLiveSeq(events: readonly SessionEvent[]): number {
   return 0;
 }
 
-function recordedRequest(header: EpochHeader | undefined, messages: () => Message[]): RecordedRequest {
+function recordedRequest(header: EpochHeader | undefined, history: () => readonly Message[]): RecordedRequest {
+  // The adapter of the call was sent the history without the replay state of other providers' messages (the
+  // runtime's rule; each adapter serves the route of its own provider), so that is the request to compare with.
+  const provider = header?.config.provider;
+  const messages = provider === undefined ? history : () => withoutForeignReplayState(history(), (p) => p === provider);
   // Own enumerable getters, so a spread or JSON.stringify of the request still shows the messages.
   return header === undefined
     ? {

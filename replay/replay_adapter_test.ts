@@ -1,6 +1,18 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { defineTool, type GenerateOptions, HarnessError, LlmRuntime, type Message, type StreamChunk } from "../mod.ts";
+import {
+  createHarness,
+  defineTool,
+  type GenerateOptions,
+  HarnessError,
+  type LlmAdapter,
+  LlmRuntime,
+  type Message,
+  type RunResult,
+  type SessionEvent,
+  type StreamChunk,
+  TurnFailedError,
+} from "../mod.ts";
 import { scriptedAdapter } from "../testing/mod.ts";
 import { type Fixture, fixtureFromLogs, type FixtureSession } from "./fixture.ts";
 import { normalizeLog } from "./normalize_log.ts";
@@ -154,6 +166,105 @@ describe("replayAdapter() strict mode", () => {
       /at call 2 of fixture session s1 \(turn 1, step 2\): message 2 differs: user \(tool: tool-result\)/,
     );
     assert.match(message, /\n-\s+"text": "HI!",\n\+\s+"text": "HI\?",\n/);
+  });
+});
+
+describe("replayAdapter() strict mode, a fork that switches provider", () => {
+  // Provider a answers with replay state; the runtime sends it to a only, so the fork's calls to b carried the
+  // parent's answers without it, while the fork's log (its seed) still holds it.
+  const answer = (provider: string) => {
+    let k = 0;
+    return scriptedAdapter(() => ({
+      chunks: [{ type: "text-delta", index: 0, text: `${provider}${++k}` }, {
+        type: "finish",
+        reason: { kind: "stop" },
+        replayState: { signature: `sig-${provider}${k}` },
+      }],
+    }), { provider, models: [{ id: `m${provider}`, contextWindow: 1000 }] });
+  };
+  const scenario = async (adapters: readonly LlmAdapter[], prefix: string) => {
+    let n = 0;
+    const harness = await createHarness({ adapters, system: "Be loud.", newId: () => `${prefix}-${++n}` });
+    try {
+      const parent = await harness.createAgent({ provider: "a", model: "ma", id: "p" });
+      const results: RunResult[] = [];
+      for (const input of ["one", "two"]) results.push(await parent.run(input));
+      const child = await harness.forkAgent(parent.session, { provider: "b", model: "mb", id: "p-fork" });
+      for (const input of ["three", "four"]) {
+        results.push(
+          await child.run(input).catch((e) => e instanceof TurnFailedError ? e.result : Promise.reject(e)),
+        );
+      }
+      return { parent: parent.session.events.slice(), child: child.session.events.slice(), results };
+    } finally {
+      await harness.dispose();
+    }
+  };
+
+  it("compares the fork's calls with the recorded history as the runtime sent it to b", async () => {
+    const adapterSaw: unknown[][] = [];
+    const b = answer("b");
+    const seen: LlmAdapter = {
+      ...b,
+      stream: (request) => {
+        adapterSaw.push(request.messages.map((m) => m.source.kind === "model" ? m.source.replayState : undefined));
+        return b.stream(request);
+      },
+    };
+    const recorded = await scenario([answer("a"), seen], "rec");
+    // b never sees a's replay state, but sees its own.
+    assert.deepEqual(adapterSaw.at(-1), [
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      { signature: "sig-b1" },
+      undefined,
+    ]);
+    const fixture = fixtureFromLogs([
+      { id: "p", createdAt: 1, events: recorded.parent },
+      { id: "p-fork", createdAt: 2, parentSession: "p", events: recorded.child },
+    ]);
+    const replay = replayAdapter({ fixture, strict: true });
+    const replayed = await scenario(replay.adapters, "again");
+    assert.deepEqual(replay.failures, []);
+    replay.assertConsumed();
+    assert.deepEqual(replayed.results.map((r) => [r.reason.kind, r.text]), [
+      ["completed", "a1"],
+      ["completed", "a2"],
+      ["completed", "b1"],
+      ["completed", "b2"],
+    ]);
+    assert.deepEqual(normalizeLog(replayed.parent), normalizeLog(recorded.parent));
+    assert.deepEqual(normalizeLog(replayed.child), normalizeLog(recorded.child));
+  });
+
+  it("still catches a changed message of the parent in the fork's first call", async () => {
+    const recorded = await scenario([answer("a"), answer("b")], "rec");
+    // The fork's seed says the parent's first answer was "a1 changed".
+    const seedEnd = recorded.child.findIndex((e) => e.type === "session/end-seed");
+    const child = recorded.child.map((e, i) =>
+      i < seedEnd && e.type === "assistant/message" &&
+        e.data.message.content.some((b) => b.type === "text" && b.text === "a1")
+        ? {
+          ...e,
+          data: { ...e.data, message: { ...e.data.message, content: [{ type: "text", text: "a1 changed" }] } },
+        } as SessionEvent
+        : e
+    );
+    const fixture = fixtureFromLogs([
+      { id: "p", createdAt: 1, events: recorded.parent },
+      { id: "p-fork", createdAt: 2, parentSession: "p", events: child },
+    ]);
+    const replay = replayAdapter({ fixture, strict: true });
+    const replayed = await scenario(replay.adapters, "again");
+    const third = replayed.results[2].reason;
+    assert.equal(third.kind === "error" && third.error.code, "REPLAY_DIVERGED");
+    assert.match(
+      third.kind === "error" ? third.error.message : "",
+      /at call 1 of fixture session p-fork \(turn 3, step 1\): message 1 differs: assistant/,
+    );
   });
 });
 

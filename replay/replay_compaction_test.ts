@@ -315,9 +315,7 @@ describe("replay of a compaction's failures and retries (recorded as data)", () 
         { id: "p", createdAt: 1, events: recorded.parent },
         { id: "p-fork", createdAt: 2, events: recorded.child },
       ]);
-      // Not strict: a fork's requests to another provider differ from the recorded ones in the replay state the
-      // runtime drops (a limit of strict replay of a fork that changes provider, not of compaction).
-      const replay = replayAdapter({ fixture });
+      const replay = replayAdapter({ fixture, strict: true });
       const replayed = await scenario(replay.adapters, "again");
       replay.assertConsumed();
       assert.deepEqual(replayed.outcome, recorded.outcome, `${failN}`);
