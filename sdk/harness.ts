@@ -239,10 +239,14 @@ export interface Harness {
   readonly storage: SessionStorage | undefined;
   /**
    * Dispose one agent created by this harness: its turn stops, its session's
-   * last write is made and its lease released.
+   * last write is made and its lease released. A call made while an earlier
+   * one is under way returns that call's promise. The agent's own teardown (a
+   * maintenance task, a listener) must not await `disposeAgent()` of it: that
+   * call waits for the teardown, which waits for it.
    *
-   * @throws {HarnessError} the storage's error when that last write failed (after everything else was undone), or
-   *   what an undo of its scope's registrations threw (an `AggregateError` when both failed).
+   * @throws {HarnessError} `AGENT_NOT_FOUND` for an agent this harness did not create or that is disposed; the
+   *   storage's error when that last write failed (after everything else was undone), or what an undo of its scope's
+   *   registrations threw (an `AggregateError` when both failed).
    */
   disposeAgent(agent: Agent | string): Promise<void>;
   /**
@@ -535,7 +539,10 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       });
     },
     disposeAgent(agent) {
-      const id = typeof agent === "string" ? agent : agent.id;
+      const id = typeof agent === "string" ? agent : (agent as Agent | undefined)?.id;
+      if (typeof id !== "string") {
+        return Promise.reject(new HarnessError("INVALID_ARGS", "disposeAgent() takes an agent or its id"));
+      }
       // A repeated call while the first is under way gets its promise (and its failure).
       const pending = disposing.get(id);
       if (pending !== undefined) return pending;

@@ -161,8 +161,10 @@ describe("harness.disposeAgent() called twice", () => {
     const second = harness.disposeAgent("a");
     assert.equal(second, first);
     await assert.rejects(second, /disk full/);
-    // Once it is over, the agent is gone.
+    // Once it is over, the agent is gone; a bad argument is a rejected promise, not a synchronous throw.
     await assert.rejects(harness.disposeAgent("a"), (e) => HarnessError.isInstance(e, "AGENT_NOT_FOUND"));
+    const bad = harness.disposeAgent(undefined as never);
+    await assert.rejects(bad, (e) => HarnessError.isInstance(e, "INVALID_ARGS"));
     full = false;
     await harness.dispose();
   });
