@@ -163,6 +163,8 @@ interface Binding {
    * made, or, for a log that did not count them, while the request's message ids stay the same.
    */
   lastCompaction?: { readonly answer: CompactionAnswer; calls: number; readonly ids: string };
+  /** The recorded compactions whose summary calls the live run did not all make (it did not retry as often). */
+  readonly shortfalls: string[];
   /** What the session's previous strict comparison matched. */
   readonly match: MessageMatch;
 }
@@ -171,6 +173,10 @@ interface Binding {
 const RETRIED_ATTEMPT: ReplayEntry = {
   throw: { code: "SERVER", message: "Replayed summary call: a retried failure the log does not keep" },
 };
+
+/** Whether a recorded summary call's answer, in a log that did not count the calls, was retried: a retried failure. */
+const retried = (entry: ReplayEntry): boolean =>
+  "throw" in entry && isRetryableFailure({ code: entry.throw.code ?? "UNKNOWN", message: entry.throw.message });
 
 /** The ids of a request's messages, for telling a summary call's retry (same ids, even when copied) apart. */
 const messageIds = (request: GenerateOptions): string => JSON.stringify(request.messages.map((m) => m.id));
@@ -299,11 +305,14 @@ function abortedFinish(): StreamChunk {
  * summary as a text answer with a `stop` finish, or, for a compaction that
  * failed, an answer that fails it with the recorded failure (a hang when the
  * summary call was cancelled). A compaction takes as many summary calls as
- * `compaction/end` counted: a failed one's retries get the same failure, and
- * the retried calls of one that then succeeded fail `SERVER` (the log does not
- * keep their failures). For a log written before `compaction/end` counted
- * them, a failure's retries are the calls whose messages keep the same ids.
- * No override entry is needed for it, and
+ * `compaction/end` counted: its last gets the recorded answer, and the calls
+ * before it, which were retried, fail `SERVER` (the log does not keep their
+ * failures). A retry keeps the messages' ids: a summary call with other ids,
+ * or a model call of the session, ends the compaction, and `assertConsumed()`
+ * reports the summary calls it did not make. For a log written before
+ * `compaction/end` counted them, only a failure whose code is retried takes
+ * retries (the calls whose messages keep the same ids); any other compaction
+ * takes one call. No override entry is needed for it, and
  * strict mode does not compare it (the summary shows in every later request,
  * which is compared). A summary call with no recorded compaction left fails
  * `REPLAY_DIVERGED` in strict mode; otherwise it takes the script's next entry,
@@ -454,7 +463,7 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
         );
       }
       bound.add(script);
-      binding = { script, liveId, played: 0, compacted: 0, match: newMessageMatch() };
+      binding = { script, liveId, played: 0, compacted: 0, shortfalls: [], match: newMessageMatch() };
       bindings.set(liveId, binding);
     }
     return binding;
@@ -462,22 +471,41 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
 
   // A compaction's summary call is answered from the session's recorded compactions, in order, outside the script
   // of model calls (the log has no chunks for it). A compaction takes as many summary calls as the recording
-  // counted (`compaction/end`'s `attempts`): the calls before its last were retried failures, which the log does not
-  // keep (each gets RETRIED_ATTEMPT), unless the compaction failed (each gets its failure, as the recorded retries
-  // did). A log that did not count them retries a failure while the messages keep their ids (the runtime may copy
-  // the messages on every call, so they are not the same objects).
+  // counted (`compaction/end`'s `attempts`): the calls before its last were retried, so each gets a retryable
+  // failure (RETRIED_ATTEMPT: the log keeps only the last call's failure, and a failure that is not retried, as the
+  // last may be, would end the live compaction there), and its last call gets the recorded answer. A retry keeps the
+  // messages' ids (the runtime may copy the messages on every call, so they are not the same objects): a summary
+  // call with other ids, or a model call of the session, ends the compaction, and the calls it did not make are a
+  // shortfall that assertConsumed reports. A log that did not count the calls retries only a failure whose code is
+  // retried (isRetryableFailure), while the ids stay the same: any other failure ended its compaction, and the next
+  // summary call, over the same messages or not, is the next compaction's.
+  const shortfall = (binding: Binding): string | undefined => {
+    const last = binding.lastCompaction;
+    const attempts = last?.answer.attempts;
+    if (last === undefined || attempts === undefined || last.calls >= attempts) return undefined;
+    return `fixture session ${binding.script.session.id} (live ${binding.liveId}) made ${last.calls} of the ${attempts} summary calls of its compaction ${binding.compacted}`;
+  };
+  const endCompaction = (binding: Binding): void => {
+    const missing = shortfall(binding);
+    if (missing !== undefined) binding.shortfalls.push(missing);
+    binding.lastCompaction = undefined;
+  };
+
   const compactionFor = (binding: Binding, request: GenerateOptions): ReplayEntry | undefined => {
     const last = binding.lastCompaction;
+    const ids = messageIds(request);
     if (last !== undefined) {
       const { entry, attempts } = last.answer;
-      if (attempts !== undefined ? last.calls < attempts : last.ids === messageIds(request)) {
+      if (last.ids === ids && (attempts !== undefined ? last.calls < attempts : retried(entry))) {
         last.calls++;
-        return attempts === undefined || last.calls === attempts || "throw" in entry ? entry : RETRIED_ATTEMPT;
+        return attempts === undefined || last.calls === attempts ? entry : RETRIED_ATTEMPT;
       }
+      endCompaction(binding);
     }
     const { script } = binding;
+    // A compaction that made no summary call (it failed before one) takes none.
+    while (script.compactions[binding.compacted]?.attempts === 0) binding.compacted++;
     const answer = script.compactions[binding.compacted];
-    binding.lastCompaction = undefined;
     if (answer === undefined) {
       if (!strict) return undefined;
       fail(
@@ -491,10 +519,10 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     }
     binding.compacted++;
     const { entry, attempts } = answer!;
-    if (attempts !== undefined ? attempts > 1 : "throw" in entry) {
-      binding.lastCompaction = { answer: answer!, calls: 1, ids: messageIds(request) };
+    if (attempts !== undefined ? attempts > 1 : retried(entry)) {
+      binding.lastCompaction = { answer: answer!, calls: 1, ids };
     }
-    return attempts === undefined || attempts <= 1 || "throw" in entry ? entry : RETRIED_ATTEMPT;
+    return attempts === undefined || attempts <= 1 ? entry : RETRIED_ATTEMPT;
   };
 
   const entryFor = (request: GenerateOptions): ReplayEntry => {
@@ -502,7 +530,7 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     if (request.purpose === "compaction") {
       const entry = compactionFor(binding, request);
       if (entry !== undefined) return entry;
-    }
+    } else endCompaction(binding);
     const { script, liveId } = binding;
     const index = binding.played++;
     if (index >= script.entries.length) {
@@ -585,7 +613,11 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
             `fixture session ${script.session.id} (live ${binding.liveId}) played ${binding.played} of ${script.entries.length} calls`,
           );
         }
-        if (binding.compacted < script.compactions.length) {
+        left.push(...binding.shortfalls);
+        const missing = shortfall(binding);
+        if (missing !== undefined) left.push(missing);
+        const made = script.compactions.slice(binding.compacted).filter((c) => c.attempts !== 0).length;
+        if (made > 0) {
           left.push(
             `fixture session ${script.session.id} (live ${binding.liveId}) ran ${binding.compacted} of its ${script.compactions.length} recorded compactions`,
           );

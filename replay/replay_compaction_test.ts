@@ -9,6 +9,7 @@ import {
   createHarness,
   type GenerateOptions,
   HarnessError,
+  isRetryableFailure,
   type LlmAdapter,
   LlmFailure,
   LlmRuntime,
@@ -366,6 +367,110 @@ describe("replay of a compaction's failures and retries (recorded as data)", () 
     assert.deepEqual(normalizeLog(replayed.events), normalizeLog(recorded.events));
   });
 
+  /** Three turns, a manual compaction, optionally a turn, another compaction, a last turn; the summary calls answer. */
+  const twoCompactions = async (
+    adapters: readonly LlmAdapter[],
+    prefix: string,
+    options: { turnBetween: boolean; maxRetries?: number },
+  ) => {
+    let n = 0;
+    const harness = await createHarness({
+      adapters,
+      system: "Be loud.",
+      newId: () => `${prefix}-${++n}`,
+      now: () => 1_000_000 + n,
+      sleep: () => Promise.resolve(),
+      ...(options.maxRetries !== undefined
+        ? {
+          retryPolicy: { maxRetries: options.maxRetries, baseDelayMs: 0, maxDelayMs: 0, jitter: 0, retryAfterCapMs: 0 },
+        }
+        : {}),
+      plugins: [[compactionPlugin, { newId: () => `${prefix}-sum-${++n}`, estimate: () => 1 }]],
+    });
+    try {
+      const agent = await harness.createAgent({ provider: "scripted", model: "scripted-model", id: "s1" });
+      for (const input of ["one", "two", "three"]) await agent.run(input);
+      const compaction = pluginCtx<object, CompactionServices>(harness.ctx).service("compaction");
+      const outcomes = [await compaction.compact(agent)];
+      if (options.turnBetween) await agent.run("four");
+      outcomes.push(await compaction.compact(agent));
+      await agent.run("five");
+      return { events: agent.session.events.slice(), outcomes };
+    } finally {
+      await harness.dispose();
+    }
+  };
+  const summaryCalls = (requests: readonly GenerateOptions[]) => requests.filter((r) => r.purpose === "compaction");
+  /** The log as written before compaction/end counted the summary calls and kept the failure as data. */
+  const withoutCounts = (events: readonly SessionEvent[]) =>
+    events.map((e) => {
+      if (e.type !== "compaction/end") return e;
+      const { attempts: _attempts, failure: _failure, ...data } = e.data;
+      return { ...e, data } as SessionEvent;
+    });
+
+  it("an older log: a compaction failed by a failure not retried, then one over the same messages, replay as two", async () => {
+    // Both compactions send the same messages (the instruction's id is fixed): the second is not a retry of the
+    // first, whose AUTH failure was not retried.
+    let s = 0;
+    const live = model(() => ++s === 1 ? { throw: new LlmFailure("AUTH", "bad key") } : textResponse("SUMMARY"));
+    const recorded = await twoCompactions([live], "rec", { turnBetween: false });
+    assert.deepEqual(recorded.outcomes.map((o) => o.kind), ["failed", "completed"]);
+    const old = withoutCounts(recorded.events);
+    const replay = replayAdapter({ fixture: old, strict: true });
+    const replayed = await twoCompactions(replay.adapters, "again", { turnBetween: false });
+    replay.assertConsumed();
+    assert.deepEqual(replayed.outcomes, recorded.outcomes);
+    assert.equal(summaryCalls(replay.requests).length, 2);
+    assert.deepEqual(normalizeLog(withoutCounts(replayed.events)), normalizeLog(old));
+  });
+
+  it("a compaction whose retried call failed otherwise than its last replays its retries as retried", async () => {
+    // RATE_LIMIT (retried), then AUTH (not retried): the compaction failed after 2 calls; the next one completed.
+    let s = 0;
+    const live = model(() =>
+      ++s === 1
+        ? { throw: new LlmFailure("RATE_LIMIT", "slow down") }
+        : s === 2
+        ? { throw: new LlmFailure("AUTH", "key revoked") }
+        : textResponse("SUMMARY")
+    );
+    const recorded = await twoCompactions([live], "rec", { turnBetween: true });
+    assert.deepEqual(recorded.outcomes.map((o) => o.kind), ["failed", "completed"]);
+    const replay = replayAdapter({ fixture: recorded.events, strict: true });
+    const replayed = await twoCompactions(replay.adapters, "again", { turnBetween: true });
+    replay.assertConsumed();
+    assert.deepEqual(replayed.outcomes, recorded.outcomes);
+    assert.equal(summaryCalls(replay.requests).length, 3);
+    assert.deepEqual(normalizeLog(replayed.events), normalizeLog(recorded.events));
+  });
+
+  it("a live compaction that retries less than the recorded one ends there: the next one starts fresh", async () => {
+    // Recorded: SERVER twice, then a summary (3 calls); a completed compaction next. Live, no retries: the first
+    // compaction fails after one call, the calls it did not make are reported, and the next takes its own answer.
+    let s = 0;
+    const live = model(() =>
+      ++s <= 2 ? { throw: new LlmFailure("SERVER", "down", { status: 503 }) } : textResponse(`SUMMARY ${s}`)
+    );
+    const recorded = await twoCompactions([live], "rec", { turnBetween: true });
+    assert.deepEqual(recorded.outcomes.map((o) => o.kind), ["completed", "completed"]);
+    // Not strict: the replayed history lacks the first summary.
+    const replay = replayAdapter({ fixture: recorded.events });
+    const replayed = await twoCompactions(replay.adapters, "again", { turnBetween: true, maxRetries: 0 });
+    assert.equal(replayed.outcomes[0].kind, "failed");
+    // The second compaction's own answer (its range differs: the first compaction replaced nothing).
+    assert.deepEqual([replayed.outcomes[1].kind, (replayed.outcomes[1] as { summary?: string }).summary], [
+      "completed",
+      "SUMMARY 4",
+    ]);
+    assert.equal(summaryCalls(replay.requests).length, 2);
+    assert.throws(() => replay.assertConsumed(), (error: unknown) => {
+      assert.ok(HarnessError.isInstance(error) && error.code === "REPLAY_NOT_CONSUMED", String(error));
+      assert.match(error.message, /made 1 of the 3 summary calls of its compaction 1/);
+      return true;
+    });
+  });
+
   it("an adapter's ABORTED failure, a code with dashes, a message ending like the retry note replay alike", async () => {
     const answers: Record<string, () => ScriptEntry> = {
       "ABORTED: upstream aborted": () => ({ throw: new LlmFailure("ABORTED", "upstream aborted") }),
@@ -414,8 +519,10 @@ describe("replay of a compaction's failures and retries (recorded as data)", () 
       };
       const request = { provider: "replay", model: "m", sessionId: "s", purpose: "compaction" } as const;
       const finishes: StreamChunk[] = [];
-      // Two calls with the same message ids (copies): the second is a retry of the failed first, answered alike.
-      for (let i = 0; i < 2; i++) {
+      // A failure whose code is retried: two calls with the same message ids (copies), the second a retry of the
+      // failed first, answered alike. Any other failure was not retried: its compaction made one call.
+      const calls = expected !== "hang" && isRetryableFailure(expected) ? 2 : 1;
+      for (let i = 0; i < calls; i++) {
         for await (const c of llm.stream({ ...request, messages: [{ ...message }], signal: controller.signal })) {
           if (c.type === "finish") finishes.push(c);
         }

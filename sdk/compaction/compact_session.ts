@@ -131,15 +131,24 @@ export async function compactSession(session: Session, options: CompactSessionOp
   // Whatever fails from here on closes the bracket: a throw that left `compaction/start` open made every later
   // compaction nested, and a turn that compacted failed with it.
   let outcome: CompactionOutcome;
+  const calls: SummaryCalls = { made: 0, streaming: false };
   try {
-    outcome = await summarize(session, options, config, range);
+    outcome = await summarize(session, options, config, range, calls);
   } catch (error) {
     outcome = {
       kind: "failed",
       error: HarnessError.isInstance(error) ? `${error.code}: ${error.message}` : String(error),
     };
+    // As many summary calls as were made (a replay answers as many); a call that threw because the signal aborted
+    // it ended cancelled, as one that ended with an aborted finish.
+    const cancelled = calls.streaming && options.signal?.aborted === true;
     try {
-      session.append("compaction/end", { outcome: "failed", error: outcome.error });
+      session.append("compaction/end", {
+        outcome: "failed",
+        error: outcome.error,
+        attempts: calls.made,
+        ...(cancelled ? { failure: { code: "ABORTED", message: outcome.error, cancelled: true } } : {}),
+      });
     } catch {
       // The log takes nothing more (disposed, lease lost): the first error says why.
       throw error;
@@ -153,6 +162,7 @@ async function summarize(
   options: CompactSessionOptions,
   config: LlmCallConfig,
   range: readonly number[],
+  calls: SummaryCalls,
 ): Promise<CompactionOutcome> {
   const messages: Message[] = [];
   for (const seq of range) {
@@ -193,7 +203,10 @@ async function summarize(
   for (;; attempt++) {
     assembler = new BlockAssembler();
     // Each attempt gets a messages array of its own: an adapter may change the one it was given (GenerateOptions).
+    calls.made = attempt;
+    calls.streaming = true;
     for await (const chunk of options.llm.stream({ ...request, messages: [...messages] })) assembler.push(chunk);
+    calls.streaming = false;
     const finish = assembler.finish;
     if (finish.kind === "aborted") {
       return error(`${finish.failure.code}: ${finish.failure.message}`, finish.failure, true);
@@ -203,7 +216,12 @@ async function summarize(
     const action = defaultRequestErrorAction(policy, attempt, failure);
     const signal = options.signal;
     if (action.kind !== "retry" || signal?.aborted) return error(`${failure.code}: ${failure.message}`, failure);
-    await sleep(action.delayMs, signal ?? NEVER);
+    try {
+      await sleep(action.delayMs, signal ?? NEVER);
+    } catch (thrown) {
+      // A sleep that rejects on abort (node:timers/promises style) is a cancel before the retry, as one that resolves.
+      if (!signal?.aborted) throw thrown;
+    }
     if (signal?.aborted) return error(`${failure.code}: ${failure.message}${ABORTED_BEFORE_RETRY}`, failure);
   }
   const finish = assembler.finish;
@@ -226,6 +244,12 @@ async function summarize(
   session.append("user/message", message, { surfaceOp: { op: "replace", start, end }, sourceEventSeqs: range });
   session.append("compaction/end", { outcome: "completed", attempts: attempt });
   return { kind: "completed", start, end, summary };
+}
+
+/** How many summary calls a compaction made, and whether one is streaming, for a throw to record. */
+interface SummaryCalls {
+  made: number;
+  streaming: boolean;
 }
 
 /** What the `error` text of a compaction whose summary call failed, and was cancelled before its retry, ends with. */

@@ -6,10 +6,19 @@ import { DEFAULT_RETRY_POLICY, type GenerateOptions, LlmFailure } from "../llm/m
 import { renderTranscript } from "../session/transcript.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
 import { counterClock, counterIds } from "../agent/_test_support.ts";
-import { type CompactionOptions, compactionPlugin, compactionRange, type CompactionServices } from "./mod.ts";
+import {
+  type CompactionOptions,
+  compactionPlugin,
+  compactionRange,
+  type CompactionServices,
+  compactSession,
+} from "./mod.ts";
+import type { LlmRuntime } from "../llm/llm_runtime.ts";
 import { pluginCtx } from "../plugin_ctx.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
+
+const CONFIG = { provider: "scripted", model: "scripted-model" } as const;
 
 const textOf = (m: { content: readonly { type: string; text?: string }[] }) =>
   m.content.map((b) => (b.type === "text" ? b.text : "")).join("");
@@ -292,7 +301,8 @@ describe("compaction: findings of the adversarial review", () => {
     assert.deepEqual(outcome, { kind: "failed", error: "Error: no ids left" });
     const events = agent.session.events;
     assert.deepEqual(events.slice(-3).map((e) => e.type), ["compaction/start", "compaction/summary", "compaction/end"]);
-    assert.deepEqual(events.at(-1)!.data, { outcome: "failed", error: "Error: no ids left" });
+    // The summary call was made: a replay answers it.
+    assert.deepEqual(events.at(-1)!.data, { outcome: "failed", error: "Error: no ids left", attempts: 1 });
     assert.deepEqual(agent.session.deriveMessages(), before, "the history is unchanged");
     assert.deepEqual(checkInvariants(events), []);
     assert.deepEqual((await agent.run("four")).reason, { kind: "completed" });
@@ -392,6 +402,78 @@ describe("compaction: findings of the adversarial review", () => {
     assert.equal(outcome.kind, "completed");
     assert.equal(seen.length, 2);
     assert.deepEqual(seen[1], seen[0]);
+    await harness.dispose();
+  });
+
+  it("a sleep that rejects on abort before a retry is a cancel before the retry, as one that resolves", async () => {
+    const controller = new AbortController();
+    const { harness, agent, model } = await setup((_r, i) => textResponse(`answer ${i}`), undefined, {
+      summary: () => ({ throw: new LlmFailure("SERVER", "down", { status: 503 }) }),
+    });
+    for (const q of ["one", "two", "three"]) await agent.run(q);
+    const outcome = await compactSession(agent.session, {
+      llm: (harness.ctx as unknown as { llm: LlmRuntime }).llm,
+      reason: "manual",
+      newId: () => "sum",
+      signal: controller.signal,
+      retryPolicy: { ...DEFAULT_RETRY_POLICY, maxRetries: 3 },
+      // node:timers/promises style: the sleep rejects when its signal aborts (here, the user cancels during it).
+      sleep: (_ms, signal) => {
+        controller.abort();
+        return Promise.reject(signal.reason);
+      },
+    });
+    assert.deepEqual(outcome, { kind: "failed", error: "SERVER: down (aborted before a retry)" });
+    assert.equal(model.requests.filter((r) => r.purpose === "compaction").length, 1);
+    assert.deepEqual(agent.session.events.findLast((e) => e.type === "compaction/end")!.data, {
+      outcome: "failed",
+      error: "SERVER: down (aborted before a retry)",
+      attempts: 1,
+      failure: { code: "SERVER", message: "down" },
+    });
+    await harness.dispose();
+  });
+
+  it("a throw inside a compaction records its summary calls: none before the first, a cancel during one", async () => {
+    const { harness, agent } = await setup((_r, i) => textResponse(`answer ${i}`));
+    for (const q of ["one", "two", "three"]) await agent.run(q);
+    const end = () => agent.session.events.findLast((e) => e.type === "compaction/end")!.data;
+    const noPolicy = {
+      get retryPolicy(): never {
+        throw new Error("no policy");
+      },
+    } as unknown as LlmRuntime;
+    await compactSession(agent.session, { llm: noPolicy, config: CONFIG, reason: "manual", newId: () => "sum" });
+    assert.deepEqual(end(), { outcome: "failed", error: "Error: no policy", attempts: 0 });
+    // A stream that throws once its signal aborted it: the call was cancelled, as one that ended aborted.
+    const controller = new AbortController();
+    const throwing = {
+      retryPolicy: DEFAULT_RETRY_POLICY,
+      stream: () => {
+        controller.abort();
+        throw new Error("AbortError");
+      },
+    } as unknown as LlmRuntime;
+    const options = { llm: throwing, config: CONFIG, reason: "manual", newId: () => "sum" } as const;
+    await compactSession(agent.session, { ...options, signal: controller.signal });
+    assert.deepEqual(end(), {
+      outcome: "failed",
+      error: "Error: AbortError",
+      attempts: 1,
+      failure: { code: "ABORTED", message: "Error: AbortError", cancelled: true },
+    });
+    // Not aborted: a throw, not a cancel.
+    await compactSession(agent.session, {
+      ...options,
+      llm: {
+        ...throwing,
+        stream: () => {
+          throw new Error("boom");
+        },
+      } as unknown as LlmRuntime,
+    });
+    assert.deepEqual(end(), { outcome: "failed", error: "Error: boom", attempts: 1 });
+    assert.deepEqual(checkInvariants(agent.session.events), []);
     await harness.dispose();
   });
 

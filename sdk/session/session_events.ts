@@ -226,8 +226,8 @@ export interface SessionEventMap {
     /** Why it failed, for people: `<code>: <message>` of the summary call's failure, or the compaction's own text. */
     readonly error?: string;
     /**
-     * How many summary calls the compaction made (retries included); absent in logs written before it was recorded,
-     * and when the compaction failed before or outside its summary calls.
+     * How many summary calls the compaction made (retries included), 0 when it failed before its first; absent in
+     * logs written before it was recorded, and when no summary call was due (a `skipped` compaction).
      */
     readonly attempts?: number;
     /**
