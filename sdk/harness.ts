@@ -553,14 +553,18 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       handles.delete(id);
       // Kept until its teardown ends: dispose() waits for it before it unwinds persistence and the plugins, or the
       // agent's last events (its step and turn ends) would find no storage to go to.
-      const teardown = handle.dispose();
+      // Its entries go before the caller resumes: a call after it finds the agent gone (AGENT_NOT_FOUND).
+      const forget = () => {
+        leaving.delete(settled);
+        if (disposing.get(id) === teardown) disposing.delete(id);
+      };
+      const teardown: Promise<void> = handle.dispose().then(forget, (error) => {
+        forget();
+        throw error;
+      });
       const settled = teardown.then(() => {}, () => {});
       leaving.add(settled);
       disposing.set(id, teardown);
-      void settled.then(() => {
-        leaving.delete(settled);
-        if (disposing.get(id) === teardown) disposing.delete(id);
-      });
       return teardown;
     },
     deleteSession(sessionId) {
