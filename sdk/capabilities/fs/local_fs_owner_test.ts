@@ -9,16 +9,40 @@ import { join } from "node:path";
 import { childCommand } from "../../kernel/_test_child_command.ts";
 import { duringWriteForTests, localFs, processUidForTests } from "./local_fs.ts";
 
-/** The user the child runs as: nobody when the tests run as root (who ignores file modes), else the tests' own. */
 const root = process.getuid?.() === 0;
-const childUid = root ? 65534 : process.getuid?.() ?? -1;
+const childScript = fileURLToPath(new URL("./_test_unprivileged_child.ts", import.meta.url));
+const AS_NOBODY = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+
+/**
+ * How the child runs. Not root: as the tests' own user. Root (who ignores file modes): as nobody when nobody can run
+ * it — a clone inside a directory only root may enter (a `mktemp -d`) cannot be read by nobody —, else as root without
+ * any capability (`setpriv --inh-caps=-all --bounding-set=-all`), whom the modes of root's own files bind.
+ */
+const childMode: "self" | "nobody" | "capless" = !root ? "self" : await (async () => {
+  const dir = await mkdtemp(join(tmpdir(), "dsh-fs-probe-"));
+  try {
+    await chmod(dir, 0o777);
+    const [cmd, args] = childCommand(childScript, JSON.stringify([dir, "write:probe.txt"]));
+    const child = spawn("setpriv", [...AS_NOBODY, cmd, ...args], { stdio: "ignore" });
+    const code = await new Promise<number | null>((resolve) => {
+      child.once("error", () => resolve(-1));
+      child.once("close", resolve);
+    });
+    return code === 0 ? "nobody" : "capless";
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+})();
+/** The user the child runs as. */
+const childUid = childMode === "nobody" ? 65534 : process.getuid?.() ?? -1;
 
 /** Run `_test_unprivileged_child.ts` over `dir` with `ops`, as `childUid`; its error codes. */
 async function asChild(dir: string, ...ops: string[]): Promise<(string | null)[]> {
-  const script = fileURLToPath(new URL("./_test_unprivileged_child.ts", import.meta.url));
-  const [cmd, args] = childCommand(script, JSON.stringify([dir, ...ops]));
-  const [program, argv] = root
-    ? ["setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", cmd, ...args]]
+  const [cmd, args] = childCommand(childScript, JSON.stringify([dir, ...ops]));
+  const [program, argv] = childMode === "nobody"
+    ? ["setpriv", [...AS_NOBODY, cmd, ...args]]
+    : childMode === "capless"
+    ? ["setpriv", ["--inh-caps=-all", "--bounding-set=-all", cmd, ...args]]
     : [cmd, args];
   const child = spawn(program, argv, { stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
@@ -37,7 +61,7 @@ async function sharedDir(files: Record<string, number>): Promise<string> {
   for (const [name, mode] of Object.entries(files)) {
     await writeFile(join(dir, name), "old\n");
     await chmod(join(dir, name), mode);
-    if (root) await chown(join(dir, name), childUid, childUid);
+    if (childMode === "nobody") await chown(join(dir, name), childUid, childUid);
   }
   return dir;
 }
@@ -104,7 +128,7 @@ describe("localFs() and a file another user owns", { skip: process.platform === 
       }
       const ops = ["write:shared.txt", "write:sticky/shared.txt", "edit:group.txt"];
       let expected: Record<string, { uid: number; gid: number }>;
-      if (root) {
+      if (childMode === "nobody") {
         // Owned by root, written by nobody: a group-writable file; a world-writable one in a sticky directory (which
         // lets only its owner replace it); nobody's own file in a group nobody is not in (the new file cannot have it).
         await chown(join(dir, "shared.txt"), 0, 65534);
@@ -113,12 +137,13 @@ describe("localFs() and a file another user owns", { skip: process.platform === 
         expected = { "shared.txt": { uid: 0, gid: 65534 }, "sticky/shared.txt": { uid: 0, gid: 0 } };
         expected["group.txt"] = { uid: 65534, gid: 0 };
       } else {
-        // Not root, the test cannot give a file to another user: it takes itself for another user instead.
+        // Not able to run a child as another user, the test cannot give a file to another user: it takes itself for
+        // another user instead.
         const st = await stat(join(dir, "shared.txt"));
         expected = Object.fromEntries(Object.keys(files).map((name) => [name, { uid: st.uid, gid: st.gid }]));
       }
       const inodes = await Promise.all(Object.keys(files).map(async (name) => (await stat(join(dir, name))).ino));
-      if (root) assert.deepEqual(await asChild(dir, ...ops), [null, null, null]);
+      if (childMode === "nobody") assert.deepEqual(await asChild(dir, ...ops), [null, null, null]);
       else {
         const restore = processUidForTests(childUid + 1);
         try {
