@@ -12,6 +12,7 @@
  */
 
 import {
+  closeRoot,
   createKernel,
   type HarnessContext,
   type HarnessPlugin,
@@ -665,6 +666,9 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     // Then every plugin, scope, listener and effect registered through `ctx`, the latest first: those added after
     // createHarness() returned, the plugins of the options, last the core (persistence, the sessions' store).
     failures.push(...await unwind(ctx));
+    // Cordis cannot dispose its root: later registrations through `ctx` are refused here instead (CONTEXT_DISPOSED),
+    // where they were accepted and never undone.
+    closeRoot(ctx);
     if (failures.length === 1) throw failures[0];
     if (failures.length > 1) throw new AggregateError(failures, "Disposing the harness failed in several places");
   }

@@ -89,6 +89,21 @@ describe("harness.dispose() and what was registered through harness.ctx after cr
     await new Promise((resolve) => setTimeout(resolve, 10));
     assert.equal(ticks, after, "the plugin's timer was cleared: nothing keeps the process alive");
   });
+
+  it("refuses every registration through harness.ctx once disposed (CONTEXT_DISPOSED), which nothing would undo", async () => {
+    const harness = await createHarness({});
+    await harness.dispose();
+    let ran = false;
+    const refused = (e: unknown) => HarnessError.isInstance(e, "CONTEXT_DISPOSED");
+    assert.throws(() => harness.ctx.on("agent/created", () => {}), refused);
+    assert.throws(() => harness.ctx.effect(() => (ran = true, () => {})), refused);
+    assert.throws(() => harness.ctx.provide("mine" as never, {} as never), refused);
+    assert.throws(() => harness.ctx.plugin(() => void (ran = true)), refused);
+    assert.throws(() => createScope(harness.ctx, "late"), refused);
+    assert.equal(ran, false);
+    // Reading is still fine.
+    assert.equal(harness.ctx.get("sessions"), undefined);
+  });
 });
 
 describe("harness.dispose() and a plugin whose teardown fails", () => {

@@ -401,6 +401,7 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
   on<K extends EventName<E>>(name: K, listener: E[K], options?: ListenerOptions): () => void {
     // Registration runs only Cordis's code: no stack captures (_without_stacks.ts).
     const dispose = registering(
+      this.raw,
       `listen to "${name}"`,
       () => withoutStacks(() => this.raw.on(name as never, listener as never, { prepend: options?.prepend ?? false })),
     );
@@ -486,7 +487,7 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
     // An undo that fails while its plugin or scope is disposed is the failure of that dispose() call (Cordis would
     // log it to its buffer, which nobody reads); called through the function returned here, it is the caller's.
     let direct = false;
-    const dispose = registering("register an effect", () =>
+    const dispose = registering(this.raw, "register an effect", () =>
       this.raw.effect(() => {
         const undo = execute();
         if (typeof undo !== "function") return undo;
@@ -513,6 +514,7 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
   }
 
   provide<K extends keyof S & string>(name: K, value: S[K]): () => void {
+    refuseIfClosed(this.raw, `provide "${name}"`);
     let dispose: () => unknown;
     try {
       dispose = withoutStacks(() => this.raw.provide(name, value));
@@ -551,6 +553,7 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
     const outerStack = buildOuterStack(-1);
     const cordisPlugin = toCordisPlugin(plugin as HarnessPlugin<unknown, object, object>);
     const fiber = registering(
+      this.raw,
       `start plugin "${cordisPlugin.name || "anonymous"}"`,
       () =>
         withoutStacks(() =>
@@ -618,8 +621,27 @@ export function disposedContextError(error: unknown, what: string): unknown {
   return new HarnessError("CONTEXT_DISPOSED", `Cannot ${what}: the context is disposed`, { cause: error });
 }
 
+/** The root contexts of disposed harnesses: Cordis cannot dispose a root, so the wrapper refuses for it. */
+const closedRoots = new WeakSet<object>();
+
+/**
+ * Refuse every later registration on the root context `ctx` (its plugins, listeners, services, effects and scopes),
+ * as `CONTEXT_DISPOSED`: what `harness.dispose()` does once it has unwound everything registered there.
+ */
+export function closeRoot(ctx: ContextCore<object, object>): void {
+  closedRoots.add(ctx.raw);
+}
+
+/** Throws `CONTEXT_DISPOSED` for a registration on a closed root (see {@linkcode closeRoot}). */
+export function refuseIfClosed(raw: object, what: string): void {
+  if (closedRoots.has(raw)) {
+    throw new HarnessError("CONTEXT_DISPOSED", `Cannot ${what}: the harness is disposed`);
+  }
+}
+
 /** Run a registration; a refusal because the context is disposed is thrown as `CONTEXT_DISPOSED`. */
-function registering<T>(what: string, register: () => T): T {
+function registering<T>(raw: object, what: string, register: () => T): T {
+  refuseIfClosed(raw, what);
   try {
     return register();
   } catch (error) {

@@ -16,6 +16,7 @@ import {
   disposedContextError,
   disposer,
   type HarnessContext,
+  refuseIfClosed,
   type ScopeInfo,
   tagScope,
   wrapContext,
@@ -79,6 +80,7 @@ export function createScope<E extends object, S extends object>(
   const info: ScopeInfo = Object.freeze({ key, parent: ctx.scope });
   // An empty plugin: no stack Cordis could capture here would ever be used.
   let fiber: ReturnType<Context["plugin"]>;
+  refuseIfClosed(ctx.raw, `create scope "${key}"`);
   try {
     fiber = withoutStacks(() => ctx.raw.plugin({ name: `scope:${key}`, apply() {} }));
   } catch (error) {
