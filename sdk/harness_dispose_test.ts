@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHarness } from "./harness.ts";
 import { HarnessError } from "./kernel/harness_error.ts";
+import { within } from "./agent/_test_support.ts";
 import { memoryStorage } from "./persistence/memory_storage.ts";
 import { withFaults } from "./persistence/_test_storage_faults.ts";
 import { createScope } from "./kernel/scope.ts";
@@ -121,23 +122,12 @@ describe("harness.dispose() and a plugin whose teardown fails", () => {
 });
 
 describe("harness.dispose() and teardowns that call back into it", () => {
-  /** `promise`'s outcome, or "still waiting" after 3 s (the timer cleared either way). */
-  async function within(promise: Promise<unknown>): Promise<unknown> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise((resolve) => timer = setTimeout(() => resolve("still waiting"), 3000));
-    try {
-      return await Promise.race([promise, late]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   it("undo functions that keep registering new ones are stopped, reported as TEARDOWN_INCOMPLETE", async () => {
     const harness = await createHarness({});
     let runs = 0;
     const arm = () => void harness.ctx.effect(() => () => (runs++, arm()), "watchdog");
     arm();
-    const outcome = await within(harness.dispose().then(() => "resolved", (e) => e));
+    const outcome = await within(harness.dispose().then(() => "resolved", (e) => e), 3000);
     assert.ok(HarnessError.isInstance(outcome, "TEARDOWN_INCOMPLETE"), String(outcome));
     assert.ok(runs <= 8, `${runs} undo runs`);
   });

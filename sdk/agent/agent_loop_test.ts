@@ -16,7 +16,7 @@ import { Inbox } from "./inbox.ts";
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { childCommand } from "../kernel/_test_child_command.ts";
-import { counterClock, counterIds, summarize } from "./_test_support.ts";
+import { counterClock, counterIds, summarize, within } from "./_test_support.ts";
 
 const add = defineTool({
   name: "add",
@@ -788,8 +788,6 @@ describe("agent loop cancellation", () => {
       const running = agent.run("Add 1 and 2").then((r) => r.reason.kind, (e) => `rejected ${e?.code}`);
       await reached;
       agent.cancel("user");
-      const within = (p: Promise<unknown>) =>
-        Promise.race([p, new Promise((resolve) => setTimeout(() => resolve("still waiting"), 2000))]);
       assert.equal(await within(running), "aborted", hook);
       assertValidLog(agent.session.events);
       assert.equal(await within(harness.dispose().then(() => "disposed")), "disposed", hook);
@@ -832,15 +830,6 @@ describe("agent loop cancellation", () => {
         const running = agent.run("Add 1 and 2").then((r) => r.reason.kind, (e) => `rejected ${e?.code}`);
         await reached.promise;
         agent.cancel("user");
-        const within = async (p: Promise<unknown>) => {
-          let timer: ReturnType<typeof setTimeout> | undefined;
-          const late = new Promise((resolve) => timer = setTimeout(() => resolve("still waiting"), 2000));
-          try {
-            return await Promise.race([p, late]);
-          } finally {
-            clearTimeout(timer);
-          }
-        };
         // The turn ends at once; run() settles once its end is durable (as documented), so after storage comes back.
         assert.equal(await within(agent.whenIdle().then(() => "idle")), "idle", where);
         const end = agent.session.events.at(-1);
