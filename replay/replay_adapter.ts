@@ -25,6 +25,7 @@ import {
   type RecordedRequest,
 } from "./fixture.ts";
 import { diffRequest, type MessageMatch, newMessageMatch } from "./_request_diff.ts";
+import { ABORTED_BEFORE_RETRY } from "../sdk/compaction/compact_session.ts";
 import { fillPlaceholders } from "./_placeholders.ts";
 import { recordedModels, toModelInfo } from "./_recorded_models.ts";
 
@@ -183,9 +184,6 @@ const messageIds = (request: GenerateOptions): string => JSON.stringify(request.
 
 /** The text the agent loop's runtime gives a model call the user cancelled (`_guard_stream.ts`), and a replay's. */
 const CANCELLED = /^ABORTED: (Replayed model|Model) call was aborted(: [\s\S]*)?$/;
-
-/** What `compactSession` appends to the `error` of a summary call that failed and was cancelled before its retry. */
-const ABORTED_BEFORE_RETRY = " (aborted before a retry)";
 
 /**
  * What a recorded compaction's summary call answered, rebuilt from what the log tells: the summary as a text answer

@@ -9,8 +9,8 @@ import type { LlmAdapter } from "./llm/mod.ts";
 // "@dsh/harness/config" subpath, so the core bundle does not carry it.
 import type { AdapterConfig, HarnessConfig, StorageConfig } from "./config/harness_config.ts";
 import type { LoadedConfig } from "./config/resolve_config.ts";
-import { permissionFor } from "./config/permission_for.ts";
-import type { PreToolDecision, ToolDefinition, ToolEvents, ToolRuntime } from "./tools/mod.ts";
+import { permissionFor, WITH_ARGUMENT } from "./config/permission_for.ts";
+import type { AnyToolDefinition, PreToolDecision, ToolDefinition, ToolEvents, ToolRuntime } from "./tools/mod.ts";
 import { isDefaultAsk } from "./tools/_default_decision.ts";
 import type { SessionStorage } from "./persistence/session_storage.ts";
 import { memoryStorage } from "./persistence/memory_storage.ts";
@@ -199,23 +199,30 @@ export function restrictTools(ctx: HarnessContext, config: HarnessConfig): void 
 export function checkRuleSubjects(ctx: HarnessContext, config: HarnessConfig): void {
   const tools = ctx.get("tools" as never) as ToolRuntime | undefined;
   if (tools === undefined) return;
-  const names = tools.schemas().map((s) => s.name);
   for (const [index, rule] of config.permissions.entries()) {
-    const split = /^([^()]*)\((.*)\)$/s.exec(rule.tool);
-    // Only a rule that names its tools exactly: a pattern (`*(.env)`) may be meant for tools registered later or in
+    const split = WITH_ARGUMENT.exec(rule.tool);
+    // Only a rule that names its tool exactly: a pattern (`*(.env)`) may be meant for tools registered later or in
     // an agent's scope, which this check cannot see.
     if (split === null || /[*?[\]{}|]/.test(split[1])) continue;
-    const named = names.filter((name) => permissionFor([{ tool: split[1], action: "deny" }], name) !== undefined);
-    if (named.length === 0 || named.some((name) => typeof tools.get(name)?.permissionSubject === "function")) continue;
+    const definition = tools.get(split[1]);
+    if (definition === undefined || typeof definition.permissionSubject === "function") continue;
     throw new HarnessError(
       "CONFIG_RULE_NO_SUBJECT",
-      `Permission rule "${rule.tool}" (permissions.${index}) can never match: ${
-        named.map((n) => `"${n}"`).join(", ")
-      } ${named.length === 1 ? "names" : "name"} no permission subject; write the rule without an argument pattern ("${
+      `Permission rule "${rule.tool}" (permissions.${index}) can never match: "${
         split[1]
-      }")`,
-      { details: { rule: rule.tool, index, tools: named } },
+      }" names no permission subject; write the rule without an argument pattern ("${split[1]}")`,
+      { details: { rule: rule.tool, index, tools: [split[1]] } },
     );
+  }
+}
+
+/** A call's permission subject, or `undefined` when the tool names none or its function throws. */
+function subjectOf(definition: AnyToolDefinition | undefined, args: unknown): string | undefined {
+  try {
+    const subject = definition?.permissionSubject?.(args);
+    return typeof subject === "string" ? subject : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -236,15 +243,7 @@ export function installPermissions(ctx: HarnessContext, config: HarnessConfig): 
   });
   typed.on("tools/pre-execute", async (exec, next) => {
     const definition = (ctx.get("tools" as never) as ToolRuntime | undefined)?.get(exec.name, exec.scope);
-    const judge = (args: unknown) => {
-      let subject: unknown;
-      try {
-        subject = definition?.permissionSubject?.(args);
-      } catch {
-        subject = undefined;
-      }
-      return permissionFor(config.permissions, exec.name, typeof subject === "string" ? subject : undefined);
-    };
+    const judge = (args: unknown) => permissionFor(config.permissions, exec.name, subjectOf(definition, args));
     const verdict = judge(exec.args);
     if (verdict?.action === "deny") return deny(exec.name, verdict);
     // The rest of the chain (hooks, other listeners) is consulted under an asking rule too: its denial or
@@ -286,13 +285,7 @@ export function installPermissions(ctx: HarnessContext, config: HarnessConfig): 
     // with src/x a link to .git/hooks) does not carry that allow to where the path leads.
     const definition = tools.get(exec.name, exec.scope);
     if (definition?.access !== "write") return undefined;
-    let named: unknown;
-    try {
-      named = definition.permissionSubject?.(exec.args);
-    } catch {
-      named = undefined;
-    }
-    const given = permissionFor(config.permissions, exec.name, typeof named === "string" ? named : undefined);
+    const given = permissionFor(config.permissions, exec.name, subjectOf(definition, exec.args));
     return given?.action === "allow"
       ? `${refused}: no rule allows it, and the allow for the path it names does not`
       : undefined;

@@ -268,7 +268,12 @@ export class LoopAgent implements Agent {
 
   wake(): void {
     if (this.#disposed) throw new HarnessError("AGENT_DISPOSED", `Agent "${this.id}" is disposed`);
-    // Nothing queued: nothing to wake, and no wake left pending for input that comes later (an inject waits).
+    this.#wakeQueued();
+  }
+
+  // Start what the inbox holds, next-step input too. Nothing queued: nothing to wake, and no wake left pending for
+  // input that comes later (an inject waits).
+  #wakeQueued(): void {
     if (this.inbox.size === 0) return;
     this.#wakePending = true;
     this.#schedule();
@@ -314,10 +319,7 @@ export class LoopAgent implements Agent {
     // Each goes to the front of its queue: the latest first, so that the earliest ends up first.
     for (let i = stranded.length - 1; i >= 0; i--) agent.inbox.restore(stranded[i].target, stranded[i].entries);
     // As wake() does: steering and injected context (next-step input) start a turn too.
-    if (wake && agent.inbox.size > 0) {
-      agent.#wakePending = true;
-      agent.#schedule();
-    }
+    if (wake) agent.#wakeQueued();
   }
 
   whenIdle(): Promise<void> {

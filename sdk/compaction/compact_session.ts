@@ -252,8 +252,11 @@ interface SummaryCalls {
   streaming: boolean;
 }
 
-/** What the `error` text of a compaction whose summary call failed, and was cancelled before its retry, ends with. */
-const ABORTED_BEFORE_RETRY = " (aborted before a retry)";
+/**
+ * What the `error` text of a compaction whose summary call failed, and was cancelled before its retry, ends with
+ * (the replay adapter reads it back from logs that hold no `failure`). Internal.
+ */
+export const ABORTED_BEFORE_RETRY = " (aborted before a retry)";
 
 /** The signal of a sleep that nothing aborts. */
 const NEVER: AbortSignal = new AbortController().signal;

@@ -28,7 +28,8 @@ function patternOf(glob: string): RegExp {
   return pattern;
 }
 
-const WITH_ARGUMENT = /^([^()]*)\((.*)\)$/s;
+/** A rule's tool part with an argument pattern, `name(pattern)`: the name and the pattern. Internal. */
+export const WITH_ARGUMENT = /^([^()]*)\((.*)\)$/s;
 
 const spellings = new Map<string, string | null>();
 

@@ -7,7 +7,7 @@ import { TurnFailedError } from "../agent/turn_failed_error.ts";
 import type { Harness } from "../harness.ts";
 import type { LoadedSession } from "../persistence/session_storage.ts";
 import type { SessionProjections } from "../projections/session_projections.ts";
-import type { SessionEvent } from "../session/session_events.ts";
+import { turnBoundary } from "../projections/turn_boundary.ts";
 import { Session } from "../session/session.ts";
 import { renderTranscript } from "../session/transcript.ts";
 import type { ApprovalQueue } from "../tools/approval_queue.ts";
@@ -49,6 +49,8 @@ export interface SessionRoutesContext {
 /** Mounts `POST`/`GET /sessions` and every `/sessions/:id` route on `app`. */
 export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContext): void {
   const { harness, host, projections, maxBodyBytes, keepAliveMs, maxBuffered, tailPollMs, cancelWaitMs } = context;
+  /** The turn the agent's log has open (a `turn/start` with no `turn/end` after it), if any. */
+  const openTurn = (agent: Agent) => projections.stateOf(agent.session, turnBoundary).open?.turn;
   const { watchApprovals, queue, pendingOf, summary, readStoredSession, inspectStored } = context;
 
   app.post("/sessions", async (c) => {
@@ -119,14 +121,14 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     const agent = await host.agent(c.req.param("id"));
     const wasRunning = agent.status === "running";
     const queued = agent.inbox.size;
-    const turn = wasRunning ? openTurn(agent.session.events) : undefined;
+    const turn = wasRunning ? openTurn(agent) : undefined;
     agent.cancel("user", { keepInbox: body.keepInbox });
     // Something was cancelled: a running turn, or queued input the cancel discarded.
     const cancelled = wasRunning || (!body.keepInbox && queued > 0);
     // The cancelled turn ends a little after the abort (once what it awaits settles: a model call or tool at once, a
     // dynamic prompt section or a storage write when it is done): the answer waits for its turn/end (bounded), so
     // that a 200 means the turn is over as cancelled, not left open for a crash to close as interrupted.
-    const settled = turn === undefined || await turnEnded(agent, turn, cancelWaitMs);
+    const settled = turn === undefined || await turnEnded(agent, turn, cancelWaitMs, openTurn);
     const status = agent.status;
     // Acknowledged means durable: the inbox discard and what the turn logged (its end, when settled) are stored
     // before the answer; before, a crash right after it brought the discarded input back on the next resume.
@@ -267,22 +269,17 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
   });
 }
 
-/** The turn the log has open (a `turn/start` with no `turn/end` after it), if any. */
-function openTurn(events: readonly SessionEvent[]): number | undefined {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const event = events[i];
-    if (event.type === "turn/end") return undefined;
-    if (event.type === "turn/start") return event.data.turn;
-  }
-  return undefined;
-}
-
 /**
  * Whether `turn` of the agent ends (its `turn/end` is in the log) within `ms`; also settles when the agent goes idle
  * without ending it (a defect left it open: no end is coming).
  */
-async function turnEnded(agent: Agent, turn: number, ms: number): Promise<boolean> {
-  const ended = () => openTurn(agent.session.events) !== turn;
+async function turnEnded(
+  agent: Agent,
+  turn: number,
+  ms: number,
+  openTurn: (agent: Agent) => number | undefined,
+): Promise<boolean> {
+  const ended = () => openTurn(agent) !== turn;
   if (ended()) return true;
   let done!: () => void;
   const over = new Promise<void>((resolve) => (done = resolve));

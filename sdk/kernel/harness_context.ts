@@ -633,14 +633,14 @@ export function closeRoot(ctx: ContextCore<object, object>): void {
 }
 
 /** Throws `CONTEXT_DISPOSED` for a registration on a closed root (see {@linkcode closeRoot}). */
-export function refuseIfClosed(raw: object, what: string): void {
+function refuseIfClosed(raw: object, what: string): void {
   if (closedRoots.has(raw)) {
     throw new HarnessError("CONTEXT_DISPOSED", `Cannot ${what}: the harness is disposed`);
   }
 }
 
-/** Run a registration; a refusal because the context is disposed is thrown as `CONTEXT_DISPOSED`. */
-function registering<T>(raw: object, what: string, register: () => T): T {
+/** Run a registration; a refusal because the context is disposed is thrown as `CONTEXT_DISPOSED`. Internal. */
+export function registering<T>(raw: object, what: string, register: () => T): T {
   refuseIfClosed(raw, what);
   try {
     return register();

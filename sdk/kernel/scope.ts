@@ -13,10 +13,9 @@
 
 import type { Context } from "cordis";
 import {
-  disposedContextError,
   disposer,
   type HarnessContext,
-  refuseIfClosed,
+  registering,
   type ScopeInfo,
   tagScope,
   wrapContext,
@@ -79,13 +78,11 @@ export function createScope<E extends object, S extends object>(
   }
   const info: ScopeInfo = Object.freeze({ key, parent: ctx.scope });
   // An empty plugin: no stack Cordis could capture here would ever be used.
-  let fiber: ReturnType<Context["plugin"]>;
-  refuseIfClosed(ctx.raw, `create scope "${key}"`);
-  try {
-    fiber = withoutStacks(() => ctx.raw.plugin({ name: `scope:${key}`, apply() {} }));
-  } catch (error) {
-    throw disposedContextError(error, `create scope "${key}"`);
-  }
+  const fiber = registering(
+    ctx.raw,
+    `create scope "${key}"`,
+    () => withoutStacks(() => ctx.raw.plugin({ name: `scope:${key}`, apply() {} })),
+  );
   // The fiber's context exists as soon as the fiber does; the plugin body may
   // run later, but registrations made through this context belong to the fiber.
   const scopeRaw: Context = fiber.ctx;

@@ -12,6 +12,7 @@
 
 import { vouch } from "./_copy_event_data.ts";
 import { flatString } from "./_flat_string.ts";
+import { TOKEN_FIELDS } from "./_validate_event.ts";
 
 const hasOwn = Object.prototype.hasOwnProperty;
 
@@ -54,13 +55,7 @@ const FINISH_KEYS = ["type", "reason"] as const;
 const KIND_KEYS = ["kind"] as const;
 const TEXT_BLOCK_KEYS = ["type", "text"] as const;
 const CALL_BLOCK_KEYS = ["type", "id", "name", "arguments"] as const;
-const USAGE_KEYS: ReadonlySet<string> = new Set([
-  "inputTokens",
-  "outputTokens",
-  "cacheReadTokens",
-  "cacheWriteTokens",
-  "reasoningTokens",
-]);
+const USAGE_KEYS: ReadonlySet<string> = new Set(TOKEN_FIELDS);
 
 // A text, reasoning or tool-call block with exactly its fields, all strings. Its text (an adapter's `+=` of the
 // deltas) is flattened: the log keeps it for good (see _flat_string.ts). The copy is vouched for (see

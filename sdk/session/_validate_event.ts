@@ -52,7 +52,14 @@ export function validateTodoItems(data: unknown, seq: number): void {
   }
 }
 
-const TOKEN_FIELDS = ["inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens"] as const;
+/** The token counts a usage may carry (the fast chunk copy takes the same). Internal. */
+export const TOKEN_FIELDS = [
+  "inputTokens",
+  "outputTokens",
+  "cacheReadTokens",
+  "cacheWriteTokens",
+  "reasoningTokens",
+] as const;
 
 /**
  * The token counts of a new `usage` chunk (what `Session.append` takes): `inputTokens` and `outputTokens`, and each
@@ -74,13 +81,16 @@ export function validateChunkUsage(data: unknown, seq: number): void {
   }
 }
 
-/** Check an envelope read from a seed or from storage (the keys and scalar fields). */
-export function validateEnvelope(event: unknown, index: number): void {
+/**
+ * Check an envelope read from a seed or from storage (the keys and scalar fields). `typeText: false` leaves out the
+ * check of the type's characters, for a storage batch that `validateBatchShape` has checked already.
+ */
+export function validateEnvelope(event: unknown, index: number, typeText = true): void {
   if (!isObject(event)) invalid(index, "?", "not an object");
   const type = event.type;
   if (!isText(type)) invalid(index, String(type), "no type");
   // What append takes (and every storage's batch check): a type no storage could have kept is refused here too.
-  if (!isEventTypeText(type)) {
+  if (typeText && !isEventTypeText(type)) {
     invalid(index, JSON.stringify(type), "the type has a control character or a lone surrogate");
   }
   for (const key of Object.keys(event)) if (!ENVELOPE_KEYS.has(key)) invalid(index, type, `unknown key ${key}`);

@@ -59,7 +59,7 @@ function parse(glob: string): Node[] {
       if (end === -1) current.push({ kind: "one", test: (x) => x === "[" });
       else {
         const body = glob.slice(first, end).replaceAll("/", "");
-        current.push({ kind: "one", test: !negated && body === "" ? () => false : classTest(glob, body, negated) });
+        current.push({ kind: "one", test: classTest(glob, body, negated) });
         i = end;
       }
     } else if (c === "{") {

@@ -290,6 +290,13 @@ export function localFs(options: LocalFsOptions): FsService {
     }
   };
 
+  /** An edit's file must still hold what the edit read (`expected`), else `FILE_CHANGED`; a write has no `expected`. */
+  const assertUnchanged = async (path: string, expected?: { abs: string; bytes: Uint8Array }): Promise<void> => {
+    if (expected === undefined) return;
+    const now = await readWithPath(path).catch(() => undefined);
+    if (now === undefined || now.abs !== expected.abs || !sameBytes(now.bytes, expected.bytes)) throw changed(path);
+  };
+
   const ensureDir = async (path: string, parts: string[], recursive: boolean): Promise<void> => {
     const { fs } = await host();
     for (let i = recursive ? 1 : parts.length; i <= parts.length; i++) {
@@ -353,8 +360,8 @@ export function localFs(options: LocalFsOptions): FsService {
     createParents: boolean,
     expected?: { abs: string; bytes: Uint8Array },
   ): Promise<void> => {
-    const { fs, constants, linux } = await host();
-    const uid = uidOverride?.uid ?? (await host()).uid;
+    const { fs, constants, linux, uid: hostUid } = await host();
+    const uid = uidOverride?.uid ?? hostUid;
     const { real } = await roots();
     const parts = await segments(path);
     if (parts.length === 0) throw isDirectory(path);
@@ -444,12 +451,7 @@ export function localFs(options: LocalFsOptions): FsService {
           await handle.close();
         }
         if (!inPlace) {
-          if (expected !== undefined) {
-            const now = await readWithPath(path).catch(() => undefined);
-            if (now === undefined || now.abs !== expected.abs || !sameBytes(now.bytes, expected.bytes)) {
-              throw changed(path);
-            }
-          }
+          await assertUnchanged(path, expected);
           try {
             await fs.rename(temp, `${base}/${name}`);
             renamed = true;
@@ -500,10 +502,7 @@ export function localFs(options: LocalFsOptions): FsService {
   ): Promise<void> => {
     const { handle } = await openFile(path, true);
     try {
-      if (expected !== undefined) {
-        const now = await readWithPath(path).catch(() => undefined);
-        if (now === undefined || now.abs !== expected.abs || !sameBytes(now.bytes, expected.bytes)) throw changed(path);
-      }
+      await assertUnchanged(path, expected);
       await handle.truncate(0);
       await handle.writeFile(data);
     } finally {

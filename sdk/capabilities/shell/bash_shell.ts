@@ -20,9 +20,9 @@ export interface BashShellOptions {
   readonly shell?: string;
 }
 
-/** The directory line's room beyond a caller's output cap: a newline, the marker, the longest path, a newline. */
 /** The most bytes of a command: Linux's limit for one process argument (128 KiB with its terminating NUL). */
 const MAX_COMMAND_BYTES = 128 * 1024 - 1;
+/** The directory line's room beyond a caller's output cap: a newline, the marker, the longest path, a newline. */
 const MARKER_ROOM = 2 + 48 + 4096;
 
 const utf8Length = (text: string): number => new TextEncoder().encode(text).length;
