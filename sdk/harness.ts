@@ -571,11 +571,11 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     deleteSession(sessionId) {
       return whileLive("delete a session", async () => {
         const sessions = ctx.service("sessions");
+        // Through disposeAgent(), so that a harness.dispose() meanwhile waits for the agent's last write and a
+        // disposeAgent() meanwhile shares its teardown.
         const dispose = async (id: string): Promise<boolean> => {
-          const handle = handles.get(id);
-          if (handle === undefined) return false;
-          handles.delete(id);
-          await handle.dispose().catch(() => {/* its log is deleted below */});
+          if (!handles.has(id)) return false;
+          await harness.disposeAgent(id).catch(() => {/* its log is deleted below */});
           return true;
         };
         // The session's agent first: disposing it cancels its delegations, whose children are disposed with it.

@@ -174,3 +174,32 @@ describe("harness.disposeAgent() called twice", () => {
     await harness.dispose();
   });
 });
+
+describe("harness.deleteSession() of a live agent", () => {
+  it("tears the agent down through disposeAgent(): a disposeAgent() meanwhile shares that teardown", async () => {
+    let slow = false;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => open = resolve);
+    const storage = withFaults(memoryStorage(), {
+      append: (append) => async (id, events, options) => {
+        if (slow) await gate;
+        return append(id, events, options);
+      },
+    });
+    const harness = await createHarness({ adapters: [scriptedAdapter({ hang: true })], storage });
+    const agent = await harness.createAgent({ id: "a" });
+    agent.inject("note");
+    slow = true; // the agent's last write waits: its teardown is under way for as long
+    const deleting = harness.deleteSession("a");
+    await new Promise((resolve) => setTimeout(resolve, 10)); // its teardown has begun and waits on the write
+    const second = await Promise.race([
+      harness.disposeAgent("a").then(() => "shared", (e) => e.code),
+      new Promise((resolve) => setTimeout(() => resolve("pending"), 20)),
+    ]);
+    assert.equal(second, "pending", "a second call waits for the teardown under way");
+    slow = false;
+    open();
+    assert.equal(await deleting, true);
+    await harness.dispose();
+  });
+});
