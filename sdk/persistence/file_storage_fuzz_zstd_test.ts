@@ -1,0 +1,5 @@
+// Damaged zstd session files, generated: see _test_damaged_files.ts.
+
+import { damagedFilesSuite } from "./_test_damaged_files.ts";
+
+damagedFilesSuite("zstd");
