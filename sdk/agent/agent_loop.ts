@@ -29,7 +29,7 @@
  * @module
  */
 
-import type { HarnessContext, ScopeInfo } from "../kernel/harness_context.ts";
+import { type HarnessContext, type ScopeInfo, unheard } from "../kernel/harness_context.ts";
 import type { HarnessCtx } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { AssistantMessage, ContentBlock, SystemMessage, ToolCallBlock, UserMessage } from "../llm/messages.ts";
@@ -49,7 +49,7 @@ import type {
   TurnEndReason,
 } from "../session/session_events.ts";
 import type { Session } from "../session/session.ts";
-import type { SessionStore } from "../session/session_store.ts";
+import { FLUSHED, type SessionStore } from "../session/session_store.ts";
 import { scheduleToolCalls } from "../tools/schedule_tool_calls.ts";
 import { jsonSchemaValidatorPending } from "../tools/_json_schema.ts";
 import type { ToolRuntime } from "../tools/tool_runtime.ts";
@@ -92,7 +92,7 @@ import {
   ZERO_USAGE,
 } from "./_loop_values.ts";
 import { UpdateListener, UpdateQueue, type UpdateSink } from "./_update_queue.ts";
-import { ABORTED, untilAborted } from "../kernel/_until_aborted.ts";
+import { abortAnnounced, ABORTED, announcedController, untilAborted } from "../kernel/_until_aborted.ts";
 
 /** Services and events the loop uses. */
 export interface LoopServices {
@@ -298,7 +298,7 @@ export class LoopAgent implements Agent {
     if (this.#controller && !this.#controller.signal.aborted) {
       this.#cancelCause = cause;
       this.#cancelKeepsInbox = options.keepInbox === true;
-      this.#controller.abort(new HarnessError("ABORTED", `Turn cancelled: ${cause}`));
+      abortAnnounced(this.#controller, new HarnessError("ABORTED", `Turn cancelled: ${cause}`));
     }
     // A maintenance task (a manual compaction) is what the agent is doing while it runs: it stops too.
     if (this.#maintenanceController && !this.#maintenanceController.signal.aborted) {
@@ -547,7 +547,7 @@ export class LoopAgent implements Agent {
   }
 
   async #runTurn(): Promise<void> {
-    const controller = new AbortController();
+    const controller = announcedController();
     this.#controller = controller;
     this.#cancelCause = undefined;
     this.#cancelKeepsInbox = false;
@@ -646,7 +646,10 @@ export class LoopAgent implements Agent {
         break;
       }
       if (owesRequest || this.inbox.count("next-step") > 0) continue;
-      await untilAborted(this.#ctx.serialEach("agent/turn-stopping", this, turn, signal), signal);
+      // Nobody listening: no chain to wait for, and no race against the signal to build.
+      if (!unheard(this.#ctx, "agent/turn-stopping")) {
+        await untilAborted(this.#ctx.serialEach("agent/turn-stopping", this, turn, signal), signal);
+      }
       if (signal.aborted) reason = this.#aborted();
       else if (this.inbox.count("next-step") === 0) reason = { kind: "completed" };
     }
@@ -707,7 +710,7 @@ export class LoopAgent implements Agent {
     signal: AbortSignal,
   ): Promise<StepOutcome> {
     const draft = callConfigOf(this.options);
-    const config = await untilAborted(
+    const config = unheard(this.#ctx, "agent/request") ? draft : await untilAborted(
       this.#ctx.waterfall("agent/request", this, { turn, step, config: draft }, () => Promise.resolve(draft)),
       signal,
     );
@@ -945,7 +948,9 @@ export class LoopAgent implements Agent {
    * the next flush, `agent.flushed()` included).
    */
   #checkpoint(signal: AbortSignal): unknown {
-    return untilAborted(this.#svc.sessions.flush(this.session), signal);
+    const flushed = this.#svc.sessions.flush(this.session);
+    // Nothing listens to session/flush (no storage): the shared settled promise, with nothing to race a cancel against.
+    return flushed === FLUSHED ? flushed : untilAborted(flushed, signal);
   }
 
   #recordHeader(

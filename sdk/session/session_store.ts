@@ -98,8 +98,12 @@ interface Entry {
   readonly unobserve: () => void;
 }
 
-/** What flush() gives while nothing listens to `session/flush`: one resolved promise, shared. */
-const FLUSHED: Promise<boolean> = Promise.resolve(true);
+/**
+ * What flush() gives while nothing listens to `session/flush`: one resolved
+ * promise, shared. Internal: a caller that finds it knows there is nothing to
+ * wait for (the loop's checkpoints then build no race against the turn's signal).
+ */
+export const FLUSHED: Promise<boolean> = Promise.resolve(true);
 
 const HEADER_KEYS = [
   "version",
