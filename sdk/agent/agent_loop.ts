@@ -92,7 +92,8 @@ import {
   ZERO_USAGE,
 } from "./_loop_values.ts";
 import { UpdateListener, UpdateQueue, type UpdateSink } from "./_update_queue.ts";
-import { abortAnnounced, ABORTED, announcedController, untilAborted } from "../kernel/_until_aborted.ts";
+import { ABORTED, untilAborted } from "../kernel/_until_aborted.ts";
+import { abortAnnounced, announcedController } from "../kernel/_on_abort.ts";
 
 /** Services and events the loop uses. */
 export interface LoopServices {

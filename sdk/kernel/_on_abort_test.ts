@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { onAbort } from "./_on_abort.ts";
+import { abortAnnounced, announcedController, onAbort } from "./_on_abort.ts";
+import { ABORTED, untilAborted } from "./_until_aborted.ts";
 
 /** The `abort` listeners `signal` holds, counted through its own add/remove calls. */
 function counted(signal: AbortSignal): { readonly count: number } {
@@ -51,5 +52,29 @@ describe("onAbort()", () => {
       console.error = error;
     }
     assert.deepEqual(called, ["second"]);
+  });
+
+  it("an announced controller's callbacks are run by abortAnnounced(), with no listener on the signal", async () => {
+    const controller = announcedController();
+    const listeners = counted(controller.signal);
+    const called: string[] = [];
+    const off = onAbort(controller.signal, () => void called.push("removed"));
+    onAbort(controller.signal, () => void called.push("kept"), true);
+    onAbort(controller.signal, () => void called.push("once"));
+    off();
+    // A listener someone else adds is an EventTarget listener as usual, called by the abort itself.
+    controller.signal.addEventListener("abort", () => void called.push("event"));
+    const wait = untilAborted(new Promise(() => {}), controller.signal);
+    assert.equal(listeners.count, 1, "only the listener added with addEventListener");
+    abortAnnounced(controller, new Error("cancelled"));
+    assert.deepEqual(called, ["event", "kept", "once"]);
+    assert.equal((controller.signal.reason as Error).message, "cancelled");
+    assert.equal(await wait, ABORTED, "a wait on the signal is settled");
+    // A second abort changes nothing: the reason stays, and a callback added since is not called (as an abort
+    // listener added to an aborted signal is not).
+    onAbort(controller.signal, () => void called.push("late"));
+    abortAnnounced(controller, new Error("again"));
+    assert.deepEqual(called, ["event", "kept", "once"]);
+    assert.equal((controller.signal.reason as Error).message, "cancelled");
   });
 });
