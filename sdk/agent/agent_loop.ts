@@ -603,16 +603,19 @@ export class LoopAgent implements Agent {
         reason = this.#aborted();
         break;
       }
-      // Listener chains are waited for until the turn is cancelled, not longer: one may ignore the signal.
-      const decision = await untilAborted<PreStepDecision>(
-        this.#ctx.waterfall(
-          "agent/pre-step",
-          this,
-          { turn, step: step + 1, messages: proposed, signal },
-          () => Promise.resolve({ kind: "enter", messages: proposed }),
-        ),
-        signal,
-      );
+      // Listener chains are waited for until the turn is cancelled, not longer: one may ignore the signal. With no
+      // listener, the proposal is the decision (what the chain's fallback answers), without a race to build.
+      const decision: PreStepDecision | typeof ABORTED = unheard(this.#ctx, "agent/pre-step")
+        ? { kind: "enter", messages: proposed }
+        : await untilAborted<PreStepDecision>(
+          this.#ctx.waterfall(
+            "agent/pre-step",
+            this,
+            { turn, step: step + 1, messages: proposed, signal },
+            () => Promise.resolve({ kind: "enter", messages: proposed }),
+          ),
+          signal,
+        );
       if (decision !== ABORTED) checkPreStep(decision);
       if (decision === ABORTED || signal.aborted) {
         // A listener that cancelled the turn and rejected the step (a hook's `continue: false`) still discards.
