@@ -46,9 +46,13 @@ export function abortAnnounced(controller: AbortController, reason: unknown): vo
  * Call `callback` once when `signal` aborts. Every callback on one signal
  * shares one `abort` listener: the parallel delegations and tool calls of a
  * step and the model calls of a turn share the turn's signal, and a listener
- * each made Node warn of a leak past 10 (its limit a target). A callback that
- * throws does not stop the others. As with `addEventListener`, a signal that
- * has already aborted calls nothing.
+ * each made Node warn of a leak past 10 (its limit a target). A signal of
+ * {@linkcode announcedController} gets no listener: its callbacks run from
+ * {@linkcode abortAnnounced}, after the signal's own `abort` listeners (so a
+ * callback registered by one of those, once the signal reads aborted, is
+ * called too). A callback that throws does not stop the others. Otherwise, as
+ * with `addEventListener`, a signal that has already aborted calls nothing:
+ * callers look at `signal.aborted` first.
  *
  * @param signal The signal.
  * @param callback Called once, on abort.
