@@ -15,6 +15,7 @@ import { localSubprocess } from "./subprocess/local_subprocess.ts";
 import { bashShell } from "./shell/bash_shell.ts";
 import { httpWeb } from "./web/http_web.ts";
 import type { SessionEvent } from "../session/mod.ts";
+import { serveOnLoopback } from "../http/_test_server.ts";
 
 const resultsOf = (events: readonly SessionEvent[]) =>
   events.flatMap((e) => {
@@ -244,6 +245,56 @@ describe("capabilitiesPlugin", () => {
       assert.deepEqual(await readdir(join(root, "lib")), ["b.ts"]);
     } finally {
       await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it("web_fetch's rules judge each redirect it follows: a denied or asking target is refused before it is fetched", async () => {
+    const requested: string[] = [];
+    const server = await serveOnLoopback((request) => {
+      const url = new URL(request.url);
+      requested.push(url.pathname);
+      if (url.pathname === "/go") {
+        return new Response(null, { status: 302, headers: { location: decodeURIComponent(url.search.slice(1)) } });
+      }
+      return new Response(`page ${url.pathname}`, { headers: { "content-type": "text/plain" } });
+    });
+    try {
+      const base = server.url;
+      const go = (to: string) => `${base}/go?${encodeURIComponent(to)}`;
+      const fetches = [go("/private/key"), go("/asked/x"), go("/public/a"), `${base}/private/key`].map((url, i) => ({
+        id: `w${i}`,
+        name: "web_fetch",
+        arguments: JSON.stringify({ url }),
+      }));
+      const harness = await createHarness({
+        adapters: [scriptedAdapter([toolCallResponse(fetches), textResponse("done")], { provider: "local" })],
+        model: { provider: "local", model: "scripted-model" },
+        config: resolveConfig([{
+          name: "p",
+          value: {
+            model: { provider: "local", model: "scripted-model" },
+            adapters: { deepseek: null },
+            permissions: [
+              { tool: `web_fetch(${base}/private/*)`, action: "deny" },
+              { tool: `web_fetch(${base}/asked/*)`, action: "ask" },
+            ],
+          },
+        }]),
+        plugins: [[capabilitiesPlugin, { web: httpWeb({ allowHosts: ["127.0.0.1"] }) }]],
+        now: counterClock(),
+        newId: counterIds(),
+      });
+      const agent = await harness.createAgent();
+      await agent.run("go");
+      const results = resultsOf(agent.session.events);
+      await harness.dispose();
+      assert.deepEqual(results.map((r) => r.code), ["WEB_REDIRECT_DENIED", "WEB_REDIRECT_DENIED", "ok", "DENIED"]);
+      assert.match(results[0].text, /redirected to .*\/private\/key/);
+      assert.match(results[2].text, /page \/public\/a/);
+      // The refused targets were never requested: only the three redirecting pages and the public one were.
+      assert.deepEqual(requested.sort(), ["/go", "/go", "/go", "/public/a"]);
+    } finally {
+      await server.close();
     }
   });
 

@@ -49,10 +49,20 @@ const dnsLookup = async (host: string): Promise<readonly string[]> => {
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
+/** The caller's judgement of a redirect's target; one that throws refuses it. */
+function permitted(permits: (url: string) => boolean, url: string): boolean {
+  try {
+    return permits(url) === true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * A {@linkcode WebService} that fetches over HTTP(S). Every hop of a redirect
  * chain is checked against the host lists, so a public page cannot redirect
- * the fetch to a private address. HTML is converted to markdown with
+ * the fetch to a private address, and against the call's `permits` when it
+ * gives one (`web_fetch` gives the permission rules' judgement). HTML is converted to markdown with
  * `node-html-markdown` (scripts and styles dropped); other text types are
  * returned as they are, binary types as a one-line note.
  *
@@ -182,6 +192,13 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
           }
           redirects++;
           url = check(new URL(location, url).href);
+          if (fetchOptions.permits !== undefined && !permitted(fetchOptions.permits, url.href)) {
+            throw new HarnessError(
+              "WEB_REDIRECT_DENIED",
+              `Fetching ${raw} redirected to ${url.href}, which the caller does not permit`,
+              { details: { url: raw, redirect: url.href } },
+            );
+          }
           await checkAddresses(url, signal);
         }
         const { bytes, truncated, total } = await readCapped(response, maxBytes).catch(fail);

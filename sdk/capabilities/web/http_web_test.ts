@@ -133,6 +133,43 @@ describe("httpWeb()", () => {
     });
   });
 
+  it("asks the caller's permits for each redirect's target, and a refusal stops the chain before the hop", async () => {
+    await withServer(async (base, web) => {
+      const asked: string[] = [];
+      const target = `${base}/redirect-to?${encodeURIComponent("/hop")}`;
+      // Followed when permitted: each hop's absolute URL is asked once, before it is fetched.
+      const page = await web().fetch(target, { permits: (url) => (asked.push(url), true) });
+      assert.equal(page.finalUrl, `${base}/page`);
+      assert.deepEqual(asked, [`${base}/hop`, `${base}/page`]);
+      // Refused at the second hop: the error names the target, and /page is never requested.
+      asked.length = 0;
+      const fetched: string[] = [];
+      const recording: typeof fetch = (input, init) => (fetched.push(String(input)), fetch(input, init));
+      await assert.rejects(
+        web({ fetch: recording }).fetch(target, { permits: (url) => (asked.push(url), !url.endsWith("/page")) }),
+        (e: HarnessError) =>
+          code("WEB_REDIRECT_DENIED")(e) && e.details?.redirect === `${base}/page` && e.details?.url === target,
+      );
+      assert.deepEqual(asked, [`${base}/hop`, `${base}/page`]);
+      assert.deepEqual(fetched, [target, `${base}/hop`]);
+      // A permits that throws refuses; a fetch without redirects never asks.
+      await assert.rejects(
+        web().fetch(`${base}/hop`, {
+          permits: () => {
+            throw new Error("boom");
+          },
+        }),
+        code("WEB_REDIRECT_DENIED"),
+      );
+      asked.length = 0;
+      assert.equal(
+        (await web().fetch(`${base}/plain`, { permits: (url) => (asked.push(url), false) })).text,
+        "just text",
+      );
+      assert.deepEqual(asked, []);
+    });
+  });
+
   it("refuses denied hosts, private addresses by default, and redirects to them", async () => {
     await withServer(async (base, web) => {
       await assert.rejects(httpWeb().fetch(`${base}/page`), code("WEB_HOST_DENIED"));

@@ -9,6 +9,13 @@
 export interface WebFetchOptions {
   /** Stop waiting when this aborts. */
   readonly signal?: AbortSignal;
+  /**
+   * Asked for each redirect's target (its absolute URL) before it is
+   * fetched; `false` (or a throw) refuses the hop with `WEB_REDIRECT_DENIED`.
+   * `web_fetch` passes the permission rules' judgement of the target here.
+   * A provider that follows redirects must ask it for every hop.
+   */
+  readonly permits?: (url: string) => boolean;
 }
 
 /** A fetched page, turned into text the model can read. */
@@ -39,7 +46,8 @@ export interface WebPage {
  * Contract: `fetch()` resolves with a {@linkcode WebPage} for any HTTP answer
  * (a 404 is a page with its status). It rejects with a `HarnessError`:
  * `WEB_INVALID_URL` (not http or https, or with a user name or password), `WEB_HOST_DENIED` (the host — or a
- * redirect's host — is not allowed), `WEB_REDIRECT_LIMIT`, `WEB_TIMEOUT`,
+ * redirect's host — is not allowed), `WEB_REDIRECT_DENIED` (`options.permits` refused a redirect's target),
+ * `WEB_REDIRECT_LIMIT`, `WEB_TIMEOUT`,
  * `WEB_ABORTED`, `WEB_FETCH_FAILED` (network).
  */
 export interface WebService {

@@ -29,9 +29,11 @@ export interface WebToolOptions {
  * (`web_fetch(https://Evil.example)` denies `https://evil.example/`; an allow
  * rule only where no `*` could take what the spelling drops, see
  * `permissionFor`). A URL that is not http or https has none, so only
- * rules without a pattern decide it (and `httpWeb()` refuses it). Rules judge
- * the URL asked for: the redirects the fetch follows are judged by the host
- * lists only.
+ * rules without a pattern decide it (and `httpWeb()` refuses it). Each
+ * redirect the fetch follows is judged by the same rules in the same
+ * spelling (the call's `permits`, with the host lists of `httpWeb()`): a
+ * target that a `deny` or `ask` rule matches is refused, `WEB_REDIRECT_DENIED`
+ * (a hop cannot be asked about mid-call); one no rule matches is followed.
  *
  * @param web The web service, or a function returning it at call time.
  * @param options The output cap.
@@ -78,7 +80,18 @@ export function webFetchTool(web: ServiceSource<WebService>, options: WebToolOpt
     access: "read",
     isConcurrencySafe: () => true,
     permissionSubject: (args) => fetchSubject(args.url),
-    execute: async (args, exec) => ({ ...await serviceOf(web).fetch(args.url, { signal: exec.signal }) }),
+    execute: async (args, exec) => {
+      const permits = exec.permits;
+      // Each redirect's target, in the subject's spelling, judged as a call naming it would be.
+      const options = permits === undefined ? { signal: exec.signal } : {
+        signal: exec.signal,
+        permits: (url: string) => {
+          const subject = fetchSubject(url);
+          return subject !== undefined && permits(subject);
+        },
+      };
+      return { ...await serviceOf(web).fetch(args.url, options) };
+    },
   }) as AnyToolDefinition;
 }
 
