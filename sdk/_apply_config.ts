@@ -269,8 +269,8 @@ export function installPermissions(ctx: HarnessContext, config: HarnessConfig): 
     }
     return decision;
   });
-  // What a call reaches beyond its own subject (each file a search reads, a link's target) is judged by the same
-  // rules; one that would ask cannot be asked mid-call, and is left out too.
+  // What a call reaches beyond its own subject (each file a search reads, a link's target, a redirect's target) is
+  // judged by the same rules; one that would ask cannot be asked mid-call, and is left out (or refused) too.
   const tools = ctx.get("tools" as never) as ToolRuntime | undefined;
   if (tools === undefined) {
     throw new HarnessError("CONFIG_PERMISSIONS", "Permission rules need the tool runtime, which is not installed");

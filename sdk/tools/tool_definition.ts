@@ -74,7 +74,8 @@ export interface ToolRunContext extends ToolExecution {
   concludeTurn(): void;
   /**
    * Whether this call may also reach `subject`: a path a search, a listing or
-   * a link leads to beyond the one the call was judged on. `false` when a
+   * a link leads to beyond the one the call was judged on, or (`web_fetch`) a
+   * redirect's target URL. `false` when a
    * subject guard ({@linkcode ToolRuntime.subjectGuard}), such as a
    * configured deny or ask rule, refuses it. Absent when no subject guard
    * applies to the call (everything it reaches is permitted).

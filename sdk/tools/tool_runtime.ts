@@ -390,7 +390,10 @@ export class ToolRuntime {
    * `permits(subject)`, for every path they reach beyond the one the call was
    * judged on (each file `grep` reads, each entry `glob` and `list_dir`
    * return, the target of a symbolic link), and leave out or refuse what it
-   * denies. The configured permission rules install one.
+   * denies; `web_fetch` asks it for each redirect's target, a URL in the
+   * spelling of its subject, and refuses the hop it denies. A guard gets the
+   * call (`exec.name`), so it can tell the tools apart. The configured
+   * permission rules install one.
    *
    * @param guard The check; a string denies.
    * @param owner The registering context (its scope and lifetime), if any.

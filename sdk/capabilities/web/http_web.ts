@@ -195,7 +195,7 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
           if (fetchOptions.permits !== undefined && !permitted(fetchOptions.permits, url.href)) {
             throw new HarnessError(
               "WEB_REDIRECT_DENIED",
-              `Fetching ${raw} redirected to ${url.href}, which the caller does not permit`,
+              `Fetching ${raw} redirected to ${url.href}, which may not be reached through a redirect here (a fetch of that URL itself is judged, or asked about, on its own)`,
               { details: { url: raw, redirect: url.href } },
             );
           }
