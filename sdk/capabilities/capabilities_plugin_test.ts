@@ -5,7 +5,7 @@ import { programmaticApprover } from "../tools/mod.ts";
 import { resolveConfig } from "../config/mod.ts";
 import { scriptedAdapter, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
 import { counterClock, counterIds } from "../agent/_test_support.ts";
-import { capabilitiesPlugin } from "./capabilities_plugin.ts";
+import { type CapabilitiesOptions, capabilitiesPlugin } from "./capabilities_plugin.ts";
 import { memoryFs } from "./fs/memory_fs.ts";
 import { localFs } from "./fs/local_fs.ts";
 import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
@@ -31,6 +31,31 @@ const calls = [
   { id: "c3", name: "bash", arguments: '{"command":"echo hi"}' },
   { id: "c4", name: "bash", arguments: '{"command":"git --version >/dev/null; echo git"}' },
 ];
+
+type Rule = { tool: string; action: "allow" | "deny" | "ask"; reason?: string };
+
+/** A harness whose model makes `toolCalls` in one step and then answers, under `permissions`, with these capabilities. */
+function harnessUnderRules(
+  toolCalls: Parameters<typeof toolCallResponse>[0],
+  permissions: readonly Rule[],
+  capabilities: CapabilitiesOptions,
+) {
+  return createHarness({
+    adapters: [scriptedAdapter([toolCallResponse(toolCalls), textResponse("done")], { provider: "local" })],
+    model: { provider: "local", model: "scripted-model" },
+    config: resolveConfig([{
+      name: "p",
+      value: {
+        model: { provider: "local", model: "scripted-model" },
+        adapters: { deepseek: null },
+        permissions,
+      },
+    }]),
+    plugins: [[capabilitiesPlugin, capabilities]],
+    now: counterClock(),
+    newId: counterIds(),
+  });
+}
 
 async function run(options: { approve?: boolean; permissions?: { tool: string; action: "allow" | "deny" | "ask" }[] }) {
   const fs = memoryFs({ files: { "a.txt": "alpha\n" } });
@@ -165,21 +190,7 @@ describe("capabilitiesPlugin", () => {
         { tool: "*(secret/*)", action },
       ];
       for (const action of ["deny", "ask"] as const) {
-        const harness = await createHarness({
-          adapters: [scriptedAdapter([toolCallResponse(search), textResponse("done")], { provider: "local" })],
-          model: { provider: "local", model: "scripted-model" },
-          config: resolveConfig([{
-            name: "p",
-            value: {
-              model: { provider: "local", model: "scripted-model" },
-              adapters: { deepseek: null },
-              permissions: rules(action),
-            },
-          }]),
-          plugins: [[capabilitiesPlugin, { fs: localFs({ root }) }]],
-          now: counterClock(),
-          newId: counterIds(),
-        });
+        const harness = await harnessUnderRules(search, rules(action), { fs: localFs({ root }) });
         const agent = await harness.createAgent();
         await agent.run("go");
         const results = resultsOf(agent.session.events);
@@ -212,24 +223,10 @@ describe("capabilitiesPlugin", () => {
         arguments: JSON.stringify({ path, content: "x" }),
       }));
       const asked: string[] = [];
-      const harness = await createHarness({
-        adapters: [scriptedAdapter([toolCallResponse(writes), textResponse("done")], { provider: "local" })],
-        model: { provider: "local", model: "scripted-model" },
-        config: resolveConfig([{
-          name: "p",
-          value: {
-            model: { provider: "local", model: "scripted-model" },
-            adapters: { deepseek: null },
-            permissions: [{ tool: "write_file(src/*)", action: "allow" }, {
-              tool: "write_file(lib/*)",
-              action: "allow",
-            }],
-          },
-        }]),
-        plugins: [[capabilitiesPlugin, { fs: localFs({ root }) }]],
-        now: counterClock(),
-        newId: counterIds(),
-      });
+      const harness = await harnessUnderRules(writes, [
+        { tool: "write_file(src/*)", action: "allow" },
+        { tool: "write_file(lib/*)", action: "allow" },
+      ], { fs: localFs({ root }) });
       harness.ctx.service("approvals").register(programmaticApprover((r) => {
         asked.push((r.args as { path: string }).path);
         return true;
@@ -266,24 +263,10 @@ describe("capabilitiesPlugin", () => {
         name: "web_fetch",
         arguments: JSON.stringify({ url }),
       }));
-      const harness = await createHarness({
-        adapters: [scriptedAdapter([toolCallResponse(fetches), textResponse("done")], { provider: "local" })],
-        model: { provider: "local", model: "scripted-model" },
-        config: resolveConfig([{
-          name: "p",
-          value: {
-            model: { provider: "local", model: "scripted-model" },
-            adapters: { deepseek: null },
-            permissions: [
-              { tool: `web_fetch(${base}/private/*)`, action: "deny" },
-              { tool: `web_fetch(${base}/asked/*)`, action: "ask" },
-            ],
-          },
-        }]),
-        plugins: [[capabilitiesPlugin, { web: httpWeb({ allowHosts: ["127.0.0.1"] }) }]],
-        now: counterClock(),
-        newId: counterIds(),
-      });
+      const harness = await harnessUnderRules(fetches, [
+        { tool: `web_fetch(${base}/private/*)`, action: "deny" },
+        { tool: `web_fetch(${base}/asked/*)`, action: "ask" },
+      ], { web: httpWeb({ allowHosts: ["127.0.0.1"] }) });
       const agent = await harness.createAgent();
       await agent.run("go");
       const results = resultsOf(agent.session.events);
