@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionStorage } from "./session_storage.ts";
-import type { ContractTarget } from "./_test_storage_contract.ts";
+import { type ContractTarget, onFreshStorage } from "./_test_contract_target.ts";
 import { deleteSessionTree } from "./_delete_tree.ts";
 
 const code = (c: string) => (error: unknown) => HarnessError.isInstance(error, c);
@@ -46,14 +46,7 @@ async function assertNoOrphan(storage: SessionStorage): Promise<void> {
 }
 
 export function deleteTreeSuite(target: ContractTarget): void {
-  const withStorage = (fn: (storage: SessionStorage) => Promise<void>) => async () => {
-    const { storage, after } = await target.make();
-    try {
-      await fn(storage);
-    } finally {
-      await after();
-    }
-  };
+  const withStorage = (fn: (storage: SessionStorage) => Promise<void>) => onFreshStorage(target, fn);
 
   describe(`deleting a session with its subagent descendants: ${target.name}`, () => {
     it(

@@ -7,16 +7,11 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import { checkInvariants } from "../invariants/check_invariants.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import type { SessionStorage } from "./session_storage.ts";
+import { type ContractTarget, onFreshStorage } from "./_test_contract_target.ts";
 import { LogBuilder } from "./_test_log.ts";
 import { loadUnderLease } from "./_test_lease.ts";
 import { LOG_MUTATIONS, type LogMutationKind, mutateLog } from "../../testing/mutate_log.ts";
 import { CONVENTION_CODES } from "./_check_stored_log.ts";
-
-export interface ContractTarget {
-  readonly name: string;
-  /** A fresh, empty storage; `after` cleans up. */
-  make(): Promise<{ storage: SessionStorage; after(): Promise<void> }>;
-}
 
 const code = (c: string) => (error: unknown) => HarnessError.isInstance(error, c);
 
@@ -38,14 +33,7 @@ function twoTurns(): SessionEvent[] {
 }
 
 export function storageContract(target: ContractTarget): void {
-  const withStorage = (fn: (storage: SessionStorage) => Promise<void>) => async () => {
-    const { storage, after } = await target.make();
-    try {
-      await fn(storage);
-    } finally {
-      await after();
-    }
-  };
+  const withStorage = (fn: (storage: SessionStorage) => Promise<void>) => onFreshStorage(target, fn);
 
   describe(`SessionStorage contract: ${target.name}`, () => {
     it(

@@ -6,7 +6,7 @@ import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { childCommand } from "../../kernel/_test_child_command.ts";
+import { childCommand, runToEnd } from "../../kernel/_test_child_command.ts";
 import { duringWriteForTests, localFs, processUidForTests } from "./local_fs.ts";
 
 const root = process.getuid?.() === 0;
@@ -39,17 +39,12 @@ const childUid = childMode === "nobody" ? 65534 : process.getuid?.() ?? -1;
 /** Run `_test_unprivileged_child.ts` over `dir` with `ops`, as `childUid`; its error codes. */
 async function asChild(dir: string, ...ops: string[]): Promise<(string | null)[]> {
   const [cmd, args] = childCommand(childScript, JSON.stringify([dir, ...ops]));
-  const [program, argv] = childMode === "nobody"
+  const [program, argv]: [string, string[]] = childMode === "nobody"
     ? ["setpriv", [...AS_NOBODY, cmd, ...args]]
     : childMode === "capless"
     ? ["setpriv", ["--inh-caps=-all", "--bounding-set=-all", cmd, ...args]]
     : [cmd, args];
-  const child = spawn(program, argv, { stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d) => (stdout += d));
-  child.stderr.on("data", (d) => (stderr += d));
-  const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+  const { code, stdout, stderr } = await runToEnd(program, argv);
   assert.equal(code, 0, stderr);
   return JSON.parse(stdout.trim().split("\n").pop()!);
 }

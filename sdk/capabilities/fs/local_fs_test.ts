@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import {
   chmod,
   link,
@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { beforeEditWriteForTests, localFs } from "./local_fs.ts";
 import { fsContract } from "./_test_fs_contract.ts";
 import { selectLines, toFsError } from "./_fs_errors.ts";
-import { childCommand } from "../../kernel/_test_child_command.ts";
+import { childCommand, runToEnd } from "../../kernel/_test_child_command.ts";
 
 fsContract({
   name: "localFs()",
@@ -134,14 +134,8 @@ describe("localFs()", () => {
       // 1 KiB): its writes of 100 KB fail with EFBIG part way (SIGXFSZ ignored, as Node does by itself).
       const script = fileURLToPath(new URL("./_test_write_limit_child.ts", import.meta.url));
       const [cmd, args] = childCommand(script, dir);
-      const child = spawn("sh", ["-c", 'trap "" XFSZ; ulimit -f 40 && exec "$@"', "sh", cmd, ...args], {
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d) => (stdout += d));
-      child.stderr.on("data", (d) => (stderr += d));
-      const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+      const limited = ["-c", 'trap "" XFSZ; ulimit -f 40 && exec "$@"', "sh", cmd, ...args];
+      const { code, stdout, stderr } = await runToEnd("sh", limited);
       assert.equal(code, 0, stderr);
       assert.deepEqual(JSON.parse(stdout.trim().split("\n").pop()!), ["FILE_TOO_LARGE", "FILE_TOO_LARGE"], stderr);
       assert.equal(await readFile(join(dir, "main.ts"), "utf8"), original);
