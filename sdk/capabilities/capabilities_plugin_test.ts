@@ -281,6 +281,44 @@ describe("capabilitiesPlugin", () => {
     }
   });
 
+  it("web_fetch's deny rules hold for a path that reaches the denied one through %2F, directly or by a redirect", async () => {
+    // A server that decodes escaped separators before routing, as some do: /private%2Fkey is its /private/key.
+    const requested: string[] = [];
+    const server = await serveOnLoopback((request) => {
+      const raw = new URL(request.url);
+      requested.push(raw.pathname);
+      if (raw.pathname === "/go") {
+        return new Response(null, { status: 302, headers: { location: decodeURIComponent(raw.search.slice(1)) } });
+      }
+      const routed = new URL(raw.pathname.replace(/%2F|%5C/gi, "/"), raw).pathname;
+      return new Response(`page ${routed}`, { headers: { "content-type": "text/plain" } });
+    });
+    try {
+      const base = server.url;
+      const urls = [
+        `${base}/private%2Fkey`,
+        `${base}/public/..%2Fprivate/key`,
+        `${base}/go?${encodeURIComponent("/public/..%5Cprivate/key")}`,
+        `${base}/public%2Fa`,
+      ];
+      const fetches = urls.map((url, i) => ({ id: `w${i}`, name: "web_fetch", arguments: JSON.stringify({ url }) }));
+      const harness = await harnessUnderRules(fetches, [
+        { tool: "web_fetch", action: "allow" },
+        { tool: `web_fetch(${base}/private/*)`, action: "deny" },
+      ], { web: httpWeb({ allowHosts: ["127.0.0.1"] }) });
+      const agent = await harness.createAgent();
+      await agent.run("go");
+      const results = resultsOf(agent.session.events);
+      await harness.dispose();
+      assert.deepEqual(results.map((r) => r.code), ["DENIED", "DENIED", "WEB_REDIRECT_DENIED", "ok"]);
+      assert.match(results[3].text, /page \/public\/a/);
+      // Nothing under /private was requested in any spelling: only the redirecting page and the allowed one were.
+      assert.deepEqual(requested.sort(), ["/go", "/public%2Fa"]);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("gives permission rules normalised paths and simple commands only", async () => {
     const harness = await createHarness({
       plugins: [[capabilitiesPlugin, {

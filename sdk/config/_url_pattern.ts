@@ -146,3 +146,27 @@ export function urlSpelling(pattern: string, allow: boolean): string | undefined
   const spelled = `${origin}${path === "" ? "/" : path}${search}`;
   return spelled === pattern ? undefined : spelled;
 }
+
+const SEPARATOR_ESCAPE = /%(?:2f|5c)/i;
+
+/**
+ * An http(s) URL subject with the `%2F` and `%5C` escapes in its path read as `/` and its `.` and `..` segments
+ * then resolved, as a server that decodes them before routing reads it (`https://site.example/private%2Fkey` is
+ * `https://site.example/private/key` to such a server); `undefined` when the subject is no such URL or its path has
+ * neither escape. A deny or an ask rule matches this spelling too: the subject keeps the escapes, so without it a
+ * deny rule for `/private/*` would be passed by `/private%2Fkey` or `/public/..%2Fprivate/key`.
+ */
+export function separatorSpelling(subject: string): string | undefined {
+  if (!SEPARATOR_ESCAPE.test(subject) || !/^https?:\/\//i.test(subject)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(subject);
+  } catch {
+    return undefined;
+  }
+  const path = url.pathname;
+  if (!SEPARATOR_ESCAPE.test(path)) return undefined;
+  // The pathname setter parses the new path as a URL's: the `/` split segments, `..` taken with the one before it.
+  url.pathname = path.replace(/%(?:2f|5c)/gi, "/");
+  return url.href;
+}

@@ -5,7 +5,7 @@
  */
 
 import type { PermissionAction, PermissionRule } from "./harness_config.ts";
-import { urlSpelling } from "./_url_pattern.ts";
+import { separatorSpelling, urlSpelling } from "./_url_pattern.ts";
 
 /** What {@linkcode permissionFor} decided, and why. */
 export interface PermissionVerdict {
@@ -45,13 +45,23 @@ function spelledAsUrl(pattern: string, allow: boolean): string | undefined {
   return spelled ?? undefined;
 }
 
-function matches(rule: PermissionRule, toolName: string, subject: string | undefined): boolean {
+// `decoded`: the subject's separator spelling (see separatorSpelling), which a deny or an ask rule matches too.
+function matches(
+  rule: PermissionRule,
+  toolName: string,
+  subject: string | undefined,
+  decoded: string | undefined,
+): boolean {
   const split = WITH_ARGUMENT.exec(rule.tool);
   if (split === null) return patternOf(rule.tool).test(toolName);
   if (subject === undefined || !patternOf(split[1]).test(toolName)) return false;
-  if (patternOf(split[2]).test(subject)) return true;
-  const url = spelledAsUrl(split[2], rule.action === "allow");
-  return url !== undefined && patternOf(url).test(subject);
+  const allow = rule.action === "allow";
+  const pattern = patternOf(split[2]);
+  const url = spelledAsUrl(split[2], allow);
+  const spelled = url === undefined ? undefined : patternOf(url);
+  if (pattern.test(subject) || spelled?.test(subject)) return true;
+  if (allow || decoded === undefined) return false;
+  return pattern.test(decoded) || spelled?.test(decoded) === true;
 }
 
 /**
@@ -76,7 +86,13 @@ function matches(rule: PermissionRule, toolName: string, subject: string | undef
  * or right before its fragment matches as written only (`http://*:80` without
  * its port would allow any port, `https://docs.example/*#top` without its
  * fragment every page), while a deny or an ask rule covers what the spelling
- * matches too.
+ * matches too. A deny or an ask rule also matches an http(s) URL subject
+ * with the `%2F` and `%5C` escapes in its path read as `/` (its `..` then
+ * resolved), as a server that decodes them reads it: a deny for
+ * `web_fetch(https://site.example/private/*)` refuses
+ * `https://site.example/private%2Fkey` and
+ * `https://site.example/public/..%2Fprivate/key` too, while an allow rule
+ * matches the escapes as written.
  * **The last matching rule wins**, so put broad rules first and exceptions
  * after them. No matching rule gives `undefined`: the caller applies its own
  * default.
@@ -118,9 +134,10 @@ export function permissionFor(
   toolName: string,
   subject?: string,
 ): PermissionVerdict | undefined {
+  const decoded = subject === undefined ? undefined : separatorSpelling(subject);
   for (let i = rules.length - 1; i >= 0; i--) {
     const rule = rules[i];
-    if (!matches(rule, toolName, subject)) continue;
+    if (!matches(rule, toolName, subject, decoded)) continue;
     return rule.reason === undefined ? { action: rule.action } : { action: rule.action, reason: rule.reason };
   }
   return undefined;

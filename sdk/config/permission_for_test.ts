@@ -72,6 +72,43 @@ describe("permissionFor()", () => {
     assert.equal(permissionFor([{ tool: "bash(Git *)", action: "deny" }], "bash", "git status"), undefined);
   });
 
+  it("matches a deny or an ask rule against a URL's path with %2F and %5C read as /, an allow rule as written", () => {
+    const rules: PermissionRule[] = [
+      { tool: "web_fetch", action: "allow" },
+      { tool: "web_fetch(https://site.example/private/*)", action: "deny" },
+      { tool: "web_fetch(https://site.example/asked/*)", action: "ask" },
+      { tool: "web_fetch(https://site.example/files/a%2Fb)", action: "allow" },
+    ];
+    const verdict = (subject: string) => permissionFor(rules, "web_fetch", subject)?.action;
+    // What a server that decodes the escapes before routing serves from /private/ or /asked/.
+    for (
+      const subject of [
+        "https://site.example/private%2Fkey",
+        "https://site.example/private%5Ckey",
+        "https://site.example/private%2fkey",
+        "https://site.example/public/..%2Fprivate/key",
+        "https://site.example/public%2F..%2F..%2Fprivate%2Fkey",
+        "https://site.example/%2E%2E%2Fprivate/key",
+      ]
+    ) assert.equal(verdict(subject), "deny", subject);
+    assert.equal(verdict("https://site.example/asked%2Fx"), "ask");
+    // An allow rule is not widened to the decoded spelling, and keeps matching what it names as written (the last
+    // matching rule wins, so it stands after the deny it makes an exception to).
+    assert.equal(verdict("https://site.example/files/a%2Fb"), "allow");
+    assert.equal(
+      permissionFor(
+        [{ tool: "web_fetch(https://site.example/a/b)", action: "allow" }],
+        "web_fetch",
+        "https://site.example/a%2Fb",
+      ),
+      undefined,
+    );
+    // Left alone: an escape in the query, a doubly escaped one (`%25` is a `%`), a subject that is not an http(s) URL.
+    assert.equal(verdict("https://site.example/ok?next=%2Fprivate%2Fkey"), "allow");
+    assert.equal(verdict("https://site.example/private%252Fkey"), "allow");
+    assert.equal(permissionFor([{ tool: "bash(cat a/*)", action: "deny" }], "bash", "cat a%2Fb"), undefined);
+  });
+
   it("does not widen an allow rule whose * stands next to what the URL spelling drops; a deny or an ask rule is", () => {
     const verdict = (tool: string, action: "allow" | "deny", subject: string) =>
       permissionFor([{ tool, action }], "web_fetch", subject)?.action;

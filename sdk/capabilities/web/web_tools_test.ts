@@ -102,8 +102,12 @@ describe("web tools", () => {
       assert.equal(subject(url), "http://plain.example.com/", url);
       assert.deepEqual(permissionFor(rules, "web_fetch", subject(url)), { action: "ask" }, url);
     }
-    // An escape of a reserved character stays one (in upper case): %2F is not a path separator.
+    // An escape of a reserved character stays one (in upper case); a deny or an ask rule also reads %2F as a path
+    // separator (permissionFor), as a server that decodes it does.
     assert.equal(subject("https://a.test/x%2fy"), "https://a.test/x%2Fy");
+    assert.deepEqual(permissionFor(rules, "web_fetch", subject("https://internal.example.com/x/..%2fadmin")), {
+      action: "deny",
+    });
     // Not http or https: no subject (only rules without a pattern decide it; httpWeb refuses it).
     for (const url of ["not a url", "javascript:alert(1)", "file:///etc/passwd"]) assert.equal(subject(url), undefined);
   });
