@@ -148,25 +148,46 @@ export function urlSpelling(pattern: string, allow: boolean): string | undefined
 }
 
 const SEPARATOR_ESCAPE = /%(?:2f|5c)/i;
+const PATH_START = /^https?:\/\/[^/?#]*/i;
 
-/**
- * An http(s) URL subject with the `%2F` and `%5C` escapes in its path read as `/` and its `.` and `..` segments
- * then resolved, as a server that decodes them before routing reads it (`https://site.example/private%2Fkey` is
- * `https://site.example/private/key` to such a server); `undefined` when the subject is no such URL or its path has
- * neither escape. A deny or an ask rule matches this spelling too: the subject keeps the escapes, so without it a
- * deny rule for `/private/*` would be passed by `/private%2Fkey` or `/public/..%2Fprivate/key`.
- */
-export function separatorSpelling(subject: string): string | undefined {
-  if (!SEPARATOR_ESCAPE.test(subject) || !/^https?:\/\//i.test(subject)) return undefined;
-  let url: URL;
+/** `path` (from `/`) of the http(s) origin `origin` with its `.` and `..` segments resolved, as a URL's. */
+function resolved(origin: string, path: string): string | undefined {
   try {
-    url = new URL(subject);
+    const url = new URL(origin);
+    // The pathname setter parses the path as a URL's: `..` takes the segment before it, the root stays.
+    url.pathname = path;
+    return url.href;
   } catch {
     return undefined;
   }
-  const path = url.pathname;
-  if (!SEPARATOR_ESCAPE.test(path)) return undefined;
-  // The pathname setter parses the new path as a URL's: the `/` split segments, `..` taken with the one before it.
-  url.pathname = path.replace(/%(?:2f|5c)/gi, "/");
-  return url.href;
+}
+
+/**
+ * The other ways a server may read the path of an http(s) URL subject, for the deny and ask rules (see
+ * `permissionFor`): with the `%2F` and `%5C` escapes read as `/` (as servers that decode them before routing do),
+ * before and after its `.` and `..` segments are resolved, and with each run of `/` taken as one (as servers that merge
+ * slashes do) before they are. The subject keeps the escapes and the empty segments (the URL fetched has them), so
+ * without these a deny rule for `/private/*` would be passed by `/private%2Fkey`, `/public/..%2Fprivate/key` or
+ * `/a//..%2Fprivate/key`. Empty when the subject is no http(s) URL or its path has neither an escaped separator nor an
+ * empty segment; never the subject itself. A doubly escaped separator (`%252F`), a `;` parameter and a server that
+ * reads paths without regard to case are not covered.
+ */
+export function serverSpellings(subject: string): string[] {
+  const origin = PATH_START.exec(subject);
+  if (origin === null) return [];
+  const rest = subject.slice(origin[0].length);
+  const end = rest.search(/[?#]/);
+  const path = end === -1 ? rest : rest.slice(0, end);
+  const tail = end === -1 ? "" : rest.slice(end);
+  const escaped = SEPARATOR_ESCAPE.test(path);
+  if (!escaped && !path.includes("//")) return [];
+  const decoded = escaped ? path.replace(/%(?:2f|5c)/gi, "/") : path;
+  const out = new Set<string>();
+  if (escaped) out.add(`${origin[0]}${decoded}${tail}`);
+  for (const form of [decoded, decoded.replace(/\/{2,}/g, "/")]) {
+    const href = resolved(origin[0], form);
+    if (href !== undefined) out.add(href + tail);
+  }
+  out.delete(subject);
+  return [...out];
 }

@@ -5,7 +5,7 @@
  */
 
 import type { PermissionAction, PermissionRule } from "./harness_config.ts";
-import { separatorSpelling, urlSpelling } from "./_url_pattern.ts";
+import { serverSpellings, urlSpelling } from "./_url_pattern.ts";
 
 /** What {@linkcode permissionFor} decided, and why. */
 export interface PermissionVerdict {
@@ -45,23 +45,27 @@ function spelledAsUrl(pattern: string, allow: boolean): string | undefined {
   return spelled ?? undefined;
 }
 
-// `decoded`: the subject's separator spelling (see separatorSpelling), which a deny or an ask rule matches too.
-function matches(
-  rule: PermissionRule,
-  toolName: string,
-  subject: string | undefined,
-  decoded: string | undefined,
-): boolean {
+function matches(rule: PermissionRule, toolName: string, subject: string | undefined): boolean {
   const split = WITH_ARGUMENT.exec(rule.tool);
   if (split === null) return patternOf(rule.tool).test(toolName);
   if (subject === undefined || !patternOf(split[1]).test(toolName)) return false;
-  const allow = rule.action === "allow";
-  const pattern = patternOf(split[2]);
-  const url = spelledAsUrl(split[2], allow);
-  const spelled = url === undefined ? undefined : patternOf(url);
-  if (pattern.test(subject) || spelled?.test(subject)) return true;
-  if (allow || decoded === undefined) return false;
-  return pattern.test(decoded) || spelled?.test(decoded) === true;
+  if (patternOf(split[2]).test(subject)) return true;
+  const url = spelledAsUrl(split[2], rule.action === "allow");
+  return url !== undefined && patternOf(url).test(subject);
+}
+
+/** The last matching rule's verdict. */
+function lastMatch(
+  rules: readonly PermissionRule[],
+  toolName: string,
+  subject: string | undefined,
+): PermissionVerdict | undefined {
+  for (let i = rules.length - 1; i >= 0; i--) {
+    const rule = rules[i];
+    if (!matches(rule, toolName, subject)) continue;
+    return rule.reason === undefined ? { action: rule.action } : { action: rule.action, reason: rule.reason };
+  }
+  return undefined;
 }
 
 /**
@@ -86,16 +90,19 @@ function matches(
  * or right before its fragment matches as written only (`http://*:80` without
  * its port would allow any port, `https://docs.example/*#top` without its
  * fragment every page), while a deny or an ask rule covers what the spelling
- * matches too. A deny or an ask rule also matches an http(s) URL subject
- * with the `%2F` and `%5C` escapes in its path read as `/` (its `..` then
- * resolved), as a server that decodes them reads it: a deny for
- * `web_fetch(https://site.example/private/*)` refuses
- * `https://site.example/private%2Fkey` and
- * `https://site.example/public/..%2Fprivate/key` too, while an allow rule
- * matches the escapes as written.
+ * matches too.
  * **The last matching rule wins**, so put broad rules first and exceptions
  * after them. No matching rule gives `undefined`: the caller applies its own
- * default.
+ * default. An http(s) URL subject (`web_fetch`'s) whose path has a `%2F`, a
+ * `%5C` or an empty segment is also judged as a server may read it — the
+ * escapes as `/`, before and after its `..` are resolved, and runs of `/` as
+ * one — and where the rules deny (or ask about) that reading, the call is
+ * denied (or asked about) whatever the URL as written got: a deny for
+ * `web_fetch(https://site.example/private/*)` refuses
+ * `https://site.example/private%2Fkey` and
+ * `https://site.example/public/..%2Fprivate/key` even after an allow for
+ * `https://site.example/public/*`. So an allow rule for a URL with such an
+ * escape allows it only where no deny or ask rule covers its other readings.
  *
  * @param rules The rules, in configuration order.
  * @param toolName The name of the tool being called.
@@ -134,11 +141,13 @@ export function permissionFor(
   toolName: string,
   subject?: string,
 ): PermissionVerdict | undefined {
-  const decoded = subject === undefined ? undefined : separatorSpelling(subject);
-  for (let i = rules.length - 1; i >= 0; i--) {
-    const rule = rules[i];
-    if (!matches(rule, toolName, subject, decoded)) continue;
-    return rule.reason === undefined ? { action: rule.action } : { action: rule.action, reason: rule.reason };
+  let verdict = lastMatch(rules, toolName, subject);
+  if (subject === undefined || verdict?.action === "deny") return verdict;
+  // The URL as a server may read it: a deny or an ask there stands over what the URL as written got.
+  for (const spelling of serverSpellings(subject)) {
+    const other = lastMatch(rules, toolName, spelling);
+    if (other?.action === "deny") return other;
+    if (other?.action === "ask" && verdict?.action !== "ask") verdict = other;
   }
-  return undefined;
+  return verdict;
 }

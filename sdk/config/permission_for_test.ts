@@ -72,41 +72,53 @@ describe("permissionFor()", () => {
     assert.equal(permissionFor([{ tool: "bash(Git *)", action: "deny" }], "bash", "git status"), undefined);
   });
 
-  it("matches a deny or an ask rule against a URL's path with %2F and %5C read as /, an allow rule as written", () => {
+  it("judges a URL also as a server that decodes %2F and %5C or merges slashes reads it: its deny or ask stands", () => {
+    const site = "https://site.example";
     const rules: PermissionRule[] = [
       { tool: "web_fetch", action: "allow" },
-      { tool: "web_fetch(https://site.example/private/*)", action: "deny" },
-      { tool: "web_fetch(https://site.example/asked/*)", action: "ask" },
-      { tool: "web_fetch(https://site.example/files/a%2Fb)", action: "allow" },
+      { tool: `web_fetch(${site}/private/*)`, action: "deny" },
+      { tool: `web_fetch(${site}/asked/*)`, action: "ask" },
+      // Exceptions after the deny, as the rules advise: they must not open a way into it.
+      { tool: `web_fetch(${site}/public/*)`, action: "allow" },
+      { tool: `web_fetch(${site}/private/docs/*)`, action: "allow" },
     ];
-    const verdict = (subject: string) => permissionFor(rules, "web_fetch", subject)?.action;
-    // What a server that decodes the escapes before routing serves from /private/ or /asked/.
+    const verdict = (path: string) => permissionFor(rules, "web_fetch", `${site}${path}`)?.action;
+    // What such a server serves from /private/ (the subject keeps the escapes and empty segments as written).
     for (
-      const subject of [
-        "https://site.example/private%2Fkey",
-        "https://site.example/private%5Ckey",
-        "https://site.example/private%2fkey",
-        "https://site.example/public/..%2Fprivate/key",
-        "https://site.example/public%2F..%2F..%2Fprivate%2Fkey",
-        "https://site.example/%2E%2E%2Fprivate/key",
+      const path of [
+        "/private%2Fkey",
+        "/private%5Ckey",
+        "/private%2fkey",
+        "/public/..%2Fprivate/key",
+        "/public%2F..%2F..%2Fprivate%2Fkey",
+        "/private/docs/..%2Fkey",
+        "/a//..%2Fprivate/key",
+        "/a/%2F..%2Fprivate/key",
+        "/%2Fprivate/key",
+        "//private/key",
+        "/private%2F..%2Fpublic",
       ]
-    ) assert.equal(verdict(subject), "deny", subject);
-    assert.equal(verdict("https://site.example/asked%2Fx"), "ask");
-    // An allow rule is not widened to the decoded spelling, and keeps matching what it names as written (the last
-    // matching rule wins, so it stands after the deny it makes an exception to).
-    assert.equal(verdict("https://site.example/files/a%2Fb"), "allow");
-    assert.equal(
-      permissionFor(
-        [{ tool: "web_fetch(https://site.example/a/b)", action: "allow" }],
-        "web_fetch",
-        "https://site.example/a%2Fb",
-      ),
-      undefined,
-    );
-    // Left alone: an escape in the query, a doubly escaped one (`%25` is a `%`), a subject that is not an http(s) URL.
-    assert.equal(verdict("https://site.example/ok?next=%2Fprivate%2Fkey"), "allow");
-    assert.equal(verdict("https://site.example/private%252Fkey"), "allow");
+    ) assert.equal(verdict(path), "deny", path);
+    assert.equal(verdict("/asked%2Fx"), "ask");
+    assert.equal(verdict("/public/..%2Fasked/x"), "ask");
+    // What stays where it is: the allows whose other readings no deny covers, an escape in the query, a doubly
+    // escaped one (`%25` is a `%`: not covered), and a subject that is not an http(s) URL.
+    for (const path of ["/public/a%2Fb", "/private/docs/a%2Fb", "/ok?next=%2Fprivate%2Fkey", "/private%252Fkey"]) {
+      assert.equal(verdict(path), "allow", path);
+    }
     assert.equal(permissionFor([{ tool: "bash(cat a/*)", action: "deny" }], "bash", "cat a%2Fb"), undefined);
+    // An allow rule is not widened to another reading.
+    const allowOnly: PermissionRule[] = [{ tool: `web_fetch(${site}/a/b)`, action: "allow" }];
+    assert.equal(permissionFor(allowOnly, "web_fetch", `${site}/a%2Fb`), undefined);
+    // A deny the URL as written met is never turned into an ask by another reading.
+    const written: PermissionRule[] = [
+      { tool: "web_fetch(*%2F*)", action: "deny", reason: "no escaped slashes" },
+      { tool: `web_fetch(${site}/private/*)`, action: "ask" },
+    ];
+    assert.deepEqual(permissionFor(written, "web_fetch", `${site}/private%2Fkey`), {
+      action: "deny",
+      reason: "no escaped slashes",
+    });
   });
 
   it("does not widen an allow rule whose * stands next to what the URL spelling drops; a deny or an ask rule is", () => {

@@ -28,10 +28,11 @@ export interface WebToolOptions {
  * decoded (`%61` is `a`); a rule's URL is matched in that spelling too
  * (`web_fetch(https://Evil.example)` denies `https://evil.example/`; an allow
  * rule only where no `*` could take what the spelling drops, see
- * `permissionFor`). A `%2F` or `%5C` in the path stays as written, and a
- * deny or an ask rule also matches the subject with them read as `/`, as a
- * server that decodes them reads it (`/private%2Fkey` is `/private/key` to a
- * deny rule for `/private/*`). A URL that is not http or https has none, so only
+ * `permissionFor`). A `%2F` or `%5C` in the path, and an empty segment,
+ * stay as written, and the rules also judge the URL as a server that
+ * decodes them or merges slashes reads it: a deny or an ask there stands
+ * (`/private%2Fkey` is `/private/key` to a deny rule for `/private/*`, see
+ * `permissionFor`). A URL that is not http or https has none, so only
  * rules without a pattern decide it (and `httpWeb()` refuses it). Each
  * redirect the fetch follows is judged by the same rules in the same
  * spelling (the call's `permits`, with the host lists of `httpWeb()`): a
