@@ -209,6 +209,11 @@ describe("Session.append()", () => {
       assert.throws(() => loose(session).append(type, { n: 1 }), { code: "INVALID_ARGS" }, JSON.stringify(type));
     }
     assert.equal(session.seq, 2);
+    // Types found good are remembered (a bounded set): many made-up ones, then the same checks again.
+    for (let i = 0; i < 600; i++) loose(session).append(`note/${i}`, { i });
+    loose(session).append("note/✓😀", { ok: false });
+    assert.throws(() => loose(session).append("x/\uD800", { n: 1 }), { code: "INVALID_ARGS" });
+    assert.equal(session.seq, 603);
   });
 
   it("reserves session/end-seed for the constructor", () => {
