@@ -39,9 +39,11 @@ export function chatRequestBody(options: GenerateOptions, dialect: ChatRequestDi
   const messages: WireMessage[] = [];
   if (options.system !== undefined && options.system !== "") messages.push({ role: "system", content: options.system });
   // The newest user input (context a hook entered after it, as a system message, does not make it older).
-  const newest = options.messages.findLastIndex((m) =>
-    m.role === "user" && m.content.some((b) => b.type !== "tool-result")
-  );
+  let newest = options.messages.length - 1;
+  for (; newest >= 0; newest--) {
+    const m = options.messages[newest];
+    if (m.role === "user" && m.content.some((b) => b.type !== "tool-result")) break;
+  }
   options.messages.forEach((message, i) => messages.push(...wireMessages(message, dialect, i === newest)));
   const body: Record<string, unknown> = {
     model: config.model,

@@ -125,7 +125,9 @@ export class JsoncText {
 
 // A repeated key's value is its last one (as in the parsed value), so that is the one located.
 function lastProperty(object: Node, key: string): Node | undefined {
-  return object.children?.findLast((p) => p.children?.[0]?.value === key);
+  const children = object.children ?? [];
+  for (let i = children.length - 1; i >= 0; i--) if (children[i].children?.[0]?.value === key) return children[i];
+  return undefined;
 }
 
 /** The node at `path`, following the last of repeated keys (jsonc-parser's findNodeAtLocation takes the first). */
