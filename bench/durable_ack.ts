@@ -41,7 +41,7 @@ async function measure(name: string, storage: SessionStorage | undefined) {
   const app = createHarnessApp(harness, { auth: false, log: false });
   const post = async (path: string, body: unknown) => {
     const res = await app.fetch(
-      new Request(`http://bench${path}`, {
+      new Request(`http://localhost${path}`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify(body),

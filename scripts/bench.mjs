@@ -76,7 +76,11 @@ function resultOf(out) {
   return line ? JSON.parse(line.slice("BENCH_RESULT ".length)) : undefined;
 }
 
+// Every benchmark that failed (each is also written into RESULTS.md); the run exits 1 when there is one.
+const failedRuns = [];
+
 function failure(what, out) {
+  failedRuns.push(what);
   const tail = (out.stderr || out.stdout).trim().split("\n").slice(-6).join("\n");
   return `${what} failed (exit ${out.code ?? out.signal}):\n\n\`\`\`\n${tail}\n\`\`\``;
 }
@@ -701,6 +705,11 @@ try {
   if (want("other")) await benchOthers();
   writeResults();
   console.log(`\nwrote ${relative(root, outFile)}`);
+  if (failedRuns.length > 0) {
+    console.error(`\n${failedRuns.length} benchmark run(s) failed (see ${relative(root, outFile)}):`);
+    for (const what of failedRuns) console.error(`  ${what}`);
+    process.exitCode = 1;
+  }
 } finally {
   rmSync(work, { recursive: true, force: true });
   await esbuild.stop?.();
