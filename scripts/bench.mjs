@@ -565,7 +565,7 @@ async function benchLoop() {
   sections.push([
     "## Loop overhead",
     "",
-    "The standard scripted conversation of `design/BENCH.md`: each turn is 2 model steps, 100 chunks (90 " +
+    "The standard scripted conversation (`bench/_conversation.ts`): each turn is 2 model steps, 100 chunks (90 " +
     "deltas), one `add` tool call and 4 history messages; the scripted model yields fresh chunk objects from an " +
     "async generator with one `await` per chunk. *harness-scripted* runs it through `createHarness()` " +
     "(invariants off) with that model as its adapter; *harness-replay* through `replayAdapter()` on a fixture " +
