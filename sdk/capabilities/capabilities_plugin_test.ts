@@ -57,6 +57,43 @@ function harnessUnderRules(
   });
 }
 
+/**
+ * A model that fetches `urlsOf(base)` in one step under `rulesOf(base)`, against a loopback server at `base` that
+ * redirects `/go?<target>` to the target and answers any other path with `page <route(path)>`; the results, and the
+ * paths the server was asked for.
+ */
+async function fetchesUnderRules(
+  urlsOf: (base: string) => string[],
+  rulesOf: (base: string) => Rule[],
+  route: (path: string) => string = (path) => path,
+) {
+  const requested: string[] = [];
+  const server = await serveOnLoopback((request) => {
+    const url = new URL(request.url);
+    requested.push(url.pathname);
+    if (url.pathname === "/go") {
+      return new Response(null, { status: 302, headers: { location: decodeURIComponent(url.search.slice(1)) } });
+    }
+    return new Response(`page ${route(url.pathname)}`, { headers: { "content-type": "text/plain" } });
+  });
+  try {
+    const base = server.url;
+    const fetches = urlsOf(base).map((url, i) => ({
+      id: `w${i}`,
+      name: "web_fetch",
+      arguments: JSON.stringify({ url }),
+    }));
+    const harness = await harnessUnderRules(fetches, rulesOf(base), { web: httpWeb({ allowHosts: ["127.0.0.1"] }) });
+    const agent = await harness.createAgent();
+    await agent.run("go");
+    const results = resultsOf(agent.session.events);
+    await harness.dispose();
+    return { results, requested };
+  } finally {
+    await server.close();
+  }
+}
+
 async function run(options: { approve?: boolean; permissions?: { tool: string; action: "allow" | "deny" | "ask" }[] }) {
   const fs = memoryFs({ files: { "a.txt": "alpha\n" } });
   const model = scriptedAdapter([toolCallResponse(calls), textResponse("done")], { provider: "local" });
@@ -246,77 +283,37 @@ describe("capabilitiesPlugin", () => {
   });
 
   it("web_fetch's rules judge each redirect it follows: a denied or asking target is refused before it is fetched", async () => {
-    const requested: string[] = [];
-    const server = await serveOnLoopback((request) => {
-      const url = new URL(request.url);
-      requested.push(url.pathname);
-      if (url.pathname === "/go") {
-        return new Response(null, { status: 302, headers: { location: decodeURIComponent(url.search.slice(1)) } });
-      }
-      return new Response(`page ${url.pathname}`, { headers: { "content-type": "text/plain" } });
-    });
-    try {
-      const base = server.url;
-      const go = (to: string) => `${base}/go?${encodeURIComponent(to)}`;
-      const fetches = [go("/private/key"), go("/asked/x"), go("/public/a"), `${base}/private/key`].map((url, i) => ({
-        id: `w${i}`,
-        name: "web_fetch",
-        arguments: JSON.stringify({ url }),
-      }));
-      const harness = await harnessUnderRules(fetches, [
+    const go = (base: string, to: string) => `${base}/go?${encodeURIComponent(to)}`;
+    const { results, requested } = await fetchesUnderRules(
+      (base) => [go(base, "/private/key"), go(base, "/asked/x"), go(base, "/public/a"), `${base}/private/key`],
+      (base) => [
         { tool: `web_fetch(${base}/private/*)`, action: "deny" },
         { tool: `web_fetch(${base}/asked/*)`, action: "ask" },
-      ], { web: httpWeb({ allowHosts: ["127.0.0.1"] }) });
-      const agent = await harness.createAgent();
-      await agent.run("go");
-      const results = resultsOf(agent.session.events);
-      await harness.dispose();
-      assert.deepEqual(results.map((r) => r.code), ["WEB_REDIRECT_DENIED", "WEB_REDIRECT_DENIED", "ok", "DENIED"]);
-      assert.match(results[0].text, /redirected to .*\/private\/key/);
-      assert.match(results[2].text, /page \/public\/a/);
-      // The refused targets were never requested: only the three redirecting pages and the public one were.
-      assert.deepEqual(requested.sort(), ["/go", "/go", "/go", "/public/a"]);
-    } finally {
-      await server.close();
-    }
+      ],
+    );
+    assert.deepEqual(results.map((r) => r.code), ["WEB_REDIRECT_DENIED", "WEB_REDIRECT_DENIED", "ok", "DENIED"]);
+    assert.match(results[0].text, /redirected to .*\/private\/key/);
+    assert.match(results[2].text, /page \/public\/a/);
+    // The refused targets were never requested: only the three redirecting pages and the public one were.
+    assert.deepEqual(requested.sort(), ["/go", "/go", "/go", "/public/a"]);
   });
 
   it("web_fetch's deny rules hold for a path that reaches the denied one through %2F, directly or by a redirect", async () => {
-    // A server that decodes escaped separators before routing, as some do: /private%2Fkey is its /private/key.
-    const requested: string[] = [];
-    const server = await serveOnLoopback((request) => {
-      const raw = new URL(request.url);
-      requested.push(raw.pathname);
-      if (raw.pathname === "/go") {
-        return new Response(null, { status: 302, headers: { location: decodeURIComponent(raw.search.slice(1)) } });
-      }
-      const routed = new URL(raw.pathname.replace(/%2F|%5C/gi, "/"), raw).pathname;
-      return new Response(`page ${routed}`, { headers: { "content-type": "text/plain" } });
-    });
-    try {
-      const base = server.url;
-      const urls = [
+    const { results, requested } = await fetchesUnderRules(
+      (base) => [
         `${base}/private%2Fkey`,
         `${base}/public/..%2Fprivate/key`,
         `${base}/go?${encodeURIComponent("/public/..%5Cprivate/key")}`,
         `${base}/public%2Fa`,
-      ];
-      const fetches = urls.map((url, i) => ({ id: `w${i}`, name: "web_fetch", arguments: JSON.stringify({ url }) }));
-      const harness = await harnessUnderRules(fetches, [
-        { tool: "web_fetch", action: "allow" },
-        { tool: `web_fetch(${base}/private/*)`, action: "deny" },
-      ], { web: httpWeb({ allowHosts: ["127.0.0.1"] }) });
-      const agent = await harness.createAgent();
-      await agent.run("go");
-      const results = resultsOf(agent.session.events);
-      await harness.dispose();
-      assert.deepEqual(results.map((r) => r.code), ["DENIED", "DENIED", "WEB_REDIRECT_DENIED", "ok"]);
-      assert.match(results[3].text, /page \/public\/a/);
-      // Nothing under /private was requested in any spelling: only the redirecting page and the allowed one were.
-      assert.deepEqual(requested.sort(), ["/go", "/public%2Fa"]);
-    } finally {
-      await server.close();
-    }
+      ],
+      (base) => [{ tool: "web_fetch", action: "allow" }, { tool: `web_fetch(${base}/private/*)`, action: "deny" }],
+      // A server that decodes escaped separators before routing, as some do: /private%2Fkey is its /private/key.
+      (path) => new URL(path.replace(/%2F|%5C/gi, "/"), "http://x").pathname,
+    );
+    assert.deepEqual(results.map((r) => r.code), ["DENIED", "DENIED", "WEB_REDIRECT_DENIED", "ok"]);
+    assert.match(results[3].text, /page \/public\/a/);
+    // Nothing under /private was requested in any spelling: only the redirecting page and the allowed one were.
+    assert.deepEqual(requested.sort(), ["/go", "/public%2Fa"]);
   });
 
   it("gives permission rules normalised paths and simple commands only", async () => {
