@@ -106,6 +106,7 @@ function parseLogText(text: string, file: string): FixtureLog[] {
       ...(typeof header.id === "string" ? { id: header.id } : {}),
       ...(typeof header.createdAt === "number" ? { createdAt: header.createdAt } : {}),
       ...(typeof header.parentSession === "string" ? { parentSession: header.parentSession } : {}),
+      seedLength: typeof header.seedLength === "number" ? header.seedLength : 0,
       events: decoded.events,
     };
   });
@@ -168,6 +169,7 @@ async function readStorageDir(dir: string): Promise<FixtureLog[]> {
       id: header.id,
       createdAt: header.createdAt,
       ...(header.parentSession !== undefined ? { parentSession: header.parentSession } : {}),
+      seedLength: header.seedLength ?? 0,
       events,
     });
   }

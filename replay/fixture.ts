@@ -104,6 +104,14 @@ export interface FixtureLog {
   readonly createdAt?: number;
   /** The parent session, for forked and child sessions. */
   readonly parentSession?: string;
+  /**
+   * How many events at the start of the log the session was seeded with: its header's `seedLength` (a fork's, a
+   * forked child's), or 0 for a session that was created empty — a resume marks where it went on with a
+   * `session/end-seed` of its own, after events that are still the session's. When absent, the events after the
+   * log's last `session/end-seed` are taken as the session's own, which is right for a fork and drops the calls made
+   * before a resume. `loadFixture` of a directory or file gives it from each header.
+   */
+  readonly seedLength?: number;
   /** The log. */
   readonly events: readonly SessionEvent[];
 }
@@ -115,7 +123,10 @@ function isEventArray(value: readonly unknown[]): value is readonly SessionEvent
   return value.length === 0 || (typeof value[0] === "object" && value[0] !== null && "seq" in value[0]);
 }
 
-function firstLiveSeq(events: readonly SessionEvent[]): number {
+// The first seq the session wrote itself: after its seed and the marker that follows it when the seed length is known,
+// else after the last marker.
+function firstLiveSeq(events: readonly SessionEvent[], seedLength: number | undefined): number {
+  if (seedLength !== undefined) return events[seedLength]?.type === "session/end-seed" ? seedLength + 1 : seedLength;
   for (let i = events.length - 1; i >= 0; i--) if (events[i].type === "session/end-seed") return i + 1;
   return 0;
 }
@@ -232,8 +243,11 @@ function cutCalls(
  * retries yields several calls. A compaction's summary call is not in the log
  * as chunks: each compaction the session ran is kept in `compactions` (its
  * summary, or why it failed) instead. A seeded session (a fork or child)
- * contributes only the calls and compactions after its last `session/end-seed`
- * marker. Sessions are ordered parents first (logs without `parentSession`),
+ * contributes only the calls and compactions after its seed: its log's first
+ * `seedLength` events and the `session/end-seed` marker after them, or, when
+ * the log does not say its `seedLength`, everything up to its last marker (so
+ * give `seedLength` — 0 for a session created empty — for a log that went on
+ * after a resume, whose own marker follows calls of its own). Sessions are ordered parents first (logs without `parentSession`),
  * then by `createdAt`, keeping the given order among equals.
  *
  * @param logs One log's events, or several logs.
@@ -266,7 +280,19 @@ export function fixtureFromLogs(logs: readonly SessionEvent[] | readonly Fixture
       throw new HarnessError("INVALID_ARGS", `Fixture log ${index} has no events array`);
     }
     const id = log.id ?? `session-${index + 1}`;
-    const live = firstLiveSeq(log.events);
+    const seedLength = log.seedLength;
+    if (
+      seedLength !== undefined &&
+      (!Number.isSafeInteger(seedLength) || seedLength < 0 || seedLength > log.events.length)
+    ) {
+      throw new HarnessError(
+        "INVALID_ARGS",
+        `Fixture log ${index} has seedLength ${
+          String(seedLength)
+        }: give a count from 0 to its ${log.events.length} events`,
+      );
+    }
+    const live = firstLiveSeq(log.events, seedLength);
     const { calls, compactions } = cutCalls(id, log.events, live);
     return {
       id,

@@ -4,6 +4,7 @@ import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promise
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  createHarness,
   deriveEventMessage,
   fileStorage,
   HarnessError,
@@ -12,6 +13,7 @@ import {
   type SessionEvent,
   SurfaceManager,
 } from "../mod.ts";
+import { scriptedAdapter, textResponse } from "../testing/mod.ts";
 import { fixtureFromLogs, loadFixture } from "./fixture.ts";
 import { chunk, errorFinish, log, recordConversation, STOP, text } from "./_test_support.ts";
 
@@ -86,6 +88,37 @@ describe("fixtureFromLogs()", () => {
     assert.equal(session.firstLiveSeq, 3);
     assert.deepEqual(session.calls.map((c) => c.seq), [3]);
     assert.deepEqual(session.calls[0].request.messages, [user]);
+  });
+
+  it("cuts a log at its seedLength when given: a resume's marker follows calls that are the session's own", () => {
+    // Turn 1, then a resume (its own end-seed), then turn 2: a session created empty (seedLength 0).
+    const resumed = log(
+      chunk(1, 1, text("one")),
+      chunk(1, 1, STOP),
+      { type: "session/end-seed", data: {} },
+      chunk(2, 1, text("two")),
+      chunk(2, 1, STOP),
+    );
+    const [own] = fixtureFromLogs([{ id: "r", seedLength: 0, events: resumed }]).sessions;
+    assert.equal(own.firstLiveSeq, 0);
+    assert.deepEqual(own.calls.map((c) => c.seq), [0, 3]);
+    // Without it, everything up to the last marker counts as seeded, as for a fork.
+    assert.deepEqual(fixtureFromLogs([{ id: "r", events: resumed }]).sessions[0].calls.map((c) => c.seq), [3]);
+    // A fork of two events, resumed later: its own calls on both sides of the second marker.
+    const fork = log(
+      chunk(1, 1, STOP),
+      { type: "turn/end", data: { turn: 1, reason: { kind: "completed" } } },
+      { type: "session/end-seed", data: {} },
+      chunk(2, 1, STOP),
+      { type: "session/end-seed", data: {} },
+      chunk(3, 1, STOP),
+    );
+    const [forked] = fixtureFromLogs([{ id: "f", parentSession: "p", seedLength: 2, events: fork }]).sessions;
+    assert.equal(forked.firstLiveSeq, 3);
+    assert.deepEqual(forked.calls.map((c) => c.seq), [3, 5]);
+    for (const seedLength of [-1, 1.5, 7, Number.NaN]) {
+      assert.throws(() => fixtureFromLogs([{ id: "f", seedLength, events: fork }]), { code: "INVALID_ARGS" });
+    }
   });
 
   it("records the request header in force and the derived history at each call", async () => {
@@ -297,6 +330,27 @@ describe("loadFixture()", () => {
       assert.equal(fixture.sessions.length, 1);
       assert.deepEqual(fixture.sessions[0].events, events);
       assert.equal(fixture.sessions[0].calls.length, 3);
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
+  it("keeps the calls a session made before it was resumed: a stored session's seed length is its header's", async () => {
+    const dir = await tempDir();
+    try {
+      const storage = fileStorage(dir);
+      const run = async (answer: string, prompt: string, resume: boolean) => {
+        const harness = await createHarness({ adapters: [scriptedAdapter([textResponse(answer)])], storage });
+        const agent = resume ? await harness.resumeAgent("conv") : await harness.createAgent({ id: "conv" });
+        await agent.run(prompt);
+        await harness.dispose();
+      };
+      await run("first", "one", false);
+      await run("second", "two", true);
+      const [session] = (await loadFixture(dir)).sessions;
+      assert.ok(session.events.some((e) => e.type === "session/end-seed"), "the resume left its marker");
+      assert.equal(session.firstLiveSeq, 0);
+      assert.deepEqual(session.calls.map((c) => c.turn), [1, 2]);
     } finally {
       await rm(dir, { recursive: true });
     }

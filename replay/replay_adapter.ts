@@ -289,11 +289,11 @@ function abortedFinish(): StreamChunk {
  * live child `<live parent>.<part>` of a bound live session (a subagent's id
  * is `<parent>.<callId>`), to the unused script `<recorded parent>.<part>` of
  * the fixture session its parent is bound to; else (ids that differ between
- * runs) to the next unused script that has calls (parents first, then
- * children by creation time), and when several unused scripts tie with that
- * one (same kind, same creation time: forks made in one millisecond or under
- * a fixed clock), to the first of them whose first recorded request equals
- * the live request. Its calls then play that script's entries in order. A call
+ * runs) to the first unused script that has calls whose first recorded
+ * request equals the live request (sessions may call the model in another
+ * order than they were created), and when none does, to the next unused
+ * script that has calls (parents first, then children by creation time). Its
+ * calls then play that script's entries in order. A call
  * past the end of the scripts, or of its session's script, fails loudly
  * (`REPLAY_EXHAUSTED`).
  *
@@ -431,20 +431,16 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     return scripts.find((s) => s.session.id === id && !bound.has(s));
   };
 
-  // Otherwise the next unused script with calls; among the unused scripts tied with it (the same kind, root or
-  // child, and the same creation time: forks made in one millisecond or under a fixed clock, whose order in the
-  // fixture is only their ids'), the first whose first recorded request equals the live one.
+  // Otherwise an unused script with calls: sessions may make their first call in another order than they were
+  // created (the fixture's order: parents first, then children by creation time), so the first unused script whose
+  // first recorded request equals the live one, else the next unused one in order.
   const nextScript = (request: GenerateOptions): Script | undefined => {
     const unused = scripts.filter((s) => !bound.has(s) && (s.entries.length > 0 || s.compactions.length > 0));
-    const first = unused[0];
-    if (first === undefined) return undefined;
-    const isChild = (s: Script) => s.session.parentSession !== undefined;
-    const tied = unused.filter((s) => isChild(s) === isChild(first) && s.session.createdAt === first.session.createdAt);
-    if (tied.length === 1) return first;
-    return tied.find((s) => {
+    if (unused.length <= 1) return unused[0];
+    return unused.find((s) => {
       const expected = s.expected[0];
       return expected !== undefined && diffRequest(expected, request) === undefined;
-    }) ?? first;
+    }) ?? unused[0];
   };
 
   const bindingFor = (request: GenerateOptions): Binding => {

@@ -338,6 +338,35 @@ describe("replayAdapter() scripts and cursors", () => {
     }
   });
 
+  it("binds a session that calls first to the recording its first request matches, not the first created", async () => {
+    const user = (t: string): Message => ({
+      id: "m",
+      role: "user",
+      source: { kind: "user" },
+      content: [{ type: "text", text: t }],
+    });
+    const session = (id: string, createdAt: number, prompt: string, answer: string): FixtureSession => ({
+      id,
+      createdAt,
+      events: [],
+      firstLiveSeq: 0,
+      calls: [{ turn: 1, step: 1, seq: 0, chunks: [text(answer), STOP], request: { messages: [user(prompt)] } }],
+    });
+    // A was created before B, and B called the model first; the live ids are new (random ids, say).
+    const fixture: Fixture = {
+      sessions: [session("A", 1, "question for A", "a"), session("B", 2, "question for B", "b")],
+    };
+    for (const strict of [true, false]) {
+      const { call, textOf, replay } = runtimeFor({ fixture, strict });
+      assert.equal(textOf(await call("live-b", { messages: [user("question for B")] })), "b");
+      assert.equal(textOf(await call("live-a", { messages: [user("question for A")] })), "a");
+      replay.assertConsumed();
+    }
+    // A first request no recording has binds to the next script in order, as before (strict mode then reports it).
+    const { call, textOf } = runtimeFor({ fixture });
+    assert.equal(textOf(await call("live-x", { messages: [user("something else")] })), "a");
+  });
+
   it("a recorded session that never called the model takes no live session's place", async () => {
     const fixture = fixtureFromLogs([
       { id: "quiet", events: log() },
