@@ -8,7 +8,8 @@ import type { Harness } from "../harness.ts";
 import type { LoadedSession } from "../persistence/session_storage.ts";
 import type { SessionProjections } from "../projections/session_projections.ts";
 import { turnBoundary } from "../projections/turn_boundary.ts";
-import { Session } from "../session/session.ts";
+import { Session, type SessionHeader } from "../session/session.ts";
+import type { SessionEvent } from "../session/session_events.ts";
 import { renderTranscript } from "../session/transcript.ts";
 import type { ApprovalQueue } from "../tools/approval_queue.ts";
 import { approvalBody, cancelBody, createSessionBody, forkBody, messageBody, readBody, wakeBody } from "./_body.ts";
@@ -42,6 +43,8 @@ export interface SessionRoutesContext {
   readonly queue: ApprovalQueue | undefined;
   readonly pendingOf: (agent: Agent) => HttpPendingApproval[];
   readonly summary: (agent: Agent) => HttpSessionSummary;
+  /** A live session's log as readers are told it: with storage, the prefix on storage. */
+  readonly storedView: (agent: Agent) => Session | { readonly header: SessionHeader; readonly events: SessionEvent[] };
   readonly readStoredSession: (id: string) => ReturnType<typeof readStored>;
   readonly inspectStored: (id: string) => Promise<LoadedSession>;
 }
@@ -51,7 +54,7 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
   const { harness, host, projections, maxBodyBytes, keepAliveMs, maxBuffered, tailPollMs, cancelWaitMs } = context;
   /** The turn the agent's log has open (a `turn/start` with no `turn/end` after it), if any. */
   const openTurn = (agent: Agent) => projections.stateOf(agent.session, turnBoundary).open?.turn;
-  const { watchApprovals, queue, pendingOf, summary, readStoredSession, inspectStored } = context;
+  const { watchApprovals, queue, pendingOf, summary, storedView, readStoredSession, inspectStored } = context;
 
   app.post("/sessions", async (c) => {
     const body = await readBody(c.req.raw, createSessionBody, maxBodyBytes);
@@ -218,20 +221,23 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
       throw new HttpProblem(400, "INVALID_QUERY", "format must be markdown or json");
     }
     const agent = await host.readable(id);
-    const events = agent !== undefined ? agent.session.events : (await inspectStored(id)).events;
+    // A live session as far as it is stored (all of it without storage); else what storage holds.
+    const view = agent !== undefined ? storedView(agent) : await inspectStored(id);
+    const events = view.events;
     if (format === "markdown") {
       return c.body(renderTranscript(events), 200, { "content-type": "text/markdown; charset=utf-8" });
     }
-    const session = agent?.session ?? Session.create(id, events);
+    const session = view instanceof Session ? view : Session.create(id, events);
     return c.json({ id, seq: events.length, messages: session.deriveMessages() });
   });
 
   app.get("/sessions/:id/projections", async (c) => {
     const id = c.req.param("id");
     const agent = await host.readable(id);
-    // A stored session with its header: a fork's projections tell its seed from its own events.
-    const source = agent !== undefined ? agent.session : await inspectStored(id);
-    const seq = agent !== undefined ? agent.session.seq : source.events.length;
+    // A stored session with its header: a fork's projections tell its seed from its own events. A live one as far as
+    // it is stored.
+    const source = agent !== undefined ? storedView(agent) : await inspectStored(id);
+    const seq = source instanceof Session ? source.seq : source.events.length;
     return c.json({ id, seq, projections: projections.snapshot(source) });
   });
 

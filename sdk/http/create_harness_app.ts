@@ -20,6 +20,8 @@ import type { Agent } from "../agent/agent.ts";
 import type { Harness } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
+import type { Session, SessionHeader } from "../session/session.ts";
+import type { SessionEvent } from "../session/session_events.ts";
 import { storedPrefix } from "../persistence/_stored_prefix.ts";
 import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts";
 import { bearerGuard, TOKEN_SYNTAX } from "./_bearer_guard.ts";
@@ -267,6 +269,9 @@ function defaultLog(record: RequestLogRecord): void {
  * - `GET /sessions/:id/transcript?format=markdown|json` (markdown by default; JSON is `{ id, seq, messages }`).
  * - `GET /sessions/:id/projections`: `{ id, seq, projections }`, the client view of every registered projection unit
  *   (`turnBoundary`, `todos`, `usageTotals`, `childSessions`, …), live or stored.
+ * - With storage, what these routes and `GET /sessions[/:id]` report of a live session's log (its transcript, `seq`,
+ *   turn count, usage, projections) is the part on storage, as for the event stream: an answer streamed but not yet
+ *   stored is not in the transcript, so nothing they show is lost by a crash. The `status` is the agent's own.
  * - `POST /sessions/:id/fork` `{ boundary?, id? }`: a new live session seeded with the log up to `boundary`
  *   (inclusive, a turn boundary outside a compaction; default the whole log), driven by its own agent (201); 409
  *   `OPEN_TURN` / `OPEN_COMPACTION` for a boundary inside a turn / a compaction.
@@ -410,13 +415,23 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   }
   const pendingOf = (agent: Agent): HttpPendingApproval[] => pendingWithin(queue?.pending() ?? [], agent, live);
 
+  // What a reader is told of a live session's log: with storage, only the prefix on storage (as the event stream and
+  // the timeline's data), so that nothing a restart would lose is reported; the live session itself (its projections
+  // folded incrementally) while that is all of it.
+  const storedView = (agent: Agent): Session | { readonly header: SessionHeader; readonly events: SessionEvent[] } => {
+    const session = agent.session;
+    if (harness.storage === undefined) return session;
+    const stored = storedPrefix(session) ?? 0;
+    return stored >= session.seq ? session : { header: session.header, events: session.slice(0, stored) };
+  };
+
   const summary = (agent: Agent): HttpSessionSummary => ({
     id: agent.id,
     live: true,
     status: agent.status,
     provider: agent.options.provider,
     model: agent.options.model,
-    ...summarizeLog(agent.session, projections),
+    ...summarizeLog(storedView(agent), projections),
     createdAt: agent.session.header.createdAt,
     ...(agent.session.header.parentSession !== undefined ? { parentSession: agent.session.header.parentSession } : {}),
     pendingApprovals: pendingOf(agent),
@@ -533,6 +548,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     queue,
     pendingOf,
     summary,
+    storedView,
     readStoredSession,
     inspectStored,
   });
@@ -542,9 +558,8 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       const agent = await host.readable(id);
       if (agent !== undefined) {
         // With storage, as the event stream: only what is on storage, so a page never holds an event a restart loses.
-        const session = agent.session;
-        const events = harness.storage === undefined ? session.events : session.slice(0, storedPrefix(session) ?? 0);
-        return { events, header: session.header, live: true, status: agent.status };
+        const view = storedView(agent);
+        return { events: view.events, header: view.header, live: true, status: agent.status };
       }
       const { events, header } = await inspectStored(id);
       return { events, header, live: false, status: "stored" };

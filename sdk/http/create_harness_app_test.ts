@@ -517,6 +517,55 @@ async function storedWithQueuedFollowup() {
 }
 
 describe("createHarnessApp() over storage", () => {
+  it("reports a live session's transcript, summary and projections as far as they are on storage", async () => {
+    // A storage whose appends of a batch with the answer wait until the test lets them through.
+    const inner = memoryStorage();
+    const held = gate();
+    let holding = false;
+    const storage = new Proxy(inner, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver);
+        if (key !== "append") return typeof value === "function" ? value.bind(target) : value;
+        return async (...args: Parameters<typeof inner.append>) => {
+          if (args[1].some((e) => e.type === "assistant/message")) {
+            holding = true;
+            await held.promise;
+          }
+          return await inner.append(...args);
+        };
+      },
+    });
+    const served = await serveHarness({ adapters: [scriptedAdapter([textResponse("The answer")])], storage });
+    await withServer(served, async ({ call }) => {
+      await call("POST", "/sessions", { id: "s" });
+      const answered = call("POST", "/sessions/s/messages", { content: "Question", wait: true });
+      try {
+        while (!holding) await new Promise((resolve) => setTimeout(resolve, 5));
+        // The answer, its usage and the turn's end are in the live log, not on storage: not reported.
+        const transcript = await (await call("GET", "/sessions/s/transcript")).text();
+        assert.match(transcript, /Question/);
+        assert.doesNotMatch(transcript, /The answer/);
+        const json = await (await call("GET", "/sessions/s/transcript?format=json")).json();
+        assert.equal(json.messages.length, 1);
+        const stored = (await inner.inspect("s")).events.length;
+        const summary = await (await call("GET", "/sessions/s")).json();
+        assert.equal(summary.usage.outputTokens, 0);
+        assert.ok(summary.seq <= stored, `summary seq ${summary.seq} is past the ${stored} stored events`);
+        const projected = await (await call("GET", "/sessions/s/projections")).json();
+        assert.notEqual(projected.projections.turnBoundary.open, undefined, "the turn is open as far as it is stored");
+        assert.ok(projected.seq <= stored);
+      } finally {
+        held.open();
+      }
+      assert.equal((await answered).status, 200);
+      assert.match(await (await call("GET", "/sessions/s/transcript")).text(), /The answer/);
+      const after = await (await call("GET", "/sessions/s")).json();
+      assert.deepEqual([after.usage.outputTokens > 0, after.seq], [true, (await inner.inspect("s")).events.length]);
+      const closed = await (await call("GET", "/sessions/s/projections")).json();
+      assert.equal(closed.projections.turnBoundary.open, undefined);
+    });
+  });
+
   it("lists a stored session and resumes it on the next message", async () => {
     const storage = memoryStorage();
     const first = await serveHarness({ adapters: [scriptedAdapter(textResponse("One"))], storage });

@@ -6,7 +6,7 @@
 
 import type { TokenUsage } from "../llm/stream_chunk.ts";
 import type { SessionEvent } from "../session/session_events.ts";
-import type { Session } from "../session/session.ts";
+import type { Session, SessionHeader } from "../session/session.ts";
 import { type SessionProjections, turnBoundary, usageTotals } from "../projections/mod.ts";
 
 /** A tool call waiting for an answer at `POST /sessions/:id/approvals/:callId`. */
@@ -54,11 +54,19 @@ export interface HttpSessionSummary {
 
 /** The counters of a summary, from the log's projections (`turnBoundary`, `usageTotals`). */
 export function summarizeLog(
-  source: Session | readonly SessionEvent[],
+  source: Session | readonly SessionEvent[] | {
+    readonly header: SessionHeader;
+    readonly events: readonly SessionEvent[];
+  },
   projections: SessionProjections,
 ): { turns: number; seq: number; usage: TokenUsage } {
   const boundary = projections.stateOf(source, turnBoundary);
   const usage = projections.stateOf(source, usageTotals).total;
-  const seq = Array.isArray(source) ? source.length : (source as Session).seq;
+  // A live session (it has `slice`) counts its seq; a loaded one, its events.
+  const seq = Array.isArray(source)
+    ? source.length
+    : typeof (source as Partial<Session>).slice === "function"
+    ? (source as Session).seq
+    : (source as { readonly events: readonly SessionEvent[] }).events.length;
   return { turns: boundary.turns, seq, usage };
 }
