@@ -15,8 +15,8 @@
  *
  * Prefer `"wait": true` on messages: the response then carries the turn's
  * outcome. Input that no turn claims before the request ends (an `inject`
- * into an idle agent) is discarded when the harness is disposed: send such
- * context together with the next followup instead. Read the log with
+ * into an idle agent) stays queued in the stored log: the next request that
+ * resumes the session takes it into its next turn. Read the log with
  * `GET /sessions/:id/events?follow=false&deltas=false`, which replays it from storage and ends (a following stream ends when the request
  * does). Tool `ask` decisions are denied here (no one could answer them
  * between requests); use a programmatic approver instead.

@@ -178,7 +178,10 @@ export interface Agent {
    * A durability barrier: resolves once every event committed before the call
    * (queued input included) is on storage, at once when the harness has no
    * storage. It waits for the current write batch instead of writing per
-   * event. Rejects with `SESSION_FLUSH_FAILED` when the write failed. After
+   * event. A write that fails is tried again, 50 and 250 ms later, unless
+   * storage refused it for good (a lost lease, another writer, a log that is
+   * not this session's any more); it then rejects with
+   * `SESSION_FLUSH_FAILED`, the last failure. After
    * the agent is disposed it resolves at once: disposal made the session's
    * last write, and `dispose()` reports its failure.
    */

@@ -91,6 +91,7 @@ import {
   unanswerableCall,
   ZERO_USAGE,
 } from "./_loop_values.ts";
+import { flushWithRetries } from "./_retry_flush.ts";
 import { UpdateListener, UpdateQueue, type UpdateSink } from "./_update_queue.ts";
 import { ABORTED, untilAborted } from "../kernel/_until_aborted.ts";
 import { abortAnnounced, announcedController } from "../kernel/_on_abort.ts";
@@ -369,7 +370,9 @@ export class LoopAgent implements Agent {
     const sessions = this.#ctx.get("sessions");
     // Disposed with its harness: the session was released (its last write made, a failure reported by dispose()).
     if (sessions === undefined && this.#disposed) return;
-    await this.#ctx.service("sessions").flush(this.session);
+    const store = this.#ctx.service("sessions");
+    // A write that failed for a moment is tried again before it is reported (see _retry_flush.ts).
+    await flushWithRetries(() => store.flush(this.session));
   }
 
   subscribe(options: SubscribeOptions = {}): AsyncIterable<AgentUpdate> {

@@ -45,7 +45,11 @@ export interface ServerlessHandlerOptions {
  * longer than the lease, or another instance took the session over), the
  * answer is `409 SESSION_LEASE_LOST`: part of the request's input may be
  * stored, so read the session before sending it again; the same holds for
- * `500 SESSION_NOT_SAVED` (a write that failed otherwise).
+ * `500 SESSION_NOT_SAVED` (a write that failed otherwise). A harness factory
+ * that throws (storage unreachable at a cold start) is `503
+ * HARNESS_UNAVAILABLE`, nothing of the request done; its error goes to the
+ * console. The factory runs for every request before the app checks its
+ * token, so keep it cheap (build the storage and its client once, outside).
  *
  * @param options How to build the harness for one request, and the app's options.
  * @returns A fetch-style handler.
@@ -84,7 +88,19 @@ export function createServerlessHandler(options: ServerlessHandlerOptions): (req
     throw new HarnessError("INVALID_ARGS", "createServerlessHandler needs { harness: () => Promise<Harness> }");
   }
   return async (request) => {
-    const harness = await options.harness();
+    let harness: Harness;
+    try {
+      harness = await options.harness();
+    } catch (error) {
+      // Storage unreachable at a cold start, say: an answer with a code (nothing of the request was done), and the
+      // reason in the function's log rather than to the client (it may name the storage's address).
+      console.error("[@dsh/harness] createServerlessHandler: the harness factory failed:", error);
+      return problem(
+        503,
+        "HARNESS_UNAVAILABLE",
+        "The function could not make its harness (its log says why); nothing of this request was done",
+      );
+    }
     keepsLostWriters.add(harness); // a failed write is answered for below, not by resuming the session
     let body: Promise<ArrayBuffer> | undefined;
     let response: Response;
@@ -153,12 +169,13 @@ function notSaved(sessionId: string, error: unknown): Response {
       `stored; read the session before sending it again`
     : `Session "${sessionId}" could not be saved: its input may be partly stored; read the session before sending ` +
       `it again`;
-  const body = {
-    type: `urn:dsh-harness:problem:${code === "SESSION_LEASE_LOST" ? code : "SESSION_NOT_SAVED"}`,
-    title: conflict ? "Conflict" : "Internal Server Error",
-    status,
-    code: code === "SESSION_LEASE_LOST" ? code : "SESSION_NOT_SAVED",
-    detail,
-  };
+  return problem(status, code === "SESSION_LEASE_LOST" ? code : "SESSION_NOT_SAVED", detail);
+}
+
+const TITLES: Record<number, string> = { 409: "Conflict", 500: "Internal Server Error", 503: "Service Unavailable" };
+
+/** An `application/problem+json` answer, as the app writes them. */
+function problem(status: number, code: string, detail: string): Response {
+  const body = { type: `urn:dsh-harness:problem:${code}`, title: TITLES[status], status, code, detail };
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/problem+json" } });
 }

@@ -51,6 +51,66 @@ describe("createServerlessHandler()", () => {
     assert.ok((await storage.load("chat")).events.length > 0, "part of the request is stored");
   });
 
+  it("a write that fails once, then passes, answers the turn's result, and the turn is stored once", async () => {
+    const storage = memoryStorage();
+    await storage.create({ id: "chat", createdAt: 1 });
+    // The turn's last batch (its answer and turn/end) fails once, as a dropped connection would.
+    let failed = 0;
+    const faulty = withFaults(storage, {
+      append: (append) => (id, events, options) =>
+        failed === 0 && events.some((e) => e.type === "turn/end")
+          ? (failed++, Promise.reject(new Error("connection reset")))
+          : append(id, events, options),
+    });
+    const handler = createServerlessHandler({
+      harness: () =>
+        createHarness({
+          adapters: [scriptedAdapter(textResponse("Hello!"))],
+          model: { provider: "scripted", model: "scripted-model" },
+          storage: faulty,
+        }),
+      app: { auth: false, log: false, allowedHosts: ["fn.test"] },
+    });
+    const response = await handler(message("Hi"));
+    assert.equal(failed, 1);
+    assert.equal(response.status, 200);
+    assert.equal((await response.json()).result.text, "Hello!");
+    const stored = (await storage.load("chat")).events;
+    assert.deepEqual(stored.filter((e) => e.type === "turn/end").length, 1);
+    assert.deepEqual(stored.filter((e) => e.type === "user/message").length, 1);
+  });
+
+  it("a write that keeps failing is still reported, after the retries", async () => {
+    const storage = memoryStorage();
+    await storage.create({ id: "chat", createdAt: 1 });
+    let appends = 0;
+    const handler = handlerFailingWith(storage, "STORAGE_DOWN", () => ++appends > 1);
+    const response = await handler(message("Hi"));
+    assert.equal(response.status, 500);
+    const problem = await response.json();
+    assert.equal(problem.code, "SESSION_NOT_SAVED");
+    assert.match(problem.detail, /read the session before sending it again/);
+  });
+
+  it("a harness factory that throws is a 503 HARNESS_UNAVAILABLE problem, not a rejected handler", async () => {
+    const handler = createServerlessHandler({ harness: () => Promise.reject(new Error("postgres://db:5432 refused")) });
+    const logged: unknown[][] = [];
+    const error = console.error;
+    console.error = (...args: unknown[]) => void logged.push(args);
+    let response: Response;
+    try {
+      response = await handler(message("Hi"));
+    } finally {
+      console.error = error;
+    }
+    assert.equal(response.status, 503);
+    assert.equal(response.headers.get("content-type"), "application/problem+json");
+    const body = await response.json();
+    assert.equal(body.code, "HARNESS_UNAVAILABLE");
+    assert.doesNotMatch(body.detail, /postgres/, "the factory's error stays in the function's log");
+    assert.match(String(logged[0]?.[1]), /refused/);
+  });
+
   it("a write refused because another instance holds the session is a 409 that says nothing was stored", async () => {
     const storage = memoryStorage();
     await storage.create({ id: "chat", createdAt: 1 });

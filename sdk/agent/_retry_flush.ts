@@ -1,0 +1,50 @@
+// Internal: `agent.flushed()` tries a failed write again before it reports it. The persistence plugin keeps a failed
+// batch and writes it whole at the next flush, so a write that failed for a moment (a dropped connection, a busy
+// disk) is often on storage a moment later; reporting the first failure would tell a caller — an HTTP client that
+// then sends its message again — that input was not stored which is stored a moment after. A storage that refused
+// the write for good (the lease is another writer's, the log is not this session's any more, the data is invalid) is
+// not asked again.
+
+import { HarnessError } from "../kernel/harness_error.ts";
+
+/** The codes of a write storage will refuse again: reported at once. */
+const FINAL = new Set([
+  "SESSION_LEASE_LOST",
+  "SESSION_WRITER_BUSY",
+  "SESSION_SEQ_MISMATCH",
+  "SESSION_NOT_FOUND",
+  "SESSION_ALREADY_EXISTS",
+  "SESSION_CORRUPT",
+  "INVALID_ARGS",
+  "INVALID_EVENT",
+  "NOT_LOSSLESS_JSON",
+]);
+
+/** How long to wait before each new try of a failed flush, in ms. */
+export const FLUSH_RETRY_DELAYS: readonly number[] = [50, 250];
+
+/** Whether a failed flush (`SESSION_FLUSH_FAILED`, its cause the storage's error) may succeed if tried again. */
+function mayPass(error: unknown): boolean {
+  if (!HarnessError.isInstance(error, "SESSION_FLUSH_FAILED")) return false;
+  const cause = (error as Error).cause;
+  return !(HarnessError.isInstance(cause) && FINAL.has(cause.code));
+}
+
+/**
+ * `flush()`, tried again after each of `delays` while it fails with an error storage may not give again; the last
+ * failure is the one reported.
+ */
+export async function flushWithRetries(
+  flush: () => Promise<unknown>,
+  delays: readonly number[] = FLUSH_RETRY_DELAYS,
+): Promise<void> {
+  for (let attempt = 0;; attempt++) {
+    try {
+      await flush();
+      return;
+    } catch (error) {
+      if (attempt >= delays.length || !mayPass(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, delays[attempt]));
+    }
+  }
+}
