@@ -15,6 +15,10 @@ const FINAL = new Set([
   "SESSION_NOT_FOUND",
   "SESSION_ALREADY_EXISTS",
   "SESSION_CORRUPT",
+  "SESSION_REPAIR_REQUIRED",
+  "SESSION_FORMAT_UNSUPPORTED",
+  "STORAGE_SCHEMA_UNSUPPORTED",
+  "INVALID_SESSION_ID",
   "INVALID_ARGS",
   "INVALID_EVENT",
   "NOT_LOSSLESS_JSON",
@@ -22,6 +26,12 @@ const FINAL = new Set([
 
 /** How long to wait before each new try of a failed flush, in ms. */
 export const FLUSH_RETRY_DELAYS: readonly number[] = [50, 250];
+
+/**
+ * A failure that took longer than this (a storage that answered only at its deadline) is reported as it is: trying
+ * again would report it minutes late.
+ */
+const RETRY_WITHIN_MS = 2_000;
 
 /** Whether a failed flush (`SESSION_FLUSH_FAILED`, its cause the storage's error) may succeed if tried again. */
 function mayPass(error: unknown): boolean {
@@ -31,20 +41,27 @@ function mayPass(error: unknown): boolean {
 }
 
 /**
- * `flush()`, tried again after each of `delays` while it fails with an error storage may not give again; the last
- * failure is the one reported.
+ * `flush()`, tried again after each of `delays` while it fails quickly with an error storage may not give again; the
+ * last failure is the one reported. `flush()` answers `false` when the session is no longer live (disposed while a
+ * try waited): that is no success after a failure, which is then reported.
  */
 export async function flushWithRetries(
-  flush: () => Promise<unknown>,
+  flush: () => Promise<boolean>,
   delays: readonly number[] = FLUSH_RETRY_DELAYS,
 ): Promise<void> {
+  const started = Date.now();
+  let failure: unknown;
   for (let attempt = 0;; attempt++) {
+    let live: boolean;
     try {
-      await flush();
-      return;
+      live = await flush();
     } catch (error) {
-      if (attempt >= delays.length || !mayPass(error)) throw error;
+      failure = error;
+      if (attempt >= delays.length || !mayPass(error) || Date.now() - started > RETRY_WITHIN_MS) throw error;
       await new Promise((resolve) => setTimeout(resolve, delays[attempt]));
+      continue;
     }
+    if (!live && failure !== undefined) throw failure;
+    return;
   }
 }

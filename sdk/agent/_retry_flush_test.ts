@@ -9,10 +9,13 @@ const flushFailed = (cause: unknown) =>
 describe("flushWithRetries()", () => {
   it("tries a failed flush again after each delay, and resolves once one passes", async () => {
     let calls = 0;
-    await flushWithRetries(() => ++calls < 3 ? Promise.reject(flushFailed(new Error("reset"))) : Promise.resolve(), [
-      0,
-      0,
-    ]);
+    await flushWithRetries(
+      () => ++calls < 3 ? Promise.reject(flushFailed(new Error("reset"))) : Promise.resolve(true),
+      [
+        0,
+        0,
+      ],
+    );
     assert.equal(calls, 3);
   });
 
@@ -26,8 +29,24 @@ describe("flushWithRetries()", () => {
     });
   });
 
+  it("reports the failure when the session was let go of while a try waited (the flush then answers false)", async () => {
+    let calls = 0;
+    const flush = () => ++calls === 1 ? Promise.reject(flushFailed(new Error("reset"))) : Promise.resolve(false);
+    await assert.rejects(flushWithRetries(flush, [0, 0]), { code: "SESSION_FLUSH_FAILED" });
+    assert.equal(calls, 2);
+    // A session that was not live from the start has nothing to report.
+    await flushWithRetries(() => Promise.resolve(false), [0, 0]);
+  });
+
   it("does not ask again when storage refused the write for good, or for another failure than a flush's", async () => {
-    for (const code of ["SESSION_LEASE_LOST", "SESSION_WRITER_BUSY", "SESSION_SEQ_MISMATCH", "INVALID_EVENT"]) {
+    const final = [
+      "SESSION_LEASE_LOST",
+      "SESSION_WRITER_BUSY",
+      "SESSION_SEQ_MISMATCH",
+      "INVALID_EVENT",
+      "INVALID_SESSION_ID",
+    ];
+    for (const code of final) {
       let calls = 0;
       const refused = () => (calls++, Promise.reject(flushFailed(new HarnessError(code, code))));
       await assert.rejects(flushWithRetries(refused, [0, 0]), { code: "SESSION_FLUSH_FAILED" });

@@ -178,10 +178,11 @@ export interface Agent {
    * A durability barrier: resolves once every event committed before the call
    * (queued input included) is on storage, at once when the harness has no
    * storage. It waits for the current write batch instead of writing per
-   * event. A write that fails is tried again, 50 and 250 ms later, unless
-   * storage refused it for good (a lost lease, another writer, a log that is
-   * not this session's any more); it then rejects with
-   * `SESSION_FLUSH_FAILED`, the last failure. After
+   * event. A write that fails quickly is tried again, 50 and 250 ms later,
+   * unless storage refused it for good (a lost lease, another writer, a log
+   * that is not this session's any more, an invalid id); it then rejects with
+   * `SESSION_FLUSH_FAILED`, the last failure (also when the agent is disposed
+   * while a try waits). After
    * the agent is disposed it resolves at once: disposal made the session's
    * last write, and `dispose()` reports its failure.
    */

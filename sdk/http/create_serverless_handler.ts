@@ -11,6 +11,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import type { Harness } from "../harness.ts";
 import { createHarnessApp, type HarnessAppOptions } from "./create_harness_app.ts";
 import { keepsLostWriters } from "./_session_host.ts";
+import { flushWithRetries } from "../agent/_retry_flush.ts";
 
 /** Options of {@linkcode createServerlessHandler}. */
 export interface ServerlessHandlerOptions {
@@ -117,7 +118,8 @@ export function createServerlessHandler(options: ServerlessHandlerOptions): (req
       // Answer only once every log is durable.
       for (const agent of agents) {
         try {
-          await harness.sessions.flush(agent.session);
+          // As agent.flushed(): a write that failed for a moment is tried again before it is answered for.
+          await flushWithRetries(() => harness.sessions.flush(agent.session));
         } catch (error) {
           response.body?.cancel().catch(() => {});
           failed = notSaved(agent.id, error);

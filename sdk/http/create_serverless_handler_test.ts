@@ -28,11 +28,11 @@ function handlerFailingWith(storage: SessionStorage, code: string, armed: () => 
   });
 }
 
-const message = (content: string) =>
+const message = (content: string, wait = true) =>
   new Request("http://fn.test/sessions/chat/messages", {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ content, wait: true }),
+    body: JSON.stringify({ content, wait }),
   });
 
 describe("createServerlessHandler()", () => {
@@ -51,33 +51,36 @@ describe("createServerlessHandler()", () => {
     assert.ok((await storage.load("chat")).events.length > 0, "part of the request is stored");
   });
 
-  it("a write that fails once, then passes, answers the turn's result, and the turn is stored once", async () => {
-    const storage = memoryStorage();
-    await storage.create({ id: "chat", createdAt: 1 });
-    // The turn's last batch (its answer and turn/end) fails once, as a dropped connection would.
-    let failed = 0;
-    const faulty = withFaults(storage, {
-      append: (append) => (id, events, options) =>
-        failed === 0 && events.some((e) => e.type === "turn/end")
-          ? (failed++, Promise.reject(new Error("connection reset")))
-          : append(id, events, options),
-    });
-    const handler = createServerlessHandler({
-      harness: () =>
-        createHarness({
-          adapters: [scriptedAdapter(textResponse("Hello!"))],
-          model: { provider: "scripted", model: "scripted-model" },
-          storage: faulty,
-        }),
-      app: { auth: false, log: false, allowedHosts: ["fn.test"] },
-    });
-    const response = await handler(message("Hi"));
-    assert.equal(failed, 1);
-    assert.equal(response.status, 200);
-    assert.equal((await response.json()).result.text, "Hello!");
-    const stored = (await storage.load("chat")).events;
-    assert.deepEqual(stored.filter((e) => e.type === "turn/end").length, 1);
-    assert.deepEqual(stored.filter((e) => e.type === "user/message").length, 1);
+  it("a write that fails once, then passes, answers as if it had not failed, and the turn is stored once", async () => {
+    // With wait: true the route's own wait meets the failure; without it, the handler's wait for the turn does.
+    for (const wait of [true, false]) {
+      const storage = memoryStorage();
+      await storage.create({ id: "chat", createdAt: 1 });
+      // The turn's last batch (its answer and turn/end) fails once, as a dropped connection would.
+      let failed = 0;
+      const faulty = withFaults(storage, {
+        append: (append) => (id, events, options) =>
+          failed === 0 && events.some((e) => e.type === "turn/end")
+            ? (failed++, Promise.reject(new Error("connection reset")))
+            : append(id, events, options),
+      });
+      const handler = createServerlessHandler({
+        harness: () =>
+          createHarness({
+            adapters: [scriptedAdapter(textResponse("Hello!"))],
+            model: { provider: "scripted", model: "scripted-model" },
+            storage: faulty,
+          }),
+        app: { auth: false, log: false, allowedHosts: ["fn.test"] },
+      });
+      const response = await handler(message("Hi", wait));
+      assert.equal(failed, 1, `wait: ${wait}`);
+      assert.equal(response.status, wait ? 200 : 202, `wait: ${wait}`);
+      if (wait) assert.equal((await response.json()).result.text, "Hello!");
+      const stored = (await storage.load("chat")).events;
+      assert.deepEqual(stored.filter((e) => e.type === "turn/end").length, 1);
+      assert.deepEqual(stored.filter((e) => e.type === "user/message").length, 1);
+    }
   });
 
   it("a write that keeps failing is still reported, after the retries", async () => {
