@@ -471,7 +471,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
         let handed = false;
         try {
           const loaded = await options.storage.load(sessionId, { writer });
-          held.set(sessionId, { writer, incarnation: incarnationOf(loaded.header) });
+          held.set(sessionId, { writer, incarnation: incarnationOf(loaded.header), storedSeq: loaded.events.length });
           handed = true;
           // A subagent's session resumed while its parent agent is live runs in the parent's scope, as it ran when
           // it was made: the parent's scoped tools, restrictions and guards hold for it.

@@ -8,8 +8,7 @@ import type { Harness } from "../harness.ts";
 import type { LoadedSession } from "../persistence/session_storage.ts";
 import type { SessionProjections } from "../projections/session_projections.ts";
 import { turnBoundary } from "../projections/turn_boundary.ts";
-import { Session, type SessionHeader } from "../session/session.ts";
-import type { SessionEvent } from "../session/session_events.ts";
+import { Session } from "../session/session.ts";
 import { renderTranscript } from "../session/transcript.ts";
 import type { ApprovalQueue } from "../tools/approval_queue.ts";
 import { approvalBody, cancelBody, createSessionBody, forkBody, messageBody, readBody, wakeBody } from "./_body.ts";
@@ -43,8 +42,8 @@ export interface SessionRoutesContext {
   readonly queue: ApprovalQueue | undefined;
   readonly pendingOf: (agent: Agent) => HttpPendingApproval[];
   readonly summary: (agent: Agent) => HttpSessionSummary;
-  /** A live session's log as readers are told it: with storage, the prefix on storage. */
-  readonly storedView: (agent: Agent) => Session | { readonly header: SessionHeader; readonly events: SessionEvent[] };
+  /** How much of a live session's log readers are told: with storage, the prefix on storage. */
+  readonly storedEnd: (agent: Agent) => number;
   readonly readStoredSession: (id: string) => ReturnType<typeof readStored>;
   readonly inspectStored: (id: string) => Promise<LoadedSession>;
 }
@@ -54,7 +53,7 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
   const { harness, host, projections, maxBodyBytes, keepAliveMs, maxBuffered, tailPollMs, cancelWaitMs } = context;
   /** The turn the agent's log has open (a `turn/start` with no `turn/end` after it), if any. */
   const openTurn = (agent: Agent) => projections.stateOf(agent.session, turnBoundary).open?.turn;
-  const { watchApprovals, queue, pendingOf, summary, storedView, readStoredSession, inspectStored } = context;
+  const { watchApprovals, queue, pendingOf, summary, storedEnd, readStoredSession, inspectStored } = context;
 
   app.post("/sessions", async (c) => {
     const body = await readBody(c.req.raw, createSessionBody, maxBodyBytes);
@@ -222,12 +221,17 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     }
     const agent = await host.readable(id);
     // A live session as far as it is stored (all of it without storage); else what storage holds.
-    const view = agent !== undefined ? storedView(agent) : await inspectStored(id);
-    const events = view.events;
+    const end = agent === undefined ? undefined : storedEnd(agent);
+    const whole = agent !== undefined && end === agent.session.seq;
+    const events = agent === undefined
+      ? (await inspectStored(id)).events
+      : whole
+      ? agent.session.events
+      : agent.session.slice(0, end);
     if (format === "markdown") {
       return c.body(renderTranscript(events), 200, { "content-type": "text/markdown; charset=utf-8" });
     }
-    const session = view instanceof Session ? view : Session.create(id, events);
+    const session = whole ? agent.session : Session.create(id, events);
     return c.json({ id, seq: events.length, messages: session.deriveMessages() });
   });
 
@@ -235,10 +239,13 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
     const id = c.req.param("id");
     const agent = await host.readable(id);
     // A stored session with its header: a fork's projections tell its seed from its own events. A live one as far as
-    // it is stored.
-    const source = agent !== undefined ? storedView(agent) : await inspectStored(id);
-    const seq = source instanceof Session ? source.seq : source.events.length;
-    return c.json({ id, seq, projections: projections.snapshot(source) });
+    // it is stored, folded incrementally.
+    if (agent !== undefined) {
+      const upTo = storedEnd(agent);
+      return c.json({ id, seq: upTo, projections: projections.snapshot(agent.session, { upTo }) });
+    }
+    const stored = await inspectStored(id);
+    return c.json({ id, seq: stored.events.length, projections: projections.snapshot(stored) });
   });
 
   app.post("/sessions/:id/fork", async (c) => {

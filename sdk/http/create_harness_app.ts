@@ -20,8 +20,6 @@ import type { Agent } from "../agent/agent.ts";
 import type { Harness } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
-import type { Session, SessionHeader } from "../session/session.ts";
-import type { SessionEvent } from "../session/session_events.ts";
 import { storedPrefix } from "../persistence/_stored_prefix.ts";
 import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts";
 import { bearerGuard, TOKEN_SYNTAX } from "./_bearer_guard.ts";
@@ -415,14 +413,11 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   }
   const pendingOf = (agent: Agent): HttpPendingApproval[] => pendingWithin(queue?.pending() ?? [], agent, live);
 
-  // What a reader is told of a live session's log: with storage, only the prefix on storage (as the event stream and
-  // the timeline's data), so that nothing a restart would lose is reported; the live session itself (its projections
-  // folded incrementally) while that is all of it.
-  const storedView = (agent: Agent): Session | { readonly header: SessionHeader; readonly events: SessionEvent[] } => {
+  // How much of a live session's log a reader is told: with storage, only the prefix on storage (as the event stream
+  // and the timeline's data), so that nothing a restart would lose is reported; all of it without storage.
+  const storedEnd = (agent: Agent): number => {
     const session = agent.session;
-    if (harness.storage === undefined) return session;
-    const stored = storedPrefix(session) ?? 0;
-    return stored >= session.seq ? session : { header: session.header, events: session.slice(0, stored) };
+    return harness.storage === undefined ? session.seq : Math.min(storedPrefix(session) ?? 0, session.seq);
   };
 
   const summary = (agent: Agent): HttpSessionSummary => ({
@@ -431,7 +426,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     status: agent.status,
     provider: agent.options.provider,
     model: agent.options.model,
-    ...summarizeLog(storedView(agent), projections),
+    ...summarizeLog(agent.session, projections, storedEnd(agent)),
     createdAt: agent.session.header.createdAt,
     ...(agent.session.header.parentSession !== undefined ? { parentSession: agent.session.header.parentSession } : {}),
     pendingApprovals: pendingOf(agent),
@@ -548,7 +543,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     queue,
     pendingOf,
     summary,
-    storedView,
+    storedEnd,
     readStoredSession,
     inspectStored,
   });
@@ -558,8 +553,10 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
       const agent = await host.readable(id);
       if (agent !== undefined) {
         // With storage, as the event stream: only what is on storage, so a page never holds an event a restart loses.
-        const view = storedView(agent);
-        return { events: view.events, header: view.header, live: true, status: agent.status };
+        const session = agent.session;
+        const end = storedEnd(agent);
+        const events = end === session.seq ? session.events : session.slice(0, end);
+        return { events, header: session.header, live: true, status: agent.status };
       }
       const { events, header } = await inspectStored(id);
       return { events, header, live: false, status: "stored" };

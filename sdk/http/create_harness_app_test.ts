@@ -5,6 +5,7 @@ import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } fro
 import { LlmFailure } from "../llm/llm_failure.ts";
 import type { PreToolDecision } from "../tools/tool_events.ts";
 import { createHarnessApp } from "./create_harness_app.ts";
+import { createHarness } from "../harness.ts";
 import { inProcessSubagents } from "../subagents/mod.ts";
 import {
   agentOf,
@@ -563,6 +564,44 @@ describe("createHarnessApp() over storage", () => {
       assert.deepEqual([after.usage.outputTokens > 0, after.seq], [true, (await inner.inspect("s")).events.length]);
       const closed = await (await call("GET", "/sessions/s/projections")).json();
       assert.equal(closed.projections.turnBoundary.open, undefined);
+    });
+  });
+
+  it("reports a session being resumed with the log it loaded, while the writer's start is under way", async () => {
+    const inner = memoryStorage();
+    const seed = await createHarness({ adapters: [scriptedAdapter([textResponse("First answer")])], storage: inner });
+    await (await seed.createAgent({ id: "s" })).run("First question");
+    await seed.dispose();
+    // The persistence plugin's stat (its start, after the resume took the lease and loaded the log) waits.
+    const held = gate();
+    let stats = 0;
+    let slow = false;
+    const storage = new Proxy(inner, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver);
+        if (key !== "stat") return typeof value === "function" ? value.bind(target) : value;
+        return async (...args: Parameters<typeof inner.stat>) => {
+          if (slow && ++stats === 2) await held.promise;
+          return await inner.stat(...args);
+        };
+      },
+    });
+    const served = await serveHarness({ adapters: [scriptedAdapter([textResponse("x")])], storage });
+    await withServer(served, async ({ harness, call }) => {
+      slow = true;
+      const resuming = harness.resumeAgent("s");
+      try {
+        while (harness.ctx.service("agents").get("s") === undefined) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        const summary = await (await call("GET", "/sessions/s")).json();
+        assert.deepEqual([summary.live, summary.turns], [true, 1]);
+        assert.equal(summary.seq, (await inner.inspect("s")).events.length);
+        assert.match(await (await call("GET", "/sessions/s/transcript")).text(), /First answer/);
+      } finally {
+        held.open();
+      }
+      await resuming;
     });
   });
 

@@ -6,7 +6,7 @@
 
 import type { TokenUsage } from "../llm/stream_chunk.ts";
 import type { SessionEvent } from "../session/session_events.ts";
-import type { Session, SessionHeader } from "../session/session.ts";
+import type { Session } from "../session/session.ts";
 import { type SessionProjections, turnBoundary, usageTotals } from "../projections/mod.ts";
 
 /** A tool call waiting for an answer at `POST /sessions/:id/approvals/:callId`. */
@@ -54,19 +54,14 @@ export interface HttpSessionSummary {
 
 /** The counters of a summary, from the log's projections (`turnBoundary`, `usageTotals`). */
 export function summarizeLog(
-  source: Session | readonly SessionEvent[] | {
-    readonly header: SessionHeader;
-    readonly events: readonly SessionEvent[];
-  },
+  source: Session | readonly SessionEvent[],
   projections: SessionProjections,
+  upTo?: number,
 ): { turns: number; seq: number; usage: TokenUsage } {
-  const boundary = projections.stateOf(source, turnBoundary);
-  const usage = projections.stateOf(source, usageTotals).total;
-  // A live session (it has `slice`) counts its seq; a loaded one, its events.
-  const seq = Array.isArray(source)
-    ? source.length
-    : typeof (source as Partial<Session>).slice === "function"
-    ? (source as Session).seq
-    : (source as { readonly events: readonly SessionEvent[] }).events.length;
+  // A live session folds incrementally, up to `upTo` when given (the part on storage); a log as it is.
+  const options = upTo === undefined ? {} : { upTo };
+  const boundary = projections.stateOf(source, turnBoundary, options);
+  const usage = projections.stateOf(source, usageTotals, options).total;
+  const seq = Array.isArray(source) ? source.length : Math.min(upTo ?? Infinity, (source as Session).seq);
   return { turns: boundary.turns, seq, usage };
 }

@@ -104,7 +104,15 @@ export function persistencePlugin(ctx: HarnessContext<SessionEvents, object>, op
  * taking a lease of its own. The lease is then held from the load on, so no
  * other writer can act between the two. Internal to the harness.
  */
-export type HeldWriters = Map<string, { readonly writer: SessionWriter; readonly incarnation: string }>;
+export type HeldWriters = Map<
+  string,
+  {
+    readonly writer: SessionWriter;
+    readonly incarnation: string;
+    /** How many events of the log are on storage: those loaded under the lease. */
+    readonly storedSeq: number;
+  }
+>;
 
 /**
  * {@linkcode persistencePlugin}'s body, adopting the leases `held` hands over.
@@ -183,7 +191,12 @@ export function installPersistence(
     tracked.set(session, t);
     const handed = held?.get(session.id);
     const adopt = handed !== undefined && handed.incarnation === incarnationOf(session.header);
-    if (adopt) held!.delete(session.id);
+    if (adopt) {
+      held!.delete(session.id);
+      // What was loaded under the lease is on storage already: readers of the stored prefix (the HTTP app's summary
+      // and transcript) see it while the plugin's start runs, not an empty log.
+      noteStored(session, Math.min(handed.storedSeq, session.seq));
+    }
     t.ready = (async () => {
       t.writer = adopt ? handed.writer : await storage.acquireWriter(session.id);
       const stat = await storage.stat(session.id);

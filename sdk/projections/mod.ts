@@ -21,6 +21,7 @@ export {
   sessionProjectionsPlugin,
   SHIPPED_PROJECTIONS,
   type SnapshotOptions,
+  type StateOptions,
 } from "./session_projections.ts";
 export { turnBoundary, type TurnBoundaryState } from "./turn_boundary.ts";
 export { renderTodoList, todos } from "./todos.ts";

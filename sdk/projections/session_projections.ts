@@ -25,9 +25,19 @@ export type ProjectionSource =
   | readonly SessionEvent[];
 
 /** Options of {@linkcode SessionProjections.snapshot}. */
-export interface SnapshotOptions {
+export interface SnapshotOptions extends StateOptions {
   /** Only these units, by name. @default {every registered unit} */
   readonly units?: readonly string[];
+}
+
+/** Options of {@linkcode SessionProjections.stateOf}. */
+export interface StateOptions {
+  /**
+   * For a live session: fold only its events with seqs below this (its log as far as storage holds it, say),
+   * incrementally as it grows, beside the fold of the whole log. Ignored for a log given as events.
+   * @default {the session's seq}
+   */
+  readonly upTo?: number;
 }
 
 interface Folded {
@@ -67,6 +77,8 @@ export const SHIPPED_PROJECTIONS: readonly AnyProjectionUnit[] = Object.freeze([
 export class SessionProjections {
   readonly #units = new Map<string, AnyProjectionUnit>();
   readonly #folded = new WeakMap<Session, Map<AnyProjectionUnit, Folded>>();
+  // Folds of a prefix of a live session (`upTo`), kept apart from the fold of the whole log.
+  readonly #prefixes = new WeakMap<Session, Map<AnyProjectionUnit, Folded>>();
 
   /**
    * Register a unit.
@@ -102,10 +114,11 @@ export class SessionProjections {
    *
    * @param source A live session, or a log.
    * @param unit A registered unit.
+   * @param options For a live session, a prefix of its log to fold (`upTo`).
    * @returns The unit's state (shared: do not mutate it).
-   * @throws {HarnessError} `PROJECTION_NOT_REGISTERED`.
+   * @throws {HarnessError} `PROJECTION_NOT_REGISTERED`; `INVALID_ARGS` for an `upTo` that is not an integer from 0.
    */
-  stateOf<S>(source: ProjectionSource, unit: ProjectionUnit<S, unknown>): S {
+  stateOf<S>(source: ProjectionSource, unit: ProjectionUnit<S, unknown>, options: StateOptions = {}): S {
     this.#require(unit);
     if (Array.isArray(source)) return foldProjection(unit, source as readonly SessionEvent[]);
     // A loaded session is a plain object; a live one folds incrementally (it has `slice`).
@@ -114,15 +127,24 @@ export class SessionProjections {
       return foldProjection(unit, loaded.events, undefined, loaded.header);
     }
     const session = source as Session;
-    let perUnit = this.#folded.get(session);
-    if (perUnit === undefined) this.#folded.set(session, perUnit = new Map());
+    const upTo = options.upTo;
+    if (upTo !== undefined && (!Number.isSafeInteger(upTo) || upTo < 0)) {
+      throw new HarnessError("INVALID_ARGS", `upTo must be an integer from 0, got ${String(upTo)}`);
+    }
+    const end = upTo === undefined ? session.seq : Math.min(upTo, session.seq);
+    const folds = end === session.seq ? this.#folded : this.#prefixes;
+    let perUnit = folds.get(session);
+    if (perUnit === undefined) folds.set(session, perUnit = new Map());
     let folded = perUnit.get(unit);
-    if (folded === undefined) perUnit.set(unit, folded = { state: unit.initial(session.header), seq: 0 });
-    if (folded.seq < session.seq) {
+    // A prefix shorter than the one folded (another caller's) is folded again from the start.
+    if (folded === undefined || folded.seq > end) {
+      perUnit.set(unit, folded = { state: unit.initial(session.header), seq: 0 });
+    }
+    if (folded.seq < end) {
       let state = folded.state as S;
-      for (const event of session.slice(folded.seq)) state = unit.fold(state, event);
+      for (const event of session.slice(folded.seq, end)) state = unit.fold(state, event);
       folded.state = state;
-      folded.seq = session.seq;
+      folded.seq = end;
     }
     return folded.state as S;
   }
@@ -141,7 +163,7 @@ export class SessionProjections {
     for (const name of names) {
       const unit = this.#units.get(name);
       if (unit === undefined) throw notRegistered(name);
-      const state = this.stateOf(source, unit);
+      const state = this.stateOf(source, unit, options.upTo === undefined ? {} : { upTo: options.upTo });
       out[name] = unit.view ? unit.view(state) : state;
     }
     return out;

@@ -37,6 +37,40 @@ describe("SessionProjections", () => {
     );
   });
 
+  it("a prefix of a live session (upTo) folds like its events below upTo, apart from the whole log's fold", () => {
+    fc.assert(
+      fc.property(arbSessionLog({ maxTurns: 4, maxSteps: 3 }), fc.array(fc.nat(), { maxLength: 8 }), (log, cuts) => {
+        const projections = new SessionProjections();
+        for (const unit of SHIPPED_PROJECTIONS) projections.register(unit);
+        const session = Session.create("live", undefined, { now: () => 0 });
+        replayLog(session, log);
+        // Prefixes read in any order (growing, as a stored prefix does, or not), with the whole log read between.
+        for (const cut of cuts) {
+          const upTo = cut % (session.seq + 2); // one past the end too: clamped to the log
+          for (const unit of SHIPPED_PROJECTIONS) {
+            const expected = foldProjection(
+              unit,
+              session.slice(0, Math.min(upTo, session.seq)),
+              undefined,
+              session.header,
+            );
+            assert.deepEqual(projections.stateOf(session, unit, { upTo }), expected, `${unit.name} upTo ${upTo}`);
+            assert.deepEqual(projections.stateOf(session, unit), foldProjection(unit, session.events), unit.name);
+          }
+        }
+      }),
+      { numRuns: Math.min(propertyRuns(), 200) },
+    );
+    const projections = new SessionProjections();
+    projections.register(turnBoundary);
+    for (const upTo of [-1, 1.5, Number.NaN]) {
+      assert.throws(() => projections.stateOf(Session.create("s"), turnBoundary, { upTo }), { code: "INVALID_ARGS" });
+    }
+    const session = Session.create("s");
+    session.append("turn/start", { turn: 1 });
+    assert.deepEqual(projections.snapshot(session, { upTo: 0 }).turnBoundary, { turns: 0, completedPrefix: 0 });
+  });
+
   it("the shipped units see what the generated logs hold", () => {
     // Guards the property above against folding nothing: some generated logs carry each kind of event.
     const seen = { todos: false, children: false, chunkUsage: false, open: false };
