@@ -106,7 +106,9 @@ function parseLogText(text: string, file: string): FixtureLog[] {
       ...(typeof header.id === "string" ? { id: header.id } : {}),
       ...(typeof header.createdAt === "number" ? { createdAt: header.createdAt } : {}),
       ...(typeof header.parentSession === "string" ? { parentSession: header.parentSession } : {}),
-      seedLength: typeof header.seedLength === "number" ? header.seedLength : 0,
+      // A fork's seed as its header says; a header without it (written before it had one) keeps the fixture's own
+      // rule for a fork (its last marker), and a session of its own has none.
+      ...seedOf(typeof header.seedLength === "number" ? header.seedLength : undefined, header.parentSession),
       events: decoded.events,
     };
   });
@@ -169,7 +171,7 @@ async function readStorageDir(dir: string): Promise<FixtureLog[]> {
       id: header.id,
       createdAt: header.createdAt,
       ...(header.parentSession !== undefined ? { parentSession: header.parentSession } : {}),
-      seedLength: header.seedLength ?? 0,
+      ...seedOf(header.seedLength, header.parentSession),
       events,
     });
   }
@@ -247,4 +249,10 @@ export async function readFixtureFile(
   const logs = await readStorageDir(path);
   if (logs.length === 0) throw new HarnessError("INVALID_FIXTURE", `Fixture directory ${path} holds no session logs`);
   return { path, logs, ...extra };
+}
+
+/** The `seedLength` a fixture log gets from its header: its own, else 0 for a session that is not a fork or child. */
+function seedOf(seedLength: number | undefined, parentSession: unknown): { seedLength?: number } {
+  if (seedLength !== undefined) return { seedLength };
+  return parentSession === undefined ? { seedLength: 0 } : {};
 }

@@ -109,7 +109,8 @@ export interface FixtureLog {
    * forked child's), or 0 for a session that was created empty — a resume marks where it went on with a
    * `session/end-seed` of its own, after events that are still the session's. When absent, the events after the
    * log's last `session/end-seed` are taken as the session's own, which is right for a fork and drops the calls made
-   * before a resume. `loadFixture` of a directory or file gives it from each header.
+   * before a resume. `loadFixture` of a directory or file gives it from each header: the header's own, else 0 for
+   * a session that is not a fork or child (one whose header names no `parentSession`).
    */
   readonly seedLength?: number;
   /** The log. */

@@ -356,6 +356,42 @@ describe("loadFixture()", () => {
     }
   });
 
+  it("cuts a fork of a plain log file whose header has no seedLength after its last marker, as before headers had one", async () => {
+    const harness = await createHarness({
+      adapters: [scriptedAdapter([textResponse("parent answer"), textResponse("fork answer")])],
+    });
+    const parent = await harness.createAgent({ id: "p" });
+    await parent.run("question");
+    const fork = await harness.forkAgent("p", { id: "f" });
+    await fork.run("follow-up in the fork");
+    const lines: string[] = [];
+    for (const session of [parent.session, fork.session]) {
+      const { parentSession } = session.header;
+      lines.push(JSON.stringify({
+        type: "session",
+        version: 1,
+        id: session.id,
+        createdAt: session.header.createdAt,
+        ...(parentSession !== undefined ? { parentSession } : {}),
+      }));
+      for (const event of session.events) lines.push(JSON.stringify(event));
+    }
+    await harness.dispose();
+    const dir = await tempDir();
+    try {
+      await writeFile(join(dir, "conversation.jsonl"), lines.join("\n") + "\n");
+      const fixture = await loadFixture(join(dir, "conversation.jsonl"));
+      const answers = (id: string) =>
+        fixture.sessions.find((s) => s.id === id)!.calls.map((call) =>
+          call.chunks.map((chunk) => chunk.type === "text-delta" ? chunk.text : "").join("")
+        );
+      assert.deepEqual(answers("p"), ["parent answer"]);
+      assert.deepEqual(answers("f"), ["fork answer"]);
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
   it("reads a storage directory whose plain logs have CRLF line endings (a git checkout with core.autocrlf)", async () => {
     const dir = await tempDir();
     try {

@@ -12,6 +12,7 @@ import {
   isRetryableFailure,
   type LlmAdapter,
   LlmFailure,
+  type Message,
   type ModelInfo,
   type SessionEvent,
   type StreamChunk,
@@ -293,7 +294,11 @@ function abortedFinish(): StreamChunk {
  * request equals the live request (sessions may call the model in another
  * order than they were created), and when none does, to the next unused
  * script that has calls (parents first, then children by creation time). Its
- * calls then play that script's entries in order. A call
+ * calls then play that script's entries in order, from the first — or, for
+ * a session that comes with calls of its own already made (resumed from
+ * storage that held them before this run), from the recorded call whose
+ * history is as long as its first request's (the equal one among several),
+ * the calls and compactions before it counted as played. A call
  * past the end of the scripts, or of its session's script, fails loudly
  * (`REPLAY_EXHAUSTED`).
  *
@@ -431,16 +436,59 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     return scripts.find((s) => s.session.id === id && !bound.has(s));
   };
 
+  // A cheap key of a request, for finding the recorded request a live one may equal before comparing them whole
+  // (diffRequest builds sorted JSON and a line diff): its message count and its last message's content. Requests
+  // with different keys differ; equal keys are compared whole.
+  const keyOf = (request: { readonly messages: readonly Message[] }): string => {
+    const messages = request.messages;
+    return `${messages.length}:${JSON.stringify(messages.at(-1)?.content ?? null)}`;
+  };
+  const firstKeys = new Map<Script, string | null>();
+  const firstKey = (script: Script): string | null => {
+    let key = firstKeys.get(script);
+    if (key === undefined) {
+      const expected = script.expected[0];
+      firstKeys.set(script, key = expected === undefined ? null : keyOf(expected));
+    }
+    return key;
+  };
+
   // Otherwise an unused script with calls: sessions may make their first call in another order than they were
   // created (the fixture's order: parents first, then children by creation time), so the first unused script whose
   // first recorded request equals the live one, else the next unused one in order.
   const nextScript = (request: GenerateOptions): Script | undefined => {
     const unused = scripts.filter((s) => !bound.has(s) && (s.entries.length > 0 || s.compactions.length > 0));
     if (unused.length <= 1) return unused[0];
-    return unused.find((s) => {
-      const expected = s.expected[0];
-      return expected !== undefined && diffRequest(expected, request) === undefined;
-    }) ?? unused[0];
+    const key = keyOf(request);
+    return unused.find((s) => firstKey(s) === key && diffRequest(s.expected[0]!, request) === undefined) ??
+      unused[0];
+  };
+
+  // Where a newly bound session starts in its script: at its first call, unless the live session comes with calls of
+  // its own already made (resumed from storage that held them before this run): then at the first recorded call
+  // whose history is as long as the live request's (the one equal to it, among several), the calls before it and the
+  // compactions logged before it counted as played.
+  const startOf = (script: Script, request: GenerateOptions): { played: number; compacted: number } => {
+    const calls = script.session.calls;
+    const count = request.messages.length;
+    const first = script.expected[0];
+    if (first === undefined || first.messages.length === count || script.entries.length !== calls.length) {
+      return { played: 0, compacted: 0 };
+    }
+    const key = keyOf(request);
+    let start = -1;
+    for (let i = 1; i < calls.length; i++) {
+      const expected = script.expected[i];
+      if (expected === undefined || expected.messages.length !== count) continue;
+      if (start === -1) start = i;
+      if (keyOf(expected) === key && diffRequest(expected, request) === undefined) {
+        start = i;
+        break;
+      }
+    }
+    if (start === -1) return { played: 0, compacted: 0 };
+    const before = (script.session.compactions ?? []).filter((c) => c.seq < calls[start].seq).length;
+    return { played: start, compacted: before };
   };
 
   const bindingFor = (request: GenerateOptions): Binding => {
@@ -457,7 +505,10 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
         );
       }
       bound.add(script);
-      binding = { script, liveId, played: 0, compacted: 0, shortfalls: [], match: newMessageMatch() };
+      const { played, compacted } = request.purpose === "compaction"
+        ? { played: 0, compacted: 0 }
+        : startOf(script, request);
+      binding = { script, liveId, played, compacted, shortfalls: [], match: newMessageMatch() };
       bindings.set(liveId, binding);
     }
     return binding;

@@ -367,6 +367,45 @@ describe("replayAdapter() scripts and cursors", () => {
     assert.equal(textOf(await call("live-x", { messages: [user("something else")] })), "a");
   });
 
+  it("starts a session resumed with calls of its own at the recorded call its history matches", async () => {
+    const user = (t: string): Message => ({
+      id: t,
+      role: "user",
+      source: { kind: "user" },
+      content: [{ type: "text", text: t }],
+    });
+    const answer = (t: string): Message => ({
+      id: `a-${t}`,
+      role: "assistant",
+      source: { kind: "model", provider: "replay", model: "m" },
+      content: [{ type: "text", text: t }],
+    });
+    // Recorded from turn 1 on; the live session was stored with turn 1 before this run and resumed for turn 2.
+    const turn1 = [user("one")];
+    const turn2 = [user("one"), answer("first"), user("two")];
+    const fixture: Fixture = {
+      sessions: [{
+        id: "s",
+        createdAt: 1,
+        events: [],
+        firstLiveSeq: 0,
+        calls: [
+          { turn: 1, step: 1, seq: 3, chunks: [text("first"), STOP], request: { messages: turn1 } },
+          { turn: 2, step: 1, seq: 9, chunks: [text("second"), STOP], request: { messages: turn2 } },
+        ],
+      }],
+    };
+    for (const strict of [true, false]) {
+      const { call, textOf, replay } = runtimeFor({ fixture, strict });
+      assert.equal(textOf(await call("s", { messages: turn2 })), "second");
+      replay.assertConsumed();
+    }
+    // A session that starts at its first call plays from there, as always.
+    const { call, textOf } = runtimeFor({ fixture, strict: true });
+    assert.equal(textOf(await call("s", { messages: turn1 })), "first");
+    assert.equal(textOf(await call("s", { messages: turn2 })), "second");
+  });
+
   it("a recorded session that never called the model takes no live session's place", async () => {
     const fixture = fixtureFromLogs([
       { id: "quiet", events: log() },
