@@ -108,7 +108,11 @@ function parseLogText(text: string, file: string): FixtureLog[] {
       ...(typeof header.parentSession === "string" ? { parentSession: header.parentSession } : {}),
       // A fork's seed as its header says; a header without it (written before it had one) keeps the fixture's own
       // rule for a fork (its last marker), and a session of its own has none.
-      ...seedOf(typeof header.seedLength === "number" ? header.seedLength : undefined, header.parentSession),
+      ...seedOf(
+        typeof header.seedLength === "number" ? header.seedLength : undefined,
+        header.parentSession,
+        header.origin,
+      ),
       events: decoded.events,
     };
   });
@@ -171,7 +175,7 @@ async function readStorageDir(dir: string): Promise<FixtureLog[]> {
       id: header.id,
       createdAt: header.createdAt,
       ...(header.parentSession !== undefined ? { parentSession: header.parentSession } : {}),
-      ...seedOf(header.seedLength, header.parentSession),
+      ...seedOf(header.seedLength, header.parentSession, header.origin),
       events,
     });
   }
@@ -251,8 +255,11 @@ export async function readFixtureFile(
   return { path, logs, ...extra };
 }
 
-/** The `seedLength` a fixture log gets from its header: its own, else 0 for a session that is not a fork or child. */
-function seedOf(seedLength: number | undefined, parentSession: unknown): { seedLength?: number } {
+/**
+ * The `seedLength` a fixture log gets from its header: its own, else 0 — but for a fork (a `parentSession` without
+ * `origin: "subagent"`) written before headers said it, whose seed then ends at its last marker.
+ */
+function seedOf(seedLength: number | undefined, parentSession: unknown, origin: unknown): { seedLength?: number } {
   if (seedLength !== undefined) return { seedLength };
-  return parentSession === undefined ? { seedLength: 0 } : {};
+  return parentSession === undefined || origin === "subagent" ? { seedLength: 0 } : {};
 }

@@ -30,6 +30,27 @@ function comparable(message: Message): unknown {
   return rest;
 }
 
+/**
+ * A cheap key of a message list, for finding a recorded request a live one may equal before comparing them whole: its
+ * length and its last message as the comparison reads it (no id, keys sorted). Lists with different keys differ.
+ */
+export function messagesKey(messages: readonly Message[]): string {
+  const last = messages.at(-1);
+  return `${messages.length}:${last === undefined ? "" : JSON.stringify(sortKeys(comparable(last)))}`;
+}
+
+/** Whether two message lists are equal as the strict comparison reads them (ids aside). */
+export function sameMessages(expected: readonly Message[], actual: readonly Message[]): boolean {
+  if (expected.length !== actual.length) return false;
+  for (let i = 0; i < expected.length; i++) {
+    if (expected[i] === actual[i]) continue;
+    if (JSON.stringify(sortKeys(comparable(expected[i]))) !== JSON.stringify(sortKeys(comparable(actual[i])))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 function diff(expected: string, actual: string): string {
   return unifiedDiff(expected, actual, { expectedLabel: "fixture", actualLabel: "live" });
 }

@@ -12,7 +12,6 @@ import {
   isRetryableFailure,
   type LlmAdapter,
   LlmFailure,
-  type Message,
   type ModelInfo,
   type SessionEvent,
   type StreamChunk,
@@ -25,7 +24,7 @@ import {
   type FixtureSession,
   type RecordedRequest,
 } from "./fixture.ts";
-import { diffRequest, type MessageMatch, newMessageMatch } from "./_request_diff.ts";
+import { diffRequest, type MessageMatch, messagesKey, newMessageMatch, sameMessages } from "./_request_diff.ts";
 import { ABORTED_BEFORE_RETRY } from "../sdk/compaction/compact_session.ts";
 import { fillPlaceholders } from "./_placeholders.ts";
 import { recordedModels, toModelInfo } from "./_recorded_models.ts";
@@ -296,9 +295,10 @@ function abortedFinish(): StreamChunk {
  * script that has calls (parents first, then children by creation time). Its
  * calls then play that script's entries in order, from the first — or, for
  * a session that comes with calls of its own already made (resumed from
- * storage that held them before this run), from the recorded call whose
- * history is as long as its first request's (the equal one among several),
- * the calls and compactions before it counted as played. A call
+ * storage that held them before this run: its first request has a longer
+ * history than its first recorded call), from the recorded call whose
+ * messages equal its first request's, the calls and compactions before it
+ * counted as played. A call
  * past the end of the scripts, or of its session's script, fails loudly
  * (`REPLAY_EXHAUSTED`).
  *
@@ -436,19 +436,13 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     return scripts.find((s) => s.session.id === id && !bound.has(s));
   };
 
-  // A cheap key of a request, for finding the recorded request a live one may equal before comparing them whole
-  // (diffRequest builds sorted JSON and a line diff): its message count and its last message's content. Requests
-  // with different keys differ; equal keys are compared whole.
-  const keyOf = (request: { readonly messages: readonly Message[] }): string => {
-    const messages = request.messages;
-    return `${messages.length}:${JSON.stringify(messages.at(-1)?.content ?? null)}`;
-  };
+  // The first recorded request's key (see messagesKey), per script, for binding a session with a new id.
   const firstKeys = new Map<Script, string | null>();
   const firstKey = (script: Script): string | null => {
     let key = firstKeys.get(script);
     if (key === undefined) {
       const expected = script.expected[0];
-      firstKeys.set(script, key = expected === undefined ? null : keyOf(expected));
+      firstKeys.set(script, key = expected === undefined ? null : messagesKey(expected.messages));
     }
     return key;
   };
@@ -459,36 +453,29 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
   const nextScript = (request: GenerateOptions): Script | undefined => {
     const unused = scripts.filter((s) => !bound.has(s) && (s.entries.length > 0 || s.compactions.length > 0));
     if (unused.length <= 1) return unused[0];
-    const key = keyOf(request);
+    const key = messagesKey(request.messages);
     return unused.find((s) => firstKey(s) === key && diffRequest(s.expected[0]!, request) === undefined) ??
       unused[0];
   };
 
-  // Where a newly bound session starts in its script: at its first call, unless the live session comes with calls of
-  // its own already made (resumed from storage that held them before this run): then at the first recorded call
-  // whose history is as long as the live request's (the one equal to it, among several), the calls before it and the
-  // compactions logged before it counted as played.
+  // Where a newly bound session starts in its script: at its first call, unless the live session comes with a longer
+  // history than its first recorded call had (resumed from storage that held calls of its own before this run) and a
+  // later recorded call has exactly its messages: then there, the calls and compactions logged before it counted as
+  // played. Anything else (a drifted history, an override that changed the script's length) starts at the first call.
   const startOf = (script: Script, request: GenerateOptions): { played: number; compacted: number } => {
     const calls = script.session.calls;
     const count = request.messages.length;
     const first = script.expected[0];
-    if (first === undefined || first.messages.length === count || script.entries.length !== calls.length) {
+    if (first === undefined || first.messages.length >= count || script.entries.length !== calls.length) {
       return { played: 0, compacted: 0 };
     }
-    const key = keyOf(request);
-    let start = -1;
     for (let i = 1; i < calls.length; i++) {
       const expected = script.expected[i];
-      if (expected === undefined || expected.messages.length !== count) continue;
-      if (start === -1) start = i;
-      if (keyOf(expected) === key && diffRequest(expected, request) === undefined) {
-        start = i;
-        break;
-      }
+      if (expected === undefined || !sameMessages(expected.messages, request.messages)) continue;
+      const before = (script.session.compactions ?? []).filter((c) => c.seq < calls[i].seq).length;
+      return { played: i, compacted: before };
     }
-    if (start === -1) return { played: 0, compacted: 0 };
-    const before = (script.session.compactions ?? []).filter((c) => c.seq < calls[start].seq).length;
-    return { played: start, compacted: before };
+    return { played: 0, compacted: 0 };
   };
 
   const bindingFor = (request: GenerateOptions): Binding => {

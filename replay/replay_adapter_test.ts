@@ -362,6 +362,15 @@ describe("replayAdapter() scripts and cursors", () => {
       assert.equal(textOf(await call("live-a", { messages: [user("question for A")] })), "a");
       replay.assertConsumed();
     }
+    // The same request with its keys in another order is the same request.
+    const reordered: Message = {
+      content: [{ text: "question for B", type: "text" }],
+      source: { kind: "user" },
+      role: "user",
+      id: "x",
+    };
+    const again = runtimeFor({ fixture, strict: true });
+    assert.equal(again.textOf(await again.call("live-b", { messages: [reordered] })), "b");
     // A first request no recording has binds to the next script in order, as before (strict mode then reports it).
     const { call, textOf } = runtimeFor({ fixture });
     assert.equal(textOf(await call("live-x", { messages: [user("something else")] })), "a");
@@ -404,6 +413,12 @@ describe("replayAdapter() scripts and cursors", () => {
     const { call, textOf } = runtimeFor({ fixture, strict: true });
     assert.equal(textOf(await call("s", { messages: turn1 })), "first");
     assert.equal(textOf(await call("s", { messages: turn2 })), "second");
+    // A history no recorded call has (drifted: as long as the second call's, equal to none) starts at the first call,
+    // and the calls it did not make are reported, not skipped.
+    const drifted = runtimeFor({ fixture });
+    const changed = [user("one"), answer("first"), user("something else")];
+    assert.equal(drifted.textOf(await drifted.call("s", { messages: changed })), "first");
+    assert.throws(() => drifted.replay.assertConsumed(), { code: "REPLAY_NOT_CONSUMED" });
   });
 
   it("a recorded session that never called the model takes no live session's place", async () => {
