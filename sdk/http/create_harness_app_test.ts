@@ -6,6 +6,7 @@ import { LlmFailure } from "../llm/llm_failure.ts";
 import type { PreToolDecision } from "../tools/tool_events.ts";
 import { createHarnessApp } from "./create_harness_app.ts";
 import { createHarness } from "../harness.ts";
+import { withFaults } from "../persistence/_test_storage_faults.ts";
 import { inProcessSubagents } from "../subagents/mod.ts";
 import {
   agentOf,
@@ -523,17 +524,13 @@ describe("createHarnessApp() over storage", () => {
     const inner = memoryStorage();
     const held = gate();
     let holding = false;
-    const storage = new Proxy(inner, {
-      get(target, key, receiver) {
-        const value = Reflect.get(target, key, receiver);
-        if (key !== "append") return typeof value === "function" ? value.bind(target) : value;
-        return async (...args: Parameters<typeof inner.append>) => {
-          if (args[1].some((e) => e.type === "assistant/message")) {
-            holding = true;
-            await held.promise;
-          }
-          return await inner.append(...args);
-        };
+    const storage = withFaults(inner, {
+      append: (append) => async (id, events, options) => {
+        if (events.some((e) => e.type === "assistant/message")) {
+          holding = true;
+          await held.promise;
+        }
+        return await append(id, events, options);
       },
     });
     const served = await serveHarness({ adapters: [scriptedAdapter([textResponse("The answer")])], storage });
@@ -576,14 +573,10 @@ describe("createHarnessApp() over storage", () => {
     const held = gate();
     let stats = 0;
     let slow = false;
-    const storage = new Proxy(inner, {
-      get(target, key, receiver) {
-        const value = Reflect.get(target, key, receiver);
-        if (key !== "stat") return typeof value === "function" ? value.bind(target) : value;
-        return async (...args: Parameters<typeof inner.stat>) => {
-          if (slow && ++stats === 2) await held.promise;
-          return await inner.stat(...args);
-        };
+    const storage = withFaults(inner, {
+      stat: (stat) => async (id) => {
+        if (slow && ++stats === 2) await held.promise;
+        return await stat(id);
       },
     });
     const served = await serveHarness({ adapters: [scriptedAdapter([textResponse("x")])], storage });

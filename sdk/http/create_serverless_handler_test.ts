@@ -4,17 +4,29 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import { withFaults } from "../persistence/_test_storage_faults.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
+import type { SessionEvent } from "../session/session_events.ts";
 import { scriptedAdapter, textResponse } from "../../testing/scripted_adapter.ts";
 import { createHarness } from "../harness.ts";
 import { createServerlessHandler } from "./create_serverless_handler.ts";
 
 /** A handler over `storage` whose appends fail with `code` once `armed()` is true. */
 function handlerFailingWith(storage: SessionStorage, code: string, armed: () => boolean) {
+  return handlerFailing(
+    storage,
+    (id) => armed() ? new HarnessError(code, `Cannot append to ${id} (${code})`) : undefined,
+  );
+}
+
+/** A handler over `storage` whose appends fail with what `failure` gives for them (nothing: the append is made). */
+function handlerFailing(
+  storage: SessionStorage,
+  failure: (id: string, events: readonly SessionEvent[]) => Error | undefined,
+) {
   const faulty = withFaults(storage, {
-    append: (append) => (id, events, options) =>
-      armed()
-        ? Promise.reject(new HarnessError(code, `Cannot append to ${id} (${code})`))
-        : append(id, events, options),
+    append: (append) => (id, events, options) => {
+      const error = failure(id, events);
+      return error !== undefined ? Promise.reject(error) : append(id, events, options);
+    },
   });
   return createServerlessHandler({
     harness: () =>
@@ -36,19 +48,27 @@ const message = (content: string, wait = true) =>
   });
 
 describe("createServerlessHandler()", () => {
-  it("a writer lease lost mid-request is 409 SESSION_LEASE_LOST: part of the input may be stored", async () => {
-    const storage = memoryStorage();
-    await storage.create({ id: "chat", createdAt: 1 });
-    let appends = 0;
-    // The first write of the request is stored, the next ones are refused: the lease was lost in between.
-    const handler = handlerFailingWith(storage, "SESSION_LEASE_LOST", () => ++appends > 1);
-    const response = await handler(message("Hi"));
-    assert.equal(response.status, 409);
-    const problem = await response.json();
-    assert.equal(problem.code, "SESSION_LEASE_LOST");
-    assert.match(problem.detail, /may be partly stored; read the session before sending it again/);
-    assert.doesNotMatch(problem.detail, /nothing of this request was saved/);
-    assert.ok((await storage.load("chat")).events.length > 0, "part of the request is stored");
+  it("a write that fails after the request's first is reported: 409 for a lost lease, 500 else; part may be stored", async () => {
+    // The first write of the request is stored, the next ones are refused: the lease was lost in between, or storage
+    // went away for longer than the retries wait.
+    for (
+      const [code, status, answer] of [
+        ["SESSION_LEASE_LOST", 409, "SESSION_LEASE_LOST"],
+        ["STORAGE_DOWN", 500, "SESSION_NOT_SAVED"],
+      ] as const
+    ) {
+      const storage = memoryStorage();
+      await storage.create({ id: "chat", createdAt: 1 });
+      let appends = 0;
+      const handler = handlerFailingWith(storage, code, () => ++appends > 1);
+      const response = await handler(message("Hi"));
+      assert.equal(response.status, status, code);
+      const problem = await response.json();
+      assert.equal(problem.code, answer);
+      assert.match(problem.detail, /may be partly stored; read the session before sending it again/);
+      assert.doesNotMatch(problem.detail, /nothing of this request was saved/);
+      assert.ok((await storage.load("chat")).events.length > 0, "part of the request is stored");
+    }
   });
 
   it("a write that fails once, then passes, answers as if it had not failed, and the turn is stored once", async () => {
@@ -58,21 +78,13 @@ describe("createServerlessHandler()", () => {
       await storage.create({ id: "chat", createdAt: 1 });
       // The turn's last batch (its answer and turn/end) fails once, as a dropped connection would.
       let failed = 0;
-      const faulty = withFaults(storage, {
-        append: (append) => (id, events, options) =>
+      const handler = handlerFailing(
+        storage,
+        (_id, events) =>
           failed === 0 && events.some((e) => e.type === "turn/end")
-            ? (failed++, Promise.reject(new Error("connection reset")))
-            : append(id, events, options),
-      });
-      const handler = createServerlessHandler({
-        harness: () =>
-          createHarness({
-            adapters: [scriptedAdapter(textResponse("Hello!"))],
-            model: { provider: "scripted", model: "scripted-model" },
-            storage: faulty,
-          }),
-        app: { auth: false, log: false, allowedHosts: ["fn.test"] },
-      });
+            ? (failed++, new Error("connection reset"))
+            : undefined,
+      );
       const response = await handler(message("Hi", wait));
       assert.equal(failed, 1, `wait: ${wait}`);
       assert.equal(response.status, wait ? 200 : 202, `wait: ${wait}`);
@@ -81,18 +93,6 @@ describe("createServerlessHandler()", () => {
       assert.deepEqual(stored.filter((e) => e.type === "turn/end").length, 1);
       assert.deepEqual(stored.filter((e) => e.type === "user/message").length, 1);
     }
-  });
-
-  it("a write that keeps failing is still reported, after the retries", async () => {
-    const storage = memoryStorage();
-    await storage.create({ id: "chat", createdAt: 1 });
-    let appends = 0;
-    const handler = handlerFailingWith(storage, "STORAGE_DOWN", () => ++appends > 1);
-    const response = await handler(message("Hi"));
-    assert.equal(response.status, 500);
-    const problem = await response.json();
-    assert.equal(problem.code, "SESSION_NOT_SAVED");
-    assert.match(problem.detail, /read the session before sending it again/);
   });
 
   it("a harness factory that throws is a 503 HARNESS_UNAVAILABLE problem, not a rejected handler", async () => {

@@ -6,6 +6,7 @@ import {
   defineProjection,
   foldProjection,
   Session,
+  type SessionEvent,
   SessionProjections,
   SHIPPED_PROJECTIONS,
   todos,
@@ -14,53 +15,61 @@ import {
 } from "../../mod.ts";
 import { arbSessionLog, propertyRuns, replayLog } from "../../testing/mod.ts";
 
-describe("SessionProjections", () => {
-  it("folding incrementally equals folding the whole log from scratch, for every shipped unit", () => {
-    fc.assert(
-      fc.property(arbSessionLog({ maxTurns: 4, maxSteps: 3 }), fc.array(fc.nat(), { maxLength: 6 }), (log, cuts) => {
+/** A property over generated logs and read points, with a fresh service of the shipped units and an empty session. */
+function overLogs(
+  maxCuts: number,
+  check: (log: readonly SessionEvent[], cuts: number[], projections: SessionProjections, session: Session) => void,
+  numRuns: number,
+): void {
+  fc.assert(
+    fc.property(
+      arbSessionLog({ maxTurns: 4, maxSteps: 3 }),
+      fc.array(fc.nat(), { maxLength: maxCuts }),
+      (log, cuts) => {
         const projections = new SessionProjections();
         for (const unit of SHIPPED_PROJECTIONS) projections.register(unit);
-        const session = Session.create("live", undefined, { now: () => 0 });
-        // Read every unit at random points while the log grows: each read folds only what is new.
-        const readAt = new Set(cuts.map((c) => c % (log.length + 1)));
-        let count = 0;
-        replayLog(session, log, () => {
-          count++;
-          if (readAt.has(count)) { for (const unit of SHIPPED_PROJECTIONS) projections.stateOf(session, unit); }
-        });
-        for (const unit of SHIPPED_PROJECTIONS) {
-          assert.deepEqual(projections.stateOf(session, unit), foldProjection(unit, session.events), unit.name);
-          assert.deepEqual(projections.stateOf(session.events, unit), foldProjection(unit, log), unit.name);
-        }
-      }),
-      { numRuns: Math.min(propertyRuns(), 300) },
-    );
+        check(log, cuts, projections, Session.create("live", undefined, { now: () => 0 }));
+      },
+    ),
+    { numRuns: Math.min(propertyRuns(), numRuns) },
+  );
+}
+
+describe("SessionProjections", () => {
+  it("folding incrementally equals folding the whole log from scratch, for every shipped unit", () => {
+    overLogs(6, (log, cuts, projections, session) => {
+      // Read every unit at random points while the log grows: each read folds only what is new.
+      const readAt = new Set(cuts.map((c) => c % (log.length + 1)));
+      let count = 0;
+      replayLog(session, log, () => {
+        count++;
+        if (readAt.has(count)) { for (const unit of SHIPPED_PROJECTIONS) projections.stateOf(session, unit); }
+      });
+      for (const unit of SHIPPED_PROJECTIONS) {
+        assert.deepEqual(projections.stateOf(session, unit), foldProjection(unit, session.events), unit.name);
+        assert.deepEqual(projections.stateOf(session.events, unit), foldProjection(unit, log), unit.name);
+      }
+    }, 300);
   });
 
   it("a prefix of a live session (upTo) folds like its events below upTo, apart from the whole log's fold", () => {
-    fc.assert(
-      fc.property(arbSessionLog({ maxTurns: 4, maxSteps: 3 }), fc.array(fc.nat(), { maxLength: 8 }), (log, cuts) => {
-        const projections = new SessionProjections();
-        for (const unit of SHIPPED_PROJECTIONS) projections.register(unit);
-        const session = Session.create("live", undefined, { now: () => 0 });
-        replayLog(session, log);
-        // Prefixes read in any order (growing, as a stored prefix does, or not), with the whole log read between.
-        for (const cut of cuts) {
-          const upTo = cut % (session.seq + 2); // one past the end too: clamped to the log
-          for (const unit of SHIPPED_PROJECTIONS) {
-            const expected = foldProjection(
-              unit,
-              session.slice(0, Math.min(upTo, session.seq)),
-              undefined,
-              session.header,
-            );
-            assert.deepEqual(projections.stateOf(session, unit, { upTo }), expected, `${unit.name} upTo ${upTo}`);
-            assert.deepEqual(projections.stateOf(session, unit), foldProjection(unit, session.events), unit.name);
-          }
+    overLogs(8, (log, cuts, projections, session) => {
+      replayLog(session, log);
+      // Prefixes read in any order (growing, as a stored prefix does, or not), with the whole log read between.
+      for (const cut of cuts) {
+        const upTo = cut % (session.seq + 2); // one past the end too: clamped to the log
+        for (const unit of SHIPPED_PROJECTIONS) {
+          const expected = foldProjection(
+            unit,
+            session.slice(0, Math.min(upTo, session.seq)),
+            undefined,
+            session.header,
+          );
+          assert.deepEqual(projections.stateOf(session, unit, { upTo }), expected, `${unit.name} upTo ${upTo}`);
+          assert.deepEqual(projections.stateOf(session, unit), foldProjection(unit, session.events), unit.name);
         }
-      }),
-      { numRuns: Math.min(propertyRuns(), 200) },
-    );
+      }
+    }, 200);
     const projections = new SessionProjections();
     projections.register(turnBoundary);
     for (const upTo of [-1, 1.5, Number.NaN]) {
