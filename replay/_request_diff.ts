@@ -36,19 +36,12 @@ function comparable(message: Message): unknown {
  */
 export function messagesKey(messages: readonly Message[]): string {
   const last = messages.at(-1);
-  return `${messages.length}:${last === undefined ? "" : JSON.stringify(sortKeys(comparable(last)))}`;
+  return `${messages.length}:${last === undefined ? "" : json(comparable(last))}`;
 }
 
 /** Whether two message lists are equal as the strict comparison reads them (ids aside). */
 export function sameMessages(expected: readonly Message[], actual: readonly Message[]): boolean {
-  if (expected.length !== actual.length) return false;
-  for (let i = 0; i < expected.length; i++) {
-    if (expected[i] === actual[i]) continue;
-    if (JSON.stringify(sortKeys(comparable(expected[i]))) !== JSON.stringify(sortKeys(comparable(actual[i])))) {
-      return false;
-    }
-  }
-  return true;
+  return expected.length === actual.length && firstDifference(expected, actual, newMessageMatch()) === undefined;
 }
 
 function diff(expected: string, actual: string): string {
@@ -109,11 +102,13 @@ export function newMessageMatch(): MessageMatch {
   return { expected: [], actual: [], matched: 0 };
 }
 
-function compareMessages(
+// The first position where the two lists differ, with both messages as compared; `previous` is updated to what
+// matched (see MessageMatch).
+function firstDifference(
   expected: readonly Message[],
   actual: readonly Message[],
   previous: MessageMatch,
-): RequestDivergence | undefined {
+): { i: number; a: string | undefined; b: string | undefined } | undefined {
   const length = Math.max(expected.length, actual.length);
   const known = Math.min(previous.matched, expected.length, actual.length);
   let i = 0;
@@ -125,21 +120,32 @@ function compareMessages(
     previous.expected = expected;
     previous.actual = actual;
     previous.matched = i;
-    let summary: string;
-    if (a === undefined) summary = `the live request has an extra message ${i}: ${describeMessage(actual[i])}`;
-    else if (b === undefined) {
-      summary = `message ${i} is missing from the live request: ${describeMessage(expected[i])}`;
-    } else summary = `message ${i} differs: ${describeMessage(expected[i])}`;
-    return {
-      field: "messages",
-      summary: `${summary} (fixture has ${expected.length} messages, live ${actual.length})`,
-      diff: diff(a === undefined ? "" : a + "\n", b === undefined ? "" : b + "\n"),
-    };
+    return { i, a, b };
   }
   previous.expected = expected;
   previous.actual = actual;
   previous.matched = length;
   return undefined;
+}
+
+function compareMessages(
+  expected: readonly Message[],
+  actual: readonly Message[],
+  previous: MessageMatch,
+): RequestDivergence | undefined {
+  const found = firstDifference(expected, actual, previous);
+  if (found === undefined) return undefined;
+  const { i, a, b } = found;
+  let summary: string;
+  if (a === undefined) summary = `the live request has an extra message ${i}: ${describeMessage(actual[i])}`;
+  else if (b === undefined) {
+    summary = `message ${i} is missing from the live request: ${describeMessage(expected[i])}`;
+  } else summary = `message ${i} differs: ${describeMessage(expected[i])}`;
+  return {
+    field: "messages",
+    summary: `${summary} (fixture has ${expected.length} messages, live ${actual.length})`,
+    diff: diff(a === undefined ? "" : a + "\n", b === undefined ? "" : b + "\n"),
+  };
 }
 
 /**

@@ -115,16 +115,17 @@ export function toProblem(
       : error.message;
   }
   const body: ProblemDetails = {
-    type: `urn:dsh-harness:problem:${code}`,
-    title: TITLES[status] ?? "Error",
-    status,
-    detail,
-    code,
+    ...problemOf(status, code, detail),
     instance,
     requestId,
     ...(errors !== undefined ? { errors } : {}),
   };
   return { body, headers, fault: status >= 500 };
+}
+
+/** The body of a problem with this status, code and detail (no request to name). */
+export function problemOf(status: number, code: string, detail: string): ProblemDetails {
+  return { type: `urn:dsh-harness:problem:${code}`, title: TITLES[status] ?? "Error", status, detail, code };
 }
 
 /** A problem+json response. */

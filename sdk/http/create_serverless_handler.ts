@@ -12,6 +12,7 @@ import type { Harness } from "../harness.ts";
 import { createHarnessApp, type HarnessAppOptions } from "./create_harness_app.ts";
 import { keepsLostWriters } from "./_session_host.ts";
 import { flushWithRetries } from "../agent/_retry_flush.ts";
+import { problemOf, problemResponse } from "./_problem.ts";
 
 /** Options of {@linkcode createServerlessHandler}. */
 export interface ServerlessHandlerOptions {
@@ -174,10 +175,7 @@ function notSaved(sessionId: string, error: unknown): Response {
   return problem(status, code === "SESSION_LEASE_LOST" ? code : "SESSION_NOT_SAVED", detail);
 }
 
-const TITLES: Record<number, string> = { 409: "Conflict", 500: "Internal Server Error", 503: "Service Unavailable" };
-
 /** An `application/problem+json` answer, as the app writes them. */
 function problem(status: number, code: string, detail: string): Response {
-  const body = { type: `urn:dsh-harness:problem:${code}`, title: TITLES[status], status, code, detail };
-  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/problem+json" } });
+  return problemResponse(problemOf(status, code, detail));
 }

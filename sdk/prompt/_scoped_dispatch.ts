@@ -11,7 +11,7 @@
  */
 
 import { Context } from "cordis";
-import { admits, type ScopeInfo, wrapContext } from "../kernel/harness_context.ts";
+import { admits, type ScopeInfo, unheard, wrapContext } from "../kernel/harness_context.ts";
 import { containRejection } from "../kernel/_contain_rejection.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -36,30 +36,19 @@ export function appliesTo(owner: ScopeInfo | undefined, target: ScopeInfo | unde
   return owner === undefined || (target !== undefined && admits(owner, target));
 }
 
-interface HostEvents {
-  readonly events: Context["events"];
-  // Cordis's table of listeners by event name: one object for the service's life (a class field it never
-  // replaces), read here without the service's proxy.
-  readonly hooks: Record<string, readonly unknown[] | undefined>;
-}
-
-const eventsOf = new WeakMap<object, HostEvents>();
+const eventsOf = new WeakMap<object, Context["events"]>();
 
 /**
  * The listeners of `name` for a call from `scope` (see {@linkcode appliesTo}),
  * in registration order; `"all"` admits every listener (an announcement).
  */
 export function admittedListeners(ctx: RawLike, scope: ScopeInfo | undefined | "all", name: string): AnyFunction[] {
-  let host = eventsOf.get(ctx);
-  // Read once per host: a property read on a Cordis context, and on the events service it gives, goes through a
-  // tracing proxy (a few per cent of a turn on Bun when read per dispatch).
-  if (host === undefined) {
-    const events = ctx.raw.events;
-    eventsOf.set(ctx, host = { events, hooks: events._hooks });
-  }
-  // No listener at all (the common case on the hot path): skip the filter and bind work.
-  if (!(host.hooks[name]?.length)) return [];
-  const events = host.events;
+  // No listener at all (the common case on the hot path): the harness context's own check, which reads Cordis's
+  // listener table without its tracing proxy; no filter or bind work.
+  if (unheard(ctx, name)) return [];
+  let events = eventsOf.get(ctx);
+  // Read once per host: a property read on a Cordis context goes through its tracing proxy.
+  if (events === undefined) eventsOf.set(ctx, events = ctx.raw.events);
   const thisArg = {
     [Context.filter]: (hookCtx: Context) => scope === "all" || appliesTo(scopeOfRaw(hookCtx), scope),
   };
