@@ -3,9 +3,9 @@
  * harness's extension points.
  *
  * A little over the house limit on purpose: one plugin wires all five hook
- * events to the harness's events, sharing one invocation and logging path and
- * one table check; the running of one hook is in `_run_hook.ts` and the
- * types in `hook_definition.ts`.
+ * events to the harness's events, sharing one invocation and logging path;
+ * the table's check is in `_check_hook_table.ts`, the running of one hook in
+ * `_run_hook.ts` and the types in `hook_definition.ts`.
  *
  * @module
  */
@@ -24,6 +24,7 @@ import type { SubprocessService } from "../capabilities/subprocess/subprocess_se
 import type { HooksConfig } from "../config/harness_config.ts";
 import type { HookInput, HookTable, HookVerdict } from "./hook_definition.ts";
 import { hookLabel, runHook } from "./_run_hook.ts";
+import { checkHookTable, matcherPattern } from "./_check_hook_table.ts";
 import { isDefaultAllow, isDefaultAsk } from "../tools/_default_decision.ts";
 
 /** One finished hook invocation, as `hooks/result` reports it. */
@@ -75,7 +76,7 @@ export interface HookBridgeService {
   /** The events that have at least one hook. */
   events(): HookEventName[];
   /**
-   * The hooks the bridge runs, as it was given them: createHarness checks
+   * The hooks the bridge runs (a frozen copy of those it was given): createHarness checks
    * that a configuration's `hooks` are among them.
    */
   table(): HookTable;
@@ -90,14 +91,9 @@ interface Services {
 
 type Ctx = HarnessContext<ToolEvents & AgentEvents & HookEvents, Services>;
 
-function matches(matcher: string | undefined, subject: string | undefined): boolean {
-  if (matcher === undefined || matcher === "" || matcher === "*") return true;
-  if (subject === undefined) return true;
-  try {
-    return new RegExp(`^(?:${matcher})$`).test(subject);
-  } catch {
-    return matcher === subject;
-  }
+/** Whether a matcher (its compiled pattern: undefined matches all) takes the subject (none: every matcher does). */
+function matches(pattern: RegExp | undefined, subject: string | undefined): boolean {
+  return pattern === undefined || subject === undefined || pattern.test(subject);
 }
 
 function textOf(message: UserMessage | SystemMessage): string {
@@ -184,8 +180,10 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  *
  * @param options The hooks (e.g. `config.hooks`) and the Stop limit.
  * @returns The plugin.
- * @throws {HarnessError} `INVALID_ARGS` for a hook `timeout` under 0.001 (1 ms) or over 3600 seconds, or a
- *   `maxStopContinuations` that is not a non-negative integer.
+ * @throws {HarnessError} `INVALID_ARGS` for a hook table the configuration's `hooks` schema would refuse (an
+ *   unknown event or field, a matcher that is not a regular expression, a hook `timeout` under 0.001 (1 ms) or over
+ *   3600 seconds), a hook that is neither a command (`command`: a non-empty string) nor a function (`name`, `run`),
+ *   and a `maxStopContinuations` that is not a non-negative integer. `details.path` names the first wrong field.
  *
  * @example A function hook that denies a tool
  * ```ts
@@ -212,21 +210,11 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  * ```
  */
 export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void> {
-  const table = (options.hooks ?? {}) as HookTable;
-  // At most what the configuration schema allows (a timer fires at once past 2^31 - 1 ms, so a longer one would
-  // be none), and at least the 1 ms a timer counts in: a shorter one would round to 0 ms, which no run takes.
+  const table = checkHookTable(options.hooks);
+  // Each matcher's pattern, compiled once (checkHookTable has compiled each already, so none throws here).
+  const patterns = new Map<object, RegExp | undefined>();
   for (const matchers of Object.values(table)) {
-    for (const matcher of matchers ?? []) {
-      for (const handler of matcher.hooks ?? []) {
-        const timeout = (handler as { timeout?: unknown }).timeout;
-        if (timeout !== undefined && !(typeof timeout === "number" && timeout >= 0.001 && timeout <= 3600)) {
-          throw new HarnessError(
-            "INVALID_ARGS",
-            `A hook timeout is at least 0.001 (1 ms) and at most 3600 seconds, not ${String(timeout)}`,
-          );
-        }
-      }
-    }
+    for (const matcher of matchers ?? []) patterns.set(matcher, matcherPattern(matcher.matcher));
   }
   const maxStop = options.maxStopContinuations ?? 8;
   // NaN would never be reached (`count >= NaN` is false): Stop hooks would keep a turn going without end.
@@ -259,7 +247,7 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
       const turn = o.log && o.session !== undefined ? openTurn(o.session) : undefined;
       const session = turn !== undefined ? o.session : undefined;
       for (const matcher of table[event] ?? []) {
-        if (!matches(matcher.matcher, o.subject)) continue;
+        if (!matches(patterns.get(matcher), o.subject)) continue;
         for (const handler of matcher.hooks) {
           const hook = hookLabel(handler);
           let handlerId = "";

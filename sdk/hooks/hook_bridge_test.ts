@@ -11,6 +11,7 @@ import {
   defineTool,
   type GenerateOptions,
   type Harness,
+  HarnessError,
   pluginCtx,
   programmaticApprover,
   type SessionEvent,
@@ -647,6 +648,70 @@ describe("hookBridge: failures never break the turn", () => {
     hookBridge({
       hooks: { Stop: [{ hooks: [{ type: "function", name: "h", timeout: 3600, run: () => undefined }] }] },
     });
+  });
+
+  it("refuses a hook table with a mistake that would fail open, naming the field (as the configuration schema does)", () => {
+    const deny = { type: "function" as const, name: "deny", run: () => ({ decision: "block" as const }) };
+    const cases: [unknown, string][] = [
+      [{ PretoolUse: [{ hooks: [deny] }] }, "hooks.PretoolUse"],
+      [{ PreToolUse: [{ matcher: "(lookup", hooks: [deny] }] }, "hooks.PreToolUse[0].matcher"],
+      [{ PreToolUse: [{ matcher: 7, hooks: [deny] }] }, "hooks.PreToolUse[0].matcher"],
+      [{ PreToolUse: [{ hooks: [{ ...deny, type: "functon" }] }] }, "hooks.PreToolUse[0].hooks[0].type"],
+      [{ PreToolUse: [{ hooks: [{ type: "function", name: "deny" }] }] }, "hooks.PreToolUse[0].hooks[0].run"],
+      [
+        { PreToolUse: [{ hooks: [{ type: "function", name: " ", run: deny.run }] }] },
+        "hooks.PreToolUse[0].hooks[0].name",
+      ],
+      [{ PreToolUse: [{ hooks: [{ type: "command", command: "" }] }] }, "hooks.PreToolUse[0].hooks[0].command"],
+      [{ PreToolUse: [{ hooks: [{ type: "command", command: "x", timout: 5 }] }] }, "hooks.PreToolUse[0].hooks[0]"],
+      [{ PreToolUse: [{ hooks: [null] }] }, "hooks.PreToolUse[0].hooks[0]"],
+      [{ PreToolUse: [{ matcher: "rm" }] }, "hooks.PreToolUse[0].hooks"],
+      [{ PreToolUse: [{ matchr: "rm", hooks: [] }] }, "hooks.PreToolUse[0]"],
+      [{ PreToolUse: deny }, "hooks.PreToolUse"],
+      [{ PreToolUse: ["rm"] }, "hooks.PreToolUse[0]"],
+      [[deny], "hooks"],
+      ["PreToolUse", "hooks"],
+    ];
+    for (const [hooks, path] of cases) {
+      assert.throws(
+        () => hookBridge({ hooks: hooks as never }),
+        (error: unknown) => {
+          assert.ok(HarnessError.isInstance(error, "INVALID_ARGS"), String(error));
+          assert.equal(error.details?.path, path);
+          assert.ok(error.message.startsWith(`${path}`), error.message);
+          return true;
+        },
+        JSON.stringify(hooks),
+      );
+    }
+    // What the configuration allows stays allowed: every event, an absent or null list, empty, `*` and regex matchers.
+    hookBridge({
+      hooks: {
+        PreToolUse: [{ matcher: "rm|shell", hooks: [deny] }, { matcher: "*", hooks: [] }, { matcher: "", hooks: [] }],
+        PostToolUse: [{ hooks: [{ type: "command", command: "true", timeout: 1 }] }],
+        UserPromptSubmit: undefined,
+        Stop: null as never,
+        SessionStart: [],
+      },
+    });
+  });
+
+  it("runs the table it checked: changing the caller's table afterwards changes nothing", async () => {
+    const seen: string[] = [];
+    const hook = (name: string) => ({ type: "function" as const, name, run: () => void seen.push(name) });
+    const matchers = [{ matcher: "lookup", hooks: [hook("checked")] }];
+    const table = { PreToolUse: matchers };
+    const s = await setup(table, [
+      toolCallResponse([{ id: "c1", name: "lookup", arguments: "{}" }]),
+      textResponse("ok"),
+    ]);
+    matchers.push({ matcher: "lookup", hooks: [hook("added later")] });
+    (matchers[0] as { matcher: string }).matcher = "nothing";
+    assert.equal((await s.agent.run("go")).reason.kind, "completed");
+    assert.deepEqual(seen, ["checked"]);
+    const held = (s.harness.ctx as unknown as { service(name: string): { table(): object } }).service("hooks").table();
+    assert.ok(Object.isFrozen(held), "the held table is frozen");
+    await s.harness.dispose();
   });
 
   it("the shortest timeout (1 ms) runs the hook: a command that cannot answer in time is HOOK_TIMEOUT", async () => {
