@@ -438,10 +438,11 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
             ...baseInput(agent.session, agent.id, "SessionStart"),
             source,
           }, { session: agent.session, subject: source, signal, log: false });
-          let n = 0;
           for (const { verdict } of results) {
             if (!hasText(verdict.additionalContext)) continue;
-            agent.inject(contextMessage(`${agent.id}:session-start-${++n}`, verdict.additionalContext, "SessionStart"));
+            // Unique within the session, as message ids are: SessionStart runs again on every resume of it.
+            const id = `${agent.id}:session-start-${crypto.randomUUID()}`;
+            agent.inject(contextMessage(id, verdict.additionalContext, "SessionStart"));
           }
         }).catch((error) => ctx.emit("agent/error", agent, error));
       });

@@ -12,6 +12,7 @@ import {
   type GenerateOptions,
   type Harness,
   HarnessError,
+  memoryStorage,
   pluginCtx,
   programmaticApprover,
   type SessionEvent,
@@ -461,6 +462,35 @@ describe("hookBridge: UserPromptSubmit, Stop, SessionStart", () => {
     assert.deepEqual(hookLog(events), []);
     assert.equal(events[0].type, "agent/inbox/spliced");
     assert.deepEqual(s.outcomes.map((o) => [o.event, o.verdict.outcome]), [["SessionStart", "context"]]);
+  });
+
+  it("SessionStart context on every start of a session has an id of its own (message ids are unique in a session)", async () => {
+    const storage = memoryStorage();
+    const model = scriptedAdapter(() => textResponse("ok"));
+    const context = {
+      type: "function" as const,
+      name: "context",
+      run: (input: { source?: string }) => ({ hookSpecificOutput: { additionalContext: `Started: ${input.source}` } }),
+    };
+    const hooks = { SessionStart: [{ hooks: [context] }] };
+    let events: readonly SessionEvent[] = [];
+    for (let life = 0; life < 3; life++) {
+      const harness = await createHarness({ adapters: [model], storage, plugins: [hookBridge({ hooks })] });
+      const agent = life === 0
+        ? await harness.createAgent({ id: "restarted" })
+        : await harness.resumeAgent("restarted");
+      assert.equal((await agent.run(`turn ${life}`)).reason.kind, "completed");
+      events = agent.session.events;
+      await harness.dispose();
+    }
+    const contexts = events.filter((e) => e.type === "system/message");
+    assert.deepEqual(contexts.map((e) => e.data.content[0]), [
+      { type: "text", text: "Started: startup" },
+      { type: "text", text: "Started: resume" },
+      { type: "text", text: "Started: resume" },
+    ]);
+    assert.equal(new Set(contexts.map((e) => e.data.id)).size, 3, JSON.stringify(contexts.map((e) => e.data.id)));
+    assert.deepEqual(checkInvariants(events), []);
   });
 
   it("continue: false cancels the turn with cause hook", async () => {
