@@ -9,6 +9,7 @@ import {
   checkInvariants,
   childSessions,
   createHarness,
+  defineTool,
   fileStorage,
   type GenerateOptions,
   LlmFailure,
@@ -683,6 +684,95 @@ describe("a resumed child whose definition is not known", () => {
     assert.equal(systems[1], systems[0]);
     assert.match(String(systems[0]), /worker: \{\{ braces \}\}/);
     assert.doesNotMatch(String(systems[1]), /LEAD/);
+    await restarted.dispose();
+  });
+});
+
+describe("a resumed child of a known definition", () => {
+  // A parent that delegates once to "worker"; the child calls its own tool `child_only` on each turn, then answers.
+  const childOnly = defineTool({
+    name: "child_only",
+    description: "The child's own tool",
+    parameters: { type: "object" },
+    output: { schema: { type: "string" }, render: (_args, value) => String(value) },
+    execute: () => "ran child_only",
+  });
+  const model = () =>
+    scriptedAdapter((request) => {
+      const answered = request.messages.at(-1)?.content.some((b) => b.type === "tool-result") === true;
+      if (request.sessionId === "parent") {
+        if (request.messages.some((m) => m.role === "assistant")) return textResponse("parent done");
+        return toolCallResponse([
+          { id: "c1", name: "task", arguments: JSON.stringify({ agent: "worker", description: "x", prompt: "p" }) },
+        ]);
+      }
+      if (answered) return textResponse("child done");
+      return toolCallResponse([{ id: `k${request.messages.length}`, name: "child_only", arguments: "{}" }]);
+    });
+  const worker = (setup: SubagentDefinition["setup"]): SubagentDefinition => ({
+    name: "worker",
+    description: "Works",
+    system: "You are a worker.",
+    setup,
+  });
+
+  it("runs its definition's setup again before its first turn: its own tool is back", async () => {
+    const storage = memoryStorage();
+    const scripted = model();
+    let setups = 0;
+    const definition = worker((ctx) => {
+      setups++;
+      pluginCtx(ctx).service("tools").register(childOnly, ctx);
+    });
+    const make = () =>
+      createHarness({ adapters: [scripted], storage, plugins: [inProcessSubagents({ agents: [definition] })] });
+    const first = await make();
+    assert.equal((await (await first.createAgent({ id: "parent" })).run("go")).text, "parent done");
+    await first.dispose();
+    assert.equal(setups, 1);
+
+    const restarted = await make();
+    await restarted.resumeAgent("parent");
+    const child = await restarted.resumeAgent("parent.c1");
+    assert.equal((await child.run("again")).text, "child done");
+    assert.equal(setups, 2);
+    const last = scripted.requests.filter((r) => r.sessionId === "parent.c1").at(-1)!;
+    assert.deepEqual(last.tools?.map((t) => t.name), ["child_only"]);
+    const results = child.session.events.flatMap((e) => e.type === "tool/result" ? [e.data.error?.code ?? "ok"] : []);
+    assert.deepEqual(results, ["ok", "ok"]);
+    assert.deepEqual(checkInvariants(child.session.events), []);
+    await restarted.dispose();
+  });
+
+  it("a setup that throws on resume is the agent's error, and the child sees none of the tools it inherits", async () => {
+    const storage = memoryStorage();
+    const scripted = model();
+    let fail = false;
+    const definition = worker((ctx) => {
+      if (fail) throw new Error("setup broke");
+      pluginCtx(ctx).service("tools").register(childOnly, ctx);
+    });
+    const make = () =>
+      createHarness({
+        adapters: [scripted],
+        storage,
+        tools: [lookup],
+        plugins: [inProcessSubagents({ agents: [definition] })],
+      });
+    const first = await make();
+    await (await first.createAgent({ id: "parent" })).run("go");
+    await first.dispose();
+
+    fail = true;
+    const restarted = await make();
+    const errors: unknown[] = [];
+    restarted.ctx.on("agent/error", (_agent, error) => void errors.push(error));
+    await restarted.resumeAgent("parent");
+    const child = await restarted.resumeAgent("parent.c1");
+    await child.run("again");
+    assert.deepEqual(errors.map((e) => (e as Error).message), ["setup broke"]);
+    const last = scripted.requests.filter((r) => r.sessionId === "parent.c1").at(-1)!;
+    assert.deepEqual(last.tools ?? [], []);
     await restarted.dispose();
   });
 });

@@ -15,7 +15,7 @@ import type { Agent, AgentOptions } from "../agent/agent.ts";
  * A kind of child agent the parent may delegate to. A child runs in a scope
  * inside its parent agent's: listeners, prompt contexts and guards registered
  * on the parent's `ctx` apply to the child too (its `system` replaces the
- * parent's sections, not its contexts); register on the harness's `ctx` for
+ * parent's sections, not its contexts: see `system`); register on the harness's `ctx` for
  * what should reach every agent, and on a child's `ctx` (in `setup`) for what
  * is the child's own.
  */
@@ -26,8 +26,10 @@ export interface SubagentDefinition {
   readonly description: string;
   /**
    * The child's own system prompt: a complete section in the child's scope,
-   * so that none of the parent's sections apply. Without it the child
-   * assembles the prompt its scope inherits (a fork keeps the parent's).
+   * so that none of the parent's sections apply — nor any section the
+   * child's `setup` registers (a complete section is the whole prompt); prompt
+   * contexts still reach the child. Without it the child assembles the prompt
+   * its scope inherits (a fork keeps the parent's), with its own sections.
    */
   readonly system?: string;
   /** Which inherited tools the child sees (`restrict({ allow, deny })`); its own registrations stay. */
@@ -47,7 +49,12 @@ export interface SubagentDefinition {
    * @default {true}
    */
   readonly concurrencySafe?: boolean;
-  /** Register the child's own tools, prompt sections and listeners (in its scope). */
+  /**
+   * Register the child's own tools, prompt sections and listeners (in its
+   * scope). Run when the child is made, and again before the first turn of a
+   * child resumed by `harness.resumeAgent`. Its sections apply only to a
+   * definition without `system`.
+   */
   readonly setup?: (ctx: HarnessContext, agent: Agent) => void | Promise<void>;
 }
 

@@ -19,6 +19,7 @@ import type { SystemPrompt } from "../prompt/system_prompt.ts";
 import type { ToolRuntime } from "../tools/tool_runtime.ts";
 import type { AgentRegistry } from "../agent/agent_registry.ts";
 import type { Agent, AgentHandle, AgentOptions } from "../agent/agent.ts";
+import type { AgentEvents } from "../agent/agent_events.ts";
 import { TurnFailedError } from "../agent/turn_failed_error.ts";
 import { type SessionProjections, turnBoundary } from "../projections/mod.ts";
 import { childIdBase } from "./_child_id.ts";
@@ -306,10 +307,13 @@ export class SubagentService {
   }
 
   /**
-   * Give a child agent its definition's prompt and tool restriction. The
-   * subagents plugin calls it for every session resumed by other means
-   * (`harness.resumeAgent`); it recognises a child by its header
-   * (`origin: "subagent"`, `agentPreset` naming a definition).
+   * Give a child agent its definition's prompt and tool restriction, and run
+   * its `setup` (the child's own tools, sections and listeners) before its
+   * first turn, as a maintenance task. The subagents plugin calls it for every
+   * session resumed by other means (`harness.resumeAgent`); it recognises a
+   * child by its header (`origin: "subagent"`, `agentPreset` naming a
+   * definition). A `setup` that throws is emitted as `agent/error`, and the
+   * child then sees none of the tools it inherits.
    * `harness.resumeAgent` resumes a child whose parent agent is live in the
    * parent's scope (its scoped tools, restrictions and guards hold, and the
    * child is disposed with it); a child resumed without its live parent sees
@@ -354,6 +358,18 @@ export class SubagentService {
       : this.#ctx.service("agents").get(header.parentSession);
     if (parent === undefined || agent.ctx.scope?.parent !== parent.ctx.scope) {
       this.#ctx.service("tools").restrict({ allow: [] }, agent.ctx);
+    }
+    // The child's own tools, sections and listeners, as when it was made: registered before its first turn here (a
+    // maintenance task holds turns back until it settles). A setup that fails is the agent's error; the child then
+    // sees none of the tools it inherits, as a child whose definition is unknown (fails closed).
+    const setup = definition.setup;
+    if (setup !== undefined) {
+      agent.runMaintenance(() => setup(agent.ctx, agent)).catch((error: unknown) => {
+        // Disposed before its setup ran: nothing is left to set up or to report.
+        if (HarnessError.isInstance(error, "AGENT_DISPOSED")) return;
+        this.#ctx.service("tools").restrict({ allow: [] }, agent.ctx);
+        (this.#ctx as unknown as HarnessContext<AgentEvents>).emit("agent/error", agent, error);
+      });
     }
     return true;
   }
