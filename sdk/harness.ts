@@ -215,8 +215,10 @@ export interface Harness {
    * Create an agent over a new session. With storage, the agent is handed out
    * once its session holds the writer lease and is on storage.
    *
-   * @throws {HarnessError} the storage's error when it cannot be (`SESSION_WRITER_BUSY` when another process holds
-   *   the session's lease); the agent is then disposed.
+   * @throws {HarnessError} `INVALID_ARGS` for a route without a provider and a model, or a sampling setting out of
+   *   bounds (`temperature` 0–2, `maxTokens` a positive integer, `stop` strings; `details.field` names it); the
+   *   storage's error when it cannot be (`SESSION_WRITER_BUSY` when another process holds the session's lease); the
+   *   agent is then disposed.
    */
   createAgent(options?: CreateAgentOptions): Promise<Agent>;
   /**

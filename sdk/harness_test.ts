@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHarness } from "./harness.ts";
 import { HarnessError } from "./kernel/harness_error.ts";
+import type { TurnFailedError } from "./agent/turn_failed_error.ts";
 import { memoryStorage } from "./persistence/memory_storage.ts";
 import { withFaults } from "./persistence/_test_storage_faults.ts";
 import { scriptedAdapter, textResponse } from "../testing/scripted_adapter.ts";
@@ -150,6 +151,28 @@ describe("createHarness()", () => {
     assert.equal(model.lastRequest()?.model, "m1");
     const other = await harness.createAgent({ model: "m2" });
     assert.deepEqual([other.options.provider, other.options.model], ["solo", "m2"]);
+    await harness.dispose();
+  });
+});
+
+describe("createAgent() options", () => {
+  it("refuses a sampling setting out of bounds at once; a listener's config is checked per call", async () => {
+    const model = scriptedAdapter(() => textResponse("ok"));
+    const harness = await createHarness({ adapters: [model] });
+    for (const [settings, field] of [[{ maxTokens: -5 }, "maxTokens"], [{ temperature: 3 }, "temperature"]] as const) {
+      await assert.rejects(harness.createAgent({ id: "bad", ...settings }), (e) => {
+        assert.ok(HarnessError.isInstance(e, "INVALID_ARGS"), String(e));
+        assert.equal(e.details?.field, field);
+        return true;
+      });
+      assert.equal(harness.sessions.get("bad"), undefined);
+    }
+    assert.equal(model.requests.length, 0);
+    // An agent/request listener's config is checked per call: the step fails with the code, nothing is sent.
+    const agent = await harness.createAgent({ id: "ok" });
+    agent.ctx.on("agent/request", async (_agent, _draft, next) => ({ ...(await next()), maxTokens: -1 }));
+    await assert.rejects(agent.run("go"), (e) => (e as TurnFailedError).failure?.code === "INVALID_ARGS");
+    assert.equal(model.requests.length, 0);
     await harness.dispose();
   });
 });

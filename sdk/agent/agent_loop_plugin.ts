@@ -10,6 +10,7 @@
 
 import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
+import { checkSettings } from "../llm/_check_call_config.ts";
 import { createScope } from "../kernel/scope.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../llm/retry_policy.ts";
 import type { Session } from "../session/session.ts";
@@ -196,6 +197,8 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
   return {
     create(ownerCtx, createOptions) {
       const route = resolveRoute(options.defaultModel, createOptions);
+      // Refused where it is given rather than at the first request (a resumed route is the log's, checked per call).
+      checkSettings(route, "Agent options");
       const id = createOptions.id ?? newId();
       return build(
         ownerCtx,

@@ -13,6 +13,7 @@
 import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { LlmCallConfigAdapterDefaults } from "../session/session_events.ts";
+import { checkCallConfig } from "./_check_call_config.ts";
 import { guardStream } from "./_guard_stream.ts";
 import { withoutForeignReplayState } from "./_replay_state.ts";
 import {
@@ -240,12 +241,13 @@ export class LlmRuntime {
    *
    * @param config The caller's config.
    * @returns The prepared call, bound to the adapter registered now.
-   * @throws {HarnessError} `INVALID_ARGS` when `provider` or `model` is not a non-empty string.
+   * @throws {HarnessError} `INVALID_ARGS` when `provider` or `model` is not a non-empty string, or a sampling setting
+   *   is out of bounds (`temperature` 0–2, `maxTokens` a positive integer, `stop` strings).
    * @throws {LlmFailure} `NO_ADAPTER`, `UNSUPPORTED_MODEL`, or `UNSUPPORTED_FEATURE`
    *   when the model does not accept the reasoning effort asked for.
    */
   prepareCall(config: LlmCallConfig): PreparedCall {
-    checkConfig(config);
+    checkCallConfig(config);
     const { adapter, modelInfo } = this.#resolve(config.provider, config.model);
     const effective: { -readonly [K in keyof LlmCallConfig]: LlmCallConfig[K] } = { ...config };
     const defaults: { reasoningEffort?: true; maxTokens?: true } = {};
@@ -424,20 +426,11 @@ function sameConfig(a: LlmCallConfig, b: LlmCallConfig): boolean {
     stopA.length === stopB.length && stopA.every((s, i) => s === stopB[i]);
 }
 
-function checkConfig(config: LlmCallConfig): void {
-  if (
-    typeof config !== "object" || config === null || typeof config.provider !== "string" ||
-    config.provider === "" || typeof config.model !== "string" || config.model === ""
-  ) {
-    throw new HarnessError("INVALID_ARGS", "Call config must name a provider and a model");
-  }
-}
-
 function checkOptions(options: GenerateOptions): void {
   if (typeof options !== "object" || options === null || !Array.isArray(options.messages)) {
     throw new HarnessError("INVALID_ARGS", "Generate options must carry a messages array");
   }
-  checkConfig(options);
+  checkCallConfig(options, "Generate options");
   const signal = options.signal;
   if (signal !== undefined && (typeof signal !== "object" || signal === null || typeof signal.aborted !== "boolean")) {
     throw new HarnessError("INVALID_ARGS", "Option signal must be an AbortSignal");

@@ -204,6 +204,43 @@ describe("LlmRuntime.prepareCall()", () => {
     );
   });
 
+  it("rejects sampling settings no provider takes with INVALID_ARGS naming the field (the config schema's bounds)", () => {
+    const llm = new LlmRuntime();
+    llm.registerAdapter(fake("p", undefined, models));
+    const bad: [Record<string, unknown>, string][] = [
+      [{ maxTokens: -5 }, "maxTokens"],
+      [{ maxTokens: 0 }, "maxTokens"],
+      [{ maxTokens: 1.5 }, "maxTokens"],
+      [{ maxTokens: "100" }, "maxTokens"],
+      [{ temperature: Number.NaN }, "temperature"],
+      [{ temperature: -0.1 }, "temperature"],
+      [{ temperature: 2.5 }, "temperature"],
+      [{ stop: "END" }, "stop"],
+      [{ stop: ["END", 3] }, "stop"],
+    ];
+    for (const [settings, field] of bad) {
+      for (
+        const call of [
+          () => llm.prepareCall({ provider: "p", model: "plain", ...settings }),
+          () => llm.stream({ provider: "p", model: "plain", messages: [], ...settings }),
+        ]
+      ) {
+        assert.throws(call, (e) => {
+          assert.ok(HarnessError.isInstance(e, "INVALID_ARGS"), String(e));
+          assert.equal(e.details?.field, field);
+          return true;
+        }, JSON.stringify(settings));
+      }
+    }
+    const good = { temperature: 0, maxTokens: 1, stop: [] as string[] };
+    assert.deepEqual(llm.prepareCall({ provider: "p", model: "plain", ...good }).config, {
+      provider: "p",
+      model: "plain",
+      ...good,
+    });
+    assert.equal(llm.prepareCall({ provider: "p", model: "plain", temperature: 2 }).config.temperature, 2);
+  });
+
   it("the prepared call keeps its adapter after the route is released or replaced", async () => {
     const llm = new LlmRuntime();
     const first = fake("p");
