@@ -59,6 +59,9 @@ export interface InvariantViolation {
  * - `HOOK_RESULT_WITHOUT_INVOKE`: a `hook/result` whose `handlerId` no earlier `hook/invoked` of the same turn has.
  * - `COMPACTION_NESTED`: `compaction/start` while a compaction is open (started and not ended).
  * - `COMPACTION_UNPAIRED`: `compaction/summary` or `compaction/end` with no open compaction.
+ * - `MESSAGE_ID_REPEATED`: a message appended to the surface (`user/message`, `system/message`, `assistant/message`,
+ *   `tool/result`) has the id of one appended before it: message ids are unique within a session. (A replacing
+ *   event may keep the id of what it replaces.)
  * - `INVALID_EVENT`: an entry that is not an event object with object data (it is skipped).
  */
 export const SESSION_INVARIANT_CODES: readonly string[] = Object.freeze([
@@ -85,8 +88,16 @@ export const SESSION_INVARIANT_CODES: readonly string[] = Object.freeze([
   "HOOK_RESULT_WITHOUT_INVOKE",
   "COMPACTION_NESTED",
   "COMPACTION_UNPAIRED",
+  "MESSAGE_ID_REPEATED",
   "INVALID_EVENT",
 ]);
+
+/** The id of the message a surface event appends (its data, or the message it carries), if it has one. */
+function appendedMessageId(event: SessionEvent): string | undefined {
+  const data = event.data as { id?: unknown; message?: { id?: unknown } };
+  const id = event.type === "user/message" || event.type === "system/message" ? data.id : data.message?.id;
+  return typeof id === "string" ? id : undefined;
+}
 
 interface StepData {
   readonly turn: number;
@@ -114,7 +125,7 @@ interface StepData {
  * assistant message: results pair with the calls of the message they follow,
  * as the chat adapters send them); `request/*`, `todo/write` and replacing tool results sit inside an
  * open turn; compactions open and close in pairs, one at a time (a log may
- * end inside one, as inside a turn); the surface operations are valid (checked with the same
+ * end inside one, as inside a turn); no message id enters the surface twice; the surface operations are valid (checked with the same
  * `SurfaceManager` as `Session.append()`; after the first surface violation
  * the surface is no longer checked).
  *
@@ -145,6 +156,8 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
   let calls = new Set<string>();
   let hooks = new Set<string>();
   let compacting = false;
+  // The id of every message appended to the surface, and where it entered first.
+  const messageIds = new Map<string, number>();
   // The open step's tool pairing: the last appended assistant message's tool-call ids, then every call and result.
   let blockIds: string[] | undefined;
   let stepCalls: { callId: string; seq: number }[] = [];
@@ -333,6 +346,18 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         if (!HarnessError.isInstance(error)) throw error;
         report(error.code, i, error.message);
         surface = undefined;
+      }
+    }
+    if (event.surfaceOp === "append") {
+      const id = appendedMessageId(event);
+      if (id !== undefined) {
+        const first = messageIds.get(id);
+        if (first === undefined) messageIds.set(id, i);
+        else {report(
+            "MESSAGE_ID_REPEATED",
+            i,
+            `${event.type} enters message id ${JSON.stringify(id)} again (seq ${first})`,
+          );}
       }
     }
     switch (event.type) {

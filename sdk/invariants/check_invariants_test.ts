@@ -19,13 +19,14 @@ const call = (turn: number, step: number, callId: string): Raw => ({
   type: "tool/call",
   data: { turn, step, callId, name: "f", arguments: "{}" },
 });
+// A result message's id names its step and call: unique in a session (as message ids are), kept by its replacement.
 const result = (turn: number, step: number, callId: string, extra: Partial<Raw> = {}, errorCode?: string): Raw => ({
   type: "tool/result",
   data: {
     turn,
     step,
     message: {
-      id: `r-${callId}`,
+      id: `r-${turn}-${step}-${callId}`,
       role: "user",
       content: [{ type: "tool-result", toolCallId: callId, content: [] }],
       source: { kind: "tool", callId },
@@ -61,6 +62,45 @@ describe("checkInvariants()", () => {
     );
     assert.deepEqual(checkInvariants(events), []);
     assertInvariants(events);
+  });
+
+  it("reports a message id entered twice (MESSAGE_ID_REPEATED), not a replacement that keeps its id", () => {
+    const user = (id: string): Raw => ({
+      type: "user/message",
+      data: { id, role: "user", content: [{ type: "text", text: "hi" }], source: { kind: "user" } },
+      surfaceOp: "append",
+    });
+    const system = (id: string): Raw => ({
+      type: "system/message",
+      data: { id, role: "system", content: [{ type: "text", text: "note" }], source: { kind: "user" } },
+      surfaceOp: "append",
+    });
+    const assistant = (id: string): Raw => ({
+      type: "assistant/message",
+      data: { turn: 1, step: 1, message: { id, role: "assistant", content: [], source: { kind: "model" } } },
+      surfaceOp: "append",
+      sourceEventSeqs: [],
+    });
+    const events = log(
+      turnStart(1),
+      stepStart(1, 1),
+      system("ctx"),
+      user("m1"),
+      system("ctx"),
+      assistant("m1"),
+      call(1, 1, "c1"),
+      result(1, 1, "c1"),
+      stepEnd(1, 1),
+      turnEnd(1),
+      turnStart(2),
+      result(1, 1, "c1", { surfaceOp: { op: "replace", start: 7, end: 7 }, sourceEventSeqs: [7] }),
+      turnEnd(2),
+    );
+    assert.deepEqual(codes(events).filter((c) => c.endsWith("MESSAGE_ID_REPEATED")), [
+      "4 MESSAGE_ID_REPEATED",
+      "5 MESSAGE_ID_REPEATED",
+    ]);
+    assert.match(checkInvariants(events).find((v) => v.seq === 4)!.message, /"ctx" again \(seq 2\)/);
   });
 
   it("reports each broken invariant with its code and seq", () => {
@@ -218,7 +258,8 @@ describe("checkInvariants()", () => {
           result(1, 1, "c1"),
           stepEnd(1, 1),
         ),
-        ["5 TOOL_RESULT_DUPLICATE"],
+        // The helper gives both results one message id.
+        ["5 MESSAGE_ID_REPEATED", "5 TOOL_RESULT_DUPLICATE"],
       ],
       [
         log(turnStart(1), stepStart(1, 1), assistant(1, 1, "c1"), call(1, 1, "zz"), result(1, 1, "zz"), stepEnd(1, 1)),
@@ -386,7 +427,7 @@ describe("checkInvariants()", () => {
   });
 
   it("documents every code it reports", () => {
-    assert.equal(new Set(SESSION_INVARIANT_CODES).size, 24);
+    assert.equal(new Set(SESSION_INVARIANT_CODES).size, 25);
   });
 });
 

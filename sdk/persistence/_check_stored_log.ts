@@ -20,7 +20,8 @@
 //   `TOOL_PAIR_SPLIT`) and their order on the surface (`TOOL_CALL_ID_REPEATED`,
 //   `TOOL_RESULTS_INTERRUPTED`, `TOOL_RESULT_OUT_OF_PLACE`): checked since logs
 //   were already stored, so a load does not turn a stored session into an
-//   unreadable one over them.
+//   unreadable one over them; nor a message id entered twice
+//   (`MESSAGE_ID_REPEATED`: SessionStart context did so on every resume).
 // The check runs on the repaired log, so an open final turn that repair
 // closes passes, and before the repair is written, so a refused load changes
 // nothing.
@@ -45,6 +46,7 @@ export const CONVENTION_CODES: ReadonlySet<string> = new Set([
   "TOOL_CALL_ID_REPEATED",
   "TOOL_RESULTS_INTERRUPTED",
   "TOOL_RESULT_OUT_OF_PLACE",
+  "MESSAGE_ID_REPEATED",
 ]);
 
 /** The violations of a (repaired) log that make a load refuse it, in log order. */
