@@ -5,7 +5,14 @@
  * @module
  */
 
-import { type EpochHeader, HarnessError, type Message, type SessionEvent, type StreamChunk } from "../mod.ts";
+import {
+  type EpochHeader,
+  HarnessError,
+  type Message,
+  type SessionEvent,
+  type StreamChunk,
+  type TokenUsage,
+} from "../mod.ts";
 import { withoutForeignReplayState } from "../sdk/llm/_replay_state.ts";
 import { readFixtureFile } from "./_read_fixture_file.ts";
 import { SharedHistory } from "./_shared_history.ts";
@@ -63,6 +70,8 @@ export interface FixtureCompaction {
   readonly failure?: { readonly code: string; readonly message: string; readonly cancelled?: boolean };
   /** How many summary calls it made, retries included, as `compaction/end` recorded it; absent in older logs. */
   readonly attempts?: number;
+  /** The token usage its summary calls reported, summed, as `compaction/end` recorded it; absent in older logs. */
+  readonly usage?: TokenUsage;
 }
 
 /** One recorded session of a fixture. */
@@ -165,8 +174,11 @@ class CompactionCutter {
     } else if (event.type === "compaction/end" && this.#open !== undefined) {
       // A bracket with neither a summary nor a failure (a plugin's `skipped`) made no summary call.
       const open = this.#open;
-      const { attempts, failure } = event.data;
-      const counted = typeof attempts === "number" ? { attempts } : {};
+      const { attempts, failure, usage } = event.data;
+      const counted = {
+        ...(typeof attempts === "number" ? { attempts } : {}),
+        ...(usage !== undefined ? { usage } : {}),
+      };
       if (open.summary !== undefined) this.compactions.push({ ...open, ...counted });
       else if (event.data.outcome === "failed") {
         this.compactions.push({

@@ -15,6 +15,7 @@ import {
   type ModelInfo,
   type SessionEvent,
   type StreamChunk,
+  type TokenUsage,
 } from "../mod.ts";
 import {
   type Fixture,
@@ -192,6 +193,23 @@ const CANCELLED = /^ABORTED: (Replayed model|Model) call was aborted(: [\s\S]*)?
  * does not know fails the call with `UNKNOWN` and that text).
  */
 function compactionEntry(compaction: FixtureCompaction): ReplayEntry {
+  return withUsage(compactionAnswer(compaction), compaction.usage);
+}
+
+/**
+ * The answer with the compaction's recorded usage (the sum over its summary calls) streamed by it, before its finish:
+ * the replayed compaction then records the same sum (its retried calls, answered `SERVER`, report none).
+ */
+function withUsage(entry: ReplayEntry, usage: TokenUsage | undefined): ReplayEntry {
+  if (usage === undefined) return entry;
+  const chunk: StreamChunk = { type: "usage", usage };
+  if ("throw" in entry) return { throw: { ...entry.throw, chunks: [...(entry.throw.chunks ?? []), chunk] } };
+  if ("hang" in entry) return { ...entry, chunks: [...(entry.chunks ?? []), chunk] };
+  const finish = entry.chunks.at(-1)?.type === "finish" ? entry.chunks.length - 1 : entry.chunks.length;
+  return { chunks: [...entry.chunks.slice(0, finish), chunk, ...entry.chunks.slice(finish)] };
+}
+
+function compactionAnswer(compaction: FixtureCompaction): ReplayEntry {
   const stop: StreamChunk = { type: "finish", reason: { kind: "stop" } };
   if (compaction.summary !== undefined) {
     return { chunks: [{ type: "text-delta", index: 0, text: compaction.summary }, stop] };

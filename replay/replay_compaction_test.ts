@@ -164,6 +164,7 @@ describe("replay of a session that compacted", () => {
       reason: "threshold",
       summary: "SUMMARY 1",
       attempts: 1,
+      usage: { inputTokens: 1, outputTokens: 1 },
     }]);
     assert.equal(fixture.sessions[0].calls.length, 5, "the summary call is not among the recorded calls");
     const replay = replayAdapter({ fixture, strict: true });

@@ -28,6 +28,8 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../llm/retry_policy.ts";
 import type { LlmFailureData } from "../llm/llm_failure.ts";
 import type { Message, UserMessage } from "../llm/messages.ts";
 import { deriveEventMessage } from "../session/derive_event_message.ts";
+import type { TokenUsage } from "../llm/stream_chunk.ts";
+import { addUsage } from "../projections/usage_totals.ts";
 import type { Session } from "../session/session.ts";
 
 /** The default instruction given to the summarising model. */
@@ -39,7 +41,11 @@ export const DEFAULT_COMPACTION_INSTRUCTIONS: string =
 export interface CompactSessionOptions {
   /** The model runtime that makes the summary call. */
   readonly llm: LlmRuntime;
-  /** The route of the summary call. @default {the session's last request header config} */
+  /**
+   * The route of the summary call. The compaction plugin passes the agent's route (`agent.options`).
+   *
+   * @default {the session's last request header config}
+   */
   readonly config?: LlmCallConfig;
   /** Why compaction runs; recorded on `compaction/start`. */
   readonly reason: "manual" | "threshold" | "overflow";
@@ -148,6 +154,7 @@ export async function compactSession(session: Session, options: CompactSessionOp
         error: outcome.error,
         attempts: calls.made,
         ...(cancelled ? { failure: { code: "ABORTED", message: outcome.error, cancelled: true } } : {}),
+        ...(calls.usage !== undefined ? { usage: calls.usage } : {}),
       });
     } catch {
       // The log takes nothing more (disposed, lease lost): the first error says why.
@@ -183,6 +190,9 @@ async function summarize(
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   };
   let attempt = 1;
+  // The usage every summary call reported, summed (failed attempts' too, as usageTotals counts a step's): recorded on
+  // `compaction/end`, where usageTotals counts it.
+  let usage: TokenUsage | undefined;
   // `attempts` and `failure` record the calls as data (a replay answers as many calls, and rebuilds the failure,
   // without parsing `error`, which is for people).
   const error = (text: string, failure?: LlmFailureData, cancelled = false): CompactionOutcome => {
@@ -193,6 +203,7 @@ async function summarize(
       ...(failure !== undefined
         ? { failure: { code: failure.code, message: failure.message, ...(cancelled ? { cancelled: true } : {}) } }
         : {}),
+      ...(usage !== undefined ? { usage } : {}),
     });
     return { kind: "failed", error: text };
   };
@@ -207,6 +218,8 @@ async function summarize(
     calls.streaming = true;
     for await (const chunk of options.llm.stream({ ...request, messages: [...messages] })) assembler.push(chunk);
     calls.streaming = false;
+    if (assembler.usage !== undefined) usage = usage === undefined ? assembler.usage : addUsage(usage, assembler.usage);
+    calls.usage = usage;
     const finish = assembler.finish;
     if (finish.kind === "aborted") {
       return error(`${finish.failure.code}: ${finish.failure.message}`, finish.failure, true);
@@ -242,14 +255,19 @@ async function summarize(
     source: { kind: "plugin", plugin: "compaction", form: "summary" },
   };
   session.append("user/message", message, { surfaceOp: { op: "replace", start, end }, sourceEventSeqs: range });
-  session.append("compaction/end", { outcome: "completed", attempts: attempt });
+  session.append("compaction/end", {
+    outcome: "completed",
+    attempts: attempt,
+    ...(usage !== undefined ? { usage } : {}),
+  });
   return { kind: "completed", start, end, summary };
 }
 
-/** How many summary calls a compaction made, and whether one is streaming, for a throw to record. */
+/** How many summary calls a compaction made, whether one is streaming, and their usage, for a throw to record. */
 interface SummaryCalls {
   made: number;
   streaming: boolean;
+  usage?: TokenUsage;
 }
 
 /**

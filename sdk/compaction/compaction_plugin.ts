@@ -11,6 +11,8 @@
  */
 
 import type { HarnessContext } from "../kernel/harness_context.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import { callConfigOf } from "../llm/llm_adapter.ts";
 import type { LlmRuntime, Message, RetryPolicy } from "../llm/mod.ts";
 import type { Session } from "../session/session.ts";
 import type { Agent, AgentEvents } from "../agent/mod.ts";
@@ -99,6 +101,44 @@ function reportedTokens(
   return undefined;
 }
 
+/**
+ * The context window of the agent's route (the model it asks next), else the one the log last recorded (a route no
+ * adapter serves now: its request fails anyway).
+ */
+function contextWindowOf(llm: LlmRuntime, agent: Agent): number | undefined {
+  const { provider, model } = agent.options;
+  try {
+    return llm.resolveModelInfo(provider, model).contextWindow;
+  } catch {
+    return agent.session.requestContext()?.contextWindow;
+  }
+}
+
+function checkOptions(options: CompactionOptions): void {
+  const { threshold, keepTurns, estimate, newId } = options;
+  if (threshold !== undefined && !(typeof threshold === "number" && threshold > 0 && threshold <= 1)) {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      `compaction threshold is a share of the context window, above 0 and at most 1, not ${String(threshold)}`,
+      { details: { field: "threshold" } },
+    );
+  }
+  if (keepTurns !== undefined && !(Number.isSafeInteger(keepTurns) && keepTurns >= 0)) {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      `compaction keepTurns is a whole number of turns, not ${String(keepTurns)}`,
+      {
+        details: { field: "keepTurns" },
+      },
+    );
+  }
+  for (const [field, value] of [["estimate", estimate], ["newId", newId]] as const) {
+    if (value !== undefined && typeof value !== "function") {
+      throw new HarnessError("INVALID_ARGS", `compaction ${field} must be a function`, { details: { field } });
+    }
+  }
+}
+
 /** The services the compaction plugin provides (and the one it uses): type `harness.ctx` with `pluginCtx()`. */
 export interface CompactionServices {
   /** The model runtime the summaries go through. */
@@ -112,8 +152,11 @@ export interface CompactionServices {
  *
  * @param ctx The plugin context (needs `ctx.llm`).
  * @param options Threshold, turns kept, estimator.
+ * @throws {HarnessError} `INVALID_ARGS` for a `threshold` that is not above 0 and at most 1, a `keepTurns` that is not
+ *   a non-negative integer, or an `estimate` or `newId` that is not a function (`details.field` names it).
  */
 export function compactionPlugin(ctx: HarnessContext, options: CompactionOptions = {}): void {
+  checkOptions(options);
   const typed = ctx as unknown as HarnessContext<AgentEvents, CompactionServices>;
   const threshold = options.threshold ?? 0.8;
   const estimate = options.estimate ?? estimateTokens;
@@ -121,6 +164,9 @@ export function compactionPlugin(ctx: HarnessContext, options: CompactionOptions
   const run = (agent: Agent, reason: "manual" | "threshold" | "overflow", signal?: AbortSignal) =>
     compactSession(agent.session, {
       llm: typed.service("llm"),
+      // The agent's route, which its next request takes: after a resume onto another route, the log's last header
+      // still names the old one (whose adapter may be gone).
+      config: callConfigOf(agent.options),
       reason,
       keepTurns: options.keepTurns,
       instructions: options.instructions,
@@ -131,7 +177,7 @@ export function compactionPlugin(ctx: HarnessContext, options: CompactionOptions
     });
 
   typed.on("agent/pre-step", async (agent, proposal, next) => {
-    const window = agent.session.requestContext()?.contextWindow;
+    const window = contextWindowOf(typed.service("llm"), agent);
     if (window !== undefined && proposal.step === 1) {
       const messages = agent.session.deriveMessages();
       const used = Math.max(

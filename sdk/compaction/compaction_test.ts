@@ -17,6 +17,7 @@ import type { LlmRuntime } from "../llm/llm_runtime.ts";
 import { pluginCtx } from "../plugin_ctx.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
+import { foldProjection, usageTotals } from "../projections/mod.ts";
 
 const CONFIG = { provider: "scripted", model: "scripted-model" } as const;
 
@@ -49,6 +50,9 @@ async function setup(
   const agent = await harness.createAgent({ id: "c1" });
   return { harness, agent, model };
 }
+
+const compactionOf = (harness: { ctx: unknown }) =>
+  pluginCtx<object, CompactionServices>(harness.ctx as never).service("compaction");
 
 describe("compaction", () => {
   it("manual compaction shows the summary in place of the range; the transcript still shows everything", async () => {
@@ -256,9 +260,6 @@ describe("compaction: findings of the adversarial review", () => {
     await harness.dispose();
   });
 
-  const compactionOf = (harness: { ctx: unknown }) =>
-    pluginCtx<object, CompactionServices>(harness.ctx as never).service("compaction");
-
   it("keepTurns 2 over the threshold every turn: a summary written in a kept turn is compacted with the older turns", async () => {
     // Summary k is written during turn k+2 (seq after its turn/start) but sits at the front: picked by seq, the
     // turn-after-next's range skipped it, the replace was refused (REPLACE_SOURCES_INCOMPLETE) and the turn failed
@@ -302,7 +303,12 @@ describe("compaction: findings of the adversarial review", () => {
     const events = agent.session.events;
     assert.deepEqual(events.slice(-3).map((e) => e.type), ["compaction/start", "compaction/summary", "compaction/end"]);
     // The summary call was made: a replay answers it.
-    assert.deepEqual(events.at(-1)!.data, { outcome: "failed", error: "Error: no ids left", attempts: 1 });
+    assert.deepEqual(events.at(-1)!.data, {
+      outcome: "failed",
+      error: "Error: no ids left",
+      attempts: 1,
+      usage: { inputTokens: 1, outputTokens: 1 },
+    });
     assert.deepEqual(agent.session.deriveMessages(), before, "the history is unchanged");
     assert.deepEqual(checkInvariants(events), []);
     assert.deepEqual((await agent.run("four")).reason, { kind: "completed" });
@@ -379,6 +385,7 @@ describe("compaction: findings of the adversarial review", () => {
     assert.deepEqual(agent.session.events.findLast((e) => e.type === "compaction/end")!.data, {
       outcome: "completed",
       attempts: 3,
+      usage: { inputTokens: 1, outputTokens: 1 }, // the two refused attempts reported none
     });
     assert.deepEqual(checkInvariants(agent.session.events), []);
     await harness.dispose();
@@ -585,5 +592,116 @@ describe("compaction: findings of the adversarial review", () => {
     assert.equal((await compactionOf(harness).compact(child)).kind, "completed");
     assert.deepEqual(checkInvariants(child.session.events), []);
     await harness.dispose();
+  });
+});
+
+describe("compaction: the agent's route, the summary calls' usage, the options", () => {
+  it("compacts on the agent's route after a resume onto another provider, and checks that model's window", async () => {
+    const storage = memoryStorage();
+    const long = "x".repeat(400);
+    const old = scriptedAdapter((_r, i) => textResponse(`${long} ${i}`), {
+      provider: "old",
+      models: [{ id: "old-model", contextWindow: 1_000_000 }],
+    });
+    const first = await createHarness({ adapters: [old], model: { provider: "old", model: "old-model" }, storage });
+    for (const id of ["moved", "moved-too"]) {
+      const agent = await first.createAgent({ id });
+      for (const q of ["one", "two", "three"]) await agent.run(q);
+    }
+    await first.dispose();
+
+    const summaries: string[] = [];
+    const fresh = scriptedAdapter((request, i) => {
+      if (request.purpose !== "compaction") return textResponse(`new ${i}`);
+      summaries.push(`${request.provider}/${request.model}`);
+      return textResponse("SUMMARY");
+    }, { provider: "new", models: [{ id: "new-model", contextWindow: 300 }] });
+    const make = () =>
+      createHarness({
+        adapters: [fresh],
+        model: { provider: "new", model: "new-model" },
+        storage,
+        plugins: [compactionPlugin],
+      });
+    // A manual compaction before any turn on the new route: the summary call goes to the new provider.
+    const manual = await make();
+    const moved = await manual.resumeAgent("moved", { provider: "new", model: "new-model" });
+    assert.equal((await compactionOf(manual).compact(moved)).kind, "completed");
+    assert.deepEqual(summaries, ["new/new-model"]);
+    await manual.dispose();
+    // The threshold is the new model's 300-token window, before the first request to it.
+    const threshold = await make();
+    const again = await threshold.resumeAgent("moved-too", { provider: "new", model: "new-model" });
+    await again.run("four");
+    const types = again.session.events.slice(again.session.firstLiveSeq).map((e) => e.type);
+    assert.ok(types.indexOf("compaction/start") < types.indexOf("request/header"), types.join(" "));
+    assert.deepEqual(summaries, ["new/new-model", "new/new-model"]);
+    assert.deepEqual(checkInvariants(again.session.events), []);
+    await threshold.dispose();
+  });
+
+  it("records the summary calls' usage on compaction/end; usageTotals counts it, in the turn only inside one", async () => {
+    let overflowed = false;
+    const { harness, agent } = await setup(
+      (request, i) => {
+        if (request.messages.length > 5 && !overflowed) {
+          overflowed = true;
+          return { throw: new LlmFailure("CONTEXT_WINDOW_EXCEEDED", "Too long", { status: 400 }) };
+        }
+        return textResponse(`answer ${i}`, { usage: { inputTokens: 10, outputTokens: 1 } });
+      },
+      undefined,
+      { summary: () => textResponse("SUMMARY", { usage: { inputTokens: 5000, outputTokens: 700 } }) },
+    );
+    for (const q of ["one", "two"]) await agent.run(q);
+    // A manual compaction between turns: the session's total, not the last turn's.
+    assert.equal((await compactionOf(harness).compact(agent)).kind, "completed");
+    let state = foldProjection(usageTotals, agent.session.events);
+    assert.deepEqual(state.total, { inputTokens: 5020, outputTokens: 702 });
+    assert.deepEqual(state.turn, { inputTokens: 10, outputTokens: 1 });
+    // An overflow compaction inside a turn: that turn's usage too.
+    await agent.run("three");
+    await agent.run("four");
+    assert.ok(overflowed);
+    const ends = agent.session.events.filter((e) => e.type === "compaction/end");
+    assert.deepEqual(ends.map((e) => e.data.usage), [
+      { inputTokens: 5000, outputTokens: 700 },
+      { inputTokens: 5000, outputTokens: 700 },
+    ]);
+    state = foldProjection(usageTotals, agent.session.events);
+    assert.deepEqual(state.total, { inputTokens: 10040, outputTokens: 1404 });
+    assert.deepEqual(state.turn, { inputTokens: 5010, outputTokens: 701 });
+    assert.deepEqual(checkInvariants(agent.session.events), []);
+    await harness.dispose();
+  });
+
+  it("refuses options that would turn compaction off without a word (INVALID_ARGS naming the field)", async () => {
+    const cases: [CompactionOptions, string][] = [
+      [{ threshold: 80 }, "threshold"],
+      [{ threshold: 0 }, "threshold"],
+      [{ threshold: Number.NaN }, "threshold"],
+      [{ keepTurns: 1.5 }, "keepTurns"],
+      [{ keepTurns: Number.NaN }, "keepTurns"],
+      [{ keepTurns: "1" as never }, "keepTurns"],
+      [{ keepTurns: -1 }, "keepTurns"],
+      [{ estimate: 3 as never }, "estimate"],
+    ];
+    for (const [options, field] of cases) {
+      await assert.rejects(
+        createHarness({ adapters: [scriptedAdapter(textResponse("ok"))], plugins: [[compactionPlugin, options]] }),
+        (error: unknown) => {
+          const cause = (error as { cause?: unknown }).cause ?? error;
+          assert.ok(HarnessError.isInstance(cause, "INVALID_ARGS"), String(error));
+          assert.equal(cause.details?.field, field);
+          return true;
+        },
+        JSON.stringify(options),
+      );
+    }
+    const ok = await createHarness({
+      adapters: [scriptedAdapter(textResponse("ok"))],
+      plugins: [[compactionPlugin, { threshold: 1, keepTurns: 0 }]],
+    });
+    await ok.dispose();
   });
 });

@@ -17,12 +17,14 @@ export interface UsageTotalsState {
   readonly chunkStep?: string;
   /** Whether the current attempt of `chunkStep` has had its `usage` chunk (one counts per attempt, the first). */
   readonly attemptCounted?: boolean;
+  /** Whether a turn is open (a compaction inside it counts in `turn`; a manual one between turns does not). */
+  readonly turnOpen?: boolean;
 }
 
 const ZERO: TokenUsage = Object.freeze({ inputTokens: 0, outputTokens: 0 });
 
-/** Sum two usages; optional counters stay absent until one side has them. */
-function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
+/** Sum two usages; optional counters stay absent until one side has them. Internal (compaction sums with it too). */
+export function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
   const sum: { -readonly [K in keyof TokenUsage]: TokenUsage[K] } = {
     inputTokens: a.inputTokens + b.inputTokens,
     outputTokens: a.outputTokens + b.outputTokens,
@@ -38,7 +40,9 @@ function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
  * counts (so failed attempts count too; a second one in the same call, which
  * the stream grammar forbids, does not, as the call's `assistant/message`
  * keeps the first); a step whose stream carried no usage chunk counts its
- * `assistant/message.usage` instead.
+ * `assistant/message.usage` instead. A compaction's summary calls count
+ * from its `compaction/end` (`usage`), in `turn` too when it ran inside the
+ * turn (a threshold or overflow compaction).
  *
  * @example
  * ```ts
@@ -61,7 +65,15 @@ export const usageTotals: ProjectionUnit<UsageTotalsState, TokenUsage> = defineP
   fold(state, event) {
     switch (event.type) {
       case "turn/start":
-        return { total: state.total, turn: ZERO };
+        return { total: state.total, turn: ZERO, turnOpen: true };
+      case "turn/end":
+        return state.turnOpen === true ? { ...state, turnOpen: false } : state;
+      case "compaction/end": {
+        const usage = event.data.usage;
+        if (usage === undefined) return state;
+        const turn = state.turnOpen === true ? addUsage(state.turn, usage) : state.turn;
+        return { ...state, total: addUsage(state.total, usage), turn };
+      }
       case "assistant/chunk": {
         const { chunk, turn, step } = event.data;
         if (chunk.type !== "usage") return state;

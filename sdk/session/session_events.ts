@@ -235,6 +235,11 @@ export interface SessionEventMap {
      * `cancelled` when the call itself was cancelled (its stream ended `aborted`). Absent in older logs.
      */
     readonly failure?: { readonly code: string; readonly message: string; readonly cancelled?: boolean };
+    /**
+     * The token usage the summary calls reported, summed over every attempt (failed ones too); absent when none
+     * reported any, and in older logs. `usageTotals` counts it.
+     */
+    readonly usage?: TokenUsage;
   };
 }
 

@@ -72,7 +72,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
   /**
    * Count one usage in the step, turn and session totals, as the usageTotals projection does
    * (sdk/projections/usage_totals.ts): every usage chunk counts, failed attempts' too; an
-   * assistant/message's usage counts only when its step's stream carried none.
+   * assistant/message's usage counts only when its step's stream carried none; a compaction's
+   * summary calls count from its compaction/end.
    */
   function countUsage(m, t, s, u) {
     if (s) s.hasUsage = true, addUsage(s.usage, u);
@@ -316,6 +317,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         }
         break;
       case "compaction/end":
+        // The summary calls' usage: in the open turn's and the session's totals (usageTotals counts it so).
+        if (d.usage) countUsage(m, t, null, d.usage);
         if (m.compaction) {
           m.compaction.outcome = d.outcome;
           m.compaction.error = d.error || null;

@@ -349,8 +349,21 @@ describe("the client's log fold (evaluated without a DOM)", () => {
     assert.deepEqual(s.totals, { input: 123, cache: 4, output: 3, reasoning: 0 });
     assert.deepEqual(s.turns.map((t: Core) => t.usage.input), [120, 3]);
 
+    // A compaction's summary calls count from its compaction/end: in the turn it ran in, and the session's total.
+    const compacted = [
+      ev("turn/start", { turn: 1 }),
+      ev("compaction/start", { reason: "threshold" }),
+      ev("compaction/end", { outcome: "completed", attempts: 1, usage: { inputTokens: 50, outputTokens: 5 } }),
+      ev("turn/end", { turn: 1, reason: { kind: "completed" } }),
+      ev("compaction/start", { reason: "manual" }),
+      ev("compaction/end", { outcome: "failed", error: "x", attempts: 1, usage: { inputTokens: 7, outputTokens: 1 } }),
+    ].map((e, seq) => ({ ...e, seq, time: seq }) as unknown as SessionEvent);
+    const c = core.buildModel(compacted);
+    assert.deepEqual(c.totals, { input: 57, cache: 0, output: 6, reasoning: 0 });
+    assert.deepEqual(c.turns.map((t: Core) => t.usage.input), [50]);
+
     const { main, fork } = await stored().then(async (made) => (await made.harness.dispose(), made));
-    for (const log of [retried, synthetic, main, fork]) {
+    for (const log of [retried, synthetic, compacted, main, fork]) {
       const u = foldProjection(usageTotals, log).total;
       assert.deepEqual(core.buildModel(log).totals, {
         input: u.inputTokens,
