@@ -60,25 +60,34 @@ export class LayerMerger {
     for (const [key, value] of Object.entries(layer)) {
       if (value === undefined) continue;
       const childPath = [...path, key];
+      const existing = branch.children.get(key);
+      const merges = existing?.kind === "branch" && isPlainObject(value) && sameKind(existing, value);
+      // What this layer drops (a removal, another kind, a leaf over an object) no longer tells who wrote a path
+      // under it: an error there is this layer's, not that of the layer whose value was discarded.
+      if (existing?.kind === "branch" && !merges) this.#forgetUnder(childPath);
       this.#touched.set(pathKey(childPath), origin);
       if (value === null) {
         branch.children.delete(key);
         continue;
       }
-      const existing = branch.children.get(key);
-      if (isPlainObject(value)) {
-        if (existing?.kind === "branch" && sameKind(existing, value)) {
-          existing.origin = origin;
-          this.#mergeInto(existing, value, origin, childPath);
-        } else {
-          const fresh: Branch = { kind: "branch", origin, children: new Map() };
-          branch.children.set(key, fresh);
-          this.#mergeInto(fresh, value, origin, childPath);
-        }
+      if (merges) {
+        existing.origin = origin;
+        this.#mergeInto(existing, value as Record<string, unknown>, origin, childPath);
+      } else if (isPlainObject(value)) {
+        const fresh: Branch = { kind: "branch", origin, children: new Map() };
+        branch.children.set(key, fresh);
+        this.#mergeInto(fresh, value, origin, childPath);
       } else {
         branch.children.set(key, { kind: "leaf", origin, value: structuredClone(value) });
       }
     }
+  }
+
+  /** Forget who wrote the paths strictly under `path`. */
+  #forgetUnder(path: readonly ConfigPathSegment[]): void {
+    const key = pathKey(path);
+    const prefix = `${key.slice(0, -1)},`; // `["a","b"]` → `["a","b",`
+    for (const touched of this.#touched.keys()) if (touched.startsWith(prefix)) this.#touched.delete(touched);
   }
 
   /** The merged value and its origins. */

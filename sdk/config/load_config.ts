@@ -31,7 +31,8 @@ export interface LoadConfigOptions {
    * The directory relative file paths are relative to: they are read from it,
    * and relative plugin specifiers in them resolve to `file:` URLs under it.
    * Relative plugin specifiers and a relative `storage.dir` in `overrides`
-   * resolve against it too. Origins keep the paths as given.
+   * resolve against it too. Origins keep the paths as given. A relative
+   * `cwd` is relative to the process's current directory.
    *
    * @default {the process's current directory}
    */
@@ -99,7 +100,9 @@ export async function loadConfig(
     }
   }
   const read = options.readFile ?? readTextFile;
-  const { cwd: given } = options;
+  // A relative `cwd` is relative to the process's directory: the files are read from there, and what they name
+  // must resolve against the same place (a relative base resolved nothing, and `storage.dir` stayed relative).
+  const given = options.cwd === undefined ? undefined : await absoluteDirectory(options.cwd);
   const texts = await Promise.allSettled(
     files.map(async (file) => await read(given === undefined ? file : within(given, file))),
   );
@@ -123,6 +126,25 @@ export async function loadConfig(
     layers.push({ name: "overrides", value: overrides, ...(dir !== undefined ? { url: dir } : {}) });
   }
   return resolveConfig(layers);
+}
+
+/** `dir` as an absolute path or URL: a relative one joined to the process's current directory. */
+async function absoluteDirectory(dir: string): Promise<string> {
+  if (typeof dir !== "string" || dir === "") {
+    throw new HarnessError("INVALID_ARGS", "loadConfig's cwd must be a non-empty string", {
+      details: { field: "cwd" },
+    });
+  }
+  if (fileUrlOf(dir) !== undefined) return dir;
+  const current = await currentDirectory();
+  if (current === undefined) {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      `loadConfig's cwd "${dir}" is relative, and this runtime has no current directory to resolve it against: give an absolute path`,
+      { details: { field: "cwd" } },
+    );
+  }
+  return within(current, dir);
 }
 
 /** `path` read from `dir`: absolute paths and URLs unchanged, relative ones joined. */

@@ -2,7 +2,8 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { isAbsolute, join, relative } from "node:path";
+import { cwd } from "node:process";
 import { pathToFileURL } from "node:url";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { loadConfig } from "./mod.ts";
@@ -56,6 +57,20 @@ describe("loadConfig()", () => {
 
   after(async () => {
     await rm(dir, { recursive: true, force: true });
+  });
+
+  it("a relative cwd is relative to the process's directory: what the files name resolves against it too", async () => {
+    // The same folder named absolutely and relatively (no chdir: tests share the process).
+    const relativeDir = relative(cwd(), dir);
+    assert.ok(!isAbsolute(relativeDir), relativeDir);
+    const absolute = await loadConfig({ profiles: ["profiles/base.jsonc"] }, undefined, { cwd: dir });
+    const relativeToProcess = await loadConfig({ profiles: ["profiles/base.jsonc"] }, undefined, { cwd: relativeDir });
+    const expectedDir = join(dir, "profiles", ".dsh", "sessions");
+    for (const { config } of [absolute, relativeToProcess]) {
+      assert.equal(config.storage.kind === "file" ? config.storage.dir : undefined, expectedDir);
+      assert.equal(config.plugins[0], pathToFileURL(join(dir, "profiles", "plugins", "audit.ts")).href);
+    }
+    await rejection(loadConfig({ profiles: [] }, undefined, { cwd: "" }), "INVALID_ARGS");
   });
 
   it("applies defaults, profiles in order, the patch, then overrides, with origins", async () => {

@@ -273,6 +273,32 @@ describe("resolveConfig()", () => {
       "CONFIG_SCHEMA",
     );
     assert.equal(leftover.details?.path, "storage.dir", "a memory store has no dir");
+
+    // A layer that replaces an object (another kind, or null then set again) is blamed for what is missing in it,
+    // not the layer whose value it discarded.
+    const rekinded = errorOf(
+      () =>
+        resolveConfig([{
+          name: "user.jsonc",
+          text: '{\n  "adapters": {\n    "deepseek": { "kind": "openai-compatible" }\n  }\n}',
+        }]),
+      "CONFIG_SCHEMA",
+    );
+    assert.deepEqual([rekinded.details?.file, rekinded.details?.path], ["user.jsonc", "adapters.deepseek.baseURL"]);
+    for (
+      const middle of ['{ "storage": { "kind": "memory" } }', '{ "storage": null }']
+    ) {
+      const layered = errorOf(
+        () =>
+          resolveConfig([
+            { name: "a.jsonc", text: '{ "storage": { "kind": "file", "dir": "d" } }' },
+            { name: "b.jsonc", text: middle },
+            { name: "c.jsonc", text: '{\n  "storage": { "kind": "file" }\n}' },
+          ]),
+        "CONFIG_SCHEMA",
+      );
+      assert.deepEqual([layered.details?.file, layered.details?.path], ["c.jsonc", "storage.dir"], middle);
+    }
   });
 
   it("refuses an inline secret by key, naming file, line and column but not the secret", () => {
