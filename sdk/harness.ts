@@ -146,7 +146,13 @@ export interface CreateHarnessOptions {
   readonly retryPolicy?: RetryPolicy;
   /** The clock of every log entry. @default {Date.now} */
   readonly now?: () => number;
-  /** Id generator for sessions, messages, inbox entries and tool results. @default {crypto.randomUUID} */
+  /**
+   * Id generator for sessions, messages, inbox entries and tool results. Message ids must stay unique within a
+   * session across restarts (a counter that starts again on every process repeats them when a session is resumed;
+   * `checkInvariants` reports `MESSAGE_ID_REPEATED`).
+   *
+   * @default {crypto.randomUUID}
+   */
   readonly newId?: () => string;
   /** Sleep between retries. @default {a timer that honours the signal} */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;

@@ -152,7 +152,8 @@ describe("a child resumed with harness.resumeAgent", () => {
     await (await first.createAgent({ id: "parent", setup: restrictParent })).run("go");
     await first.dispose();
 
-    const harness = await scenarioHarness(model, { storage });
+    // Ids of its own: message ids stay unique in a session across restarts (a counter restarted would repeat them).
+    const harness = await scenarioHarness(model, { storage, idPrefix: "again" });
     const tools = harness.ctx.service("tools");
     const parent = await harness.resumeAgent("parent", { setup: restrictParent });
     const child = await harness.resumeAgent("parent.c1");
