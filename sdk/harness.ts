@@ -131,7 +131,10 @@ export interface CreateHarnessOptions {
    * The most model steps of one turn: a turn whose model still calls tools
    * after this many steps ends `blocked` instead of starting another (its
    * tool results are logged; the next input continues the conversation).
-   * A bound for a model that would call tools for ever.
+   * A bound for a model that would call tools for ever. A model that
+   * answered at the bound ends its turn `completed`, also when steering or
+   * injected context waits for a next step: that input waits for the next
+   * turn.
    *
    * @default {unbounded}
    */

@@ -149,7 +149,9 @@ export interface Agent {
    * does: the queued followups of a resumed agent (a resume starts none
    * unless asked), steering a rejected step left, injected context. Nothing
    * starts while a turn or a maintenance task runs (the queued input is taken
-   * after it), or when nothing is queued.
+   * after it), or when nothing is queued. Called from inside an append (a
+   * `listen()` listener hearing an event), the wake is made once that append
+   * is done.
    *
    * @throws {HarnessError} `AGENT_DISPOSED` once the agent is disposed.
    */
@@ -259,7 +261,7 @@ export interface Agent {
    * Events and deltas are heard from inside the append, so the listener must
    * not append to the session there: `followup`, `steer`, `inject`, `send` and
    * `run` throw `APPEND_REENTERED`, and so does `cancel` when it has queued
-   * input to discard. Status changes are heard outside any append, while the
+   * input to discard (`wake` waits for the append to end). Status changes are heard outside any append, while the
    * agent is between turns: input queued then starts the next turn at once,
    * and the listeners not yet reached hear only the newer status. Queue such
    * work with `queueMicrotask()` to keep it out of the delivery. A listener

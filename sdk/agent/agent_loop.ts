@@ -70,7 +70,7 @@ import type { AgentEvents, PreStepDecision } from "./agent_events.ts";
 import { Inbox } from "./inbox.ts";
 import { RequestChecker } from "./_request_check.ts";
 import { forEachChunk } from "../llm/_guard_stream.ts";
-import { appendBracket, appendChunk } from "../session/session.ts";
+import { appendBracket, appendChunk, isPublishing } from "../session/session.ts";
 import { seqList } from "../session/_copy_event_data.ts";
 import { type FailedRunResult, TurnFailedError } from "./turn_failed_error.ts";
 import {
@@ -173,6 +173,8 @@ export class LoopAgent implements Agent {
   #pumping: Promise<void> | undefined;
   #wakePending = false;
   #controller: AbortController | undefined;
+  /** A cancel made while the pump was about to open a turn (no controller yet): applied to that turn. */
+  #cancelBeforeTurn: { readonly cause: TurnEndCancelCause; readonly keepInbox: boolean } | undefined;
   #cancelCause: TurnEndCancelCause | undefined;
   // Whether the cancel of the running turn kept the inbox.
   #cancelKeepsInbox = false;
@@ -270,6 +272,15 @@ export class LoopAgent implements Agent {
 
   wake(): void {
     if (this.#disposed) throw new HarnessError("AGENT_DISPOSED", `Agent "${this.id}" is disposed`);
+    // From inside an append (a listen() listener) the turn it would start could append nothing: it failed there with
+    // APPEND_REENTERED, and the run() waiting for the queued input was told it failed while the input stayed queued.
+    // A wake appends nothing itself, so it is made once the append is done.
+    if (isPublishing(this.session)) {
+      queueMicrotask(() => {
+        if (!this.#disposed) this.#wakeQueued();
+      });
+      return;
+    }
     this.#wakeQueued();
   }
 
@@ -301,6 +312,9 @@ export class LoopAgent implements Agent {
       this.#cancelCause = cause;
       this.#cancelKeepsInbox = options.keepInbox === true;
       abortAnnounced(this.#controller, new HarnessError("ABORTED", `Turn cancelled: ${cause}`));
+    } else if (this.#pumping !== undefined && this.#controller === undefined && this.#hasWork()) {
+      // The pump is about to open a turn (a status listener hearing `running`): that turn is the one cancelled.
+      this.#cancelBeforeTurn = { cause, keepInbox: options.keepInbox === true };
     }
     // A maintenance task (a manual compaction) is what the agent is doing while it runs: it stops too.
     if (this.#maintenanceController && !this.#maintenanceController.signal.aborted) {
@@ -487,6 +501,7 @@ export class LoopAgent implements Agent {
       }
     } finally {
       this.#pumping = undefined;
+      this.#cancelBeforeTurn = undefined;
       this.#setStatus("idle");
       // A status listener may have queued input and started the next pump: the waiters wait for that one to end.
       if (this.#pumping === undefined) this.#releaseIdle();
@@ -555,6 +570,10 @@ export class LoopAgent implements Agent {
     this.#controller = controller;
     this.#cancelCause = undefined;
     this.#cancelKeepsInbox = false;
+    // A cancel made before this turn had a controller: it takes effect once the turn has claimed its input, as a
+    // cancel right after the claim would (the turn's followup is spent; kept steering goes back to the inbox).
+    let early = this.#cancelBeforeTurn;
+    this.#cancelBeforeTurn = undefined;
     const signal = controller.signal;
     this.#svc = {
       sessions: this.#ctx.service("sessions"),
@@ -580,9 +599,11 @@ export class LoopAgent implements Agent {
         break;
       }
       const first = step === 0;
-      // The step bound: nothing is claimed for a step that will not run (steering waits for the next turn).
+      // The step bound: nothing is claimed for a step that will not run (steering waits for the next turn). The turn
+      // is blocked when the model still owes an answer (its tool calls ran); one that answered, with input only
+      // waiting for a next step (context injected meanwhile), completed.
       if (step >= this.#init.maxSteps) {
-        reason = { kind: "blocked" };
+        reason = owesRequest ? { kind: "blocked" } : { kind: "completed" };
         break;
       }
       const claimed = this.inbox.claim("next-step");
@@ -591,6 +612,12 @@ export class LoopAgent implements Agent {
       this.#wakePending = false;
       if (first) claimed.push(...this.inbox.claim("next-turn", 1));
       this.#entering = claimed.length === 0 ? undefined : { claimed, steered };
+      if (early !== undefined) {
+        this.#cancelCause = early.cause;
+        this.#cancelKeepsInbox = early.keepInbox;
+        abortAnnounced(controller, new HarnessError("ABORTED", `Turn cancelled: ${early.cause}`));
+        early = undefined;
+      }
       // A literal filled by push, not `claimed.map()`: an inlined map makes a holey array, a deopt at the first read.
       const proposed: (UserMessage | SystemMessage)[] = [];
       for (const entry of claimed) {

@@ -9,7 +9,7 @@ import { checkInvariants } from "../invariants/mod.ts";
 import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
 import { HarnessError } from "../kernel/mod.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
-import type { Agent, AgentUpdate } from "./agent.ts";
+import type { Agent, AgentUpdate, RunResult } from "./agent.ts";
 import { TurnFailedError } from "./turn_failed_error.ts";
 import { fixtureFromLogs } from "../../replay/mod.ts";
 import { Inbox } from "./inbox.ts";
@@ -1271,6 +1271,35 @@ describe("maxSteps", () => {
     await harness.dispose();
     await assert.rejects(createHarness({ maxSteps: 0 }), (e) => HarnessError.isInstance(e, "INVALID_ARGS"));
   });
+
+  for (const how of ["inject", "steer"] as const) {
+    it(`a model that answered at the bound completes its turn; input ${how}ed meanwhile waits for the next`, async () => {
+      let release!: () => void;
+      const answered = new Promise<void>((resolve) => release = resolve);
+      const model = scriptedAdapter(async () => {
+        await answered;
+        return textResponse("The answer is 42.");
+      });
+      const harness = await createHarness({ adapters: [model], maxSteps: 1 });
+      const agent = await harness.createAgent();
+      const run = agent.run("What is the answer?");
+      while (model.calls === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+      agent[how]("A note for later");
+      release();
+      const result = await run;
+      assert.deepEqual([result.reason.kind, result.text], ["completed", "The answer is 42."]);
+      await agent.whenIdle();
+      if (how === "inject") {
+        assert.equal(model.calls, 1);
+        assert.equal(agent.inbox.count("next-step"), 1, "injected context waits for a wake");
+      } else {
+        assert.equal(model.calls, 2, "steering wakes: it runs in the next turn");
+        assert.equal(agent.inbox.size, 0);
+      }
+      assertValidLog(agent.session.events);
+      await harness.dispose();
+    });
+  }
 });
 
 describe("acknowledged input across a crash", () => {
@@ -1479,6 +1508,43 @@ describe("whenIdle() and maintenance", () => {
 });
 
 describe("calls made from the first, synchronous stretch of a turn", () => {
+  it('cancel(keepInbox) heard with the "running" status cancels the turn about to open, its input spent', async () => {
+    const model = scriptedAdapter({ hang: true });
+    const harness = await createHarness({ adapters: [model] });
+    const agent = await harness.createAgent();
+    let cancelled = false;
+    agent.listen((update) => {
+      if (update.kind !== "status" || update.status !== "running" || cancelled) return;
+      cancelled = true;
+      agent.cancel("user", { keepInbox: true });
+    });
+    const result = (await within(agent.run("Hello"), 2000)) as RunResult;
+    assert.deepEqual(result.reason, { kind: "aborted", reason: "user" });
+    assert.equal(model.calls, 0);
+    assert.equal(agent.inbox.size, 0, "the turn's followup is spent, as by a cancel right after its claim");
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
+  it("wake() from a listen() listener, inside an append, wakes once the append is done", async () => {
+    const model = scriptedAdapter(textResponse("hi"));
+    const harness = await createHarness({ adapters: [model] });
+    const agent = await harness.createAgent();
+    const errors: unknown[] = [];
+    agent.ctx.on("agent/error", (_agent, error) => void errors.push(error));
+    agent.inject("Some context");
+    agent.listen((update) => {
+      if (update.kind === "event" && update.event.type === "agent/inbox/spliced") agent.wake();
+    });
+    const result = (await within(agent.run("Hello"), 2000)) as RunResult;
+    assert.equal(result.reason.kind, "completed");
+    assert.deepEqual(errors, []);
+    assert.equal(agent.inbox.size, 0);
+    assert.equal(model.calls, 1);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
   it("dispose() from the claim of the input waits for the turn to close: stored as live, the input kept", async () => {
     const storage = memoryStorage();
     const { harness, agent } = await setup([textResponse("Hi")], { storage });

@@ -329,6 +329,19 @@ export function appendChunk(
 
 let appendBracketTo: (session: Session, type: BracketType, turn: number, step: number | undefined) => SessionEvent;
 
+let publishingOf: (session: Session) => boolean;
+
+/**
+ * Internal (not exported by the package): whether the session is publishing an event to its observers, where an
+ * append is refused with `APPEND_REENTERED` (the agent refuses what would append there: a wake that starts a turn).
+ *
+ * @param session The session (a real `Session`).
+ * @returns Whether an observer of it is being called.
+ */
+export function isPublishing(session: Session): boolean {
+  return publishingOf(session);
+}
+
 /** The loop's bracket events whose data is its turn (and step) counters alone. */
 export type BracketType = "turn/start" | "step/start" | "step/end";
 
@@ -610,6 +623,7 @@ export class Session {
   }
 
   static {
+    publishingOf = (session) => session.#publishing;
     appendChunkTo = (session, turn, step, chunk) => session.#appendChunk(turn, step, chunk);
     appendBracketTo = (session, type, turn, step) => session.#appendBracket(type, turn, step);
   }
