@@ -4,7 +4,7 @@
 import { createKernel } from "../kernel/harness_context.ts";
 import type { AnyToolDefinition } from "../tools/tool_definition.ts";
 import type { ToolEvents } from "../tools/tool_events.ts";
-import { ToolRuntime } from "../tools/tool_runtime.ts";
+import { ToolRuntime, type ToolSubjectGuard } from "../tools/tool_runtime.ts";
 
 /** What a call gave: the result's first text, its meta and its error code. */
 export interface CalledTool {
@@ -19,6 +19,8 @@ export interface ToolCallerOptions {
   readonly signal?: AbortSignal;
   /** The session id the calls carry. */
   readonly sessionId?: string;
+  /** A subject guard on the runtime, so that the calls' `exec.permits` asks it (as permission rules would). */
+  readonly subjectGuard?: ToolSubjectGuard;
 }
 
 /** Register `tools` on a runtime that approves every call; call them by name with ids c1, c2, … */
@@ -30,6 +32,7 @@ export function toolCaller(
   ctx.on("tools/pre-execute", () => ({ kind: "allow" }));
   const runtime = new ToolRuntime(ctx);
   for (const tool of tools) runtime.register(tool);
+  if (options.subjectGuard !== undefined) runtime.subjectGuard(options.subjectGuard);
   let n = 0;
   return async (name, args) => {
     const result = await runtime.execute({

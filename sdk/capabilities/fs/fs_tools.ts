@@ -286,7 +286,9 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
       schema: z.object({ paths: z.array(z.string()), truncated: z.boolean() }),
       render: (args, v) => {
         if (v.paths.length === 0) return `No files match ${args.pattern}`;
-        const note = v.truncated ? `\n[only the first ${globLimit} paths are shown; narrow the pattern]` : "";
+        const note = v.truncated
+          ? `\n[the search stopped at the first ${globLimit} matching paths; narrow the pattern]`
+          : "";
         return capText(v.paths.join("\n"), maxChars) + note;
       },
     },
@@ -294,9 +296,13 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     isConcurrencySafe: () => true,
     permissionSubject: (args) => subjectOf(args.path ?? "."),
     execute: async (args, exec) => {
+      // One more than the cap, and whether it was reached decided before the rules hide paths (as grep does): a
+      // hidden path among the first ones must not make a cut listing look complete.
       let paths = await serviceOf(fs).glob(args.pattern, { cwd: args.path ?? ".", limit: globLimit + 1 });
+      const truncated = paths.length > globLimit;
+      if (truncated) paths = paths.slice(0, globLimit);
       if (exec.permits !== undefined) paths = await visibleOnly(exec, paths);
-      return { paths: paths.slice(0, globLimit), truncated: paths.length > globLimit };
+      return { paths, truncated };
     },
   });
 

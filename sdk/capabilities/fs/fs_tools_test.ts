@@ -4,9 +4,11 @@ import { toolCaller } from "../_test_tool_caller.ts";
 import { memoryFs } from "./memory_fs.ts";
 import { fsTools, type FsToolsOptions } from "./fs_tools.ts";
 import type { FsService } from "./fs_service.ts";
+import type { ToolSubjectGuard } from "../../tools/tool_runtime.ts";
 
-function setup(fs: FsService, options?: FsToolsOptions) {
-  const call = toolCaller(fsTools(fs, options));
+/** Call the file tools by name; `subjectGuard` stands for the permission rules that judge what a call reaches. */
+function setup(fs: FsService, options?: FsToolsOptions, subjectGuard?: ToolSubjectGuard) {
+  const call = toolCaller(fsTools(fs, options), subjectGuard === undefined ? {} : { subjectGuard });
   return async (name: string, args: object) => {
     const { text, code } = await call(name, args);
     return { text, code };
@@ -162,6 +164,22 @@ describe("fsTools()", () => {
     const [, , , , , grep] = fsTools(memoryFs({ files }), { maxGrepFiles: 3 });
     const value = await grep.execute({ pattern: "NEEDLE" }, { signal: new AbortController().signal } as never);
     assert.deepEqual(value, { matches: [], filesSearched: 3, truncated: true, filesCapped: true });
+  });
+
+  it("glob cut at its 1000 paths says so even when the rules hide some of them", async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 1010; i++) files[`f${String(i).padStart(4, "0")}.txt`] = "x";
+    // The rules hide f0000-f0009: 991 of the first 1001 paths are left, and f1001-f1009 were never looked at.
+    const call = setup(memoryFs({ files }), {}, (_exec, subject) => subject.startsWith("f000") ? "hidden" : undefined);
+    const lines = (await call("glob", { pattern: "*.txt" })).text.split("\n");
+    assert.equal(lines.length, 991);
+    assert.deepEqual([lines[0], lines[989]], ["f0010.txt", "f0999.txt"]);
+    assert.equal(lines[990], "[the search stopped at the first 1000 matching paths; narrow the pattern]");
+    // Below the cap nothing is cut, hidden paths or not.
+    assert.equal(
+      (await call("glob", { pattern: "f00[01]*.txt" })).text,
+      [10, 11, 12, 13, 14, 15, 16, 17, 18, 19].map((i) => `f00${i}.txt`).join("\n"),
+    );
   });
 
   it("grep refuses a pattern that repeats a repeated group (exponential backtracking that would block the process)", async () => {
