@@ -12,7 +12,7 @@ import { z } from "zod";
 import { HarnessError } from "../../kernel/harness_error.ts";
 import { defineTool } from "../../tools/define_tool.ts";
 import type { AnyToolDefinition } from "../../tools/tool_definition.ts";
-import { capText, serviceOf, type ServiceSource } from "../_cap_text.ts";
+import { capText, headOf, serviceOf, type ServiceSource } from "../_cap_text.ts";
 import { riskyRepeat } from "./_nested_repeat.ts";
 import type { FsEntry, FsService } from "./fs_service.ts";
 import type { ToolRunContext } from "../../tools/tool_definition.ts";
@@ -70,7 +70,7 @@ function regexReason(cause: unknown, pattern: string, flags: string): string {
   return reason.charAt(0).toLowerCase() + reason.slice(1);
 }
 
-const cutLine = (line: string, max: number): string => (line.length > max ? `${line.slice(0, max)}… [line cut]` : line);
+const cutLine = (line: string, max: number): string => (line.length > max ? `${headOf(line, max)}… [line cut]` : line);
 
 /**
  * The six file tools over a file system. Reads (`read_file`, `list_dir`,

@@ -54,6 +54,24 @@ describe("fsTools()", () => {
     assert.equal((await call("read_file", { path: "wide.txt" })).text, "     1\txxxxxxxxxx… [line cut]");
   });
 
+  it("cuts lines and output between characters, never inside a surrogate pair (a lone half is not text)", async () => {
+    const b = (n: number) => "b".repeat(n);
+    const files = { "a.txt": `${"a".repeat(9)}😀tail\n`, [`d/${b(17)}😀.txt`]: "x", [`e/${b(19)}😀.txt`]: "x" };
+    // 😀 is two UTF-16 units: cut at 10 (or 20), 9 (or 19) units are kept, not 9 and the first half.
+    const lines = setup(memoryFs({ files }), { maxLineChars: 10 });
+    assert.equal((await lines("read_file", { path: "a.txt" })).text, `     1\t${"a".repeat(9)}… [line cut]`);
+    assert.equal((await lines("grep", { pattern: "tail" })).text, `a.txt:1: ${"a".repeat(9)}… [line cut]`);
+    const output = setup(memoryFs({ files }), { maxOutputChars: 20 });
+    assert.equal(
+      (await output("glob", { pattern: "d/*" })).text,
+      `d/${b(17)}\n[output truncated: showing 19 of 25 characters]`,
+    );
+    assert.equal(
+      (await output("list_dir", { path: "e" })).text,
+      `${b(19)}\n[output truncated: showing 19 of 25 characters]`,
+    );
+  });
+
   it("write_file and edit_file change files; a missing or repeated match is a coded error", async () => {
     const fs = memoryFs();
     const call = setup(fs);

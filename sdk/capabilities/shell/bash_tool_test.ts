@@ -113,6 +113,16 @@ describe("bash tool", () => {
     }, { maxOutputBytes: 1000 });
   });
 
+  it("cuts the output between characters, never inside a surrogate pair", async () => {
+    await withTool(async (run) => {
+      // 9 a's and 😀 (two UTF-16 units) cut at 10: the a's alone, not the first half of the emoji.
+      assert.equal(
+        (await run("printf 'aaaaaaaaa\\360\\237\\230\\200zz'")).text,
+        "aaaaaaaaa\n[output truncated: showing 9 of 13 characters]",
+      );
+    }, { maxOutputChars: 10 });
+  });
+
   it("keeps a directory the command changed to before it exits", async () => {
     await withTool(async (run, dir) => {
       await run("mkdir -p sub && cd sub && exit 0");

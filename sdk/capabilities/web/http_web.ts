@@ -7,6 +7,7 @@
 
 import { NodeHtmlMarkdown } from "node-html-markdown";
 import { HarnessError } from "../../kernel/harness_error.ts";
+import { headOf } from "../_cap_text.ts";
 import { hostMatches, isPrivateHost, refusal } from "./_host_policy.ts";
 import type { WebPage, WebService } from "./web_service.ts";
 
@@ -337,7 +338,7 @@ function titleOf(html: string, lower: string): string | undefined {
   const start = lower.indexOf(">", open);
   const end = start < 0 ? -1 : lower.indexOf("</title", start);
   if (end < 0) return undefined;
-  const title = textOnly(html.slice(start + 1, Math.min(end, start + 1 + 2000))).trim();
+  const title = textOnly(headOf(html.slice(start + 1, end), 2000)).trim();
   return title === "" ? undefined : title;
 }
 

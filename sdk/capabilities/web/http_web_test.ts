@@ -22,6 +22,10 @@ async function withServer(
     switch (url.pathname) {
       case "/page":
         return new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8" } });
+      case "/long-title":
+        return new Response(`<title>${"t".repeat(1999)}😀</title><p>body</p>`, {
+          headers: { "content-type": "text/html" },
+        });
       case "/plain":
         return new Response("just text", { headers: { "content-type": "text/plain" } });
       case "/big":
@@ -86,6 +90,8 @@ describe("httpWeb()", () => {
       assert.equal(page.truncated, false);
       assert.equal(page.redirects, 0);
       assert.equal((await web().fetch(`${base}/plain`)).text, "just text");
+      // A title is cut at 2000 UTF-16 units, before an emoji whose second half would fall past them.
+      assert.equal((await web().fetch(`${base}/long-title`)).title, "t".repeat(1999));
       assert.equal((await web().fetch(`${base}/bin`)).text, "(binary content of type image/png, 3 bytes)");
       const missing = await web().fetch(`${base}/missing`);
       assert.equal(missing.status, 404);

@@ -72,6 +72,32 @@ describe("web tools", () => {
     );
   });
 
+  it("web_fetch and web_search cut their output between characters, never inside a surrogate pair", async () => {
+    const page: WebPage = {
+      url: "https://a.test/",
+      finalUrl: "https://a.test/",
+      status: 200,
+      contentType: "text/plain",
+      text: `${"a".repeat(9)}😀 and more`,
+      truncated: false,
+      bytes: 20,
+      redirects: 0,
+    };
+    const call = runner(
+      webFetchTool({ fetch: () => Promise.resolve(page) }, { maxOutputChars: 10 }),
+      webSearchTool(tableSearch({ q: [{ title: "T😀", url: "u", snippet: "s" }] }), { maxOutputChars: 5 }),
+    );
+    assert.equal(
+      (await call("web_fetch", { url: "https://a.test/" })).text,
+      `URL: https://a.test/\n\n${"a".repeat(9)}\n[output truncated: showing 9 of 20 characters]`,
+    );
+    // "1. T" and the emoji's first half would be the first 5 units.
+    assert.equal(
+      (await call("web_search", { query: "q" })).text,
+      "1. T\n[output truncated: showing 4 of 16 characters]",
+    );
+  });
+
   it("web_fetch's permission subject is the URL as it is fetched, so every spelling of it meets the same rules", () => {
     const tool = webFetchTool({ fetch: () => Promise.reject(new Error("not called")) });
     const subject = (url: string) => tool.permissionSubject!({ url } as never);
