@@ -111,7 +111,21 @@ export function editableText(path: string, bytes: Uint8Array): string {
   }
 }
 
-/** Apply an exact replacement, or throw `EDIT_NO_MATCH` / `EDIT_NOT_UNIQUE`. */
+/**
+ * Where `oldText` occurs in `text`, overlapping occurrences included: "aba" occurs twice in "ababa", and replacing
+ * "the" one would be a guess.
+ */
+function occurrences(text: string, oldText: string): number {
+  let count = 0;
+  for (let at = text.indexOf(oldText); at !== -1; at = text.indexOf(oldText, at + 1)) count++;
+  return count;
+}
+
+/**
+ * Apply an exact replacement, or throw `EDIT_NO_MATCH` / `EDIT_NOT_UNIQUE`. Unique means no second match anywhere,
+ * overlapping ones included; with `replaceAll` the matches are replaced left to right, an overlapping one skipped (as
+ * `String.prototype.replaceAll` does), and `count` is how many were replaced.
+ */
 export function replaceExact(
   path: string,
   text: string,
@@ -122,7 +136,7 @@ export function replaceExact(
   if (typeof oldText !== "string" || oldText === "") {
     throw new HarnessError("INVALID_ARGS", "The text to replace must be a non-empty string");
   }
-  const count = text.split(oldText).length - 1;
+  const count = occurrences(text, oldText);
   if (count === 0) {
     // The model sees lines, not their ends: a file with CRLF lines does not contain a text with bare LF line breaks.
     const crlf = text.includes("\r\n") && /(?<!\r)\n/.test(oldText) ? " (the file's lines end with \\r\\n)" : "";
@@ -135,7 +149,9 @@ export function replaceExact(
       { details: { path, occurrences: count } },
     );
   }
-  return { text: replaceAll ? text.split(oldText).join(newText) : text.replace(oldText, () => newText), count };
+  if (!replaceAll) return { text: text.replace(oldText, () => newText), count };
+  const parts = text.split(oldText);
+  return { text: parts.join(newText), count: parts.length - 1 };
 }
 
 const BY_ERRNO: Readonly<Record<string, [string, string]>> = {

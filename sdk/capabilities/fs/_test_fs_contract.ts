@@ -94,6 +94,24 @@ export function fsContract(target: FsTarget): void {
     );
 
     it(
+      "an edit whose text matches at two overlapping places is not unique; replacing all replaces the ones that do not overlap",
+      withFs(async (fs) => {
+        await fs.writeFile("o.txt", "ababa");
+        await assert.rejects(fs.edit("o.txt", "aba", "X"), (e: unknown) => {
+          assert.ok(HarnessError.isInstance(e, "EDIT_NOT_UNIQUE"));
+          assert.deepEqual(e.details, { path: "o.txt", occurrences: 2 });
+          return true;
+        });
+        await fs.writeFile("n.txt", "x = 1;\n\n\n\ny = 2;\n");
+        await assert.rejects(fs.edit("n.txt", "\n\n\n", "\n// sep\n"), code("EDIT_NOT_UNIQUE"));
+        assert.equal((await fs.readText("o.txt")).text, "ababa");
+        assert.equal((await fs.readText("n.txt")).text, "x = 1;\n\n\n\ny = 2;\n");
+        assert.equal(await fs.edit("o.txt", "aba", "X", { replaceAll: true }), 1);
+        assert.equal((await fs.readText("o.txt")).text, "Xba");
+      }),
+    );
+
+    it(
       "edits only UTF-8 text, and keeps every byte around the replacement (a byte order mark too)",
       withFs(async (fs) => {
         const latin1 = new Uint8Array([0x63, 0x61, 0x66, 0xe9, 0x20, 0x6f, 0x6c, 0x64, 0x0a]); // "café old\n" in Latin-1
