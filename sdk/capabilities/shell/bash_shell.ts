@@ -33,8 +33,12 @@ const utf8Length = (text: string): number => new TextEncoder().encode(text).leng
  * the same execution world (swap the subprocess provider and the shell
  * follows). After the command, the shell prints its `$PWD` behind a per-service
  * marker on stdout and stderr; the marker is stripped and the directory kept
- * for the session's next call. (When both streams are cut by the output cap the
- * directory cannot be read and stays as it was.)
+ * for the session's next call. `stdoutBytes` and `stderrBytes` count the
+ * command's bytes, that line aside, also on a stream the cap cut. (When both
+ * streams are cut by the output cap before their lines, the directory cannot
+ * be read and stays as it was, and the byte counts include that line — a
+ * newline, the marker, the directory and a newline — as its length is
+ * unknown.)
  *
  * @param options The subprocess service, the initial directory and the shell.
  * @returns The service.
@@ -75,27 +79,43 @@ export function bashShell(options: BashShellOptions): ShellService {
     'command exit "$__dsh_status"\' EXIT; ' +
     'eval "unset -v __dsh_command; $__dsh_command"\n';
 
-  // A stream without its directory line (`tail`: how many bytes that line took).
-  const strip = (text: string, truncated: boolean): { text: string; cwd: string | undefined; tail: number } => {
+  // A stream without its directory line: the directory, if the line is whole, and where the line starts (`-1`: not
+  // seen — none was written, or the cap cut it off).
+  const strip = (text: string, truncated: boolean): { text: string; cwd: string | undefined; at: number } => {
     const at = text.lastIndexOf(`\n${marker}`);
-    if (at === -1 || truncated && !text.endsWith("\n")) return { text, cwd: undefined, tail: 0 };
-    // The directory is the rest of the marker's line (anything after it is not the directory's).
+    if (at === -1) return { text, cwd: undefined, at };
+    // The directory is the rest of the marker's line (anything after it is not the directory's); a line the cap cut
+    // (no newline after it) names none.
     const rest = text.slice(at + 1 + marker.length);
     const newline = rest.indexOf("\n");
-    const line = newline === -1 ? rest : rest.slice(0, newline);
-    return { text: text.slice(0, at), cwd: line === "" ? undefined : line, tail: utf8Length(text.slice(at)) };
+    const line = newline === -1 ? (truncated ? "" : rest) : rest.slice(0, newline);
+    return { text: text.slice(0, at), cwd: line === "" ? undefined : line, at };
   };
-  // The stream cut to the caller's cap (the command's own output, the directory line aside), with its own counts.
-  const capped = (
-    stripped: { text: string; cwd: string | undefined; tail: number },
+  // The bytes the command wrote to a stream: all the stream's bytes but the shell's directory line, the last thing
+  // the shell writes there. A line the cap cut off is not in the text, but the other stream's copy (the same bytes)
+  // tells its length; a line cut inside shows where it began. `undefined` when neither tells: both streams were cut
+  // before their lines (bashShell's JSDoc says what is counted then).
+  const commandBytes = (
+    stripped: { text: string; at: number },
+    raw: string,
     total: number,
     truncated: boolean,
+    cwd: string | undefined,
+  ): number | undefined => {
+    if (!truncated) return stripped.at === -1 ? total : total - utf8Length(raw.slice(stripped.at));
+    if (cwd !== undefined) return total - utf8Length(`\n${marker}${cwd}\n`);
+    if (stripped.at !== -1) return utf8Length(stripped.text);
+    return undefined;
+  };
+  // The stream cut to the caller's cap (the command's own output, the directory line aside).
+  const capped = (
+    stripped: { text: string; cwd: string | undefined },
+    truncated: boolean,
     cap: number | undefined,
-  ): { text: string; cwd: string | undefined; truncated: boolean; bytes: number } => {
-    const bytes = total - stripped.tail;
+  ): { text: string; truncated: boolean } => {
     const encoded = cap === undefined ? undefined : new TextEncoder().encode(stripped.text);
-    if (encoded === undefined || encoded.length <= cap!) return { ...stripped, truncated, bytes };
-    return { text: decodeUtf8(encoded.subarray(0, cap), true), cwd: stripped.cwd, truncated: true, bytes };
+    if (encoded === undefined || encoded.length <= cap!) return { text: stripped.text, truncated };
+    return { text: decodeUtf8(encoded.subarray(0, cap), true), truncated: true };
   };
 
   return {
@@ -141,19 +161,23 @@ export function bashShell(options: BashShellOptions): ShellService {
         ...(exec.maxOutputBytes !== undefined ? { maxOutputBytes: exec.maxOutputBytes + MARKER_ROOM } : {}),
       });
       const cap = exec.maxOutputBytes;
-      const out = capped(strip(result.stdout, result.stdoutTruncated), result.stdoutBytes, result.stdoutTruncated, cap);
-      const err = capped(strip(result.stderr, result.stderrTruncated), result.stderrBytes, result.stderrTruncated, cap);
-      const next = out.cwd ?? err.cwd ?? cwd;
-      cwds.set(sessionId, next);
+      const rawOut = strip(result.stdout, result.stdoutTruncated);
+      const rawErr = strip(result.stderr, result.stderrTruncated);
+      const seen = rawOut.cwd ?? rawErr.cwd;
+      const out = capped(rawOut, result.stdoutTruncated, cap);
+      const err = capped(rawErr, result.stderrTruncated, cap);
+      cwds.set(sessionId, seen ?? cwd);
       return {
         ...result,
         stdout: out.text,
         stderr: err.text,
         stdoutTruncated: out.truncated,
         stderrTruncated: err.truncated,
-        stdoutBytes: out.bytes,
-        stderrBytes: err.bytes,
-        cwd: next,
+        stdoutBytes: commandBytes(rawOut, result.stdout, result.stdoutBytes, result.stdoutTruncated, seen) ??
+          result.stdoutBytes,
+        stderrBytes: commandBytes(rawErr, result.stderr, result.stderrBytes, result.stderrTruncated, seen) ??
+          result.stderrBytes,
+        cwd: seen ?? cwd,
       };
     },
   };

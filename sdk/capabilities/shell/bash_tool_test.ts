@@ -113,6 +113,30 @@ describe("bash tool", () => {
     }, { maxOutputBytes: 1000 });
   });
 
+  it("bashShell counts the command's bytes without its own directory line, also on a stream the cap cut", async () => {
+    const dir = await realpath(await mkdtemp(join(tmpdir(), "dsh-bash-")));
+    try {
+      const shell = bashShell({ subprocess: localSubprocess(), cwd: dir });
+      const counts = async (command: string) => {
+        const r = await shell.exec(command, { maxOutputBytes: 1000 });
+        return [r.stdoutBytes, r.stderrBytes, r.stdoutTruncated, r.stderrTruncated, r.cwd];
+      };
+      assert.deepEqual(await counts("printf abc; printf de >&2"), [3, 2, false, false, dir]);
+      // The directory line fell past the cut: the other stream's copy of it tells how long it was.
+      assert.deepEqual(await counts("head -c 100000 /dev/zero; cd /"), [100000, 0, true, false, "/"]);
+      assert.deepEqual(await counts("head -c 100000 /dev/zero >&2; printf x"), [1, 100000, false, true, "/"]);
+      // Both lines cut inside: the cap keeps 1000 bytes and room for the line (4146 in all), so after 5100 bytes of
+      // output, "\n", the marker (44 characters) and the directory "/" are kept but not the newline that ends it.
+      // Neither line names the directory, and each began where it shows.
+      assert.deepEqual(
+        await counts("head -c 5100 /dev/zero; head -c 5100 /dev/zero >&2"),
+        [5100, 5100, true, true, "/"],
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("cuts the output between characters, never inside a surrogate pair", async () => {
     await withTool(async (run) => {
       // 9 a's and 😀 (two UTF-16 units) cut at 10: the a's alone, not the first half of the emoji.
