@@ -106,8 +106,9 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
   }).describe("A path relative to the project root");
 
   // Path-scoped permission rules judge a call by the path it names. What the call reaches beyond it is judged too
-  // (exec.permits, present when a subject guard applies): where a symbolic link leads, and each file a search or a
-  // listing finds. (A link changed between this check and the operation is not caught.)
+  // (exec.permits, present when a subject guard applies): where a symbolic link leads — the file a read or a write
+  // names, the directory a listing or a search starts from — and each file a search or a listing finds. (A link
+  // changed between this check and the operation is not caught.)
   const realOf = async (path: string): Promise<string | undefined> => {
     const service = serviceOf(fs);
     if (service.realPath === undefined) return undefined;
@@ -263,6 +264,9 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     permissionSubject: (args) => subjectOf(args.path ?? "."),
     execute: async (args, exec) => {
       const dir = args.path ?? ".";
+      // Its entries are judged by the path they are listed under (pub/a), not where they are (secret/a): the
+      // directory itself must be one the rules let the call reach.
+      await reachable(exec, dir);
       const entries = await serviceOf(fs).list(dir);
       if (exec.permits === undefined) return { path: dir, entries };
       const shown: FsEntry[] = [];
@@ -296,6 +300,7 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     isConcurrencySafe: () => true,
     permissionSubject: (args) => subjectOf(args.path ?? "."),
     execute: async (args, exec) => {
+      await reachable(exec, args.path ?? "."); // as list_dir: a directory through a link is judged where it leads
       // One more than the cap, and whether it was reached decided before the rules hide paths (as grep does): a
       // hidden path among the first ones must not make a cut listing look complete.
       let paths = await serviceOf(fs).glob(args.pattern, { cwd: args.path ?? ".", limit: globLimit + 1 });
@@ -382,6 +387,7 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
             "of which begins another (like (foo|bar)+), or bound the repeat to at most 3",
         );
       }
+      await reachable(exec, args.path ?? "."); // as list_dir: a directory through a link is judged where it leads
       const service = serviceOf(fs);
       const max = args.max_matches ?? 200;
       // One more than the cap: a search that could not read every file says so.

@@ -1,7 +1,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { toolCaller } from "../_test_tool_caller.ts";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { memoryFs } from "./memory_fs.ts";
+import { localFs } from "./local_fs.ts";
 import { fsTools, type FsToolsOptions } from "./fs_tools.ts";
 import type { FsService } from "./fs_service.ts";
 import type { ToolSubjectGuard } from "../../tools/tool_runtime.ts";
@@ -257,6 +261,37 @@ describe("fsTools()", () => {
     );
     assert.equal((await call("grep", { pattern: "^$" })).text, "unix.ts:2: ");
     assert.equal((await call("grep", { pattern: "^x$" })).text, "noeol.txt:1: x");
+  });
+
+  it("list_dir, glob and grep refuse a directory whose link leads where the rules do not let them reach", async () => {
+    const root = await mkdtemp(join(tmpdir(), "dsh-fs-tools-"));
+    try {
+      for (const dir of ["secret", "src"]) await mkdir(join(root, dir));
+      await writeFile(join(root, "secret/passwords.txt"), "hunter2\n");
+      await writeFile(join(root, "src/a.ts"), "hunter\n");
+      await symlink("secret", join(root, "pub"));
+      await symlink("src", join(root, "code"));
+      // As the rule `*(secret)` would: the folder is denied, the files in it are not named by the rule.
+      const call = setup(localFs({ root }), {}, (_exec, subject) => subject === "secret" ? "denied" : undefined);
+      for (
+        const [name, args] of [
+          ["list_dir", { path: "pub" }],
+          ["glob", { pattern: "**", path: "pub" }],
+          ["grep", { pattern: "hunter", path: "pub" }],
+        ] as const
+      ) {
+        assert.deepEqual(await call(name, args), {
+          text: `pub leads to secret, which the permission rules do not let ${name} reach`,
+          code: "DENIED",
+        }, name);
+      }
+      // A link to a folder the rules let them reach is listed and searched.
+      assert.equal((await call("list_dir", { path: "code" })).text, "a.ts");
+      assert.equal((await call("glob", { pattern: "*", path: "code" })).text, "code/a.ts");
+      assert.equal((await call("grep", { pattern: "hunter", path: "code" })).text, "code/a.ts:1: hunter");
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 
   it("takes paths relative to the root only: an absolute one would pass a rule written for the relative form", async () => {
