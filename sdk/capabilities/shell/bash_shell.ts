@@ -18,7 +18,57 @@ export interface BashShellOptions {
   readonly cwd: string;
   /** The shell program. @default {"bash"} */
   readonly shell?: string;
+  /**
+   * Which of the host's environment variables the commands inherit (the subprocess service's `inheritEnv`): by
+   * default only {@linkcode SHELL_ENV}, ordinary ones no secret is kept in, since a command the model runs can print
+   * what it inherits, and what it prints goes to the model's provider; a provider API key, a token or a database URL
+   * would go with it. `true` passes the whole environment, as before; a list names the ones to pass
+   * (`[...SHELL_ENV, "JAVA_HOME"]`; a name, or a prefix ending with `*`).
+   *
+   * @default {SHELL_ENV}
+   */
+  readonly inheritEnv?: boolean | readonly string[];
+  /** Variables set for every command, over the inherited ones (a call's own `env` goes over these). */
+  readonly env?: Readonly<Record<string, string>>;
 }
+
+/**
+ * The host's environment variables a {@linkcode bashShell} passes to its commands by default: where programs are
+ * (`PATH`), who and where the user is, the locale, the terminal, the time zone and the temporary directory, and on
+ * Windows the system's own directories — what build tools, git and interpreters need to run, and nothing that holds
+ * a credential (proxy variables are left out: their URLs may carry a password).
+ */
+export const SHELL_ENV: readonly string[] = Object.freeze([
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "LANG",
+  "LANGUAGE",
+  "LC_*",
+  "TERM",
+  "COLORTERM",
+  "NO_COLOR",
+  "TZ",
+  "TMPDIR",
+  "TMP",
+  "TEMP",
+  // Windows (names are matched in any case there).
+  "SYSTEMROOT",
+  "SYSTEMDRIVE",
+  "WINDIR",
+  "COMSPEC",
+  "PATHEXT",
+  "USERPROFILE",
+  "HOMEDRIVE",
+  "HOMEPATH",
+  "APPDATA",
+  "LOCALAPPDATA",
+  "PROGRAMDATA",
+  "PROGRAMFILES",
+  "PROGRAMFILES(X86)",
+]);
 
 /** The most bytes of a command: Linux's limit for one process argument (128 KiB with its terminating NUL). */
 const MAX_COMMAND_BYTES = 128 * 1024 - 1;
@@ -31,16 +81,18 @@ const utf8Length = (text: string): number => new TextEncoder().encode(text).leng
  * A {@linkcode ShellService} that runs each command as `bash -c` in the
  * session's working directory through a subprocess service, so it lives in
  * the same execution world (swap the subprocess provider and the shell
- * follows). After the command, the shell prints its `$PWD` behind a per-service
- * marker on stdout and stderr; the marker is stripped and the directory kept
- * for the session's next call. `stdoutBytes` and `stderrBytes` count the
+ * follows). Of the host's environment, commands inherit the variables of
+ * {@linkcode SHELL_ENV} only, unless `inheritEnv` says otherwise: no API key
+ * or token reaches what the model runs. After the command, the shell prints
+ * its `$PWD` behind a per-service marker on stdout and stderr; the marker is
+ * stripped and the directory kept for the session's next call. `stdoutBytes` and `stderrBytes` count the
  * command's bytes, that line aside, also on a stream the cap cut. (When both
  * streams are cut by the output cap before their lines, the directory cannot
  * be read and stays as it was, and the byte counts include that line — a
  * newline, the marker, the directory and a newline — as its length is
  * unknown.)
  *
- * @param options The subprocess service, the initial directory and the shell.
+ * @param options The subprocess service, the initial directory, the shell and the environment.
  * @returns The service.
  *
  * @example A `cd` that persists
@@ -60,6 +112,7 @@ export function bashShell(options: BashShellOptions): ShellService {
     throw new HarnessError("INVALID_ARGS", "bashShell needs an initial working directory");
   }
   const shell = options.shell ?? "bash";
+  const inheritEnv = options.inheritEnv ?? SHELL_ENV;
   const cwds = new Map<string, string>();
   const marker = `__DSH_CWD_${crypto.randomUUID().replaceAll("-", "")}__`;
   // $1 the directory, $2 the command, $3 the marker, $4 the initial directory. A session's directory that is gone
@@ -154,7 +207,8 @@ export function bashShell(options: BashShellOptions): ShellService {
         marker,
         options.cwd,
       ], {
-        ...(exec.env !== undefined ? { env: exec.env } : {}),
+        inheritEnv,
+        env: { ...options.env, ...exec.env },
         ...(exec.timeoutMs !== undefined ? { timeoutMs: exec.timeoutMs } : {}),
         ...(exec.signal !== undefined ? { signal: exec.signal } : {}),
         // Room for the directory line beyond the cap: the cap is the command's own output's.

@@ -3,10 +3,11 @@ import assert from "node:assert/strict";
 import { mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import process from "node:process";
 import { toolCaller } from "../_test_tool_caller.ts";
 import { localSubprocess } from "../subprocess/local_subprocess.ts";
 import { survivors } from "../subprocess/_test_subprocess_contract.ts";
-import { bashShell } from "./bash_shell.ts";
+import { bashShell, SHELL_ENV } from "./bash_shell.ts";
 import { bashTool } from "./bash_tool.ts";
 
 async function withTool(
@@ -111,6 +112,27 @@ describe("bash tool", () => {
       // Output just under the cap is whole: the shell's own directory line does not count against it.
       assert.equal((await run("head -c 995 /dev/zero | tr '\\0' y")).text, "y".repeat(995));
     }, { maxOutputBytes: 1000 });
+  });
+
+  it("passes the commands the host's ordinary variables only, not its API keys, unless inheritEnv says otherwise", async () => {
+    const host = { DSH_TEST_API_KEY: "sk-secret", DSH_TEST_HOME: "/opt/x", LC_DSH_TEST: "l" };
+    Object.assign(process.env, host);
+    try {
+      const shown = 'echo "${DSH_TEST_API_KEY-unset}|${DSH_TEST_HOME-unset}|$LC_DSH_TEST|${HOME:+home}|$DSH_SET"';
+      await withTool(async (run) => {
+        assert.equal((await run(shown)).text, "unset|unset|l|home|");
+      });
+      const shell = (options: Partial<Parameters<typeof bashShell>[0]>) =>
+        bashShell({ subprocess: localSubprocess(), cwd: "/", ...options });
+      assert.equal((await shell({ inheritEnv: true }).exec(shown)).stdout, "sk-secret|/opt/x|l|home|\n");
+      const listed = shell({ inheritEnv: [...SHELL_ENV, "DSH_TEST_HOME"], env: { DSH_SET: "all" } });
+      assert.equal((await listed.exec(shown)).stdout, "unset|/opt/x|l|home|all\n");
+      // A call's own variables go over the service's.
+      assert.equal((await listed.exec(shown, { env: { DSH_SET: "one" } })).stdout, "unset|/opt/x|l|home|one\n");
+      assert.equal((await shell({ inheritEnv: false }).exec(shown)).stdout, "unset|unset|||\n");
+    } finally {
+      for (const name of Object.keys(host)) delete process.env[name];
+    }
   });
 
   it("bashShell counts the command's bytes without its own directory line, also on a stream the cap cut", async () => {

@@ -6,5 +6,5 @@
  */
 
 export type { ShellExecOptions, ShellResult, ShellService } from "./shell_service.ts";
-export { bashShell, type BashShellOptions } from "./bash_shell.ts";
+export { bashShell, type BashShellOptions, SHELL_ENV } from "./bash_shell.ts";
 export { bashTool, type BashToolOptions } from "./bash_tool.ts";

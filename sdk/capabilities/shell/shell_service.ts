@@ -17,7 +17,7 @@ export interface ShellExecOptions {
   readonly signal?: AbortSignal;
   /** The most bytes kept of stdout and of stderr each. */
   readonly maxOutputBytes?: number;
-  /** Variables set for the command, over the inherited environment. */
+  /** Variables set for the command, over the inherited environment (and the service's own variables). */
   readonly env?: Readonly<Record<string, string>>;
 }
 
