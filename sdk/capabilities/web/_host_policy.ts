@@ -74,12 +74,55 @@ export function isPrivateHost(host: string): boolean {
   return false;
 }
 
+/** The IPv4 address an IPv6 one carries and reaches (as {@linkcode privateV6} reads them), or `undefined`. */
+function carriedV4(g: readonly number[]): number | undefined {
+  const v4Of = (hi: number, lo: number) => ((hi << 16) >>> 0) + lo;
+  const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  if (zeros(0, 6) && (g[6] !== 0 || g[7] > 1)) return v4Of(g[6], g[7]); // compatible, not :: or ::1
+  if (zeros(0, 5) && g[5] === 0xffff) return v4Of(g[6], g[7]); // mapped
+  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return v4Of(g[6], g[7]); // NAT64
+  if (g[0] === 0x2002) return v4Of(g[1], g[2]); // 6to4
+  return undefined;
+}
+
+/**
+ * One spelling of an IP literal, so that a list entry matches the address however it is written: an IPv4 address
+ * as the URL parser spells it (`0x7f.1` is `127.0.0.1`), an IPv6 one that carries an IPv4 address as that address
+ * (`::ffff:93.184.216.34` and `::ffff:5db8:d822` are `93.184.216.34`), any other IPv6 one as its eight groups.
+ * `undefined` for a name.
+ */
+function ipKey(host: string): string | undefined {
+  let h = host.toLowerCase().replace(/^\[|\]$/g, "").replace(/%.*$/, "");
+  if (!h.includes(":")) {
+    if (!/^[\dxa-f.]+$/.test(h)) return undefined;
+    try {
+      h = new URL(`http://${h}/`).hostname; // the URL parser's IPv4 forms: hex, octal, fewer parts
+    } catch {
+      return undefined;
+    }
+    const n = v4(h.replace(/\.$/, ""));
+    return n === undefined ? undefined : dotted(n);
+  }
+  const g = v6(h);
+  if (g === undefined) return undefined;
+  const carried = carriedV4(g);
+  return carried !== undefined ? dotted(carried) : g.map((x) => x.toString(16)).join(":");
+}
+
+const dotted = (n: number) => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
+
+/** Whether an allow or deny entry matches a host: a name exactly or by `*.`, an IP literal in any of its spellings. */
 export function hostMatches(pattern: string, host: string): boolean {
   const p = pattern.toLowerCase().replace(/^\[|\]$/g, "");
   const h = host.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "");
   if (p.startsWith("*.")) return h.endsWith(p.slice(1));
+  const ip = ipKey(p);
+  if (ip !== undefined) return ip === ipKey(h);
   return p === h;
 }
+
+/** Whether a list entry is an IP literal (one a resolved address can match). */
+export const isIpEntry = (pattern: string): boolean => ipKey(pattern) !== undefined;
 
 /** Why a host is refused, or `undefined` when it may be fetched. */
 export function refusal(

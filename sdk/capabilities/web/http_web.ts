@@ -8,7 +8,7 @@
 import { NodeHtmlMarkdown } from "node-html-markdown";
 import { HarnessError } from "../../kernel/harness_error.ts";
 import { headOf } from "../_cap_text.ts";
-import { hostMatches, isPrivateHost, refusal } from "./_host_policy.ts";
+import { hostMatches, isIpEntry, isPrivateHost, refusal } from "./_host_policy.ts";
 import type { WebPage, WebService } from "./web_service.ts";
 
 /** Options of {@linkcode httpWeb}. */
@@ -20,7 +20,13 @@ export interface HttpWebOptions {
    * here names them.
    */
   readonly allowHosts?: readonly string[];
-  /** Hosts that may never be fetched; they win over `allowHosts`. @default {[]} */
+  /**
+   * Hosts that may never be fetched; they win over `allowHosts`. An IP address matches in every spelling of it
+   * (`93.184.216.34` also as `[::ffff:93.184.216.34]`, `[::ffff:5db8:d822]` or `0x5d.184.216.34`), and a name that
+   * resolves to a denied address is refused too.
+   *
+   * @default {[]}
+   */
   readonly denyHosts?: readonly string[];
   /** The most bytes of a body read; the rest is dropped and the page marked truncated. @default {2000000} */
   readonly maxBytes?: number;
@@ -89,6 +95,7 @@ function permitted(permits: (url: string) => boolean, url: string): boolean {
  */
 export function httpWeb(options: HttpWebOptions = {}): WebService {
   const deny = options.denyHosts ?? [];
+  const deniedIps = deny.filter(isIpEntry);
   const maxBytes = options.maxBytes ?? 2_000_000;
   const timeoutMs = options.timeoutMs ?? 30_000;
   const maxRedirects = options.maxRedirects ?? 5;
@@ -132,7 +139,9 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
   const checkAddresses = async (url: URL, signal: AbortSignal): Promise<void> => {
     const host = url.hostname.replace(/^\[|\]$/g, "");
     if (/^[\d.]+$/.test(host) || host.includes(":")) return; // an IP literal: already checked
-    if (options.allowHosts?.some((p) => hostMatches(p, host))) return;
+    // A name allowed by name is not resolved, unless an address on the deny list might be what it resolves to.
+    const allowed = options.allowHosts?.some((p) => hostMatches(p, host)) ?? false;
+    if (allowed && deniedIps.length === 0) return;
     let addresses: readonly string[];
     try {
       addresses = await raced(resolve(host), signal);
@@ -140,7 +149,18 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
       if (signal.aborted) throw cause;
       throw new HarnessError("WEB_FETCH_FAILED", `Cannot resolve ${host}`, { cause, details: { url: url.href, host } });
     }
-    const inner = addresses.find((a) => isPrivateHost(a));
+    // Deny entries win over allow entries for the addresses a name resolves to too, in any spelling of them.
+    const denied = addresses.find((a) => deniedIps.some((p) => hostMatches(p, a)));
+    if (denied !== undefined) {
+      throw new HarnessError(
+        "WEB_HOST_DENIED",
+        `Cannot fetch from ${host}: it resolves to ${denied}, which is denied`,
+        {
+          details: { url: url.href, host, address: denied },
+        },
+      );
+    }
+    const inner = allowed ? undefined : addresses.find((a) => isPrivateHost(a));
     if (inner !== undefined) {
       throw new HarnessError(
         "WEB_HOST_DENIED",

@@ -233,6 +233,25 @@ describe("httpWeb()", () => {
     });
   });
 
+  it("refuses a denied IP in its IPv4-mapped spelling, and a name that resolves to it, allowed by name or not", async () => {
+    const fetched: string[] = [];
+    const fetch = (input: string | URL | Request) => {
+      fetched.push(String(input));
+      return Promise.resolve(new Response("page", { headers: { "content-type": "text/plain" } }));
+    };
+    const lookup = (host: string) =>
+      Promise.resolve(host === "bad.test" ? ["::ffff:93.184.216.34"] : ["93.184.216.35"]);
+    const web = httpWeb({ denyHosts: ["93.184.216.34"], fetch, lookup });
+    await assert.rejects(web.fetch("http://[::ffff:93.184.216.34]/"), code("WEB_HOST_DENIED"));
+    await assert.rejects(web.fetch("http://[::ffff:5db8:d822]/"), code("WEB_HOST_DENIED"));
+    await assert.rejects(web.fetch("http://bad.test/"), code("WEB_HOST_DENIED"));
+    const named = httpWeb({ allowHosts: ["bad.test", "good.test"], denyHosts: ["93.184.216.34"], fetch, lookup });
+    await assert.rejects(named.fetch("http://bad.test/"), code("WEB_HOST_DENIED"));
+    assert.equal((await named.fetch("http://good.test/")).text, "page");
+    assert.equal((await web.fetch("http://good.test/")).text, "page");
+    assert.deepEqual(fetched, ["http://good.test/", "http://good.test/"]);
+  });
+
   it("counts the name resolution in the time cap and stops waiting for it on abort, on every hop", async () => {
     // A resolver that does not answer for 3 s (getaddrinfo can take that long), and a fetch that redirects a.test to
     // b.test: the lookup of the first host, then of the redirect's.
@@ -325,5 +344,29 @@ describe("host policy", () => {
     assert.match(refusal("localhost", undefined, []) ?? "", /private/);
     assert.equal(refusal("localhost", ["localhost"], []), undefined);
     assert.equal(refusal("example.org", undefined, []), undefined);
+  });
+
+  it("matches an IP entry in every spelling of the address: IPv4 inside IPv6, other IPv4 forms", () => {
+    const denied = "it is on the deny list";
+    for (
+      const host of [
+        "93.184.216.34",
+        "[::ffff:5db8:d822]",
+        "::ffff:93.184.216.34",
+        "[::5db8:d822]",
+        "[64:ff9b::5db8:d822]",
+        "[2002:5db8:d822::1]",
+      ]
+    ) {
+      assert.equal(refusal(host, undefined, ["93.184.216.34"]), denied, host);
+    }
+    for (const entry of ["::ffff:93.184.216.34", "[0:0:0:0:0:FFFF:5DB8:D822]", "0x5d.184.216.34", "1572395042"]) {
+      assert.equal(refusal("93.184.216.34", undefined, [entry]), denied, entry);
+    }
+    assert.equal(refusal("[2001:db8::1]", undefined, ["2001:0db8:0:0:0:0:0:1"]), denied);
+    // Other addresses, and names, are not matched by an address.
+    assert.equal(refusal("93.184.216.35", undefined, ["93.184.216.34"]), undefined);
+    assert.equal(refusal("[::1]", ["::1"], ["0.0.0.1"]), undefined);
+    assert.equal(refusal("cafe.example", undefined, ["93.184.216.34"]), undefined);
   });
 });
