@@ -111,20 +111,61 @@ export function editableText(path: string, bytes: Uint8Array): string {
   }
 }
 
+/** Where `oldText` occurs in `text`, as one left-to-right scan (see {@link findMatches}). */
+interface Matches {
+  /** Where the first match starts, -1 when there is none. */
+  first: number;
+  /** Whether there is a second match, overlapping the first or not: "aba" matches twice in "ababa". */
+  another: boolean;
+  /** Where the matches `replaceAll` replaces start: left to right, each one that overlaps the one before skipped. */
+  replaced: number[];
+  /** Whether a match was skipped so: some two matches overlap. */
+  overlapping: boolean;
+}
+
 /**
- * Where `oldText` occurs in `text`, overlapping occurrences included: "aba" occurs twice in "ababa", and replacing
- * "the" one would be a guess.
+ * Every place `oldText` starts in `text` (UTF-16 units, as `indexOf` counts), found by Knuth–Morris–Pratt: time in
+ * proportion to the two lengths added, however they repeat. `indexOf` and `split` can take their product (2 MB of
+ * "a" and a 20,000-unit text that ends in "b" take seconds each), and stepping `indexOf` one unit past each match
+ * takes it whenever the text repeats.
  */
-function occurrences(text: string, oldText: string): number {
-  let count = 0;
-  for (let at = text.indexOf(oldText); at !== -1; at = text.indexOf(oldText, at + 1)) count++;
-  return count;
+function findMatches(text: string, oldText: string): Matches {
+  const m = oldText.length;
+  // border[i]: the length of the longest proper prefix of oldText[0..i] that is also its suffix.
+  const border = new Int32Array(m);
+  for (let i = 1, k = 0; i < m; i++) {
+    while (k > 0 && oldText.charCodeAt(i) !== oldText.charCodeAt(k)) k = border[k - 1];
+    if (oldText.charCodeAt(i) === oldText.charCodeAt(k)) k++;
+    border[i] = k;
+  }
+  const found: Matches = { first: -1, another: false, replaced: [], overlapping: false };
+  let nextFree = 0;
+  for (let i = 0, k = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    while (k > 0 && c !== oldText.charCodeAt(k)) k = border[k - 1];
+    if (c === oldText.charCodeAt(k)) k++;
+    if (k < m) continue;
+    const at = i - m + 1;
+    if (found.first === -1) found.first = at;
+    else found.another = true;
+    if (at >= nextFree) {
+      found.replaced.push(at);
+      nextFree = at + m;
+    } else {
+      found.overlapping = true;
+    }
+    k = border[k - 1];
+  }
+  return found;
 }
 
 /**
  * Apply an exact replacement, or throw `EDIT_NO_MATCH` / `EDIT_NOT_UNIQUE`. Unique means no second match anywhere,
  * overlapping ones included; with `replaceAll` the matches are replaced left to right, an overlapping one skipped (as
- * `String.prototype.replaceAll` does), and `count` is how many were replaced.
+ * `String.prototype.replaceAll` does), and `count` is how many were replaced. `EDIT_NOT_UNIQUE`'s
+ * `details.occurrences` is that same count, what `replaceAll` would replace (1 when the only other match overlaps the
+ * first, as "aba" in "ababa"), and `details.overlapping` whether some match overlaps another, so that more places
+ * match than `occurrences` says. Time is linear in the two lengths.
  */
 export function replaceExact(
   path: string,
@@ -136,22 +177,32 @@ export function replaceExact(
   if (typeof oldText !== "string" || oldText === "") {
     throw new HarnessError("INVALID_ARGS", "The text to replace must be a non-empty string");
   }
-  const count = occurrences(text, oldText);
-  if (count === 0) {
+  const { first, another, replaced, overlapping } = findMatches(text, oldText);
+  if (first === -1) {
     // The model sees lines, not their ends: a file with CRLF lines does not contain a text with bare LF line breaks.
     const crlf = text.includes("\r\n") && /(?<!\r)\n/.test(oldText) ? " (the file's lines end with \\r\\n)" : "";
     throw fsError("EDIT_NO_MATCH", `The text to replace does not occur in "${path}"${crlf}`, path);
   }
-  if (count > 1 && !replaceAll) {
+  const count = replaced.length;
+  if (another && !replaceAll) {
     throw new HarnessError(
       "EDIT_NOT_UNIQUE",
-      `The text to replace occurs ${count} times in "${path}"; give more context or replace all`,
-      { details: { path, occurrences: count } },
+      count < 2
+        ? `The text to replace matches at overlapping places in "${path}" (replacing all would replace only the first); give more context`
+        : `The text to replace occurs ${count} times in "${path}"${
+          overlapping ? " (not counting matches that overlap one before)" : ""
+        }; give more context or replace all ${count}`,
+      { details: { path, occurrences: count, overlapping } },
     );
   }
-  if (!replaceAll) return { text: text.replace(oldText, () => newText), count };
-  const parts = text.split(oldText);
-  return { text: parts.join(newText), count: parts.length - 1 };
+  const parts: string[] = [];
+  let from = 0;
+  for (const at of replaceAll ? replaced : [first]) {
+    parts.push(text.slice(from, at), newText);
+    from = at + oldText.length;
+  }
+  parts.push(text.slice(from));
+  return { text: parts.join(""), count: replaceAll ? count : 1 };
 }
 
 const BY_ERRNO: Readonly<Record<string, [string, string]>> = {

@@ -99,7 +99,8 @@ export function fsContract(target: FsTarget): void {
         await fs.writeFile("o.txt", "ababa");
         await assert.rejects(fs.edit("o.txt", "aba", "X"), (e: unknown) => {
           assert.ok(HarnessError.isInstance(e, "EDIT_NOT_UNIQUE"));
-          assert.deepEqual(e.details, { path: "o.txt", occurrences: 2 });
+          // occurrences: what replacing all would replace; overlapping: more places match than that.
+          assert.deepEqual(e.details, { path: "o.txt", occurrences: 1, overlapping: true });
           return true;
         });
         await fs.writeFile("n.txt", "x = 1;\n\n\n\ny = 2;\n");
@@ -108,6 +109,36 @@ export function fsContract(target: FsTarget): void {
         assert.equal((await fs.readText("n.txt")).text, "x = 1;\n\n\n\ny = 2;\n");
         assert.equal(await fs.edit("o.txt", "aba", "X", { replaceAll: true }), 1);
         assert.equal((await fs.readText("o.txt")).text, "Xba");
+      }),
+    );
+
+    it(
+      "an edit finds its matches in time linear in the sizes, however they repeat, and counts what replacing all replaces",
+      withFs(async (fs) => {
+        // 2 MB of "a" and 20,000 "a": 1,980,001 overlapping matches, 100 that replacing all replaces. Stepping indexOf
+        // past each match compared ~4e10 units (seconds; minutes at twice the sizes).
+        await fs.writeFile("a.txt", "a".repeat(2_000_000));
+        await assert.rejects(fs.edit("a.txt", "a".repeat(20_000), "X"), (e: unknown) => {
+          assert.ok(HarnessError.isInstance(e, "EDIT_NOT_UNIQUE"));
+          assert.deepEqual(e.details, { path: "a.txt", occurrences: 100, overlapping: true });
+          assert.match(e.message, /occurs 100 times .*overlap/);
+          return true;
+        });
+        assert.equal(await fs.edit("a.txt", "a".repeat(20_000), "X", { replaceAll: true }), 100);
+        assert.equal((await fs.readText("a.txt")).text, "X".repeat(100));
+        // A near miss at every place: indexOf compares most of the 20,000 units at each of 2 million places.
+        const nearMisses = ("a".repeat(19_999) + "b").repeat(100);
+        await fs.writeFile("b.txt", nearMisses + "a".repeat(20_000) + "c");
+        assert.equal(await fs.edit("b.txt", "a".repeat(20_000), "X"), 1);
+        assert.equal((await fs.readText("b.txt")).text, nearMisses + "Xc");
+        // Matches that do not overlap are counted as before.
+        await fs.writeFile("c.txt", "ab ab ab");
+        await assert.rejects(fs.edit("c.txt", "ab", "X"), (e: unknown) => {
+          assert.ok(HarnessError.isInstance(e, "EDIT_NOT_UNIQUE"));
+          assert.deepEqual(e.details, { path: "c.txt", occurrences: 3, overlapping: false });
+          assert.match(e.message, /occurs 3 times in "c.txt"; give more context or replace all 3$/);
+          return true;
+        });
       }),
     );
 

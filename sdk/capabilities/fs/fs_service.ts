@@ -110,7 +110,11 @@ export interface FsService {
   writeFile(path: string, data: string | Uint8Array, options?: WriteFileOptions): Promise<void>;
   /**
    * Replace `oldText` with `newText` in a text file: `oldText` must occur
-   * exactly once (or at least once with `replaceAll`). When the file changed
+   * exactly once, a second match overlapping the first included ("aba" in
+   * "ababa" is not unique), or at least once with `replaceAll`, which
+   * replaces left to right and skips a match overlapping the one before.
+   * `EDIT_NOT_UNIQUE`'s `details.occurrences` is how many `replaceAll`
+   * would replace, `details.overlapping` whether more places match. When the file changed
    * between the read and the write (another process wrote it), nothing is
    * written and the edit fails with `FILE_CHANGED`.
    *
