@@ -19,11 +19,16 @@ export interface BashShellOptions {
   /** The shell program. @default {"bash"} */
   readonly shell?: string;
   /**
-   * Which of the host's environment variables the commands inherit (the subprocess service's `inheritEnv`): by
-   * default only {@linkcode SHELL_ENV}, ordinary ones no secret is kept in, since a command the model runs can print
-   * what it inherits, and what it prints goes to the model's provider; a provider API key, a token or a database URL
-   * would go with it. `true` passes the whole environment, as before; a list names the ones to pass
-   * (`[...SHELL_ENV, "JAVA_HOME"]`; a name, or a prefix ending with `*`).
+   * Which environment variables of the process `bashShell` runs in the commands get: by default only
+   * {@linkcode SHELL_ENV}, ordinary ones no secret is kept in, since a command the model runs can print what it
+   * inherits, and what it prints goes to the model's provider; a provider API key, a token or a database URL would
+   * go with it. A list names the ones to pass (`[...SHELL_ENV, "JAVA_HOME"]`; a name, or a prefix ending with `*`;
+   * on Windows in any case); `false` passes none. `bashShell` picks them itself, at each call, and runs the command
+   * with the subprocess service's `inheritEnv: false` and those variables (with `env`) as its whole environment, so
+   * every provider, one written before lists existed included, gives the command that set and no more; a provider
+   * that runs commands elsewhere (a container) gets the picked variables of this process, not its own. `true` leaves
+   * the environment to the provider (`inheritEnv: true`: for `localSubprocess`, the whole of this process's, as
+   * before; a container's own).
    *
    * @default {SHELL_ENV}
    */
@@ -77,6 +82,44 @@ const MARKER_ROOM = 2 + 48 + 4096;
 
 const utf8Length = (text: string): number => new TextEncoder().encode(text).length;
 
+type Env = Record<string, string | undefined>;
+/** The environment of the process bashShell runs in (`process.env` on Node, Bun and Deno). */
+const hostEnv = (): Env => (globalThis as { process?: { env?: Env } }).process?.env ?? {};
+const isWindows = (): boolean => (globalThis as { process?: { platform?: string } }).process?.platform === "win32";
+
+/** The names `inheritEnv` may list: a variable name (no `=`, NUL or `*`), or a prefix ending with `*`. */
+function checkedNames(inheritEnv: unknown): readonly string[] | true {
+  if (inheritEnv === undefined) return SHELL_ENV;
+  if (inheritEnv === true) return true;
+  if (inheritEnv === false) return [];
+  const bad = (): never => {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      'bashShell\'s inheritEnv must be a boolean or a list of variable names (a prefix ending with "*" too)',
+    );
+  };
+  if (!Array.isArray(inheritEnv)) bad();
+  for (const name of inheritEnv as readonly unknown[]) {
+    if (typeof name !== "string" || !/^[^=\0*]+\*?$/.test(name)) bad();
+  }
+  return Object.freeze([...inheritEnv as readonly string[]]);
+}
+
+/** The variables of this process that `names` names (on Windows, where names are read in any case, in any case). */
+function pickEnv(names: readonly string[]): Record<string, string> {
+  const picked: Record<string, string> = {};
+  if (names.length === 0) return picked;
+  const fold = isWindows() ? (name: string) => name.toUpperCase() : (name: string) => name;
+  const exact = new Set(names.filter((n) => !n.endsWith("*")).map(fold));
+  const prefixes = names.filter((n) => n.endsWith("*")).map((n) => fold(n.slice(0, -1)));
+  for (const [name, value] of Object.entries(hostEnv())) {
+    if (value === undefined) continue;
+    const key = fold(name);
+    if (exact.has(key) || prefixes.some((p) => key.startsWith(p))) picked[name] = value;
+  }
+  return picked;
+}
+
 /**
  * A {@linkcode ShellService} that runs each command as `bash -c` in the
  * session's working directory through a subprocess service, so it lives in
@@ -94,6 +137,8 @@ const utf8Length = (text: string): number => new TextEncoder().encode(text).leng
  *
  * @param options The subprocess service, the initial directory, the shell and the environment.
  * @returns The service.
+ * @throws {HarnessError} `INVALID_ARGS` without an initial directory, or when `inheritEnv` is neither a boolean nor a
+ *   list of names.
  *
  * @example A `cd` that persists
  * ```ts
@@ -112,7 +157,7 @@ export function bashShell(options: BashShellOptions): ShellService {
     throw new HarnessError("INVALID_ARGS", "bashShell needs an initial working directory");
   }
   const shell = options.shell ?? "bash";
-  const inheritEnv = options.inheritEnv ?? SHELL_ENV;
+  const inherited = checkedNames(options.inheritEnv);
   const cwds = new Map<string, string>();
   const marker = `__DSH_CWD_${crypto.randomUUID().replaceAll("-", "")}__`;
   // $1 the directory, $2 the command, $3 the marker, $4 the initial directory. A session's directory that is gone
@@ -207,8 +252,9 @@ export function bashShell(options: BashShellOptions): ShellService {
         marker,
         options.cwd,
       ], {
-        inheritEnv,
-        env: { ...options.env, ...exec.env },
+        // Never a list: a provider written when inheritEnv was a boolean would read it as "not false", everything.
+        inheritEnv: inherited === true,
+        env: { ...(inherited === true ? {} : pickEnv(inherited)), ...options.env, ...exec.env },
         ...(exec.timeoutMs !== undefined ? { timeoutMs: exec.timeoutMs } : {}),
         ...(exec.signal !== undefined ? { signal: exec.signal } : {}),
         // Room for the directory line beyond the cap: the cap is the command's own output's.

@@ -7,6 +7,8 @@ import process from "node:process";
 import { toolCaller } from "../_test_tool_caller.ts";
 import { localSubprocess } from "../subprocess/local_subprocess.ts";
 import { survivors } from "../subprocess/_test_subprocess_contract.ts";
+import type { SubprocessService } from "../subprocess/subprocess_service.ts";
+import { HarnessError } from "../../kernel/harness_error.ts";
 import { bashShell, SHELL_ENV } from "./bash_shell.ts";
 import { bashTool } from "./bash_tool.ts";
 
@@ -130,6 +132,40 @@ describe("bash tool", () => {
       // A call's own variables go over the service's.
       assert.equal((await listed.exec(shown, { env: { DSH_SET: "one" } })).stdout, "unset|/opt/x|l|home|one\n");
       assert.equal((await shell({ inheritEnv: false }).exec(shown)).stdout, "unset|unset|||\n");
+    } finally {
+      for (const name of Object.keys(host)) delete process.env[name];
+    }
+  });
+
+  it("gives a provider written to the boolean inheritEnv exactly the variables it picked, never a list", async () => {
+    const host = { DSH_TEST_API_KEY: "sk-secret", DSH_TEST_HOME: "/opt/x" };
+    Object.assign(process.env, host);
+    try {
+      const local = localSubprocess();
+      const seen: unknown[] = [];
+      // A third-party provider of the old contract: anything but false inherits the whole environment.
+      const oldContract: SubprocessService = {
+        run: (argv, options = {}) => {
+          seen.push(options.inheritEnv);
+          return local.run(argv, { ...options, inheritEnv: (options.inheritEnv as unknown) !== false });
+        },
+      };
+      const shown = 'echo "${DSH_TEST_API_KEY-unset}|${DSH_TEST_HOME-unset}|${HOME:+home}|$DSH_SET"';
+      const shell = (options: Partial<Parameters<typeof bashShell>[0]>) =>
+        bashShell({ subprocess: oldContract, cwd: "/", ...options });
+      assert.equal((await shell({}).exec(shown)).stdout, "unset|unset|home|\n");
+      const listed = shell({ inheritEnv: ["HOME", "DSH_TEST_H*"], env: { DSH_SET: "s" } });
+      assert.equal((await listed.exec(shown)).stdout, "unset|/opt/x|home|s\n");
+      assert.equal((await shell({ inheritEnv: false }).exec(shown)).stdout, "unset|unset||\n");
+      assert.equal((await shell({ inheritEnv: true }).exec(shown)).stdout, "sk-secret|/opt/x|home|\n");
+      assert.deepEqual(seen, [false, false, false, true]);
+      for (const inheritEnv of [["A=B"], ["*"], ["A*B"], [""], "PATH", [1]]) {
+        assert.throws(
+          () => shell({ inheritEnv: inheritEnv as never }),
+          (e: unknown) => HarnessError.isInstance(e, "INVALID_ARGS"),
+          JSON.stringify(inheritEnv),
+        );
+      }
     } finally {
       for (const name of Object.keys(host)) delete process.env[name];
     }

@@ -125,18 +125,9 @@ function checkArgs(argv: readonly string[], options: RunOptions): void {
     }
     if (typeof value === "string" && value.includes("\0")) bad(`the value of ${name} contains a NUL character`);
   }
-  const inherit = options.inheritEnv;
-  if (inherit !== undefined && typeof inherit !== "boolean") {
-    if (!Array.isArray(inherit)) bad("inheritEnv must be a boolean or a list of variable names");
-    for (const name of inherit as readonly unknown[]) {
-      if (typeof name !== "string" || !/^[^=\0*]+\*?$/.test(name)) {
-        bad(
-          `inheritEnv names ${JSON.stringify(name)}, which is not a variable name (no "=" or NUL) or a prefix ` +
-            'ending with "*"',
-        );
-      }
-    }
-  }
+  // Anything but a boolean (a list of names, from a caller written for another contract) is refused, not read as
+  // "not false", which would pass the whole environment.
+  if (options.inheritEnv !== undefined && typeof options.inheritEnv !== "boolean") bad("inheritEnv must be a boolean");
   const { timeoutMs, maxOutputBytes } = options;
   // A timer fires at once past 2^31 - 1 ms (about 24.8 days): a longer timeout would be none at all.
   if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)) {
@@ -148,19 +139,7 @@ function checkArgs(argv: readonly string[], options: RunOptions): void {
 }
 
 function childEnv(options: RunOptions): Env {
-  const inherit = options.inheritEnv ?? true;
-  if (inherit === true) return { ...hostEnv(), ...options.env };
-  const base: Env = {};
-  if (inherit !== false) {
-    // Windows reads variable names in any case (Path is PATH), so a list names them so there too.
-    const fold = isWindows() ? (name: string) => name.toUpperCase() : (name: string) => name;
-    const exact = new Set(inherit.filter((n) => !n.endsWith("*")).map(fold));
-    const prefixes = inherit.filter((n) => n.endsWith("*")).map((n) => fold(n.slice(0, -1)));
-    for (const [name, value] of Object.entries(hostEnv())) {
-      const key = fold(name);
-      if (exact.has(key) || prefixes.some((p) => key.startsWith(p))) base[name] = value;
-    }
-  }
+  const base: Env = options.inheritEnv === false ? {} : { ...hostEnv() };
   return { ...base, ...options.env };
 }
 

@@ -12,13 +12,15 @@ export interface RunOptions {
   /** Variables set for the child, over the inherited environment (see `inheritEnv`). */
   readonly env?: Readonly<Record<string, string>>;
   /**
-   * Which of the host's variables the child inherits under `env`: all (`true`), none (`false`), or the ones named
-   * (`["PATH", "LC_*"]`: a name, or a prefix ending with `*`; on Windows, where names are case-insensitive, in any
-   * case), so that a host's secrets, such as provider API keys, need not reach a command.
+   * Whether the child inherits the provider's environment (for `localSubprocess`, the host process's) under `env`.
+   * With `false` the child's environment is `env` exactly: a caller that must keep variables from a command (as
+   * `bashShell` keeps the host's API keys) passes `false` and the variables it chose, which any provider gives the
+   * child and nothing else. A boolean only: `localSubprocess` refuses anything else (`INVALID_ARGS`) rather than
+   * read it as "not false".
    *
    * @default {true}
    */
-  readonly inheritEnv?: boolean | readonly string[];
+  readonly inheritEnv?: boolean;
   /** Bytes or text written to the child's standard input, which is then closed; without it stdin is empty. */
   readonly stdin?: string | Uint8Array;
   /** Stop the process group after this many milliseconds; the result then has `timedOut: true`. */
@@ -79,8 +81,8 @@ export interface SubprocessService {
    * @param options Working directory, environment, stdin, time budget, signal and output cap.
    * @returns The exit status and the (possibly cut) output.
    * @throws {HarnessError} `INVALID_ARGS` for an empty argv, a NUL in an argument or a variable, a variable name that
-   *   is empty or has `=`, an `inheritEnv` that is neither a boolean nor a list of such names (a `*` at the end
-   *   only), or a bad `timeoutMs` or `maxOutputBytes`; `SPAWN_FAILED` when the program cannot be started.
+   *   is empty or has `=`, an `inheritEnv` that is not a boolean, or a bad `timeoutMs` or `maxOutputBytes`;
+   *   `SPAWN_FAILED` when the program cannot be started.
    */
   run(argv: readonly string[], options?: RunOptions): Promise<RunResult>;
 }
