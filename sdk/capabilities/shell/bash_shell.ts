@@ -124,9 +124,18 @@ function pickEnv(names: readonly string[]): Record<string, string> {
  * A {@linkcode ShellService} that runs each command as `bash -c` in the
  * session's working directory through a subprocess service, so it lives in
  * the same execution world (swap the subprocess provider and the shell
- * follows). Of the host's environment, commands inherit the variables of
- * {@linkcode SHELL_ENV} only, unless `inheritEnv` says otherwise: no API key
- * or token reaches what the model runs. After the command, the shell prints
+ * follows). Of the host's environment, commands get the variables of
+ * {@linkcode SHELL_ENV} only, unless `inheritEnv` says otherwise, so an API
+ * key or a token kept in another variable is not handed to what the model
+ * runs, where `env` or `echo $KEY` would print it into the conversation.
+ * This is defence in depth, not isolation: the commands run as the host's
+ * user on the host's machine (with `localSubprocess`) and can read whatever
+ * that user can — the host process's whole environment
+ * (`/proc/$PPID/environ` on Linux, `$PPID` being the host), credential files
+ * under `HOME` (`~/.aws`, `~/.npmrc`, `~/.ssh`, a project's `.env`), an SSH
+ * or cloud agent's socket. To keep secrets from what the model runs, run it
+ * where they are not: a container or a VM (a subprocess provider that runs
+ * there), or another user. After the command, the shell prints
  * its `$PWD` behind a per-service marker on stdout and stderr; the marker is
  * stripped and the directory kept for the session's next call. `stdoutBytes` and `stderrBytes` count the
  * command's bytes, that line aside, also on a stream the cap cut. (When both
