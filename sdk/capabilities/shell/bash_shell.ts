@@ -40,8 +40,11 @@ export interface BashShellOptions {
 /**
  * The host's environment variables a {@linkcode bashShell} passes to its commands by default: where programs are
  * (`PATH`), who and where the user is, the locale, the terminal, the time zone and the temporary directory, and on
- * Windows the system's own directories — what build tools, git and interpreters need to run, and nothing that holds
- * a credential (proxy variables are left out: their URLs may carry a password).
+ * Windows the system's own directories, the user's and the machine's names and the processor's — what build tools,
+ * git and interpreters need to run, and nothing that holds a credential. Left out, among others: proxy variables
+ * (their URLs may carry a password), `SSH_AUTH_SOCK`, CA bundle variables (`SSL_CERT_FILE`, `NODE_EXTRA_CA_CERTS`)
+ * and toolchain variables (`JAVA_HOME`, `GOPATH`); name them in `inheritEnv` to pass them
+ * (`[...SHELL_ENV, "SSH_AUTH_SOCK"]`).
  */
 export const SHELL_ENV: readonly string[] = Object.freeze([
   "PATH",
@@ -73,6 +76,15 @@ export const SHELL_ENV: readonly string[] = Object.freeze([
   "PROGRAMDATA",
   "PROGRAMFILES",
   "PROGRAMFILES(X86)",
+  "PROGRAMW6432",
+  "COMMONPROGRAMFILES",
+  "COMMONPROGRAMFILES(X86)",
+  "COMMONPROGRAMW6432",
+  "USERNAME",
+  "USERDOMAIN",
+  "COMPUTERNAME",
+  "PROCESSOR_ARCHITECTURE",
+  "NUMBER_OF_PROCESSORS",
 ]);
 
 /** The most bytes of a command: Linux's limit for one process argument (128 KiB with its terminating NUL). */

@@ -132,6 +132,9 @@ describe("bash tool", () => {
       // A call's own variables go over the service's.
       assert.equal((await listed.exec(shown, { env: { DSH_SET: "one" } })).stdout, "unset|/opt/x|l|home|one\n");
       assert.equal((await shell({ inheritEnv: false }).exec(shown)).stdout, "unset|unset|||\n");
+      // Windows' own ordinary variables (matched in any case there).
+      const windows = ["USERNAME", "COMPUTERNAME", "PROCESSOR_ARCHITECTURE", "NUMBER_OF_PROCESSORS", "PROGRAMW6432"];
+      for (const name of [...windows, "COMMONPROGRAMFILES"]) assert.ok(SHELL_ENV.includes(name), name);
     } finally {
       for (const name of Object.keys(host)) delete process.env[name];
     }
