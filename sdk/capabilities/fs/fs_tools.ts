@@ -289,6 +289,11 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
     output: {
       schema: z.object({ paths: z.array(z.string()), truncated: z.boolean() }),
       render: (args, v) => {
+        // Cut, with every path the search reached hidden by the rules: more may match past the cut.
+        if (v.paths.length === 0 && v.truncated) {
+          return `[no path shown: the search stopped at the first ${globLimit} paths matching ${args.pattern}, ` +
+            "and the permission rules hide all of them; narrow the pattern]";
+        }
         if (v.paths.length === 0) return `No files match ${args.pattern}`;
         const note = v.truncated
           ? `\n[the search stopped at the first ${globLimit} matching paths; narrow the pattern]`

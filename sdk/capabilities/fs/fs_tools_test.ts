@@ -197,6 +197,15 @@ describe("fsTools()", () => {
     assert.equal(lines.length, 991);
     assert.deepEqual([lines[0], lines[989]], ["f0010.txt", "f0999.txt"]);
     assert.equal(lines[990], "[the search stopped at the first 1000 matching paths; narrow the pattern]");
+    // The rules hide all of the first 1000 (f0000-f0999): the result is cut, not empty.
+    const hideAll = setup(memoryFs({ files }), {}, (_exec, subject) => subject.startsWith("f0") ? "hidden" : undefined);
+    const none = await hideAll("glob", { pattern: "*.txt" });
+    assert.equal(
+      none.text,
+      "[no path shown: the search stopped at the first 1000 paths matching *.txt, and the permission rules hide all of " +
+        "them; narrow the pattern]",
+    );
+    assert.equal((await hideAll("glob", { pattern: "f0*.txt" })).text, "No files match f0*.txt");
     // Below the cap nothing is cut, hidden paths or not.
     assert.equal(
       (await call("glob", { pattern: "f00[01]*.txt" })).text,
