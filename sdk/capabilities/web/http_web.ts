@@ -8,7 +8,7 @@
 import { NodeHtmlMarkdown } from "node-html-markdown";
 import { HarnessError } from "../../kernel/harness_error.ts";
 import { headOf } from "../_cap_text.ts";
-import { hostMatches, isIpEntry, isPrivateHost, refusal } from "./_host_policy.ts";
+import { allowMatches, denyMatches, isIpEntry, isPrivateHost, refusal } from "./_host_policy.ts";
 import type { WebPage, WebService } from "./web_service.ts";
 
 /** Options of {@linkcode httpWeb}. */
@@ -16,13 +16,20 @@ export interface HttpWebOptions {
   /**
    * Hosts that may be fetched (`example.com`, `*.example.com`); absent allows
    * every public host. Local and private addresses (`localhost`, `127.0.0.1`,
-   * `10.x`, `192.168.x`, `169.254.x`, `::1`, …) are refused unless an entry
-   * here names them.
+   * `10.x`, `192.168.x`, `169.254.x`, `::1`, …, and IPv6 addresses carrying
+   * one: `::ffff:10.0.0.1`, 6to4 `2002:a00:1::`, NAT64 `64:ff9b::a00:1`) are
+   * refused unless an entry here names them. An IP address here allows that
+   * address only, in any spelling of it (`::ffff:93.184.216.34` is
+   * `93.184.216.34`): an IPv6 entry is never read as the IPv4 address it
+   * carries, so `2002:5db8:d822::1` allows neither `93.184.216.34` nor the
+   * rest of its 6to4 network, nor an IPv4 entry those IPv6 addresses.
    */
   readonly allowHosts?: readonly string[];
   /**
-   * Hosts that may never be fetched; they win over `allowHosts`. An IP address matches in every spelling of it
-   * (`93.184.216.34` also as `[::ffff:93.184.216.34]`, `[::ffff:5db8:d822]` or `0x5d.184.216.34`), and a name that
+   * Hosts that may never be fetched; they win over `allowHosts`. An IP address matches in every spelling of it and
+   * in every IPv6 address that carries it (`93.184.216.34` also as `[::ffff:93.184.216.34]`, `[::ffff:5db8:d822]`,
+   * `0x5d.184.216.34`, translated `[::ffff:0:5db8:d822]`, NAT64 `[64:ff9b::5db8:d822]` or any address of its 6to4
+   * network `[2002:5db8:d822::/48]`; an IPv6 entry that carries one denies that IPv4 address too), and a name that
    * resolves to a denied address is refused too.
    *
    * @default {[]}
@@ -140,7 +147,7 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
     const host = url.hostname.replace(/^\[|\]$/g, "");
     if (/^[\d.]+$/.test(host) || host.includes(":")) return; // an IP literal: already checked
     // A name allowed by name is not resolved, unless an address on the deny list might be what it resolves to.
-    const allowed = options.allowHosts?.some((p) => hostMatches(p, host)) ?? false;
+    const allowed = options.allowHosts?.some((p) => allowMatches(p, host)) ?? false;
     if (allowed && deniedIps.length === 0) return;
     let addresses: readonly string[];
     try {
@@ -150,7 +157,7 @@ export function httpWeb(options: HttpWebOptions = {}): WebService {
       throw new HarnessError("WEB_FETCH_FAILED", `Cannot resolve ${host}`, { cause, details: { url: url.href, host } });
     }
     // Deny entries win over allow entries for the addresses a name resolves to too, in any spelling of them.
-    const denied = addresses.find((a) => deniedIps.some((p) => hostMatches(p, a)));
+    const denied = addresses.find((a) => deniedIps.some((p) => denyMatches(p, a)));
     if (denied !== undefined) {
       throw new HarnessError(
         "WEB_HOST_DENIED",

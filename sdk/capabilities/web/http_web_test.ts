@@ -369,4 +369,30 @@ describe("host policy", () => {
     assert.equal(refusal("[::1]", ["::1"], ["0.0.0.1"]), undefined);
     assert.equal(refusal("cafe.example", undefined, ["93.184.216.34"]), undefined);
   });
+
+  it("an allow entry that is an IP address allows that address only, never the IPv4 one it carries or its network", () => {
+    const notAllowed = "it is not on the allow list";
+    // A 6to4 entry does not allow its /48 or the IPv4 address it carries, nor an IPv4 entry the IPv6 ones carrying it.
+    assert.equal(refusal("[2002:5db8:d822::99]", ["2002:5db8:d822::1"], []), notAllowed);
+    assert.equal(refusal("93.184.216.34", ["2002:5db8:d822::1"], []), notAllowed);
+    assert.equal(refusal("[2002:a00:1::1]", ["10.0.0.1"], []), notAllowed);
+    assert.equal(refusal("[64:ff9b::a00:1]", ["10.0.0.1"], []), notAllowed);
+    assert.equal(refusal("[::a00:1]", ["10.0.0.1"], []), notAllowed);
+    // The address itself, in any spelling: an IPv6 one by its groups, an IPv4-mapped one as its IPv4 address.
+    assert.equal(refusal("[2002:5db8:d822::1]", ["2002:5DB8:D822:0:0:0:0:1"], []), undefined);
+    assert.equal(refusal("[::ffff:10.0.0.1]", ["10.0.0.1"], []), undefined);
+    assert.equal(refusal("10.0.0.1", ["[::ffff:a00:1]"], []), undefined);
+    // Deny entries and the private check still read every IPv6 address that carries an IPv4 one as that address,
+    // IPv4-translated (::ffff:0:a.b.c.d) and local-use NAT64 (64:ff9b:1::/48) too.
+    const denied = "it is on the deny list";
+    assert.equal(refusal("93.184.216.34", undefined, ["2002:5db8:d822::1"]), denied);
+    assert.equal(refusal("[::ffff:0:5db8:d822]", undefined, ["93.184.216.34"]), denied);
+    assert.equal(refusal("[64:ff9b:1::5db8:d822]", undefined, ["93.184.216.34"]), denied);
+    assert.equal(refusal("[2002:5db8:d822::1]", ["2002:5db8:d822::1"], ["93.184.216.34"]), denied);
+    const inner = "it is a local or private address (allow it explicitly)";
+    for (const host of ["[::ffff:0:7f00:1]", "[::ffff:0:10.0.0.1]", "[64:ff9b:1::a00:1]", "[2002:a00:1::1]"]) {
+      assert.equal(refusal(host, undefined, []), inner, host);
+    }
+    assert.equal(refusal("[64:ff9b:1::5db8:d822]", undefined, []), undefined);
+  });
 });
