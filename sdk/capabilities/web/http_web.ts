@@ -30,7 +30,8 @@ export interface HttpWebOptions {
    * in every IPv6 address that carries it (`93.184.216.34` also as `[::ffff:93.184.216.34]`, `[::ffff:5db8:d822]`,
    * `0x5d.184.216.34`, translated `[::ffff:0:5db8:d822]`, NAT64 `[64:ff9b::5db8:d822]` or any address of its 6to4
    * network `[2002:5db8:d822::/48]`; an IPv6 entry that carries one denies that IPv4 address too), and a name that
-   * resolves to a denied address is refused too.
+   * resolves to a denied address is refused too: with an IP address here, every name is resolved with `lookup`
+   * before it is fetched, allowed ones included (see {@linkcode httpWeb}).
    *
    * @default {[]}
    */
@@ -47,9 +48,10 @@ export interface HttpWebOptions {
   readonly userAgent?: string;
   /**
    * Resolves a host name to its addresses, to refuse a public name that
-   * points at a private address. Not called for IP literals or for hosts an
-   * `allowHosts` entry names. Its time counts in `timeoutMs`, and an abort
-   * stops the wait for it.
+   * points at a private or a denied address. Not called for IP literals, nor
+   * for hosts an `allowHosts` entry names unless `denyHosts` holds an IP
+   * address. Its time counts in `timeoutMs`, and an abort stops the wait for
+   * it; a failure is `WEB_FETCH_FAILED`.
    *
    * @default {node:dns lookup, every address}
    */
@@ -80,8 +82,18 @@ function permitted(permits: (url: string) => boolean, url: string): boolean {
  * `node-html-markdown` (scripts and styles dropped); other text types are
  * returned as they are, binary types as a one-line note.
  *
- * A host name that no allow entry names is also resolved (`lookup`) and
- * refused when any of its addresses is private. The fetch resolves the name
+ * A host name is also resolved (`lookup`) before it is fetched: one that no
+ * allow entry names is refused when any of its addresses is private, and
+ * when `denyHosts` holds an IP address, every name — allowed ones too — is
+ * resolved and refused when any of its addresses is denied. A name an allow
+ * entry names is resolved only in that case. The default `lookup` asks this
+ * machine's resolver (`node:dns`, getaddrinfo), not the `fetch`: in a setup
+ * that reaches the web only through a proxy, or with a custom `fetch` that
+ * resolves elsewhere, a name the local DNS cannot resolve fails with
+ * `WEB_FETCH_FAILED` ("Cannot resolve …") although the fetch could reach it,
+ * and the lookup itself tells the local DNS which hosts are fetched; pass a
+ * `lookup` that resolves where the fetch does, or leave IP addresses off
+ * `denyHosts` and name the hosts in `allowHosts`. The fetch resolves the name
  * again, so a DNS answer that changes in between (rebinding) is not caught.
  *
  * @param options Host lists and caps.
