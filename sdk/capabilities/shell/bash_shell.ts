@@ -149,12 +149,23 @@ function pickEnv(names: readonly string[]): Record<string, string> {
  * where they are not: a container or a VM (a subprocess provider that runs
  * there), or another user. After the command, the shell prints
  * its `$PWD` behind a per-service marker on stdout and stderr; the marker is
- * stripped and the directory kept for the session's next call. `stdoutBytes` and `stderrBytes` count the
- * command's bytes, that line aside, also on a stream the cap cut. (When both
- * streams are cut by the output cap before their lines, the directory cannot
- * be read and stays as it was, and the byte counts include that line — a
- * newline, the marker, the directory and a newline — as its length is
- * unknown.)
+ * stripped and the directory kept for the session's next call.
+ *
+ * `stdoutBytes` and `stderrBytes` count the command's bytes, that line aside.
+ * On a stream the cap did not cut, or cut inside or after the line, the
+ * count is exact. On one it cut before its line, the line is not in the
+ * text: its length is read from the other stream's copy and subtracted, on
+ * the assumption that the shell wrote the line to both streams. Two cases
+ * differ, and the kept bytes cannot tell them from that one:
+ *
+ * - The command redirected or closed the stream before it ended
+ *   (`head -c 100000 /dev/zero; exec >/dev/null`): the shell's line never
+ *   reached it, so the cut stream's count is short by the line's length —
+ *   a newline, the 44-byte marker, the directory's UTF-8 bytes and a
+ *   newline (99,950 for 100,000 bytes written, in `/usr`).
+ * - Both streams were cut before their lines: the directory cannot be read
+ *   and stays as it was, and both counts include the line, whose length is
+ *   unknown.
  *
  * @param options The subprocess service, the initial directory, the shell and the environment.
  * @returns The service.
@@ -212,8 +223,10 @@ export function bashShell(options: BashShellOptions): ShellService {
   };
   // The bytes the command wrote to a stream: all the stream's bytes but the shell's directory line, the last thing
   // the shell writes there. A line the cap cut off is not in the text, but the other stream's copy (the same bytes)
-  // tells its length; a line cut inside shows where it began. `undefined` when neither tells: both streams were cut
-  // before their lines (bashShell's JSDoc says what is counted then).
+  // tells its length — assuming the line was written to this stream too, which a command that redirected or closed
+  // the stream (`exec >/dev/null`) prevents, and nothing kept tells so; a line cut inside shows where it began.
+  // `undefined` when neither tells: both streams were cut before their lines (bashShell's JSDoc says what is counted
+  // in both cases).
   const commandBytes = (
     stripped: { text: string; at: number },
     raw: string,
