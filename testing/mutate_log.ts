@@ -58,7 +58,8 @@ type Draft = { type: string; seq: number; time: number; data: unknown; surfaceOp
  * generates) into one that breaks exactly one invariant, by appending events
  * at its end (or, for `seq-swap`, by swapping two seqs).
  *
- * @param log A valid log ending outside every turn.
+ * @param log A valid log ending outside every turn (inside a compaction is fine: it is closed first, with a
+ *   `compaction/end` before the mutation).
  * @param kind The mutation.
  * @returns The mutated log and the code its first violation must have.
  * @throws {TypeError} For an unknown kind.
@@ -81,7 +82,15 @@ export function mutateLog(log: readonly SessionEvent[], kind: LogMutationKind): 
   const turn = lastTurn + 1;
   const push = (type: string, data: unknown, extra: Partial<Draft> = {}): void =>
     void out.push({ type, seq: out.length, time: 0, data, ...extra });
-  const fromSeq = log.length;
+  // A log may end inside a compaction (a snapshot taken while a manual one runs): it is closed first, so that the
+  // mutation's own compaction events (and those it must not break) are not taken for nested or unpaired ones.
+  let open = false;
+  for (const e of log) {
+    if (e.type === "compaction/start") open = true;
+    else if (e.type === "compaction/end") open = false;
+  }
+  if (open) push("compaction/end", { outcome: "skipped" });
+  const fromSeq = out.length;
   switch (kind) {
     case "seq-gap":
       out.push({ type: "todo/write", seq: out.length + 1, time: 0, data: { todos: [] } });

@@ -84,8 +84,9 @@ export interface ScriptedAdapter extends LlmAdapter {
  * @param script What to answer.
  * @param options The provider, models and how many requests to keep.
  * @returns An adapter that records its requests.
- * @throws {HarnessError} `INVALID_ARGS` when the script is not an entry, an array or a function, or
- *   `keepRequests` is not a non-negative integer or `Infinity`.
+ * @throws {HarnessError} `INVALID_ARGS` when the script is not an entry, an array of entries or a function (an
+ *   entry is `{ chunks }`, `{ throw, chunks? }` or `{ hang: true, chunks? }`; a function's entries are checked when
+ *   it gives them, failing that call), or `keepRequests` is not a non-negative integer or `Infinity`.
  *
  * @example One entry per call
  * ```ts
@@ -132,6 +133,8 @@ export function scriptedAdapter(script: Script, options: ScriptedAdapterOptions 
   if (typeof script !== "function" && (typeof script !== "object" || script === null)) {
     throw new HarnessError("INVALID_ARGS", "A script must be an entry, an array of entries or a function");
   }
+  if (Array.isArray(script)) script.forEach((entry, i) => checkEntry(entry, `Script entry ${i}`));
+  else if (typeof script !== "function") checkEntry(script, "The script");
   const provider = options.provider ?? "scripted";
   const models = Object.freeze([...(options.models ?? [{ id: "scripted-model" }])]);
   const keep = options.keepRequests ?? Infinity;
@@ -184,11 +187,34 @@ export function scriptedAdapter(script: Script, options: ScriptedAdapterOptions 
   };
 }
 
+/**
+ * Refuse what is not a script entry (`{ chunks }`, `{ throw, chunks? }`, `{ hang: true, chunks? }`) where it is
+ * given: played, it would end the call without a finish, which names the stream, not the script.
+ */
+function checkEntry(entry: unknown, where: string): asserts entry is ScriptEntry {
+  const ok = typeof entry === "object" && entry !== null && !Array.isArray(entry) && (
+    "throw" in entry
+      ? typeof entry.throw === "object" && entry.throw !== null
+      : "hang" in entry
+      ? entry.hang === true
+      : "chunks" in entry
+  );
+  const chunks = ok ? (entry as { chunks?: unknown }).chunks : undefined;
+  if (!ok || (chunks !== undefined && !Array.isArray(chunks))) {
+    const shown = typeof entry === "function" ? 'a function (call it: textResponse("…"))' : JSON.stringify(entry);
+    throw new HarnessError(
+      "INVALID_ARGS",
+      `${where} is not a script entry ({ chunks }, { throw, chunks? } or { hang: true, chunks? }): ${shown}`,
+    );
+  }
+}
+
 async function* play(
   entryOf: () => ScriptEntry | Promise<ScriptEntry>,
   signal: AbortSignal,
 ): AsyncGenerator<StreamChunk, void, undefined> {
   const entry = await entryOf();
+  checkEntry(entry, "The script function's entry");
   for (const chunk of entry.chunks ?? []) {
     if (signal.aborted) break;
     yield chunk;

@@ -149,6 +149,42 @@ describe("scriptedAdapter()", () => {
   it("rejects a script that is neither entry, array nor function", () => {
     assert.throws(() => scriptedAdapter(42 as never), (e) => HarnessError.isInstance(e, "INVALID_ARGS"));
   });
+
+  it("rejects what is not an entry where it is given, not at the model call", async () => {
+    const bad: [unknown, RegExp][] = [
+      [{}, /The script is not a script entry/],
+      [{ text: "hi" }, /The script is not a script entry/],
+      [[textResponse], /Script entry 0 is not a script entry.*a function \(call it/],
+      [[textResponse("ok"), null], /Script entry 1/],
+      [[{ chunks: "x" }], /Script entry 0/],
+      [[{ hang: false }], /Script entry 0/],
+    ];
+    for (const [script, message] of bad) {
+      assert.throws(
+        () => scriptedAdapter(script as never),
+        (e) => HarnessError.isInstance(e, "INVALID_ARGS") && message.test(e.message),
+        String(message),
+      );
+    }
+    // An entry a script function gives is checked when it is played: the call fails naming the script.
+    const llm = new LlmRuntime();
+    llm.registerAdapter(scriptedAdapter(() => ({ text: "hi" }) as never));
+    const chunks = [];
+    for await (const chunk of llm.stream({ provider: "scripted", model: "scripted-model", messages: [] })) {
+      chunks.push(chunk);
+    }
+    const finish = chunks.at(-1);
+    assert.equal(finish?.type, "finish");
+    assert.match(JSON.stringify(finish), /script function's entry is not a script entry/);
+    // Every documented form is accepted.
+    scriptedAdapter([
+      textResponse("a"),
+      { throw: new Error("boom") },
+      { throw: new Error("boom"), chunks: [] },
+      { hang: true },
+      { hang: true, chunks: textResponse("x").chunks.slice(0, 1) },
+    ]);
+  });
 });
 
 describe("textResponse() and toolCallResponse()", () => {

@@ -91,9 +91,69 @@ export function replayLog(
   }
 }
 
+/**
+ * The surface of a valid log by the contract's words, as the oracle the
+ * properties check `SurfaceManager`, `foldSurface` and `deriveMessages()`
+ * against: a plain array of node seqs, where `append` adds the event at the
+ * end and `{ op: "replace", start, end }` takes the nodes from `start` to
+ * `end` (inclusive) out and puts the event in their place. It shares no code
+ * with the implementation (and checks nothing: give it valid logs).
+ *
+ * @param events A valid log.
+ * @returns The seqs of the surface nodes, in order.
+ *
+ * @example
+ * ```ts
+ * import { referenceSurface } from "@dsh/harness/testing";
+ * import assert from "node:assert/strict";
+ *
+ * const message = (seq: number, surfaceOp: unknown) => ({ type: "user/message", seq, time: 0, data: {}, surfaceOp });
+ * const log = [message(0, "append"), message(1, "append"), message(2, { op: "replace", start: 0, end: 0 })];
+ * assert.deepEqual(referenceSurface(log as never), [2, 1]);
+ * ```
+ */
+export function referenceSurface(events: readonly SessionEvent[]): number[] {
+  const nodes: number[] = [];
+  for (const event of events) {
+    const op = event.surfaceOp;
+    if (op === undefined) continue;
+    if (op === "append") {
+      nodes.push(event.seq);
+      continue;
+    }
+    const from = nodes.indexOf(op.start);
+    nodes.splice(from, nodes.indexOf(op.end) - from + 1, event.seq);
+  }
+  return nodes;
+}
+
 function expectedMessages(events: readonly SessionEvent[]): Message[] {
-  return foldSurface(events).nodes.map((seq) => deriveEventMessage(events[seq])).filter((m): m is Message =>
-    m !== null
+  return referenceSurface(events).map((seq) => deriveEventMessage(events[seq])).filter((m): m is Message => m !== null);
+}
+
+/**
+ * Property: `foldSurface` gives the surface {@linkcode referenceSurface}
+ * gives, for generated session logs (compactions, replaced tool results) and
+ * for generated runs of surface operations.
+ *
+ * @param options Runs, seed and log size.
+ */
+export function checkReferenceSurfaceProperty(options: PropertyOptions = {}): void {
+  fc.assert(
+    fc.property(logs(options), (events) => {
+      assert.deepEqual(foldSurface(events).nodes, referenceSurface(events));
+    }),
+    params(options),
+  );
+  fc.assert(
+    fc.property(arbSurfaceOps(), ({ ops }) => {
+      const session = Session.create("s", undefined, { now: () => 0 });
+      for (const op of ops) if (op.expected === "ok") applySurfaceOp(session, op);
+      const events = session.events;
+      assert.deepEqual(foldSurface(events).nodes, referenceSurface(events));
+      assert.deepEqual([...session.surface.nodes], referenceSurface(events));
+    }),
+    params(options),
   );
 }
 
@@ -356,6 +416,7 @@ export function checkMutationProperty(options: PropertyOptions = {}): void {
  * ```
  */
 export const sessionPropertySuites: Readonly<Record<string, (options?: PropertyOptions) => void>> = Object.freeze({
+  referenceSurface: checkReferenceSurfaceProperty,
   incrementalSurface: checkIncrementalSurfaceProperty,
   windowedSurface: checkWindowedSurfaceProperty,
   deriveMatchesSurface: checkDeriveMatchesSurfaceProperty,
