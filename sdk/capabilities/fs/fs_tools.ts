@@ -57,6 +57,8 @@ function subjectOf(path: string): string {
 
 /** A POSIX absolute path, a Windows drive or UNC path. */
 const ABSOLUTE = /^(?:[/\\]|[A-Za-z]:)/;
+/** How long grep searches lines before it lets the event loop run (a cancel, a timeout) once. */
+const YIELD_AFTER_MS = 20;
 
 /**
  * Why `new RegExp()` refused a pattern, without the runtime's own framing: V8 (Node, Deno) says
@@ -411,6 +413,7 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
         ...(unreadable.length === 0 ? {} : { unreadable }),
       });
       let searched = 0;
+      let ranSince = performance.now();
       for (const file of files) {
         if (exec.signal.aborted) break;
         let text: string;
@@ -430,6 +433,13 @@ export function fsTools(fs: ServiceSource<FsService>, options: FsToolsOptions = 
         const lines = text.split("\n");
         if (lines[lines.length - 1] === "") lines.pop();
         for (let i = 0; i < lines.length; i++) {
+          // A search that has run for a while gives the event loop a turn, so that a cancel or a timeout stops it
+          // between lines, not only between files (a pattern can be slow on long lines; one line is not cut short).
+          if ((i & 7) === 7 && performance.now() - ranSince > YIELD_AFTER_MS) {
+            await new Promise((resolve) => setTimeout(resolve, 0));
+            ranSince = performance.now();
+            if (exec.signal.aborted) return result(false);
+          }
           const line = lines[i].endsWith("\r") ? lines[i].slice(0, -1) : lines[i];
           if (!regex.test(line)) continue;
           if (matches.length === max) return result(true);

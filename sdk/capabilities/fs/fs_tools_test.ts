@@ -225,6 +225,19 @@ describe("fsTools()", () => {
     assert.equal((await call("grep", { pattern: "[(+)]*a+!" })).text, `a.txt:1: ${"a".repeat(34)}!`);
   });
 
+  it("grep lets a cancel stop it between the lines of a file, not only between files", async () => {
+    // Each line costs the pattern quadratic time (a* backtracks over 3000 a's); the only match is on the last line.
+    const slow = `${"a".repeat(3000)}\n`.repeat(200) + "ax\n";
+    const grep = fsTools(memoryFs({ files: { "slow.txt": slow } })).find((t) => t.name === "grep")!;
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 0);
+    const found = await grep.execute({ pattern: "a*x" } as never, { signal: controller.signal } as never) as {
+      matches: unknown[];
+    };
+    assert.ok(controller.signal.aborted);
+    assert.deepEqual(found.matches, [], "stopped before the last line");
+  });
+
   it("grep refuses a pattern that repeats a choice whose alternatives can match the same text", async () => {
     const call = setup(memoryFs({ files: { "ids.txt": `${"1".repeat(30)}\n`, "w.txt": "foobarfoo baz\n" } }));
     const refused = ["(\\w|\\d)*x", "(a|a)*b", "(?:a|aa)*c", "((a|aa))*c", "(a|)+b", "(?:A|a){4,}b", "(x|[xy])+z"];
