@@ -134,7 +134,8 @@ export interface CreateHarnessOptions {
    * A bound for a model that would call tools for ever. A model that
    * answered at the bound ends its turn `completed`, also when steering or
    * injected context waits for a next step: that input waits for the next
-   * turn.
+   * turn. A turn ended by the bound does not dispatch `agent/turn-stopping`
+   * (Stop hooks): it cannot go on.
    *
    * @default {unbounded}
    */

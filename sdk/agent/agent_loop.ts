@@ -173,8 +173,10 @@ export class LoopAgent implements Agent {
   #pumping: Promise<void> | undefined;
   #wakePending = false;
   #controller: AbortController | undefined;
-  /** A cancel made while the pump was about to open a turn (no controller yet): applied to that turn. */
+  /** A cancel made while the pump was about to open its first turn (no controller yet): applied to that turn. */
   #cancelBeforeTurn: { readonly cause: TurnEndCancelCause; readonly keepInbox: boolean } | undefined;
+  /** From the pump's start until its first turn has a controller. */
+  #openingFirstTurn = false;
   #cancelCause: TurnEndCancelCause | undefined;
   // Whether the cancel of the running turn kept the inbox.
   #cancelKeepsInbox = false;
@@ -312,8 +314,9 @@ export class LoopAgent implements Agent {
       this.#cancelCause = cause;
       this.#cancelKeepsInbox = options.keepInbox === true;
       abortAnnounced(this.#controller, new HarnessError("ABORTED", `Turn cancelled: ${cause}`));
-    } else if (this.#pumping !== undefined && this.#controller === undefined && this.#hasWork()) {
-      // The pump is about to open a turn (a status listener hearing `running`): that turn is the one cancelled.
+    } else if (this.#openingFirstTurn && this.#hasWork()) {
+      // The pump is about to open its first turn (a status listener hearing `running`): that turn is the one
+      // cancelled. Between two turns of a pump a cancel finds no turn, as a cancel of an idle agent does.
       this.#cancelBeforeTurn = { cause, keepInbox: options.keepInbox === true };
     }
     // A maintenance task (a manual compaction) is what the agent is doing while it runs: it stops too.
@@ -476,6 +479,7 @@ export class LoopAgent implements Agent {
     // listeners), and a dispose(), whenIdle() or runMaintenance() called from there must see a turn running.
     let ended!: () => void;
     this.#pumping = new Promise<void>((resolve) => ended = resolve);
+    this.#openingFirstTurn = true;
     this.#pump().then(ended, ended);
   }
 
@@ -502,6 +506,7 @@ export class LoopAgent implements Agent {
     } finally {
       this.#pumping = undefined;
       this.#cancelBeforeTurn = undefined;
+      this.#openingFirstTurn = false;
       this.#setStatus("idle");
       // A status listener may have queued input and started the next pump: the waiters wait for that one to end.
       if (this.#pumping === undefined) this.#releaseIdle();
@@ -568,6 +573,7 @@ export class LoopAgent implements Agent {
   async #runTurn(): Promise<void> {
     const controller = announcedController();
     this.#controller = controller;
+    this.#openingFirstTurn = false;
     this.#cancelCause = undefined;
     this.#cancelKeepsInbox = false;
     // A cancel made before this turn had a controller: it takes effect once the turn has claimed its input, as a

@@ -1526,6 +1526,23 @@ describe("calls made from the first, synchronous stretch of a turn", () => {
     await harness.dispose();
   });
 
+  it("a cancel(keepInbox) between two turns of one pump finds no turn: the next turn runs its input", async () => {
+    const model = scriptedAdapter(() => textResponse("ok"));
+    const harness = await createHarness({ adapters: [model] });
+    const agent = await harness.createAgent();
+    let cancelled = false;
+    agent.listen((update) => {
+      if (cancelled || update.kind !== "event" || update.event.type !== "turn/end") return;
+      cancelled = true;
+      queueMicrotask(() => agent.cancel("user", { keepInbox: true }));
+    });
+    const [one, two] = await Promise.all([agent.run("one"), agent.run("two")]);
+    assert.deepEqual([one.reason.kind, two.reason.kind], ["completed", "completed"]);
+    assert.equal(model.calls, 2);
+    assertValidLog(agent.session.events);
+    await harness.dispose();
+  });
+
   it("wake() from a listen() listener, inside an append, wakes once the append is done", async () => {
     const model = scriptedAdapter(textResponse("hi"));
     const harness = await createHarness({ adapters: [model] });

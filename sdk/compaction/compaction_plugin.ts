@@ -12,7 +12,8 @@
 
 import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
-import { callConfigOf } from "../llm/llm_adapter.ts";
+import { callConfigOf, type LlmCallConfig } from "../llm/llm_adapter.ts";
+import { requestHeaderSeq } from "../session/session.ts";
 import type { LlmRuntime, Message, RetryPolicy } from "../llm/mod.ts";
 import type { Session } from "../session/session.ts";
 import type { Agent, AgentEvents } from "../agent/mod.ts";
@@ -102,15 +103,27 @@ function reportedTokens(
 }
 
 /**
- * The context window of the agent's route (the model it asks next), else the one the log last recorded (a route no
- * adapter serves now: its request fails anyway).
+ * Whether the route the log last recorded is this run's: a request this process made (after any `agent/request`
+ * listener routed it). Before the first one of a resumed agent, the recorded route is the earlier run's, which a
+ * resume may have moved off (another provider, whose adapter this process may not have).
  */
+function recordedThisRun(agent: Agent): boolean {
+  return requestHeaderSeq(agent.session) >= agent.session.firstLiveSeq;
+}
+
+/** The summary call's route: the last request's (as routed), else the agent's own, which its next request takes. */
+function routeOf(agent: Agent): LlmCallConfig {
+  return recordedThisRun(agent) ? agent.session.requestHeader()!.config : callConfigOf(agent.options);
+}
+
+/** The context window of the last request's model (as routed), else of the agent's own route. */
 function contextWindowOf(llm: LlmRuntime, agent: Agent): number | undefined {
+  if (recordedThisRun(agent)) return agent.session.requestContext()?.contextWindow;
   const { provider, model } = agent.options;
   try {
     return llm.resolveModelInfo(provider, model).contextWindow;
   } catch {
-    return agent.session.requestContext()?.contextWindow;
+    return undefined; // no adapter serves it: its request fails anyway
   }
 }
 
@@ -164,9 +177,7 @@ export function compactionPlugin(ctx: HarnessContext, options: CompactionOptions
   const run = (agent: Agent, reason: "manual" | "threshold" | "overflow", signal?: AbortSignal) =>
     compactSession(agent.session, {
       llm: typed.service("llm"),
-      // The agent's route, which its next request takes: after a resume onto another route, the log's last header
-      // still names the old one (whose adapter may be gone).
-      config: callConfigOf(agent.options),
+      config: routeOf(agent),
       reason,
       keepTurns: options.keepTurns,
       instructions: options.instructions,

@@ -640,6 +640,29 @@ describe("compaction: the agent's route, the summary calls' usage, the options",
     await threshold.dispose();
   });
 
+  it("compacts on the route the last request took when an agent/request listener routes the agent's requests", async () => {
+    const routed: string[] = [];
+    const model = scriptedAdapter((request) => {
+      if (request.purpose === "compaction") routed.push(`${request.provider}/${request.model}`);
+      return textResponse("answer / SUMMARY");
+    });
+    const harness = await createHarness({
+      adapters: [model],
+      model: { provider: "router", model: "auto" }, // served by no adapter: the listener routes every request
+      plugins: [[compactionPlugin, { keepTurns: 0 }]],
+    });
+    const agent = await harness.createAgent({ id: "routed" });
+    agent.ctx.on("agent/request", async (_agent, _draft, next) => ({
+      ...(await next()),
+      provider: "scripted",
+      model: "scripted-model",
+    }));
+    for (const q of ["one", "two"]) assert.equal((await agent.run(q)).reason.kind, "completed");
+    assert.equal((await compactionOf(harness).compact(agent)).kind, "completed");
+    assert.deepEqual(routed, ["scripted/scripted-model"]);
+    await harness.dispose();
+  });
+
   it("records the summary calls' usage on compaction/end; usageTotals counts it, in the turn only inside one", async () => {
     let overflowed = false;
     const { harness, agent } = await setup(

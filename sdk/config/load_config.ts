@@ -140,7 +140,8 @@ async function absoluteDirectory(dir: string): Promise<string> {
   if (current === undefined) {
     throw new HarnessError(
       "INVALID_ARGS",
-      `loadConfig's cwd "${dir}" is relative, and this runtime has no current directory to resolve it against: give an absolute path`,
+      `loadConfig's cwd "${dir}" is relative, and the process's current directory could not be read (a runtime without ` +
+        "one, or no permission to read it, such as Deno without --allow-read): give an absolute path",
       { details: { field: "cwd" } },
     );
   }

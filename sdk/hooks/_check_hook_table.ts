@@ -6,12 +6,11 @@
 
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { HookEventName } from "../session/session_events.ts";
-import type { HookMatcher, HookTable } from "./hook_definition.ts";
+import type { HookHandler, HookInput, HookMatcher, HookTable } from "./hook_definition.ts";
 
 const EVENTS: readonly HookEventName[] = ["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart"];
 const MATCHER_KEYS = new Set(["matcher", "hooks"]);
 const COMMAND_KEYS = new Set(["type", "command", "timeout"]);
-const FUNCTION_KEYS = new Set(["type", "name", "run", "timeout"]);
 
 function invalid(path: string, message: string): HarnessError {
   return new HarnessError("INVALID_ARGS", `hooks${path}: ${message}`, { details: { path: `hooks${path}` } });
@@ -81,11 +80,26 @@ export function checkHookTable(hooks: unknown): HookTable {
     copy[event] = Object.freeze(matchers.map((m) =>
       Object.freeze({
         ...(m.matcher !== undefined ? { matcher: m.matcher } : {}),
-        hooks: Object.freeze(m.hooks.map((h) => Object.freeze({ ...h }))),
+        hooks: Object.freeze(m.hooks.map(copyHandler)),
       })
     ));
   }
   return Object.freeze(copy) as HookTable;
+}
+
+/**
+ * A frozen copy of a checked hook: a command's fields; a function hook's name and timeout, and its `run` as checked,
+ * called on the hook object itself (a method of a class keeps its `this`).
+ */
+function copyHandler(handler: HookHandler): HookHandler {
+  if (handler.type === "command") return Object.freeze({ ...handler });
+  const run = handler.run;
+  return Object.freeze({
+    type: "function" as const,
+    name: handler.name,
+    ...(handler.timeout !== undefined ? { timeout: handler.timeout } : {}),
+    run: (input: HookInput, options: { readonly signal: AbortSignal }) => run.call(handler, input, options),
+  });
 }
 
 function checkHandler(handler: unknown, at: string): void {
@@ -94,7 +108,8 @@ function checkHandler(handler: unknown, at: string): void {
     onlyKeys(handler, COMMAND_KEYS, at);
     if (!isName(handler.command)) throw invalid(`${at}.command`, "expected a non-empty command line");
   } else if (handler.type === "function") {
-    onlyKeys(handler, FUNCTION_KEYS, at);
+    // Written in code, perhaps as an instance of a class of one's own (with fields of its own, `run` a method): its
+    // fields are its own business; what the bridge reads is checked.
     if (!isName(handler.name)) throw invalid(`${at}.name`, "expected a non-empty name");
     if (typeof handler.run !== "function") throw invalid(`${at}.run`, "expected a function");
   } else {

@@ -726,6 +726,27 @@ describe("hookBridge: failures never break the turn", () => {
     });
   });
 
+  it("runs a hook written as a class: run a method (its this kept), fields of its own", async () => {
+    class Guard {
+      readonly type = "function" as const;
+      readonly name = "class-guard";
+      calls = 0;
+      run() {
+        this.calls++;
+        return { decision: "block" as const, reason: "not here" };
+      }
+    }
+    const guard = new Guard();
+    const s = await setup({ PreToolUse: [{ hooks: [guard] }] }, [
+      toolCallResponse([{ id: "c1", name: "lookup", arguments: "{}" }]),
+      textResponse("ok"),
+    ]);
+    await s.agent.run("go");
+    assert.equal(guard.calls, 1);
+    assert.equal(toolResult(s.agent.session.events).code, "DENIED");
+    await s.harness.dispose();
+  });
+
   it("runs the table it checked: changing the caller's table afterwards changes nothing", async () => {
     const seen: string[] = [];
     const hook = (name: string) => ({ type: "function" as const, name, run: () => void seen.push(name) });

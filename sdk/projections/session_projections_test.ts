@@ -145,6 +145,27 @@ describe("SessionProjections", () => {
     assert.deepEqual(state.turn, { inputTokens: 10, outputTokens: 10 });
   });
 
+  it("usageTotals counts a compaction's usage in the turn it ran in, after the turn's own usage too", () => {
+    const session = Session.create("s", undefined, { now: () => 0 });
+    const compaction = (inputTokens: number) => {
+      session.append("compaction/start", { reason: "overflow" });
+      session.append("compaction/end", { outcome: "failed", error: "x", usage: { inputTokens, outputTokens: 1 } });
+    };
+    session.append("turn/start", { turn: 1 });
+    session.append("assistant/chunk", {
+      turn: 1,
+      step: 1,
+      chunk: { type: "usage", usage: { inputTokens: 10, outputTokens: 1 } },
+    });
+    compaction(100);
+    let state = foldProjection(usageTotals, session.events);
+    assert.deepEqual([state.turn.inputTokens, state.total.inputTokens], [110, 110]);
+    session.append("turn/end", { turn: 1, reason: { kind: "completed" } });
+    compaction(1000); // between turns: the session's, not the last turn's
+    state = foldProjection(usageTotals, session.events);
+    assert.deepEqual([state.turn.inputTokens, state.total.inputTokens], [110, 1110]);
+  });
+
   it("usageTotals counts one usage chunk per model call, the first (as the call's message keeps), and each retry's", () => {
     const session = Session.create("s", undefined, { now: () => 0 });
     const usage = (inputTokens: number) => ({ type: "usage" as const, usage: { inputTokens, outputTokens: 1 } });

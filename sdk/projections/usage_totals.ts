@@ -80,6 +80,7 @@ export const usageTotals: ProjectionUnit<UsageTotalsState, TokenUsage> = defineP
         const key = `${turn}.${step}`;
         if (state.attemptCounted === true && state.chunkStep === key) return state;
         return {
+          ...state,
           total: addUsage(state.total, chunk.usage),
           turn: addUsage(state.turn, chunk.usage),
           chunkStep: key,

@@ -330,6 +330,19 @@ export function appendChunk(
 let appendBracketTo: (session: Session, type: BracketType, turn: number, step: number | undefined) => SessionEvent;
 
 let publishingOf: (session: Session) => boolean;
+let headerSeqOf: (session: Session) => number;
+
+/**
+ * Internal (not exported by the package): the seq of the `request/header` event whose header is in force (-1
+ * before one), so that a caller can tell a header this process's run of the session logged (at or after
+ * `firstLiveSeq`) from one it was seeded with.
+ *
+ * @param session The session (a real `Session`).
+ * @returns The seq, or -1.
+ */
+export function requestHeaderSeq(session: Session): number {
+  return headerSeqOf(session);
+}
 
 /**
  * Internal (not exported by the package): whether the session is publishing an event to its observers, where an
@@ -396,6 +409,8 @@ export class Session {
   #derivedNodes = 0;
   #derivedGeneration = 0;
   #requestHeader: EpochHeader | undefined;
+  /** The seq of the `request/header` that set {@linkcode Session.requestHeader}, -1 before one. */
+  #requestHeaderSeq = -1;
   #requestContext: RequestContext | undefined;
   /**
    * The last time #time() returned: events of the same millisecond share it (see the note above the class). Before the
@@ -624,6 +639,7 @@ export class Session {
 
   static {
     publishingOf = (session) => session.#publishing;
+    headerSeqOf = (session) => session.#requestHeaderSeq;
     appendChunkTo = (session, turn, step, chunk) => session.#appendChunk(turn, step, chunk);
     appendBracketTo = (session, type, turn, step) => session.#appendBracket(type, turn, step);
   }
@@ -706,8 +722,10 @@ export class Session {
     const header = event.type === "request/header" ? deepFreeze(canonicalHeader(event.data.header)) : undefined;
     this.#surface.commit(event);
     this.#logged(event);
-    if (header !== undefined) this.#requestHeader = header;
-    else if (event.type === "request/context") this.#requestContext = event.data;
+    if (header !== undefined) {
+      this.#requestHeader = header;
+      this.#requestHeaderSeq = event.seq;
+    } else if (event.type === "request/context") this.#requestContext = event.data;
   }
 
   /** The event is committed: it joins the log, and the cached snapshot is stale. */
