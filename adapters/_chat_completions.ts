@@ -74,6 +74,39 @@ export function checkBaseURL(value: unknown): string {
  * was: a content type, or "a JSON body"): its `error` object's, else
  * `MALFORMED_RESPONSE`.
  */
+/**
+ * The first bytes of a body, enough to tell what it is (eight characters after leading white space, or all of a
+ * shorter body), and the whole body again as a stream: those bytes, then the rest as it arrives.
+ */
+async function peekBody(
+  body: ReadableStream<Uint8Array>,
+): Promise<{ head: string; stream: ReadableStream<Uint8Array> }> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  const decoder = new TextDecoder();
+  let head = "";
+  while (head.trimStart().length < 8) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    head += decoder.decode(value, { stream: true });
+  }
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(chunk);
+    },
+    async pull(controller) {
+      const { value, done } = await reader.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+  return { head, stream };
+}
+
 function unexpectedBody(provider: string, what: string, text: string): LlmFailure {
   let parsed: unknown;
   try {
@@ -190,12 +223,19 @@ export async function* streamChatCompletion(
     let stream: ReadableStream<Uint8Array> = response.body;
     const type = response.headers.get("content-type") ?? "";
     if (type !== "" && !/^text\/event-stream\b/i.test(type)) {
-      // A 200 that is not a stream: an error object, a proxy's page, a completion that was not streamed.
+      // A 200 that is not labelled a stream: an error object, a proxy's page, a completion that was not streamed —
+      // or events under another content type, which are read all the same, as they arrive (the watchdog re-armed by
+      // each read): only the body's first bytes are read to tell.
       arm();
-      const text = await response.text();
+      const peeked = await peekBody(stream);
       disarm();
-      if (!/^\s*(?:data|event|id|retry)?:/.test(text)) throw unexpectedBody(endpoint.provider, type, text);
-      stream = new Blob([text]).stream(); // events under another content type: read them all the same
+      stream = peeked.stream;
+      if (!/^\s*(?:data|event|id|retry)?:/.test(peeked.head)) {
+        arm();
+        const text = await new Response(stream).text().catch(() => peeked.head);
+        disarm();
+        throw unexpectedBody(endpoint.provider, type, text);
+      }
     }
     // Any bytes (keep-alive comments included) prove the provider is alive.
     const head = { text: "" };
@@ -212,6 +252,10 @@ export async function* streamChatCompletion(
         // A body with no event that is JSON (an error object sent without a content type, or as text/event-stream):
         // what it says, not a torn stream.
         if (!seen && /^\s*[{[]/.test(head.text)) throw unexpectedBody(endpoint.provider, "a JSON body", head.text);
+        // Text that held no event at all (a page sent without a content type): not a stream that was cut.
+        if (!seen && head.text.trim() !== "" && !/^\s*(?:data|event|id|retry)?:/.test(head.text)) {
+          throw unexpectedBody(endpoint.provider, "a body", head.text);
+        }
         throw new LlmFailure("STREAM_CLOSED", `Stream from provider "${endpoint.provider}" ended before [DONE]`);
       }
       seen = true;

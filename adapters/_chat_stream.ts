@@ -99,8 +99,10 @@ export class ChatStreamMapper {
    * - `stop` (and no `finish_reason` at all), and the synonyms other servers
    *   send: `eos_token` (TGI), `stop_sequence` (TGI, Anthropic-style), `end_turn`
    *   (Anthropic-style) → `stop`; an `EMPTY_RESPONSE` error when no block came;
-   * - `tool_calls`, `function_call` (the legacy form) → `tool-calls`;
-   * - `length`, `model_length` (Mistral: the model's context ran out) → `max-tokens`;
+   * - `tool_calls`, `function_call` (the legacy form), `tool_use` (Anthropic-style) → `tool-calls`;
+   * - `length`, `model_length` (Mistral: the model's context ran out), `max_tokens` (Anthropic-style) →
+   *   `max-tokens`;
+   * - the reason is compared in lower case (`STOP` is `stop`);
    * - `insufficient_system_resource` (DeepSeek: the request was cut short because
    *   the service is overloaded) → an error with the retryable `SERVER` code;
    * - anything else (`content_filter`, …) → an error whose code is the reason in
@@ -108,7 +110,7 @@ export class ChatStreamMapper {
    */
   #finish(): FinishReason {
     const reason = this.#finishReason ?? "stop";
-    switch (reason) {
+    switch (reason.toLowerCase()) {
       case "stop":
       case "eos_token":
       case "stop_sequence":
@@ -125,9 +127,11 @@ export class ChatStreamMapper {
         return { kind: "stop" };
       case "tool_calls":
       case "function_call":
+      case "tool_use":
         return { kind: "tool-calls" };
       case "length":
       case "model_length":
+      case "max_tokens":
         return { kind: "max-tokens" };
       case "insufficient_system_resource":
         return {

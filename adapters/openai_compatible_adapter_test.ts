@@ -450,6 +450,18 @@ describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
       assert.equal(finish.kind, kind, reason);
       assert.deepEqual(assemble(chunks).blocks(), [{ type: "text", text: "The answer is 42." }], reason);
     }
+    // The Anthropic-style names of the other two, and any reason in upper case.
+    for (
+      const [reason, kind] of [["tool_use", "tool-calls"], ["max_tokens", "max-tokens"], ["STOP", "stop"], [
+        "MAX_TOKENS",
+        "max-tokens",
+      ]]
+    ) {
+      const call = { tool_calls: [{ index: 0, id: "c1", type: "function", function: { name: "f", arguments: "{}" } }] };
+      const delta = kind === "tool-calls" ? call : { content: "x" };
+      const { finish } = await run(sse(payload(delta, reason) + "data: [DONE]\n\n"));
+      assert.equal(finish.kind, kind, reason);
+    }
     // A stop synonym with nothing in it is still an empty response; an unknown reason is still its own final code.
     let { finish } = await run(sse(payload({}, "eos_token") + "data: [DONE]\n\n"));
     assert.equal(finish.failure?.code, "EMPTY_RESPONSE");
@@ -483,6 +495,39 @@ describe("openaiCompatibleAdapter() on servers that bend the protocol", () => {
     // Events under another content type are read all the same.
     ({ finish } = await run(sse(payload({ content: "Hi" }, "stop") + "data: [DONE]\n\n", "application/json")));
     assert.equal(finish.kind, "stop");
+    // A page with no content type holds no event: what it says, not a stream that was cut.
+    ({ finish } = await run((res) => {
+      res.writeHead(200);
+      res.end("<html><body>Down for maintenance</body></html>");
+    }));
+    assert.equal(finish.failure?.code, "MALFORMED_RESPONSE");
+    assert.match(finish.failure!.message, /<html><body>Down for maintenance/);
+  });
+
+  it("events under another content type stream as they arrive, not once the body has ended", async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => release = resolve);
+    answer = (res) => {
+      res.writeHead(200, { "Content-Type": "text/plain; charset=utf-8" });
+      res.write(payload({ content: "first " }));
+      void released.then(() => res.end(payload({ content: "second" }, "stop") + "data: [DONE]\n\n"));
+    };
+    const adapter = openaiCompatibleAdapter({
+      baseURL: server.url,
+      provider: "xai",
+      apiKey: "k",
+      models: [{ id: "grok-3-mini" }],
+      streamIdleTimeoutMs: 5_000,
+    });
+    // The rest of the body is sent only once the first delta has come through: a body read whole never gets it.
+    const chunks: StreamChunk[] = [];
+    for await (const chunk of adapter.stream(request())) {
+      chunks.push(chunk);
+      if (chunk.type === "text-delta") release();
+    }
+    assert.deepEqual(checkStreamGrammar(chunks), []);
+    assert.equal(finishOf(chunks).reason.kind, "stop");
+    assert.deepEqual(assemble(chunks).blocks(), [{ type: "text", text: "first second" }]);
   });
 
   it("an error object mid-stream is classified by its status or code, else SERVER", async () => {

@@ -106,6 +106,8 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
   #state: "fresh" | "open" | "final" | "done" = "fresh";
   #iterator: AsyncIterator<StreamChunk> | undefined;
   #waiting: ((result: IteratorResult<StreamChunk>) => void) | undefined;
+  // While a next() is unanswered: the next() calls made meanwhile, answered in order after it.
+  #queued: ((result: IteratorResult<StreamChunk>) => void)[] | undefined;
   // Whether the signal fired since the stream opened: a field read per pull
   // instead of the `aborted` getter (a brand check and a call on Node).
   #aborted = false;
@@ -124,12 +126,35 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
   }
 
   next(): Promise<IteratorResult<StreamChunk>> {
+    // A next() made before the previous one settled waits for it, as an async generator queues them: one pull at a
+    // time reaches the producer, and every call is answered, in order.
+    if (this.#queued !== undefined) return new Promise((resolve) => this.#queued!.push(resolve));
     if (this.#state === "done") return Promise.resolve(DONE);
     if (this.#state === "final") {
       this.#close();
       return Promise.resolve(DONE);
     }
-    return new Promise((resolve) => this.#pull(resolve));
+    this.#queued = [];
+    return new Promise((resolve) => this.#pull((result) => this.#answered(resolve, result)));
+  }
+
+  // Answer a next(), then start the pull of the next one queued behind it, if any.
+  #answered(
+    resolve: (result: IteratorResult<StreamChunk>) => void,
+    result: IteratorResult<StreamChunk>,
+  ): void {
+    resolve(result);
+    const waiter = this.#queued?.shift();
+    if (waiter === undefined) {
+      this.#queued = undefined;
+      return;
+    }
+    if (this.#state === "done" || this.#state === "final") {
+      if (this.#state === "final") this.#close();
+      this.#answered(waiter, DONE);
+      return;
+    }
+    this.#pull((next) => this.#answered(waiter, next));
   }
 
   /** The push mode of {@linkcode forEachChunk}: one pull after each chunk the sink took. */
@@ -170,8 +195,12 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
       }
       this.#state = "open";
       this.#unwatch = onAbort(this.#signal, this.#onAbort, true);
-      // Fired inside open(), before the relay listened: the next pull sees it, as it sees a later abort.
-      if (this.#signal.aborted) this.#aborted = true;
+      // Fired inside open(), before the relay listened (which an aborted signal never calls): this pull answers it,
+      // as a later pull answers a later abort, without asking a producer that may ignore the signal.
+      if (this.#signal.aborted) {
+        this.#aborted = true;
+        return settle(this.#abortResult());
+      }
     } else if (this.#aborted) {
       return settle(this.#abortResult());
     }

@@ -156,7 +156,7 @@ describe("forEachChunk()", () => {
     assert.equal(seen[1].type === "finish" && seen[1].reason.kind, "aborted");
   });
 
-  it("a signal fired while the producer opens is seen by the pull after the first chunk", async () => {
+  it("a signal fired while the producer opens is answered by the first pull, without asking the producer", async () => {
     for (const drive of [pushed, collect]) {
       const controller = new AbortController();
       let pulls = 0;
@@ -170,11 +170,38 @@ describe("forEachChunk()", () => {
         })();
       }, controller.signal);
       const seen = await drive(stream);
-      assert.equal(pulls, 1);
-      assert.deepEqual(seen[0], text("a"));
-      assert.equal(seen.length, 2);
-      assert.equal(seen[1].type === "finish" && seen[1].reason.kind, "aborted");
+      assert.equal(pulls, 0);
+      assert.equal(seen.length, 1);
+      assert.equal(seen[0].type === "finish" && seen[0].reason.kind, "aborted");
     }
+    // A producer that ignores the signal and never answers cannot hold the first pull.
+    const controller = new AbortController();
+    const never = guardStream(() => {
+      controller.abort();
+      return { [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<StreamChunk>>(() => {}) }) };
+    }, controller.signal);
+    const first = await never.next();
+    assert.equal(!first.done && first.value.type === "finish" && first.value.reason.kind, "aborted");
+  });
+
+  it("next() called again before the last one settled is answered after it, in order: none is left pending", async () => {
+    const stream = guardStream(() =>
+      (async function* () {
+        yield text("a");
+        yield text("b");
+        yield stop;
+      })(), new AbortController().signal);
+    const results = await Promise.all([stream.next(), stream.next(), stream.next(), stream.next(), stream.next()]);
+    assert.deepEqual(
+      results.map((r) => (r.done ? "done" : r.value.type === "text-delta" ? r.value.text : r.value.type)),
+      [
+        "a",
+        "b",
+        "finish",
+        "done",
+        "done",
+      ],
+    );
   });
 });
 
