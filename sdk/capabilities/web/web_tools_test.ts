@@ -19,6 +19,21 @@ function tableSearch(table: Record<string, WebSearchResult[]>): WebSearchService
   };
 }
 
+/** A fetched page: a 200 text page of `https://a.test/x`, 20 bytes, but for what `fields` say. */
+function pageOf(fields: Partial<WebPage>): WebPage {
+  return {
+    url: "https://a.test/x",
+    finalUrl: "https://a.test/x",
+    status: 200,
+    contentType: "text/plain",
+    text: "",
+    truncated: false,
+    bytes: 20,
+    redirects: 0,
+    ...fields,
+  };
+}
+
 function runner(...tools: ReturnType<typeof webFetchTool>[]) {
   const call = toolCaller(tools);
   return async (name: string, args: object) => {
@@ -46,8 +61,7 @@ describe("web tools", () => {
   });
 
   it("web_fetch renders title, URL, status and the truncation note; reads run without asking", async () => {
-    const page: WebPage = {
-      url: "https://a.test/x",
+    const page = pageOf({
       finalUrl: "https://a.test/y",
       status: 404,
       contentType: "text/html",
@@ -56,7 +70,7 @@ describe("web tools", () => {
       truncated: true,
       bytes: 10,
       redirects: 1,
-    };
+    });
     const web: WebService = { fetch: () => Promise.resolve(page) };
     const call = runner(webFetchTool(web));
     assert.deepEqual(await call("web_fetch", { url: "https://a.test/x" }), {
@@ -73,16 +87,7 @@ describe("web tools", () => {
   });
 
   it("web_fetch and web_search cut their output between characters, never inside a surrogate pair", async () => {
-    const page: WebPage = {
-      url: "https://a.test/",
-      finalUrl: "https://a.test/",
-      status: 200,
-      contentType: "text/plain",
-      text: `${"a".repeat(9)}😀 and more`,
-      truncated: false,
-      bytes: 20,
-      redirects: 0,
-    };
+    const page = pageOf({ url: "https://a.test/", finalUrl: "https://a.test/", text: `${"a".repeat(9)}😀 and more` });
     const call = runner(
       webFetchTool({ fetch: () => Promise.resolve(page) }, { maxOutputChars: 10 }),
       webSearchTool(tableSearch({ q: [{ title: "T😀", url: "u", snippet: "s" }] }), { maxOutputChars: 5 }),
