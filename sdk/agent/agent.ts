@@ -71,7 +71,7 @@ export interface RunResult {
   readonly text: string;
   /** Why the turn ended. */
   readonly reason: TurnEndReason;
-  /** Token usage summed over the turn's model calls. */
+  /** Token usage summed over the turn's model calls, a compaction's summary calls inside the turn included. */
   readonly usage: TokenUsage;
   /** The turn number. */
   readonly turn: number;

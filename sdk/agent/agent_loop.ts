@@ -426,6 +426,11 @@ export class LoopAgent implements Agent {
    * @param event The committed event.
    */
   publish(event: SessionEvent): void {
+    // A compaction inside the turn (threshold, overflow) made model calls of the turn: its summary calls' usage is
+    // the turn's too (a manual one runs between turns).
+    if (event.type === "compaction/end" && this.#controller !== undefined && event.data.usage !== undefined) {
+      this.#turnUsage = addUsage(this.#turnUsage, event.data.usage);
+    }
     const sinks = this.#sinks;
     if (sinks.length === 0) return;
     for (let i = 0; i < sinks.length; i++) sinks[i].push({ kind: "event", event });

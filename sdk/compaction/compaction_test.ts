@@ -682,10 +682,12 @@ describe("compaction: the agent's route, the summary calls' usage, the options",
     let state = foldProjection(usageTotals, agent.session.events);
     assert.deepEqual(state.total, { inputTokens: 5020, outputTokens: 702 });
     assert.deepEqual(state.turn, { inputTokens: 10, outputTokens: 1 });
-    // An overflow compaction inside a turn: that turn's usage too.
-    await agent.run("three");
-    await agent.run("four");
+    // An overflow compaction inside a turn: that turn's usage too, in usageTotals and in the turn's own result.
+    const three = await agent.run("three");
+    const four = await agent.run("four");
     assert.ok(overflowed);
+    const inputs = [three, four].map((r) => [r.usage.inputTokens, r.usage.outputTokens]);
+    assert.deepEqual(inputs, [[10, 1], [5010, 701]]);
     const ends = agent.session.events.filter((e) => e.type === "compaction/end");
     assert.deepEqual(ends.map((e) => e.data.usage), [
       { inputTokens: 5000, outputTokens: 700 },
