@@ -190,9 +190,6 @@ async function summarize(
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   };
   let attempt = 1;
-  // The usage every summary call reported, summed (failed attempts' too, as usageTotals counts a step's): recorded on
-  // `compaction/end`, where usageTotals counts it.
-  let usage: TokenUsage | undefined;
   // `attempts` and `failure` record the calls as data (a replay answers as many calls, and rebuilds the failure,
   // without parsing `error`, which is for people).
   const error = (text: string, failure?: LlmFailureData, cancelled = false): CompactionOutcome => {
@@ -203,7 +200,7 @@ async function summarize(
       ...(failure !== undefined
         ? { failure: { code: failure.code, message: failure.message, ...(cancelled ? { cancelled: true } : {}) } }
         : {}),
-      ...(usage !== undefined ? { usage } : {}),
+      ...(calls.usage !== undefined ? { usage: calls.usage } : {}),
     });
     return { kind: "failed", error: text };
   };
@@ -218,8 +215,8 @@ async function summarize(
     calls.streaming = true;
     for await (const chunk of options.llm.stream({ ...request, messages: [...messages] })) assembler.push(chunk);
     calls.streaming = false;
-    if (assembler.usage !== undefined) usage = usage === undefined ? assembler.usage : addUsage(usage, assembler.usage);
-    calls.usage = usage;
+    const reported = assembler.usage;
+    if (reported !== undefined) calls.usage = calls.usage === undefined ? reported : addUsage(calls.usage, reported);
     const finish = assembler.finish;
     if (finish.kind === "aborted") {
       return error(`${finish.failure.code}: ${finish.failure.message}`, finish.failure, true);
@@ -258,12 +255,15 @@ async function summarize(
   session.append("compaction/end", {
     outcome: "completed",
     attempts: attempt,
-    ...(usage !== undefined ? { usage } : {}),
+    ...(calls.usage !== undefined ? { usage: calls.usage } : {}),
   });
   return { kind: "completed", start, end, summary };
 }
 
-/** How many summary calls a compaction made, whether one is streaming, and their usage, for a throw to record. */
+/**
+ * How many summary calls a compaction made, whether one is streaming, and the usage they reported, summed (failed
+ * attempts' too, as usageTotals counts a step's): what `compaction/end` records, also after a throw.
+ */
 interface SummaryCalls {
   made: number;
   streaming: boolean;

@@ -6,6 +6,7 @@
 
 import { z } from "zod";
 import type { HarnessConfig, HarnessConfigLayer } from "./harness_config.ts";
+import { matcherPattern as hookMatcherPattern } from "../hooks/_check_hook_table.ts";
 
 const name = z.string().min(1, "Expected a non-empty string");
 const names = z.array(name);
@@ -49,13 +50,13 @@ const hookCommand = z.strictObject({
   // Seconds, from 1 ms (what hookBridge() accepts) to an hour.
   timeout: z.number().min(0.001).max(3600).optional(),
 });
-// hookBridge() matches a tool name against `^(?:matcher)$`: one that does not compile would never match as meant.
+// hookBridge() matches a tool name against the matcher's pattern: one that does not compile would never match as meant.
 const matcherPattern = z.string().superRefine((matcher, ctx) => {
-  if (matcher === "" || matcher === "*") return;
   try {
-    new RegExp(`^(?:${matcher})$`);
+    hookMatcherPattern(matcher);
   } catch (error) {
-    const why = error instanceof Error ? `: ${error.message}` : "";
+    const cause = (error as { cause?: unknown }).cause;
+    const why = cause instanceof Error ? `: ${cause.message}` : "";
     ctx.addIssue({ code: "custom", message: `Expected a regular expression (a tool name matcher)${why}` });
   }
 });

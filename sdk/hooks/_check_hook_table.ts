@@ -12,8 +12,8 @@ const EVENTS: readonly HookEventName[] = ["PreToolUse", "PostToolUse", "UserProm
 const MATCHER_KEYS = new Set(["matcher", "hooks"]);
 const COMMAND_KEYS = new Set(["type", "command", "timeout"]);
 
-function invalid(path: string, message: string): HarnessError {
-  return new HarnessError("INVALID_ARGS", `hooks${path}: ${message}`, { details: { path: `hooks${path}` } });
+function invalid(path: string, message: string, cause?: unknown): HarnessError {
+  return new HarnessError("INVALID_ARGS", `hooks${path}: ${message}`, { details: { path: `hooks${path}` }, cause });
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -32,7 +32,7 @@ const isName = (value: unknown): value is string => typeof value === "string" &&
  * The regular expression a tool-name matcher stands for (`^(?:matcher)$`), or
  * undefined for one that matches everything (absent, empty or `*`).
  *
- * @throws {HarnessError} `INVALID_ARGS` when it does not compile.
+ * @throws {HarnessError} `INVALID_ARGS` when it does not compile (the runtime's `SyntaxError` as its `cause`).
  */
 export function matcherPattern(matcher: string | undefined, path = ""): RegExp | undefined {
   if (matcher === undefined || matcher === "" || matcher === "*") return undefined;
@@ -40,7 +40,7 @@ export function matcherPattern(matcher: string | undefined, path = ""): RegExp |
     return new RegExp(`^(?:${matcher})$`);
   } catch (error) {
     const why = error instanceof Error ? `: ${error.message}` : "";
-    throw invalid(`${path}.matcher`, `${JSON.stringify(matcher)} is not a regular expression${why}`);
+    throw invalid(`${path}.matcher`, `${JSON.stringify(matcher)} is not a regular expression${why}`, error);
   }
 }
 

@@ -106,7 +106,8 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
   #state: "fresh" | "open" | "final" | "done" = "fresh";
   #iterator: AsyncIterator<StreamChunk> | undefined;
   #waiting: ((result: IteratorResult<StreamChunk>) => void) | undefined;
-  // While a next() is unanswered: the next() calls made meanwhile, answered in order after it.
+  // The unanswered next(), and the next() calls made meanwhile (answered in order after it).
+  #current: ((result: IteratorResult<StreamChunk>) => void) | undefined;
   #queued: ((result: IteratorResult<StreamChunk>) => void)[] | undefined;
   // Whether the signal fired since the stream opened: a field read per pull
   // instead of the `aborted` getter (a brand check and a call on Node).
@@ -128,34 +129,35 @@ class GuardedStream implements AsyncIterableIterator<StreamChunk> {
   next(): Promise<IteratorResult<StreamChunk>> {
     // A next() made before the previous one settled waits for it, as an async generator queues them: one pull at a
     // time reaches the producer, and every call is answered, in order.
-    if (this.#queued !== undefined) return new Promise((resolve) => this.#queued!.push(resolve));
+    if (this.#current !== undefined) return new Promise((resolve) => (this.#queued ??= []).push(resolve));
     if (this.#state === "done") return Promise.resolve(DONE);
     if (this.#state === "final") {
       this.#close();
       return Promise.resolve(DONE);
     }
-    this.#queued = [];
-    return new Promise((resolve) => this.#pull((result) => this.#answered(resolve, result)));
+    return new Promise((resolve) => {
+      this.#current = resolve;
+      this.#pull(this.#settleNext);
+    });
   }
 
-  // Answer a next(), then start the pull of the next one queued behind it, if any.
-  #answered(
-    resolve: (result: IteratorResult<StreamChunk>) => void,
-    result: IteratorResult<StreamChunk>,
-  ): void {
+  // Answer the unanswered next(), then the next() calls queued behind it, each with a pull of its own (a stream that
+  // ended answers them at once). Made once per stream.
+  readonly #settleNext = (result: IteratorResult<StreamChunk>): void => {
+    const resolve = this.#current!;
+    this.#current = undefined;
     resolve(result);
-    const waiter = this.#queued?.shift();
-    if (waiter === undefined) {
-      this.#queued = undefined;
+    for (let waiter = this.#queued?.shift(); waiter !== undefined; waiter = this.#queued?.shift()) {
+      if (this.#state === "done" || this.#state === "final") {
+        if (this.#state === "final") this.#close();
+        waiter(DONE);
+        continue;
+      }
+      this.#current = waiter;
+      this.#pull(this.#settleNext);
       return;
     }
-    if (this.#state === "done" || this.#state === "final") {
-      if (this.#state === "final") this.#close();
-      this.#answered(waiter, DONE);
-      return;
-    }
-    this.#pull((next) => this.#answered(waiter, next));
-  }
+  };
 
   /** The push mode of {@linkcode forEachChunk}: one pull after each chunk the sink took. */
   drain(sink: (chunk: StreamChunk) => void): Promise<void> {
