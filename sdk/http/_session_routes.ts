@@ -77,7 +77,7 @@ export function mountSessionRoutes(app: HarnessApp, context: SessionRoutesContex
       id,
       live: false,
       status: "stored",
-      ...summarizeLog(loaded.events, projections),
+      ...summarizeLog(loaded, projections),
       createdAt: loaded.header.createdAt,
       ...(loaded.header.parentSession !== undefined ? { parentSession: loaded.header.parentSession } : {}),
       pendingApprovals: [],

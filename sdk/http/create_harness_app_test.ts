@@ -308,6 +308,42 @@ describe("createHarnessApp()", () => {
     });
   });
 
+  it("reports a fork's own usage, live and stored, the seed it copied left out (as its projections do)", async () => {
+    const storage = memoryStorage();
+    const answer = (inputTokens: number) => textResponse("ok", { usage: { inputTokens, outputTokens: 1 } });
+    const options = { model: { provider: "scripted", model: "scripted-model" }, storage };
+    const harness = await createHarness({ ...options, adapters: [scriptedAdapter([answer(100), answer(7)])] });
+    const app = createHarnessApp(harness, { auth: false, log: false });
+    const get = async (path: string) => await (await app.request(path)).json();
+    const post = (path: string, body: unknown) =>
+      app.request(path, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    assert.equal((await post("/sessions", { id: "s1" })).status, 201);
+    assert.equal((await post("/sessions/s1/messages", { content: "One", wait: true })).status, 200);
+    assert.equal((await post("/sessions/s1/fork", { id: "s2" })).status, 201);
+    assert.equal((await post("/sessions/s2/messages", { content: "Two", wait: true })).status, 200);
+    for (const id of ["s1", "s2"]) {
+      await harness.ctx.service("sessions").flush(harness.ctx.service("sessions").get(id)!);
+    }
+    const own = { inputTokens: 7, outputTokens: 1 };
+    const live = await get("/sessions/s2");
+    assert.deepEqual([live.live, live.usage], [true, own]);
+    assert.deepEqual((await get("/sessions/s2/projections")).projections.usageTotals, own);
+    assert.deepEqual((await get("/sessions/s1")).usage, { inputTokens: 100, outputTokens: 1 });
+    await harness.dispose();
+
+    const reader = await createHarness(options);
+    const stored = createHarnessApp(reader, { auth: false, log: false });
+    const summary = await (await stored.request("/sessions/s2")).json();
+    assert.deepEqual([summary.live, summary.usage, summary.seq], [false, own, live.seq]);
+    const projections = await (await stored.request("/sessions/s2/projections")).json();
+    assert.deepEqual(projections.projections.usageTotals, own);
+    await reader.dispose();
+  });
+
   it("answers a tool ask over HTTP (approval round trip)", async () => {
     const model = scriptedAdapter([
       toolCallResponse([{ id: "call-1", name: "lookup", arguments: '{"key":"a"}' }]),

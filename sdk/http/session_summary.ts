@@ -5,9 +5,8 @@
  */
 
 import type { TokenUsage } from "../llm/stream_chunk.ts";
-import type { SessionEvent } from "../session/session_events.ts";
 import type { Session } from "../session/session.ts";
-import { type SessionProjections, turnBoundary, usageTotals } from "../projections/mod.ts";
+import { type ProjectionSource, type SessionProjections, turnBoundary, usageTotals } from "../projections/mod.ts";
 
 /** A tool call waiting for an answer at `POST /sessions/:id/approvals/:callId`. */
 export interface HttpPendingApproval {
@@ -42,7 +41,10 @@ export interface HttpSessionSummary {
   readonly turns: number;
   /** The seq the next event will get: the length of the log. */
   readonly seq: number;
-  /** Token usage summed over every model call of the session. */
+  /**
+   * Token usage summed over every model call of the session; a fork's counts the calls after the seed it copied from
+   * its parent only (the parent's are the parent's: see `usageTotals`).
+   */
   readonly usage: TokenUsage;
   /** Creation time, Unix epoch milliseconds, when known. */
   readonly createdAt?: number;
@@ -52,9 +54,13 @@ export interface HttpSessionSummary {
   readonly pendingApprovals: readonly HttpPendingApproval[];
 }
 
-/** The counters of a summary, from the log's projections (`turnBoundary`, `usageTotals`). */
+/**
+ * The counters of a summary, from the log's projections (`turnBoundary`, `usageTotals`). A stored session is given
+ * with its header, as a live one has its own: a fork's usage leaves out its seed's only when the header says where
+ * the seed ends.
+ */
 export function summarizeLog(
-  source: Session | readonly SessionEvent[],
+  source: ProjectionSource,
   projections: SessionProjections,
   upTo?: number,
 ): { turns: number; seq: number; usage: TokenUsage } {
@@ -62,6 +68,10 @@ export function summarizeLog(
   const options = upTo === undefined ? {} : { upTo };
   const boundary = projections.stateOf(source, turnBoundary, options);
   const usage = projections.stateOf(source, usageTotals, options).total;
-  const seq = Array.isArray(source) ? source.length : Math.min(upTo ?? Infinity, (source as Session).seq);
+  const seq = Array.isArray(source)
+    ? source.length
+    : typeof (source as Partial<Session>).slice === "function"
+    ? Math.min(upTo ?? Infinity, (source as Session).seq)
+    : (source as { readonly events: readonly unknown[] }).events.length;
   return { turns: boundary.turns, seq, usage };
 }

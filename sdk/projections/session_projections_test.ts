@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
   childSessions,
+  createHarness,
   defineProjection,
   foldProjection,
   Session,
@@ -13,7 +14,8 @@ import {
   turnBoundary,
   usageTotals,
 } from "../../mod.ts";
-import { arbSessionLog, propertyRuns, replayLog } from "../../testing/mod.ts";
+import { arbSessionLog, propertyRuns, replayLog, scriptedAdapter, textResponse } from "../../testing/mod.ts";
+import { memoryStorage } from "../persistence/memory_storage.ts";
 
 /** A property over generated logs and read points, with a fresh service of the shipped units and an empty session. */
 function overLogs(
@@ -184,6 +186,48 @@ describe("SessionProjections", () => {
     const state = foldProjection(usageTotals, session.events);
     assert.deepEqual(state.total, { inputTokens: 112, outputTokens: 3 });
     assert.deepEqual(state.turn, { inputTokens: 112, outputTokens: 3 });
+  });
+
+  it("usageTotals of a fork counts the fork's own calls; its seed's, its parent's, are inherited", async () => {
+    const storage = memoryStorage();
+    const answer = (inputTokens: number) => textResponse("ok", { usage: { inputTokens, outputTokens: 1 } });
+    const harness = await createHarness({
+      adapters: [scriptedAdapter([answer(100), answer(7), answer(30)])],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage,
+    });
+    const projections = harness.ctx.service("sessionProjections");
+    const parent = await harness.createAgent({ id: "parent" });
+    await parent.run("one");
+    const fork = await harness.forkAgent(parent.session, { id: "fork" });
+    // Before the fork runs anything, it has spent nothing.
+    assert.deepEqual(projections.stateOf(fork.session, usageTotals).total, { inputTokens: 0, outputTokens: 0 });
+    await fork.run("two");
+    await fork.run("three");
+    const state = projections.stateOf(fork.session, usageTotals);
+    assert.deepEqual(state.total, { inputTokens: 37, outputTokens: 2 });
+    assert.deepEqual(state.inherited, { inputTokens: 100, outputTokens: 1 });
+    assert.deepEqual(state.turn, { inputTokens: 30, outputTokens: 1 });
+    assert.deepEqual(projections.snapshot(fork.session).usageTotals, { inputTokens: 37, outputTokens: 2 });
+    assert.deepEqual(projections.stateOf(parent.session, usageTotals).total, { inputTokens: 100, outputTokens: 1 });
+    assert.equal(projections.stateOf(parent.session, usageTotals).inherited, undefined);
+    // The same from storage with the header, and after a resume (whose own seed end is no fork's).
+    const events = fork.session.events;
+    await harness.dispose();
+    const loaded = await storage.inspect("fork");
+    assert.deepEqual(foldProjection(usageTotals, loaded.events, undefined, loaded.header).total, state.total);
+    const again = await createHarness({
+      adapters: [scriptedAdapter([answer(5)])],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage,
+    });
+    const resumed = await again.resumeAgent("fork");
+    await resumed.run("four");
+    const after = again.ctx.service("sessionProjections").stateOf(resumed.session, usageTotals);
+    assert.deepEqual([after.total, after.inherited], [{ inputTokens: 42, outputTokens: 3 }, state.inherited]);
+    await again.dispose();
+    // Bare events carry no header: read as a log of their own, the seed counts.
+    assert.deepEqual(foldProjection(usageTotals, events).total, { inputTokens: 137, outputTokens: 3 });
   });
 
   it("reading or snapshotting an unregistered unit fails with PROJECTION_NOT_REGISTERED", () => {

@@ -64,8 +64,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
   function newModel(header) {
     return {
       header: header || null, events: [], blocks: [], turns: [], seedEnd: -1, lastHeader: null, turn: null, step: null, compaction: null,
-      band: null, inbox: new Map(), dupes: 0, gaps: 0, totals: usage0(), chunkStep: null, version: 0, nextId: 0,
-      dirty: new Set(),
+      band: null, inbox: new Map(), dupes: 0, gaps: 0, totals: usage0(), inherited: null, chunkStep: null, version: 0,
+      nextId: 0, dirty: new Set(),
     };
   }
 
@@ -73,7 +73,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
    * Count one usage in the step, turn and session totals, as the usageTotals projection does
    * (sdk/projections/usage_totals.ts): every usage chunk counts, failed attempts' too; an
    * assistant/message's usage counts only when its step's stream carried none; a compaction's
-   * summary calls count from its compaction/end.
+   * summary calls count from its compaction/end. A fork's session totals are its own: at its seed's end,
+   * what the seed counted moves to m.inherited (the projection's inherited) and the totals start again.
    */
   function countUsage(m, t, s, u) {
     if (s) s.hasUsage = true, addUsage(s.usage, u);
@@ -297,6 +298,8 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
         var hd = m.header || {};
         if (hd.parentSession && typeof hd.seedLength === "number" && e.seq === hd.seedLength && m.seedEnd < 0) {
           m.seedEnd = e.seq;
+          m.inherited = m.totals;
+          m.totals = usage0();
           for (var k = 0; k < m.turns.length; k++) m.turns[k].inherited = true, touch(m, m.turns[k]);
           note(m, { kind: "seed", seq: e.seq });
         } else note(m, { kind: "resume", seq: e.seq });
@@ -1277,6 +1280,7 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       kv("turns", String(m.turns.length)), kv("events", fmtN(m.events.length)), kv("model", model),
       kv("input", fmtN(m.totals.input)), kv("cached", fmtN(m.totals.cache)), kv("output", fmtN(m.totals.output)),
       kv("reasoning", fmtN(m.totals.reasoning)),
+      m.inherited ? kv("inherited", fmtN(tokensOf(m.inherited)) + " tokens") : null,
       h("div", { class: "legend", style: "align-self:end" },
         h("span", null, h("i", { style: "background:var(--wait)" }), "time to first chunk"),
         h("span", null, h("i", { style: "background:var(--stream)" }), "streaming"),

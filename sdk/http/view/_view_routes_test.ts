@@ -9,6 +9,7 @@ import type { SessionEvent } from "../../session/session_events.ts";
 import { createHarnessApp } from "../create_harness_app.ts";
 import { VIEW_CLIENT_SCRIPT } from "./_view_client_script.ts";
 import { LlmFailure } from "../../llm/llm_failure.ts";
+import type { TokenUsage } from "../../llm/stream_chunk.ts";
 import { foldProjection } from "../../projections/projection_unit.ts";
 import { usageTotals } from "../../projections/usage_totals.ts";
 import { scriptedAdapter, textResponse } from "../../../testing/scripted_adapter.ts";
@@ -362,16 +363,22 @@ describe("the client's log fold (evaluated without a DOM)", () => {
     assert.deepEqual(c.totals, { input: 57, cache: 0, output: 6, reasoning: 0 });
     assert.deepEqual(c.turns.map((t: Core) => t.usage.input), [50]);
 
-    const { main, fork } = await stored().then(async (made) => (await made.harness.dispose(), made));
+    const { main, fork, forkHeader } = await stored().then(async (made) => (await made.harness.dispose(), made));
+    const shown = (u: TokenUsage) => ({
+      input: u.inputTokens,
+      cache: u.cacheReadTokens ?? 0,
+      output: u.outputTokens,
+      reasoning: u.reasoningTokens ?? 0,
+    });
     for (const log of [retried, synthetic, compacted, main, fork]) {
-      const u = foldProjection(usageTotals, log).total;
-      assert.deepEqual(core.buildModel(log).totals, {
-        input: u.inputTokens,
-        cache: u.cacheReadTokens ?? 0,
-        output: u.outputTokens,
-        reasoning: u.reasoningTokens ?? 0,
-      });
+      assert.deepEqual(core.buildModel(log).totals, shown(foldProjection(usageTotals, log).total));
     }
+    // A fork read with its header: its own calls in the totals, its seed's (its parent's) apart, as usageTotals does.
+    const own = foldProjection(usageTotals, fork, undefined, forkHeader);
+    assert.ok(own.total.inputTokens > 0 && own.inherited!.inputTokens > 0);
+    const f = core.buildModel(fork, forkHeader);
+    assert.deepEqual([f.totals, f.inherited], [shown(own.total), shown(own.inherited!)]);
+    assert.equal(core.buildModel(main).inherited, null);
   });
 
   it("counts a repeated or a missing seq instead of folding it twice", () => {
