@@ -16,6 +16,7 @@ import { callConfigOf, type LlmCallConfig } from "../llm/llm_adapter.ts";
 import { requestHeaderSeq } from "../session/session.ts";
 import type { LlmRuntime, Message, RetryPolicy } from "../llm/mod.ts";
 import type { Session } from "../session/session.ts";
+import type { SessionStore } from "../session/session_store.ts";
 import type { Agent, AgentEvents } from "../agent/mod.ts";
 import { type CompactionOutcome, compactSession } from "./compact_session.ts";
 
@@ -37,7 +38,11 @@ export interface CompactionOptions {
   readonly estimate?: (messages: readonly Message[], system: string | undefined) => number;
   /** The summary instruction. */
   readonly instructions?: string;
-  /** Id generator for summary messages. @default {crypto.randomUUID} */
+  /**
+   * Id generator for summary messages.
+   *
+   * @default {the harness's id source, `ctx.sessions.newId()` (the loop's), else crypto.randomUUID}
+   */
   readonly newId?: () => string;
   /**
    * How a failed summary call is retried.
@@ -173,7 +178,9 @@ export function compactionPlugin(ctx: HarnessContext, options: CompactionOptions
   const typed = ctx as unknown as HarnessContext<AgentEvents, CompactionServices>;
   const threshold = options.threshold ?? 0.8;
   const estimate = options.estimate ?? estimateTokens;
-  const newId = options.newId ?? (() => crypto.randomUUID());
+  // The harness's id source by default, as the loop's message ids: deterministic ids give deterministic summaries.
+  const stores = ctx as unknown as HarnessContext<object, { sessions: SessionStore }>;
+  const newId = options.newId ?? (() => stores.get("sessions")?.newId() ?? crypto.randomUUID());
   const run = (agent: Agent, reason: "manual" | "threshold" | "overflow", signal?: AbortSignal) =>
     compactSession(agent.session, {
       llm: typed.service("llm"),

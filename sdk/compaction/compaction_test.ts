@@ -111,6 +111,21 @@ describe("compaction", () => {
     await harness.dispose();
   });
 
+  it("without a newId of its own, summary messages take their ids from the harness's id source", async () => {
+    const { harness, agent } = await setup((_r, i) => textResponse(`answer ${i}`), undefined, {
+      plugin: { newId: undefined },
+      harness: { newId: counterIds("h") },
+    });
+    for (const q of ["first", "second", "third"]) await agent.run(q);
+    assert.equal((await compactionOf(harness).compact(agent)).kind, "completed");
+    const summary = agent.session.events.find((e) =>
+      e.type === "user/message" && e.data.source.kind === "plugin" && e.data.source.plugin === "compaction"
+    );
+    assert.ok(summary?.type === "user/message");
+    assert.match(summary.data.id, /^h-\d+$/);
+    await harness.dispose();
+  });
+
   it("a manual compaction stops with the agent's disposal and writes nothing after it; later ones are refused", async () => {
     const storage = memoryStorage();
     const model = scriptedAdapter(

@@ -100,11 +100,6 @@ function textOf(message: UserMessage | SystemMessage): string {
   return message.content.map((b) => (b.type === "text" ? b.text : "")).join("");
 }
 
-/** A context message id: the session and the handler (unlogged invocations have no handler id). */
-function contextId(sessionId: string, handlerId: string): string {
-  return `${sessionId}:${handlerId === "" ? crypto.randomUUID() : handlerId}`;
-}
-
 /**
  * A hook's context for the model: a plugin-sourced system message, logged as
  * `system/message` where it enters (model-visible context the harness adds,
@@ -153,7 +148,10 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  * person started it (as in Claude Code, where a subagent's end is the
  * separate SubagentStop event, which this bridge does not have). Hook context (and a Stop
  * hook's reason) reaches the model as a system message, logged as
- * `system/message` where it enters, never as user input. `continue: false`
+ * `system/message` where it enters, never as user input; its id is made
+ * from the session, the handler and, where no handler id names it
+ * (SessionStart, a call outside a turn), a new id from the harness's id
+ * source (`ctx.sessions.newId()`), so deterministic ids give deterministic logs. `continue: false`
  * cancels the turn with cause `hook` from PreToolUse, PostToolUse and
  * UserPromptSubmit; a Stop turn ends as it was about to (`completed`); SessionStart
  * ignores it (see `HookOutput.continue`).
@@ -232,6 +230,12 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
   const plugin = (raw: HarnessContext) => {
     const ctx = raw as unknown as Ctx;
     const has = (event: HookEventName) => (table[event] ?? []).some((m) => m.hooks.length > 0);
+    // Ids of the messages the bridge adds come from the harness's source, as the loop's do (ctx.sessions.newId()):
+    // a harness with deterministic ids logs deterministic hook context.
+    const newId = () => ctx.service("sessions").newId();
+    /** A context message id: the session and the handler (unlogged invocations have no handler id: a new id). */
+    const contextId = (sessionId: string, handlerId: string) =>
+      `${sessionId}:${handlerId === "" ? newId() : handlerId}`;
     ctx.provide("hooks", { events: () => (Object.keys(table) as HookEventName[]).filter(has), table: () => table });
 
     /** Run the matching hooks of `event` in order; a blocking verdict ends the run. */
@@ -441,7 +445,7 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
           for (const { verdict } of results) {
             if (!hasText(verdict.additionalContext)) continue;
             // Unique within the session, as message ids are: SessionStart runs again on every resume of it.
-            const id = `${agent.id}:session-start-${crypto.randomUUID()}`;
+            const id = `${agent.id}:session-start-${newId()}`;
             agent.inject(contextMessage(id, verdict.additionalContext, "SessionStart"));
           }
         }).catch((error) => ctx.emit("agent/error", agent, error));

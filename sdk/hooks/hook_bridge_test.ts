@@ -493,6 +493,51 @@ describe("hookBridge: UserPromptSubmit, Stop, SessionStart", () => {
     assert.deepEqual(checkInvariants(events), []);
   });
 
+  it("hook context messages take their ids from the harness's id source: deterministic ids, identical logs", async () => {
+    const context = (event: string) => ({
+      type: "function" as const,
+      name: event,
+      run: () => ({ hookSpecificOutput: { additionalContext: `${event} context` } }),
+    });
+    const hooks: HookTable = {
+      // Function hooks: no process whose timing could move the ids' order (a command's context is named alike).
+      SessionStart: [{ hooks: [context("SessionStart"), context("SessionStart")] }],
+      PostToolUse: [{ hooks: [context("PostToolUse")] }],
+    };
+    const run = async () => {
+      let n = 0;
+      const harness = await createHarness({
+        adapters: [scriptedAdapter([textResponse("ok")])],
+        model: { provider: "scripted", model: "scripted-model" },
+        tools: [lookup],
+        now: () => 0,
+        newId: () => `id-${++n}`,
+        plugins: [hookBridge({ hooks })],
+      });
+      const agent = await harness.createAgent({ id: "det" });
+      assert.equal((await agent.run("Hello")).reason.kind, "completed");
+      // Outside a turn a PostToolUse context has no handler id to be named after: it gets a new id too.
+      const direct = await harness.ctx.service("tools").execute({
+        callId: "direct",
+        name: "lookup",
+        arguments: '{"word":"alpha"}',
+        signal: new AbortController().signal,
+        sessionId: "det",
+      });
+      const events = agent.session.events;
+      await harness.dispose();
+      return { events, direct: direct.contexts?.map((m) => m.id) };
+    };
+    const first = await run();
+    const ids = first.events.filter((e) => e.type === "system/message").map((e) => e.data.id);
+    assert.equal(ids.length, 2);
+    for (const id of [...ids, ...first.direct ?? []]) assert.match(id, /^det:(session-start-)?id-\d+$/);
+    assert.equal(first.direct?.length, 1);
+    const second = await run();
+    assert.deepEqual(second.events, first.events);
+    assert.deepEqual(second.direct, first.direct);
+  });
+
   it("continue: false cancels the turn with cause hook", async () => {
     const s = await setup({ PreToolUse: [{ hooks: [cmd("stop_agent.sh")] }] }, [
       callLookup("alpha"),

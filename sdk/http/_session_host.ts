@@ -170,7 +170,8 @@ export class SessionHost {
       }
       throw error;
     }
-    const id = childId ?? crypto.randomUUID();
+    // A new id from the harness's source, as harness.forkAgent() names its forks.
+    const id = childId ?? this.#ctx.service("sessions").newId();
     if (this.live(id) !== undefined || this.#ctx.service("sessions").get(id) !== undefined || await this.#stored(id)) {
       throw new HttpProblem(409, "SESSION_ALREADY_EXISTS", `Session "${id}" already exists`);
     }

@@ -344,6 +344,23 @@ describe("createHarnessApp()", () => {
     await reader.dispose();
   });
 
+  it("names a fork made without an id from the harness's id source, as harness.forkAgent() does", async () => {
+    let n = 0;
+    const harness = await createHarness({ adapters: [scriptedAdapter(textResponse("ok"))], newId: () => `n-${++n}` });
+    const app = createHarnessApp(harness, { auth: false, log: false });
+    const post = (path: string, body: unknown) =>
+      app.request(path, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    assert.equal((await post("/sessions", { id: "s1" })).status, 201);
+    const forked = await post("/sessions/s1/fork", {});
+    assert.equal(forked.status, 201);
+    assert.match((await forked.json()).id, /^n-\d+$/);
+    await harness.dispose();
+  });
+
   it("answers a tool ask over HTTP (approval round trip)", async () => {
     const model = scriptedAdapter([
       toolCallResponse([{ id: "call-1", name: "lookup", arguments: '{"key":"a"}' }]),

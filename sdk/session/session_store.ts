@@ -62,7 +62,7 @@ export interface SessionStoreOptions {
    */
   now?: () => number;
   /**
-   * The id generator for sessions created without an id.
+   * The id generator for sessions created without an id, and the one {@linkcode SessionStore.newId} hands plugins.
    *
    * @default {crypto.randomUUID}
    */
@@ -312,6 +312,30 @@ export class SessionStore {
       return Promise.reject(flushFailed(session, error));
     }
     return flushing.then(() => true, (error: unknown) => Promise.reject(flushFailed(session, error)));
+  }
+
+  /**
+   * A new id from the store's id source: the harness's `newId` (`createHarness` gives the same one to the store, the
+   * agent loop and the tool runtime). A plugin that adds messages to a session (context, notices) mints their ids
+   * here, as the loop does its own, so that a harness configured with deterministic ids writes deterministic logs
+   * (replay and golden tests compare them). Message ids are unique within a session: an id from here is as unique as
+   * the source's (a counter restarted by each process repeats across resumes; see `createHarness`'s `newId`).
+   *
+   * @returns A new id.
+   *
+   * @example Ids from the harness's source
+   * ```ts
+   * import { createHarness } from "@dsh/harness";
+   * import assert from "node:assert/strict";
+   *
+   * let n = 0;
+   * const harness = await createHarness({ newId: () => `id-${++n}` });
+   * assert.equal(harness.ctx.service("sessions").newId(), "id-1");
+   * await harness.dispose();
+   * ```
+   */
+  newId(): string {
+    return this.#newId();
   }
 
   /**
