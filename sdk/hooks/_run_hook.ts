@@ -26,7 +26,14 @@ export function hookLabel(handler: HookHandler): string {
 export async function runHook(
   handler: HookHandler,
   input: HookInput,
-  options: { subprocess: SubprocessService | undefined; signal: AbortSignal; cwd?: string },
+  options: {
+    subprocess: SubprocessService | undefined;
+    signal: AbortSignal;
+    cwd?: string;
+    /** A command's environment: the provider's own under `env` (`true`), or `env` exactly (`false`). */
+    inheritEnv: boolean;
+    env: Readonly<Record<string, string>>;
+  },
 ): Promise<HookVerdict> {
   const timeoutMs = Math.round((handler.timeout ?? DEFAULT_TIMEOUT_S) * 1000);
   if (handler.type === "function") return await runFunction(handler, input, timeoutMs, options.signal);
@@ -37,6 +44,8 @@ export async function runHook(
   try {
     result = await options.subprocess.run(["sh", "-c", handler.command], {
       stdin: JSON.stringify(input),
+      inheritEnv: options.inheritEnv,
+      env: options.env,
       timeoutMs,
       signal: options.signal,
       ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),

@@ -26,6 +26,8 @@ import type { HookInput, HookTable, HookVerdict } from "./hook_definition.ts";
 import { hookLabel, runHook } from "./_run_hook.ts";
 import { checkHookTable, matcherPattern } from "./_check_hook_table.ts";
 import { isDefaultAllow, isDefaultAsk } from "../tools/_default_decision.ts";
+import { SHELL_ENV } from "../capabilities/shell/bash_shell.ts";
+import { checkEnv, checkEnvNames, pickEnv } from "../capabilities/subprocess/_host_env.ts";
 
 /** One finished hook invocation, as `hooks/result` reports it. */
 export interface HookResultInfo {
@@ -69,6 +71,27 @@ export interface HookBridgeOptions {
    * @default {"ignore"}
    */
   readonly preToolUseErrors?: "ignore" | "deny";
+  /**
+   * Which environment variables of the host process command hooks get: by default only `SHELL_ENV` (of
+   * `@dsh/harness/tools`, the ones `bashShell` passes: `PATH`, `HOME`, the user, the locale, the terminal, the time
+   * zone, the temporary directory and Windows' system variables), none that holds a credential, since a hook command
+   * is a program like any other and need not see the host's provider API keys, tokens or database URLs. A list
+   * names the ones to pass (`[...SHELL_ENV, "SSH_AUTH_SOCK"]`; a name, or a prefix ending with `*`; on Windows in any
+   * case); `false` passes none. The bridge picks them from this process at each invocation and runs the command with
+   * the subprocess service's `inheritEnv: false`, those variables (with `env`) being its whole environment, so every
+   * provider gives the command that set and no more (one that runs commands elsewhere, a container, gets the picked
+   * variables of this process). `true` leaves the environment to the provider (`inheritEnv: true`: for
+   * `localSubprocess`, the whole of this process's, as Claude Code gives its hooks). The hook protocol passes its
+   * input on stdin, so no variable of its own is set. Function hooks run in this process and are not concerned.
+   *
+   * @default {SHELL_ENV}
+   */
+  readonly inheritEnv?: boolean | readonly string[];
+  /**
+   * Variables set for every command hook, over the inherited ones (names non-empty, without `=` or NUL; values
+   * strings without NUL).
+   */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** The service the hook bridge provides as `ctx.hooks`. */
@@ -125,7 +148,8 @@ const hasText = (text: string | undefined): text is string => text !== undefined
 /**
  * The hook bridge plugin. Hooks are configured per event with a matcher and a
  * command (run by `sh -c` through `ctx.subprocess`, the event as JSON on
- * stdin) or an in-process function. The protocol is Claude Code's: exit 0
+ * stdin, with the host's ordinary variables only, `SHELL_ENV`, not its API
+ * keys, unless `inheritEnv` says otherwise) or an in-process function. The protocol is Claude Code's: exit 0
  * goes on (JSON on stdout may decide `allow` / `deny` / `ask`, add
  * `additionalContext`, or rewrite the tool input with `updatedInput`), exit 2
  * blocks with stderr as the reason, any other exit is a logged error.
@@ -181,7 +205,9 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  * @throws {HarnessError} `INVALID_ARGS` for a hook table the configuration's `hooks` schema would refuse (an
  *   unknown event or field, a matcher that is not a regular expression, a hook `timeout` under 0.001 (1 ms) or over
  *   3600 seconds), a hook that is neither a command (`command`: a non-empty string) nor a function (`name`, `run`),
- *   and a `maxStopContinuations` that is not a non-negative integer. `details.path` names the first wrong field.
+ *   and a `maxStopContinuations` that is not a non-negative integer (`details.path` names the first wrong field of
+ *   the table); an `inheritEnv` that is neither a boolean nor a list of names, and an `env` with a name or value no
+ *   process can take.
  *
  * @example A function hook that denies a tool
  * ```ts
@@ -227,6 +253,12 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
     throw new HarnessError("INVALID_ARGS", `preToolUseErrors is "ignore" or "deny", not ${String(errors)}`);
   }
   const failClosed = errors === "deny";
+  // Checked here: a variable no process can take would fail every command hook, and a failed hook fails open.
+  const inherited = checkEnvNames(options.inheritEnv, SHELL_ENV, "hookBridge");
+  const extraEnv = checkEnv(options.env, "hookBridge") ?? {};
+  /** A command hook's environment: the variables picked from this process at this call, then `env` (see options). */
+  const commandEnv = (): Readonly<Record<string, string>> =>
+    inherited === true ? extraEnv : { ...pickEnv(inherited), ...extraEnv };
   const plugin = (raw: HarnessContext) => {
     const ctx = raw as unknown as Ctx;
     const has = (event: HookEventName) => (table[event] ?? []).some((m) => m.hooks.length > 0);
@@ -268,6 +300,9 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
           const verdict = await runHook(handler, input, {
             subprocess: ctx.get("subprocess"),
             signal,
+            // Never a list: a provider written when inheritEnv was a boolean would read it as "not false", everything.
+            inheritEnv: inherited === true,
+            env: handler.type === "command" ? commandEnv() : extraEnv,
             ...(o.session?.header.cwd !== undefined ? { cwd: o.session.header.cwd } : {}),
           });
           const logged = event === "Stop" && verdict.outcome === "block" && verdict.stop !== true

@@ -18,12 +18,13 @@ import {
   type SessionEvent,
 } from "../../mod.ts";
 import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../../testing/mod.ts";
-import { capabilitiesPlugin, localSubprocess } from "../capabilities/mod.ts";
+import { capabilitiesPlugin, localSubprocess, SHELL_ENV } from "../capabilities/mod.ts";
 import { loadConfig } from "../config/mod.ts";
 import { inProcessSubagents } from "../subagents/mod.ts";
 import { writeFile } from "node:fs/promises";
 import {
   hookBridge,
+  type HookBridgeOptions,
   type HookEvents,
   type HookFunction,
   type HookInput,
@@ -65,7 +66,7 @@ interface Setup {
 async function setup(
   hooks: HookTable,
   script: Script,
-  options: { subprocess?: boolean; preToolUseErrors?: "ignore" | "deny" } = {},
+  options: { subprocess?: boolean; preToolUseErrors?: "ignore" | "deny"; bridge?: HookBridgeOptions } = {},
 ): Promise<Setup> {
   const model = scriptedAdapter(script);
   const outcomes: HookResultInfo[] = [];
@@ -75,7 +76,11 @@ async function setup(
     tools: [lookup],
     plugins: [
       ...(options.subprocess === false ? [] : [[capabilitiesPlugin, { subprocess: localSubprocess() }] as const]),
-      hookBridge({ hooks, ...(options.preToolUseErrors ? { preToolUseErrors: options.preToolUseErrors } : {}) }),
+      hookBridge({
+        hooks,
+        ...(options.preToolUseErrors ? { preToolUseErrors: options.preToolUseErrors } : {}),
+        ...options.bridge,
+      }),
     ],
   });
   pluginCtx<HookEvents>(harness.ctx).on("hooks/result", (info) => void outcomes.push(info));
@@ -355,6 +360,74 @@ describe("hookBridge: outside a turn", () => {
     ]]);
     const events = await done(s);
     assert.deepEqual(hookLog(events), []);
+  });
+});
+
+describe("hookBridge: the environment of command hooks", () => {
+  // What the hook sees, one line each on stderr (its block reason): the secret, a listed and a set variable, whether
+  // HOME is set, PATH, and a program found through it.
+  const shown = {
+    type: "command" as const,
+    command:
+      'printf "%s\\n" "${DSH_TEST_API_KEY-unset}" "${DSH_TEST_LISTED-unset}" "${DSH_SET-unset}" "${HOME:+home}" ' +
+      '"${PATH-unset}" "$(echo ok | tr a-z A-Z)" >&2; exit 2',
+  };
+  const seen = async (bridge?: HookBridgeOptions): Promise<string[] | undefined> => {
+    const s = await setup({ PreToolUse: [{ hooks: [shown] }] }, [textResponse("unused")], { bridge });
+    const result = await s.harness.ctx.service("tools").execute({
+      callId: "direct",
+      name: "lookup",
+      arguments: '{"word":"alpha"}',
+      signal: new AbortController().signal,
+      sessionId: "hooked",
+    });
+    assert.equal(result.error?.code, "DENIED");
+    await s.harness.dispose();
+    return s.outcomes[0]?.verdict.reason?.split("\n");
+  };
+
+  it("passes the host's ordinary variables only, not its API keys, unless inheritEnv says otherwise", async () => {
+    const host = { DSH_TEST_API_KEY: "sk-secret", DSH_TEST_LISTED: "listed" };
+    const path = process.env.PATH;
+    assert.ok(path !== undefined && path !== "");
+    Object.assign(process.env, host);
+    try {
+      // By default SHELL_ENV: PATH finds programs and HOME is there; the secret is not.
+      assert.deepEqual(await seen(), ["unset", "unset", "unset", "home", path, "OK"]);
+      // The whole environment, on request (as Claude Code gives its hooks).
+      assert.deepEqual(await seen({ inheritEnv: true }), ["sk-secret", "listed", "unset", "home", path, "OK"]);
+      // Listed names (a prefix too) and set variables.
+      const listed = { inheritEnv: [...SHELL_ENV, "DSH_TEST_LIST*"], env: { DSH_SET: "set" } };
+      assert.deepEqual(await seen(listed), ["unset", "listed", "set", "home", path, "OK"]);
+      // None at all: only what env sets.
+      const none = await seen({ inheritEnv: false, env: { PATH: path } });
+      assert.deepEqual(none, ["unset", "unset", "unset", "", path, "OK"]);
+      // Set variables go over inherited ones.
+      const over = await seen({ inheritEnv: true, env: { DSH_TEST_API_KEY: "replaced" } });
+      assert.deepEqual(over?.slice(0, 3), ["replaced", "listed", "unset"]);
+    } finally {
+      for (const name of Object.keys(host)) delete process.env[name];
+    }
+  });
+
+  it("refuses an inheritEnv or env no command could run with, at once (a hook failing on it would fail open)", () => {
+    const bad: HookBridgeOptions[] = [
+      { inheritEnv: ["A=B"] },
+      { inheritEnv: ["*"] },
+      { inheritEnv: "PATH" as never },
+      { env: { "A=B": "x" } },
+      { env: { "": "x" } },
+      { env: { A: 1 as never } },
+      { env: { A: "x\0y" } },
+      { env: "A=x" as never },
+    ];
+    for (const options of bad) {
+      assert.throws(
+        () => hookBridge({ hooks: { PreToolUse: [{ hooks: [shown] }] }, ...options }),
+        (e: unknown) => HarnessError.isInstance(e, "INVALID_ARGS") && /hookBridge's (inheritEnv|env)/.test(e.message),
+        JSON.stringify(options),
+      );
+    }
   });
 });
 

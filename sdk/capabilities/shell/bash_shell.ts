@@ -9,6 +9,7 @@ import { serviceOf, type ServiceSource } from "../_cap_text.ts";
 import type { SubprocessService } from "../subprocess/subprocess_service.ts";
 import type { ShellResult, ShellService } from "./shell_service.ts";
 import { decodeUtf8 } from "../subprocess/_utf8_prefix.ts";
+import { checkEnvNames, pickEnv } from "../subprocess/_host_env.ts";
 
 /** Options of {@linkcode bashShell}. */
 export interface BashShellOptions {
@@ -38,7 +39,8 @@ export interface BashShellOptions {
 }
 
 /**
- * The host's environment variables a {@linkcode bashShell} passes to its commands by default: where programs are
+ * The host's environment variables a {@linkcode bashShell} passes to its commands by default (and the hook bridge,
+ * `hookBridge()` of `@dsh/harness/hooks`, to its command hooks): where programs are
  * (`PATH`), who and where the user is, the locale, the terminal, the time zone and the temporary directory, and on
  * Windows the system's own directories, the user's and the machine's names and the processor's — what build tools,
  * git and interpreters need to run, and nothing that holds a credential. Left out, among others: proxy variables
@@ -93,44 +95,6 @@ const MAX_COMMAND_BYTES = 128 * 1024 - 1;
 const MARKER_ROOM = 2 + 48 + 4096;
 
 const utf8Length = (text: string): number => new TextEncoder().encode(text).length;
-
-type Env = Record<string, string | undefined>;
-/** The environment of the process bashShell runs in (`process.env` on Node, Bun and Deno). */
-const hostEnv = (): Env => (globalThis as { process?: { env?: Env } }).process?.env ?? {};
-const isWindows = (): boolean => (globalThis as { process?: { platform?: string } }).process?.platform === "win32";
-
-/** The names `inheritEnv` may list: a variable name (no `=`, NUL or `*`), or a prefix ending with `*`. */
-function checkedNames(inheritEnv: unknown): readonly string[] | true {
-  if (inheritEnv === undefined) return SHELL_ENV;
-  if (inheritEnv === true) return true;
-  if (inheritEnv === false) return [];
-  const bad = (): never => {
-    throw new HarnessError(
-      "INVALID_ARGS",
-      'bashShell\'s inheritEnv must be a boolean or a list of variable names (a prefix ending with "*" too)',
-    );
-  };
-  if (!Array.isArray(inheritEnv)) bad();
-  for (const name of inheritEnv as readonly unknown[]) {
-    if (typeof name !== "string" || !/^[^=\0*]+\*?$/.test(name)) bad();
-  }
-  return Object.freeze([...inheritEnv as readonly string[]]);
-}
-
-/** The variables of this process that `names` names (on Windows, where names are read in any case, in any case). */
-function pickEnv(names: readonly string[]): Record<string, string> {
-  const picked: Record<string, string> = {};
-  if (names.length === 0) return picked;
-  const fold = isWindows() ? (name: string) => name.toUpperCase() : (name: string) => name;
-  const exact = new Set(names.filter((n) => !n.endsWith("*")).map(fold));
-  const prefixes = names.filter((n) => n.endsWith("*")).map((n) => fold(n.slice(0, -1)));
-  for (const [name, value] of Object.entries(hostEnv())) {
-    if (value === undefined) continue;
-    const key = fold(name);
-    if (exact.has(key) || prefixes.some((p) => key.startsWith(p))) picked[name] = value;
-  }
-  return picked;
-}
 
 /**
  * A {@linkcode ShellService} that runs each command as `bash -c` in the
@@ -189,7 +153,7 @@ export function bashShell(options: BashShellOptions): ShellService {
     throw new HarnessError("INVALID_ARGS", "bashShell needs an initial working directory");
   }
   const shell = options.shell ?? "bash";
-  const inherited = checkedNames(options.inheritEnv);
+  const inherited = checkEnvNames(options.inheritEnv, SHELL_ENV, "bashShell");
   const cwds = new Map<string, string>();
   const marker = `__DSH_CWD_${crypto.randomUUID().replaceAll("-", "")}__`;
   // $1 the directory, $2 the command, $3 the marker, $4 the initial directory. A session's directory that is gone

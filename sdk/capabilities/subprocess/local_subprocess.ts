@@ -10,6 +10,7 @@ import process from "node:process";
 import { HarnessError } from "../../kernel/harness_error.ts";
 import { CappedBuffer } from "./_utf8_prefix.ts";
 import { groupHasLiveMember } from "./_process_group.ts";
+import { hostEnv, isWindows } from "./_host_env.ts";
 import type { RunOptions, RunResult, SubprocessService } from "./subprocess_service.ts";
 
 type ChildProcessModule = typeof import("node:child_process");
@@ -18,8 +19,6 @@ let loading: Promise<ChildProcessModule> | undefined;
 const childProcess = (): Promise<ChildProcessModule> => (loading ??= import("node:child_process"));
 
 type Env = Record<string, string | undefined>;
-const hostEnv = (): Env => (globalThis as { process?: { env?: Env } }).process?.env ?? {};
-const isWindows = (): boolean => (globalThis as { process?: { platform?: string } }).process?.platform === "win32";
 
 /** Options of {@linkcode localSubprocess}. */
 export interface LocalSubprocessOptions {
