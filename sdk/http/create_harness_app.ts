@@ -1,9 +1,9 @@
 /**
  * `createHarnessApp()`: a harness as a Hono microservice (REST + SSE).
  *
- * The options, the middleware and the wiring of the service; the `/sessions` routes are in
- * `_session_routes.ts` (documented on {@linkcode createHarnessApp} below), the bearer check in
- * `_bearer_guard.ts`, the `405` route table and mount path in `_route_table.ts`, pending approvals in
+ * The options and the wiring of the service; the `/sessions` routes are in `_session_routes.ts` (documented on
+ * {@linkcode createHarnessApp} below), the middleware every request passes before a route in `_app_front.ts`, the
+ * bearer check in `_bearer_guard.ts`, the `405` route table and mount path in `_route_table.ts`, pending approvals in
  * `_pending_approvals.ts`; bodies, problems, SSE and the session host are in their own files. A little
  * over the house limit: most of it is the public option types and the route documentation.
  *
@@ -13,26 +13,20 @@
 // hono/tiny: the same Hono with the PatternRouter, ~2.4 KB gzip smaller in a worker bundle than the default
 // SmartRouter (RegExp + Trie routers); this app has a few dozen routes, where either router is fast enough.
 import { Hono } from "hono/tiny";
-import type { Context } from "hono";
-import { cors } from "hono/cors";
-import { requestId } from "hono/request-id";
 import type { Agent } from "../agent/agent.ts";
 import type { Harness } from "../harness.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
 import { storedPrefix } from "../persistence/_stored_prefix.ts";
 import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts";
-import { bearerGuard, TOKEN_SYNTAX } from "./_bearer_guard.ts";
+import { checkAuthOptions, mountFront, noRouteFor } from "./_app_front.ts";
 import { readStored } from "./_event_stream.ts";
-import { hostGuard } from "./_host_guard.ts";
 import { pendingWithin } from "./_pending_approvals.ts";
 import { HttpProblem, problemResponse, toProblem } from "./_problem.ts";
-import { allowedMethods, mountOf } from "./_route_table.ts";
-import { checkSessionId } from "./_session_id.ts";
 import { SessionHost } from "./_session_host.ts";
 import { mountSessionRoutes } from "./_session_routes.ts";
 import { type HttpPendingApproval, type HttpSessionSummary, summarizeLog } from "./session_summary.ts";
-import { mountViewData, mountViewPages } from "./view/_view_routes.ts";
+import { mountViewData } from "./view/_view_routes.ts";
 
 /** One line of the request log. */
 export interface RequestLogRecord {
@@ -208,13 +202,6 @@ export interface HarnessAppEnv {
 /** The app returned by {@linkcode createHarnessApp}: a Hono app; add routes or mount it. */
 export type HarnessApp = Hono<HarnessAppEnv>;
 
-function defaultLog(record: RequestLogRecord): void {
-  const { error, ...rest } = record;
-  const line = JSON.stringify({ level: record.status >= 500 ? "error" : "info", ...rest });
-  if (error !== undefined) console.error(line, error);
-  else console.log(line);
-}
-
 /**
  * Serve a harness over HTTP as a Hono app.
  *
@@ -334,20 +321,7 @@ function defaultLog(record: RequestLogRecord): void {
  * ```
  */
 export function createHarnessApp(harness: Harness, options: HarnessAppOptions = {}): HarnessApp {
-  const auth = options.auth ?? true;
-  if (auth !== false && (typeof options.token !== "string" || options.token.length === 0)) {
-    throw new HarnessError(
-      "INVALID_ARGS",
-      "Cannot create the HTTP app without a bearer token; pass token, or auth: false to serve without authentication",
-    );
-  }
-  if (auth !== false && !TOKEN_SYNTAX.test(options.token!)) {
-    // RFC 6750's token68: a header carrying any other token would be refused as malformed.
-    throw new HarnessError(
-      "INVALID_ARGS",
-      "The bearer token may hold only letters, digits and -._~+/ (then = padding), as RFC 6750 allows",
-    );
-  }
+  checkAuthOptions(options);
   if (options.readOnly === true && options.approvals === true) {
     throw new HarnessError(
       "INVALID_ARGS",
@@ -370,8 +344,6 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   if (!(cancelWaitMs >= 0) || cancelWaitMs > 2_147_483_647) {
     throw new HarnessError("INVALID_ARGS", "cancelWaitMs must be a number of milliseconds, at least 0");
   }
-  const log = options.log === false ? undefined : options.log ?? defaultLog;
-  const newRequestId = options.newRequestId ?? (() => crypto.randomUUID());
   const host = new SessionHost(harness);
   const projections = harness.ctx.service("sessionProjections");
 
@@ -434,79 +406,7 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
 
   const app: HarnessApp = new Hono<HarnessAppEnv>();
 
-  app.use("*", async (c, next) => {
-    const started = performance.now();
-    await next();
-    // Hono's request-id (below) picks the id; a route that returns its own Response (problem+json, the event
-    // stream) does not carry the header it set, so it is set here on whatever response goes out.
-    const id = c.get("requestId");
-    try {
-      c.res.headers.set("x-request-id", id);
-    } catch {
-      c.res = new Response(c.res.body, c.res);
-      c.res.headers.set("x-request-id", id);
-    }
-    // Every body is what its Content-Type says: browsers must not sniff another type.
-    c.res.headers.set("x-content-type-options", "nosniff");
-    log?.({
-      requestId: id,
-      method: c.req.method,
-      path: c.req.path,
-      status: c.res.status,
-      durationMs: Math.round((performance.now() - started) * 10) / 10,
-      ...(c.get("problemCode") !== undefined ? { code: c.get("problemCode") } : {}),
-      ...(c.get("fault") !== undefined ? { error: c.get("fault") } : {}),
-    });
-  });
-  app.use("*", requestId({ headerName: "X-Request-Id", limitLength: 128, generator: () => newRequestId() }));
-  // Without auth, only names that cannot be rebound to this address (DNS rebinding), or the ones given.
-  if (auth === false) app.use("*", hostGuard(options.allowedHosts));
-  if (options.cors !== undefined) {
-    app.use(
-      "*",
-      cors({
-        origin: typeof options.cors.origin === "string" ? options.cors.origin : [...options.cors.origin],
-        allowMethods: options.readOnly === true ? ["GET"] : ["GET", "POST", "DELETE"],
-        allowHeaders: ["Authorization", "Content-Type", "Last-Event-ID", "X-Request-Id"],
-        exposeHeaders: ["X-Request-Id", "Location"],
-        credentials: options.cors.credentials ?? false,
-        maxAge: options.cors.maxAge ?? 600,
-      }),
-    );
-  }
-  const readOnly = options.readOnly === true;
-  const writes = (method: string) => method !== "GET" && method !== "HEAD" && method !== "OPTIONS";
-  if (!readOnly && auth === false) {
-    const trusted = new Set(options.cors === undefined ? [] : [options.cors.origin].flat());
-    app.use("*", async (c, next) => {
-      if (writes(c.req.method) && crossSite(c.req.raw, trusted)) {
-        throw new HttpProblem(
-          403,
-          "CROSS_SITE_REQUEST",
-          `${c.req.method} ${c.req.path} came from another site; without authentication only the app's own origin and cors.origin may write`,
-        );
-      }
-      await next();
-    });
-  }
-  // The timeline's pages hold no data: a browser navigates to them without the token.
-  if (options.view !== false) mountViewPages(app);
-  if (auth !== false) app.use("*", bearerGuard(options.token!));
-  // After the token: a caller without it learns neither which routes exist nor that the app only reads.
-  if (readOnly) {
-    app.use("*", async (c, next) => {
-      if (writes(c.req.method)) noRoute(c);
-      await next();
-    });
-  }
-  app.use("/sessions/:id/*", async (c, next) => {
-    checkSessionId(c.req.param("id"));
-    await next();
-  });
-  app.use("/sessions/:id", async (c, next) => {
-    checkSessionId(c.req.param("id"));
-    await next();
-  });
+  mountFront(app, options);
 
   app.onError(async (error, c) => {
     // A session whose writer lost its lease is let go of, so that its next request resumes it from storage.
@@ -516,18 +416,9 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
     if (fault) c.set("fault", error);
     return problemResponse(body, headers);
   });
-  // Unknown routes: a parent app that mounts this one (`parent.route("/api", app)`) answers
-  // them with its own not-found handler, so a catch-all route (registered last) answers them here.
-  function noRoute(c: Context<HarnessAppEnv>): never {
-    const routed = allowedMethods(c.req.path.slice(mountOf(c, "/*").length), options.view !== false);
-    const allowed = readOnly ? routed?.filter((method) => !writes(method)) : routed;
-    if (allowed !== undefined) {
-      throw new HttpProblem(405, "METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${c.req.path}`, {
-        headers: { allow: allowed.join(", ") },
-      });
-    }
-    throw new HttpProblem(404, "NOT_FOUND", `No route matches ${c.req.method} ${c.req.path}`);
-  }
+  // Unknown routes: a parent app that mounts this one (`parent.route("/api", app)`) answers them with its own
+  // not-found handler, so a catch-all route (registered last) answers them here too.
+  const noRoute = noRouteFor(options);
   app.notFound(noRoute);
 
   mountSessionRoutes(app, {
@@ -586,21 +477,4 @@ export function createHarnessApp(harness: Harness, options: HarnessAppOptions = 
   app.all("*", noRoute);
 
   return app;
-}
-
-// Whether a browser sent the request from another site: its Fetch Metadata says so, or (a browser without it) its
-// Origin names another host than the request's. Non-browser clients send neither header.
-function crossSite(request: Request, trusted: ReadonlySet<string>): boolean {
-  const headers = request.headers;
-  const origin = headers.get("origin");
-  // `cors.origin: "*"` lets every site in, on purpose.
-  if (trusted.has("*") || (origin !== null && trusted.has(origin))) return false;
-  const site = headers.get("sec-fetch-site");
-  if (site !== null) return site === "cross-site" || site === "same-site";
-  if (origin === null) return false;
-  try {
-    return new URL(origin).host !== (headers.get("host") ?? new URL(request.url).host);
-  } catch {
-    return true; // "null" (a sandboxed page, a file) or garbage: not this app's own origin
-  }
 }

@@ -11,6 +11,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import type { Harness } from "../harness.ts";
 import { createHarnessApp, type HarnessAppOptions } from "./create_harness_app.ts";
 import { keepsLostWriters } from "./_session_host.ts";
+import { requestGate } from "./_app_front.ts";
 import { flushWithRetries } from "../agent/_retry_flush.ts";
 import { problemOf, problemResponse } from "./_problem.ts";
 
@@ -50,11 +51,22 @@ export interface ServerlessHandlerOptions {
  * `500 SESSION_NOT_SAVED` (a write that failed otherwise). A harness factory
  * that throws (storage unreachable at a cold start) is `503
  * HARNESS_UNAVAILABLE`, nothing of the request done; its error goes to the
- * console. The factory runs for every request before the app checks its
- * token, so keep it cheap (build the storage and its client once, outside).
+ * console.
+ *
+ * What the app answers before any of its routes needs the harness is
+ * answered before the factory runs, as the app answers it: a request
+ * without the token or with a wrong one (401 `AUTH_REQUIRED`,
+ * `MALFORMED_AUTHORIZATION`, `INVALID_TOKEN`), one the app refuses without
+ * auth (403 `HOST_NOT_ALLOWED`, `CROSS_SITE_REQUEST`), a write to a
+ * `readOnly` app (405), a malformed session id (400), a CORS preflight and
+ * the timeline's pages. So a caller without the token never makes the
+ * function build a harness. Every other request runs the factory once; keep
+ * it cheap all the same (build the storage and its client once, outside).
  *
  * @param options How to build the harness for one request, and the app's options.
  * @returns A fetch-style handler.
+ * @throws {HarnessError} `INVALID_ARGS` without a `harness` factory, and for app options the app refuses (no
+ *   `token` while `auth` is on, a token a bearer header cannot carry), here rather than at every request.
  *
  * @example Two handler instances sharing one storage continue one conversation
  * ```ts
@@ -89,7 +101,12 @@ export function createServerlessHandler(options: ServerlessHandlerOptions): (req
   if (typeof options?.harness !== "function") {
     throw new HarnessError("INVALID_ARGS", "createServerlessHandler needs { harness: () => Promise<Harness> }");
   }
+  const appOptions: HarnessAppOptions = { ...options.app, approvals: false };
+  // The app's checks that need no harness (the token first of all), made before the factory runs.
+  const gate = requestGate(appOptions);
   return async (request) => {
+    const answered = await gate(request);
+    if (answered !== undefined) return answered;
     let harness: Harness;
     try {
       harness = await options.harness();
@@ -108,7 +125,7 @@ export function createServerlessHandler(options: ServerlessHandlerOptions): (req
     let response: Response;
     let failed: Response | undefined;
     try {
-      const app = createHarnessApp(harness, { ...options.app, approvals: false });
+      const app = createHarnessApp(harness, appOptions);
       response = await app.fetch(request);
       const agents = harness.ctx.service("agents").list();
       // Nothing was woken (a list, a summary, an event stream that follows storage): the

@@ -96,7 +96,10 @@ describe("createServerlessHandler()", () => {
   });
 
   it("a harness factory that throws is a 503 HARNESS_UNAVAILABLE problem, not a rejected handler", async () => {
-    const handler = createServerlessHandler({ harness: () => Promise.reject(new Error("postgres://db:5432 refused")) });
+    const handler = createServerlessHandler({
+      harness: () => Promise.reject(new Error("postgres://db:5432 refused")),
+      app: { auth: false, log: false, allowedHosts: ["fn.test"] },
+    });
     const logged: unknown[][] = [];
     const error = console.error;
     console.error = (...args: unknown[]) => void logged.push(args);
@@ -124,5 +127,59 @@ describe("createServerlessHandler()", () => {
     assert.ok(["SESSION_WRITER_BUSY", "SESSION_NOT_SAVED"].includes(problem.code), problem.code);
     assert.doesNotMatch(problem.detail, /partly stored/);
     assert.equal((await storage.load("chat")).events.length, 0);
+  });
+
+  it("refuses a request without the token, or with a wrong one, before it makes a harness; a good one is served", async () => {
+    const storage = memoryStorage();
+    let made = 0;
+    const handler = createServerlessHandler({
+      harness: () => {
+        made++;
+        return createHarness({
+          adapters: [scriptedAdapter(textResponse("Hello!"))],
+          model: { provider: "scripted", model: "scripted-model" },
+          storage,
+        });
+      },
+      app: { token: "secret-token", log: false },
+    });
+    const create = (authorization?: string) =>
+      handler(
+        new Request("https://fn.test/sessions", {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            ...(authorization !== undefined ? { authorization } : {}),
+          },
+          body: JSON.stringify({ id: "chat" }),
+        }),
+      );
+    for (
+      const [authorization, code] of [
+        [undefined, "AUTH_REQUIRED"],
+        ["Bearer wrong-token", "INVALID_TOKEN"],
+        ["Basic c2VjcmV0", "MALFORMED_AUTHORIZATION"],
+      ] as const
+    ) {
+      const refused = await create(authorization);
+      assert.equal(refused.status, 401, code);
+      assert.equal(refused.headers.get("content-type"), "application/problem+json");
+      assert.equal((await refused.json()).code, code);
+      assert.match(refused.headers.get("www-authenticate") ?? "", /^Bearer realm="dsh-harness"/);
+    }
+    // A timeline page holds no data: served without the token, and without a harness either.
+    assert.equal((await handler(new Request("https://fn.test/view"))).status, 200);
+    assert.equal(made, 0, "no harness was made for a request the app refuses before any route");
+    assert.deepEqual(await storage.list(), []);
+    const created = await create("Bearer secret-token");
+    assert.equal(created.status, 201);
+    assert.equal((await created.json()).id, "chat");
+    assert.equal(made, 1);
+    // Options the app would refuse at every request are refused once, when the handler is made.
+    const factory = () => Promise.reject(new Error("never called"));
+    assert.throws(() => createServerlessHandler({ harness: factory }), { code: "INVALID_ARGS" });
+    assert.throws(() => createServerlessHandler({ harness: factory, app: { token: "no spaces" } }), {
+      code: "INVALID_ARGS",
+    });
   });
 });

@@ -1,0 +1,209 @@
+// Internal: what every request of the HTTP app passes before a route (moved out of `create_harness_app.ts`): the
+// request log, the request id, the Host check and the cross-site refusal of an app served without auth, CORS, the
+// timeline's pages (they hold no data), the bearer check, the read-only refusal of writes and the session id check;
+// and the 404/405 answer for what no route takes. None of it needs the harness: the serverless handler runs it
+// (`requestGate`) before it makes one, so that a request without the token costs no harness.
+
+// hono/tiny, as the app itself (see create_harness_app.ts).
+import { Hono } from "hono/tiny";
+import type { Context } from "hono";
+import { cors } from "hono/cors";
+import { requestId } from "hono/request-id";
+import { HarnessError } from "../kernel/harness_error.ts";
+import { bearerGuard, TOKEN_SYNTAX } from "./_bearer_guard.ts";
+import { hostGuard } from "./_host_guard.ts";
+import { HttpProblem, problemResponse, toProblem } from "./_problem.ts";
+import { allowedMethods, mountOf } from "./_route_table.ts";
+import { checkSessionId } from "./_session_id.ts";
+import { mountViewPages } from "./view/_view_routes.ts";
+import type { HarnessApp, HarnessAppEnv, HarnessAppOptions, RequestLogRecord } from "./create_harness_app.ts";
+
+/** Whether a request of `method` writes (what a read-only app refuses, and what a cross-site check guards). */
+const writes = (method: string) => method !== "GET" && method !== "HEAD" && method !== "OPTIONS";
+
+function defaultLog(record: RequestLogRecord): void {
+  const { error, ...rest } = record;
+  const line = JSON.stringify({ level: record.status >= 500 ? "error" : "info", ...rest });
+  if (error !== undefined) console.error(line, error);
+  else console.log(line);
+}
+
+/**
+ * Refuse the authentication options the app cannot serve with: auth on without a token, or a token a bearer header
+ * could not carry.
+ *
+ * @throws {HarnessError} `INVALID_ARGS`.
+ */
+export function checkAuthOptions(options: HarnessAppOptions): void {
+  if (options.auth === false) return;
+  if (typeof options.token !== "string" || options.token.length === 0) {
+    throw new HarnessError(
+      "INVALID_ARGS",
+      "Cannot create the HTTP app without a bearer token; pass token, or auth: false to serve without authentication",
+    );
+  }
+  if (!TOKEN_SYNTAX.test(options.token)) {
+    // RFC 6750's token68: a header carrying any other token would be refused as malformed.
+    throw new HarnessError(
+      "INVALID_ARGS",
+      "The bearer token may hold only letters, digits and -._~+/ (then = padding), as RFC 6750 allows",
+    );
+  }
+}
+
+/**
+ * The answer to a request no route takes: 405 `METHOD_NOT_ALLOWED` (with `Allow`) on a route of other methods (a
+ * write, on a read-only app), else 404 `NOT_FOUND`. A parent app that mounts this one answers unknown routes with its
+ * own not-found handler, so the app also registers it as a catch-all route, last.
+ */
+export function noRouteFor(options: HarnessAppOptions): (c: Context<HarnessAppEnv>) => never {
+  const readOnly = options.readOnly === true;
+  return (c) => {
+    const routed = allowedMethods(c.req.path.slice(mountOf(c, "/*").length), options.view !== false);
+    const allowed = readOnly ? routed?.filter((method) => !writes(method)) : routed;
+    if (allowed !== undefined) {
+      throw new HttpProblem(405, "METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${c.req.path}`, {
+        headers: { allow: allowed.join(", ") },
+      });
+    }
+    throw new HttpProblem(404, "NOT_FOUND", `No route matches ${c.req.method} ${c.req.path}`);
+  };
+}
+
+/**
+ * Mount the front on `app`, in the order a request meets it. The options are checked (`checkAuthOptions`) already.
+ *
+ * @param quiet Says of a request that the log skips it (those the gate lets through: the app serving them logs them).
+ */
+export function mountFront(
+  app: HarnessApp,
+  options: HarnessAppOptions,
+  quiet?: (c: Context<HarnessAppEnv>) => boolean,
+): void {
+  const auth = options.auth ?? true;
+  const readOnly = options.readOnly === true;
+  const log = options.log === false ? undefined : options.log ?? defaultLog;
+  const newRequestId = options.newRequestId ?? (() => crypto.randomUUID());
+  const noRoute = noRouteFor(options);
+
+  app.use("*", async (c, next) => {
+    const started = performance.now();
+    await next();
+    // Hono's request-id (below) picks the id; a route that returns its own Response (problem+json, the event
+    // stream) does not carry the header it set, so it is set here on whatever response goes out.
+    const id = c.get("requestId");
+    try {
+      c.res.headers.set("x-request-id", id);
+    } catch {
+      c.res = new Response(c.res.body, c.res);
+      c.res.headers.set("x-request-id", id);
+    }
+    // Every body is what its Content-Type says: browsers must not sniff another type.
+    c.res.headers.set("x-content-type-options", "nosniff");
+    if (quiet?.(c)) return;
+    log?.({
+      requestId: id,
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      durationMs: Math.round((performance.now() - started) * 10) / 10,
+      ...(c.get("problemCode") !== undefined ? { code: c.get("problemCode") } : {}),
+      ...(c.get("fault") !== undefined ? { error: c.get("fault") } : {}),
+    });
+  });
+  app.use("*", requestId({ headerName: "X-Request-Id", limitLength: 128, generator: () => newRequestId() }));
+  // Without auth, only names that cannot be rebound to this address (DNS rebinding), or the ones given.
+  if (auth === false) app.use("*", hostGuard(options.allowedHosts));
+  if (options.cors !== undefined) {
+    app.use(
+      "*",
+      cors({
+        origin: typeof options.cors.origin === "string" ? options.cors.origin : [...options.cors.origin],
+        allowMethods: readOnly ? ["GET"] : ["GET", "POST", "DELETE"],
+        allowHeaders: ["Authorization", "Content-Type", "Last-Event-ID", "X-Request-Id"],
+        exposeHeaders: ["X-Request-Id", "Location"],
+        credentials: options.cors.credentials ?? false,
+        maxAge: options.cors.maxAge ?? 600,
+      }),
+    );
+  }
+  if (!readOnly && auth === false) {
+    const trusted = new Set(options.cors === undefined ? [] : [options.cors.origin].flat());
+    app.use("*", async (c, next) => {
+      if (writes(c.req.method) && crossSite(c.req.raw, trusted)) {
+        throw new HttpProblem(
+          403,
+          "CROSS_SITE_REQUEST",
+          `${c.req.method} ${c.req.path} came from another site; without authentication only the app's own origin and cors.origin may write`,
+        );
+      }
+      await next();
+    });
+  }
+  // The timeline's pages hold no data: a browser navigates to them without the token.
+  if (options.view !== false) mountViewPages(app);
+  if (auth !== false) app.use("*", bearerGuard(options.token!));
+  // After the token: a caller without it learns neither which routes exist nor that the app only reads.
+  if (readOnly) {
+    app.use("*", async (c, next) => {
+      if (writes(c.req.method)) noRoute(c);
+      await next();
+    });
+  }
+  app.use("/sessions/:id/*", async (c, next) => {
+    checkSessionId(c.req.param("id"));
+    await next();
+  });
+  app.use("/sessions/:id", async (c, next) => {
+    checkSessionId(c.req.param("id"));
+    await next();
+  });
+}
+
+/**
+ * The front of the app on its own: what the app answers a request before any route needs the harness (a refusal —
+ * no token or a wrong one, a host or a site refused without auth, a write to a read-only app, a bad session id —, a
+ * timeline page, a CORS preflight), or `undefined` for a request that goes on to a route. The answers are the app's
+ * own, logged as it logs them; a request let through is not logged here (the app that serves it logs it).
+ *
+ * @throws {HarnessError} `INVALID_ARGS` for options the app refuses (see `checkAuthOptions`).
+ */
+export function requestGate(options: HarnessAppOptions): (request: Request) => Promise<Response | undefined> {
+  checkAuthOptions(options);
+  const through = new WeakSet<Request>();
+  const gate: HarnessApp = new Hono<HarnessAppEnv>();
+  mountFront(gate, options, (c) => through.has(c.req.raw));
+  gate.onError((error, c) => {
+    const { body, headers, fault } = toProblem(error, c.req.path, c.get("requestId") ?? "");
+    c.set("problemCode", body.code);
+    if (fault) c.set("fault", error);
+    return problemResponse(body, headers);
+  });
+  gate.all("*", (c) => {
+    through.add(c.req.raw);
+    return c.body(null, 204);
+  });
+  return async (request) => {
+    const response = await gate.fetch(request);
+    if (!through.has(request)) return response;
+    await response.body?.cancel();
+    return undefined;
+  };
+}
+
+// Whether a browser sent the request from another site: its Fetch Metadata says so, or (a browser without it) its
+// Origin names another host than the request's. Non-browser clients send neither header.
+function crossSite(request: Request, trusted: ReadonlySet<string>): boolean {
+  const headers = request.headers;
+  const origin = headers.get("origin");
+  // `cors.origin: "*"` lets every site in, on purpose.
+  if (trusted.has("*") || (origin !== null && trusted.has(origin))) return false;
+  const site = headers.get("sec-fetch-site");
+  if (site !== null) return site === "cross-site" || site === "same-site";
+  if (origin === null) return false;
+  try {
+    return new URL(origin).host !== (headers.get("host") ?? new URL(request.url).host);
+  } catch {
+    return true; // "null" (a sandboxed page, a file) or garbage: not this app's own origin
+  }
+}
