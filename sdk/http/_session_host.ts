@@ -10,6 +10,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import type { Harness, HarnessCtx } from "../harness.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
 import type { SessionProfile } from "../session/session.ts";
+import type { SessionEvent } from "../session/session_events.ts";
 import { forkBoundary } from "../session/session_store.ts";
 import { HttpProblem } from "./_problem.ts";
 import { durableStart } from "../agent/_durable_start.ts";
@@ -18,6 +19,27 @@ import type { CreateSessionBody } from "./_body.ts";
 
 function notFound(id: string): HttpProblem {
   return new HttpProblem(404, "SESSION_NOT_FOUND", `Session "${id}" does not exist`);
+}
+
+function alreadyExists(id: string, cause?: unknown): HttpProblem {
+  return new HttpProblem(
+    409,
+    "SESSION_ALREADY_EXISTS",
+    `Session "${id}" already exists, or another request is creating it`,
+    { cause },
+  );
+}
+
+/**
+ * A session this app was creating under an id the client chose, refused because the id is taken meanwhile: another
+ * request made it first (here: `SESSION_ALREADY_EXISTS`, `AGENT_ALREADY_EXISTS`), or another instance sharing the
+ * storage holds its writer lease while it makes it (`SESSION_WRITER_BUSY`). One answer for all of them, the one the
+ * check before the creation gives: the lease is how storage settles the race, not something the client asked for.
+ */
+function takenId(id: string, error: unknown): unknown {
+  const taken = HarnessError.isInstance(error, "SESSION_ALREADY_EXISTS") ||
+    HarnessError.isInstance(error, "AGENT_ALREADY_EXISTS") || HarnessError.isInstance(error, "SESSION_WRITER_BUSY");
+  return taken && !(error instanceof HttpProblem) ? alreadyExists(id, error) : error;
 }
 
 /**
@@ -126,7 +148,7 @@ export class SessionHost {
       }
     }
     if (body.id !== undefined && (this.live(body.id) !== undefined || await this.#stored(body.id))) {
-      throw new HttpProblem(409, "SESSION_ALREADY_EXISTS", `Session "${body.id}" already exists`);
+      throw alreadyExists(body.id);
     }
     const { id, ...given } = body;
     const profile = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as SessionProfile;
@@ -138,16 +160,22 @@ export class SessionHost {
     if (provider !== undefined && !this.#ctx.service("llm").listProviders().includes(provider)) {
       throw new HttpProblem(422, "UNKNOWN_PROVIDER", `No adapter serves provider "${provider}"`);
     }
-    return await this.#harness.createAgent({
-      ...(id !== undefined ? { id } : {}),
-      ...(route as Partial<AgentOptions>),
-      ...(Object.keys(profile).length > 0 ? { profile } : {}),
-      setup: (ctx, made) => {
-        // Before the session is announced: a refused route leaves nothing behind, in memory or in storage.
-        this.#checkRoute(made.options);
-        this.#applyProfile(ctx, profile);
-      },
-    });
+    try {
+      return await this.#harness.createAgent({
+        ...(id !== undefined ? { id } : {}),
+        ...(route as Partial<AgentOptions>),
+        ...(Object.keys(profile).length > 0 ? { profile } : {}),
+        setup: (ctx, made) => {
+          // Before the session is announced: a refused route leaves nothing behind, in memory or in storage.
+          this.#checkRoute(made.options);
+          this.#applyProfile(ctx, profile);
+        },
+      });
+    } catch (error) {
+      // Another creation of the id won the race since the check above (the agent made here is gone: createAgent
+      // disposes one that could not take its lease or be stored).
+      throw id !== undefined ? takenId(id, error) : error;
+    }
   }
 
   /**
@@ -173,17 +201,27 @@ export class SessionHost {
     // A new id from the harness's source, as harness.forkAgent() names its forks.
     const id = childId ?? this.#ctx.service("sessions").newId();
     if (this.live(id) !== undefined || this.#ctx.service("sessions").get(id) !== undefined || await this.#stored(id)) {
-      throw new HttpProblem(409, "SESSION_ALREADY_EXISTS", `Session "${id}" already exists`);
+      throw alreadyExists(id);
     }
+    try {
+      return await this.#startFork(source, id, events.slice(0, end + 1));
+    } catch (error) {
+      // As for create(): a fork to the same id made first elsewhere.
+      throw childId !== undefined ? takenId(id, error) : error;
+    }
+  }
+
+  /** Start the fork `id` of `source` over its prefix `seed`, handed out once stored. */
+  async #startFork(source: Agent, id: string, seed: readonly SessionEvent[]): Promise<Agent> {
     const profile = source.session.header.profile;
     const { provider, model, reasoningEffort, temperature, maxTokens, stop } = source.options;
     const cwd = source.session.header.cwd;
     const handle = await this.#ctx.service("agents").resume(this.#ctx as unknown as HarnessContext, {
       sessionId: id,
-      events: events.slice(0, end + 1),
+      events: seed,
       header: {
         parentSession: source.id,
-        seedLength: end + 1,
+        seedLength: seed.length,
         ...(cwd !== undefined ? { cwd } : {}),
         ...(profile !== undefined ? { profile } : {}),
       },

@@ -209,7 +209,10 @@ export type HarnessApp = Hono<HarnessAppEnv>;
  * - `POST /sessions` `{ id?, provider?, model?, system?, tools?, reasoningEffort?, temperature?, maxTokens? }`
  *   creates an agent (201); `system` is added to the harness's prompt for this session (taken literally: no
  *   `{{variables}}`), `tools` names the registered tools it may use (both stored in the session's header with
- *   its model, so they apply to its forks and wherever it resumes).
+ *   its model, so they apply to its forks and wherever it resumes). An `id` in use (live here, or stored) is 409
+ *   `SESSION_ALREADY_EXISTS`; so is the loser of two creations of one `id` that race, in this app or on another
+ *   instance over the same storage (where the writer lease settles the race, not a `SESSION_WRITER_BUSY` for the
+ *   client): one gets 201, the other leaves nothing behind, live or stored. Distinct ids never conflict.
  * - `GET /sessions` (`{ sessions }`: a summary per live session, then `{ id, live: false, status: "stored",
  *   createdAt, parentSession? }` per session only in storage), `GET /sessions/:id` (status, turn count,
  *   usage, pending approvals), `DELETE /sessions/:id` (stops the agent and deletes the stored log with those of
@@ -259,7 +262,8 @@ export type HarnessApp = Hono<HarnessAppEnv>;
  *   stored is not in the transcript, so nothing they show is lost by a crash. The `status` is the agent's own.
  * - `POST /sessions/:id/fork` `{ boundary?, id? }`: a new live session seeded with the log up to `boundary`
  *   (inclusive, a turn boundary outside a compaction; default the whole log), driven by its own agent (201); 409
- *   `OPEN_TURN` / `OPEN_COMPACTION` for a boundary inside a turn / a compaction.
+ *   `OPEN_TURN` / `OPEN_COMPACTION` for a boundary inside a turn / a compaction, 409 `SESSION_ALREADY_EXISTS` for a
+ *   child `id` in use or made first by a racing request, as for `POST /sessions`.
  * - `GET /sessions/:id/approvals` (`{ approvals }`: each `{ sessionId, callId, toolName, args, reason? }`), the
  *   questions of the session and of its live subagents below it (a session whose header has `origin: "subagent"`,
  *   up its `parentSession` chain), each naming the session that asks; the summary's `pendingApprovals` and the

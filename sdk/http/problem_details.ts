@@ -19,9 +19,12 @@ export interface ProblemFieldError {
  * `code` is stable and meant for programs: `INVALID_JSON`, `INVALID_BODY`,
  * `BODY_TOO_LARGE`, `UNSUPPORTED_MEDIA_TYPE`, `AUTH_REQUIRED` (no credentials),
  * `MALFORMED_AUTHORIZATION` (an `Authorization` header that is not `Bearer <token>`), `INVALID_TOKEN`,
- * `INVALID_SESSION_ID`, `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS`,
- * `APPROVAL_NOT_FOUND`, `UNKNOWN_TOOL`, `NOT_FOUND`, `INTERNAL`, or the code of
- * a `HarnessError` the harness raised (`OPEN_TURN`, `INVALID_BOUNDARY`, …).
+ * `HOST_NOT_ALLOWED` and `CROSS_SITE_REQUEST` (without auth), `INVALID_SESSION_ID`, `SESSION_NOT_FOUND`,
+ * `SESSION_ALREADY_EXISTS` (409: a session or fork id in use, or made first by a racing request),
+ * `SESSION_WRITER_BUSY` (409: another instance is serving an existing session; nothing of the request was done),
+ * `SESSION_LEASE_LOST` (409), `APPROVAL_NOT_FOUND`, `UNKNOWN_TOOL`, `NOT_FOUND`, `METHOD_NOT_ALLOWED`, `INTERNAL`,
+ * the serverless handler's `HARNESS_UNAVAILABLE` (503) and `SESSION_NOT_SAVED` (409, 500), or the code of a
+ * `HarnessError` the harness raised (`OPEN_TURN`, `INVALID_BOUNDARY`, …).
  */
 export interface ProblemDetails {
   /** A URI naming the problem type: `urn:dsh-harness:problem:<code>`. */
