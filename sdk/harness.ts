@@ -20,6 +20,7 @@ import {
   unwind,
 } from "./kernel/harness_context.ts";
 import { HarnessError } from "./kernel/harness_error.ts";
+import { calledFromTeardown, fiberOf } from "./kernel/_teardown_calls.ts";
 import type { LlmAdapter } from "./llm/llm_adapter.ts";
 import type { LlmEvents } from "./llm/llm_events.ts";
 import { type LlmRuntime, llmRuntimePlugin } from "./llm/llm_runtime.ts";
@@ -253,9 +254,13 @@ export interface Harness {
   /**
    * Dispose one agent created by this harness: its turn stops, its session's
    * last write is made and its lease released. A call made while an earlier
-   * one is under way returns that call's promise. The agent's own teardown (a
-   * maintenance task, a listener) must not await `disposeAgent()` of it: that
-   * call waits for the teardown, which waits for it.
+   * one is under way returns that call's promise. A call made from code that
+   * teardown runs and waits for — an undo of the agent's scope (`agent.ctx`),
+   * a `session/release` listener, before its first `await` — would wait for
+   * itself: it settles at once instead, resolved (the teardown under way goes
+   * on, and the first call reports its failure). Code the teardown waits for
+   * that calls it later, after an `await` (or a turn's tool, a maintenance
+   * task: the teardown stops them and waits for them), must not await it.
    *
    * @throws {HarnessError} `AGENT_NOT_FOUND` for an agent this harness did not create or that is disposed; the
    *   storage's error when that last write failed (after everything else was undone), or what an undo of its scope's
@@ -306,9 +311,12 @@ export interface Harness {
    * the core (persistence, the session store). Idempotent: every call settles with the first, once it is done (a
    * second call made meanwhile waits for it, and rejects as it does). An agent whose `disposeAgent()` is still under
    * way is waited for (its failure is that call's to report) before persistence and the plugins are undone.
-   * A teardown must not await `dispose()` of its own harness (a server plugin whose close disposes the harness): that
-   * call waits for the disposal, which waits for the teardown; start it without awaiting it there. Undo functions
-   * that keep registering new ones are stopped after eight rounds, with `TEARDOWN_INCOMPLETE`.
+   * A call made from code a teardown of this harness runs and waits for — an undo registered through a context of
+   * the harness (a server plugin whose close disposes the harness), an agent's `session/release` listener, before its
+   * first `await` — would wait for itself: it settles at once instead, resolved, having started the disposal if none
+   * was under way (a failure is then the outer calls' to report, or, when no call from outside waits for it, written
+   * to the console). Such code that calls it after an `await` must not await it. Undo functions that keep
+   * registering new ones are stopped after eight rounds, with `TEARDOWN_INCOMPLETE`.
    *
    * @throws {HarnessError} when an agent's last write failed, after everything was disposed (an `AggregateError`
    *   when several things failed): what was not written is reported, never dropped. So is what a plugin's teardown
@@ -339,8 +347,9 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
   const handles = new Map<string, AgentHandle>();
   // The teardowns of agents disposeAgent() let go of (settled promises, never rejected).
   const leaving = new Set<Promise<void>>();
-  // The teardowns of disposeAgent() calls under way, by agent id.
+  // The teardowns of disposeAgent() calls under way, by agent id, and the fibers of those agents' scopes.
   const disposing = new Map<string, Promise<void>>();
+  const disposingFibers = new Map<string, object>();
   // Leases resumeAgent took and loaded under, handed to the persistence plugin at the session's announcement.
   const held: HeldWriters = new Map();
   let disposed = false;
@@ -556,9 +565,10 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       if (typeof id !== "string") {
         return Promise.reject(new HarnessError("INVALID_ARGS", "disposeAgent() takes an agent or its id"));
       }
-      // A repeated call while the first is under way gets its promise (and its failure).
+      // A repeated call while the first is under way gets its promise (and its failure); one from code that teardown
+      // runs (an undo of the agent's scope, a session/release listener) would wait for itself: it settles at once.
       const pending = disposing.get(id);
-      if (pending !== undefined) return pending;
+      if (pending !== undefined) return calledFromTeardown(disposingFibers.get(id)!) ? Promise.resolve() : pending;
       const handle = handles.get(id);
       if (handle === undefined) {
         return Promise.reject(new HarnessError("AGENT_NOT_FOUND", `No agent "${id}" was created by this harness`));
@@ -569,7 +579,10 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       // Its entries go before the caller resumes: a call after it finds the agent gone (AGENT_NOT_FOUND).
       const forget = () => {
         leaving.delete(settled);
-        if (disposing.get(id) === teardown) disposing.delete(id);
+        if (disposing.get(id) === teardown) {
+          disposing.delete(id);
+          disposingFibers.delete(id);
+        }
       };
       const teardown: Promise<void> = handle.dispose().then(forget, (error) => {
         forget();
@@ -578,6 +591,7 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       const settled = teardown.then(() => {}, () => {});
       leaving.add(settled);
       disposing.set(id, teardown);
+      disposingFibers.set(id, fiberOf(handle.agent.ctx.raw)!);
       return teardown;
     },
     deleteSession(sessionId) {
@@ -650,11 +664,27 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
       });
     },
     dispose() {
+      // Called from code a teardown of this harness runs (a plugin's undo, an agent's session/release listener), the
+      // call would wait for a disposal that waits for it: it starts the disposal if none is under way, and settles at
+      // once.
+      if (calledFromTeardown(rootFiber)) {
+        if (disposal === undefined) {
+          disposal = disposeAll();
+          disposal.catch((error) => {
+            if (!awaited) console.error("[@dsh/harness] disposing the harness failed (a teardown started it):", error);
+          });
+        }
+        return Promise.resolve();
+      }
       // One disposal: a second call (a signal handler's, then main's) settles with the first, as it does.
+      awaited = true;
       return disposal ??= disposeAll();
     },
   };
+  const rootFiber = fiberOf(ctx.raw)!;
   let disposal: Promise<void> | undefined;
+  // Whether a call from outside the disposal got its promise (and so reports its failure).
+  let awaited = false;
   async function disposeAll(): Promise<void> {
     disposed = true;
     // Everything is disposed even when a step fails (an agent's last write); then the failures are thrown.

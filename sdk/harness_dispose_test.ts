@@ -6,6 +6,8 @@ import { within } from "./agent/_test_support.ts";
 import { memoryStorage } from "./persistence/memory_storage.ts";
 import { withFaults } from "./persistence/_test_storage_faults.ts";
 import { createScope } from "./kernel/scope.ts";
+import type { HarnessContext } from "./kernel/harness_context.ts";
+import type { SessionEvents } from "./session/session_store.ts";
 import { unrefTimer } from "./kernel/_unref_timer.ts";
 import { scriptedAdapter } from "../testing/scripted_adapter.ts";
 
@@ -201,5 +203,135 @@ describe("harness.deleteSession() of a live agent", () => {
     open();
     assert.equal(await deleting, true);
     await harness.dispose();
+  });
+});
+
+describe("dispose() called again from inside the disposal it would wait for", () => {
+  /** Listen to `session/release` on an agent's context: its teardown waits for the listeners. */
+  const onRelease = (ctx: HarnessContext, listener: () => Promise<void>) =>
+    (ctx as unknown as HarnessContext<SessionEvents>).on("session/release", listener);
+  const outcome = (promise: Promise<unknown>) => within(promise.then(() => "resolved", (e) => e), 3000);
+
+  it("harness.dispose() from a plugin's teardown settles at once; the outer call settles once all is disposed", async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => open = resolve);
+    let inner: unknown;
+    let finished = false;
+    const closer = {
+      name: "server",
+      apply(ctx: { effect(execute: () => () => Promise<void>, label?: string): unknown }) {
+        // A server plugin whose close disposes the harness (it may also be what started the disposal).
+        ctx.effect(() => async () => {
+          inner = await outcome(harness.dispose());
+          await gate;
+          finished = true;
+        }, "server");
+      },
+    };
+    const harness = await createHarness({ plugins: [closer] });
+    const first = harness.dispose();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(inner, "resolved", "the call from inside the disposal settled without waiting for it");
+    // A call from outside made meanwhile waits for the whole disposal, the teardown that is still running included.
+    const second = harness.dispose();
+    assert.equal(await within(second, 20), "still waiting");
+    open();
+    assert.equal(await outcome(second), "resolved");
+    assert.ok(finished, "the outside call settled after the plugin's teardown");
+    assert.equal(harness.ctx.get("sessions"), undefined, "and after the core");
+    assert.equal(await outcome(first), "resolved");
+  });
+
+  it("harness.dispose() from an agent's teardown (a session/release listener) settles, and so does the disposal", async () => {
+    const storage = memoryStorage();
+    const harness = await createHarness({ adapters: [scriptedAdapter({ hang: true })], storage });
+    let inner: unknown;
+    await harness.createAgent({
+      id: "a",
+      setup: (ctx) => void onRelease(ctx, async () => void (inner = await outcome(harness.dispose()))),
+    });
+    assert.equal(await outcome(harness.dispose()), "resolved");
+    assert.equal(inner, "resolved");
+    assert.deepEqual((await storage.list()).map((h) => h.id), ["a"]);
+  });
+
+  it("harness.disposeAgent() from the agent's own teardown settles at once; a call from outside shares the teardown", async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => open = resolve);
+    const harness = await createHarness({ adapters: [scriptedAdapter({ hang: true })] });
+    const inner: unknown[] = [];
+    const agent = await harness.createAgent({
+      id: "a",
+      setup: (ctx) => {
+        // An effect of the agent's scope, undone by its teardown, and a listener its teardown waits for.
+        ctx.effect(() => async () => {
+          inner.push(await outcome(harness.disposeAgent("a")));
+          await gate;
+        });
+        onRelease(ctx, async () => void inner.push(await outcome(harness.disposeAgent("a"))));
+      },
+    });
+    const first = harness.disposeAgent(agent);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual(inner, ["resolved", "resolved"]);
+    const second = harness.disposeAgent("a");
+    assert.equal(second, first, "a call from outside gets the teardown under way");
+    assert.equal(await within(second, 20), "still waiting");
+    open();
+    assert.equal(await outcome(first), "resolved");
+    assert.equal(harness.ctx.service("agents").get("a"), undefined);
+    await harness.dispose();
+  });
+
+  it("an agent handle's dispose() from the agent's own teardown settles at once", async () => {
+    const harness = await createHarness({ adapters: [scriptedAdapter({ hang: true })] });
+    let inner: unknown;
+    const handle: { dispose(): Promise<void> } = await harness.ctx.service("agents").create(harness.ctx, {
+      id: "h",
+      setup: (ctx) => void ctx.effect(() => async () => void (inner = await outcome(handle.dispose()))),
+    });
+    assert.equal(await outcome(handle.dispose()), "resolved");
+    assert.equal(inner, "resolved");
+    await harness.dispose();
+  });
+
+  it("harness.dispose() first called from an agent's teardown starts the disposal and settles at once", async () => {
+    const harness = await createHarness({ adapters: [scriptedAdapter({ hang: true })] });
+    let inner: unknown;
+    await harness.createAgent({
+      id: "a",
+      setup: (ctx) => void ctx.effect(() => async () => void (inner = await outcome(harness.dispose()))),
+    });
+    await harness.createAgent({ id: "b" });
+    assert.equal(await outcome(harness.disposeAgent("a")), "resolved");
+    assert.equal(inner, "resolved");
+    // The disposal it started goes on; a call from outside waits for its end.
+    assert.equal(await outcome(harness.dispose()), "resolved");
+    assert.equal(harness.ctx.get("sessions"), undefined);
+    assert.deepEqual(harness.ctx.get("agents"), undefined);
+  });
+
+  it("a disposal started so that fails, with no call from outside waiting for it, is written to the console", async () => {
+    const audit = {
+      name: "audit",
+      apply(ctx: { effect(execute: () => () => Promise<void>, label?: string): unknown }) {
+        ctx.effect(() => () => Promise.reject(new Error("the audit sink failed")), "audit sink");
+      },
+    };
+    const harness = await createHarness({ adapters: [scriptedAdapter({ hang: true })], plugins: [audit] });
+    await harness.createAgent({ id: "a", setup: (ctx) => void ctx.effect(() => () => harness.dispose()) });
+    const printed: unknown[][] = [];
+    const error = console.error;
+    console.error = (...args: unknown[]) => void printed.push(args);
+    try {
+      assert.equal(await outcome(harness.disposeAgent("a")), "resolved");
+      for (let i = 0; i < 100 && printed.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    } finally {
+      console.error = error;
+    }
+    assert.match(String(printed[0]?.[0]), /disposing the harness failed/);
+    assert.match(String(printed[0]?.[1]), /the audit sink failed/);
+    // A later call from outside hears the failure too.
+    await assert.rejects(harness.dispose(), /the audit sink failed/);
   });
 });

@@ -301,6 +301,10 @@ export interface Agent {
 /** A created agent plus the capability to dispose it. */
 export interface AgentHandle {
   readonly agent: Agent;
-  /** Stop the loop, wait for it, unregister the agent and its session, unwind its scope. */
+  /**
+   * Stop the loop, wait for it, unregister the agent and its session, unwind its scope. Every call settles with the
+   * first, once it is done; but one made from code that teardown runs (an undo of the agent's scope, a
+   * `session/release` listener, before its first `await`) settles at once, as it would otherwise wait for itself.
+   */
   dispose(): Promise<void>;
 }

@@ -12,6 +12,7 @@ import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { checkSettings } from "../llm/_check_call_config.ts";
 import { createScope } from "../kernel/scope.ts";
+import { calledFromTeardown, fiberOf, runForTeardown } from "../kernel/_teardown_calls.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../llm/retry_policy.ts";
 import type { Session } from "../session/session.ts";
 import type { EpochHeader } from "../session/session_events.ts";
@@ -171,7 +172,11 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
       (ctx as unknown as LoopContext).emit("agent/disposed", a);
       let released: { error: unknown } | undefined;
       try {
-        await (scope.ctx as unknown as HarnessContext<SessionEvents>).parallel("session/release", s);
+        // The listeners run for this teardown: a dispose() of the agent or its harness they call is re-entrant.
+        await runForTeardown(
+          scope.ctx.raw,
+          () => (scope.ctx as unknown as HarnessContext<SessionEvents>).parallel("session/release", s),
+        );
       } catch (error) {
         (ctx as unknown as LoopContext).emit("agent/error", a, error);
         // The kernel gathers the listeners' failures: one is thrown as itself.
@@ -188,9 +193,13 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
       if (undone !== undefined) throw undone.error;
     };
     let disposing: Promise<void> | undefined;
+    const fiber = fiberOf(scope.ctx.raw)!;
     return {
       agent,
-      dispose: () => (disposing ??= teardown()),
+      // One teardown, every call settling with it; but a call from code the teardown runs (an undo of the agent's
+      // scope, a session/release listener) would wait for itself: it settles at once (see AgentHandle.dispose).
+      dispose: () =>
+        disposing !== undefined && calledFromTeardown(fiber) ? Promise.resolve() : (disposing ??= teardown()),
     };
   }
 

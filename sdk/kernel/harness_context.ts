@@ -18,6 +18,7 @@ import { buildOuterStack, Context, symbols } from "cordis";
 import { HarnessError } from "./harness_error.ts";
 import { withoutStacks } from "./_without_stacks.ts";
 import { containRejection } from "./_contain_rejection.ts";
+import { calledFromTeardown, runForTeardown } from "./_teardown_calls.ts";
 
 // deno-lint-ignore no-explicit-any
 type AnyFunction = (...args: any[]) => any;
@@ -114,7 +115,9 @@ export interface PluginHandle {
    * Stop the plugin and undo every registration it made. Idempotent: every
    * call settles with the first, once everything is undone. Rejects, after
    * that, with what an undo (an effect's, its child plugins' and scopes'
-   * included) threw; an `AggregateError` when several did.
+   * included) threw; an `AggregateError` when several did. A call made by
+   * one of those undo functions (before its first `await`) would wait for
+   * itself: it settles at once instead, resolved.
    */
   dispose(): Promise<void>;
 }
@@ -504,7 +507,8 @@ class CoreImpl<E extends object, S extends object> implements ContextCore<E, S> 
     const failed = (error: unknown) =>
       teardownFailed(this.raw, label, error, (plugin) => this.#reportPluginError(plugin, error));
     try {
-      const result = undo();
+      // A dispose() it calls (before its first await) is known to come from inside the disposal: see runForTeardown.
+      const result = runForTeardown(this.raw, undo);
       if (result !== null && typeof result === "object" && typeof (result as Promise<void>).then === "function") {
         return Promise.resolve(result).then(undefined, failed);
       }
@@ -724,7 +728,8 @@ function throwFailures(failures: readonly unknown[], what: string): void {
 /**
  * Internal (not exported by the package): the `dispose()` of a handle over a Cordis fiber (as `ctx.plugin()`
  * returns it): one disposal, whose every call settles with the first, once it is done; it rejects with what the
- * undo functions of the fiber and of everything under it threw, after every one of them has run.
+ * undo functions of the fiber and of everything under it threw, after every one of them has run. A call from an
+ * undo the disposal runs (see `runForTeardown`) settles at once: it would otherwise wait for itself.
  *
  * @param fiber The handle Cordis returned.
  * @param what Its name in an `AggregateError`'s message.
@@ -732,10 +737,12 @@ function throwFailures(failures: readonly unknown[], what: string): void {
  */
 export function disposer(fiber: { dispose(): unknown }, what: string): () => Promise<void> {
   let disposal: Promise<void> | undefined;
-  return () =>
-    disposal ??= (async () => {
-      // The fiber itself (Cordis hands out an object derived from it), which its contexts name.
-      const own = Object.getPrototypeOf(fiber) as object;
+  // The fiber itself (Cordis hands out an object derived from it), which its contexts name.
+  const own = Object.getPrototypeOf(fiber) as object;
+  return () => {
+    // A call from an undo this disposal runs (before its first await) would wait for itself: it settles at once.
+    if (disposal !== undefined && calledFromTeardown(own)) return Promise.resolve();
+    return disposal ??= (async () => {
       const failures: unknown[] = [];
       teardownSinks.set(own, failures);
       try {
@@ -745,6 +752,7 @@ export function disposer(fiber: { dispose(): unknown }, what: string): () => Pro
       }
       throwFailures(failures, what);
     })();
+  };
 }
 
 /**

@@ -188,6 +188,55 @@ describe("an undo that fails", () => {
   });
 });
 
+describe("dispose() called by an undo of the disposal it would wait for", () => {
+  /** `promise`'s outcome, or "still waiting" after `ms` (the timer cleared either way). */
+  const within = async (promise: Promise<unknown>, ms = 2000) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise((resolve) => timer = setTimeout(() => resolve("still waiting"), ms));
+    try {
+      return await Promise.race([promise.then(() => "resolved", (e) => e), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  it("settles at once for a plugin's handle and a scope; a call from outside waits for the undo to finish", async () => {
+    const { createScope } = await import("./scope.ts");
+    const root: Ctx = createKernel<Events, object>();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => open = resolve);
+    const inner: unknown[] = [];
+    let finished = 0;
+    const handle = root.plugin((ctx) => {
+      ctx.effect(() => async () => {
+        inner.push(await within(handle.dispose()));
+        await gate;
+        finished++;
+      });
+    });
+    await handle.ready;
+    const scope = createScope(root, "s");
+    scope.ctx.effect(() => async () => {
+      inner.push(await within(scope.dispose()));
+      await gate;
+      finished++;
+    });
+    const disposals = [handle.dispose(), scope.dispose()];
+    await tick(5);
+    assert.deepEqual(inner, ["resolved", "resolved"]);
+    const outside = [handle.dispose(), scope.dispose()];
+    assert.equal(await within(Promise.race(outside), 20), "still waiting");
+    open();
+    assert.deepEqual(await Promise.all([...disposals, ...outside].map((p) => within(p))), [
+      "resolved",
+      "resolved",
+      "resolved",
+      "resolved",
+    ]);
+    assert.equal(finished, 2);
+  });
+});
+
 describe("a serial run whose earlier listener disposes a plugin", () => {
   it("skips that plugin's listeners: they do not run after its teardown", async () => {
     interface Ev extends KernelEvents {

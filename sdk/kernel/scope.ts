@@ -38,7 +38,8 @@ export interface Scope<E extends object, S extends object> {
   /**
    * Undo every registration made in the scope, in reverse order. Idempotent: every call settles with the first,
    * once the scope is undone. Rejects, once everything is undone, with what an undo threw (an `AggregateError`
-   * when several did).
+   * when several did). A call made by one of those undo functions (before its first `await`) would wait for itself:
+   * it settles at once instead, resolved.
    */
   dispose(): Promise<void>;
 }
