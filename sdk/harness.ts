@@ -44,7 +44,7 @@ import { type SessionProjections, sessionProjectionsPlugin } from "./projections
 // imported when a configuration is given: a program that passes none does not load it.
 import type { AdapterFactory, ConfigInput, EnvReader, StorageFactory } from "./_apply_config.ts";
 import type { SessionStorage } from "./persistence/session_storage.ts";
-import { deleteSessionTree, subagentDescendants } from "./persistence/_delete_tree.ts";
+import { deleteSessionTree, liveAndStoredDescendants, subagentDescendants } from "./persistence/_delete_tree.ts";
 import type { CapabilityServices } from "./capabilities/capabilities_plugin.ts";
 import type { Agent, AgentHandle, AgentOptions } from "./agent/agent.ts";
 import type { AgentEvents } from "./agent/agent_events.ts";
@@ -607,8 +607,9 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
         // The session's agent first: disposing it cancels its delegations, whose children are disposed with it.
         let existed = await dispose(sessionId);
         const live = sessions.list().map((s) => s.header);
-        const stored = options.storage !== undefined ? await options.storage.list() : [];
-        const descendants = subagentDescendants(sessionId, [...live, ...stored]);
+        const descendants = options.storage !== undefined
+          ? await liveAndStoredDescendants(options.storage, sessionId, live)
+          : subagentDescendants(sessionId, live);
         for (const id of descendants) {
           if (await dispose(id)) existed = true;
         }

@@ -1,7 +1,8 @@
 // Internal: deleting a stored session together with its subagent descendants (`harness.deleteSession`, the HTTP
 // `DELETE /sessions/:id`). A child log names its parent only in its header (`parentSession`, `origin: "subagent"`;
-// its id is not always `<parent>.<call id>`: see childIdBase), so the descendants are found by reading the headers. A
-// child log left behind would be taken for a child of the next session created with its parent's id.
+// its id is not always `<parent>.<call id>`: see childIdBase), so the descendants are found by reading the headers (or
+// by the storage's own query, `listSubagentDescendants`). A child log left behind would be taken for a child of the
+// next session created with its parent's id.
 
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionHeader } from "../session/session.ts";
@@ -36,6 +37,45 @@ export function subagentDescendants(root: string, headers: Iterable<SessionHeade
 }
 
 /**
+ * Headers among which `subagentDescendants(sessionId, …)` finds every stored descendant of `sessionId`: those the
+ * storage finds by itself when it can (`listSubagentDescendants`, an indexed query on PostgreSQL), else every stored
+ * header.
+ */
+export function storedDescendantHeaders(storage: SessionStorage, sessionId: string): Promise<SessionHeader[]> {
+  return storage.listSubagentDescendants !== undefined ? storage.listSubagentDescendants(sessionId) : storage.list();
+}
+
+/**
+ * The subagent descendants of `root` among the `live` headers and the stored ones, in the order of
+ * {@linkcode subagentDescendants}. A storage that finds descendants by itself is asked about `root`, then about each
+ * descendant found through a live header only (a chain may pass through a session not stored), never for every header.
+ */
+export async function liveAndStoredDescendants(
+  storage: SessionStorage,
+  root: string,
+  live: readonly SessionHeader[],
+): Promise<string[]> {
+  if (storage.listSubagentDescendants === undefined) {
+    return subagentDescendants(root, [...live, ...await storage.list()]);
+  }
+  const headers = [...live];
+  // Ids whose stored descendants are among `headers`: the ones asked about, and every stored descendant of those (its
+  // own stored descendants came with the answer that named it).
+  const covered = new Set<string>();
+  for (let pending = [root]; pending.length > 0;) {
+    for (const id of pending) {
+      covered.add(id);
+      for (const header of await storage.listSubagentDescendants(id)) {
+        headers.push(header);
+        covered.add(header.id);
+      }
+    }
+    pending = subagentDescendants(root, headers).filter((id) => !covered.has(id));
+  }
+  return subagentDescendants(root, headers);
+}
+
+/**
  * Delete the stored log of `sessionId` and those of its subagent descendants, every child before its parent: a
  * delete that fails midway (a descendant's writer lease held elsewhere, a storage failure) leaves no child whose
  * parent is gone. The session's own lease is held while its descendants are deleted, so a session written elsewhere
@@ -57,7 +97,7 @@ export async function deleteSessionTree(storage: SessionStorage, sessionId: stri
   }
   let deleted = false;
   try {
-    for (const id of subagentDescendants(sessionId, await storage.list())) {
+    for (const id of subagentDescendants(sessionId, await storedDescendantHeaders(storage, sessionId))) {
       if (await storage.delete(id)) deleted = true;
     }
   } finally {

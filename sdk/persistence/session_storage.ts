@@ -272,6 +272,18 @@ export interface SessionStorage {
    * `load` says why.
    */
   list(): Promise<SessionHeader[]>;
+  /**
+   * Optional: the headers of the stored subagent descendants of `sessionId`
+   * (sessions whose header has `origin: "subagent"` and names `sessionId` up
+   * a `parentSession` chain of such sessions; forks are not descendants), in
+   * no particular order, found without reading every stored header
+   * (`postgresStorage` implements it with an indexed query). The session
+   * itself need not be stored; headers this build cannot read are left out,
+   * with what lies below them, as from `list()`. Deleting a session with its
+   * descendants (`harness.deleteSession`) uses it when present, `list()`
+   * otherwise.
+   */
+  listSubagentDescendants?(sessionId: string): Promise<SessionHeader[]>;
   /** Cheap facts about one session, or `undefined` when it does not exist. */
   stat(sessionId: string): Promise<SessionStat | undefined>;
   /** Remove a session; resolves to whether it existed. */

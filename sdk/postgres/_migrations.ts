@@ -194,6 +194,54 @@ const MIGRATIONS: readonly Migration[] = [
       $fn$;
     `,
   },
+  {
+    version: 6,
+    description: "sessions name their parent and origin, indexed: descendants without reading every header",
+    // A subagent child names its parent only in its header, so a delete read every stored header to find a
+    // session's descendants. The header's `parentSession` and `origin` are now columns, filled from the header by a
+    // trigger (so that the inserts of a build from before this migration, still running during an upgrade, fill them
+    // too) and backfilled here from the stored headers; the index on parent_id finds a session's children. PostgreSQL
+    // refuses to read a field of a JSON text that escapes a NUL or a lone surrogate anywhere (JSON.stringify writes
+    // both, in a title, say): such escapes are then read as U+FFFD, which changes no session id (an id holds neither,
+    // nor a backslash). A header that is no JSON object (damaged by hand) names no parent. The table stays locked from
+    // the ALTER to the commit, so no insert falls between the backfill and the trigger.
+    sql: (s) => `
+      CREATE FUNCTION ${s}.session_lineage(p_header text, OUT parent_id text, OUT origin text)
+      LANGUAGE plpgsql IMMUTABLE AS $fn$
+      DECLARE h json;
+      BEGIN
+        FOR attempt IN 1..2 LOOP
+          BEGIN
+            h := CASE WHEN attempt = 1 THEN p_header
+              ELSE regexp_replace(p_header, E'\\\\\\\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})', E'\\\\\\\\ufffd', 'g') END;
+            IF json_typeof(h) = 'object' THEN
+              IF json_typeof(h -> 'parentSession') = 'string' THEN parent_id := h ->> 'parentSession'; END IF;
+              IF json_typeof(h -> 'origin') = 'string' THEN origin := h ->> 'origin'; END IF;
+            END IF;
+            RETURN;
+          EXCEPTION WHEN data_exception THEN
+            parent_id := NULL;
+            origin := NULL;
+          END;
+        END LOOP;
+      END
+      $fn$;
+      CREATE FUNCTION ${s}.sessions_fill_lineage() RETURNS trigger
+      LANGUAGE plpgsql AS $fn$
+      BEGIN
+        SELECT l.parent_id, l.origin INTO NEW.parent_id, NEW.origin FROM ${s}.session_lineage(NEW.header) l;
+        RETURN NEW;
+      END
+      $fn$;
+      ALTER TABLE ${s}.sessions ADD COLUMN parent_id text, ADD COLUMN origin text;
+      UPDATE ${s}.sessions t SET parent_id = l.parent_id, origin = l.origin
+        FROM ${s}.sessions x CROSS JOIN LATERAL ${s}.session_lineage(x.header) l
+        WHERE t.id = x.id AND (l.parent_id IS NOT NULL OR l.origin IS NOT NULL);
+      CREATE TRIGGER sessions_fill_lineage BEFORE INSERT OR UPDATE OF header ON ${s}.sessions
+        FOR EACH ROW EXECUTE FUNCTION ${s}.sessions_fill_lineage();
+      CREATE INDEX sessions_parent_id ON ${s}.sessions (parent_id) WHERE parent_id IS NOT NULL;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -23,6 +23,8 @@ export interface Statements {
   readonly loadRows: string;
   readonly stat: string;
   readonly list: string;
+  /** The id and header of every session down the subagent children of $1 (see migration 6). */
+  readonly descendants: string;
   readonly delete: string;
   readonly acquire: string;
   readonly renew: string;
@@ -108,6 +110,14 @@ export function statements(schema: string): Statements {
     stat: `SELECT header, next_seq::float8 AS next_seq, size::float8 AS size, updated_at::float8 AS updated_at
       FROM ${s}.sessions WHERE id = $1`,
     list: `SELECT header FROM ${s}.sessions ORDER BY created_at, id`,
+    // Level by level down the index on parent_id: the children of $1, then theirs. UNION (not UNION ALL) drops a row
+    // met again, so headers naming each other as parents end the recursion. The caller keeps the readable headers.
+    descendants: `WITH RECURSIVE tree (id, header) AS (
+        SELECT id, header FROM ${s}.sessions WHERE parent_id = $1 AND origin = 'subagent'
+        UNION
+        SELECT c.id, c.header FROM tree t JOIN ${s}.sessions c ON c.parent_id = t.id AND c.origin = 'subagent'
+      )
+      SELECT id, header FROM tree`,
     // $1 id, $2 token or null
     delete: `SELECT ${s}.delete_session($1, $2::text) AS outcome`,
     // $1 id, $2 token, $3 lease ms

@@ -4,7 +4,10 @@
  *
  * Tables (in `schema`, default `dsh`, created and upgraded by versioned
  * migrations the storage runs itself): `sessions` (one row per session: the
- * header, the next seq, size, update time), `session_events` (primary key
+ * header, the next seq, size, update time, and the header's `parentSession`
+ * and `origin` as the indexed columns `parent_id` and `origin`, which a
+ * trigger fills from the header: a delete finds a session's subagent
+ * descendants without reading every header), `session_events` (primary key
  * `(session_id, seq)`, the event as its exact JSON text) and `session_writers`
  * (the writer lease: a token, a fence counter and an expiry on the database's
  * clock). Every operation is one atomic statement, so the client may be a
@@ -41,6 +44,7 @@ import { readable, type ReaderVocabulary, readerVocabulary, unknownToReader } fr
 import { makeHeader, parseHeader, validateSessionId } from "../persistence/_header.ts";
 import { checkBatchContent, validateBatchShape, validateExpectedSeq } from "../persistence/_validate_batch.ts";
 import { repairReport, repairStoredLog } from "../persistence/_check_stored_log.ts";
+import { subagentDescendants } from "../persistence/_delete_tree.ts";
 import type {
   LoadedSession,
   NewSessionHeader,
@@ -139,6 +143,12 @@ export interface PostgresSessionStorage extends SessionStorage, AsyncDisposable 
   readonly schema: string;
   /** Run the schema migrations now (they also run before the first operation). */
   migrate(): Promise<void>;
+  /**
+   * The headers of the stored subagent descendants of a session (see
+   * `SessionStorage.listSubagentDescendants`), found level by level down the
+   * index on the `parent_id` column: no other session's header is read.
+   */
+  listSubagentDescendants(sessionId: string): Promise<SessionHeader[]>;
   /**
    * Follow a session's log from `fromSeq`: every stored event in order, then
    * each new one as another instance appends it (LISTEN/NOTIFY with a catch-up
@@ -590,6 +600,28 @@ class PgStorage implements PostgresSessionStorage {
       }
     }
     return headers.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  /**
+   * The headers of the stored subagent descendants of a session, found down the index on `parent_id` (no other
+   * header is read); see `SessionStorage.listSubagentDescendants`.
+   */
+  listSubagentDescendants(sessionId: string): Promise<SessionHeader[]> {
+    validateSessionId(sessionId);
+    return (async () => {
+      const rows = await this.#select(this.#sql.descendants, [sessionId], "list descendants", sessionId);
+      const headers = new Map<string, SessionHeader>();
+      for (const row of rows) {
+        try {
+          const header = parseHeader(JSON.parse(String(row.header)), this.#file, undefined);
+          headers.set(header.id, header);
+        } catch {
+          // Unreadable here, as in list(): neither it nor what lies below it counts.
+        }
+      }
+      // A session reached only through an unreadable header is left out, as it is from list().
+      return subagentDescendants(sessionId, headers.values()).map((id) => headers.get(id)!);
+    })();
   }
 
   stat(sessionId: string): Promise<SessionStat | undefined> {

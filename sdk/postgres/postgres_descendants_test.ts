@@ -1,0 +1,234 @@
+// postgresStorage finds a session's subagent descendants down the indexed parent_id column (migration 6): a delete
+// reads no other session's header, a database of an older build is backfilled when it is upgraded, and a delete keeps
+// its contract (children first, refused whole when a lease is held, no orphan left).
+
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { HarnessError } from "../kernel/harness_error.ts";
+import { headerRecord, makeHeader } from "../persistence/_header.ts";
+import { deleteSessionTree } from "../persistence/_delete_tree.ts";
+import type { NewSessionHeader, SessionStorage } from "../persistence/session_storage.ts";
+import { createHarness } from "../harness.ts";
+import { dropSchema, testPool, testSchema, todoEvents, useTestPostgres } from "./_test_postgres.ts";
+import { migrationScript, SCHEMA_VERSION } from "./_migrations.ts";
+import { statements } from "./_statements.ts";
+import { postgresStorage } from "./postgres_storage.ts";
+import { type PostgresExecutor, type PostgresRow, toPostgresExecutor } from "./postgres_executor.ts";
+
+const code = (c: string) => (error: unknown) => HarnessError.isInstance(error, c);
+
+/** A subagent child's header fields. */
+const child = (id: string, parent: string, depth = 1): NewSessionHeader => ({
+  id,
+  createdAt: 10 + depth,
+  parentSession: parent,
+  origin: "subagent",
+  delegationDepth: depth,
+});
+
+const ids = async (storage: SessionStorage) => (await storage.list()).map((h) => h.id).sort();
+
+/** Every stored subagent child's parent is stored. */
+async function assertNoOrphan(storage: SessionStorage): Promise<void> {
+  const headers = await storage.list();
+  const stored = new Set(headers.map((h) => h.id));
+  for (const h of headers) {
+    if (h.origin === "subagent") assert.ok(stored.has(h.parentSession!), `${h.id} outlived ${h.parentSession}`);
+  }
+}
+
+/** An executor that keeps every row its statements returned. */
+function recording(inner: PostgresExecutor): PostgresExecutor & { rows: PostgresRow[] } {
+  const rows: PostgresRow[] = [];
+  return {
+    rows,
+    async query(text, params, options) {
+      const result = await inner.query(text, params, options);
+      rows.push(...result);
+      return result;
+    },
+  };
+}
+
+describe("postgresStorage() finds descendants by parent_id", () => {
+  const server = useTestPostgres();
+
+  it("harness.deleteSession() reads no header of an unrelated session", async () => {
+    const pool = testPool(server.url, 4);
+    const schema = testSchema("desc");
+    const db = recording(toPostgresExecutor(pool));
+    const storage = postgresStorage({ client: db, schema });
+    const harness = await createHarness({ storage });
+    try {
+      await storage.create({ id: "p", createdAt: 1 }, { events: todoEvents(3) });
+      await storage.create(child("p.a", "p"));
+      await storage.create(child("p.b", "p"));
+      await storage.create(child("p.a.c", "p.a", 2));
+      // Forks of p, a session that only looks like p's child, and 200 others, some with subagent children of their own.
+      for (let i = 0; i < 200; i += 20) {
+        await Promise.all(Array.from({ length: 20 }, (_, j) => {
+          const n = i + j;
+          if (n % 10 === 0) return storage.create({ id: `other${n}-fork`, createdAt: 2, parentSession: "p" });
+          if (n % 10 === 1) return storage.create(child(`other${n}.call`, `other${n - 1}-fork`));
+          return storage.create({ id: n % 10 === 2 ? `p.other${n}` : `other${n}`, createdAt: 3 });
+        }));
+      }
+      db.rows.length = 0;
+      assert.equal(await harness.deleteSession("p"), true);
+      const read = JSON.stringify(db.rows);
+      assert.doesNotMatch(read, /other\d/, "a row of an unrelated session was read");
+      assert.ok(db.rows.length < 20, `${db.rows.length} rows were read`);
+      const left = await ids(storage);
+      assert.equal(left.length, 200);
+      assert.ok(!left.some((id) => id === "p" || id.startsWith("p.a") || id === "p.b"), left.join(" "));
+      await assertNoOrphan(storage);
+    } finally {
+      await harness.dispose();
+      await storage.close();
+      await dropSchema(server.admin, schema);
+      await pool.end();
+    }
+  });
+
+  it("the descendants statement walks the index on parent_id", async () => {
+    const pool = testPool(server.url, 2);
+    const schema = testSchema("plan");
+    const storage = postgresStorage({ client: pool, schema });
+    try {
+      await storage.migrate();
+      // Many sessions, one in ten a subagent child of the one before it, as the planner sees them once analysed.
+      await pool.query(`INSERT INTO "${schema}".sessions (id, header, created_at, updated_at)
+        SELECT 's' || i, json_build_object('type', 'session', 'version', 1, 'id', 's' || i, 'createdAt', i,
+          'parentSession', CASE WHEN i % 10 = 1 THEN 's' || (i - 1) END, 'origin',
+          CASE WHEN i % 10 = 1 THEN 'subagent' END)::text, i, i
+        FROM generate_series(0, 19999) AS i`);
+      await pool.query(`ANALYZE "${schema}".sessions`);
+      const sql = statements(schema).descendants.replaceAll("$1", "'s40'");
+      const { rows } = await pool.query(`EXPLAIN (FORMAT JSON) ${sql}`);
+      const plan = JSON.stringify(rows[0]["QUERY PLAN"]);
+      assert.match(plan, /sessions_parent_id/, plan);
+      assert.doesNotMatch(plan, /"Seq Scan"/, plan);
+      assert.deepEqual((await storage.listSubagentDescendants("s40")).map((h) => h.id), ["s41"]);
+    } finally {
+      await storage.close();
+      await dropSchema(server.admin, schema);
+      await pool.end();
+    }
+  });
+
+  it("a held lease anywhere in a deep tree refuses the delete, leaving no orphan; released, the tree goes whole", async () => {
+    const pool = testPool(server.url, 4);
+    const schema = testSchema("tree");
+    const storage = postgresStorage({ client: pool, schema });
+    try {
+      // Two children a level, four levels under p.
+      await storage.create({ id: "p", createdAt: 1 });
+      const all = ["p"];
+      for (let level = 1; level <= 4; level++) {
+        for (const parent of all.filter((id) => id.split(".").length === level)) {
+          for (const name of ["a", "b"]) {
+            await storage.create(child(`${parent}.${name}`, parent, level));
+            all.push(`${parent}.${name}`);
+          }
+        }
+      }
+      await storage.create({ id: "q", createdAt: 2 });
+      assert.equal(all.length, 31);
+      assert.deepEqual((await storage.listSubagentDescendants("p")).map((h) => h.id).sort(), all.slice(1).sort());
+      // Children go before their parents, so a refused delete may have taken some of the tree: each round holds a
+      // session the rounds before left stored, the last one the session's own.
+      for (const held of ["p.b.a.b.a", "p.b.b.a", "p"]) {
+        const writer = await storage.acquireWriter(held);
+        try {
+          await assert.rejects(deleteSessionTree(storage, "p"), code("SESSION_WRITER_BUSY"), held);
+          assert.notEqual(await storage.stat("p"), undefined, held);
+          assert.notEqual(await storage.stat(held), undefined, held);
+          await assertNoOrphan(storage);
+        } finally {
+          await writer.release();
+        }
+      }
+      assert.equal(await deleteSessionTree(storage, "p"), true);
+      assert.deepEqual(await ids(storage), ["q"]);
+      assert.deepEqual(await storage.listSubagentDescendants("p"), []);
+    } finally {
+      await storage.close();
+      await dropSchema(server.admin, schema);
+      await pool.end();
+    }
+  });
+
+  it("a database of an older build gets parent_id backfilled, once, by instances starting at once", async () => {
+    const schema = testSchema("old");
+    const pools = [testPool(server.url, 1), testPool(server.url, 1)];
+    const s = `"${schema}"`;
+    // What a build before migration 6 writes on create: the header's text, no parent column.
+    const insertOld = (init: NewSessionHeader | string, id?: string) => {
+      const text = typeof init === "string" ? init : JSON.stringify(headerRecord(makeHeader(init, () => 5)));
+      return server.admin.query(
+        `INSERT INTO ${s}.sessions (id, header, created_at, next_seq, size, updated_at) VALUES ($1, $2, 5, 0, 0, 5)`,
+        [id ?? (init as NewSessionHeader).id, text],
+      );
+    };
+    const storages = pools.map((client) => postgresStorage({ client, schema }));
+    try {
+      await server.admin.query(migrationScript(schema, 5));
+      await insertOld({ id: "p", createdAt: 1 });
+      await insertOld(child("p.a", "p"));
+      await insertOld(child("p.a.c", "p.a", 2));
+      // A NUL and a lone surrogate escaped in another field (here a system prompt): PostgreSQL refuses to read such a
+      // JSON text as it is, the columns are still filled.
+      await insertOld({ ...child("p.odd", "p"), profile: { system: "nul \u0000 and \ud800" } });
+      await insertOld({ id: "p-fork", createdAt: 2, parentSession: "p" });
+      await insertOld("{ damaged", "broken");
+      await insertOld(JSON.stringify({ type: "session", parentSession: 7, origin: "subagent" }), "numeric");
+      await insertOld({ id: "q", createdAt: 3 });
+      await insertOld(child("q.a", "q"));
+      // Two headers naming each other as parent.
+      await insertOld(child("x", "y"));
+      await insertOld(child("y", "x"));
+
+      await Promise.all(storages.map((storage) => storage.migrate()));
+      const versions = await server.admin.query(`SELECT version FROM ${s}.schema_migrations ORDER BY version`);
+      assert.deepEqual(versions.rows.map((r) => r.version), Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1));
+      const lineage = async () =>
+        Object.fromEntries(
+          (await server.admin.query(`SELECT id, parent_id, origin FROM ${s}.sessions ORDER BY id`)).rows
+            .map((r) => [r.id, [r.parent_id, r.origin]]),
+        );
+      assert.deepEqual(await lineage(), {
+        "broken": [null, null],
+        "numeric": [null, "subagent"],
+        "p": [null, null],
+        "p-fork": ["p", null],
+        "p.a": ["p", "subagent"],
+        "p.a.c": ["p.a", "subagent"],
+        "p.odd": ["p", "subagent"],
+        "q": [null, null],
+        "q.a": ["q", "subagent"],
+        "x": ["y", "subagent"],
+        "y": ["x", "subagent"],
+      });
+      // An instance of the older build still running inserts as before: the trigger fills the columns.
+      await insertOld(child("p.late", "p"));
+      assert.deepEqual((await lineage())["p.late"], ["p", "subagent"]);
+      // Migrating again changes nothing.
+      await storages[1].migrate();
+
+      const storage = storages[0];
+      assert.deepEqual((await storage.listSubagentDescendants("x")).map((h) => h.id), ["y"]);
+      assert.equal(await deleteSessionTree(storage, "p"), true);
+      assert.deepEqual(await ids(storage), ["p-fork", "q", "q.a", "x", "y"]);
+      assert.notEqual((await server.admin.query(`SELECT 1 FROM ${s}.sessions WHERE id = 'broken'`)).rows.length, 0);
+      // A session created now fills them through the same trigger.
+      await storage.create({ ...child("q.b", "q"), profile: { system: "\u0000" } });
+      assert.deepEqual((await lineage())["q.b"], ["q", "subagent"]);
+      assert.equal(await deleteSessionTree(storage, "q"), true);
+      assert.deepEqual(await ids(storage), ["p-fork", "x", "y"]);
+    } finally {
+      await Promise.all(storages.map((storage) => storage.close()));
+      await dropSchema(server.admin, schema);
+      await Promise.all(pools.map((pool) => pool.end()));
+    }
+  });
+});
