@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import process from "node:process";
 import {
+  arbSessionLog,
   checkDeriveFrozenProperty,
   checkDeriveMatchesSurfaceProperty,
   checkIncrementalSurfaceProperty,
@@ -15,9 +16,11 @@ import {
   LOG_MUTATIONS,
   mutateLog,
   propertyRuns,
+  referenceSurface,
   sessionPropertySuites,
 } from "./mod.ts";
-import { checkInvariants, type SessionEvent } from "../mod.ts";
+import { checkInvariants, Session, type SessionEvent } from "../mod.ts";
+import fc from "fast-check";
 
 // Each suite runs propertyRuns() cases: 500 by default, more with DSH_PROPERTY_RUNS.
 describe("session property suites", () => {
@@ -48,6 +51,31 @@ describe("session property suites", () => {
     checkSurfaceRejectionProperty());
   it("valid generated logs have no invariant violations", () => checkValidLogInvariantsProperty());
   it("each mutation kind is reported with its code", () => checkMutationProperty());
+
+  it("draw logs whose surface and derived history hold interrupted messages and compaction summaries", () => {
+    // The suites draw from arbSessionLog() at this size: some of their logs must carry the loop's rarer shapes onto
+    // the surface they fold and derive (and hook events beside it), or the properties would not cover them.
+    const seen = { interrupted: 0, summary: 0, hooks: 0 };
+    for (const events of fc.sample(arbSessionLog(), { numRuns: 300, seed: 9 })) {
+      const derived = new Set(Session.create("s", events, { now: () => 0 }).deriveMessages().map((m) => m.id));
+      for (const seq of referenceSurface(events)) {
+        const event = events[seq];
+        if (event.type === "assistant/message" && event.data.interrupted) {
+          assert.ok(derived.has(event.data.message.id));
+          seen.interrupted++;
+        }
+        if (
+          event.type === "user/message" && event.data.source.kind === "plugin" && event.data.source.form === "summary"
+        ) {
+          assert.ok(derived.has(event.data.id));
+          assert.equal(events[seq + 1].type, "compaction/end");
+          seen.summary++;
+        }
+      }
+      if (events.some((e) => e.type === "hook/invoked")) seen.hooks++;
+    }
+    assert.ok(seen.interrupted > 0 && seen.summary > 0 && seen.hooks > 0, JSON.stringify(seen));
+  });
 
   it("mutateLog() of a log that ends inside a compaction reports each kind with its own code", () => {
     // Valid: a log may end inside a compaction (a snapshot taken while a manual one runs).
