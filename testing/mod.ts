@@ -16,7 +16,13 @@
  * @module
  */
 
-export { assertInvariants, checkInvariants, type InvariantViolation, SESSION_INVARIANT_CODES } from "../mod.ts";
+export {
+  assertInvariants,
+  checkInvariants,
+  type CheckInvariantsOptions,
+  type InvariantViolation,
+  SESSION_INVARIANT_CODES,
+} from "../mod.ts";
 export { arbSessionLog, type ArbSessionLogOptions } from "./arb_session_log.ts";
 export { arbStreamChunks, type ArbStreamChunksOptions } from "./arb_stream_chunks.ts";
 export {

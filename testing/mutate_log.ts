@@ -34,6 +34,7 @@ export const LOG_MUTATIONS: Readonly<Record<string, string>> = Object.freeze({
   "replace-off-surface": "REPLACE_RANGE_INVALID",
   "compaction-nested": "COMPACTION_NESTED",
   "compaction-unpaired": "COMPACTION_UNPAIRED",
+  "assistant-chunks-mismatch": "ASSISTANT_MESSAGE_CHUNKS_MISMATCH",
 });
 
 /** A mutation kind: a key of {@linkcode LOG_MUTATIONS}. */
@@ -206,6 +207,29 @@ export function mutateLog(log: readonly SessionEvent[], kind: LogMutationKind): 
     case "compaction-unpaired":
       push("compaction/end", { outcome: "skipped" });
       break;
+    case "assistant-chunks-mismatch": {
+      // The model streamed one answer; the message says another.
+      const at = { turn, step: 1 };
+      push("turn/start", { turn });
+      push("step/start", at);
+      const seqs: number[] = [];
+      for (
+        const chunk of [
+          { type: "block-start", index: 0, blockType: "text" },
+          { type: "text-delta", index: 0, text: "streamed" },
+          { type: "block-end", index: 0, block: { type: "text", text: "streamed" } },
+          { type: "finish", reason: { kind: "stop" } },
+        ]
+      ) {
+        seqs.push(out.length);
+        push("assistant/chunk", { ...at, chunk });
+      }
+      const message = assistantMessage("mutant-a", [{ type: "text", text: "said" }]);
+      push("assistant/message", { ...at, message }, { surfaceOp: "append", sourceEventSeqs: seqs });
+      push("step/end", at);
+      push("turn/end", { turn, reason: { kind: "completed" } });
+      break;
+    }
   }
   return { kind, events: out as unknown as SessionEvent[], code, fromSeq };
 }

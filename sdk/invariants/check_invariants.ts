@@ -2,12 +2,19 @@
  * The session invariants: what every well-formed log satisfies beyond the
  * rules `Session.append()` enforces on each event alone.
  *
+ * This file is longer than the house limit on purpose: the checker is one
+ * pass over the log whose checks share its state (the open turn and step, the
+ * step's tool pairing, the surface), and reads best in one place; the check
+ * that needs none of it (an assistant message against its chunks) lives
+ * beside it, in `_message_chunks.ts`.
+ *
  * @module
  */
 
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import { SurfaceManager } from "../session/surface_manager.ts";
+import { messageChunksMismatch } from "./_message_chunks.ts";
 
 /** One broken invariant. */
 export interface InvariantViolation {
@@ -59,6 +66,13 @@ export interface InvariantViolation {
  * - `HOOK_RESULT_WITHOUT_INVOKE`: a `hook/result` whose `handlerId` no earlier `hook/invoked` of the same turn has.
  * - `COMPACTION_NESTED`: `compaction/start` while a compaction is open (started and not ended).
  * - `COMPACTION_UNPAIRED`: `compaction/summary` or `compaction/end` with no open compaction.
+ * - `ASSISTANT_MESSAGE_CHUNKS_MISMATCH`: an appended `assistant/message` is not what the `assistant/chunk` events its
+ *   `sourceEventSeqs` name assemble (with `BlockAssembler`, the loop's fold): another content (a block changed,
+ *   missing or extra; an `interrupted` message is held to the partial text and reasoning blocks), a named seq that is
+ *   not a chunk of the message's step, a stream that ended with an `error` or `aborted` finish behind a message that
+ *   is not interrupted, or, where both carry them, another usage or replay state. A message without
+ *   `sourceEventSeqs` is not checked; an empty list is a stream known to be empty. Checked unless
+ *   {@linkcode CheckInvariantsOptions.messageChunks} is false.
  * - `MESSAGE_ID_REPEATED`: a message appended to the surface (`user/message`, `system/message`, `assistant/message`,
  *   `tool/result`) has the id of one appended before it: message ids are unique within a session. (A replacing
  *   event may keep the id of what it replaces.)
@@ -88,6 +102,7 @@ export const SESSION_INVARIANT_CODES: readonly string[] = Object.freeze([
   "HOOK_RESULT_WITHOUT_INVOKE",
   "COMPACTION_NESTED",
   "COMPACTION_UNPAIRED",
+  "ASSISTANT_MESSAGE_CHUNKS_MISMATCH",
   "MESSAGE_ID_REPEATED",
   "INVALID_EVENT",
 ]);
@@ -97,6 +112,19 @@ function appendedMessageId(event: SessionEvent): string | undefined {
   const data = event.data as { id?: unknown; message?: { id?: unknown } };
   const id = event.type === "user/message" || event.type === "system/message" ? data.id : data.message?.id;
   return typeof id === "string" ? id : undefined;
+}
+
+/** Options of {@linkcode checkInvariants} and {@linkcode assertInvariants}. */
+export interface CheckInvariantsOptions {
+  /**
+   * Compare each appended `assistant/message` with the chunks its `sourceEventSeqs` name
+   * (`ASSISTANT_MESSAGE_CHUNKS_MISMATCH`). Costs a fold of each message's chunks: about one more pass over the
+   * chunks of the log. Session loads turn it off: derivation, crash repair and the providers read the message, not
+   * its chunks, so a load does not refuse a log over it and does not pay for it.
+   *
+   * @default {true}
+   */
+  readonly messageChunks?: boolean;
 }
 
 interface StepData {
@@ -127,9 +155,12 @@ interface StepData {
  * open turn; compactions open and close in pairs, one at a time (a log may
  * end inside one, as inside a turn); no message id enters the surface twice; the surface operations are valid (checked with the same
  * `SurfaceManager` as `Session.append()`; after the first surface violation
- * the surface is no longer checked).
+ * the surface is no longer checked); each appended assistant message is what
+ * the chunks its `sourceEventSeqs` name assemble (see
+ * {@linkcode CheckInvariantsOptions.messageChunks}).
  *
  * @param events The log.
+ * @param options Which optional checks run.
  * @returns Every violation found, in log order (empty for a valid log).
  *
  * @example
@@ -145,7 +176,11 @@ interface StepData {
  * assert.deepEqual(checkInvariants(log).map((v) => v.code), ["STEP_OPEN_AT_TURN_END"]);
  * ```
  */
-export function checkInvariants(events: readonly SessionEvent[]): InvariantViolation[] {
+export function checkInvariants(
+  events: readonly SessionEvent[],
+  options: CheckInvariantsOptions = {},
+): InvariantViolation[] {
+  const checkChunks = options.messageChunks !== false;
   const violations: InvariantViolation[] = [];
   const report = (code: string, seq: number, message: string): void => void violations.push({ code, seq, message });
   let surface: SurfaceManager | undefined = new SurfaceManager();
@@ -435,6 +470,10 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
         const content = Array.isArray(event.data.message?.content) ? event.data.message.content : [];
         const ids = content.filter((b) => b?.type === "tool-call").map((b) => (b as { id: string }).id);
         if (!replacing) {
+          if (checkChunks) {
+            const mismatch = messageChunksMismatch(events, event);
+            if (mismatch !== undefined) report("ASSISTANT_MESSAGE_CHUNKS_MISMATCH", i, mismatch);
+          }
           if (stepInfo !== undefined) stepInfo.assistant = true;
           blockIds = ids;
           stepCaller = undefined;
@@ -528,6 +567,7 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
  * Throw when a log breaks any session invariant.
  *
  * @param events The log.
+ * @param options Which optional checks run (as for {@linkcode checkInvariants}).
  * @throws {HarnessError} `INVARIANT_VIOLATION`, listing every violation in the message and in `details.violations`.
  *
  * @example
@@ -541,8 +581,8 @@ export function checkInvariants(events: readonly SessionEvent[]): InvariantViola
  * );
  * ```
  */
-export function assertInvariants(events: readonly SessionEvent[]): void {
-  const violations = checkInvariants(events);
+export function assertInvariants(events: readonly SessionEvent[], options: CheckInvariantsOptions = {}): void {
+  const violations = checkInvariants(events, options);
   if (violations.length === 0) return;
   const lines = violations.map((v) => `  seq ${v.seq} ${v.code}: ${v.message}`).join("\n");
   throw new HarnessError("INVARIANT_VIOLATION", `Session log breaks ${violations.length} invariant(s):\n${lines}`, {

@@ -9,6 +9,7 @@
 export {
   assertInvariants,
   checkInvariants,
+  type CheckInvariantsOptions,
   type InvariantViolation,
   SESSION_INVARIANT_CODES,
 } from "./check_invariants.ts";

@@ -94,7 +94,7 @@ function resultCallId(message: UserMessage): string | undefined {
  *   { type: "turn/start", seq: 0, time: 1, data: { turn: 1 } },
  *   { type: "step/start", seq: 1, time: 2, data: { turn: 1, step: 1 } },
  *   {
- *     type: "assistant/message", seq: 2, time: 3, surfaceOp: "append", sourceEventSeqs: [],
+ *     type: "assistant/message", seq: 2, time: 3, surfaceOp: "append",
  *     data: { turn: 1, step: 1, message: { id: "a1", role: "assistant", source: model, content: [
  *       { type: "tool-call", id: "c1", name: "ls", arguments: "{}" },
  *     ] } },

@@ -37,8 +37,9 @@
  *   brackets' `COMPACTION_*`, and the tool call/result pairing codes
  *   (`TOOL_CALL_WITHOUT_RESULT`, `TOOL_RESULT_DUPLICATE`, `TOOL_CALL_ID_UNKNOWN`,
  *   `TOOL_PAIR_SPLIT`, and on the surface `TOOL_CALL_ID_REPEATED`,
- *   `TOOL_RESULTS_INTERRUPTED`, `TOOL_RESULT_OUT_OF_PLACE`), checked by
- *   `checkInvariants` only. An open final turn
+ *   `TOOL_RESULTS_INTERRUPTED`, `TOOL_RESULT_OUT_OF_PLACE`), and an assistant
+ *   message against its chunks (`ASSISTANT_MESSAGE_CHUNKS_MISMATCH`, not even
+ *   computed on load), checked by `checkInvariants` only. An open final turn
  *   is not a violation: repair closes it.
  * - The event vocabulary is open: an event of any well-formed type (a
  *   plugin's `SessionEventMap` augmentation) is persisted and loaded back with

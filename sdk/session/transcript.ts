@@ -92,7 +92,6 @@ export interface TranscriptOptions {
  *       usage: { inputTokens: 3, outputTokens: 2 },
  *     },
  *     surfaceOp: "append",
- *     sourceEventSeqs: [],
  *   },
  *   { type: "turn/end", seq: 3, time: 7, data: { turn: 1, reason: { kind: "completed" } } },
  * ];

@@ -1,0 +1,128 @@
+// The ASSISTANT_MESSAGE_CHUNKS_MISMATCH check of `checkInvariants`: an appended assistant message against the
+// model stream its `sourceEventSeqs` name.
+//
+// The agent loop logs each chunk of an attempt as it streams, folds the same logged chunks with a `BlockAssembler`,
+// and appends the assistant message with `sourceEventSeqs` = that attempt's chunk seqs (a failed attempt's chunks are
+// in no message's list). The message holds `blocks()` of the fold, its `usage`, and the finish's replay state; a
+// cancelled stream gives an `interrupted` message of `interruptedBlocks()` (no usage). So the check folds the named
+// chunks with the same class, in the order named, and compares. The fold takes a closed block as its block-end
+// carries it, so a delta changed under an unchanged block-end would pass: each closed block's deltas are also summed
+// and held to its block-end. It reads only the named events: O(chunks of the message + its content), with nothing
+// kept between messages.
+
+import { BlockAssembler } from "../llm/block_assembler.ts";
+import { jsonEqual } from "../session/_json_equal.ts";
+import type { StreamChunk } from "../llm/stream_chunk.ts";
+import type { SessionEvent } from "../session/session_events.ts";
+
+/**
+ * How an appended assistant message differs from the stream its `sourceEventSeqs` name, fact first, or
+ * `undefined` when it does not. A message with no `sourceEventSeqs` (no source recorded) is not checked; an empty
+ * list names a stream known to be empty, which assembles no block.
+ *
+ * Compared: each named seq is an `assistant/chunk` of the message's own step; each closed block's deltas add up to
+ * the block its first `block-end` carries (text, or tool-call arguments); the content equals what the chunks
+ * assemble (`interruptedBlocks()` for an `interrupted` message, else `blocks()`); a message that is not interrupted
+ * does not name a stream that ended with an `error` or `aborted` finish (the loop retries or fails such an attempt,
+ * and logs no message for it); and, where both the message and the chunks carry them, the usage and the replay state.
+ */
+export function messageChunksMismatch(
+  events: readonly SessionEvent[],
+  event: SessionEvent<"assistant/message">,
+): string | undefined {
+  const sources: unknown = event.sourceEventSeqs;
+  if (!Array.isArray(sources)) return undefined;
+  const data = event.data;
+  const assembler = new BlockAssembler();
+  const blocks = new DeltaSums();
+  let finished = false;
+  for (const seq of sources) {
+    const chunk = typeof seq === "number" ? events[seq] : undefined;
+    if (chunk?.type !== "assistant/chunk" || typeof chunk.data !== "object" || chunk.data === null) {
+      return `assistant/message names seq ${seq} in sourceEventSeqs, which is not an assistant/chunk`;
+    }
+    if (chunk.data.turn !== data.turn || chunk.data.step !== data.step) {
+      return `assistant/message of step ${data.turn}.${data.step} names the chunk at seq ${seq}, of step ${chunk.data.turn}.${chunk.data.step}`;
+    }
+    const item = chunk.data.chunk;
+    if (!finished && !blocks.add(item)) {
+      const index = (item as { index: number }).index;
+      return `assistant/message names a stream whose block ${index} ends (seq ${seq}) with other content than its deltas streamed`;
+    }
+    if ((item as { type?: unknown } | null)?.type === "finish") finished = true;
+    assembler.push(item);
+  }
+  const interrupted = data.interrupted === true;
+  const finish = assembler.finish.kind;
+  if (!interrupted && (finish === "error" || finish === "aborted")) {
+    return `assistant/message is not interrupted but its chunks end with an ${finish} finish`;
+  }
+  const expected = interrupted ? assembler.interruptedBlocks() : assembler.blocks();
+  const content: readonly unknown[] = Array.isArray(data.message?.content) ? data.message.content : [];
+  if (content.length !== expected.length) {
+    return `assistant/message holds ${content.length} content block(s) where its chunks assemble ${expected.length}`;
+  }
+  for (let i = 0; i < content.length; i++) {
+    if (!jsonEqual(content[i], expected[i])) {
+      return `assistant/message content block ${i} differs from the block its chunks assemble`;
+    }
+  }
+  if (data.usage !== undefined && assembler.usage !== undefined && !jsonEqual(data.usage, assembler.usage)) {
+    return "assistant/message usage differs from its chunks' usage";
+  }
+  const state = data.message?.source?.kind === "model" ? data.message.source.replayState : undefined;
+  const streamed = state === undefined ? undefined : assembler.replayState;
+  if (streamed !== undefined && !jsonEqual(state, streamed)) {
+    return "assistant/message replay state differs from its chunks' finish";
+  }
+  return undefined;
+}
+
+/**
+ * The text (or tool-call arguments) each block's deltas stream, as the fold keeps them (the deltas of the block's
+ * type, up to its first block-end), to hold a closed block to its block-end.
+ */
+class DeltaSums {
+  readonly #blocks = new Map<unknown, { type: unknown; text: string; deltas: boolean; closed: boolean }>();
+
+  /** Take the next chunk; false when it is a first block-end whose block is not what the block's deltas streamed. */
+  add(chunk: StreamChunk): boolean {
+    if (typeof chunk !== "object" || chunk === null) return true;
+    switch (chunk.type) {
+      case "block-start":
+        if (!this.#blocks.has(chunk.index)) this.#open(chunk.index, chunk.blockType);
+        return true;
+      case "text-delta":
+      case "reasoning-delta":
+      case "tool-call-delta": {
+        const type = chunk.type === "text-delta"
+          ? "text"
+          : chunk.type === "reasoning-delta"
+          ? "reasoning"
+          : "tool-call";
+        const block = this.#blocks.get(chunk.index) ?? this.#open(chunk.index, type);
+        const piece = chunk.type === "tool-call-delta" ? chunk.argumentsDelta : chunk.text;
+        if (block.closed || block.type !== type || typeof piece !== "string") return true;
+        block.text += piece;
+        block.deltas = true;
+        return true;
+      }
+      case "block-end": {
+        const block = this.#blocks.get(chunk.index);
+        if (block === undefined || block.closed) return true;
+        block.closed = true;
+        const ended = chunk.block as { type?: unknown; text?: unknown; arguments?: unknown } | undefined;
+        if (!block.deltas || ended === undefined || ended.type !== block.type) return true;
+        return (block.type === "tool-call" ? ended.arguments : ended.text) === block.text;
+      }
+      default:
+        return true;
+    }
+  }
+
+  #open(index: unknown, type: unknown) {
+    const block = { type, text: "", deltas: false, closed: false };
+    this.#blocks.set(index, block);
+    return block;
+  }
+}
