@@ -294,9 +294,12 @@ export const VIEW_CLIENT_SCRIPT: string = String.raw`(function () {
       }
       case "session/end-seed": {
         // Every resume writes one (where that process's own writes start); only the one right after a
-        // fork's seed (the header's seedLength events copied from parentSession) ends inherited turns.
+        // fork's seed (the header's seedLength events copied from parentSession) ends inherited turns, or,
+        // when that seed itself ends with one (a fork of a fork, or of a resumed session, that had not run
+        // since: the session then writes none of its own), that copied last one.
         var hd = m.header || {};
-        if (hd.parentSession && typeof hd.seedLength === "number" && e.seq === hd.seedLength && m.seedEnd < 0) {
+        var atSeedEnd = e.seq === hd.seedLength || e.seq === hd.seedLength - 1;
+        if (hd.parentSession && typeof hd.seedLength === "number" && atSeedEnd && m.seedEnd < 0) {
           m.seedEnd = e.seq;
           m.inherited = m.totals;
           m.totals = usage0();

@@ -297,6 +297,31 @@ describe("the client's log fold (evaluated without a DOM)", () => {
     assert.deepEqual(notes(f), [["resume", copied1], ["resume", copied2], ["seed", forkSeed], ["resume", resumed]]);
   });
 
+  it("ends the seed of a fork of a fork that had not run at the end-seed its seed ends with", async () => {
+    // The session writes no end-seed after a seed that ends with one: the second fork's seed ends with the first's.
+    const answer = (inputTokens: number) => textResponse("ok", { usage: { inputTokens, outputTokens: 1 } });
+    const harness = await createHarness({
+      adapters: [scriptedAdapter([answer(100), answer(7)])],
+      model: { provider: "scripted", model: "scripted-model" },
+    });
+    const parent = await harness.createAgent({ id: "parent" });
+    await parent.run("one");
+    const first = await harness.forkAgent(parent.session, { id: "first" });
+    const second = await harness.forkAgent(first.session, { id: "second" });
+    await second.run("two");
+    const { events, header } = second.session;
+    await harness.dispose();
+    const seeds = events.filter((e) => e.type === "session/end-seed").map((e) => e.seq);
+    assert.deepEqual(seeds, [header.seedLength! - 1]);
+
+    const m = core.buildModel(events, header);
+    assert.equal(m.seedEnd, header.seedLength! - 1);
+    assert.deepEqual(m.turns.map((t: Core) => t.inherited), [true, false]);
+    const own = foldProjection(usageTotals, events, undefined, header);
+    assert.deepEqual([own.total.inputTokens, own.inherited?.inputTokens], [7, 100]);
+    assert.deepEqual([m.totals.input, m.inherited?.input], [7, 100]);
+  });
+
   it("sums usage as the usageTotals projection does, a failed attempt's usage chunks included", async () => {
     const partial = textResponse("partial", { usage: { inputTokens: 1000, outputTokens: 100 } }).chunks
       .filter((c) => c.type !== "finish");
