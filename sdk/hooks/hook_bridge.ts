@@ -27,7 +27,7 @@ import { hookLabel, runHook } from "./_run_hook.ts";
 import { checkHookTable, matcherPattern } from "./_check_hook_table.ts";
 import { isDefaultAllow, isDefaultAsk } from "../tools/_default_decision.ts";
 import { SHELL_ENV } from "../capabilities/shell/bash_shell.ts";
-import { checkEnv, checkEnvNames, pickEnv } from "../capabilities/subprocess/_host_env.ts";
+import { checkEnv, checkEnvNames, overlayEnv, pickEnv } from "../capabilities/subprocess/_host_env.ts";
 
 /** One finished hook invocation, as `hooks/result` reports it. */
 export interface HookResultInfo {
@@ -89,7 +89,7 @@ export interface HookBridgeOptions {
   readonly inheritEnv?: boolean | readonly string[];
   /**
    * Variables set for every command hook, over the inherited ones (names non-empty, without `=` or NUL; values
-   * strings without NUL).
+   * strings without NUL; on Windows one replaces an inherited variable of any case).
    */
   readonly env?: Readonly<Record<string, string>>;
 }
@@ -258,7 +258,7 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
   const extraEnv = checkEnv(options.env, "hookBridge") ?? {};
   /** A command hook's environment: the variables picked from this process at this call, then `env` (see options). */
   const commandEnv = (): Readonly<Record<string, string>> =>
-    inherited === true ? extraEnv : { ...pickEnv(inherited), ...extraEnv };
+    inherited === true ? extraEnv : overlayEnv(pickEnv(inherited), extraEnv);
   const plugin = (raw: HarnessContext) => {
     const ctx = raw as unknown as Ctx;
     const has = (event: HookEventName) => (table[event] ?? []).some((m) => m.hooks.length > 0);

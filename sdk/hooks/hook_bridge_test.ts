@@ -18,7 +18,13 @@ import {
   type SessionEvent,
 } from "../../mod.ts";
 import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../../testing/mod.ts";
-import { capabilitiesPlugin, localSubprocess, SHELL_ENV } from "../capabilities/mod.ts";
+import {
+  capabilitiesPlugin,
+  localSubprocess,
+  type RunOptions,
+  SHELL_ENV,
+  type SubprocessService,
+} from "../capabilities/mod.ts";
 import { loadConfig } from "../config/mod.ts";
 import { inProcessSubagents } from "../subagents/mod.ts";
 import { writeFile } from "node:fs/promises";
@@ -428,6 +434,60 @@ describe("hookBridge: the environment of command hooks", () => {
         JSON.stringify(options),
       );
     }
+  });
+
+  it("on Windows, env replaces an inherited variable it names in another case (one variable there)", async () => {
+    // A provider that records what it is asked to run with: the bridge gives any provider the same set.
+    const given: RunOptions[] = [];
+    const recording: SubprocessService = {
+      run: (_argv, options = {}) => {
+        given.push(options);
+        return Promise.resolve({
+          exitCode: 0,
+          signal: null,
+          stdout: "",
+          stderr: "",
+          stdoutTruncated: false,
+          stderrTruncated: false,
+          stdoutBytes: 0,
+          stderrBytes: 0,
+          timedOut: false,
+          aborted: false,
+        });
+      },
+    };
+    const platform = Object.getOwnPropertyDescriptor(process, "platform")!;
+    process.env.DSH_TEST_CASE = "host";
+    Object.defineProperty(process, "platform", { value: "win32", configurable: true });
+    try {
+      const harness = await createHarness({
+        adapters: [scriptedAdapter([textResponse("unused")])],
+        tools: [lookup],
+        plugins: [
+          [capabilitiesPlugin, { subprocess: recording }],
+          hookBridge({
+            hooks: { PreToolUse: [{ hooks: [{ type: "command", command: "true" }] }] },
+            inheritEnv: ["DSH_TEST_CASE"],
+            env: { DSH_TEST_Case: "mine" },
+          }),
+        ],
+      });
+      await harness.ctx.service("tools").execute({
+        callId: "direct",
+        name: "lookup",
+        arguments: '{"word":"alpha"}',
+        signal: new AbortController().signal,
+        sessionId: "s",
+      });
+      await harness.dispose();
+    } finally {
+      Object.defineProperty(process, "platform", platform);
+      delete process.env.DSH_TEST_CASE;
+    }
+    assert.equal(given.length, 1);
+    assert.equal(given[0].inheritEnv, false);
+    // Given both, a Windows child gets one of them, the first in sort order (Node's rule): the host's here.
+    assert.deepEqual(given[0].env, { DSH_TEST_Case: "mine" });
   });
 });
 

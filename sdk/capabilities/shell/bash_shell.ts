@@ -9,7 +9,7 @@ import { serviceOf, type ServiceSource } from "../_cap_text.ts";
 import type { SubprocessService } from "../subprocess/subprocess_service.ts";
 import type { ShellResult, ShellService } from "./shell_service.ts";
 import { decodeUtf8 } from "../subprocess/_utf8_prefix.ts";
-import { checkEnvNames, pickEnv } from "../subprocess/_host_env.ts";
+import { checkEnvNames, overlayEnv, pickEnv } from "../subprocess/_host_env.ts";
 
 /** Options of {@linkcode bashShell}. */
 export interface BashShellOptions {
@@ -252,7 +252,7 @@ export function bashShell(options: BashShellOptions): ShellService {
       ], {
         // Never a list: a provider written when inheritEnv was a boolean would read it as "not false", everything.
         inheritEnv: inherited === true,
-        env: { ...(inherited === true ? {} : pickEnv(inherited)), ...options.env, ...exec.env },
+        env: overlayEnv(inherited === true ? {} : pickEnv(inherited), options.env, exec.env),
         ...(exec.timeoutMs !== undefined ? { timeoutMs: exec.timeoutMs } : {}),
         ...(exec.signal !== undefined ? { signal: exec.signal } : {}),
         // Room for the directory line beyond the cap: the cap is the command's own output's.

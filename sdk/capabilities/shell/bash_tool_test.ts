@@ -140,6 +140,44 @@ describe("bash tool", () => {
     }
   });
 
+  it("on Windows, a variable set in another case than the host's replaces it (one variable there)", async () => {
+    const given: (Readonly<Record<string, string>> | undefined)[] = [];
+    const recording: SubprocessService = {
+      run: (_argv, options = {}) => {
+        given.push(options.env);
+        return Promise.resolve({
+          exitCode: 0,
+          signal: null,
+          stdout: "",
+          stderr: "",
+          stdoutTruncated: false,
+          stderrTruncated: false,
+          stdoutBytes: 0,
+          stderrBytes: 0,
+          timedOut: false,
+          aborted: false,
+        });
+      },
+    };
+    const platform = Object.getOwnPropertyDescriptor(process, "platform")!;
+    process.env.DSH_TEST_CASE = "host";
+    Object.defineProperty(process, "platform", { value: "win32", configurable: true });
+    try {
+      const shell = bashShell({
+        subprocess: recording,
+        cwd: "/",
+        inheritEnv: ["DSH_TEST_CASE"],
+        env: { Dsh_Set: "a" },
+      });
+      await shell.exec("true", { env: { DSH_TEST_Case: "call", DSH_SET: "b" } });
+    } finally {
+      Object.defineProperty(process, "platform", platform);
+      delete process.env.DSH_TEST_CASE;
+    }
+    // Given both spellings, a Windows child gets the first in sort order (Node's rule), not the one set.
+    assert.deepEqual(given, [{ DSH_TEST_Case: "call", DSH_SET: "b" }]);
+  });
+
   it("gives a provider written to the boolean inheritEnv exactly the variables it picked, never a list", async () => {
     const host = { DSH_TEST_API_KEY: "sk-secret", DSH_TEST_HOME: "/opt/x" };
     Object.assign(process.env, host);

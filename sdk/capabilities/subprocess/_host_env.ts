@@ -84,3 +84,26 @@ export function pickEnv(names: readonly string[]): Record<string, string> {
   }
   return picked;
 }
+
+/**
+ * `base` with the variables of `layers` set over it, in order. On Windows, where a name is one variable in any case,
+ * a variable set under another case than the one it has (`path` over the host's `Path`) replaces it: a child given
+ * both gets only one of them, the first in sort order (Node's rule), which need not be the one set.
+ */
+export function overlayEnv<V extends string | undefined>(
+  base: Readonly<Record<string, V>>,
+  ...layers: readonly (Readonly<Record<string, string>> | undefined)[]
+): Record<string, V | string> {
+  let env: Record<string, V | string> = { ...base };
+  const windows = isWindows();
+  for (const layer of layers) {
+    if (layer === undefined) continue;
+    if (windows) {
+      const names = new Set(Object.keys(layer).map((name) => name.toUpperCase()));
+      for (const name of Object.keys(env)) if (names.has(name.toUpperCase())) delete env[name];
+    }
+    // Spread, not assignment: a variable named `__proto__` is a variable.
+    env = { ...env, ...layer };
+  }
+  return env;
+}

@@ -10,7 +10,7 @@ import process from "node:process";
 import { HarnessError } from "../../kernel/harness_error.ts";
 import { CappedBuffer } from "./_utf8_prefix.ts";
 import { groupHasLiveMember } from "./_process_group.ts";
-import { hostEnv, isWindows } from "./_host_env.ts";
+import { hostEnv, isWindows, overlayEnv } from "./_host_env.ts";
 import type { RunOptions, RunResult, SubprocessService } from "./subprocess_service.ts";
 
 type ChildProcessModule = typeof import("node:child_process");
@@ -138,8 +138,7 @@ function checkArgs(argv: readonly string[], options: RunOptions): void {
 }
 
 function childEnv(options: RunOptions): Env {
-  const base: Env = options.inheritEnv === false ? {} : { ...hostEnv() };
-  return { ...base, ...options.env };
+  return overlayEnv(options.inheritEnv === false ? {} : hostEnv(), options.env);
 }
 
 async function runLocal(

@@ -36,6 +36,24 @@ function runEscapedChild(mode: string, ms: number): Promise<{ exited: boolean; s
   });
 }
 
+describe("localSubprocess() and the environment", () => {
+  it("on Windows, a variable of env replaces the host's of another case (one variable there)", async () => {
+    const platform = Object.getOwnPropertyDescriptor(process, "platform")!;
+    process.env.DSH_TEST_CASE = "host";
+    Object.defineProperty(process, "platform", { value: "win32", configurable: true });
+    let stdout: string;
+    try {
+      const shown = 'printf "%s|%s" "${DSH_TEST_CASE-unset}" "${DSH_TEST_Case-unset}"';
+      stdout = (await localSubprocess().run(["sh", "-c", shown], { env: { DSH_TEST_Case: "mine" } })).stdout;
+    } finally {
+      Object.defineProperty(process, "platform", platform);
+      delete process.env.DSH_TEST_CASE;
+    }
+    // Given both spellings, a Windows child gets the first in sort order (Node's rule): the host's here.
+    assert.equal(stdout, "unset|mine");
+  });
+});
+
 describe("localSubprocess() and a program that leaves the process group", () => {
   for (const mode of ["run", "shell"]) {
     it(`lets the host exit while the escaped program still holds the pipes (${mode})`, async () => {

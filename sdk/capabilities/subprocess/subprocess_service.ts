@@ -9,7 +9,10 @@
 export interface RunOptions {
   /** The working directory. @default {the host process's working directory} */
   readonly cwd?: string;
-  /** Variables set for the child, over the inherited environment (see `inheritEnv`). */
+  /**
+   * Variables set for the child, over the inherited environment (see `inheritEnv`); on Windows, where a name is one
+   * variable in any case, one set here replaces the inherited one whatever its case.
+   */
   readonly env?: Readonly<Record<string, string>>;
   /**
    * Whether the child inherits the provider's environment (for `localSubprocess`, the host process's) under `env`.
