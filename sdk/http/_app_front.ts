@@ -28,27 +28,62 @@ function defaultLog(record: RequestLogRecord): void {
   else console.log(line);
 }
 
+/** The app's limits, as {@linkcode checkAppOptions} read them from its options (defaults filled in). */
+export interface AppLimits {
+  readonly maxBodyBytes: number;
+  readonly keepAliveMs: number;
+  readonly maxBuffered: number;
+  readonly tailPollMs: number;
+  readonly cancelWaitMs: number;
+}
+
 /**
- * Refuse the authentication options the app cannot serve with: auth on without a token, or a token a bearer header
- * could not carry.
+ * Refuse the options the app cannot serve with: auth on without a token, or a token a bearer header could not carry;
+ * `readOnly` with `approvals: true`; a limit that is not a number of its kind. The app checks them when it is made,
+ * the serverless handler when it is made (rather than at every request).
  *
+ * @returns The limits, defaults filled in.
  * @throws {HarnessError} `INVALID_ARGS`.
  */
-export function checkAuthOptions(options: HarnessAppOptions): void {
-  if (options.auth === false) return;
-  if (typeof options.token !== "string" || options.token.length === 0) {
+export function checkAppOptions(options: HarnessAppOptions): AppLimits {
+  if (options.auth !== false) {
+    if (typeof options.token !== "string" || options.token.length === 0) {
+      throw new HarnessError(
+        "INVALID_ARGS",
+        "Cannot create the HTTP app without a bearer token; pass token, or auth: false to serve without authentication",
+      );
+    }
+    if (!TOKEN_SYNTAX.test(options.token)) {
+      // RFC 6750's token68: a header carrying any other token would be refused as malformed.
+      throw new HarnessError(
+        "INVALID_ARGS",
+        "The bearer token may hold only letters, digits and -._~+/ (then = padding), as RFC 6750 allows",
+      );
+    }
+  }
+  if (options.readOnly === true && options.approvals === true) {
     throw new HarnessError(
       "INVALID_ARGS",
-      "Cannot create the HTTP app without a bearer token; pass token, or auth: false to serve without authentication",
+      "A read-only app cannot answer approvals (its approval routes refuse POST); leave approvals unset or false",
     );
   }
-  if (!TOKEN_SYNTAX.test(options.token)) {
-    // RFC 6750's token68: a header carrying any other token would be refused as malformed.
-    throw new HarnessError(
-      "INVALID_ARGS",
-      "The bearer token may hold only letters, digits and -._~+/ (then = padding), as RFC 6750 allows",
-    );
+  const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
+  const keepAliveMs = options.keepAliveMs ?? 5_000;
+  if (!Number.isInteger(maxBodyBytes) || maxBodyBytes <= 0) {
+    throw new HarnessError("INVALID_ARGS", "maxBodyBytes must be a positive integer");
   }
+  const maxBuffered = options.maxBufferedEvents ?? 4096;
+  const tailPollMs = options.tailPollMs ?? 1000;
+  if (!Number.isInteger(maxBuffered) || maxBuffered <= 0) {
+    throw new HarnessError("INVALID_ARGS", "maxBufferedEvents must be a positive integer");
+  }
+  if (!(tailPollMs > 0)) throw new HarnessError("INVALID_ARGS", "tailPollMs must be a positive number");
+  if (!(keepAliveMs > 0)) throw new HarnessError("INVALID_ARGS", "keepAliveMs must be a positive number");
+  const cancelWaitMs = options.cancelWaitMs ?? 10_000;
+  if (!(cancelWaitMs >= 0) || cancelWaitMs > 2_147_483_647) {
+    throw new HarnessError("INVALID_ARGS", "cancelWaitMs must be a number of milliseconds, at least 0");
+  }
+  return { maxBodyBytes, keepAliveMs, maxBuffered, tailPollMs, cancelWaitMs };
 }
 
 /**
@@ -71,7 +106,7 @@ export function noRouteFor(options: HarnessAppOptions): (c: Context<HarnessAppEn
 }
 
 /**
- * Mount the front on `app`, in the order a request meets it. The options are checked (`checkAuthOptions`) already.
+ * Mount the front on `app`, in the order a request meets it. The options are checked (`checkAppOptions`) already.
  *
  * @param quiet Says of a request that the log skips it (those the gate lets through: the app serving them logs them).
  */
@@ -166,10 +201,10 @@ export function mountFront(
  * timeline page, a CORS preflight), or `undefined` for a request that goes on to a route. The answers are the app's
  * own, logged as it logs them; a request let through is not logged here (the app that serves it logs it).
  *
- * @throws {HarnessError} `INVALID_ARGS` for options the app refuses (see `checkAuthOptions`).
+ * @throws {HarnessError} `INVALID_ARGS` for options the app refuses (see `checkAppOptions`).
  */
 export function requestGate(options: HarnessAppOptions): (request: Request) => Promise<Response | undefined> {
-  checkAuthOptions(options);
+  checkAppOptions(options);
   const through = new WeakSet<Request>();
   const gate: HarnessApp = new Hono<HarnessAppEnv>();
   mountFront(gate, options, (c) => through.has(c.req.raw));

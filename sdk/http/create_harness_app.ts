@@ -19,7 +19,7 @@ import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionStorage } from "../persistence/session_storage.ts";
 import { storedPrefix } from "../persistence/_stored_prefix.ts";
 import { ApprovalQueue, type PendingApproval } from "../tools/approval_queue.ts";
-import { checkAuthOptions, mountFront, noRouteFor } from "./_app_front.ts";
+import { checkAppOptions, mountFront, noRouteFor } from "./_app_front.ts";
 import { readStored } from "./_event_stream.ts";
 import { pendingWithin } from "./_pending_approvals.ts";
 import { HttpProblem, problemResponse, toProblem } from "./_problem.ts";
@@ -325,29 +325,7 @@ export type HarnessApp = Hono<HarnessAppEnv>;
  * ```
  */
 export function createHarnessApp(harness: Harness, options: HarnessAppOptions = {}): HarnessApp {
-  checkAuthOptions(options);
-  if (options.readOnly === true && options.approvals === true) {
-    throw new HarnessError(
-      "INVALID_ARGS",
-      "A read-only app cannot answer approvals (its approval routes refuse POST); leave approvals unset or false",
-    );
-  }
-  const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
-  const keepAliveMs = options.keepAliveMs ?? 5_000;
-  if (!Number.isInteger(maxBodyBytes) || maxBodyBytes <= 0) {
-    throw new HarnessError("INVALID_ARGS", "maxBodyBytes must be a positive integer");
-  }
-  const maxBuffered = options.maxBufferedEvents ?? 4096;
-  const tailPollMs = options.tailPollMs ?? 1000;
-  if (!Number.isInteger(maxBuffered) || maxBuffered <= 0) {
-    throw new HarnessError("INVALID_ARGS", "maxBufferedEvents must be a positive integer");
-  }
-  if (!(tailPollMs > 0)) throw new HarnessError("INVALID_ARGS", "tailPollMs must be a positive number");
-  if (!(keepAliveMs > 0)) throw new HarnessError("INVALID_ARGS", "keepAliveMs must be a positive number");
-  const cancelWaitMs = options.cancelWaitMs ?? 10_000;
-  if (!(cancelWaitMs >= 0) || cancelWaitMs > 2_147_483_647) {
-    throw new HarnessError("INVALID_ARGS", "cancelWaitMs must be a number of milliseconds, at least 0");
-  }
+  const { maxBodyBytes, keepAliveMs, maxBuffered, tailPollMs, cancelWaitMs } = checkAppOptions(options);
   const host = new SessionHost(harness);
   const projections = harness.ctx.service("sessionProjections");
 

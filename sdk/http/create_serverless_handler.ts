@@ -66,7 +66,8 @@ export interface ServerlessHandlerOptions {
  * @param options How to build the harness for one request, and the app's options.
  * @returns A fetch-style handler.
  * @throws {HarnessError} `INVALID_ARGS` without a `harness` factory, and for app options the app refuses (no
- *   `token` while `auth` is on, a token a bearer header cannot carry), here rather than at every request.
+ *   `token` while `auth` is on, a token a bearer header cannot carry, a limit out of range), here rather than at
+ *   every request.
  *
  * @example Two handler instances sharing one storage continue one conversation
  * ```ts

@@ -182,4 +182,21 @@ describe("createServerlessHandler()", () => {
       code: "INVALID_ARGS",
     });
   });
+
+  it("refuses every app option the app would refuse when the handler is made, not at each request", () => {
+    const factory = () => Promise.reject(new Error("never called"));
+    for (
+      const app of [
+        { maxBodyBytes: 0 },
+        { keepAliveMs: -1 },
+        { maxBufferedEvents: 1.5 },
+        { tailPollMs: 0 },
+        { cancelWaitMs: -1 },
+      ]
+    ) {
+      assert.throws(() => createServerlessHandler({ harness: factory, app: { token: "t", ...app } }), {
+        code: "INVALID_ARGS",
+      }, JSON.stringify(app));
+    }
+  });
 });
