@@ -198,14 +198,19 @@ export function mountFront(
 /**
  * The front of the app on its own: what the app answers a request before any route needs the harness (a refusal —
  * no token or a wrong one, a host or a site refused without auth, a write to a read-only app, a bad session id —, a
- * timeline page, a CORS preflight), or `undefined` for a request that goes on to a route. The answers are the app's
- * own, logged as it logs them; a request let through is not logged here (the app that serves it logs it).
+ * timeline page, a CORS preflight), or, for a request that goes on to a route, the request id it was given. The
+ * answers are the app's own, logged as it logs them; a request let through is not logged here (the app that serves
+ * it logs it), and the app that serves it gives it the same id (`newRequestId: () => requestId`): one id per request,
+ * made once.
  *
  * @throws {HarnessError} `INVALID_ARGS` for options the app refuses (see `checkAppOptions`).
  */
-export function requestGate(options: HarnessAppOptions): (request: Request) => Promise<Response | undefined> {
+export function requestGate(
+  options: HarnessAppOptions,
+): (request: Request) => Promise<Response | { readonly requestId: string }> {
   checkAppOptions(options);
-  const through = new WeakSet<Request>();
+  // The requests let through, with their ids.
+  const through = new WeakMap<Request, string>();
   const gate: HarnessApp = new Hono<HarnessAppEnv>();
   mountFront(gate, options, (c) => through.has(c.req.raw));
   gate.onError((error, c) => {
@@ -215,14 +220,16 @@ export function requestGate(options: HarnessAppOptions): (request: Request) => P
     return problemResponse(body, headers);
   });
   gate.all("*", (c) => {
-    through.add(c.req.raw);
+    through.set(c.req.raw, c.get("requestId"));
     return c.body(null, 204);
   });
   return async (request) => {
     const response = await gate.fetch(request);
-    if (!through.has(request)) return response;
+    const requestId = through.get(request);
+    if (requestId === undefined) return response;
+    through.delete(request);
     await response.body?.cancel();
-    return undefined;
+    return { requestId };
   };
 }
 

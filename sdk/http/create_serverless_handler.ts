@@ -106,8 +106,8 @@ export function createServerlessHandler(options: ServerlessHandlerOptions): (req
   // The app's checks that need no harness (the token first of all), made before the factory runs.
   const gate = requestGate(appOptions);
   return async (request) => {
-    const answered = await gate(request);
-    if (answered !== undefined) return answered;
+    const gated = await gate(request);
+    if (gated instanceof Response) return gated;
     let harness: Harness;
     try {
       harness = await options.harness();
@@ -126,7 +126,8 @@ export function createServerlessHandler(options: ServerlessHandlerOptions): (req
     let response: Response;
     let failed: Response | undefined;
     try {
-      const app = createHarnessApp(harness, appOptions);
+      // The id the gate gave the request: one id per request, in the log and the answer.
+      const app = createHarnessApp(harness, { ...appOptions, newRequestId: () => gated.requestId });
       response = await app.fetch(request);
       const agents = harness.ctx.service("agents").list();
       // Nothing was woken (a list, a summary, an event stream that follows storage): the

@@ -183,6 +183,43 @@ describe("createServerlessHandler()", () => {
     });
   });
 
+  it("gives a request one id: the app serving a request the token check let through logs and answers with it", async () => {
+    let made = 0;
+    const logged: { requestId: string; status: number }[] = [];
+    const handler = createServerlessHandler({
+      harness: () =>
+        createHarness({
+          adapters: [scriptedAdapter(textResponse("Hello!"))],
+          model: { provider: "scripted", model: "scripted-model" },
+          storage: memoryStorage(),
+        }),
+      app: {
+        token: "secret-token",
+        newRequestId: () => `req-${++made}`,
+        log: ({ requestId, status }) => void logged.push({ requestId, status }),
+      },
+    });
+    const get = (path: string, headers: Record<string, string> = {}) =>
+      handler(new Request(`https://fn.test${path}`, { headers }));
+    const auth = { authorization: "Bearer secret-token" };
+    const refused = await get("/sessions");
+    assert.equal(refused.headers.get("x-request-id"), "req-1");
+    const listed = await get("/sessions", auth);
+    assert.equal(listed.headers.get("x-request-id"), "req-2");
+    const missing = await get("/sessions/nowhere", auth);
+    assert.equal(missing.headers.get("x-request-id"), "req-3");
+    assert.equal((await missing.json()).requestId, "req-3");
+    const named = await get("/sessions", { ...auth, "x-request-id": "client-7" });
+    assert.equal(named.headers.get("x-request-id"), "client-7");
+    assert.equal(made, 3, "one id made per request that did not bring its own");
+    assert.deepEqual(logged, [
+      { requestId: "req-1", status: 401 },
+      { requestId: "req-2", status: 200 },
+      { requestId: "req-3", status: 404 },
+      { requestId: "client-7", status: 200 },
+    ]);
+  });
+
   it("refuses every app option the app would refuse when the handler is made, not at each request", () => {
     const factory = () => Promise.reject(new Error("never called"));
     for (
