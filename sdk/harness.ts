@@ -20,7 +20,7 @@ import {
   unwind,
 } from "./kernel/harness_context.ts";
 import { HarnessError } from "./kernel/harness_error.ts";
-import { calledFromTeardown, fiberOf } from "./kernel/_teardown_calls.ts";
+import { calledFromAgentTeardown, calledFromTeardown, fiberOf } from "./kernel/_teardown_calls.ts";
 import type { LlmAdapter } from "./llm/llm_adapter.ts";
 import type { LlmEvents } from "./llm/llm_events.ts";
 import { type LlmRuntime, llmRuntimePlugin } from "./llm/llm_runtime.ts";
@@ -312,10 +312,12 @@ export interface Harness {
    * second call made meanwhile waits for it, and rejects as it does). An agent whose `disposeAgent()` is still under
    * way is waited for (its failure is that call's to report) before persistence and the plugins are undone.
    * A call made from code a teardown of this harness runs and waits for — an undo registered through a context of
-   * the harness (a server plugin whose close disposes the harness), an agent's `session/release` listener, before its
-   * first `await` — would wait for itself: it settles at once instead, resolved, having started the disposal if none
-   * was under way (a failure is then the outer calls' to report, or, when no call from outside waits for it, written
-   * to the console). Such code that calls it after an `await` must not await it. Undo functions that keep
+   * the harness (a server plugin whose close disposes the harness) while the harness is disposed, an agent's
+   * `session/release` listener or scope undo, before its first `await` — would wait for itself: it settles at once
+   * instead, resolved, having started the disposal if none was under way (a failure is then the outer calls' to
+   * report, or, when no call from outside waits for it, written to the console). Such code that calls it after an
+   * `await` must not await it. The undo of a plugin or scope disposed on its own is not waited for by the harness's
+   * disposal: a call from there is an ordinary one, which waits for the disposal and rejects with its failure. Undo functions that keep
    * registering new ones are stopped after eight rounds, with `TEARDOWN_INCOMPLETE`.
    *
    * @throws {HarnessError} when an agent's last write failed, after everything was disposed (an `AggregateError`
@@ -667,8 +669,9 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     dispose() {
       // Called from code a teardown of this harness runs (a plugin's undo, an agent's session/release listener), the
       // call would wait for a disposal that waits for it: it starts the disposal if none is under way, and settles at
-      // once.
-      if (calledFromTeardown(rootFiber)) {
+      // once. Before a disposal, only code of an agent's teardown is such (the disposal waits for every agent): the
+      // undo of a plugin disposed on its own is not waited for, and its call waits as any other does.
+      if (disposal !== undefined ? calledFromTeardown(rootFiber) : calledFromAgentTeardown(rootFiber)) {
         if (disposal === undefined) {
           disposal = disposeAll();
           disposal.catch((error) => {

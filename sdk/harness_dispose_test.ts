@@ -334,4 +334,45 @@ describe("dispose() called again from inside the disposal it would wait for", ()
     // A later call from outside hears the failure too.
     await assert.rejects(harness.dispose(), /the audit sink failed/);
   });
+
+  it("harness.dispose() from the teardown of a plugin disposed on its own waits for the disposal, and hears its failure", async () => {
+    // The harness's disposal does not wait for that plugin's teardown (it is not one of its own): the call is an
+    // ordinary one, which `await` follows once the agents' last writes are made and everything is undone.
+    const audit = {
+      name: "audit",
+      apply(ctx: { effect(execute: () => () => Promise<void>, label?: string): unknown }) {
+        ctx.effect(() => () => Promise.reject(new Error("the audit sink failed")), "audit sink");
+      },
+    };
+    const storage = memoryStorage();
+    const harness = await createHarness({ adapters: [scriptedAdapter({ hang: true })], storage, plugins: [audit] });
+    let after: unknown = "not reached";
+    const server = harness.ctx.plugin((ctx) => {
+      ctx.effect(() => async () => {
+        await harness.dispose();
+        after = harness.ctx.get("sessions");
+      });
+    });
+    await server.ready;
+    await harness.createAgent({ id: "a" });
+    const printed: unknown[][] = [];
+    const error = console.error;
+    console.error = (...args: unknown[]) => void printed.push(args);
+    try {
+      await assert.rejects(within(server.dispose(), 3000), /the audit sink failed/);
+    } finally {
+      console.error = error;
+    }
+    assert.equal(after, "not reached", "the undo's await rejected with the disposal's failure");
+    assert.deepEqual(printed, [], "the failure went to the call that awaited it, not to the console");
+    assert.equal(
+      harness.ctx.get("sessions"),
+      undefined,
+      "the harness was disposed when the plugin's dispose() settled",
+    );
+    // The agent let go of its session: another harness takes it over at once.
+    const next = await createHarness({ adapters: [scriptedAdapter({ hang: true })], storage });
+    assert.equal((await next.resumeAgent("a")).id, "a");
+    await next.dispose();
+  });
 });

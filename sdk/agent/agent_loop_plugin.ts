@@ -12,7 +12,7 @@ import type { HarnessContext } from "../kernel/harness_context.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { checkSettings } from "../llm/_check_call_config.ts";
 import { createScope } from "../kernel/scope.ts";
-import { calledFromTeardown, fiberOf, runForTeardown } from "../kernel/_teardown_calls.ts";
+import { calledFromTeardown, fiberOf, runForTeardown, tearingDownAgent } from "../kernel/_teardown_calls.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../llm/retry_policy.ts";
 import type { Session } from "../session/session.ts";
 import type { EpochHeader } from "../session/session_events.ts";
@@ -199,7 +199,9 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
       // One teardown, every call settling with it; but a call from code the teardown runs (an undo of the agent's
       // scope, a session/release listener) would wait for itself: it settles at once (see AgentHandle.dispose).
       dispose: () =>
-        disposing !== undefined && calledFromTeardown(fiber) ? Promise.resolve() : (disposing ??= teardown()),
+        disposing !== undefined && calledFromTeardown(fiber)
+          ? Promise.resolve()
+          : (disposing ??= tearingDownAgent(fiber, teardown)),
     };
   }
 

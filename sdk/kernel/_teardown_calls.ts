@@ -39,14 +39,50 @@ export function runForTeardown<T>(ctx: Context, code: () => T): T {
  * @returns `true` when such code is on the stack.
  */
 export function calledFromTeardown(fiber: object): boolean {
-  for (const ctx of running) {
-    for (let f = fiberOf(ctx); f !== undefined;) {
-      if (f === fiber) return true;
-      const parent = withoutStacks(() => (f as { parent?: { fiber?: object } }).parent?.fiber);
-      f = parent === f ? undefined : parent;
-    }
+  return running.some((ctx) => fibersUp(ctx).includes(fiber));
+}
+
+/** The fibers of agents' scopes whose teardown is under way (see {@linkcode tearingDownAgent}). */
+const agentTeardowns = new Set<object>();
+
+/**
+ * Run an agent's teardown: while it is under way, teardown code in its scope is known to belong to it (see
+ * {@linkcode calledFromAgentTeardown}).
+ *
+ * @param fiber The fiber of the agent's scope.
+ * @param teardown The agent's teardown.
+ * @returns Its promise, settled once the agent is no longer marked.
+ */
+export function tearingDownAgent(fiber: object, teardown: () => Promise<void>): Promise<void> {
+  agentTeardowns.add(fiber);
+  return teardown().finally(() => agentTeardowns.delete(fiber));
+}
+
+/**
+ * Whether code an agent's teardown runs, of an agent under `fiber`, is running synchronously now. A disposal of the
+ * harness waits for every teardown of its agents, so a `harness.dispose()` made now is made from inside one that
+ * disposal would wait for, even when it is the first call; code a plugin's or a scope's own `dispose()` runs is not
+ * (the harness's disposal does not wait for that `dispose()`).
+ *
+ * @param fiber The harness's root fiber.
+ * @returns `true` when such code is on the stack.
+ */
+export function calledFromAgentTeardown(fiber: object): boolean {
+  return running.some((ctx) => {
+    const up = fibersUp(ctx);
+    return up.includes(fiber) && up.some((f) => agentTeardowns.has(f));
+  });
+}
+
+/** The fiber of `ctx`, then those above it, up to the root's. */
+function fibersUp(ctx: Context): object[] {
+  const up: object[] = [];
+  for (let f = fiberOf(ctx); f !== undefined;) {
+    up.push(f);
+    const parent = withoutStacks(() => (f as { parent?: { fiber?: object } }).parent?.fiber);
+    f = parent === f ? undefined : parent;
   }
-  return false;
+  return up;
 }
 
 /** The fiber of `ctx` (read without the stack captures Cordis's getters may make). */
