@@ -202,9 +202,11 @@ const MIGRATIONS: readonly Migration[] = [
     // trigger (so that the inserts of a build from before this migration, still running during an upgrade, fill them
     // too) and backfilled here from the stored headers; the index on parent_id finds a session's children. PostgreSQL
     // refuses to read a field of a JSON text that escapes a NUL or a lone surrogate anywhere (JSON.stringify writes
-    // both, in a title, say): such escapes are then read as U+FFFD, which changes no session id (an id holds neither,
-    // nor a backslash). A header that is no JSON object (damaged by hand) names no parent. The table stays locked from
-    // the ALTER to the commit, so no insert falls between the backfill and the trigger.
+    // both, in a title, say): such escapes are then read as U+001A (SUBSTITUTE), which changes no session id (an id
+    // holds neither, nor a backslash or a control character). An ASCII replacement, not U+FFFD: a database not in
+    // UTF-8 (SQL_ASCII, LATIN1) cannot hold U+FFFD and would refuse that escape too. A header that is no JSON object
+    // (damaged by hand) names no parent. The table stays locked from the ALTER to the commit, so no insert falls
+    // between the backfill and the trigger.
     sql: (s) => `
       CREATE FUNCTION ${s}.session_lineage(p_header text, OUT parent_id text, OUT origin text)
       LANGUAGE plpgsql IMMUTABLE AS $fn$
@@ -213,7 +215,7 @@ const MIGRATIONS: readonly Migration[] = [
         FOR attempt IN 1..2 LOOP
           BEGIN
             h := CASE WHEN attempt = 1 THEN p_header
-              ELSE regexp_replace(p_header, E'\\\\\\\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})', E'\\\\\\\\ufffd', 'g') END;
+              ELSE regexp_replace(p_header, E'\\\\\\\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})', E'\\\\\\\\u001a', 'g') END;
             IF json_typeof(h) = 'object' THEN
               IF json_typeof(h -> 'parentSession') = 'string' THEN parent_id := h ->> 'parentSession'; END IF;
               IF json_typeof(h -> 'origin') = 'string' THEN origin := h ->> 'origin'; END IF;

@@ -6,7 +6,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { headerRecord, makeHeader } from "../persistence/_header.ts";
-import { deleteSessionTree } from "../persistence/_delete_tree.ts";
+import { deleteSessionTree, subagentDescendants } from "../persistence/_delete_tree.ts";
 import type { NewSessionHeader, SessionStorage } from "../persistence/session_storage.ts";
 import { createHarness } from "../harness.ts";
 import { dropSchema, testPool, testSchema, todoEvents, useTestPostgres } from "./_test_postgres.ts";
@@ -155,6 +155,51 @@ describe("postgresStorage() finds descendants by parent_id", () => {
       await storage.close();
       await dropSchema(server.admin, schema);
       await pool.end();
+    }
+  });
+
+  it("a database not in UTF-8 reads the parent of a header escaping a NUL or a lone surrogate too", async () => {
+    // SQL_ASCII (what initdb makes under the C locale) and LATIN1 cannot hold U+FFFD: a header PostgreSQL reads only
+    // with its NUL and lone surrogate escapes replaced must get an ASCII replacement there, or its child is missed.
+    for (const encoding of ["SQL_ASCII", "LATIN1"]) {
+      const database = testSchema(encoding.toLowerCase());
+      await server.admin.query(
+        `CREATE DATABASE "${database}" ENCODING '${encoding}' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`,
+      );
+      const url = new URL(server.url);
+      url.pathname = `/${database}`;
+      const pool = testPool(url.href, 2);
+      const schema = testSchema("enc");
+      const storage = postgresStorage({ client: pool, schema });
+      try {
+        await pool.query(migrationScript(schema, 5));
+        // Written by a build before migration 6 (backfilled), then by this one (the trigger).
+        const old = JSON.stringify(
+          headerRecord(makeHeader({ ...child("p.old", "p"), profile: { system: "\ud83d" } }, () => 5)),
+        );
+        await pool.query(
+          `INSERT INTO "${schema}".sessions (id, header, created_at, next_seq, size, updated_at)
+            VALUES ('p.old', $1, 5, 0, 0, 5)`,
+          [old],
+        );
+        await storage.migrate();
+        await storage.create({ id: "p", createdAt: 1 });
+        await storage.create({ ...child("p.new", "p"), profile: { system: "cut \ud83d, nul \u0000" } });
+        await storage.create(child("p.new.c", "p.new", 2));
+        await storage.create({ id: "q", createdAt: 2 });
+        const { rows } = await pool.query(
+          `SELECT id, parent_id FROM "${schema}".sessions WHERE id LIKE 'p.%' ORDER BY id`,
+        );
+        assert.deepEqual(rows.map((r) => [r.id, r.parent_id]), [["p.new", "p"], ["p.new.c", "p.new"], ["p.old", "p"]]);
+        const found = (await storage.listSubagentDescendants("p")).map((h) => h.id).sort();
+        assert.deepEqual(found, subagentDescendants("p", await storage.list()).sort(), encoding);
+        assert.equal(await deleteSessionTree(storage, "p"), true);
+        assert.deepEqual(await ids(storage), ["q"], encoding);
+      } finally {
+        await storage.close();
+        await pool.end();
+        await server.admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+      }
     }
   });
 
