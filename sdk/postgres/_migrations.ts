@@ -205,8 +205,9 @@ const MIGRATIONS: readonly Migration[] = [
     // both, in a title, say): such escapes are then read as U+001A (SUBSTITUTE), which changes no session id (an id
     // holds neither, nor a backslash or a control character). An ASCII replacement, not U+FFFD: a database not in
     // UTF-8 (SQL_ASCII, LATIN1) cannot hold U+FFFD and would refuse that escape too. A header that is no JSON object
-    // (damaged by hand) names no parent. The table stays locked from the ALTER to the commit, so no insert falls
-    // between the backfill and the trigger.
+    // (damaged by hand), or one nested deeper than PostgreSQL's JSON parser goes (past max_stack_depth, which no typed
+    // header field reaches), names no parent: it fails neither this migration nor an insert. The table stays locked
+    // from the ALTER to the commit, so no insert falls between the backfill and the trigger.
     sql: (s) => `
       CREATE FUNCTION ${s}.session_lineage(p_header text, OUT parent_id text, OUT origin text)
       LANGUAGE plpgsql IMMUTABLE AS $fn$
@@ -221,7 +222,7 @@ const MIGRATIONS: readonly Migration[] = [
               IF json_typeof(h -> 'origin') = 'string' THEN origin := h ->> 'origin'; END IF;
             END IF;
             RETURN;
-          EXCEPTION WHEN data_exception THEN
+          EXCEPTION WHEN data_exception OR program_limit_exceeded THEN
             parent_id := NULL;
             origin := NULL;
           END;

@@ -203,6 +203,43 @@ describe("postgresStorage() finds descendants by parent_id", () => {
     }
   });
 
+  it("a header nested deeper than PostgreSQL parses names no parent, and fails neither the migration nor an insert", async () => {
+    const schema = testSchema("deep");
+    const s = `"${schema}"`;
+    const pool = testPool(server.url, 2);
+    const storage = postgresStorage({ client: pool, schema });
+    // Past any max_stack_depth the server allows: PostgreSQL's JSON parser recurses, a JavaScript one need not.
+    const deep = (id: string) =>
+      `{"type":"session","version":1,"id":"${id}","createdAt":5,"parentSession":"p","origin":"subagent","x":${
+        "[".repeat(500_000)
+      }${"]".repeat(500_000)}}`;
+    const insert = (id: string, header: string) =>
+      pool.query(
+        `INSERT INTO ${s}.sessions (id, header, created_at, next_seq, size, updated_at) VALUES ($1, $2, 5, 0, 0, 5)`,
+        [id, header],
+      );
+    try {
+      await pool.query(migrationScript(schema, 5));
+      await insert("p", JSON.stringify(headerRecord(makeHeader({ id: "p", createdAt: 1 }, () => 5))));
+      await insert("p.a", JSON.stringify(headerRecord(makeHeader(child("p.a", "p"), () => 5))));
+      await insert("deep.old", deep("deep.old"));
+      await storage.migrate();
+      await insert("deep.new", deep("deep.new"));
+      const { rows } = await pool.query(`SELECT id, parent_id, origin FROM ${s}.sessions ORDER BY id`);
+      assert.deepEqual(rows.map((r) => [r.id, r.parent_id, r.origin]), [
+        ["deep.new", null, null],
+        ["deep.old", null, null],
+        ["p", null, null],
+        ["p.a", "p", "subagent"],
+      ]);
+      assert.deepEqual((await storage.listSubagentDescendants("p")).map((h) => h.id), ["p.a"]);
+    } finally {
+      await storage.close();
+      await dropSchema(server.admin, schema);
+      await pool.end();
+    }
+  });
+
   it("a database of an older build gets parent_id backfilled, once, by instances starting at once", async () => {
     const schema = testSchema("old");
     const pools = [testPool(server.url, 1), testPool(server.url, 1)];
