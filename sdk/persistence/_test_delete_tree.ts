@@ -6,7 +6,12 @@ import assert from "node:assert/strict";
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { SessionStorage } from "./session_storage.ts";
 import { type ContractTarget, onFreshStorage } from "./_test_contract_target.ts";
-import { deleteSessionTree } from "./_delete_tree.ts";
+import {
+  deleteSessionTree,
+  liveAndStoredDescendants,
+  storedDescendantHeaders,
+  subagentDescendants,
+} from "./_delete_tree.ts";
 
 const code = (c: string) => (error: unknown) => HarnessError.isInstance(error, c);
 
@@ -45,6 +50,35 @@ async function assertNoOrphan(storage: SessionStorage): Promise<void> {
   }
 }
 
+/**
+ * Forks and subagents mixed: forks of subagent children, subagent children of forks, an origin only spelt like
+ * "subagent", two sessions naming each other, one naming itself, children of a session no longer stored, ids with
+ * quotes and characters past ASCII, and headers escaping a NUL or a lone surrogate (in a system prompt).
+ */
+async function mixedTree(storage: SessionStorage): Promise<void> {
+  const fork = (id: string, parent: string) =>
+    storage.create({ id, createdAt: 3, parentSession: parent, seedLength: 0 });
+  await storage.create({ id: "r", createdAt: 1 });
+  await storage.create(child("r.a", "r"));
+  await storage.create(child("r.a.b", "r.a", 2));
+  await fork("r.a-fork", "r.a");
+  await storage.create(child("r.a-fork.c", "r.a-fork", 2));
+  await fork("r-fork", "r");
+  await storage.create(child("r-fork.d", "r-fork"));
+  await fork("r-fork.d-fork", "r-fork.d");
+  await storage.create({ ...child("r.upper", "r"), origin: "Subagent" });
+  await storage.create({ ...child("r.http", "r"), origin: "http" });
+  await storage.create({ ...child('r.\u00e9\u{1F642}"q"', "r"), profile: { system: "cut \ud83d, nul \u0000" } });
+  await storage.create(child('r.\u00e9\u{1F642}"q".e', 'r.\u00e9\u{1F642}"q"', 2));
+  await storage.create({ ...child("r.a.lone", "r.a", 2), profile: { system: "\udc00" } });
+  await storage.create(child("x", "y"));
+  await storage.create(child("y", "x"));
+  await storage.create(child("z", "z"));
+  await storage.create(child("z.f", "z"));
+  await storage.create(child("gone.g", "gone"));
+  await storage.create(child("gone.g.h", "gone.g", 2));
+}
+
 export function deleteTreeSuite(target: ContractTarget): void {
   const withStorage = (fn: (storage: SessionStorage) => Promise<void>) => onFreshStorage(target, fn);
 
@@ -62,6 +96,49 @@ export function deleteTreeSuite(target: ContractTarget): void {
         assert.equal(await deleteSessionTree(storage, "p"), true);
         assert.equal(await deleteSessionTree(storage, "p"), false);
         assert.equal(await deleteSessionTree(storage, "none"), false);
+      }),
+    );
+
+    it(
+      "finds, for every session of a tree of forks and subagents, the descendants a walk over list() finds",
+      withStorage(async (storage) => {
+        await mixedTree(storage);
+        const all = await storage.list();
+        assert.equal(all.length, 19);
+        const roots = [...all.map((h) => h.id), "gone", "none"];
+        const found: Record<string, string[]> = {};
+        for (const root of roots) {
+          const expected = subagentDescendants(root, all).sort();
+          found[root] = expected;
+          assert.deepEqual(
+            subagentDescendants(root, await storedDescendantHeaders(storage, root)).sort(),
+            expected,
+            root,
+          );
+          assert.deepEqual((await liveAndStoredDescendants(storage, root, [])).sort(), expected, root);
+        }
+        const odd = 'r.\u00e9\u{1F642}"q"';
+        assert.deepEqual(found.r, ["r.a", "r.a.b", "r.a.lone", odd, `${odd}.e`].sort());
+        assert.deepEqual(found["r.a-fork"], ["r.a-fork.c"]);
+        assert.deepEqual(found["r-fork"], ["r-fork.d"]);
+        assert.deepEqual(found.x, ["y"]);
+        assert.deepEqual(found.z, ["z.f"]);
+        assert.deepEqual(found.gone, ["gone.g", "gone.g.h"]);
+        assert.equal(await deleteSessionTree(storage, "r"), true);
+        assert.equal(await deleteSessionTree(storage, "gone"), true);
+        assert.deepEqual(await ids(storage), [
+          "r-fork",
+          "r-fork.d",
+          "r-fork.d-fork",
+          "r.a-fork",
+          "r.a-fork.c",
+          "r.http",
+          "r.upper",
+          "x",
+          "y",
+          "z",
+          "z.f",
+        ]);
       }),
     );
 
