@@ -276,8 +276,10 @@ export interface Harness {
    * storage, the logs are deleted, every child before its parent, so a delete that fails midway leaves no child
    * whose parent is gone; the session's own lease is held meanwhile (no child is made meanwhile). Children left
    * stored by a session deleted before are deleted too, even when the session itself is no longer stored. Finding
-   * them reads every stored session's header (`storage.list()`): a delete costs time in proportion to the sessions
-   * stored (file storage: about 0.5 s at 1,000 sessions, 1 s at 4,000, measured on this machine).
+   * them asks the storage when it can (`storage.listSubagentDescendants(id)`: `postgresStorage` walks an index and
+   * reads no other header); otherwise it reads every stored session's header (`storage.list()`), and a delete costs
+   * time in proportion to the sessions stored (file storage: about 0.5 s at 1,000 sessions, 1 s at 4,000, measured on
+   * this machine).
    *
    * @returns Whether the session, or a descendant, was live here or stored.
    * @throws {HarnessError} `SESSION_WRITER_BUSY` when the session or a descendant is written elsewhere (another
