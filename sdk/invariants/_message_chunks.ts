@@ -5,14 +5,14 @@
 // and appends the assistant message with `sourceEventSeqs` = that attempt's chunk seqs (a failed attempt's chunks are
 // in no message's list). The message holds `blocks()` of the fold, its `usage`, and the finish's replay state; a
 // cancelled stream gives an `interrupted` message of `interruptedBlocks()` (no usage). So the check folds the named
-// chunks with the same class, in the order named, and compares. The fold takes a closed block as its block-end
-// carries it, so a delta changed under an unchanged block-end would pass: each closed block's deltas are also summed
-// and held to its block-end. It reads only the named events: O(chunks of the message + its content), with nothing
-// kept between messages.
+// chunks with the same class, in the order named, and compares. The fold takes a closed block as its first block-end
+// carries it, and so does the message: the deltas of a closed block are not held to its block-end, since the stream
+// protocol does not ask an adapter for that (one that trims the text or re-serialises the arguments it streamed
+// sends a valid stream, and the loop logs the block-end's block). It reads only the named events: O(chunks of the
+// message + its content), with nothing kept between messages.
 
 import { BlockAssembler } from "../llm/block_assembler.ts";
 import { jsonEqual } from "../session/_json_equal.ts";
-import type { StreamChunk } from "../llm/stream_chunk.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 
 /**
@@ -20,11 +20,11 @@ import type { SessionEvent } from "../session/session_events.ts";
  * `undefined` when it does not. A message with no `sourceEventSeqs` (no source recorded) is not checked; an empty
  * list names a stream known to be empty, which assembles no block.
  *
- * Compared: each named seq is an `assistant/chunk` of the message's own step; each closed block's deltas add up to
- * the block its first `block-end` carries (text, or tool-call arguments); the content equals what the chunks
- * assemble (`interruptedBlocks()` for an `interrupted` message, else `blocks()`); a message that is not interrupted
- * does not name a stream that ended with an `error` or `aborted` finish (the loop retries or fails such an attempt,
- * and logs no message for it); and, where both the message and the chunks carry them, the usage and the replay state.
+ * Compared: each named seq is an `assistant/chunk` of the message's own step; the content equals what the chunks
+ * assemble (`interruptedBlocks()` for an `interrupted` message, else `blocks()`: a closed block as its first
+ * `block-end` carries it, whatever its deltas streamed); a message that is not interrupted does not name a stream
+ * that ended with an `error` or `aborted` finish (the loop retries or fails such an attempt, and logs no message for
+ * it); and, where both the message and the chunks carry them, the usage and the replay state.
  */
 export function messageChunksMismatch(
   events: readonly SessionEvent[],
@@ -34,8 +34,6 @@ export function messageChunksMismatch(
   if (!Array.isArray(sources)) return undefined;
   const data = event.data;
   const assembler = new BlockAssembler();
-  const blocks = new DeltaSums();
-  let finished = false;
   for (const seq of sources) {
     const chunk = typeof seq === "number" ? events[seq] : undefined;
     if (chunk?.type !== "assistant/chunk" || typeof chunk.data !== "object" || chunk.data === null) {
@@ -44,13 +42,7 @@ export function messageChunksMismatch(
     if (chunk.data.turn !== data.turn || chunk.data.step !== data.step) {
       return `assistant/message of step ${data.turn}.${data.step} names the chunk at seq ${seq}, of step ${chunk.data.turn}.${chunk.data.step}`;
     }
-    const item = chunk.data.chunk;
-    if (!finished && !blocks.add(item)) {
-      const index = (item as { index: number }).index;
-      return `assistant/message names a stream whose block ${index} ends (seq ${seq}) with other content than its deltas streamed`;
-    }
-    if ((item as { type?: unknown } | null)?.type === "finish") finished = true;
-    assembler.push(item);
+    assembler.push(chunk.data.chunk);
   }
   const interrupted = data.interrupted === true;
   const finish = assembler.finish.kind;
@@ -76,53 +68,4 @@ export function messageChunksMismatch(
     return "assistant/message replay state differs from its chunks' finish";
   }
   return undefined;
-}
-
-/**
- * The text (or tool-call arguments) each block's deltas stream, as the fold keeps them (the deltas of the block's
- * type, up to its first block-end), to hold a closed block to its block-end.
- */
-class DeltaSums {
-  readonly #blocks = new Map<unknown, { type: unknown; text: string; deltas: boolean; closed: boolean }>();
-
-  /** Take the next chunk; false when it is a first block-end whose block is not what the block's deltas streamed. */
-  add(chunk: StreamChunk): boolean {
-    if (typeof chunk !== "object" || chunk === null) return true;
-    switch (chunk.type) {
-      case "block-start":
-        if (!this.#blocks.has(chunk.index)) this.#open(chunk.index, chunk.blockType);
-        return true;
-      case "text-delta":
-      case "reasoning-delta":
-      case "tool-call-delta": {
-        const type = chunk.type === "text-delta"
-          ? "text"
-          : chunk.type === "reasoning-delta"
-          ? "reasoning"
-          : "tool-call";
-        const block = this.#blocks.get(chunk.index) ?? this.#open(chunk.index, type);
-        const piece = chunk.type === "tool-call-delta" ? chunk.argumentsDelta : chunk.text;
-        if (block.closed || block.type !== type || typeof piece !== "string") return true;
-        block.text += piece;
-        block.deltas = true;
-        return true;
-      }
-      case "block-end": {
-        const block = this.#blocks.get(chunk.index);
-        if (block === undefined || block.closed) return true;
-        block.closed = true;
-        const ended = chunk.block as { type?: unknown; text?: unknown; arguments?: unknown } | undefined;
-        if (!block.deltas || ended === undefined || ended.type !== block.type) return true;
-        return (block.type === "tool-call" ? ended.arguments : ended.text) === block.text;
-      }
-      default:
-        return true;
-    }
-  }
-
-  #open(index: unknown, type: unknown) {
-    const block = { type, text: "", deltas: false, closed: false };
-    this.#blocks.set(index, block);
-    return block;
-  }
 }
