@@ -41,6 +41,9 @@ const CANCELLED: LlmFailureData = { message: "Model call was aborted: Turn cance
 
 type At = { readonly turn: number; readonly step: number };
 
+/** The argument deltas of the `c`-th tool call of an answer. */
+const callDeltas = (c: number): string[] => [`{"a":`, `${c}}`];
+
 /** Build a log from a plan. */
 export function buildLog(plans: readonly TurnPlan[]): readonly SessionEvent[] {
   const writer = new LogWriter();
@@ -141,7 +144,7 @@ class LogWriter {
     }
     if (answer.text > 0) blocks.push({ type: "text", deltas: deltas(answer.text, (d) => `t${d}`) });
     const callIds = deltas(answer.calls, () => this.#next("call_"));
-    callIds.forEach((callId, c) => blocks.push({ type: "tool-call", deltas: [`{"a":`, `${c}}`], callId }));
+    callIds.forEach((callId, c) => blocks.push({ type: "tool-call", deltas: callDeltas(c), callId }));
     // A call the model made that never started (no tool/call): crash repair answers it TOOL_NOT_STARTED.
     const notStarted = step.notStarted ? this.#next("call_") : undefined;
     if (notStarted !== undefined) blocks.push({ type: "tool-call", deltas: ["{}"], callId: notStarted });
@@ -200,8 +203,10 @@ class LogWriter {
   #tools(step: StepPlan, at: At, assistantSeq: number, callIds: string[], notStarted: string | undefined): void {
     const session = this.session;
     const resultSeqs: number[] = [];
-    for (const callId of callIds) {
-      const callSeq = session.append("tool/call", { ...at, callId, name: "add", arguments: "{}" }).seq;
+    for (const [c, callId] of callIds.entries()) {
+      // The loop logs a call as its block streamed it.
+      const callSeq =
+        session.append("tool/call", { ...at, callId, name: "add", arguments: callDeltas(c).join("") }).seq;
       const tool = { toolName: "add", callId };
       if (step.toolHooks) this.#hook("PreToolUse", "allow", tool);
       if (step.spawn) {

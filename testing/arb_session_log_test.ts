@@ -130,4 +130,29 @@ describe("arbSessionLog()", () => {
       { numRuns: 200 },
     );
   });
+
+  it("logs each tool/call with the name and arguments of its tool-call block, as the loop does", () => {
+    let calls = 0;
+    fc.assert(
+      fc.property(arbSessionLog(), (log) => {
+        let blocks = new Map<string, unknown>();
+        for (const event of log) {
+          if (event.type === "assistant/message" && event.surfaceOp === "append") {
+            blocks = new Map(
+              event.data.message.content.filter((b) => b.type === "tool-call").map((b) => [
+                b.id,
+                { name: b.name, arguments: b.arguments },
+              ]),
+            );
+          } else if (event.type === "tool/call") {
+            calls++;
+            const { callId, name, arguments: args } = event.data;
+            assert.deepEqual({ name, arguments: args }, blocks.get(callId), `tool/call at seq ${event.seq}`);
+          }
+        }
+      }),
+      { numRuns: 200 },
+    );
+    assert.ok(calls > 0);
+  });
 });
