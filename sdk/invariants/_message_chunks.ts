@@ -17,8 +17,9 @@ import type { SessionEvent } from "../session/session_events.ts";
 
 /**
  * How an appended assistant message differs from the stream its `sourceEventSeqs` name, fact first, or
- * `undefined` when it does not. A message with no `sourceEventSeqs` (no source recorded) is not checked; an empty
- * list names a stream known to be empty, which assembles no block.
+ * `undefined` when it does not. A message that names no chunk is not checked: no `sourceEventSeqs` (no source
+ * recorded), or an empty list (a message derived from no event, which `Session.append` allows on
+ * `assistant/message`; the loop always names at least its attempt's `finish`).
  *
  * Compared: each named seq is an `assistant/chunk` of the message's own step; the content equals what the chunks
  * assemble (`interruptedBlocks()` for an `interrupted` message, else `blocks()`: a closed block as its first
@@ -31,7 +32,7 @@ export function messageChunksMismatch(
   event: SessionEvent<"assistant/message">,
 ): string | undefined {
   const sources: unknown = event.sourceEventSeqs;
-  if (!Array.isArray(sources)) return undefined;
+  if (!Array.isArray(sources) || sources.length === 0) return undefined;
   const data = event.data;
   const assembler = new BlockAssembler();
   for (const seq of sources) {

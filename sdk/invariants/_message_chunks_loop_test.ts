@@ -58,6 +58,8 @@ const arbLooseStream: fc.Arbitrary<StreamChunk[]> = fc.array(
     ): StreamChunk[] => [{ type: "block-end", index, block: { type, text } as never }]),
     fc.nat(2).map((index): StreamChunk[] => [{ type: "block-start", index, blockType: "text" }]),
     fc.constant<StreamChunk[]>([{ type: "usage", usage: { inputTokens: 2, outputTokens: 1 } }]),
+    // A chunk the log refuses (NaN tokens): the loop ends the call with an error finish in its place.
+    fc.constant<StreamChunk[]>([{ type: "usage", usage: { inputTokens: Number.NaN, outputTokens: 1 } }]),
   ),
   { maxLength: 5 },
 ).chain((parts) =>
@@ -83,10 +85,24 @@ const arbNormalisedStream: fc.Arbitrary<StreamChunk[]> = arbStreamChunks({ maxBl
   })
 );
 
-const arbStream = fc.oneof(
-  { weight: 3, arbitrary: arbStreamChunks({ maxBlocks: 3, maxDeltas: 3 }) },
-  { weight: 1, arbitrary: arbLooseStream },
-  { weight: 1, arbitrary: arbNormalisedStream },
+/** A replay state on the finish: per-block entries (as many as the blocks, or not), or an opaque one. */
+const arbReplayState = fc.option(
+  fc.oneof(
+    fc.nat(4).map((n) => ({ blocks: Array.from({ length: n }, (_, i) => ({ signature: `sig${i}` })) })),
+    fc.constant({ response: "resp_1" }),
+  ),
+  { nil: undefined },
+);
+
+const arbStream = fc.tuple(
+  fc.oneof(
+    { weight: 3, arbitrary: arbStreamChunks({ maxBlocks: 3, maxDeltas: 3 }) },
+    { weight: 1, arbitrary: arbLooseStream },
+    { weight: 1, arbitrary: arbNormalisedStream },
+  ),
+  arbReplayState,
+).map(([chunks, replayState]) =>
+  replayState === undefined ? chunks : chunks.map((c): StreamChunk => (c.type === "finish" ? { ...c, replayState } : c))
 );
 
 type Plan = { kind: "chunks" | "throw" | "hang"; chunks: StreamChunk[] };
@@ -138,7 +154,7 @@ async function loopLog(plans: readonly Plan[], cancelAt: number | undefined): Pr
 describe("checkInvariants() on logs the agent loop writes over generated streams", () => {
   it("finds no violation, whatever the streams and wherever the cancel", async () => {
     // The shapes the property is about, counted over the runs.
-    const seen = { interrupted: 0, retried: 0, maxTokens: 0, toolCalls: 0, normalised: 0 };
+    const seen = { interrupted: 0, retried: 0, maxTokens: 0, toolCalls: 0, normalised: 0, refused: 0, replay: 0 };
     await fc.assert(
       fc.asyncProperty(
         fc.array(arbPlan, { minLength: 1, maxLength: 4 }),
@@ -150,9 +166,15 @@ describe("checkInvariants() on logs the agent loop writes over generated streams
             if (e.type === "assistant/message" && e.data.interrupted === true) seen.interrupted++;
             if (e.type === "llm/retry") seen.retried++;
             if (e.type === "tool/call") seen.toolCalls++;
+            if (e.type === "assistant/message" && e.data.message.source.kind === "model") {
+              if (e.data.message.source.replayState !== undefined) seen.replay++;
+            }
             if (e.type !== "assistant/chunk") continue;
             const c = e.data.chunk;
             if (c.type === "finish" && c.reason.kind === "max-tokens") seen.maxTokens++;
+            if (c.type === "finish" && c.reason.kind === "error" && c.reason.failure.code === "MALFORMED_RESPONSE") {
+              seen.refused++;
+            }
             if (c.type === "block-end" && c.block.type === "text" && c.block.text === "normalised") {
               seen.normalised++;
             }

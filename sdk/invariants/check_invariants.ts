@@ -70,8 +70,8 @@ export interface InvariantViolation {
  *   `sourceEventSeqs` name assemble (with `BlockAssembler`, the loop's fold): another content (a block changed,
  *   missing or extra; an `interrupted` message is held to the partial text and reasoning blocks), a named seq that is
  *   not a chunk of the message's step, a stream that ended with an `error` or `aborted` finish behind a message that
- *   is not interrupted, or, where both carry them, another usage or replay state. A message without
- *   `sourceEventSeqs` is not checked; an empty list is a stream known to be empty. Checked unless
+ *   is not interrupted, or, where both carry them, another usage or replay state. A message that names no chunk
+ *   (no `sourceEventSeqs`, or an empty list) is not checked. Checked unless
  *   {@linkcode CheckInvariantsOptions.messageChunks} is false.
  * - `MESSAGE_ID_REPEATED`: a message appended to the surface (`user/message`, `system/message`, `assistant/message`,
  *   `tool/result`) has the id of one appended before it: message ids are unique within a session. (A replacing
