@@ -118,13 +118,14 @@ const arbPlan: fc.Arbitrary<Plan> = fc.record({
 /** The log of one turn on the scripted plans, cancelled at the `cancelAt`-th chunk logged (if it comes). */
 async function loopLog(plans: readonly Plan[], cancelAt: number | undefined): Promise<readonly SessionEvent[]> {
   let cancel = (): void => {};
+  const timers: ReturnType<typeof setTimeout>[] = [];
   const script = scriptedAdapter((_request, i): ScriptEntry => {
     const plan = plans[i];
     if (plan === undefined) return textResponse("done");
     if (plan.kind === "throw") return { throw: new LlmFailure("RATE_LIMIT", "Slow down"), chunks: plan.chunks };
     if (plan.kind === "hang") {
       // Nothing else ends a hang: cancel once its chunks are out.
-      setTimeout(() => cancel(), 1);
+      timers.push(setTimeout(() => cancel(), 1));
       return { hang: true, chunks: plan.chunks };
     }
     return { chunks: plan.chunks };
@@ -147,6 +148,8 @@ async function loopLog(plans: readonly Plan[], cancelAt: number | undefined): Pr
     await agent.run("Go").catch(() => {});
     return agent.session.events;
   } finally {
+    // A hang's timer left over once an earlier cancel ended the turn: it must not reach a disposed agent.
+    for (const timer of timers) clearTimeout(timer);
     await harness.dispose();
   }
 }
