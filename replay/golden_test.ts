@@ -165,6 +165,18 @@ describe("golden texts across runs", () => {
     assert.deepEqual(normalizeLog([retry(472)]), normalizeLog([retry(521)]));
   });
 
+  it("a text with a lone surrogate (an answer cut off inside an emoji) matches the file written from it", async () => {
+    await withDir(async (dir) => {
+      const path = join(dir, "cut.golden.md");
+      for (const normalize of [true, false]) {
+        const cut = "Done \ud83d\n\udc4d twice \ud83d\udc4d\n";
+        assert.equal(await assertGolden(cut, path, { update: true, normalize }), "updated");
+        assert.equal(await readFile(path, "utf8"), "Done \ufffd\n\ufffd twice \ud83d\udc4d\n");
+        assert.equal(await assertGolden(cut, path, { update: false, normalize }), "matched");
+      }
+    });
+  });
+
   it("without normalisation, a text with CRLF line endings matches the file written from it", async () => {
     await withDir(async (dir) => {
       const path = join(dir, "crlf.golden.md");
