@@ -16,6 +16,40 @@ function json(value: unknown): string {
   return JSON.stringify(sortKeys(value), null, 2) ?? "undefined";
 }
 
+/**
+ * A value as a divergence's diff shows it: {@linkcode json}'s form (sorted keys, two-space indent), but a string that
+ * holds line breaks is printed one of its lines per line (each JSON-escaped, between `"""` marks). A changed line of a
+ * long text (a file a tool read, a multi-line tool description) is then one changed line of the diff, not a line as
+ * long as the whole text on each side. Only the diff reads it: whether two values are equal is `json`'s to say.
+ */
+function readable(value: unknown, indent = ""): string {
+  const inner = indent + "  ";
+  if (typeof value === "string") {
+    if (!value.includes("\n")) return JSON.stringify(value);
+    const lines = value.split("\n").map((line) => inner + JSON.stringify(line).slice(1, -1));
+    return `"""\n${lines.join("\n")}\n${inner}"""`;
+  }
+  if (Array.isArray(value)) {
+    if (value.length === 0) return "[]";
+    return `[\n${value.map((v) => inner + (v === undefined ? "null" : readable(v, inner))).join(",\n")}\n${indent}]`;
+  }
+  if (typeof value === "object" && value !== null) {
+    const record = value as Record<string, unknown>;
+    const keys = Object.keys(record).sort().filter((key) => record[key] !== undefined);
+    if (keys.length === 0) return "{}";
+    const fields = keys.map((key) => `${inner}${JSON.stringify(key)}: ${readable(record[key], inner)}`);
+    return `{\n${fields.join(",\n")}\n${indent}}`;
+  }
+  return JSON.stringify(value) ?? "undefined";
+}
+
+/** The diff of two values that differ, as {@linkcode readable} shows them (as `json` does, should those be equal). */
+function diffValues(expected: unknown, actual: unknown): string {
+  const a = readable(expected);
+  const b = readable(actual);
+  return a === b ? diff(json(expected) + "\n", json(actual) + "\n") : diff(a + "\n", b + "\n");
+}
+
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (typeof value !== "object" || value === null) return value;
@@ -68,7 +102,7 @@ function compareTools(expected: readonly ToolSchema[], actual: readonly ToolSche
   let text: string;
   if (changed !== undefined) {
     summary = `the schema of tool "${changed.name}" differs`;
-    text = diff(json(expected.find((t) => t.name === changed.name)), json(changed));
+    text = diffValues(expected.find((t) => t.name === changed.name), changed);
   } else if (added.length > 0 || removed.length > 0) {
     const parts = [
       added.length ? `added ${added.map((n) => `"${n}"`).join(", ")}` : "",
@@ -141,10 +175,13 @@ function compareMessages(
   else if (b === undefined) {
     summary = `message ${i} is missing from the live request: ${describeMessage(expected[i])}`;
   } else summary = `message ${i} differs: ${describeMessage(expected[i])}`;
+  const shown = (message: Message | undefined) => message === undefined ? "" : readable(comparable(message)) + "\n";
+  const x = shown(expected[i]);
+  const y = shown(actual[i]);
   return {
     field: "messages",
     summary: `${summary} (fixture has ${expected.length} messages, live ${actual.length})`,
-    diff: diff(a === undefined ? "" : a + "\n", b === undefined ? "" : b + "\n"),
+    diff: x === y ? diff(a === undefined ? "" : a + "\n", b === undefined ? "" : b + "\n") : diff(x, y),
   };
 }
 
@@ -171,7 +208,7 @@ export function diffRequest(
       return {
         field: "config",
         summary: `the call config differs in ${fields.join(", ")}`,
-        diff: diff(json(header.config) + "\n", json(config) + "\n"),
+        diff: diffValues(header.config, config),
       };
     }
     const system = live.system ?? "";

@@ -64,3 +64,49 @@ describe("diffRequest()", () => {
     assert.match(again!.summary, /^message 1 differs/);
   });
 });
+
+describe("diffRequest() diffs", () => {
+  /** The changed lines of a diff, each as its mark and its text without the indent. */
+  const changedLines = (diff: string) =>
+    diff.split("\n").filter((line) => /^[-+][^-+]/.test(line)).map((line) => line[0] + line.slice(1).trim());
+  const file = (changed: number | undefined) =>
+    Array.from({ length: 400 }, (_, i) => `const v${i} = f(${i});${i === changed ? " // changed" : ""}`).join("\n");
+  const toolResult = (text: string): Message =>
+    ({
+      id: "r",
+      role: "user",
+      content: [{ type: "tool-result", toolCallId: "c1", content: [{ type: "text", text }] }],
+      source: { kind: "tool", callId: "c1" },
+    }) as Message;
+
+  it("show the changed line of a long multi-line text, not the whole text as one line on each side", () => {
+    const divergence = diffRequest({ messages: [toolResult(file(undefined))] }, live([toolResult(file(250))]));
+    assert.match(divergence!.summary, /^message 0 differs: user \(tool: tool-result\)/);
+    assert.deepEqual(changedLines(divergence!.diff), ["-const v250 = f(250);", "+const v250 = f(250); // changed"]);
+    assert.ok(divergence!.diff.length < 1000, `a diff of ${divergence!.diff.length} characters`);
+  });
+
+  it("show a text's lines JSON-escaped, so a change of a tab, a quote or a trailing line break shows", () => {
+    const lines = (text: string) => {
+      const divergence = diffRequest({ messages: [toolResult("a\nb\tc\n")] }, live([toolResult(text)]));
+      return changedLines(divergence!.diff);
+    };
+    assert.deepEqual(lines('a\nb "c"\n'), ["-b\\tc", '+b \\"c\\"']);
+    assert.deepEqual(lines("a\nb\tc"), ["-"]); // the empty line after the last line break
+  });
+
+  it("show a changed tool description line by line", () => {
+    const tool = (description: string) => ({ name: "task", description, parameters: { type: "object" } });
+    const before = "Delegate a task.\n- worker: Works on one task\n- reviewer: Reviews code";
+    const after = before.replace("Reviews code", "Reviews code and tests");
+    const divergence = diffRequest(
+      { header: { config: { provider: "p", model: "m" }, tools: [tool(before)] }, messages: [] },
+      { ...live([]), tools: [tool(after)] },
+    );
+    assert.equal(divergence!.summary, 'the schema of tool "task" differs');
+    assert.deepEqual(changedLines(divergence!.diff), [
+      "-- reviewer: Reviews code",
+      "+- reviewer: Reviews code and tests",
+    ]);
+  });
+});

@@ -340,7 +340,10 @@ function abortedFinish(): StreamChunk {
  * as any call. In strict mode a live request that differs from the
  * recorded one fails with `REPLAY_DIVERGED`, naming the first difference
  * (call config, system prompt, a tool schema, or a message by index) with a
- * unified diff (`-` fixture, `+` live); message ids are ignored. Failures
+ * unified diff (`-` fixture, `+` live; a message or schema as sorted JSON, but
+ * a text with line breaks, such as a file a tool read, one of its lines per
+ * line between `"""` marks, so the diff shows the lines that changed);
+ * message ids are ignored. Failures
  * are thrown from the stream as {@linkcode LlmFailure}s (so the turn ends
  * with that error code), kept in `failures`, and rethrown by
  * `assertConsumed()`.
