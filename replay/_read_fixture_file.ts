@@ -153,11 +153,10 @@ async function readStorageDir(dir: string): Promise<FixtureLog[]> {
         logs.push(...crlf);
         continue;
       }
-      throw new HarnessError(
-        "INVALID_FIXTURE",
-        `Fixture ${dir} has a session folder ${name} whose log cannot be read or whose header names another id`,
-        { details: { dir, folder: name } },
-      );
+      // Why the storage left it out (a newer format version, a damaged header, a header naming another id).
+      const id = sessionIdOf(name);
+      const error = id === undefined ? undefined : await storage.inspect(id).then(() => undefined, (e: unknown) => e);
+      throw unreadable(dir, name, error);
     }
   }
   for (const header of headers) {
@@ -167,7 +166,7 @@ async function readStorageDir(dir: string): Promise<FixtureLog[]> {
     } catch (error) {
       const folder = join(dir, escapeSessionId(header.id));
       const crlf = await crlfLog(folder, await readdir(folder).catch(() => [] as string[]));
-      if (crlf === undefined) throw error;
+      if (crlf === undefined) throw unreadable(dir, escapeSessionId(header.id), error);
       logs.push(...crlf);
       continue;
     }
@@ -180,6 +179,36 @@ async function readStorageDir(dir: string): Promise<FixtureLog[]> {
     });
   }
   return logs;
+}
+
+/** The session id whose folder `name` is, when it is one (`escapeSessionId` is injective: `%XX` is a UTF-8 byte). */
+function sessionIdOf(name: string): string | undefined {
+  try {
+    const id = decodeURIComponent(name);
+    return escapeSessionId(id) === name ? id : undefined;
+  } catch {
+    return undefined; // not percent-encoding
+  }
+}
+
+/**
+ * A session folder whose log the storage does not read, as an `INVALID_FIXTURE` error that gives the storage's reason
+ * (`SESSION_CORRUPT` naming the file and line, `SESSION_FORMAT_UNSUPPORTED`, ...), that error as its cause.
+ */
+function unreadable(dir: string, folder: string, error: unknown): HarnessError {
+  const reason = error === undefined
+    ? "its name is not a session's folder name, or its header names another id"
+    : error instanceof Error
+    ? error.message
+    : String(error);
+  return new HarnessError(
+    "INVALID_FIXTURE",
+    `Fixture ${dir} has a session folder ${folder} whose log cannot be read: ${reason}`,
+    {
+      ...(error !== undefined ? { cause: error } : {}),
+      details: { dir, folder, ...(HarnessError.isInstance(error) ? { code: error.code } : {}) },
+    },
+  );
 }
 
 /**

@@ -349,7 +349,9 @@ export function fixtureFromLogs(logs: readonly SessionEvent[] | readonly Fixture
  * @param source A path or `file:` URL, one log's events, or several logs.
  * @returns The fixture; see {@linkcode fixtureFromLogs} for how scripts are cut.
  * @throws {HarnessError} `FIXTURE_NOT_FOUND` when the path does not exist; `INVALID_FIXTURE` when a
- *   file is not a session log; `REPLAY_MISSING_FINISH` when a model call has no finish chunk.
+ *   file is not a session log, or a session folder's log cannot be read (damaged, of a newer format version, its
+ *   header naming another id: the message gives the storage's reason, `details.code` its code, such as
+ *   `SESSION_CORRUPT` or `SESSION_FORMAT_UNSUPPORTED`); `REPLAY_MISSING_FINISH` when a model call has no finish chunk.
  *
  * @example From events in memory
  * ```ts

@@ -316,6 +316,49 @@ describe("loadFixture()", () => {
     }
   });
 
+  it("says why a session folder's log cannot be read: a newer format version, a damaged line, another id", async () => {
+    const dir = await tempDir();
+    try {
+      const events = await recordConversation();
+      await fileStorage(dir).create({ id: "alpha", createdAt: 1 }, { events });
+      const file = join(dir, "alpha", "session.v1.jsonl");
+      const text = await readFile(file, "utf8");
+      const refused = async (pattern: RegExp, code: string) =>
+        await assert.rejects(loadFixture(dir), (e: unknown) => {
+          assert.ok(HarnessError.isInstance(e, "INVALID_FIXTURE"), String(e));
+          assert.match(e.message, pattern);
+          assert.deepEqual(e.details, { dir, folder: "alpha", code });
+          assert.ok(HarnessError.isInstance(e.cause, code));
+          return true;
+        });
+      // Written by a newer release: the storage's list() leaves it out, and the fixture says which version it is.
+      await rename(file, join(dir, "alpha", "session.v2.jsonl"));
+      await refused(
+        /folder alpha whose log cannot be read: .*format version 2; this build reads version 1/,
+        "SESSION_FORMAT_UNSUPPORTED",
+      );
+      await rename(join(dir, "alpha", "session.v2.jsonl"), file);
+      // A line damaged in the middle (listed, then refused by inspect()): the file and the line.
+      const lines = text.split("\n");
+      lines[4] = lines[4].replace('"turn":1', '"turn":2');
+      await writeFile(file, lines.join("\n"));
+      await refused(
+        /folder alpha whose log cannot be read: .*alpha.session\.v1\.jsonl is corrupt at line 5: the line fails its checksum/,
+        "SESSION_CORRUPT",
+      );
+      await writeFile(file, text);
+      await rename(join(dir, "alpha"), join(dir, "gamma"));
+      await assert.rejects(
+        loadFixture(dir),
+        (e: unknown) =>
+          HarnessError.isInstance(e, "INVALID_FIXTURE") &&
+          /folder gamma .*the header names session "alpha"/.test(e.message),
+      );
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
   it("reads a zstd storage directory through fileStorage, with its replay.override.json", async () => {
     const dir = await tempDir();
     try {
