@@ -2,6 +2,11 @@
  * Fixtures: recorded session logs cut into one script of model calls per
  * session.
  *
+ * A little over the house limit on purpose: the public fixture types carry the
+ * rules of how a log is cut (seeds, retries, compactions, calls a crash cut
+ * off) beside the one pass that applies them; reading files is in
+ * `_read_fixture_file.ts`, the shared history in `_shared_history.ts`.
+ *
  * @module
  */
 
@@ -34,7 +39,10 @@ export interface RecordedRequest {
   readonly messages: readonly Message[];
 }
 
-/** One recorded model call: the `assistant/chunk`s of one attempt, up to and including its `finish`. */
+/**
+ * One recorded model call: the `assistant/chunk`s of one attempt, up to and including its `finish` (for a call the
+ * session stopped inside, which has none, an `aborted` one the fixture adds).
+ */
 export interface FixtureCall {
   /** The turn of the call. */
   readonly turn: number;
@@ -42,7 +50,11 @@ export interface FixtureCall {
   readonly step: number;
   /** The seq of the call's first chunk. */
   readonly seq: number;
-  /** The chunks, ending with `finish`. */
+  /**
+   * The chunks, ending with `finish`. A call the session stopped inside (a crash cut its stream, and the log's repair
+   * closed its step without a finish) ends with an `aborted` finish (code `ABORTED`) the fixture adds: it replays as a
+   * cancelled call does, hanging until the live call is aborted.
+   */
   readonly chunks: readonly StreamChunk[];
   /** The request recorded for the call, for strict replay. */
   readonly request: RecordedRequest;
@@ -209,6 +221,27 @@ class CompactionCutter {
   }
 }
 
+/**
+ * The finish of a call the session stopped inside: a crash cut its stream, and the repair of the log at the next load
+ * closed its step and turn (`step/end`, `turn/end` with `interrupted`) without one.
+ */
+const INTERRUPTED: StreamChunk = Object.freeze({
+  type: "finish",
+  reason: Object.freeze({
+    kind: "aborted",
+    failure: Object.freeze({
+      code: "ABORTED",
+      message: "Model call was interrupted: the session stopped before it finished, and its log was repaired",
+    }),
+  }),
+});
+
+/** Whether an event ends the step of an open call: its `step/end`, or the `turn/end` of its turn. */
+function endsStep(event: SessionEvent, call: { readonly turn: number; readonly step: number }): boolean {
+  return (event.type === "step/end" && event.data.turn === call.turn && event.data.step === call.step) ||
+    (event.type === "turn/end" && event.data.turn === call.turn);
+}
+
 function cutCalls(
   id: string,
   events: readonly SessionEvent[],
@@ -226,6 +259,12 @@ function cutCalls(
       { details: { sessionId: id, turn: call.turn, step: call.step, seq: call.seq } },
     );
   for (const event of events) {
+    if (open !== undefined && endsStep(event, open)) {
+      // The session stopped inside the call (a crash) and the log's repair closed its step: it ends as cancelled.
+      open.chunks.push(INTERRUPTED);
+      calls.push(open);
+      open = undefined;
+    }
     if (event.type === "assistant/chunk" && event.seq >= live) {
       const { turn, step, chunk } = event.data;
       if (open !== undefined && (open.turn !== turn || open.step !== step)) throw missingFinish(open);
@@ -253,7 +292,9 @@ function cutCalls(
  *
  * Each log becomes one script: its `assistant/chunk` events grouped by
  * (turn, step), each model call cut at its `finish` chunk, so a step with
- * retries yields several calls. A compaction's summary call is not in the log
+ * retries yields several calls; a call whose step ends without one (a crash
+ * cut it off, and the log's repair closed the step) ends with an `aborted`
+ * finish added in its place. A compaction's summary call is not in the log
  * as chunks: each compaction the session ran is kept in `compactions` (its
  * summary, or why it failed) instead. A seeded session (a fork or child)
  * contributes only the calls and compactions after its seed: its log's first
@@ -266,8 +307,8 @@ function cutCalls(
  * @param logs One log's events, or several logs.
  * @param source Where the logs came from, for messages.
  * @returns The fixture.
- * @throws {HarnessError} `REPLAY_MISSING_FINISH` when a model call has no finish chunk;
- *   `INVALID_ARGS` for anything but events or logs.
+ * @throws {HarnessError} `REPLAY_MISSING_FINISH` when a model call has no finish chunk and its step does not end
+ *   (chunks of another step follow, or the log ends inside it); `INVALID_ARGS` for anything but events or logs.
  *
  * @example
  * ```ts
@@ -351,7 +392,8 @@ export function fixtureFromLogs(logs: readonly SessionEvent[] | readonly Fixture
  * @throws {HarnessError} `FIXTURE_NOT_FOUND` when the path does not exist; `INVALID_FIXTURE` when a
  *   file is not a session log, or a session folder's log cannot be read (damaged, of a newer format version, its
  *   header naming another id: the message gives the storage's reason, `details.code` its code, such as
- *   `SESSION_CORRUPT` or `SESSION_FORMAT_UNSUPPORTED`); `REPLAY_MISSING_FINISH` when a model call has no finish chunk.
+ *   `SESSION_CORRUPT` or `SESSION_FORMAT_UNSUPPORTED`); `REPLAY_MISSING_FINISH` when a model call has no finish chunk
+ *   and its step does not end (see {@linkcode fixtureFromLogs}).
  *
  * @example From events in memory
  * ```ts

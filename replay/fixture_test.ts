@@ -70,6 +70,36 @@ describe("fixtureFromLogs()", () => {
     assert.throws(() => fixtureFromLogs(interleaved), /turn 1, step 1, from seq 0/);
   });
 
+  it("ends a call the session stopped inside (a crash; the log's repair closed its step) with an aborted finish", () => {
+    const events = log(
+      { type: "turn/start", data: { turn: 1 } },
+      { type: "step/start", data: { turn: 1, step: 1 } },
+      chunk(1, 1, text("cut off")),
+      { type: "step/end", data: { turn: 1, step: 1 } },
+      { type: "turn/end", data: { turn: 1, reason: { kind: "interrupted" } } },
+      { type: "turn/start", data: { turn: 2 } },
+      { type: "step/start", data: { turn: 2, step: 1 } },
+      chunk(2, 1, text("whole")),
+      chunk(2, 1, STOP),
+      { type: "step/end", data: { turn: 2, step: 1 } },
+      { type: "turn/end", data: { turn: 2, reason: { kind: "completed" } } },
+    );
+    const calls = fixtureFromLogs(events).sessions[0].calls;
+    assert.deepEqual(calls.map((c) => [c.turn, c.step, c.seq, c.chunks.map((k) => k.type)]), [
+      [1, 1, 2, ["text-delta", "finish"]],
+      [2, 1, 7, ["text-delta", "finish"]],
+    ]);
+    const finish = calls[0].chunks[1];
+    assert.equal(finish.type === "finish" && finish.reason.kind, "aborted");
+    assert.equal(finish.type === "finish" && finish.reason.kind === "aborted" && finish.reason.failure.code, "ABORTED");
+    // A turn that ends with the call still open, without its step's end, is closed as well.
+    const turnEnd = log(chunk(1, 1, text("a")), {
+      type: "turn/end",
+      data: { turn: 1, reason: { kind: "interrupted" } },
+    });
+    assert.equal(fixtureFromLogs(turnEnd).sessions[0].calls[0].chunks.at(-1)?.type, "finish");
+  });
+
   it("uses only the calls after a seeded session's end-seed, but derives history over the whole log", () => {
     const user: SessionEvent["data"] = {
       id: "u1",

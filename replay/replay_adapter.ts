@@ -40,7 +40,8 @@ import { recordedModels, toModelInfo } from "./_recorded_models.ts";
  *   and ends with an `aborted` finish.
  *
  * A recorded call whose stream ended in an `aborted` finish (the user
- * cancelled it) replays as a `{ hang }` entry of its other chunks.
+ * cancelled it, or a crash cut it off: see `FixtureCall.chunks`) replays as
+ * a `{ hang }` entry of its other chunks.
  *
  * Strings in the chunks of overrides may hold `{{fromRequest:<regex>}}` placeholders (recorded calls play
  * verbatim): each is

@@ -1,8 +1,12 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   createHarness,
   defineTool,
+  fileStorage,
   type GenerateOptions,
   HarnessError,
   type LlmAdapter,
@@ -13,8 +17,8 @@ import {
   type StreamChunk,
   TurnFailedError,
 } from "../mod.ts";
-import { scriptedAdapter } from "../testing/mod.ts";
-import { type Fixture, fixtureFromLogs, type FixtureSession } from "./fixture.ts";
+import { scriptedAdapter, textResponse } from "../testing/mod.ts";
+import { type Fixture, fixtureFromLogs, type FixtureSession, loadFixture } from "./fixture.ts";
 import { normalizeLog } from "./normalize_log.ts";
 import { replayAdapter, type ReplayAdapterOptions } from "./replay_adapter.ts";
 import {
@@ -419,6 +423,58 @@ describe("replayAdapter() scripts and cursors", () => {
     const changed = [user("one"), answer("first"), user("something else")];
     assert.equal(drifted.textOf(await drifted.call("s", { messages: changed })), "first");
     assert.throws(() => drifted.replay.assertConsumed(), { code: "REPLAY_NOT_CONSUMED" });
+  });
+
+  it("replays a session resumed after a crash inside a model call, from the prefix the crash left stored", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dsh-replay-crash-"));
+    try {
+      // What a crash leaves on storage: the log up to a chunk of the second turn's call, with no finish.
+      const cut = scriptedAdapter([
+        textResponse("first"),
+        { hang: true, chunks: [{ type: "block-start", index: 0, blockType: "text" }, text("thinking")] },
+      ]);
+      const route = { provider: "scripted", model: "scripted-model" };
+      const crashing = await createHarness({ adapters: [cut], model: route });
+      const agent = await crashing.createAgent({ id: "c" });
+      await agent.run("one");
+      const second = agent.run("two").catch(() => undefined);
+      const streaming = () =>
+        agent.session.events.some((e) => e.type === "assistant/chunk" && e.data.turn === 2 && e.data.step === 1);
+      while (!streaming()) {
+        if (agent.session.events.length > 1000) assert.fail("the second call never streamed");
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+      const left = agent.session.events.slice();
+      await crashing.dispose();
+      await second;
+      const stored = async (name: string) => {
+        const storage = fileStorage(join(dir, name));
+        await storage.create({ id: "c", createdAt: 1 }, { events: left });
+        return storage;
+      };
+      // Recorded: resumed (the load's repair closes the cut call's step and turn), then a third turn.
+      const third = async (adapters: readonly LlmAdapter[], storage: Awaited<ReturnType<typeof stored>>) => {
+        const harness = await createHarness({ adapters, model: route, storage });
+        const resumed = await harness.resumeAgent("c");
+        const result = await resumed.run("three");
+        const events = resumed.session.events.slice();
+        await harness.dispose();
+        return { text: result.text, events };
+      };
+      const recorded = await third([scriptedAdapter([textResponse("after the crash")])], await stored("recorded"));
+      const fixture = await loadFixture(join(dir, "recorded"));
+      // The cut call ends aborted (it replays as a hang), and the calls after the resume are in the script.
+      const finishes = fixture.sessions[0].calls.map((c) => c.chunks.at(-1));
+      assert.deepEqual(finishes.map((f) => f?.type === "finish" && f.reason.kind), ["stop", "aborted", "stop"]);
+      // Replayed strictly from the same stored prefix: the resumed session plays from the call after the crash.
+      const replay = replayAdapter({ fixture, strict: true });
+      const replayed = await third(replay.adapters, await stored("replayed"));
+      replay.assertConsumed();
+      assert.equal(replayed.text, "after the crash");
+      assert.deepEqual(normalizeLog(replayed.events), normalizeLog(recorded.events));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("a recorded session that never called the model takes no live session's place", async () => {
