@@ -16,17 +16,14 @@ import {
   pluginCtx,
   programmaticApprover,
   type SessionEvent,
+  type UserMessage,
 } from "../../mod.ts";
 import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../../testing/mod.ts";
-import {
-  capabilitiesPlugin,
-  localSubprocess,
-  type RunOptions,
-  SHELL_ENV,
-  type SubprocessService,
-} from "../capabilities/mod.ts";
+import { capabilitiesPlugin, localSubprocess, SHELL_ENV } from "../capabilities/mod.ts";
 import { loadConfig } from "../config/mod.ts";
 import { inProcessSubagents } from "../subagents/mod.ts";
+import { recordingSubprocess } from "../capabilities/subprocess/_test_recording_subprocess.ts";
+import { asWindowsHost } from "../capabilities/subprocess/_test_windows_host.ts";
 import { writeFile } from "node:fs/promises";
 import {
   hookBridge,
@@ -112,9 +109,13 @@ function hookLog(events: readonly SessionEvent[]): [string, string, string | und
 function toolResult(events: readonly SessionEvent[], n = 0) {
   const e = events.filter((x) => x.type === "tool/result")[n];
   assert.ok(e?.type === "tool/result");
-  const block = e.data.message.content[0];
-  const text = block.type === "tool-result" ? block.content.map((c) => (c.type === "text" ? c.text : "")).join("") : "";
-  return { code: e.data.error?.code, text };
+  return { code: e.data.error?.code, text: resultText(e.data.message) };
+}
+
+/** The text of a tool result message (its first block's text parts, joined). */
+function resultText(message: UserMessage): string {
+  const block = message.content[0];
+  return block.type === "tool-result" ? block.content.map((c) => (c.type === "text" ? c.text : "")).join("") : "";
 }
 
 /** The role of each message of a request. */
@@ -132,6 +133,17 @@ function texts(request: GenerateOptions | undefined): string[] {
         : []
     )
   );
+}
+
+/** `lookup` of "alpha" executed directly (call id "direct"), outside any turn, for session `sessionId`. */
+function executeLookup(harness: Harness, sessionId = "hooked") {
+  return harness.ctx.service("tools").execute({
+    callId: "direct",
+    name: "lookup",
+    arguments: '{"word":"alpha"}',
+    signal: new AbortController().signal,
+    sessionId,
+  });
 }
 
 async function done(s: Setup): Promise<readonly SessionEvent[]> {
@@ -302,11 +314,7 @@ describe("hookBridge: PreToolUse with tools/pre-execute listeners after it", () 
       signal: new AbortController().signal,
     });
     await harness.dispose();
-    const block = result.message.content[0];
-    const text = block.type === "tool-result"
-      ? block.content.map((c) => (c.type === "text" ? c.text : "")).join("")
-      : "";
-    return { code: result.error?.code ?? "ok", asked, seen, text };
+    return { code: result.error?.code ?? "ok", asked, seen, text: resultText(result.message) };
   }
 
   it("a later listener still runs after a hook's allow or ask, and its deny wins", async () => {
@@ -351,13 +359,7 @@ describe("hookBridge: PreToolUse with tools/pre-execute listeners after it", () 
 describe("hookBridge: outside a turn", () => {
   it("a tool executed directly runs its hooks but logs nothing in the idle session", async () => {
     const s = await setup({ PreToolUse: [{ hooks: [cmd("deny_json.sh")] }] }, [textResponse("unused")]);
-    const result = await s.harness.ctx.service("tools").execute({
-      callId: "direct",
-      name: "lookup",
-      arguments: '{"word":"alpha"}',
-      signal: new AbortController().signal,
-      sessionId: "hooked",
-    });
+    const result = await executeLookup(s.harness);
     assert.equal(result.error?.code, "DENIED");
     assert.deepEqual(s.outcomes.map((o) => [o.event, o.verdict.outcome, o.handlerId]), [[
       "PreToolUse",
@@ -380,13 +382,7 @@ describe("hookBridge: the environment of command hooks", () => {
   };
   const seen = async (bridge?: HookBridgeOptions): Promise<string[] | undefined> => {
     const s = await setup({ PreToolUse: [{ hooks: [shown] }] }, [textResponse("unused")], { bridge });
-    const result = await s.harness.ctx.service("tools").execute({
-      callId: "direct",
-      name: "lookup",
-      arguments: '{"word":"alpha"}',
-      signal: new AbortController().signal,
-      sessionId: "hooked",
-    });
+    const result = await executeLookup(s.harness);
     assert.equal(result.error?.code, "DENIED");
     await s.harness.dispose();
     return s.outcomes[0]?.verdict.reason?.split("\n");
@@ -438,33 +434,13 @@ describe("hookBridge: the environment of command hooks", () => {
 
   it("on Windows, env replaces an inherited variable it names in another case (one variable there)", async () => {
     // A provider that records what it is asked to run with: the bridge gives any provider the same set.
-    const given: RunOptions[] = [];
-    const recording: SubprocessService = {
-      run: (_argv, options = {}) => {
-        given.push(options);
-        return Promise.resolve({
-          exitCode: 0,
-          signal: null,
-          stdout: "",
-          stderr: "",
-          stdoutTruncated: false,
-          stderrTruncated: false,
-          stdoutBytes: 0,
-          stderrBytes: 0,
-          timedOut: false,
-          aborted: false,
-        });
-      },
-    };
-    const platform = Object.getOwnPropertyDescriptor(process, "platform")!;
-    process.env.DSH_TEST_CASE = "host";
-    Object.defineProperty(process, "platform", { value: "win32", configurable: true });
-    try {
+    const recording = recordingSubprocess();
+    await asWindowsHost({ DSH_TEST_CASE: "host" }, async () => {
       const harness = await createHarness({
         adapters: [scriptedAdapter([textResponse("unused")])],
         tools: [lookup],
         plugins: [
-          [capabilitiesPlugin, { subprocess: recording }],
+          [capabilitiesPlugin, { subprocess: recording.service }],
           hookBridge({
             hooks: { PreToolUse: [{ hooks: [{ type: "command", command: "true" }] }] },
             inheritEnv: ["DSH_TEST_CASE"],
@@ -472,18 +448,10 @@ describe("hookBridge: the environment of command hooks", () => {
           }),
         ],
       });
-      await harness.ctx.service("tools").execute({
-        callId: "direct",
-        name: "lookup",
-        arguments: '{"word":"alpha"}',
-        signal: new AbortController().signal,
-        sessionId: "s",
-      });
+      await executeLookup(harness, "s");
       await harness.dispose();
-    } finally {
-      Object.defineProperty(process, "platform", platform);
-      delete process.env.DSH_TEST_CASE;
-    }
+    });
+    const { given } = recording;
     assert.equal(given.length, 1);
     assert.equal(given[0].inheritEnv, false);
     // Given both, a Windows child gets one of them, the first in sort order (Node's rule): the host's here.
@@ -650,13 +618,7 @@ describe("hookBridge: UserPromptSubmit, Stop, SessionStart", () => {
       const agent = await harness.createAgent({ id: "det" });
       assert.equal((await agent.run("Hello")).reason.kind, "completed");
       // Outside a turn a PostToolUse context has no handler id to be named after: it gets a new id too.
-      const direct = await harness.ctx.service("tools").execute({
-        callId: "direct",
-        name: "lookup",
-        arguments: '{"word":"alpha"}',
-        signal: new AbortController().signal,
-        sessionId: "det",
-      });
+      const direct = await executeLookup(harness, "det");
       const events = agent.session.events;
       await harness.dispose();
       return { events, direct: direct.contexts?.map((m) => m.id) };

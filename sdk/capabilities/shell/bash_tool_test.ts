@@ -7,6 +7,8 @@ import process from "node:process";
 import { toolCaller } from "../_test_tool_caller.ts";
 import { localSubprocess } from "../subprocess/local_subprocess.ts";
 import { survivors } from "../subprocess/_test_subprocess_contract.ts";
+import { recordingSubprocess } from "../subprocess/_test_recording_subprocess.ts";
+import { asWindowsHost } from "../subprocess/_test_windows_host.ts";
 import type { SubprocessService } from "../subprocess/subprocess_service.ts";
 import { HarnessError } from "../../kernel/harness_error.ts";
 import { bashShell, SHELL_ENV } from "./bash_shell.ts";
@@ -141,41 +143,18 @@ describe("bash tool", () => {
   });
 
   it("on Windows, a variable set in another case than the host's replaces it (one variable there)", async () => {
-    const given: (Readonly<Record<string, string>> | undefined)[] = [];
-    const recording: SubprocessService = {
-      run: (_argv, options = {}) => {
-        given.push(options.env);
-        return Promise.resolve({
-          exitCode: 0,
-          signal: null,
-          stdout: "",
-          stderr: "",
-          stdoutTruncated: false,
-          stderrTruncated: false,
-          stdoutBytes: 0,
-          stderrBytes: 0,
-          timedOut: false,
-          aborted: false,
-        });
-      },
-    };
-    const platform = Object.getOwnPropertyDescriptor(process, "platform")!;
-    process.env.DSH_TEST_CASE = "host";
-    Object.defineProperty(process, "platform", { value: "win32", configurable: true });
-    try {
+    const recording = recordingSubprocess();
+    await asWindowsHost({ DSH_TEST_CASE: "host" }, async () => {
       const shell = bashShell({
-        subprocess: recording,
+        subprocess: recording.service,
         cwd: "/",
         inheritEnv: ["DSH_TEST_CASE"],
         env: { Dsh_Set: "a" },
       });
       await shell.exec("true", { env: { DSH_TEST_Case: "call", DSH_SET: "b" } });
-    } finally {
-      Object.defineProperty(process, "platform", platform);
-      delete process.env.DSH_TEST_CASE;
-    }
+    });
     // Given both spellings, a Windows child gets the first in sort order (Node's rule), not the one set.
-    assert.deepEqual(given, [{ DSH_TEST_Case: "call", DSH_SET: "b" }]);
+    assert.deepEqual(recording.given.map((options) => options.env), [{ DSH_TEST_Case: "call", DSH_SET: "b" }]);
   });
 
   it("gives a provider written to the boolean inheritEnv exactly the variables it picked, never a list", async () => {

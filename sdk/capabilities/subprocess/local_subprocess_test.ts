@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { localSubprocess } from "./local_subprocess.ts";
 import { groupHasLiveMember } from "./_process_group.ts";
 import { subprocessContract, survivors } from "./_test_subprocess_contract.ts";
+import { asWindowsHost } from "./_test_windows_host.ts";
 import { childCommand } from "../../kernel/_test_child_command.ts";
 
 subprocessContract({ name: "localSubprocess()", make: () => localSubprocess() });
@@ -38,17 +39,11 @@ function runEscapedChild(mode: string, ms: number): Promise<{ exited: boolean; s
 
 describe("localSubprocess() and the environment", () => {
   it("on Windows, a variable of env replaces the host's of another case (one variable there)", async () => {
-    const platform = Object.getOwnPropertyDescriptor(process, "platform")!;
-    process.env.DSH_TEST_CASE = "host";
-    Object.defineProperty(process, "platform", { value: "win32", configurable: true });
-    let stdout: string;
-    try {
-      const shown = 'printf "%s|%s" "${DSH_TEST_CASE-unset}" "${DSH_TEST_Case-unset}"';
-      stdout = (await localSubprocess().run(["sh", "-c", shown], { env: { DSH_TEST_Case: "mine" } })).stdout;
-    } finally {
-      Object.defineProperty(process, "platform", platform);
-      delete process.env.DSH_TEST_CASE;
-    }
+    const shown = 'printf "%s|%s" "${DSH_TEST_CASE-unset}" "${DSH_TEST_Case-unset}"';
+    const { stdout } = await asWindowsHost(
+      { DSH_TEST_CASE: "host" },
+      () => localSubprocess().run(["sh", "-c", shown], { env: { DSH_TEST_Case: "mine" } }),
+    );
     // Given both spellings, a Windows child gets the first in sort order (Node's rule): the host's here.
     assert.equal(stdout, "unset|mine");
   });
