@@ -4,7 +4,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { HarnessError } from "../kernel/harness_error.ts";
-import type { SessionStorage } from "./session_storage.ts";
+import type { NewSessionHeader, SessionStorage } from "./session_storage.ts";
 import { type ContractTarget, onFreshStorage } from "./_test_contract_target.ts";
 import {
   deleteSessionTree,
@@ -16,7 +16,7 @@ import {
 const code = (c: string) => (error: unknown) => HarnessError.isInstance(error, c);
 
 /** A subagent child's header fields. */
-const child = (id: string, parent: string, depth = 1) => ({
+export const child = (id: string, parent: string, depth = 1): NewSessionHeader => ({
   id,
   createdAt: 10 + depth,
   parentSession: parent,
@@ -39,14 +39,31 @@ async function tree(storage: SessionStorage): Promise<void> {
   await storage.create(child("q.call_a", "q"));
 }
 
-const ids = async (storage: SessionStorage) => (await storage.list()).map((h) => h.id).sort();
+/** The ids of the stored sessions, sorted. */
+export const ids = async (storage: SessionStorage): Promise<string[]> => (await storage.list()).map((h) => h.id).sort();
 
 /** Every stored subagent child's parent is stored. */
-async function assertNoOrphan(storage: SessionStorage): Promise<void> {
+export async function assertNoOrphan(storage: SessionStorage): Promise<void> {
   const headers = await storage.list();
   const stored = new Set(headers.map((h) => h.id));
   for (const h of headers) {
     if (h.origin === "subagent") assert.ok(stored.has(h.parentSession!), `${h.id} outlived ${h.parentSession}`);
+  }
+}
+
+/**
+ * While `held`'s lease is held elsewhere, deleting `root`'s tree is refused (SESSION_WRITER_BUSY) with `root` and
+ * `held` still stored and no child left without its parent; the lease is released afterwards.
+ */
+export async function assertHeldLeaseRefusesDelete(storage: SessionStorage, root: string, held: string): Promise<void> {
+  const writer = await storage.acquireWriter(held);
+  try {
+    await assert.rejects(deleteSessionTree(storage, root), code("SESSION_WRITER_BUSY"), held);
+    assert.notEqual(await storage.stat(root), undefined, held);
+    assert.notEqual(await storage.stat(held), undefined, held);
+    await assertNoOrphan(storage);
+  } finally {
+    await writer.release();
   }
 }
 
@@ -173,15 +190,7 @@ export function deleteTreeSuite(target: ContractTarget): void {
       withStorage(async (storage) => {
         await tree(storage);
         for (const held of ["p.call_a.call_c", "p.call_a", "p~0123456789ab.call_b"]) {
-          const writer = await storage.acquireWriter(held);
-          try {
-            await assert.rejects(deleteSessionTree(storage, "p"), code("SESSION_WRITER_BUSY"), held);
-            assert.notEqual(await storage.stat("p"), undefined, held);
-            assert.notEqual(await storage.stat(held), undefined, held);
-            await assertNoOrphan(storage);
-          } finally {
-            await writer.release();
-          }
+          await assertHeldLeaseRefusesDelete(storage, "p", held);
         }
         assert.equal(await deleteSessionTree(storage, "p"), true);
         assert.deepEqual(await ids(storage), ["p-fork", "p.lookalike", "q", "q.call_a"]);

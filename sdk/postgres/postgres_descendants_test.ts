@@ -4,38 +4,22 @@
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { HarnessError } from "../kernel/harness_error.ts";
+import type pg from "pg";
 import { headerRecord, makeHeader } from "../persistence/_header.ts";
 import { deleteSessionTree, subagentDescendants } from "../persistence/_delete_tree.ts";
-import type { NewSessionHeader, SessionStorage } from "../persistence/session_storage.ts";
+import { assertHeldLeaseRefusesDelete, assertNoOrphan, child, ids } from "../persistence/_test_delete_tree.ts";
+import type { NewSessionHeader } from "../persistence/session_storage.ts";
 import { createHarness } from "../harness.ts";
 import { dropSchema, testPool, testSchema, todoEvents, useTestPostgres } from "./_test_postgres.ts";
 import { migrationScript, SCHEMA_VERSION } from "./_migrations.ts";
 import { statements } from "./_statements.ts";
-import { postgresStorage } from "./postgres_storage.ts";
-import { type PostgresExecutor, type PostgresRow, toPostgresExecutor } from "./postgres_executor.ts";
-
-const code = (c: string) => (error: unknown) => HarnessError.isInstance(error, c);
-
-/** A subagent child's header fields. */
-const child = (id: string, parent: string, depth = 1): NewSessionHeader => ({
-  id,
-  createdAt: 10 + depth,
-  parentSession: parent,
-  origin: "subagent",
-  delegationDepth: depth,
-});
-
-const ids = async (storage: SessionStorage) => (await storage.list()).map((h) => h.id).sort();
-
-/** Every stored subagent child's parent is stored. */
-async function assertNoOrphan(storage: SessionStorage): Promise<void> {
-  const headers = await storage.list();
-  const stored = new Set(headers.map((h) => h.id));
-  for (const h of headers) {
-    if (h.origin === "subagent") assert.ok(stored.has(h.parentSession!), `${h.id} outlived ${h.parentSession}`);
-  }
-}
+import { type PostgresSessionStorage, postgresStorage } from "./postgres_storage.ts";
+import {
+  type PostgresClient,
+  type PostgresExecutor,
+  type PostgresRow,
+  toPostgresExecutor,
+} from "./postgres_executor.ts";
 
 /** An executor that keeps every row its statements returned. */
 function recording(inner: PostgresExecutor): PostgresExecutor & { rows: PostgresRow[] } {
@@ -50,51 +34,73 @@ function recording(inner: PostgresExecutor): PostgresExecutor & { rows: Postgres
   };
 }
 
+/** A storage of a test, in a schema of its own, over a pool of its own. */
+interface FreshStorage {
+  readonly storage: PostgresSessionStorage;
+  readonly pool: pg.Pool;
+  readonly schema: string;
+}
+
 describe("postgresStorage() finds descendants by parent_id", () => {
   const server = useTestPostgres();
 
-  it("harness.deleteSession() reads no header of an unrelated session", async () => {
-    const pool = testPool(server.url, 4);
-    const schema = testSchema("desc");
-    const db = recording(toPostgresExecutor(pool));
-    const storage = postgresStorage({ client: db, schema });
-    const harness = await createHarness({ storage });
+  /**
+   * Run `fn` on a postgresStorage in a new schema named after `prefix`, over a new pool of `max` connections (given to
+   * the storage as `client(pool)`); the storage is closed, the schema dropped and the pool ended afterwards.
+   */
+  async function onFreshSchema(
+    prefix: string,
+    max: number,
+    fn: (fresh: FreshStorage) => Promise<void>,
+    client: (pool: pg.Pool) => PostgresClient | PostgresExecutor = (pool) => pool,
+  ): Promise<void> {
+    const pool = testPool(server.url, max);
+    const schema = testSchema(prefix);
+    const storage = postgresStorage({ client: client(pool), schema });
     try {
-      await storage.create({ id: "p", createdAt: 1 }, { events: todoEvents(3) });
-      await storage.create(child("p.a", "p"));
-      await storage.create(child("p.b", "p"));
-      await storage.create(child("p.a.c", "p.a", 2));
-      // Forks of p, a session that only looks like p's child, and 200 others, some with subagent children of their own.
-      for (let i = 0; i < 200; i += 20) {
-        await Promise.all(Array.from({ length: 20 }, (_, j) => {
-          const n = i + j;
-          if (n % 10 === 0) return storage.create({ id: `other${n}-fork`, createdAt: 2, parentSession: "p" });
-          if (n % 10 === 1) return storage.create(child(`other${n}.call`, `other${n - 1}-fork`));
-          return storage.create({ id: n % 10 === 2 ? `p.other${n}` : `other${n}`, createdAt: 3 });
-        }));
-      }
-      db.rows.length = 0;
-      assert.equal(await harness.deleteSession("p"), true);
-      const read = JSON.stringify(db.rows);
-      assert.doesNotMatch(read, /other\d/, "a row of an unrelated session was read");
-      assert.ok(db.rows.length < 20, `${db.rows.length} rows were read`);
-      const left = await ids(storage);
-      assert.equal(left.length, 200);
-      assert.ok(!left.some((id) => id === "p" || id.startsWith("p.a") || id === "p.b"), left.join(" "));
-      await assertNoOrphan(storage);
+      await fn({ storage, pool, schema });
     } finally {
-      await harness.dispose();
       await storage.close();
       await dropSchema(server.admin, schema);
       await pool.end();
     }
+  }
+
+  it("harness.deleteSession() reads no header of an unrelated session", async () => {
+    let db!: ReturnType<typeof recording>;
+    await onFreshSchema("desc", 4, async ({ storage }) => {
+      const harness = await createHarness({ storage });
+      try {
+        await storage.create({ id: "p", createdAt: 1 }, { events: todoEvents(3) });
+        await storage.create(child("p.a", "p"));
+        await storage.create(child("p.b", "p"));
+        await storage.create(child("p.a.c", "p.a", 2));
+        // Forks of p, a session that only looks like p's child, 200 others, some with subagent children of their own.
+        for (let i = 0; i < 200; i += 20) {
+          await Promise.all(Array.from({ length: 20 }, (_, j) => {
+            const n = i + j;
+            if (n % 10 === 0) return storage.create({ id: `other${n}-fork`, createdAt: 2, parentSession: "p" });
+            if (n % 10 === 1) return storage.create(child(`other${n}.call`, `other${n - 1}-fork`));
+            return storage.create({ id: n % 10 === 2 ? `p.other${n}` : `other${n}`, createdAt: 3 });
+          }));
+        }
+        db.rows.length = 0;
+        assert.equal(await harness.deleteSession("p"), true);
+        const read = JSON.stringify(db.rows);
+        assert.doesNotMatch(read, /other\d/, "a row of an unrelated session was read");
+        assert.ok(db.rows.length < 20, `${db.rows.length} rows were read`);
+        const left = await ids(storage);
+        assert.equal(left.length, 200);
+        assert.ok(!left.some((id) => id === "p" || id.startsWith("p.a") || id === "p.b"), left.join(" "));
+        await assertNoOrphan(storage);
+      } finally {
+        await harness.dispose();
+      }
+    }, (pool) => (db = recording(toPostgresExecutor(pool))));
   });
 
   it("the descendants statement walks the index on parent_id", async () => {
-    const pool = testPool(server.url, 2);
-    const schema = testSchema("plan");
-    const storage = postgresStorage({ client: pool, schema });
-    try {
+    await onFreshSchema("plan", 2, async ({ storage, pool, schema }) => {
       await storage.migrate();
       // Many sessions, one in ten a subagent child of the one before it, as the planner sees them once analysed.
       await pool.query(`INSERT INTO "${schema}".sessions (id, header, created_at, updated_at)
@@ -109,18 +115,11 @@ describe("postgresStorage() finds descendants by parent_id", () => {
       assert.match(plan, /sessions_parent_id/, plan);
       assert.doesNotMatch(plan, /"Seq Scan"/, plan);
       assert.deepEqual((await storage.listSubagentDescendants("s40")).map((h) => h.id), ["s41"]);
-    } finally {
-      await storage.close();
-      await dropSchema(server.admin, schema);
-      await pool.end();
-    }
+    });
   });
 
   it("a held lease anywhere in a deep tree refuses the delete, leaving no orphan; released, the tree goes whole", async () => {
-    const pool = testPool(server.url, 4);
-    const schema = testSchema("tree");
-    const storage = postgresStorage({ client: pool, schema });
-    try {
+    await onFreshSchema("tree", 4, async ({ storage }) => {
       // Two children a level, four levels under p.
       await storage.create({ id: "p", createdAt: 1 });
       const all = ["p"];
@@ -137,25 +136,11 @@ describe("postgresStorage() finds descendants by parent_id", () => {
       assert.deepEqual((await storage.listSubagentDescendants("p")).map((h) => h.id).sort(), all.slice(1).sort());
       // Children go before their parents, so a refused delete may have taken some of the tree: each round holds a
       // session the rounds before left stored, the last one the session's own.
-      for (const held of ["p.b.a.b.a", "p.b.b.a", "p"]) {
-        const writer = await storage.acquireWriter(held);
-        try {
-          await assert.rejects(deleteSessionTree(storage, "p"), code("SESSION_WRITER_BUSY"), held);
-          assert.notEqual(await storage.stat("p"), undefined, held);
-          assert.notEqual(await storage.stat(held), undefined, held);
-          await assertNoOrphan(storage);
-        } finally {
-          await writer.release();
-        }
-      }
+      for (const held of ["p.b.a.b.a", "p.b.b.a", "p"]) await assertHeldLeaseRefusesDelete(storage, "p", held);
       assert.equal(await deleteSessionTree(storage, "p"), true);
       assert.deepEqual(await ids(storage), ["q"]);
       assert.deepEqual(await storage.listSubagentDescendants("p"), []);
-    } finally {
-      await storage.close();
-      await dropSchema(server.admin, schema);
-      await pool.end();
-    }
+    });
   });
 
   it("a database not in UTF-8 reads the parent of a header escaping a NUL or a lone surrogate too", async () => {
@@ -204,21 +189,18 @@ describe("postgresStorage() finds descendants by parent_id", () => {
   });
 
   it("a header nested deeper than PostgreSQL parses names no parent, and fails neither the migration nor an insert", async () => {
-    const schema = testSchema("deep");
-    const s = `"${schema}"`;
-    const pool = testPool(server.url, 2);
-    const storage = postgresStorage({ client: pool, schema });
     // Past any max_stack_depth the server allows: PostgreSQL's JSON parser recurses, a JavaScript one need not.
     const deep = (id: string) =>
       `{"type":"session","version":1,"id":"${id}","createdAt":5,"parentSession":"p","origin":"subagent","x":${
         "[".repeat(500_000)
       }${"]".repeat(500_000)}}`;
-    const insert = (id: string, header: string) =>
-      pool.query(
-        `INSERT INTO ${s}.sessions (id, header, created_at, next_seq, size, updated_at) VALUES ($1, $2, 5, 0, 0, 5)`,
-        [id, header],
-      );
-    try {
+    await onFreshSchema("deep", 2, async ({ storage, pool, schema }) => {
+      const s = `"${schema}"`;
+      const insert = (id: string, header: string) =>
+        pool.query(
+          `INSERT INTO ${s}.sessions (id, header, created_at, next_seq, size, updated_at) VALUES ($1, $2, 5, 0, 0, 5)`,
+          [id, header],
+        );
       await pool.query(migrationScript(schema, 5));
       await insert("p", JSON.stringify(headerRecord(makeHeader({ id: "p", createdAt: 1 }, () => 5))));
       await insert("p.a", JSON.stringify(headerRecord(makeHeader(child("p.a", "p"), () => 5))));
@@ -233,11 +215,7 @@ describe("postgresStorage() finds descendants by parent_id", () => {
         ["p.a", "p", "subagent"],
       ]);
       assert.deepEqual((await storage.listSubagentDescendants("p")).map((h) => h.id), ["p.a"]);
-    } finally {
-      await storage.close();
-      await dropSchema(server.admin, schema);
-      await pool.end();
-    }
+    });
   });
 
   it("a database of an older build gets parent_id backfilled, once, by instances starting at once", async () => {
