@@ -1,6 +1,23 @@
 // Shared helpers of the agent loop tests (not published).
 
+import { z } from "zod";
 import type { SessionEvent } from "../session/mod.ts";
+import { defineTool, type ToolDefinition } from "../tools/mod.ts";
+
+/**
+ * A zod tool `add` that sums `a` and `b`; with `concurrent`, it says every call of it may run beside others
+ * (`isConcurrencySafe`).
+ */
+export function addTool(options: { concurrent?: boolean } = {}): ToolDefinition<{ a: number; b: number }, number> {
+  return defineTool({
+    name: "add",
+    description: "Add two numbers",
+    parameters: z.object({ a: z.number(), b: z.number() }),
+    output: { schema: z.number(), render: (_args, sum) => String(sum) },
+    execute: ({ a, b }) => a + b,
+    ...(options.concurrent ? { isConcurrencySafe: () => true } : {}),
+  });
+}
 
 /** A deterministic clock: 1000, 1001, … */
 export function counterClock(start = 1000): () => number {

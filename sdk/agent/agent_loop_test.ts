@@ -16,16 +16,9 @@ import { Inbox } from "./inbox.ts";
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { childCommand } from "../kernel/_test_child_command.ts";
-import { counterClock, counterIds, summarize, within } from "./_test_support.ts";
+import { addTool, counterClock, counterIds, summarize, within } from "./_test_support.ts";
 
-const add = defineTool({
-  name: "add",
-  description: "Add two numbers",
-  parameters: z.object({ a: z.number(), b: z.number() }),
-  output: { schema: z.number(), render: (_args, sum) => String(sum) },
-  execute: ({ a, b }) => a + b,
-  isConcurrencySafe: () => true,
-});
+const add = addTool({ concurrent: true });
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;

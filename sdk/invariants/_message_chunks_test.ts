@@ -1,15 +1,13 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { z } from "zod";
 import { checkInvariants } from "./check_invariants.ts";
 import type { SessionEvent } from "../session/session_events.ts";
 import type { StreamChunk } from "../llm/stream_chunk.ts";
 import { LlmFailure } from "../llm/mod.ts";
 import { createHarness } from "../harness.ts";
-import { defineTool } from "../tools/mod.ts";
 import { compactionPlugin, type CompactionServices } from "../compaction/mod.ts";
 import { pluginCtx } from "../plugin_ctx.ts";
-import { counterClock, counterIds } from "../agent/_test_support.ts";
+import { addTool, counterClock, counterIds } from "../agent/_test_support.ts";
 import { scriptedAdapter, type ScriptEntry, textResponse, toolCallResponse } from "../../testing/scripted_adapter.ts";
 
 type Raw = { type: string; data: unknown; surfaceOp?: unknown; sourceEventSeqs?: number[] };
@@ -207,13 +205,7 @@ describe("checkInvariants(): an assistant message against its chunks (ASSISTANT_
   });
 });
 
-const add = defineTool({
-  name: "add",
-  description: "Add two numbers",
-  parameters: z.object({ a: z.number(), b: z.number() }),
-  output: { schema: z.number(), render: (_args, sum) => String(sum) },
-  execute: ({ a, b }) => a + b,
-});
+const add = addTool();
 
 /** A log the agent loop wrote: a retried attempt, tool calls, a max-tokens answer, a cancel mid-stream, a compaction. */
 async function loopLog(): Promise<readonly SessionEvent[]> {
