@@ -7,6 +7,7 @@ import { defineTool } from "../tools/mod.ts";
 import type { SessionEvent } from "../session/mod.ts";
 import type { AgentUpdate } from "./agent.ts";
 import { counterClock, counterIds } from "./_test_support.ts";
+import { capturingErrors } from "../kernel/_test_console_errors.ts";
 
 const echo = defineTool({
   name: "echo",
@@ -44,26 +45,10 @@ function isDeltaChunk(event: SessionEvent): boolean {
   return event.type === "assistant/chunk" && event.data.chunk.type.endsWith("-delta");
 }
 
-/** Capture console.error while `run` runs. */
-async function capturingErrors(run: () => Promise<void>): Promise<unknown[][]> {
-  const original = console.error;
-  const calls: unknown[][] = [];
-  console.error = (...args: unknown[]) => void calls.push(args);
-  try {
-    await run();
-  } finally {
-    console.error = original;
-  }
-  return calls;
-}
-
 describe("Agent.listen()", () => {
   it("an async listener or session observer that rejects is reported like one that throws, and the agent goes on", async () => {
     const { harness, agent } = await agentWith(CONVERSATION());
-    const reported: unknown[] = [];
-    const original = console.error;
-    console.error = (...args: unknown[]) => void reported.push(args[0]);
-    try {
+    const printed = await capturingErrors(async () => {
       agent.listen(
         (async (update: AgentUpdate) => {
           await Promise.resolve();
@@ -79,9 +64,8 @@ describe("Agent.listen()", () => {
       const result = await agent.run("Echo hi");
       assert.equal(result.reason.kind, "completed");
       await new Promise((resolve) => setTimeout(resolve, 10));
-    } finally {
-      console.error = original;
-    }
+    });
+    const reported = printed.map((args) => args[0]);
     assert.ok(reported.some((m) => String(m).includes("a listener of agent")), String(reported));
     assert.ok(reported.some((m) => String(m).includes("an observer of session")), String(reported));
     await harness.dispose();
