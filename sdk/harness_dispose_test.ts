@@ -2,7 +2,8 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHarness } from "./harness.ts";
 import { HarnessError } from "./kernel/harness_error.ts";
-import { within } from "./agent/_test_support.ts";
+import { settledWithin, within } from "./kernel/_test_within.ts";
+import { capturingErrors } from "./kernel/_test_console_errors.ts";
 import { memoryStorage } from "./persistence/memory_storage.ts";
 import { withFaults } from "./persistence/_test_storage_faults.ts";
 import { createScope } from "./kernel/scope.ts";
@@ -19,6 +20,16 @@ async function hangingTurn() {
   const run = agent.run("hello").then((result) => result.reason.kind);
   while (!agent.session.events.some((e) => e.type === "request/header")) await new Promise((r) => setTimeout(r, 1));
   return { storage, harness, agent, run };
+}
+
+/** A plugin "audit" whose teardown (its effect "audit sink") fails with `message`. */
+function failingTeardown(message: string) {
+  return {
+    name: "audit",
+    apply(ctx: { effect(execute: () => () => Promise<void>, label?: string): unknown }) {
+      ctx.effect(() => () => Promise.reject(new Error(message)), "audit sink");
+    },
+  };
 }
 
 describe("harness.dispose() while a disposeAgent() is under way", () => {
@@ -111,13 +122,7 @@ describe("harness.dispose() and what was registered through harness.ctx after cr
 
 describe("harness.dispose() and a plugin whose teardown fails", () => {
   it("rejects with that failure once everything else is disposed", async () => {
-    const audit = {
-      name: "audit",
-      apply(ctx: { effect(execute: () => () => Promise<void>, label?: string): unknown }) {
-        ctx.effect(() => () => Promise.reject(new Error("the final flush to the audit sink failed")), "audit sink");
-      },
-    };
-    const harness = await createHarness({ plugins: [audit] });
+    const harness = await createHarness({ plugins: [failingTeardown("the final flush to the audit sink failed")] });
     await assert.rejects(harness.dispose(), /the final flush to the audit sink failed/);
     assert.equal(harness.ctx.get("sessions"), undefined, "the core was disposed all the same");
   });
@@ -129,7 +134,7 @@ describe("harness.dispose() and teardowns that call back into it", () => {
     let runs = 0;
     const arm = () => void harness.ctx.effect(() => () => (runs++, arm()), "watchdog");
     arm();
-    const outcome = await within(harness.dispose().then(() => "resolved", (e) => e), 3000);
+    const outcome = await settledWithin(harness.dispose(), 3000);
     assert.ok(HarnessError.isInstance(outcome, "TEARDOWN_INCOMPLETE"), String(outcome));
     assert.ok(runs <= 8, `${runs} undo runs`);
   });
@@ -210,7 +215,7 @@ describe("dispose() called again from inside the disposal it would wait for", ()
   /** Listen to `session/release` on an agent's context: its teardown waits for the listeners. */
   const onRelease = (ctx: HarnessContext, listener: () => Promise<void>) =>
     (ctx as unknown as HarnessContext<SessionEvents>).on("session/release", listener);
-  const outcome = (promise: Promise<unknown>) => within(promise.then(() => "resolved", (e) => e), 3000);
+  const outcome = (promise: Promise<unknown>) => settledWithin(promise, 3000);
 
   it("harness.dispose() from a plugin's teardown settles at once; the outer call settles once all is disposed", async () => {
     let open!: () => void;
@@ -312,23 +317,13 @@ describe("dispose() called again from inside the disposal it would wait for", ()
   });
 
   it("a disposal started so that fails, with no call from outside waiting for it, is written to the console", async () => {
-    const audit = {
-      name: "audit",
-      apply(ctx: { effect(execute: () => () => Promise<void>, label?: string): unknown }) {
-        ctx.effect(() => () => Promise.reject(new Error("the audit sink failed")), "audit sink");
-      },
-    };
+    const audit = failingTeardown("the audit sink failed");
     const harness = await createHarness({ adapters: [scriptedAdapter({ hang: true })], plugins: [audit] });
     await harness.createAgent({ id: "a", setup: (ctx) => void ctx.effect(() => () => harness.dispose()) });
-    const printed: unknown[][] = [];
-    const error = console.error;
-    console.error = (...args: unknown[]) => void printed.push(args);
-    try {
+    const printed = await capturingErrors(async (sofar) => {
       assert.equal(await outcome(harness.disposeAgent("a")), "resolved");
-      for (let i = 0; i < 100 && printed.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
-    } finally {
-      console.error = error;
-    }
+      for (let i = 0; i < 100 && sofar.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    });
     assert.match(String(printed[0]?.[0]), /disposing the harness failed/);
     assert.match(String(printed[0]?.[1]), /the audit sink failed/);
     // A later call from outside hears the failure too.
@@ -338,12 +333,7 @@ describe("dispose() called again from inside the disposal it would wait for", ()
   it("harness.dispose() from the teardown of a plugin disposed on its own waits for the disposal, and hears its failure", async () => {
     // The harness's disposal does not wait for that plugin's teardown (it is not one of its own): the call is an
     // ordinary one, which `await` follows once the agents' last writes are made and everything is undone.
-    const audit = {
-      name: "audit",
-      apply(ctx: { effect(execute: () => () => Promise<void>, label?: string): unknown }) {
-        ctx.effect(() => () => Promise.reject(new Error("the audit sink failed")), "audit sink");
-      },
-    };
+    const audit = failingTeardown("the audit sink failed");
     const storage = memoryStorage();
     const harness = await createHarness({ adapters: [scriptedAdapter({ hang: true })], storage, plugins: [audit] });
     let after: unknown = "not reached";
@@ -355,14 +345,9 @@ describe("dispose() called again from inside the disposal it would wait for", ()
     });
     await server.ready;
     await harness.createAgent({ id: "a" });
-    const printed: unknown[][] = [];
-    const error = console.error;
-    console.error = (...args: unknown[]) => void printed.push(args);
-    try {
+    const printed = await capturingErrors(async () => {
       await assert.rejects(within(server.dispose(), 3000), /the audit sink failed/);
-    } finally {
-      console.error = error;
-    }
+    });
     assert.equal(after, "not reached", "the undo's await rejected with the disposal's failure");
     assert.deepEqual(printed, [], "the failure went to the call that awaited it, not to the console");
     assert.equal(

@@ -101,14 +101,3 @@ function describe(event: SessionEvent): string {
 function textOf(content: readonly { type: string; text?: string }[]): string {
   return content.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join("");
 }
-
-/** `promise`'s outcome, or "still waiting" after `ms` (the timer cleared either way, so it holds no process open). */
-export async function within(promise: Promise<unknown>, ms = 2000): Promise<unknown> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise((resolve) => timer = setTimeout(() => resolve("still waiting"), ms));
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}

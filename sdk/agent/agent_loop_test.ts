@@ -16,7 +16,8 @@ import { Inbox } from "./inbox.ts";
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { childCommand } from "../kernel/_test_child_command.ts";
-import { addTool, counterClock, counterIds, summarize, within } from "./_test_support.ts";
+import { addTool, counterClock, counterIds, summarize } from "./_test_support.ts";
+import { within } from "../kernel/_test_within.ts";
 
 const add = addTool({ concurrent: true });
 

@@ -1,6 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createKernel, type HarnessContext, HarnessError, type KernelEvents } from "./mod.ts";
+import { capturingErrors } from "./_test_console_errors.ts";
+import { settledWithin } from "./_test_within.ts";
 
 interface Events extends KernelEvents {
   "t/note": (value: string) => void;
@@ -8,18 +10,6 @@ interface Events extends KernelEvents {
 type Ctx = HarnessContext<Events, object>;
 
 const tick = (ms = 0) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Run `body` with console.error recorded instead of printed. */
-async function quietly(body: (printed: unknown[][]) => Promise<void>): Promise<void> {
-  const error = console.error;
-  const printed: unknown[][] = [];
-  console.error = (...args: unknown[]) => void printed.push(args);
-  try {
-    await body(printed);
-  } finally {
-    console.error = error;
-  }
-}
 
 describe("a plugin whose handle's `ready` nobody reads", () => {
   it("reports a failed start on kernel/plugin-error, not as an unhandled rejection", async () => {
@@ -43,7 +33,7 @@ describe("a plugin whose handle's `ready` nobody reads", () => {
   });
 
   it("writes it to the console when nothing listens", async () => {
-    await quietly(async (printed) => {
+    await capturingErrors(async (printed) => {
       const root: Ctx = createKernel<Events, object>();
       root.plugin({
         name: "bad",
@@ -59,7 +49,7 @@ describe("a plugin whose handle's `ready` nobody reads", () => {
   });
 
   it("a caller that reads `ready` hears the failure there, and it is not reported", async () => {
-    await quietly(async (printed) => {
+    await capturingErrors(async (printed) => {
       const root: Ctx = createKernel<Events, object>();
       const reported: string[] = [];
       root.on("kernel/plugin-error", (plugin) => void reported.push(plugin));
@@ -78,7 +68,7 @@ describe("a plugin whose handle's `ready` nobody reads", () => {
 
 describe("a plugin disposed while its async apply runs", () => {
   it("is a clean stop: `ready` resolves, nothing is reported, and what it registers after is refused", async () => {
-    await quietly(async (printed) => {
+    await capturingErrors(async (printed) => {
       const root: Ctx = createKernel<Events, object>();
       let refused: unknown;
       const heard: string[] = [];
@@ -189,17 +179,6 @@ describe("an undo that fails", () => {
 });
 
 describe("dispose() called by an undo of the disposal it would wait for", () => {
-  /** `promise`'s outcome, or "still waiting" after `ms` (the timer cleared either way). */
-  const within = async (promise: Promise<unknown>, ms = 2000) => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise((resolve) => timer = setTimeout(() => resolve("still waiting"), ms));
-    try {
-      return await Promise.race([promise.then(() => "resolved", (e) => e), late]);
-    } finally {
-      clearTimeout(timer);
-    }
-  };
-
   it("settles at once for a plugin's handle and a scope; a call from outside waits for the undo to finish", async () => {
     const { createScope } = await import("./scope.ts");
     const root: Ctx = createKernel<Events, object>();
@@ -209,7 +188,7 @@ describe("dispose() called by an undo of the disposal it would wait for", () => 
     let finished = 0;
     const handle = root.plugin((ctx) => {
       ctx.effect(() => async () => {
-        inner.push(await within(handle.dispose()));
+        inner.push(await settledWithin(handle.dispose()));
         await gate;
         finished++;
       });
@@ -217,7 +196,7 @@ describe("dispose() called by an undo of the disposal it would wait for", () => 
     await handle.ready;
     const scope = createScope(root, "s");
     scope.ctx.effect(() => async () => {
-      inner.push(await within(scope.dispose()));
+      inner.push(await settledWithin(scope.dispose()));
       await gate;
       finished++;
     });
@@ -225,9 +204,9 @@ describe("dispose() called by an undo of the disposal it would wait for", () => 
     await tick(5);
     assert.deepEqual(inner, ["resolved", "resolved"]);
     const outside = [handle.dispose(), scope.dispose()];
-    assert.equal(await within(Promise.race(outside), 20), "still waiting");
+    assert.equal(await settledWithin(Promise.race(outside), 20), "still waiting");
     open();
-    assert.deepEqual(await Promise.all([...disposals, ...outside].map((p) => within(p))), [
+    assert.deepEqual(await Promise.all([...disposals, ...outside].map((p) => settledWithin(p))), [
       "resolved",
       "resolved",
       "resolved",
