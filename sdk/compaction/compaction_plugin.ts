@@ -61,10 +61,13 @@ export interface CompactionOptions {
 /** The `ctx.compaction` service. */
 export interface CompactionService {
   /**
-   * Compact an agent's older turns now, from an idle phase of the agent.
+   * Compact an agent's older turns now, from an idle phase of the agent. With storage, it settles once the events
+   * the compaction logged (a `failed` one's too) are on storage, as `agent.flushed()` does.
    *
    * @param agent The agent.
    * @returns What happened.
+   * @throws {HarnessError} `SESSION_FLUSH_FAILED` when the compaction's events could not be written (the write is
+   *   tried again at the next flush); `AGENT_DISPOSED` once the agent is disposed.
    */
   compact(agent: Agent): Promise<CompactionOutcome>;
 }
@@ -219,7 +222,14 @@ export function compactionPlugin(ctx: HarnessContext, options: CompactionOptions
   });
 
   typed.provide("compaction", {
-    // On the maintenance signal: disposing the agent stops a summary call that hangs.
-    compact: (agent) => agent.runMaintenance((signal) => run(agent, "manual", signal)),
+    // On the maintenance signal: disposing the agent stops a summary call that hangs. Acknowledged means durable: the
+    // outcome is reported once the events the compaction logged are on storage (it was reported as soon as they were
+    // committed, so a crash right after a `completed` lost the compaction, and a failed write went unreported).
+    compact: (agent) =>
+      agent.runMaintenance(async (signal) => {
+        const outcome = await run(agent, "manual", signal);
+        await agent.flushed();
+        return outcome;
+      }),
   });
 }

@@ -16,6 +16,7 @@ import {
 import type { LlmRuntime } from "../llm/llm_runtime.ts";
 import { pluginCtx } from "../plugin_ctx.ts";
 import { memoryStorage } from "../persistence/memory_storage.ts";
+import { withFaults } from "../persistence/_test_storage_faults.ts";
 import { HarnessError } from "../kernel/harness_error.ts";
 import { foldProjection, usageTotals } from "../projections/mod.ts";
 
@@ -606,6 +607,52 @@ describe("compaction: findings of the adversarial review", () => {
     for (const q of ["four", "five"]) await child.run(q);
     assert.equal((await compactionOf(harness).compact(child)).kind, "completed");
     assert.deepEqual(checkInvariants(child.session.events), []);
+    await harness.dispose();
+  });
+});
+
+describe("compaction: a manual compaction is reported once it is on storage", () => {
+  /** A harness over memory storage whose appends take a while (held until released), or fail while `full` is set. */
+  async function stored() {
+    const storage = memoryStorage();
+    const state = { full: false, slow: false };
+    const faulty = withFaults(storage, {
+      append: (append) => async (id, events, options) => {
+        if (state.slow) await new Promise((resolve) => setTimeout(resolve, 20));
+        if (state.full) throw new HarnessError("SESSION_WRITE_FAILED", "disk full");
+        return await append(id, events, options);
+      },
+    });
+    const { harness, agent } = await setup((_r, i) => textResponse(`answer ${i}`), undefined, {
+      harness: { storage: faulty },
+    });
+    for (const q of ["one", "two", "three"]) await agent.run(q);
+    return { storage, state, harness, agent };
+  }
+
+  it("compact() resolves once its compaction/end is on storage", async () => {
+    const { storage, state, harness, agent } = await stored();
+    state.slow = true;
+    assert.equal((await compactionOf(harness).compact(agent)).kind, "completed");
+    // Resolved: a crash now keeps the compaction (it was reported before its events were written, 200 ms later).
+    const types = (await storage.inspect("c1")).events.map((e) => e.type);
+    assert.deepEqual(types.slice(-2), ["user/message", "compaction/end"]);
+    await harness.dispose();
+  });
+
+  it("compact() rejects with SESSION_FLUSH_FAILED when its events cannot be written", async () => {
+    const { storage, state, harness, agent } = await stored();
+    state.full = true;
+    await assert.rejects(compactionOf(harness).compact(agent), (error: unknown) => {
+      assert.ok(HarnessError.isInstance(error, "SESSION_FLUSH_FAILED"), String(error));
+      assert.ok(HarnessError.isInstance((error as Error).cause, "SESSION_WRITE_FAILED"));
+      return true;
+    });
+    assert.ok(!(await storage.inspect("c1")).events.some((e) => e.type === "compaction/start"));
+    // The batch is kept and written once storage takes it again.
+    state.full = false;
+    await agent.flushed();
+    assert.equal((await storage.inspect("c1")).events.at(-1)?.type, "compaction/end");
     await harness.dispose();
   });
 });
