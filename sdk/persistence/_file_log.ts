@@ -166,8 +166,21 @@ async function publishExclusive(target: string, bytes: Uint8Array, sessionId: st
  * failure cut the file back to `position` and throw `SESSION_WRITE_FAILED`.
  * Returns the new length.
  */
-export async function appendAt(file: string, bytes: Uint8Array, position: number): Promise<number> {
-  const handle = await fsOps.open(file, "r+");
+export async function appendAt(
+  file: string,
+  bytes: Uint8Array,
+  position: number,
+  sessionId: string,
+): Promise<number> {
+  let handle: FileHandleLike;
+  try {
+    handle = await fsOps.open(file, "r+");
+  } catch (error) {
+    throw new HarnessError("SESSION_WRITE_FAILED", `Opening ${file} to append failed; nothing was written`, {
+      cause: error,
+      details: { file, sessionId, position, bytes: bytes.length },
+    });
+  }
   try {
     await writeFully(handle, bytes, position);
     await handle.sync();
@@ -181,21 +194,28 @@ export async function appendAt(file: string, bytes: Uint8Array, position: number
     }
     throw new HarnessError("SESSION_WRITE_FAILED", `Writing to ${file} failed; the batch was rolled back`, {
       cause: error,
-      details: { file, position, bytes: bytes.length },
+      details: { file, sessionId, position, bytes: bytes.length },
     });
   } finally {
     await handle.close().catch(() => {});
   }
 }
 
-/** Cut a file back to `length` and fsync. */
-export async function truncateTo(file: string, length: number): Promise<void> {
-  const handle = await fsOps.open(file, "r+");
+/** Cut a file back to `length` and fsync; a failure is `SESSION_WRITE_FAILED`, the file system's error as its cause. */
+export async function truncateTo(file: string, length: number, sessionId: string): Promise<void> {
   try {
-    await handle.truncate(length);
-    await handle.sync();
-  } finally {
-    await handle.close();
+    const handle = await fsOps.open(file, "r+");
+    try {
+      await handle.truncate(length);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    throw new HarnessError("SESSION_WRITE_FAILED", `Cutting ${file} back to ${length} bytes failed`, {
+      cause: error,
+      details: { file, sessionId, length },
+    });
   }
 }
 

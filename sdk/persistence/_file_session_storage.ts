@@ -73,6 +73,29 @@ function isGone(error: unknown): boolean {
   return errorCode(error) === "ENOENT" || errorCode(error) === "ENOTDIR";
 }
 
+/**
+ * What a failed operation rejects with: a failure of the file system that is not one of the storage's own refusals
+ * (a `HarnessError`) — too many open files, no permission, an I/O error — as the storage contract's `code`, the
+ * error as its cause. They were passed on bare, so `harness.dispose()` rejected with an error that had no code, and
+ * the HTTP app answered a moment's shortage of file handles 500 `INTERNAL` instead of 503.
+ */
+function failed(
+  code: "SESSION_READ_FAILED" | "SESSION_WRITE_FAILED",
+  what: string,
+  sessionId?: string,
+): (error: unknown) => never {
+  return (error) => {
+    if (HarnessError.isInstance(error)) throw error;
+    throw new HarnessError(code, `${what} failed (${error instanceof Error ? error.message : String(error)})`, {
+      cause: error,
+      ...(sessionId !== undefined ? { details: { sessionId } } : {}),
+    });
+  };
+}
+
+/** How a session reads in a message. */
+const named = (sessionId: string) => `session ${JSON.stringify(sessionId)}`;
+
 class FileSessionStorage implements SessionStorage {
   readonly kind = "file";
   readonly #root: string;
@@ -267,7 +290,7 @@ class FileSessionStorage implements SessionStorage {
         torn: false,
       });
       return header;
-    });
+    }).catch(failed("SESSION_WRITE_FAILED", `Creating ${named(header.id)}`, header.id));
   }
 
   /** The cached state of a session, re-read when the file changed behind this instance's back. */
@@ -326,14 +349,14 @@ class FileSessionStorage implements SessionStorage {
       if (events.length === 0) return { nextSeq: state.nextSeq };
       const bytes = await encodeBatch(events, this.#encodeOptions(state.encoding));
       try {
-        state.size = await appendAt(state.file, bytes, state.size);
+        state.size = await appendAt(state.file, bytes, state.size, sessionId);
       } catch (error) {
         this.#states.delete(dir);
         throw error;
       }
       state.nextSeq += events.length;
       return { nextSeq: state.nextSeq };
-    });
+    }).catch(failed("SESSION_WRITE_FAILED", `Appending to ${named(sessionId)}`, sessionId));
   }
 
   async #read(dir: string, sessionId: string, commit: boolean, writer?: SessionWriter): Promise<LoadedSession> {
@@ -355,11 +378,13 @@ class FileSessionStorage implements SessionStorage {
       await this.#publishSuccessor(dir, located, decoded.header, repaired.events);
     } else if (commit && needsRepair) {
       await this.#checkWriter(dir, sessionId, writer, "repair it");
-      if (truncatedBytes > 0) await truncateTo(located.file, decoded.validBytes);
-      if (decoded.missingNewline === true) size = await appendAt(located.file, new TextEncoder().encode("\n"), size);
+      if (truncatedBytes > 0) await truncateTo(located.file, decoded.validBytes, sessionId);
+      if (decoded.missingNewline === true) {
+        size = await appendAt(located.file, new TextEncoder().encode("\n"), size, sessionId);
+      }
       if (repaired.syntheticEvents.length > 0) {
         const batch = await encodeBatch(repaired.syntheticEvents, this.#encodeOptions(located.encoding));
-        size = await appendAt(located.file, batch, size);
+        size = await appendAt(located.file, batch, size, sessionId);
       }
     }
     if ((commit || !needsRepair) && located.version === LOG_FORMAT_VERSION) {
@@ -383,15 +408,21 @@ class FileSessionStorage implements SessionStorage {
 
   load(sessionId: string, options: StorageAccessOptions = {}): Promise<LoadedSession> {
     const dir = this.#dir(sessionId);
-    return this.#exclusive(dir, () => this.#read(dir, sessionId, true, options.writer));
+    return this.#exclusive(dir, () => this.#read(dir, sessionId, true, options.writer))
+      .catch(failed("SESSION_READ_FAILED", `Loading ${named(sessionId)}`, sessionId));
   }
 
   inspect(sessionId: string): Promise<LoadedSession> {
     const dir = this.#dir(sessionId);
-    return this.#exclusive(dir, () => this.#read(dir, sessionId, false));
+    return this.#exclusive(dir, () => this.#read(dir, sessionId, false))
+      .catch(failed("SESSION_READ_FAILED", `Reading ${named(sessionId)}`, sessionId));
   }
 
-  async list(): Promise<SessionHeader[]> {
+  list(): Promise<SessionHeader[]> {
+    return this.#list().catch(failed("SESSION_READ_FAILED", `Listing the sessions in ${this.#root}`));
+  }
+
+  async #list(): Promise<SessionHeader[]> {
     let names: string[];
     try {
       names = await fsOps.readdir(this.#root);
@@ -436,7 +467,7 @@ class FileSessionStorage implements SessionStorage {
         return { header, nextSeq: tail.nextSeq, size: tail.size, updatedAt: tail.updatedAt, torn: tail.torn };
       });
       return found?.[1];
-    });
+    }).catch(failed("SESSION_READ_FAILED", `Reading ${named(sessionId)}`, sessionId));
   }
 
   delete(sessionId: string, options: StorageAccessOptions = {}): Promise<boolean> {
@@ -454,8 +485,13 @@ class FileSessionStorage implements SessionStorage {
       // Without a writer, the delete holds the lease itself until the folder is gone. It had checked that no lock was
       // live and then removed the folder: a writer in another process that took the lease in between (and loaded the
       // log) went unseen, and its lock was removed with the folder. Such a writer is now refused, or this delete is.
-      // Nothing stored under that id (no folder, or no root yet): nothing to delete, and no lease or folder made.
-      if (await fsOps.readdir(dir).then(() => false, () => true)) {
+      // Nothing stored under that id (no folder, or no root yet): nothing to delete, and no lease or folder made. A
+      // folder that could not be read (no file handle left, say) is not taken for none: the delete fails.
+      const missing = await fsOps.readdir(dir).then(() => false, (error) => {
+        if (isGone(error)) return true;
+        throw error;
+      });
+      if (missing) {
         this.#forget(dir);
         return false;
       }
@@ -473,7 +509,7 @@ class FileSessionStorage implements SessionStorage {
       } finally {
         await lease.release().catch(() => {/* its lock went with the folder */});
       }
-    });
+    }).catch(failed("SESSION_WRITE_FAILED", `Deleting ${named(sessionId)}`, sessionId));
   }
 
   acquireWriter(sessionId: string): Promise<SessionWriter> {

@@ -42,7 +42,9 @@
  * hard-linked to its name (never overwriting; exclusive create where links
  * are unsupported); each batch is written at the committed length and
  * fsynced before `append` resolves; a failed write is cut back to the
- * previous length.
+ * previous length. A failure of the file system (a full disk, no file handle
+ * left, no permission) rejects as `SESSION_WRITE_FAILED` (writes, a load's
+ * repair included) or `SESSION_READ_FAILED` (reads), its error as the cause.
  *
  * The storage itself (`_file_session_storage.ts`) is imported on the first
  * call that needs it: importing the core loads no log codec, zstd or lease

@@ -210,9 +210,9 @@ export interface SessionStat {
  * `SESSION_NOT_FOUND`, `SESSION_ALREADY_EXISTS`, `SESSION_SEQ_MISMATCH`,
  * `SESSION_WRITER_BUSY`, `SESSION_REPAIR_REQUIRED` (append to a log with a
  * torn tail, or a `load` without the lease of a log that needs repair), `SESSION_FORMAT_UNSUPPORTED`, `SESSION_CORRUPT`,
- * `SESSION_UNKNOWN_EVENT_TYPE`, `SESSION_WRITE_FAILED`. Bad arguments
- * (`INVALID_ARGS`, `INVALID_SESSION_ID`) throw at once; everything else
- * rejects.
+ * `SESSION_UNKNOWN_EVENT_TYPE`, `SESSION_WRITE_FAILED` (a write the backend failed: a full disk, no file handle
+ * left, a dropped connection; the backend's error as the cause) and `SESSION_READ_FAILED` (a read it failed, likewise).
+ * Bad arguments (`INVALID_ARGS`, `INVALID_SESSION_ID`) throw at once; everything else rejects.
  *
  * @example Copying a session between storages, under writer leases
  * ```ts
