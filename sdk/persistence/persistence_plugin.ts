@@ -130,6 +130,10 @@ export function installPersistence(
   const windowMs = options.batchWindowMs ?? 200;
   const tracked = new Map<Session, Tracked>();
   const releasing = new Set<Promise<void>>();
+  // The last write of each session being released, which a flush asked for meanwhile (the session is still live)
+  // waits for and fails with: it had found the session untracked and resolved at once, so `agent.flushed()` (and an
+  // HTTP answer waiting for it) acknowledged events whose write was still under way, and then failed.
+  const lastWrites = new WeakMap<Session, Promise<void>>();
 
   // An append whose answer was lost after the storage took it (a timeout, a dropped connection), or a storage that
   // took part of a batch and then failed, leaves storage ahead of this writer. When what it holds past `nextSeq` is
@@ -251,6 +255,7 @@ export function installPersistence(
   ctx.on("session/flush", async (session) => {
     const t = tracked.get(session);
     if (t !== undefined) await write(t);
+    else await lastWrites.get(session);
   });
 
   // The lease is given up even when the last write failed; that failure is the one reported. A session whose start
@@ -264,8 +269,10 @@ export function installPersistence(
       t.timer = undefined;
     }
     let written: { error: unknown } | undefined;
+    const last = abandoned ? undefined : write(t);
+    if (last !== undefined) lastWrites.set(t.session, last);
     try {
-      if (!abandoned) await write(t);
+      await last;
     } catch (error) {
       written = { error };
     }

@@ -15,6 +15,10 @@ import { loadUnderLease } from "./_test_lease.ts";
 import { memoryStorage } from "./memory_storage.ts";
 import type { SessionStorage } from "./session_storage.ts";
 import { slowWrites, withFaults } from "./_test_storage_faults.ts";
+import { persistencePlugin } from "./persistence_plugin.ts";
+import { createKernel } from "../kernel/mod.ts";
+import { HarnessError } from "../kernel/harness_error.ts";
+import { type SessionEvents, type SessionServices, sessionStorePlugin } from "../session/session_store.ts";
 import { childCommand } from "../kernel/_test_child_command.ts";
 
 function harnessWith(storage: SessionStorage, script: Script, extra: Partial<CreateHarnessOptions> = {}) {
@@ -92,6 +96,40 @@ describe("persistence plugin", () => {
     await Promise.all(pending);
     assert.deepEqual(appends, [10], "one batch for ten barriers");
     await harness.dispose();
+  });
+
+  it("a flush asked for while the session is released waits for the release's last write, and fails with it", async () => {
+    const storage = memoryStorage();
+    const held = { armed: false, fail: (_error: Error) => {} };
+    let appendStarted!: () => void;
+    const started = new Promise<void>((resolve) => (appendStarted = resolve));
+    const gated = withFaults(storage, {
+      append: (append) => (id, events, options) => {
+        if (!held.armed) return append(id, events, options);
+        appendStarted();
+        return new Promise((_resolve, reject) => (held.fail = reject));
+      },
+    });
+    const ctx = createKernel<SessionEvents, SessionServices>();
+    await ctx.plugin(sessionStorePlugin).ready;
+    await ctx.plugin(persistencePlugin, { storage: gated, batchWindowMs: 60_000 }).ready;
+    const sessions = ctx.service("sessions");
+    const session = sessions.create("r1");
+    await sessions.flush(session);
+    session.append("todo/write", { todos: [] });
+    held.armed = true;
+    // As an agent's teardown does: the release writes what is left, and the session is still live meanwhile.
+    const releasing = ctx.parallel("session/release", session);
+    await started;
+    let settled = false;
+    const flushing = sessions.flush(session).finally(() => (settled = true));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(settled, false, "no flush settles before the write it stands for");
+    held.fail(new HarnessError("SESSION_WRITE_FAILED", "disk full"));
+    await assert.rejects(flushing, (e) => HarnessError.isInstance(e, "SESSION_FLUSH_FAILED"));
+    // The kernel gathers the release listeners' failures.
+    await assert.rejects(releasing, (e) => e instanceof AggregateError && /disk full/.test(String(e.errors[0])));
+    assert.equal((await storage.stat("r1"))?.nextSeq, 0);
   });
 
   it("a checkpoint that cannot write fails the turn closed", async () => {
