@@ -322,7 +322,8 @@ export interface Harness {
    * disposal: a call from there is an ordinary one, which waits for the disposal and rejects with its failure. Undo functions that keep
    * registering new ones are stopped after eight rounds, with `TEARDOWN_INCOMPLETE`.
    *
-   * @throws {HarnessError} when an agent's last write failed, after everything was disposed (an `AggregateError`
+   * @throws {HarnessError} when an agent's last write failed (tried again 50 and 250 ms later when it failed quickly,
+   *   as `agent.flushed()` does), after everything was disposed (an `AggregateError`
    *   when several things failed): what was not written is reported, never dropped. So is what a plugin's teardown
    *   (an undo of its effects) threw, and `TEARDOWN_INCOMPLETE`.
    */

@@ -182,6 +182,45 @@ describe("harness.disposeAgent() called twice", () => {
   });
 });
 
+describe("harness.dispose() and a last write that fails for a moment", () => {
+  /** A harness whose storage fails the next `failures` appends once armed, with an agent that has input to write. */
+  async function flaky(error: () => Error) {
+    const state = { failures: 0, appends: 0 };
+    const base = memoryStorage();
+    const storage = withFaults(base, {
+      append: (append) => (id, events, options) => {
+        state.appends++;
+        if (state.failures === 0) return append(id, events, options);
+        state.failures--;
+        return Promise.reject(error());
+      },
+    });
+    const harness = await createHarness({ adapters: [scriptedAdapter({ hang: true })], storage });
+    const agent = await harness.createAgent({ id: "a" });
+    agent.inject("note"); // written at disposal
+    return { base, state, harness, agent };
+  }
+
+  it("is tried again, as agent.flushed() tries it: dispose() resolves and the input is stored", async () => {
+    const { base, state, harness, agent } = await flaky(() => new HarnessError("SESSION_WRITE_FAILED", "busy disk"));
+    state.failures = 1;
+    await harness.dispose();
+    const stored = (await base.load("a")).events;
+    assert.deepEqual(stored, agent.session.events);
+    assert.ok(stored.some((e) => e.type === "agent/inbox/spliced"));
+  });
+
+  it("one storage refused for good is not tried again after a wait: dispose() rejects with the refusal", async () => {
+    const { base, state, harness } = await flaky(() => new HarnessError("SESSION_LEASE_LOST", "taken over"));
+    state.failures = Infinity;
+    const before = state.appends;
+    await assert.rejects(harness.dispose(), (e) => HarnessError.isInstance(e, "SESSION_LEASE_LOST"));
+    // The flush's one try and the release's own write, nothing more.
+    assert.equal(state.appends - before, 2);
+    assert.equal((await base.load("a")).events.length, 0);
+  });
+});
+
 describe("harness.deleteSession() of a live agent", () => {
   it("tears the agent down through disposeAgent(): a disposeAgent() meanwhile shares that teardown", async () => {
     let slow = false;
