@@ -323,7 +323,8 @@ export interface Harness {
    * registering new ones are stopped after eight rounds, with `TEARDOWN_INCOMPLETE`.
    *
    * @throws {HarnessError} when an agent's last write failed (tried again 50 and 250 ms later when it failed quickly,
-   *   as `agent.flushed()` does), after everything was disposed (an `AggregateError`
+   *   as `agent.flushed()` does), or that of another live session (a fork `fork()` handed out), after everything
+   *   was disposed (an `AggregateError`
    *   when several things failed): what was not written is reported, never dropped. So is what a plugin's teardown
    *   (an undo of its effects) threw, and `TEARDOWN_INCOMPLETE`.
    */

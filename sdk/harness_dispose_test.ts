@@ -10,7 +10,7 @@ import { createScope } from "./kernel/scope.ts";
 import type { HarnessContext } from "./kernel/harness_context.ts";
 import type { SessionEvents } from "./session/session_store.ts";
 import { unrefTimer } from "./kernel/_unref_timer.ts";
-import { scriptedAdapter } from "../testing/scripted_adapter.ts";
+import { scriptedAdapter, textResponse } from "../testing/scripted_adapter.ts";
 
 /** A harness over memory storage whose agent is in a turn that waits for the model for ever. */
 async function hangingTurn() {
@@ -218,6 +218,25 @@ describe("harness.dispose() and a last write that fails for a moment", () => {
     // The flush's one try and the release's own write, nothing more.
     assert.equal(state.appends - before, 2);
     assert.equal((await base.load("a")).events.length, 0);
+  });
+});
+
+describe("harness.dispose() and a live session that is not an agent's", () => {
+  it("rejects when that session's last write fails: a fork's events are reported, not dropped", async () => {
+    let full = false;
+    const base = memoryStorage();
+    const storage = withFaults(base, {
+      append: (append) => (id, events, options) =>
+        full ? Promise.reject(new HarnessError("SESSION_WRITE_FAILED", "disk full")) : append(id, events, options),
+    });
+    const harness = await createHarness({ adapters: [scriptedAdapter(textResponse("hi"))], storage });
+    const agent = await harness.createAgent({ id: "a" });
+    await agent.run("one");
+    const fork = await harness.fork(agent.session, undefined, "f");
+    fork.append("todo/write", { todos: [] }); // written at disposal
+    full = true;
+    await assert.rejects(harness.dispose(), (e) => HarnessError.isInstance(e, "SESSION_WRITE_FAILED"));
+    assert.equal((await base.load("f")).events.length, fork.events.length - 1);
   });
 });
 

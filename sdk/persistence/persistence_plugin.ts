@@ -292,15 +292,28 @@ export function installPersistence(
     if (t !== undefined) await release(t);
   });
 
+  // A session that leaves the store on its own (a fork's owner undone, `sessions.dispose()`) is released without
+  // anyone awaiting it: a last write of it that fails is reported when the plugin goes (`harness.dispose()` rejects
+  // with it), as an agent's is; it was dropped. A session that never got to storage failed its start, and its
+  // starter (`harness.fork()`) was told.
+  const unreported: unknown[] = [];
   ctx.on("session/disposed", (session) => {
     const t = tracked.get(session);
     if (t === undefined) return;
-    const done = release(t).catch(() => {/* the session is gone; nothing left to report to */});
+    const done = release(t).catch(async (error) => {
+      if (await t.ready.then(() => true, () => false)) unreported.push(error);
+    });
     releasing.add(done);
     done.finally(() => releasing.delete(done));
   });
 
+  // The sessions still live when the plugin goes are released here, and releases under way are waited for; the
+  // last writes among them that failed are reported.
   ctx.effect(() => async () => {
-    await Promise.allSettled([...[...tracked.values()].map(release), ...releasing]);
+    const settled = await Promise.allSettled([...[...tracked.values()].map(release), ...releasing]);
+    const failures = settled.flatMap((result) => result.status === "rejected" ? [result.reason] : []);
+    failures.push(...unreported.splice(0));
+    if (failures.length === 1) throw failures[0];
+    if (failures.length > 1) throw new AggregateError(failures, "The last writes of several sessions failed");
   }, "persistence");
 }
