@@ -478,7 +478,12 @@ class FileSessionStorage implements SessionStorage {
         // Located afresh: another instance may have deleted it since this one cached it.
         this.#forget(dir);
         const located = await this.#locate(dir);
-        const names = await fsOps.readdir(dir).catch(() => [] as string[]);
+        // A folder gone meanwhile has nothing left to remove; one that cannot be listed (no file handle left) fails
+        // the delete: it had answered true with the log still there.
+        const names = await fsOps.readdir(dir).catch((error) => {
+          if (isGone(error)) return [] as string[];
+          throw error;
+        });
         for (const name of names) if (parseLogFileName(name) !== undefined) await fsOps.rm(joinPath(dir, name));
         return located !== undefined;
       }

@@ -70,6 +70,26 @@ describe("fileStorage() when the file system fails (EMFILE)", () => {
     assert.equal((await storage.load("s")).events.length, 2);
   });
 
+  it("a delete under the lease whose folder cannot be listed fails, and removes nothing", async () => {
+    const storage = fileStorage(await tempDir());
+    const writer = await storage.acquireWriter("s");
+    await storage.create({ id: "s", createdAt: 1 }, { events: [note(0)], writer });
+    // The log is found (one listing), then the folder cannot be listed to remove its files (no file handle left).
+    const { readdir } = fsOps;
+    let listings = 0;
+    fsOps.readdir = (path) => ++listings === 1 ? readdir(path) : Promise.reject(emfile());
+    try {
+      await assert.rejects(storage.delete("s", { writer }), failed("SESSION_WRITE_FAILED", "s"));
+    } finally {
+      fsOps.readdir = readdir;
+    }
+    // It had answered true (deleted) with the log still there.
+    assert.equal((await storage.stat("s"))?.nextSeq, 1);
+    assert.equal(await storage.delete("s", { writer }), true);
+    assert.equal(await storage.stat("s"), undefined);
+    await writer.release();
+  });
+
   it("a harness's last write that fails so rejects dispose() with SESSION_WRITE_FAILED, not a bare Error", async () => {
     const harness = await createHarness({
       adapters: [scriptedAdapter(textResponse("hi"))],
