@@ -30,6 +30,19 @@ const toolTurn: ScriptEntry[] = [
 /** The seqs of the frames that stand for events (session frames, and deltas with an id). */
 const seqs = loggedSeqs;
 
+/** A JSON POST to `app`. */
+function postJson(
+  app: { request: (path: string, init: RequestInit) => Response | Promise<Response> },
+  path: string,
+  body: unknown,
+) {
+  return app.request(path, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+}
+
 function range(n: number): number[] {
   return Array.from({ length: n }, (_, i) => i);
 }
@@ -315,12 +328,7 @@ describe("createHarnessApp()", () => {
     const harness = await createHarness({ ...options, adapters: [scriptedAdapter([answer(100), answer(7)])] });
     const app = createHarnessApp(harness, { auth: false, log: false });
     const get = async (path: string) => await (await app.request(path)).json();
-    const post = (path: string, body: unknown) =>
-      app.request(path, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
+    const post = (path: string, body: unknown) => postJson(app, path, body);
     assert.equal((await post("/sessions", { id: "s1" })).status, 201);
     assert.equal((await post("/sessions/s1/messages", { content: "One", wait: true })).status, 200);
     assert.equal((await post("/sessions/s1/fork", { id: "s2" })).status, 201);
@@ -348,12 +356,7 @@ describe("createHarnessApp()", () => {
     let n = 0;
     const harness = await createHarness({ adapters: [scriptedAdapter(textResponse("ok"))], newId: () => `n-${++n}` });
     const app = createHarnessApp(harness, { auth: false, log: false });
-    const post = (path: string, body: unknown) =>
-      app.request(path, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
+    const post = (path: string, body: unknown) => postJson(app, path, body);
     assert.equal((await post("/sessions", { id: "s1" })).status, 201);
     const forked = await post("/sessions/s1/fork", {});
     assert.equal(forked.status, 201);
