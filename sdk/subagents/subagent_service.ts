@@ -293,6 +293,7 @@ export class SubagentService {
     const stopCancelling = request.signal !== undefined
       ? onAbort(request.signal, () => child.cancel("parent"))
       : undefined;
+    let failed: { error: unknown } | undefined;
     try {
       const running = child.run(request.prompt);
       // A child's failed turn is an outcome of the delegation (the task tool reports it), not a throw.
@@ -300,9 +301,15 @@ export class SubagentService {
         error instanceof TurnFailedError ? error.result : Promise.reject(error)
       );
       return { session: childId, text: result.text, reason: result.reason, usage: result.usage };
+    } catch (error) {
+      failed = { error };
+      throw error;
     } finally {
       stopCancelling?.();
-      await handle.dispose();
+      // The child's own failure (its last write, say) is the one reported; a dispose that fails after it (the same
+      // write refused again at release) is kept with it, never in its place.
+      if (failed === undefined) await handle.dispose();
+      else await handle.dispose().catch((disposeError: unknown) => Promise.reject(both(failed!.error, disposeError)));
     }
   }
 
@@ -439,6 +446,17 @@ export class SubagentService {
     if (definition.tools !== undefined) tools.restrict(definition.tools, ctx);
     if (depth >= this.#maxDepth) tools.restrict({ deny: [this.#toolName] }, ctx);
   }
+}
+
+/**
+ * A delegation's failure, then its child's dispose's: the first as it was (a `HarnessError` keeps its code, message
+ * and details, so callers and the task tool see the real failure), with both kept in an `AggregateError` as its
+ * `cause` (first failure first, as the agent's teardown combines its failures).
+ */
+function both(first: unknown, disposeError: unknown): unknown {
+  const errors = new AggregateError([first, disposeError], "The delegation failed, and disposing its child failed too");
+  if (!HarnessError.isInstance(first)) return errors;
+  return new HarnessError(first.code, first.message, { cause: errors, details: first.details });
 }
 
 function notStarted(session: string): HarnessError {

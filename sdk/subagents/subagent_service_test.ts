@@ -10,6 +10,7 @@ import {
   type ToolRuntime,
 } from "../../mod.ts";
 import { scriptedAdapter, textResponse, toolCallResponse } from "../../testing/mod.ts";
+import { withFaults } from "../persistence/_test_storage_faults.ts";
 import { scenarioHarness } from "./_test_scenario.ts";
 import { inProcessSubagents } from "./mod.ts";
 
@@ -212,5 +213,28 @@ describe("a child's route", () => {
     } finally {
       await harness.dispose();
     }
+  });
+});
+
+describe("a child whose last write fails", () => {
+  it("fails the delegation with its own SESSION_FLUSH_FAILED, not with the failure of its dispose after it", async () => {
+    let failing = false;
+    const storage = withFaults(memoryStorage(), {
+      append: (append) => (id, events, options) =>
+        failing && id !== "parent" ? Promise.reject(new Error(`disk full (${id})`)) : append(id, events, options),
+    });
+    const model = scriptedAdapter((request) => {
+      if (request.sessionId === "parent") {
+        return request.messages.some((m) => m.role === "assistant") ? textResponse("done") : delegateTo("c1");
+      }
+      failing = true; // the child's turn is never stored: its run, then its dispose's last write, fail
+      return textResponse("child answer");
+    });
+    const harness = await scenarioHarness(model, { storage });
+    const parent = await harness.createAgent({ id: "parent" });
+    assert.equal((await parent.run("go")).reason.kind, "completed");
+    const result = parent.session.events.find((e) => e.type === "tool/result");
+    assert.equal(result?.type === "tool/result" && result.data.error?.code, "SESSION_FLUSH_FAILED");
+    await harness.dispose();
   });
 });
