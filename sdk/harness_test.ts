@@ -374,6 +374,35 @@ describe("harness.dispose() and disposeAgent() report a failed last write", () =
   });
 });
 
+describe("harness.createAgent() over a storage that fails every write", () => {
+  it("tries the new session's write as its start's retries do, and its teardown does not retry it again", async () => {
+    const storageCalls: string[] = [];
+    const storage = withFaults(memoryStorage(), {
+      create: () => (header) => {
+        storageCalls.push(`create ${header.id}`);
+        return Promise.reject(new Error("disk full"));
+      },
+      append: () => (id) => {
+        storageCalls.push(`append ${id}`);
+        return Promise.reject(new Error("disk full"));
+      },
+    });
+    const harness = await createHarness({
+      adapters: [scriptedAdapter(textResponse("Hi"))],
+      model: { provider: "scripted", model: "scripted-model" },
+      storage,
+    });
+    let flushes = 0;
+    harness.ctx.on("session/flush", async () => void flushes++);
+    await assert.rejects(harness.createAgent({ id: "a" }), /disk full/);
+    // The start's flush and its two retries (50 and 250 ms); the teardown's flush does not wait those out again.
+    assert.equal(flushes, 3);
+    assert.deepEqual(storageCalls, ["create a"]);
+    assert.equal(harness.ctx.service("agents").get("a"), undefined);
+    await harness.dispose();
+  });
+});
+
 describe("harness.resumeAgent() of a crashed log from two harnesses at once", () => {
   it("takes the lease before it loads: one resumes the repaired log storage holds, the other is WRITER_BUSY", async () => {
     const { mkdtemp, rm } = await import("node:fs/promises");

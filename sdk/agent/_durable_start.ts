@@ -2,6 +2,7 @@
 
 import { HarnessError } from "../kernel/harness_error.ts";
 import type { AgentHandle } from "./agent.ts";
+import { noteStartFailed } from "./_retry_flush.ts";
 
 /**
  * Wait until the new agent's session holds its writer lease and is on
@@ -17,6 +18,11 @@ export async function durableStart(handle: AgentHandle): Promise<void> {
   try {
     await handle.agent.flushed();
   } catch (error) {
+    // The write was tried, and tried again (`flushed()`), and failed: the teardown does not wait out those retries a
+    // second time (a failed create would take twice as long to answer). Its release still writes once: a storage that
+    // recovered by then stores the session's events, one that did not refuses at once (a start that never got its
+    // lease or log fails every write without asking storage).
+    noteStartFailed(handle.agent.session);
     await handle.dispose().catch(() => {/* the first error is the one to report */});
     throw storageError(error);
   }

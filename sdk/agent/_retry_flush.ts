@@ -6,6 +6,7 @@
 // not asked again.
 
 import { HarnessError } from "../kernel/harness_error.ts";
+import type { Session } from "../session/session.ts";
 
 /** The codes of a write storage will refuse again: reported at once. */
 const FINAL = new Set([
@@ -64,4 +65,19 @@ export async function flushWithRetries(
     if (!live && failure !== undefined) throw failure;
     return;
   }
+}
+
+const retriedOut = new WeakSet<Session>();
+
+/**
+ * A new agent's durable start (`durableStart`) waited out the retries of `session`'s first flush and failed: the
+ * agent's teardown does not try that write again (its release still writes once, and reports that).
+ */
+export function noteStartFailed(session: Session): void {
+  retriedOut.add(session);
+}
+
+/** Whether `session`'s durable start failed after its retries (see noteStartFailed). */
+export function startFailed(session: Session): boolean {
+  return retriedOut.has(session);
 }
