@@ -22,6 +22,7 @@ import type { AgentFactory, AgentRegistry, CreateAgentOptions, ResumeAgentOption
 import { LoopAgent, type LoopContext } from "./agent_loop.ts";
 import { isRouteKey, overRoute } from "./_route.ts";
 import { flushWithRetries, startFailed } from "./_retry_flush.ts";
+import { wasAbandoned } from "../persistence/_stored_prefix.ts";
 
 /** Options of {@linkcode agentLoopPlugin}. */
 export interface AgentLoopOptions {
@@ -173,8 +174,9 @@ export function createLoopFactory(ctx: HarnessContext, options: AgentLoopOptions
       // below wrote it once, so a write that failed for a moment lost the session's last events (a server that
       // stopped during a brief storage outage), where a flush a moment later would have stored them. What is still
       // not written then is written (or refused again) by the release, whose failure is the one reported.
-      // Not for a session whose start already waited out these retries and failed (the release still writes once).
-      if (!startFailed(s)) await flushWithRetries(() => sessions.flush(s)).catch(() => {});
+      // Not for a session whose start already waited out these retries and failed (the release still writes once),
+      // nor for one abandoned before it was used (its log is deleted at release: a write now would be thrown away).
+      if (!startFailed(s) && !wasAbandoned(s)) await flushWithRetries(() => sessions.flush(s)).catch(() => {});
       detachAgent();
       (ctx as unknown as LoopContext).emit("agent/disposed", a);
       let released: { error: unknown } | undefined;

@@ -238,3 +238,47 @@ describe("a child whose last write fails", () => {
     await harness.dispose();
   });
 });
+
+describe("a child abandoned before it ran (its parent cancelled while it started)", () => {
+  it("is not written on at its teardown: its log is deleted at release, so no write (nor a retry of it) is made", async () => {
+    let gate: (() => void) | undefined;
+    const opened = new Promise<void>((resolve) => gate = resolve);
+    let linkWaiting = false;
+    const childWrites: string[] = [];
+    const storage = withFaults(memoryStorage(), {
+      append: (append) => async (id, events, options) => {
+        if (id === "parent" && events.some((e) => e.type === "subagent/spawned")) {
+          linkWaiting = true;
+          await opened; // the first child's link waits: the second child, started, waits for it
+        }
+        if (id === "parent.c2") {
+          childWrites.push(events.map((e) => e.type).join(","));
+          throw new Error("disk full"); // a write that would be tried again, were it made
+        }
+        return append(id, events, options);
+      },
+    });
+    const model = scriptedAdapter((request) =>
+      request.sessionId === "parent" && !request.messages.some((m) => m.role === "assistant")
+        ? delegateTo("c1", "c2")
+        : textResponse("done")
+    );
+    const harness = await scenarioHarness(model, { storage });
+    const parent = await harness.createAgent({ id: "parent" });
+    const running = parent.run("go");
+    const agents = harness.ctx.service("agents");
+    while (!linkWaiting || agents.get("parent.c2") === undefined || await storage.stat("parent.c2") === undefined) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the second child's start settles
+    agents.get("parent.c2")!.inject("a note"); // an event of the child's not yet written
+    parent.cancel("user");
+    gate!();
+    assert.deepEqual((await running).reason, { kind: "aborted", reason: "user" });
+    while (harness.sessions.get("parent.c2") !== undefined) await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.deepEqual(childWrites, []);
+    assert.equal(await storage.stat("parent.c2"), undefined, "the abandoned child's log is deleted");
+    assert.ok(await storage.stat("parent.c1"), "the linked child's log is kept");
+    await harness.dispose();
+  });
+});
