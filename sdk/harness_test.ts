@@ -393,7 +393,10 @@ describe("harness.createAgent() over a storage that fails every write", () => {
       storage,
     });
     let flushes = 0;
-    harness.ctx.on("session/flush", async () => void flushes++);
+    harness.ctx.on("session/flush", () => {
+      flushes++;
+      return Promise.resolve();
+    });
     await assert.rejects(harness.createAgent({ id: "a" }), /disk full/);
     // The start's flush and its two retries (50 and 250 ms); the teardown's flush does not wait those out again.
     assert.equal(flushes, 3);
