@@ -22,7 +22,8 @@ export interface ProblemFieldError {
  * `HOST_NOT_ALLOWED` and `CROSS_SITE_REQUEST` (without auth), `INVALID_SESSION_ID`, `SESSION_NOT_FOUND`,
  * `SESSION_ALREADY_EXISTS` (409: a session or fork id in use, or made first by a racing request),
  * `SESSION_WRITER_BUSY` (409: another instance is serving an existing session; nothing of the request was done),
- * `SESSION_LEASE_LOST` (409), `APPROVAL_NOT_FOUND`, `UNKNOWN_TOOL`, `NOT_FOUND`, `METHOD_NOT_ALLOWED`, `INTERNAL`,
+ * `SESSION_LEASE_LOST` (409), `SESSION_WRITE_FAILED`, `SESSION_READ_FAILED` and `SESSION_FLUSH_FAILED` (503: storage
+ * failed a write or a read; its own message is not sent), `APPROVAL_NOT_FOUND`, `UNKNOWN_TOOL`, `NOT_FOUND`, `METHOD_NOT_ALLOWED`, `INTERNAL`,
  * the serverless handler's `HARNESS_UNAVAILABLE` (503) and `SESSION_NOT_SAVED` (409, 500), or the code of a
  * `HarnessError` the harness raised (`OPEN_TURN`, `INVALID_BOUNDARY`, …).
  */

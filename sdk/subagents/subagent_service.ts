@@ -187,6 +187,9 @@ export class SubagentService {
    * @throws {HarnessError} `SUBAGENT_NOT_FOUND`, `SESSION_NOT_FOUND` (no live parent),
    *   `SUBAGENT_DEPTH` (nesting beyond `maxDepth`), `ABORTED` (signal aborted before the child ran: it is disposed
    *   turnless; the log it stored is deleted, unless the abort came once its link was durable: then it stays, linked).
+   *   A failure of the child's run (`SESSION_FLUSH_FAILED`: its turn could not be stored) is thrown as it was; when
+   *   disposing the child then fails too, its code, message and details are kept and its `cause` is an
+   *   `AggregateError` of both failures, the first first.
    */
   async run(request: SubagentRequest): Promise<SubagentResult> {
     const definition = this.#definitions.get(request.agent);
