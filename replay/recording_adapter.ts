@@ -33,7 +33,8 @@ export interface RecordingAdapter extends LlmAdapter {
    * @param dir The fixture directory.
    * @param sessions The sessions to save; every session that called the model must be among them.
    * @param options The encoding.
-   * @throws {HarnessError} `RECORD_INCOMPLETE` when a session that called the model is missing.
+   * @throws {HarnessError} `RECORD_INCOMPLETE` when a session that called the model is missing; the errors of
+   *   {@linkcode writeFixture}, such as `FIXTURE_CONFLICT` when another write saved the same fixture meanwhile.
    */
   save(dir: string | URL, sessions: Session | readonly Session[], options?: WriteFixtureOptions): Promise<void>;
 }
@@ -125,12 +126,20 @@ export interface WriteFixtureOptions {
  * written whole beside the directory before any old one is removed: a
  * failure while writing leaves the old fixture as it was.
  *
+ * One fixture takes one writer at a time. Two writes of the same path at once
+ * (two processes recording the same missing fixture, or two calls in one
+ * process) do not mix their sessions: the first to put its directory in place
+ * wins, and a write that finds the directory changed under it (made, moved or
+ * replaced since it looked) fails `FIXTURE_CONFLICT`, leaving the other's
+ * fixture whole and nothing of its own beside it.
+ *
  * @param dir The fixture directory.
  * @param sessions The sessions, in order.
  * @param options The encoding.
  * @returns Resolves once every log is durable.
  * @throws {HarnessError} `INVALID_SESSION_ID` for an id no storage takes; `INVALID_ARGS` for a session given twice
- *   or a path that is a file.
+ *   or a path that is a file; `FIXTURE_CONFLICT` (`details.path`) when another write changed the directory while
+ *   this one was saving.
  */
 export async function writeFixture(
   dir: string | URL,
@@ -165,9 +174,9 @@ export async function writeFixture(
     if (kind === "directory") {
       // What is not a session of the old fixture (override sidecars, notes) moves into the new one.
       const taken = new Set(await readdir(staging));
-      for (const name of await readdir(path)) {
+      for (const name of await readdir(path).catch((error) => conflict(path, error))) {
         if (taken.has(name) || await isSessionFolder(join(path, name))) continue;
-        await rename(join(path, name), join(staging, name));
+        await rename(join(path, name), join(staging, name)).catch((error) => conflict(path, error));
       }
     }
     // Git must not rewrite the logs' line endings (core.autocrlf): an existing .gitattributes (moved over) is kept.
@@ -178,21 +187,41 @@ export async function writeFixture(
       // The old fixture is swapped whole for the new: each rename is atomic, and a failure between the two puts
       // the old one back (a crash between them leaves it beside, as <dir>.replaced-<uuid>).
       const old = `${path.replace(/[/\\]+$/, "")}.replaced-${crypto.randomUUID()}`;
-      await rename(path, old);
+      await rename(path, old).catch((error) => conflict(path, error));
       try {
         await rename(staging, path);
       } catch (error) {
-        await rename(old, path);
-        throw error;
+        await rename(old, path).catch((cause) => conflict(path, cause, old));
+        conflict(path, error);
       }
       await rm(old, { recursive: true, force: true });
     } else {
       await mkdir(dirname(path), { recursive: true });
-      await rename(staging, path);
+      // Another write (another process, or another call) may have put its fixture there since the check above.
+      await rename(staging, path).catch((error) => conflict(path, error));
     }
   } finally {
     await rm(staging, { recursive: true, force: true });
   }
+}
+
+/** The codes of a rename or read that found the fixture directory changed under it by another write. */
+const CONFLICT_CODES: ReadonlySet<unknown> = new Set(["ENOTEMPTY", "EEXIST", "ENOENT"]);
+
+/**
+ * Rethrow a file system error of the swap: one that says another write changed the fixture directory meanwhile
+ * (it appeared, or vanished) as `FIXTURE_CONFLICT`, any other as it is.
+ */
+function conflict(path: string, error: unknown, aside?: string): never {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (!CONFLICT_CODES.has(code)) throw error;
+  throw new HarnessError(
+    "FIXTURE_CONFLICT",
+    `Fixture ${path} was changed by another write while this one was being saved (${String(code)}); ` +
+      "record one fixture with one writer at a time" +
+      (aside === undefined ? "" : `; the fixture it replaced is left at ${aside}`),
+    { cause: error, details: aside === undefined ? { path } : { path, aside } },
+  );
 }
 
 /** The `.gitattributes` of a fixture directory: its logs are bytes, never line-ending converted. */

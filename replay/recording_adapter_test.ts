@@ -100,6 +100,38 @@ describe("recordingAdapter()", () => {
       assert.deepEqual((await loadFixture(fx)).sessions.map((s) => s.id), ["new"]);
     });
   });
+
+  it("writeFixture() refuses with FIXTURE_CONFLICT when another write made the missing directory meanwhile", async () => {
+    await withDir(async (dir) => {
+      const fx = join(dir, "fx");
+      const one = await runSession([scriptedAdapter(conversation())], { id: "one" });
+      const two = await runSession([scriptedAdapter(conversation())], { id: "two" });
+      // Both see no directory; the first to finish puts its own in place, the second finds it there.
+      const results = await Promise.allSettled([writeFixture(fx, [one.session]), writeFixture(fx, [two.session])]);
+      const fulfilled = results.filter((r) => r.status === "fulfilled");
+      const rejected = results.flatMap((r) => r.status === "rejected" ? [r.reason] : []);
+      assert.equal(fulfilled.length, 1);
+      assert.equal(rejected.length, 1);
+      assert.ok(HarnessError.isInstance(rejected[0], "FIXTURE_CONFLICT"), String(rejected[0]));
+      assert.equal(rejected[0].details?.path, fx);
+      assert.match(rejected[0].message, /fx/);
+      // The winner's fixture is whole, and no staging directory is left beside it.
+      const ids = (await loadFixture(fx)).sessions.map((s) => s.id);
+      assert.equal(ids.length, 1);
+      assert.ok(ids[0] === "one" || ids[0] === "two");
+      assert.deepEqual(await readdir(dir), ["fx"]);
+      // Two replacements of the existing fixture at once: each succeeds or fails FIXTURE_CONFLICT, never with a raw
+      // file system error, and the directory holds one run whole.
+      const again = await Promise.allSettled([writeFixture(fx, [one.session]), writeFixture(fx, [two.session])]);
+      for (const result of again) {
+        if (result.status === "rejected") {
+          assert.ok(HarnessError.isInstance(result.reason, "FIXTURE_CONFLICT"), String(result.reason));
+        }
+      }
+      assert.equal((await loadFixture(fx)).sessions.length, 1);
+      assert.deepEqual(await readdir(dir), ["fx"]);
+    });
+  });
 });
 
 describe("openFixture()", () => {
