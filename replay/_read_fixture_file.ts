@@ -15,6 +15,7 @@ import { openLine } from "../sdk/persistence/_record_checksum.ts";
 import { escapeSessionId } from "../sdk/persistence/_header.ts";
 import { parseLogFileName } from "../sdk/persistence/_file_log.ts";
 import type { FixtureLog } from "./fixture.ts";
+import { type EntryProblem, entryProblem } from "./_check_entry.ts";
 
 const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];
 
@@ -251,7 +252,7 @@ async function readSidecar(path: string): Promise<unknown> {
   } catch (cause) {
     throw new HarnessError("INVALID_FIXTURE", `Replay override file ${path} is not valid JSON`, { cause });
   }
-  // The shape replayAdapter takes (it checks each entry and patch when it applies them).
+  // The shape replayAdapter takes (it checks where each patch goes when it applies them, against the fixture).
   const patches = (overrides as { patches?: unknown } | null)?.patches;
   if (!Array.isArray(overrides) && !(typeof overrides === "object" && overrides !== null && Array.isArray(patches))) {
     throw new HarnessError(
@@ -259,7 +260,30 @@ async function readSidecar(path: string): Promise<unknown> {
       `Replay override file ${path} holds neither an array of entries nor { "patches": [...] }`,
     );
   }
+  // Each entry and its chunks, now rather than mid-replay.
+  const problem = Array.isArray(overrides)
+    ? firstProblem(overrides, (entry, i) => entryProblem(entry, `[${i}]`))
+    : firstProblem(patches as unknown[], (patch, i) =>
+      typeof patch === "object" && patch !== null
+        ? entryProblem((patch as { entry?: unknown }).entry, `patches[${i}].entry`)
+        : { path: `patches[${i}]`, message: "must be a patch object" });
+  if (problem !== undefined) {
+    throw new HarnessError("INVALID_FIXTURE", `Replay override file ${path}: ${problem.path} ${problem.message}`, {
+      details: { file: path, path: problem.path },
+    });
+  }
   return overrides;
+}
+
+function firstProblem(
+  items: readonly unknown[],
+  check: (item: unknown, index: number) => EntryProblem | undefined,
+): EntryProblem | undefined {
+  for (let i = 0; i < items.length; i++) {
+    const problem = check(items[i], i);
+    if (problem !== undefined) return problem;
+  }
+  return undefined;
 }
 
 /** Read the session logs of a fixture file or directory, and its override sidecar. */

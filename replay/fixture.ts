@@ -386,13 +386,17 @@ export function fixtureFromLogs(logs: readonly SessionEvent[] | readonly Fixture
  * A sidecar file with script overrides is read with a fixture file
  * (`weather.jsonl` → `weather.override.json`) or directory
  * (`replay.override.json` inside it) when it exists; see `ReplayOverrides`.
+ * Its entries and their chunks are checked as it is read (where each patch
+ * goes is checked by `replayAdapter`, against the fixture).
  *
  * @param source A path or `file:` URL, one log's events, or several logs.
  * @returns The fixture; see {@linkcode fixtureFromLogs} for how scripts are cut.
  * @throws {HarnessError} `FIXTURE_NOT_FOUND` when the path does not exist; `INVALID_FIXTURE` when a
  *   file is not a session log, or a session folder's log cannot be read (damaged, of a newer format version, its
  *   header naming another id: the message gives the storage's reason, `details.code` its code, such as
- *   `SESSION_CORRUPT` or `SESSION_FORMAT_UNSUPPORTED`); `REPLAY_MISSING_FINISH` when a model call has no finish chunk
+ *   `SESSION_CORRUPT` or `SESSION_FORMAT_UNSUPPORTED`), or the override sidecar is not JSON of the overrides' shape
+ *   (an entry, or a chunk of an unknown `type`: `details.path` names it, `details.file` the sidecar);
+ *   `REPLAY_MISSING_FINISH` when a model call has no finish chunk
  *   and its step does not end (see {@linkcode fixtureFromLogs}).
  *
  * @example From events in memory

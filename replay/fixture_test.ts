@@ -310,6 +310,26 @@ describe("loadFixture()", () => {
           text,
         );
       }
+      // An entry of another shape, or a chunk the runtime cannot play, is refused at load with its path.
+      const bad: [unknown, string][] = [
+        [[{ chunks: [{ type: "bogus" }] }], "[0].chunks[0].type"],
+        [
+          { patches: [{ at: 0, entry: { chunks: [] } }, { at: 1, entry: { hang: true, chunks: [5] } }] },
+          "patches[1].entry.chunks[0]",
+        ],
+        [{ patches: [{ at: 0, entry: { nothing: 1 } }] }, "patches[0].entry"],
+        [{ patches: [7] }, "patches[0]"],
+      ];
+      for (const [overrides, path] of bad) {
+        await writeFile(sidecar, JSON.stringify(overrides));
+        await assert.rejects(
+          loadFixture(join(dir, "plain.jsonl")),
+          (e: unknown) =>
+            HarnessError.isInstance(e, "INVALID_FIXTURE") && e.details?.path === path && e.details?.file === sidecar &&
+            e.message.includes(path),
+          path,
+        );
+      }
       await rm(sidecar);
       await mkdir(sidecar); // there, but not a file
       await assert.rejects(

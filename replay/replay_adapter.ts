@@ -28,6 +28,7 @@ import {
 import { diffRequest, type MessageMatch, messagesKey, newMessageMatch, sameMessages } from "./_request_diff.ts";
 import { ABORTED_BEFORE_RETRY } from "../sdk/compaction/compact_session.ts";
 import { fillPlaceholders } from "./_placeholders.ts";
+import { chunksProblem, type EntryProblem, entryProblem } from "./_check_entry.ts";
 import { recordedModels, toModelInfo } from "./_recorded_models.ts";
 
 /**
@@ -42,6 +43,11 @@ import { recordedModels, toModelInfo } from "./_recorded_models.ts";
  * A recorded call whose stream ended in an `aborted` finish (the user
  * cancelled it, or a crash cut it off: see `FixtureCall.chunks`) replays as
  * a `{ hang }` entry of its other chunks.
+ *
+ * The chunks of an entry are checked when the entry is given (see
+ * {@linkcode replayAdapter}): each must be a chunk of the stream protocol
+ * (`StreamChunk`) in shape; the order of the stream is not checked, so an
+ * override may play a broken stream on purpose.
  *
  * Strings in the chunks of overrides may hold `{{fromRequest:<regex>}}` placeholders (recorded calls play
  * verbatim): each is
@@ -246,23 +252,26 @@ function compactionAnswer(compaction: FixtureCompaction): ReplayEntry {
   return { throw: { code, message: noted ? message.slice(0, -ABORTED_BEFORE_RETRY.length) : message } };
 }
 
-function checkEntry(entry: ReplayEntry, where: string): ReplayEntry {
-  const ok = typeof entry === "object" && entry !== null && (
-    ("chunks" in entry && Array.isArray(entry.chunks) && !("throw" in entry) && !("hang" in entry)) ||
-    ("throw" in entry && typeof entry.throw === "object" && entry.throw !== null &&
-      typeof entry.throw.message === "string") ||
-    ("hang" in entry && (entry.hang === true || typeof entry.hang === "object"))
-  );
-  if (!ok) throw new HarnessError("INVALID_ARGS", `Replay entry ${where} must be { chunks }, { throw } or { hang }`);
+/** A malformed entry or chunk as `INVALID_ARGS`, naming the bad field's path (also in `details.path`). */
+function invalidEntry(problem: EntryProblem, what: string): HarnessError {
+  return new HarnessError("INVALID_ARGS", `${what}: ${problem.path} ${problem.message}`, {
+    details: { path: problem.path },
+  });
+}
+
+function checkEntry(entry: ReplayEntry, where: string, path: string): ReplayEntry {
+  const problem = entryProblem(entry, path);
+  if (problem !== undefined) throw invalidEntry(problem, `Replay entry ${where}`);
   return entry;
 }
 
-function applyOverrides(scripts: Script[], overrides: ReplayOverrides | undefined): void {
+/** Apply overrides; `root` names them in error paths (`overrides`, `fixture.overrides`). */
+function applyOverrides(scripts: Script[], overrides: ReplayOverrides | undefined, root: string): void {
   if (overrides === undefined) return;
   if (Array.isArray(overrides)) {
     if (scripts.length === 0) throw new HarnessError("INVALID_ARGS", "Replay overrides need a fixture with a session");
     const entries = overrides as readonly ReplayEntry[];
-    scripts[0].entries.splice(0, Infinity, ...entries.map((e, i) => checkEntry(e, `${i}`)));
+    scripts[0].entries.splice(0, Infinity, ...entries.map((e, i) => checkEntry(e, `${i}`, `${root}[${i}]`)));
     return;
   }
   const patches = typeof overrides === "object" && overrides !== null
@@ -289,7 +298,7 @@ function applyOverrides(scripts: Script[], overrides: ReplayOverrides | undefine
         `Replay patch ${i} is at call ${patch.at}, but fixture session ${script.session.id} has ${script.entries.length} calls`,
       );
     }
-    script.entries[patch.at] = checkEntry(patch.entry, `of patch ${i}`);
+    script.entries[patch.at] = checkEntry(patch.entry, `of patch ${i}`, `${root}.patches[${i}].entry`);
   }
 }
 
@@ -355,7 +364,10 @@ function abortedFinish(): StreamChunk {
  *
  * @param options The fixture, routes, strictness and overrides.
  * @returns The adapter (for the first route) with its sibling routes in `adapters`.
- * @throws {HarnessError} `INVALID_ARGS` for a malformed fixture, override or option.
+ * @throws {HarnessError} `INVALID_ARGS` for a malformed fixture, override or option, before any call: among them an
+ *   entry or a chunk (recorded or overridden) that is not of the stream protocol's shape (a chunk of an unknown
+ *   `type`, a block index that is not a count, …), the message and `details.path` naming the bad field, such as
+ *   `overrides.patches[1].entry.chunks[0].type` or `fixture.sessions[0].calls[2].chunks[5].type`.
  *
  * @example Replaying a recorded answer through the full loop
  * ```ts
@@ -401,6 +413,14 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     recordedEntries.add(entry);
     return entry;
   };
+  // A recorded chunk the runtime cannot play (of a newer version's type, or edited by hand) is refused here, not
+  // mid-replay.
+  for (const [i, session] of fixture.sessions.entries()) {
+    for (const [j, call] of (session.calls ?? []).entries()) {
+      const problem = chunksProblem(call.chunks, `fixture.sessions[${i}].calls[${j}].chunks`);
+      if (problem !== undefined) throw invalidEntry(problem, `Fixture session ${session.id} call ${j}`);
+    }
+  }
   const scripts: Script[] = fixture.sessions.map((session) => ({
     session,
     entries: session.calls.map(recordedEntry),
@@ -411,8 +431,8 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
       return typeof compaction.attempts === "number" ? { entry, attempts: compaction.attempts } : { entry };
     }),
   }));
-  applyOverrides(scripts, fixture.overrides);
-  applyOverrides(scripts, options.overrides);
+  applyOverrides(scripts, fixture.overrides, "fixture.overrides");
+  applyOverrides(scripts, options.overrides, "overrides");
 
   const recorded = recordedModels(fixture);
   const providers = options.providers ?? (recorded.size > 0 ? [...recorded.keys()] : ["replay"]);

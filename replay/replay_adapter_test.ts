@@ -675,6 +675,66 @@ describe("replayAdapter() scripts and cursors", () => {
       });
     }
   });
+
+  it("refuses an override chunk of an unknown type or shape when the overrides are given, naming its path", () => {
+    const bogus = { type: "bogus-delta", index: 0, text: "x" } as unknown as StreamChunk;
+    const cases: [unknown, string][] = [
+      [[{ chunks: [text("a"), bogus, STOP] }], "overrides[0].chunks[1].type"],
+      [
+        { patches: [{ at: 0, entry: { chunks: [STOP] } }, { at: 1, entry: { chunks: [bogus] } }] },
+        "overrides.patches[1].entry.chunks[0].type",
+      ],
+      [[{ throw: { message: "m", chunks: [bogus] } }], "overrides[0].throw.chunks[0].type"],
+      [[{ hang: true, chunks: [text("a"), bogus] }], "overrides[0].chunks[1].type"],
+      [[{ chunks: [null] }], "overrides[0].chunks[0]"],
+      [[{ chunks: [{ type: "block-start", index: -1, blockType: "text" }] }], "overrides[0].chunks[0].index"],
+      [[{ chunks: [{ type: "block-start", index: 0, blockType: "image" }] }], "overrides[0].chunks[0].blockType"],
+      [[{ chunks: [{ type: "finish" }] }], "overrides[0].chunks[0].reason"],
+      [[{ throw: { message: "m", chunks: "no" } }], "overrides[0].throw.chunks"],
+    ];
+    for (const [overrides, path] of cases) {
+      assert.throws(
+        () => replayAdapter({ fixture: twoSessions(), overrides: overrides as never }),
+        (error: unknown) =>
+          HarnessError.isInstance(error, "INVALID_ARGS") && error.details?.path === path &&
+          error.message.includes(path),
+        path,
+      );
+    }
+    // Every chunk type of the protocol passes, as do a throw and a hang without chunks.
+    replayAdapter({
+      fixture: twoSessions(),
+      overrides: [
+        {
+          chunks: [
+            { type: "block-start", index: 0, blockType: "tool-call" },
+            { type: "tool-call-delta", index: 0, id: "c", name: "t", argumentsDelta: "{}" },
+            { type: "block-end", index: 0, block: { type: "tool-call", id: "c", name: "t", arguments: "{}" } },
+            { type: "block-start", index: 1, blockType: "reasoning" },
+            { type: "reasoning-delta", index: 1, text: "hm" },
+            { type: "usage", usage: { inputTokens: 1, outputTokens: 1 } },
+            { type: "finish", reason: { kind: "tool-calls" } },
+          ],
+        },
+        { throw: { message: "m" } },
+        { hang: true },
+      ],
+    });
+  });
+
+  it("refuses a recorded chunk of an unknown type when the fixture is given", () => {
+    const bogus = { type: "bogus-delta", index: 0, text: "x" } as unknown as StreamChunk;
+    const fixture = fixtureFromLogs([{
+      id: "A",
+      events: log(chunk(1, 1, text("a")), chunk(1, 1, bogus), chunk(1, 1, STOP)),
+    }]);
+    assert.throws(
+      () => replayAdapter({ fixture }),
+      (error: unknown) =>
+        HarnessError.isInstance(error, "INVALID_ARGS") &&
+        error.details?.path === "fixture.sessions[0].calls[0].chunks[1].type",
+    );
+  });
 });
 
 describe("replayAdapter() request retention", () => {
