@@ -90,6 +90,7 @@ function configProblem(config: unknown): string | undefined {
   }
   if (typeof config.invariants !== "boolean") return "invariants: expected true or false";
   if (!optional(config.hooks, isObject)) return "hooks: expected an object";
+  if (!optional(config.hookBridge, isObject)) return "hookBridge: expected an object";
   return undefined;
 }
 

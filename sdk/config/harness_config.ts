@@ -131,6 +131,25 @@ export interface HookMatcherConfig {
   readonly hooks: readonly HookCommandConfig[];
 }
 
+/**
+ * The environment of the hook bridge's command hooks (`hookBridge()`'s options of the same names): pass them on,
+ * `hookBridge({ hooks: config.hooks, ...config.hookBridge })`.
+ */
+export interface HookBridgeConfig {
+  /**
+   * Which variables of the host process command hooks get: a list of names, or prefixes ending with `*`
+   * (`["PATH", "HOME", "MY_TOOL_*"]`); `false` none; `true` the whole environment. Absent, the bridge's default
+   * (`SHELL_ENV`, no credentials).
+   */
+  readonly inheritEnv?: boolean | readonly string[];
+  /**
+   * Variables set for every command hook, over the inherited ones (names non-empty, without `=` or NUL; values
+   * strings without NUL). Like any value of the configuration, no credential: a value or name that looks like one is
+   * `CONFIG_INLINE_SECRET`.
+   */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
 /** Hooks by event name (`PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `Stop`, `SessionStart`). */
 export type HooksConfig = { readonly [K in HookEventName]?: readonly HookMatcherConfig[] };
 
@@ -167,6 +186,8 @@ export interface HarnessConfig {
   readonly invariants: boolean;
   /** Hooks run by the hook bridge (`hookBridge()` of `@dsh/harness/hooks`); absent means none. */
   readonly hooks?: HooksConfig;
+  /** The environment of the command hooks, for `hookBridge()` (see {@linkcode HookBridgeConfig}); absent, its defaults. */
+  readonly hookBridge?: HookBridgeConfig;
 }
 
 /** One layer's view of {@linkcode ModelConfig}: every field optional, `null` removes it. */
@@ -239,4 +260,12 @@ export interface HarnessConfigLayer {
   readonly invariants?: boolean | null;
   /** See {@linkcode HarnessConfig.hooks}; each event's list replaces the inherited one, `null` removes it. */
   readonly hooks?: { readonly [K in HookEventName]?: readonly HookMatcherConfig[] | null } | null;
+  /**
+   * See {@linkcode HarnessConfig.hookBridge}: `env` merges with the inherited one by name (`null` removes a variable),
+   * `inheritEnv` replaces it; `null` removes either, or the whole.
+   */
+  readonly hookBridge?: {
+    readonly inheritEnv?: boolean | readonly string[] | null;
+    readonly env?: Readonly<Record<string, string | null>> | null;
+  } | null;
 }

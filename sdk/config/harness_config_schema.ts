@@ -76,6 +76,27 @@ const hooks = z.strictObject({
   Stop: hookList.optional(),
   SessionStart: hookList.optional(),
 });
+// The hook bridge's command environment: what hookBridge() checks (checkEnvNames, checkEnv), refused here with the
+// path of the field instead of when the bridge is made.
+const inheritEnv = z.union([
+  z.boolean(),
+  z.array(
+    z.string().regex(
+      /^[^=\0*]+\*?$/,
+      'Expected a variable name, or a prefix ending with "*" (no "=", NUL or other "*")',
+    ),
+  ),
+]);
+const envVarName = z.string().regex(/^[^=\0]+$/, 'Expected a variable name: not empty, no "=" or NUL');
+const envValue = z.string().regex(/^[^\0]*$/, "Expected a string without NUL characters");
+const hookBridgeLayer = z.strictObject({
+  inheritEnv: inheritEnv.nullish(),
+  env: z.record(envVarName, envValue.nullable()).nullish(),
+});
+const hookBridge = z.strictObject({
+  inheritEnv: inheritEnv.optional(),
+  env: z.record(envVarName, envValue).optional(),
+});
 
 const modelLayer = z.strictObject({
   provider: name.nullish(),
@@ -129,6 +150,7 @@ export const harnessConfigLayerSchema: z.ZodType<HarnessConfigLayer> = z.strictO
   maxSteps: positiveInt.nullish(),
   invariants: z.boolean().nullish(),
   hooks: hooksLayer.nullish(),
+  hookBridge: hookBridgeLayer.nullish(),
 });
 
 const adapter = z.strictObject({
@@ -176,4 +198,5 @@ export const harnessConfigSchema: z.ZodType<HarnessConfig> = z.strictObject({
   maxSteps: positiveInt.optional(),
   invariants: z.boolean(),
   hooks: hooks.optional(),
+  hookBridge: hookBridge.optional(),
 });

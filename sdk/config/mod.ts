@@ -26,6 +26,7 @@ export type {
   FileStorageConfig,
   HarnessConfig,
   HarnessConfigLayer,
+  HookBridgeConfig,
   HookCommandConfig,
   HookMatcherConfig,
   HooksConfig,

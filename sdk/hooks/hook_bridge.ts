@@ -200,7 +200,8 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  * once the plugins have started (`HOOKS_NO_SUBPROCESS`), and a configuration's
  * `hooks` that the bridge does not hold (`HOOKS_NOT_INSTALLED`).
  *
- * @param options The hooks (e.g. `config.hooks`) and the Stop limit.
+ * @param options The hooks (e.g. `config.hooks`), the Stop limit and the command environment (from a configuration
+ *   file, `...config.hookBridge`: its `inheritEnv` and `env`, checked there as here).
  * @returns The plugin.
  * @throws {HarnessError} `INVALID_ARGS` for a hook table the configuration's `hooks` schema would refuse (an
  *   unknown event or field, a matcher that is not a regular expression, a hook `timeout` under 0.001 (1 ms) or over

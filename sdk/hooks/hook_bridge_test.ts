@@ -412,6 +412,74 @@ describe("hookBridge: the environment of command hooks", () => {
     }
   });
 
+  it("takes inheritEnv and env from the configuration file's hookBridge, and refuses a bad one with its path", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dsh-hook-env-"));
+    const host = { DSH_CFG_FOO_A: "a", DSH_CFG_FOOBAR: "b", DSH_CFG_OTHER: "other", DSH_TEST_API_KEY: "sk-secret" };
+    Object.assign(process.env, host);
+    try {
+      const file = join(dir, "profile.jsonc");
+      const profile = (hookBridge: unknown) =>
+        JSON.stringify({
+          model: { provider: "scripted", model: "scripted-model" },
+          adapters: { deepseek: null },
+          // The shell's builtin lists what it was given (no PATH: no program could be found).
+          hooks: { PreToolUse: [{ hooks: [{ type: "command", command: "export -p >&2; exit 2" }] }] },
+          hookBridge,
+        });
+      await writeFile(file, profile({ inheritEnv: ["DSH_CFG_FOO*"], env: { DSH_CFG_SET: "set" } }));
+      const loaded = await loadConfig({ profiles: [file] });
+      assert.deepEqual(loaded.config.hookBridge, { inheritEnv: ["DSH_CFG_FOO*"], env: { DSH_CFG_SET: "set" } });
+      const harness = await createHarness({
+        config: loaded,
+        adapters: [scriptedAdapter([])],
+        tools: [lookup],
+        plugins: [
+          [capabilitiesPlugin, { subprocess: localSubprocess() }],
+          hookBridge({ hooks: loaded.config.hooks, ...loaded.config.hookBridge }),
+        ],
+      });
+      const outcomes: HookResultInfo[] = [];
+      pluginCtx<HookEvents>(harness.ctx).on("hooks/result", (info) => void outcomes.push(info));
+      await harness.createAgent({ id: "hooked" });
+      assert.equal((await executeLookup(harness)).error?.code, "DENIED");
+      await harness.dispose();
+      // `export -p` prints `export NAME=…` (dash) or `declare -x NAME=…` (bash); the shell adds its own PWD, OLDPWD
+      // and SHLVL.
+      const names = (outcomes[0]?.verdict.reason ?? "").split("\n")
+        .map((line) => /^(?:export|declare -x) ([^=\s]+)/.exec(line)?.[1])
+        .filter((name): name is string => name !== undefined && !["PWD", "OLDPWD", "SHLVL", "_"].includes(name));
+      assert.deepEqual(names.sort(), ["DSH_CFG_FOOBAR", "DSH_CFG_FOO_A", "DSH_CFG_SET"]);
+
+      // What hookBridge() would refuse is refused with the configuration file's error, naming the field.
+      const bad: [unknown, string][] = [
+        [{ inheritEnv: ["A=B"] }, "hookBridge.inheritEnv[0]"],
+        [{ inheritEnv: ["*"] }, "hookBridge.inheritEnv[0]"],
+        [{ inheritEnv: "PATH" }, "hookBridge.inheritEnv"],
+        [{ env: { A: 1 } }, "hookBridge.env.A"],
+        [{ env: { A: "x\0y" } }, "hookBridge.env.A"],
+        [{ env: "A=x" }, "hookBridge.env"],
+        [{ inherit: true }, "hookBridge.inherit"],
+      ];
+      for (const [value, path] of bad) {
+        await writeFile(file, profile(value));
+        await assert.rejects(
+          loadConfig({ profiles: [file] }),
+          (e: unknown) => HarnessError.isInstance(e, "CONFIG_SCHEMA") && e.details?.path === path,
+          JSON.stringify(value),
+        );
+      }
+      await writeFile(file, profile({ env: { "A=B": "x" } }));
+      await assert.rejects(
+        loadConfig({ profiles: [file] }),
+        (e: unknown) =>
+          HarnessError.isInstance(e, "CONFIG_SCHEMA") && String(e.details?.path).startsWith("hookBridge.env"),
+      );
+    } finally {
+      for (const name of Object.keys(host)) delete process.env[name];
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("refuses an inheritEnv or env no command could run with, at once (a hook failing on it would fail open)", () => {
     const bad: HookBridgeOptions[] = [
       { inheritEnv: ["A=B"] },
