@@ -722,10 +722,12 @@ export async function createHarness(input: CreateHarnessOptions = {}): Promise<H
     if (failures.length === 1) throw failures[0];
     if (failures.length > 1) throw new AggregateError(failures, "Disposing the harness failed in several places");
   }
-  const hooks = options.config === undefined
+  const effective = options.config === undefined
     ? undefined
-    : (await import("./_apply_config.ts")).effectiveConfig(options.config).hooks;
-  const problem = hookProblem(hooks, ctx.get("hooks" as never), ctx.get("subprocess" as never) !== undefined);
+    : (await import("./_apply_config.ts")).effectiveConfig(options.config);
+  const problem =
+    hookProblem(effective?.hooks, ctx.get("hooks" as never), ctx.get("subprocess" as never) !== undefined) ??
+      hookEnvProblem(effective?.hookBridge, ctx.get("hooks" as never));
   if (problem !== undefined) {
     await harness.dispose();
     throw problem;
@@ -792,6 +794,34 @@ function hookProblem(
     );
   }
   return undefined;
+}
+
+/**
+ * Why the hook bridge does not run its commands in the environment the configuration's `hookBridge` sets: a bridge
+ * made without `...config.hookBridge` would give them its defaults without a word.
+ */
+function hookEnvProblem(
+  configured: { readonly inheritEnv?: unknown; readonly env?: Readonly<Record<string, string>> } | undefined,
+  service: unknown,
+): HarnessError | undefined {
+  if (configured === undefined || (configured.inheritEnv === undefined && configured.env === undefined)) return;
+  // Without a bridge no command hook runs: there is no environment to get wrong.
+  if (service === undefined) return undefined;
+  const held = (service as { environment?: () => { inheritEnv: unknown; env: Readonly<Record<string, string>> } })
+    .environment?.();
+  const wrong = held === undefined
+    ? "hookBridge"
+    : configured.inheritEnv !== undefined && JSON.stringify(configured.inheritEnv) !== JSON.stringify(held.inheritEnv)
+    ? "hookBridge.inheritEnv"
+    : Object.entries(configured.env ?? {}).find(([name, value]) => held.env[name] !== value)?.[0];
+  if (wrong === undefined) return undefined;
+  const path = wrong.startsWith("hookBridge") ? wrong : `hookBridge.env.${wrong}`;
+  return new HarnessError(
+    "HOOKS_NOT_INSTALLED",
+    `The configuration's ${path} is not what the hook bridge runs its commands with: give it the configuration's ` +
+      "options, hookBridge({ hooks: config.hooks, ...config.hookBridge })",
+    { details: { path } },
+  );
 }
 
 type PluginHandle = ReturnType<HarnessCtx["plugin"]>;

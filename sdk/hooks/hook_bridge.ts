@@ -103,6 +103,11 @@ export interface HookBridgeService {
    * that a configuration's `hooks` are among them.
    */
   table(): HookTable;
+  /**
+   * The command hooks' environment options as the bridge checked them: `inheritEnv` (the default `SHELL_ENV` when
+   * none was given) and `env` (empty when none): createHarness checks that a configuration's `hookBridge` is in them.
+   */
+  environment(): { readonly inheritEnv: boolean | readonly string[]; readonly env: Readonly<Record<string, string>> };
 }
 
 interface Services {
@@ -198,7 +203,8 @@ const hasText = (text: string | undefined): text is string => text !== undefined
  * deny cannot be read does not deny (errors fail open). What could never run
  * is refused by createHarness instead: command hooks with no `ctx.subprocess`
  * once the plugins have started (`HOOKS_NO_SUBPROCESS`), and a configuration's
- * `hooks` that the bridge does not hold (`HOOKS_NOT_INSTALLED`).
+ * `hooks` that the bridge does not hold, or a `hookBridge` (`inheritEnv`, `env`)
+ * it was not given (`HOOKS_NOT_INSTALLED`, `details.path` naming the field).
  *
  * @param options The hooks (e.g. `config.hooks`), the Stop limit and the command environment (from a configuration
  *   file, `...config.hookBridge`: its `inheritEnv` and `env`, checked there as here).
@@ -269,7 +275,11 @@ export function hookBridge(options: HookBridgeOptions = {}): HarnessPlugin<void>
     /** A context message id: the session and the handler (unlogged invocations have no handler id: a new id). */
     const contextId = (sessionId: string, handlerId: string) =>
       `${sessionId}:${handlerId === "" ? newId() : handlerId}`;
-    ctx.provide("hooks", { events: () => (Object.keys(table) as HookEventName[]).filter(has), table: () => table });
+    ctx.provide("hooks", {
+      events: () => (Object.keys(table) as HookEventName[]).filter(has),
+      table: () => table,
+      environment: () => ({ inheritEnv: inherited, env: extraEnv }),
+    });
 
     /** Run the matching hooks of `event` in order; a blocking verdict ends the run. */
     const invoke = async (

@@ -449,6 +449,39 @@ describe("hookBridge: the environment of command hooks", () => {
         .map((line) => /^(?:export|declare -x) ([^=\s]+)/.exec(line)?.[1])
         .filter((name): name is string => name !== undefined && !["PWD", "OLDPWD", "SHLVL", "_"].includes(name));
       assert.deepEqual(names.sort(), ["DSH_CFG_FOOBAR", "DSH_CFG_FOO_A", "DSH_CFG_SET"]);
+      // A bridge made without the configuration's options would run the commands with its defaults: refused.
+      const subprocess = [capabilitiesPlugin, { subprocess: localSubprocess() }] as const;
+      for (
+        const [given, path] of [
+          [{}, "hookBridge.inheritEnv"],
+          [{ inheritEnv: ["DSH_CFG_FOO*"] }, "hookBridge.env.DSH_CFG_SET"],
+          [{ inheritEnv: ["DSH_CFG_FOO*"], env: { DSH_CFG_SET: "other" } }, "hookBridge.env.DSH_CFG_SET"],
+        ] as const
+      ) {
+        await assert.rejects(
+          createHarness({
+            config: loaded,
+            adapters: [scriptedAdapter([])],
+            plugins: [subprocess, hookBridge({ hooks: loaded.config.hooks, ...given })],
+          }),
+          (e: unknown) => HarnessError.isInstance(e, "HOOKS_NOT_INSTALLED") && e.details?.path === path,
+          path,
+        );
+      }
+      // Its own variables beside the configuration's are fine.
+      const more = await createHarness({
+        config: loaded,
+        adapters: [scriptedAdapter([])],
+        plugins: [
+          subprocess,
+          hookBridge({
+            hooks: loaded.config.hooks,
+            inheritEnv: ["DSH_CFG_FOO*"],
+            env: { DSH_CFG_SET: "set", MINE: "1" },
+          }),
+        ],
+      });
+      await more.dispose();
 
       // What hookBridge() would refuse is refused with the configuration file's error, naming the field.
       const bad: [unknown, string][] = [
