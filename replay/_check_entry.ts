@@ -1,7 +1,7 @@
 /**
- * The shape checks of replay entries and their stream chunks, shared by
- * `replayAdapter` (entries given as options, recorded calls) and the override
- * sidecar reader, so that a chunk the runtime cannot play is refused where it
+ * The shape checks of replay override entries and their stream chunks, shared
+ * by `replayAdapter` (overrides given as options or read with the fixture) and
+ * the override sidecar reader, so that a chunk the runtime cannot play is refused where it
  * is given, with the path of the bad field, instead of ending a replayed call
  * mid-stream.
  *

@@ -28,7 +28,7 @@ import {
 import { diffRequest, type MessageMatch, messagesKey, newMessageMatch, sameMessages } from "./_request_diff.ts";
 import { ABORTED_BEFORE_RETRY } from "../sdk/compaction/compact_session.ts";
 import { fillPlaceholders } from "./_placeholders.ts";
-import { chunksProblem, type EntryProblem, entryProblem } from "./_check_entry.ts";
+import { type EntryProblem, entryProblem } from "./_check_entry.ts";
 import { recordedModels, toModelInfo } from "./_recorded_models.ts";
 
 /**
@@ -44,10 +44,13 @@ import { recordedModels, toModelInfo } from "./_recorded_models.ts";
  * cancelled it, or a crash cut it off: see `FixtureCall.chunks`) replays as
  * a `{ hang }` entry of its other chunks.
  *
- * The chunks of an entry are checked when the entry is given (see
+ * The chunks of an override entry are checked when the entry is given (see
  * {@linkcode replayAdapter}): each must be a chunk of the stream protocol
  * (`StreamChunk`) in shape; the order of the stream is not checked, so an
- * override may play a broken stream on purpose.
+ * override may play a broken stream on purpose. Recorded calls are not
+ * checked: they hold what the runtime took from the adapter and logged
+ * (a chunk type it does not know included, which the loop passes over),
+ * and play it back alike.
  *
  * Strings in the chunks of overrides may hold `{{fromRequest:<regex>}}` placeholders (recorded calls play
  * verbatim): each is
@@ -365,9 +368,9 @@ function abortedFinish(): StreamChunk {
  * @param options The fixture, routes, strictness and overrides.
  * @returns The adapter (for the first route) with its sibling routes in `adapters`.
  * @throws {HarnessError} `INVALID_ARGS` for a malformed fixture, override or option, before any call: among them an
- *   entry or a chunk (recorded or overridden) that is not of the stream protocol's shape (a chunk of an unknown
- *   `type`, a block index that is not a count, …), the message and `details.path` naming the bad field, such as
- *   `overrides.patches[1].entry.chunks[0].type` or `fixture.sessions[0].calls[2].chunks[5].type`.
+ *   override entry or chunk that is not of the stream protocol's shape (a chunk of an unknown `type`, such as a
+ *   misspelled `finish`, a block index that is not a count, …), the message and `details.path` naming the bad field,
+ *   such as `overrides.patches[1].entry.chunks[0].type` (`fixture.overrides…` for the fixture's sidecar).
  *
  * @example Replaying a recorded answer through the full loop
  * ```ts
@@ -413,14 +416,6 @@ export function replayAdapter(options: ReplayAdapterOptions): ReplayAdapter {
     recordedEntries.add(entry);
     return entry;
   };
-  // A recorded chunk the runtime cannot play (of a newer version's type, or edited by hand) is refused here, not
-  // mid-replay.
-  for (const [i, session] of fixture.sessions.entries()) {
-    for (const [j, call] of (session.calls ?? []).entries()) {
-      const problem = chunksProblem(call.chunks, `fixture.sessions[${i}].calls[${j}].chunks`);
-      if (problem !== undefined) throw invalidEntry(problem, `Fixture session ${session.id} call ${j}`);
-    }
-  }
   const scripts: Script[] = fixture.sessions.map((session) => ({
     session,
     entries: session.calls.map(recordedEntry),
