@@ -796,6 +796,9 @@ function hookProblem(
   return undefined;
 }
 
+// `inheritEnv: false` is the bridge's empty list (it reports what it checked: `[]`), as the same choice.
+const inheritedNames = (inheritEnv: unknown) => inheritEnv === false ? [] : inheritEnv;
+
 /**
  * Why the hook bridge does not run its commands in the environment the configuration's `hookBridge` sets: a bridge
  * made without `...config.hookBridge` would give them its defaults without a word.
@@ -809,9 +812,8 @@ function hookEnvProblem(
   if (service === undefined) return undefined;
   const held = (service as { environment?: () => { inheritEnv: unknown; env: Readonly<Record<string, string>> } })
     .environment?.();
-  const wrong = held === undefined
-    ? "hookBridge"
-    : configured.inheritEnv !== undefined && JSON.stringify(configured.inheritEnv) !== JSON.stringify(held.inheritEnv)
+  const wrong = held === undefined ? "hookBridge" : configured.inheritEnv !== undefined &&
+      JSON.stringify(inheritedNames(configured.inheritEnv)) !== JSON.stringify(inheritedNames(held.inheritEnv))
     ? "hookBridge.inheritEnv"
     : Object.entries(configured.env ?? {}).find(([name, value]) => held.env[name] !== value)?.[0];
   if (wrong === undefined) return undefined;

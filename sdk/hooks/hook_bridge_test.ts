@@ -20,7 +20,7 @@ import {
 } from "../../mod.ts";
 import { type Script, scriptedAdapter, textResponse, toolCallResponse } from "../../testing/mod.ts";
 import { capabilitiesPlugin, localSubprocess, SHELL_ENV } from "../capabilities/mod.ts";
-import { loadConfig } from "../config/mod.ts";
+import { loadConfig, resolveConfig } from "../config/mod.ts";
 import { inProcessSubagents } from "../subagents/mod.ts";
 import { recordingSubprocess } from "../capabilities/subprocess/_test_recording_subprocess.ts";
 import { asWindowsHost } from "../capabilities/subprocess/_test_windows_host.ts";
@@ -510,6 +510,28 @@ describe("hookBridge: the environment of command hooks", () => {
     } finally {
       for (const name of Object.keys(host)) delete process.env[name];
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("takes a configuration's inheritEnv false (nothing inherited) passed on as the README wires it", async () => {
+    for (const inheritEnv of [false, true, [], ["PATH"]] as const) {
+      const loaded = resolveConfig([{
+        name: "profile",
+        value: {
+          model: { provider: "scripted", model: "scripted-model" },
+          adapters: { deepseek: null },
+          hookBridge: { inheritEnv },
+        },
+      }]);
+      const harness = await createHarness({
+        config: loaded,
+        adapters: [scriptedAdapter([])],
+        plugins: [
+          [capabilitiesPlugin, { subprocess: localSubprocess() }],
+          hookBridge({ hooks: loaded.config.hooks, ...loaded.config.hookBridge }),
+        ],
+      });
+      await harness.dispose();
     }
   });
 
